@@ -1,0 +1,14 @@
+//! The one place that chooses between the standard library's synchronisation primitives and
+//! loom's. Everything concurrent in this crate imports from here, never from `std::sync`
+//! directly, so that `RUSTFLAGS="--cfg loom"` swaps in loom's checked types everywhere at once.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// Locks `mutex`, ignoring poisoning: the state machines behind these mutexes keep their
+/// invariants between calls, so a panic in another holder cannot leave them half-updated.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,87 @@
+//! How a request (or a step of one) ends.
+
+use std::fmt;
+
+/// The end of a request: success, or the kind of error that ended it.
+///
+/// Every request ends in exactly one outcome. The names are the keys used in reports,
+/// expectations and breaker classifiers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome {
+    Ok,
+    /// A client-side timeout fired before the reply came.
+    Timeout,
+    /// The connection was refused, or not writable with the offline queue off.
+    Refused,
+    /// The connection was lost with the command outstanding, and it was not retried.
+    ConnectionLost,
+    /// A circuit breaker rejected the call before any I/O.
+    BreakerOpen,
+    /// A bulkhead's queue was full.
+    Shed,
+    /// The server answered with an error.
+    ServerError,
+    /// A lock (`SET NX`) was held by someone else.
+    LockBusy,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Ok,
+        Outcome::Timeout,
+        Outcome::Refused,
+        Outcome::ConnectionLost,
+        Outcome::BreakerOpen,
+        Outcome::Shed,
+        Outcome::ServerError,
+        Outcome::LockBusy,
+    ];
+
+    /// Number of outcomes; `outcome.index()` is below it.
+    pub const COUNT: usize = Self::ALL.len();
+
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Timeout => "timeout",
+            Outcome::Refused => "refused",
+            Outcome::ConnectionLost => "connection_lost",
+            Outcome::BreakerOpen => "breaker_open",
+            Outcome::Shed => "shed",
+            Outcome::ServerError => "server_error",
+            Outcome::LockBusy => "lock_busy",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Outcome> {
+        Self::ALL.into_iter().find(|outcome| outcome.name() == name)
+    }
+
+    pub fn is_error(self) -> bool {
+        self != Outcome::Ok
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_indices_follow_the_list() {
+        for (index, outcome) in Outcome::ALL.into_iter().enumerate() {
+            assert_eq!(outcome.index(), index);
+            assert_eq!(Outcome::from_name(outcome.name()), Some(outcome));
+        }
+        assert_eq!(Outcome::from_name("nope"), None);
+    }
+}

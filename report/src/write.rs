@@ -1,0 +1,213 @@
+//! Reports as text: JSON (everything) and CSV (the time series, and one summary row per
+//! variant). Output depends only on the report, so the same run gives the same bytes.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use crate::{LatencyStats, Outcome, RunReport};
+
+/// The whole report as pretty-printed JSON, ending in a newline.
+pub fn to_json(report: &RunReport) -> String {
+    let mut text = serde_json::to_string_pretty(report).expect("a report always serialises");
+    text.push('\n');
+    text
+}
+
+/// The time series of every variant in long form: one row per variant and bucket.
+///
+/// Columns: `variant`, `start_ms`, one count per outcome, `p50_ms`, `p99_ms`, then every
+/// gauge (`<name>_max`); an empty cell means "no value" (an empty bucket's percentiles, or a
+/// gauge that variant does not have).
+pub fn series_csv(report: &RunReport) -> String {
+    let gauges: BTreeSet<&str> = report
+        .variants
+        .iter()
+        .flat_map(|variant| variant.series.gauges_max.keys().map(String::as_str))
+        .collect();
+    let mut out = String::from("variant,start_ms");
+    for outcome in Outcome::ALL {
+        write!(out, ",{outcome}").unwrap();
+    }
+    out.push_str(",p50_ms,p99_ms");
+    for gauge in &gauges {
+        write!(out, ",{gauge}_max").unwrap();
+    }
+    out.push('\n');
+    for variant in &report.variants {
+        let series = &variant.series;
+        let name = quote(&variant.name);
+        for index in 0..series.len() {
+            write!(out, "{name},{}", series.start_ms[index]).unwrap();
+            for outcome in Outcome::ALL {
+                let count = series.outcomes.get(outcome.name()).map_or(0, |c| c[index]);
+                write!(out, ",{count}").unwrap();
+            }
+            write!(
+                out,
+                ",{},{}",
+                cell(series.p50_ms[index]),
+                cell(series.p99_ms[index])
+            )
+            .unwrap();
+            for gauge in &gauges {
+                match series.gauges_max.get(*gauge) {
+                    Some(values) => write!(out, ",{}", values[index]).unwrap(),
+                    None => out.push(','),
+                }
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// One row per variant: outcomes, latency of all requests and of successful ones, and the
+/// peaks of every database and bulkhead.
+pub fn summary_csv(report: &RunReport) -> String {
+    let databases: BTreeSet<&str> = report
+        .variants
+        .iter()
+        .flat_map(|v| v.summary.databases.keys().map(String::as_str))
+        .collect();
+    let bulkheads: BTreeSet<&str> = report
+        .variants
+        .iter()
+        .flat_map(|v| v.summary.bulkheads.keys().map(String::as_str))
+        .collect();
+    let mut out = String::from("variant,verdict,requests,unfinished");
+    for outcome in Outcome::ALL {
+        write!(out, ",{outcome}").unwrap();
+    }
+    for group in ["all", "ok"] {
+        for stat in ["p50", "p99", "max"] {
+            write!(out, ",{group}_{stat}_ms").unwrap();
+        }
+    }
+    for database in &databases {
+        write!(out, ",{database}_peak_concurrency").unwrap();
+    }
+    for bulkhead in &bulkheads {
+        write!(out, ",{bulkhead}_peak_in_use,{bulkhead}_shed").unwrap();
+    }
+    out.push('\n');
+    for variant in &report.variants {
+        let summary = &variant.summary;
+        write!(
+            out,
+            "{},{},{},{}",
+            quote(&variant.name),
+            variant.verdict.name(),
+            summary.requests,
+            summary.unfinished
+        )
+        .unwrap();
+        for outcome in Outcome::ALL {
+            let count = summary.outcomes.get(outcome.name()).copied().unwrap_or(0);
+            write!(out, ",{count}").unwrap();
+        }
+        let empty = LatencyStats::default();
+        for group in ["all", "ok"] {
+            let stats = summary.latency_ms.get(group).unwrap_or(&empty);
+            for value in [stats.p50, stats.p99, stats.max] {
+                write!(out, ",{}", cell(value)).unwrap();
+            }
+        }
+        for database in &databases {
+            match summary.databases.get(*database) {
+                Some(db) => write!(out, ",{}", db.peak_concurrency).unwrap(),
+                None => out.push(','),
+            }
+        }
+        for bulkhead in &bulkheads {
+            match summary.bulkheads.get(*bulkhead) {
+                Some(b) => write!(out, ",{},{}", b.peak_in_use, b.shed).unwrap(),
+                None => out.push_str(",,"),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn cell(value: Option<f64>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// Quotes a CSV field when it holds a comma, a quote or a line break.
+fn quote(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Series, Summary, VariantReport, Verdict};
+    use std::collections::BTreeMap;
+
+    fn report() -> RunReport {
+        let mut series = Series {
+            bucket_ms: 100.0,
+            start_ms: vec![0.0, 100.0],
+            p50_ms: vec![Some(1.5), None],
+            p99_ms: vec![Some(2.0), None],
+            ..Series::default()
+        };
+        series.outcomes.insert("ok".into(), vec![3, 0]);
+        series.outcomes.insert("timeout".into(), vec![1, 0]);
+        series
+            .gauges_max
+            .insert("databases.main.concurrency".into(), vec![4, 0]);
+        RunReport {
+            scenario: "s".into(),
+            seed: 7,
+            sweep: None,
+            variants: vec![VariantReport {
+                name: "timeout, then \"breaker\"".into(),
+                sweep_x: None,
+                verdict: Verdict::Completed,
+                percentile_rule: crate::PercentileRule::NearestRank,
+                end_ms: 150.0,
+                events: 10,
+                faults: Vec::new(),
+                summary: Summary {
+                    requests: 4,
+                    outcomes: BTreeMap::from([("ok".into(), 3), ("timeout".into(), 1)]),
+                    ..Summary::default()
+                },
+                series,
+            }],
+        }
+    }
+
+    #[test]
+    fn series_csv_has_a_header_and_a_row_per_bucket() {
+        let csv = series_csv(&report());
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "variant,start_ms,ok,timeout,refused,connection_lost,breaker_open,shed,\
+             server_error,lock_busy,p50_ms,p99_ms,databases.main.concurrency_max"
+        );
+        assert_eq!(lines[1], "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,1.5,2,4");
+        assert_eq!(lines[2], "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,,,0");
+        assert_eq!(lines.len(), 3);
+    }
+
+    #[test]
+    fn summary_csv_has_a_row_per_variant() {
+        let csv = summary_csv(&report());
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].contains(",completed,4,0,3,1,0,"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn json_is_stable() {
+        assert_eq!(to_json(&report()), to_json(&report()));
+        assert!(to_json(&report()).ends_with("}\n"));
+    }
+}

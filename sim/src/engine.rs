@@ -1,0 +1,784 @@
+//! The engine: the event loop, request flows, and the policies attached to their steps.
+//!
+//! A request runs its flow's steps in order. For each step it enters the step's bulkhead (it
+//! may queue, or be shed), asks the step's breaker (it may be rejected before any I/O), then
+//! acts: a Redis command, a database query or local work. When the step ends, its permit is
+//! released, its result reported to the breaker, and the request goes on, finishes, or fails
+//! according to the step's `on_error` and `on_hit`.
+//!
+//! Requests live in a slab of slots addressed by index. A request that waits hands out a
+//! [`RequestRef`] (slot and token); when the wait ends the token is bumped, so a second answer
+//! to the same wait (a reply after a timeout, a completion after a query timeout) is dropped.
+//! Requests that became runnable during an event are advanced, in order, before the next event.
+//!
+//! Invariant: every request that arrives ends exactly once, or is counted as unfinished when
+//! the run stops.
+
+use std::collections::VecDeque;
+
+use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
+use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::{
+    BreakerSummary, BulkheadSummary, FaultWindow, Outcome, Summary, VariantReport, Verdict,
+};
+
+use crate::database::Databases;
+use crate::kernel::{Event, EventQueue, RequestRef, StepResult};
+use crate::metrics::{GaugeId, Metrics};
+use crate::redis::{Op, Redis};
+use crate::rng::{Stream, key_index};
+use crate::scenario::{
+    Arrivals, BreakerId, BulkheadId, ConnectionId, DatabaseId, FaultKind, FlowId, LoadEnd,
+    LoadId, OnError, OnHit, OutcomeSet, Scenario, StepAction,
+};
+
+/// Runs one scenario to its end and reports what happened.
+///
+/// Fails only when the scenario's cross-references are broken (which the scenario file reader
+/// never produces).
+pub fn run(scenario: &Scenario) -> Result<VariantReport, String> {
+    scenario.check_references()?;
+    let mut simulator = Simulator::new(scenario);
+    let verdict = simulator.run_to_end();
+    Ok(simulator.report(verdict))
+}
+
+/// The summary a run of this scenario would have, with every count at zero: it names every
+/// metric an expectation may refer to.
+pub fn summary_shape(scenario: &Scenario) -> Result<Summary, String> {
+    scenario.check_references()?;
+    Ok(Simulator::new(scenario).summary())
+}
+
+struct Request {
+    flow: FlowId,
+    step: u16,
+    /// A fire-and-forget step running on its own: it runs this one step, and its outcome is
+    /// counted apart from the requests.
+    background: bool,
+    started: SimTime,
+    /// Seeds the key each step draws from its key family.
+    key_seed: u64,
+    permit: Option<(BulkheadId, Permit)>,
+    ticket: Option<(BreakerId, Ticket)>,
+}
+
+struct Slot {
+    /// Bumped whenever the request in this slot stops waiting, and kept across reuse.
+    token: u32,
+    request: Option<Request>,
+}
+
+struct BreakerSlot {
+    breaker: Breaker,
+    enabled: bool,
+    counts: OutcomeSet,
+    rejected: u64,
+}
+
+struct BulkheadSlot {
+    bulkhead: Bulkhead,
+    enabled: bool,
+    shed: u64,
+    peak_in_use: u64,
+    peak_queued: u64,
+    in_use_gauge: GaugeId,
+    queued_gauge: GaugeId,
+}
+
+struct LoadState {
+    rng: Stream,
+    issued: u64,
+}
+
+/// What a step's end means for its request.
+enum Next {
+    /// Go on with the request's next step.
+    Continue,
+    /// The request has ended.
+    Ended,
+}
+
+struct Simulator<'s> {
+    scenario: &'s Scenario,
+    now: SimTime,
+    events: EventQueue,
+    events_processed: u64,
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    runnable: VecDeque<RequestRef>,
+    in_flight: u64,
+    loads: Vec<LoadState>,
+    loads_active: usize,
+    redis: Redis,
+    databases: Databases,
+    breakers: Vec<BreakerSlot>,
+    bulkheads: Vec<BulkheadSlot>,
+    metrics: Metrics,
+    in_flight_gauge: GaugeId,
+    database_gauges: Vec<GaugeId>,
+    connection_gauges: Vec<GaugeId>,
+}
+
+impl<'s> Simulator<'s> {
+    fn new(scenario: &'s Scenario) -> Self {
+        let mut events = EventQueue::default();
+        let mut metrics = Metrics::new(
+            scenario.bucket.as_nanos(),
+            scenario.flows.len(),
+            scenario.percentile_rule,
+        );
+        let in_flight_gauge = metrics.add_gauge("in_flight".to_owned());
+        let database_gauges = scenario
+            .databases
+            .iter()
+            .map(|db| metrics.add_gauge(format!("databases.{}.concurrency", db.name)))
+            .collect();
+        let connection_gauges = scenario
+            .connections
+            .iter()
+            .map(|c| metrics.add_gauge(format!("connections.{}.pending", c.name)))
+            .collect();
+        let bulkheads = scenario
+            .bulkheads
+            .iter()
+            .map(|spec| BulkheadSlot {
+                bulkhead: Bulkhead::new(spec.config),
+                enabled: spec.enabled,
+                shed: 0,
+                peak_in_use: 0,
+                peak_queued: 0,
+                in_use_gauge: metrics.add_gauge(format!("bulkheads.{}.in_use", spec.name)),
+                queued_gauge: metrics.add_gauge(format!("bulkheads.{}.queued", spec.name)),
+            })
+            .collect();
+        let breakers = scenario
+            .breakers
+            .iter()
+            .map(|spec| BreakerSlot {
+                breaker: Breaker::new(spec.config),
+                enabled: spec.enabled,
+                counts: spec.counts,
+                rejected: 0,
+            })
+            .collect();
+        let mut loads = Vec::with_capacity(scenario.loads.len());
+        let mut loads_active = 0;
+        for (index, load) in scenario.loads.iter().enumerate() {
+            loads.push(LoadState {
+                rng: Stream::derive(scenario.seed, "load", &load.name),
+                issued: 0,
+            });
+            let any = match load.arrivals {
+                Arrivals::Burst { count } => count > 0,
+                Arrivals::Even { end, .. } | Arrivals::Poisson { end, .. } => match end {
+                    LoadEnd::Count(count) => count > 0,
+                    LoadEnd::Until(until) => load.start < until,
+                },
+            };
+            if any {
+                loads_active += 1;
+                events.schedule(load.start, Event::Arrival(LoadId(index as u32)));
+            }
+        }
+        for (index, fault) in scenario.faults.iter().enumerate() {
+            let id = crate::scenario::FaultId(index as u32);
+            events.schedule(fault.at, Event::FaultStarts(id));
+            if let Some(end) = fault.end() {
+                events.schedule(end, Event::FaultEnds(id));
+            }
+        }
+        let redis = Redis::new(scenario, &mut events);
+        Simulator {
+            scenario,
+            now: SimTime::ZERO,
+            events,
+            events_processed: 0,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            runnable: VecDeque::new(),
+            in_flight: 0,
+            loads,
+            loads_active,
+            redis,
+            databases: Databases::new(scenario),
+            breakers,
+            bulkheads,
+            metrics,
+            in_flight_gauge,
+            database_gauges,
+            connection_gauges,
+        }
+    }
+
+    fn run_to_end(&mut self) -> Verdict {
+        let limits = self.scenario.limits;
+        loop {
+            if self.loads_active == 0 && self.in_flight == 0 {
+                return Verdict::Completed;
+            }
+            let Some(at) = self.events.peek_time() else {
+                // Requests wait for something that will never answer.
+                return match limits.horizon {
+                    Some(horizon) => {
+                        self.now = self.now.max(horizon);
+                        Verdict::Horizon
+                    }
+                    None => Verdict::Stalled,
+                };
+            };
+            if let Some(horizon) = limits.horizon
+                && at > horizon
+            {
+                self.now = horizon;
+                return Verdict::Horizon;
+            }
+            if at > limits.time_max {
+                self.now = limits.time_max;
+                return Verdict::TimeBudget;
+            }
+            if self.events_processed >= limits.events_max {
+                return Verdict::EventBudget;
+            }
+            let (at, event) = self.events.pop().expect("peeked");
+            self.now = at;
+            self.metrics.advance_to(at);
+            self.events_processed += 1;
+            self.dispatch(event);
+            self.drain();
+            self.refresh_gauges();
+        }
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        let now = self.now;
+        let events = &mut self.events;
+        match event {
+            Event::Arrival(load) => self.on_arrival(load),
+            Event::RequestTimer(request) => self.on_request_timer(request),
+            Event::CommandTimeout { connection, seq } => {
+                self.redis.on_command_timeout(connection, seq)
+            }
+            Event::CommandArrives { connection, epoch } => {
+                self.redis.on_command_arrives(now, connection, epoch, events)
+            }
+            Event::ServerDone { server, epoch } => {
+                self.redis.on_server_done(now, server, epoch, events)
+            }
+            Event::ReplyArrives { connection, epoch } => {
+                self.redis.on_reply_arrives(connection, epoch)
+            }
+            Event::ConnectArrives { connection, epoch } => {
+                self.redis.on_connect_arrives(now, connection, epoch, events)
+            }
+            Event::ConnectAnswered {
+                connection,
+                epoch,
+                accepted,
+            } => self
+                .redis
+                .on_connect_answered(now, connection, epoch, accepted, events),
+            Event::ConnectTimeout { connection, epoch } => {
+                self.redis.on_connect_timeout(now, connection, epoch, events)
+            }
+            Event::ReconnectDue { connection, epoch } => {
+                self.redis.on_reconnect_due(now, connection, epoch, events)
+            }
+            Event::ConnectionClosed { connection, epoch } => {
+                self.redis.on_connection_closed(now, connection, epoch, events)
+            }
+            Event::DatabaseWake {
+                database,
+                generation,
+            } => self.databases.on_wake(now, database, generation, events),
+            Event::FaultStarts(fault) | Event::FaultEnds(fault) => {
+                let on = matches!(event, Event::FaultStarts(_));
+                let spec = &self.scenario.faults[fault.index()];
+                match spec.kind {
+                    FaultKind::Pause => self.redis.pause(now, spec.target, on, events),
+                    FaultKind::Hang => self.redis.hang(now, spec.target, on, events),
+                    FaultKind::Stop => self.redis.stop(now, spec.target, on, events),
+                }
+            }
+        }
+    }
+
+    /// Delivers every result produced by the last event, then advances every request that
+    /// became runnable, until nothing is left to do at this instant.
+    fn drain(&mut self) {
+        loop {
+            if !self.redis.completions.is_empty() {
+                let completions = std::mem::take(&mut self.redis.completions);
+                for &(request, result) in &completions {
+                    self.settle(request, result);
+                }
+                self.redis.completions = completions;
+                self.redis.completions.clear();
+            } else if !self.databases.completions.is_empty() {
+                let completions = std::mem::take(&mut self.databases.completions);
+                for &request in &completions {
+                    self.settle(request, StepResult::Ok);
+                }
+                self.databases.completions = completions;
+                self.databases.completions.clear();
+            } else if let Some(request) = self.runnable.pop_front() {
+                if self.is_live(request) {
+                    self.advance(request.slot);
+                }
+            } else {
+                return;
+            }
+        }
+    }
+
+    fn refresh_gauges(&mut self) {
+        self.metrics.set_gauge(self.in_flight_gauge, self.in_flight);
+        for (index, &gauge) in self.database_gauges.iter().enumerate() {
+            let running = self.databases.running(DatabaseId(index as u32));
+            self.metrics.set_gauge(gauge, running as u64);
+        }
+        for (index, &gauge) in self.connection_gauges.iter().enumerate() {
+            let pending = self.redis.pending(ConnectionId(index as u32));
+            self.metrics.set_gauge(gauge, pending as u64);
+        }
+        for slot in &mut self.bulkheads {
+            let (in_use, queued) = (slot.bulkhead.in_use(), slot.bulkhead.queued());
+            self.metrics.set_gauge(slot.in_use_gauge, u64::from(in_use));
+            self.metrics.set_gauge(slot.queued_gauge, u64::from(queued));
+        }
+    }
+
+    fn on_arrival(&mut self, id: LoadId) {
+        let spec = &self.scenario.loads[id.index()];
+        let (rate, end, poisson) = match spec.arrivals {
+            Arrivals::Burst { count } => {
+                for _ in 0..count {
+                    self.spawn(id);
+                }
+                self.loads_active -= 1;
+                return;
+            }
+            Arrivals::Even { rate, end } => (rate, end, false),
+            Arrivals::Poisson { rate, end } => (rate, end, true),
+        };
+        self.spawn(id);
+        let state = &mut self.loads[id.index()];
+        let next = if poisson {
+            let gap = state.rng.exponential_nanos(rate.mean_gap_nanos());
+            self.now.checked_add(SimDuration::from_nanos(gap))
+        } else {
+            rate.even_offset(state.issued)
+                .and_then(|offset| spec.start.checked_add(offset))
+        };
+        let more = match (end, next) {
+            (_, None) => false,
+            (LoadEnd::Count(count), Some(_)) => state.issued < count,
+            (LoadEnd::Until(until), Some(next)) => next < until,
+        };
+        match next {
+            Some(next) if more => self.events.schedule(next, Event::Arrival(id)),
+            _ => self.loads_active -= 1,
+        }
+    }
+
+    /// A new request of load `id` arrives now.
+    fn spawn(&mut self, id: LoadId) {
+        let flow = self.scenario.loads[id.index()].flow;
+        let state = &mut self.loads[id.index()];
+        state.issued += 1;
+        let key_seed = state.rng.next_u64();
+        let request = self.allocate(Request {
+            flow,
+            step: 0,
+            background: false,
+            started: self.now,
+            key_seed,
+            permit: None,
+            ticket: None,
+        });
+        self.in_flight += 1;
+        self.metrics.record_arrival(flow.index());
+        self.runnable.push_back(request);
+    }
+
+    fn allocate(&mut self, request: Request) -> RequestRef {
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(Slot {
+                    token: 0,
+                    request: None,
+                });
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live requests")
+            }
+        };
+        let entry = &mut self.slots[slot as usize];
+        debug_assert!(entry.request.is_none());
+        entry.request = Some(request);
+        RequestRef {
+            slot,
+            token: entry.token,
+        }
+    }
+
+    fn is_live(&self, request: RequestRef) -> bool {
+        let slot = &self.slots[request.slot as usize];
+        slot.token == request.token && slot.request.is_some()
+    }
+
+    fn current_ref(&self, slot: u32) -> RequestRef {
+        RequestRef {
+            slot,
+            token: self.slots[slot as usize].token,
+        }
+    }
+
+    fn request_mut(&mut self, slot: u32) -> &mut Request {
+        self.slots[slot as usize]
+            .request
+            .as_mut()
+            .expect("a live request")
+    }
+
+    /// Runs the request in `slot` until it waits or ends.
+    fn advance(&mut self, slot: u32) {
+        loop {
+            let request = self.request_mut(slot);
+            let (flow_id, step_index, background) =
+                (request.flow, request.step as usize, request.background);
+            let flow = &self.scenario.flows[flow_id.index()];
+            if step_index == flow.steps.len() {
+                self.end_request(slot, Outcome::Ok);
+                return;
+            }
+            let step = &flow.steps[step_index];
+            if step.on_error == OnError::Ignore && !background {
+                self.spawn_background(slot);
+                self.request_mut(slot).step += 1;
+                continue;
+            }
+            if let Some(bulkhead) = step.bulkhead
+                && self.bulkheads[bulkhead.index()].enabled
+                && self.request_mut(slot).permit.is_none()
+            {
+                let waiter = self.current_ref(slot).to_waiter();
+                let entry = &mut self.bulkheads[bulkhead.index()];
+                match entry.bulkhead.try_acquire(waiter) {
+                    Acquire::Granted(permit) => {
+                        entry.peak_in_use = entry.peak_in_use.max(u64::from(entry.bulkhead.in_use()));
+                        self.request_mut(slot).permit = Some((bulkhead, permit));
+                    }
+                    Acquire::Queued => {
+                        entry.peak_queued = entry.peak_queued.max(u64::from(entry.bulkhead.queued()));
+                        return; // a release hands the permit over and makes it runnable
+                    }
+                    Acquire::Shed => {
+                        entry.shed += 1;
+                        match self.end_step(slot, StepResult::Error(Outcome::Shed)) {
+                            Next::Continue => continue,
+                            Next::Ended => return,
+                        }
+                    }
+                }
+            }
+            if let Some(breaker) = step.breaker
+                && self.breakers[breaker.index()].enabled
+            {
+                let entry = &mut self.breakers[breaker.index()];
+                match entry.breaker.try_admit(self.now) {
+                    Admit::Yes(ticket) => self.request_mut(slot).ticket = Some((breaker, ticket)),
+                    Admit::No(_) => {
+                        entry.rejected += 1;
+                        match self.end_step(slot, StepResult::Error(Outcome::BreakerOpen)) {
+                            Next::Continue => continue,
+                            Next::Ended => return,
+                        }
+                    }
+                }
+            }
+            let waiter = self.current_ref(slot);
+            match step.action {
+                StepAction::Redis {
+                    connection,
+                    command,
+                    key,
+                } => {
+                    let count = self.scenario.keys[key.index()].count;
+                    let key_seed = self.request_mut(slot).key_seed;
+                    let op = Op {
+                        command,
+                        family: key.0,
+                        index: key_index(key_seed, key.0, count),
+                    };
+                    match self
+                        .redis
+                        .issue(self.now, connection, op, waiter, &mut self.events)
+                    {
+                        None => return,
+                        Some(result) => match self.end_step(slot, result) {
+                            Next::Continue => continue,
+                            Next::Ended => return,
+                        },
+                    }
+                }
+                StepAction::Database { database, timeout } => {
+                    self.databases
+                        .start(self.now, database, waiter, &mut self.events);
+                    if let Some(timeout) = timeout {
+                        self.events.schedule(
+                            self.now.saturating_add(timeout),
+                            Event::RequestTimer(waiter),
+                        );
+                    }
+                    return;
+                }
+                StepAction::Work { duration } => {
+                    self.events.schedule(
+                        self.now.saturating_add(duration),
+                        Event::RequestTimer(waiter),
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Starts the current step of the request in `slot` as a background request of its own.
+    fn spawn_background(&mut self, slot: u32) {
+        let now = self.now;
+        let request = self.request_mut(slot);
+        let background = Request {
+            flow: request.flow,
+            step: request.step,
+            background: true,
+            started: now,
+            key_seed: request.key_seed,
+            permit: None,
+            ticket: None,
+        };
+        let background = self.allocate(background);
+        // Run it now, so that its command is written before the request's next one.
+        self.advance(background.slot);
+    }
+
+    fn on_request_timer(&mut self, request: RequestRef) {
+        if !self.is_live(request) {
+            return;
+        }
+        let scenario = self.scenario;
+        let current = self.request_mut(request.slot);
+        let step = &scenario.flows[current.flow.index()].steps[current.step as usize];
+        let result = match step.action {
+            StepAction::Work { .. } => StepResult::Ok,
+            StepAction::Database { .. } => StepResult::Error(Outcome::Timeout),
+            StepAction::Redis { .. } => unreachable!("Redis steps use command timeouts"),
+        };
+        self.settle(request, result);
+    }
+
+    /// A waiting request's step ended with `result`.
+    fn settle(&mut self, request: RequestRef, result: StepResult) {
+        if !self.is_live(request) {
+            return;
+        }
+        if let Next::Continue = self.end_step(request.slot, result) {
+            let next = self.current_ref(request.slot);
+            self.runnable.push_back(next);
+        }
+    }
+
+    /// Ends the current step of the request in `slot`: returns its permit, reports to its
+    /// breaker, and applies the step's routing.
+    fn end_step(&mut self, slot: u32, result: StepResult) -> Next {
+        let (now, scenario) = (self.now, self.scenario);
+        self.slots[slot as usize].token = self.slots[slot as usize].token.wrapping_add(1);
+        let request = self.request_mut(slot);
+        let (permit, ticket) = (request.permit.take(), request.ticket.take());
+        if let Some((bulkhead, permit)) = permit {
+            self.release(bulkhead, permit);
+        }
+        if let Some((breaker, ticket)) = ticket {
+            let entry = &mut self.breakers[breaker.index()];
+            let outcome = match result {
+                StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
+                StepResult::Error(kind) if entry.counts.contains(kind) => CallOutcome::Failure,
+                StepResult::Error(_) => CallOutcome::Ignored,
+            };
+            entry.breaker.on_result(now, ticket, outcome);
+            while entry.breaker.poll_transition().is_some() {}
+        }
+        let request = self.request_mut(slot);
+        if request.background {
+            let outcome = match result {
+                StepResult::Error(kind) => kind,
+                StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
+            };
+            let flow = request.flow.index();
+            self.metrics.record_background_end(flow, outcome);
+            self.free(slot);
+            return Next::Ended;
+        }
+        let step = &scenario.flows[request.flow.index()].steps[request.step as usize];
+        match result {
+            StepResult::Hit if step.on_hit == OnHit::Finish => {
+                self.end_request(slot, Outcome::Ok);
+                return Next::Ended;
+            }
+            StepResult::Error(kind) if step.on_error == OnError::Fail => {
+                self.end_request(slot, kind);
+                return Next::Ended;
+            }
+            _ => {}
+        }
+        request.step += 1;
+        Next::Continue
+    }
+
+    fn release(&mut self, bulkhead: BulkheadId, permit: Permit) {
+        let entry = &mut self.bulkheads[bulkhead.index()];
+        if let Some(grant) = entry.bulkhead.release(permit) {
+            let waiter = RequestRef::from_waiter(grant.waiter);
+            if self.is_live(waiter) {
+                self.request_mut(waiter.slot).permit = Some((bulkhead, grant.permit));
+                self.runnable.push_back(waiter);
+            } else {
+                // Waiters never leave the queue early today; if one did, pass the permit on.
+                self.release(bulkhead, grant.permit);
+            }
+        }
+    }
+
+    fn end_request(&mut self, slot: u32, outcome: Outcome) {
+        let now = self.now;
+        let request = self.request_mut(slot);
+        debug_assert!(!request.background);
+        let (flow, latency) = (request.flow, now.saturating_since(request.started));
+        self.metrics
+            .record_end(flow.index(), outcome, latency.as_nanos());
+        self.in_flight -= 1;
+        self.free(slot);
+    }
+
+    fn free(&mut self, slot: u32) {
+        let entry = &mut self.slots[slot as usize];
+        let request = entry.request.take().expect("freeing a live request");
+        debug_assert!(request.permit.is_none() && request.ticket.is_none());
+        entry.token = entry.token.wrapping_add(1);
+        self.free_slots.push(slot);
+    }
+
+    fn summary(&self) -> Summary {
+        let scenario = self.scenario;
+        let flows = scenario.flows.len();
+        let (mut unfinished, mut background_unfinished) = (vec![0u64; flows], vec![0u64; flows]);
+        for request in self.slots.iter().filter_map(|slot| slot.request.as_ref()) {
+            if request.background {
+                background_unfinished[request.flow.index()] += 1;
+            } else {
+                unfinished[request.flow.index()] += 1;
+            }
+        }
+        Summary {
+            requests: self.metrics.requests(),
+            outcomes: self.metrics.outcome_counts(),
+            unfinished: self.in_flight,
+            latency_ms: self.metrics.latency_stats(),
+            flows: scenario
+                .flows
+                .iter()
+                .enumerate()
+                .map(|(index, flow)| {
+                    let summary = self.metrics.flow_summary(
+                        index,
+                        unfinished[index],
+                        background_unfinished[index],
+                    );
+                    (flow.name.clone(), summary)
+                })
+                .collect(),
+            databases: scenario
+                .databases
+                .iter()
+                .enumerate()
+                .map(|(index, db)| {
+                    let summary = self.databases.summary(DatabaseId(index as u32));
+                    (db.name.clone(), summary)
+                })
+                .collect(),
+            bulkheads: scenario
+                .bulkheads
+                .iter()
+                .zip(&self.bulkheads)
+                .map(|(spec, slot)| {
+                    let summary = BulkheadSummary {
+                        enabled: slot.enabled,
+                        peak_in_use: slot.peak_in_use,
+                        peak_queued: slot.peak_queued,
+                        shed: slot.shed,
+                    };
+                    (spec.name.clone(), summary)
+                })
+                .collect(),
+            breakers: scenario
+                .breakers
+                .iter()
+                .zip(&self.breakers)
+                .map(|(spec, slot)| {
+                    let state = match slot.breaker.state() {
+                        BreakerState::Closed => "closed",
+                        BreakerState::Open => "open",
+                        BreakerState::HalfOpen => "half_open",
+                    };
+                    let summary = BreakerSummary {
+                        enabled: slot.enabled,
+                        opened: slot.breaker.opened_total(),
+                        rejected: slot.rejected,
+                        final_state: state.to_owned(),
+                    };
+                    (spec.name.clone(), summary)
+                })
+                .collect(),
+            connections: scenario
+                .connections
+                .iter()
+                .enumerate()
+                .map(|(index, c)| {
+                    let summary = self.redis.connection_summary(ConnectionId(index as u32));
+                    (c.name.clone(), summary)
+                })
+                .collect(),
+        }
+    }
+
+    fn report(mut self, verdict: Verdict) -> VariantReport {
+        let summary = self.summary();
+        let end = self.now;
+        let series = self.metrics.finish_series(end);
+        let scenario = self.scenario;
+        let ms = |t: SimTime| t.as_nanos() as f64 / 1e6;
+        let faults = scenario
+            .faults
+            .iter()
+            .filter(|fault| fault.at <= end)
+            .map(|fault| FaultWindow {
+                name: fault.name.clone(),
+                target: scenario.servers[fault.target.index()].name.clone(),
+                kind: fault.kind.name().to_owned(),
+                start_ms: ms(fault.at),
+                end_ms: fault.end().filter(|&e| e <= end).map(ms),
+            })
+            .collect();
+        VariantReport {
+            name: scenario.name.clone(),
+            sweep_x: None,
+            verdict,
+            percentile_rule: scenario.percentile_rule,
+            end_ms: ms(end),
+            events: self.events_processed,
+            faults,
+            summary,
+            series,
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! Streaming metrics: counts, latency histograms and a bucketed time series, in memory that
+//! does not grow with the number of requests.
+//!
+//! A request is recorded once, when it ends, in the bucket of the instant it ended. Latency
+//! totals use HDR histograms (three significant digits, nanoseconds); each bucket of the time
+//! series uses one reusable histogram with two significant digits (microseconds) to compute
+//! its p50 and p99 when the bucket closes. Gauges (in-flight requests, database concurrency,
+//! bulkhead occupancy, pending commands) are kept as the maximum reached in each bucket. The
+//! series keeps at most [`BUCKETS_MAX`] buckets.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use outagelab_model::time::SimTime;
+use outagelab_report::{FlowSummary, LatencyStats, Outcome, PercentileRule, Series};
+
+/// Most buckets a series keeps; later buckets are dropped and the series marked truncated.
+pub const BUCKETS_MAX: u64 = 1_000_000;
+
+/// Largest latency the totals resolve (longer ones are recorded as this): about 12.7 days,
+/// beyond any run's time budget.
+const LATENCY_NANOS_MAX: u64 = 1 << 50;
+
+/// Index of a gauge registered with [`Metrics::add_gauge`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GaugeId(usize);
+
+/// Latency of a set of requests: a histogram plus exact min, max and sum.
+struct Latency {
+    histogram: Histogram<u64>,
+    min: u64,
+    max: u64,
+    sum: u128,
+}
+
+impl Latency {
+    fn new() -> Latency {
+        Latency {
+            histogram: Histogram::new_with_bounds(1, LATENCY_NANOS_MAX, 3)
+                .expect("valid histogram bounds"),
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+        }
+    }
+
+    fn record(&mut self, nanos: u64) {
+        self.histogram.saturating_record(nanos);
+        self.min = self.min.min(nanos);
+        self.max = self.max.max(nanos);
+        self.sum += u128::from(nanos);
+    }
+
+    fn stats(&self, rule: PercentileRule) -> LatencyStats {
+        let count = self.histogram.len();
+        if count == 0 {
+            return LatencyStats::default();
+        }
+        let ms = |nanos: u64| Some(nanos as f64 / 1e6);
+        let percentile = |thousandths| ms(percentile(&self.histogram, rule, thousandths));
+        LatencyStats {
+            count,
+            min: ms(self.min),
+            p50: percentile(50_000),
+            p90: percentile(90_000),
+            p99: percentile(99_000),
+            p999: percentile(99_900),
+            max: ms(self.max),
+            mean: Some((self.sum / u128::from(count)) as f64 / 1e6),
+        }
+    }
+}
+
+/// Latency of all requests of a group and of each outcome (allocated on first use).
+struct LatencyByOutcome {
+    all: Latency,
+    by_outcome: [Option<Latency>; Outcome::COUNT],
+}
+
+impl LatencyByOutcome {
+    fn new() -> Self {
+        LatencyByOutcome {
+            all: Latency::new(),
+            by_outcome: std::array::from_fn(|_| None),
+        }
+    }
+
+    fn record(&mut self, outcome: Outcome, nanos: u64) {
+        self.all.record(nanos);
+        self.by_outcome[outcome.index()]
+            .get_or_insert_with(Latency::new)
+            .record(nanos);
+    }
+
+    fn stats(&self, rule: PercentileRule) -> BTreeMap<String, LatencyStats> {
+        let mut map = BTreeMap::from([("all".to_owned(), self.all.stats(rule))]);
+        for outcome in Outcome::ALL {
+            let stats = self.by_outcome[outcome.index()]
+                .as_ref()
+                .map_or_else(LatencyStats::default, |latency| latency.stats(rule));
+            map.insert(outcome.name().to_owned(), stats);
+        }
+        map
+    }
+}
+
+struct FlowTotals {
+    requests: u64,
+    outcomes: [u64; Outcome::COUNT],
+    latency: LatencyByOutcome,
+    background: [u64; Outcome::COUNT],
+}
+
+struct Gauge {
+    name: String,
+    current: u64,
+    max_in_bucket: u64,
+}
+
+pub(crate) struct Metrics {
+    rule: PercentileRule,
+    bucket_nanos: u64,
+    /// Index of the bucket being filled.
+    bucket: u64,
+    bucket_outcomes: [u64; Outcome::COUNT],
+    bucket_latency: Histogram<u64>,
+    series: Series,
+    gauges: Vec<Gauge>,
+    gauge_columns: Vec<Vec<u64>>,
+    requests: u64,
+    outcomes: [u64; Outcome::COUNT],
+    latency: LatencyByOutcome,
+    flows: Vec<FlowTotals>,
+}
+
+impl Metrics {
+    pub fn new(bucket_nanos: u64, flows: usize, rule: PercentileRule) -> Metrics {
+        assert!(bucket_nanos > 0, "bucket width is validated non-zero");
+        Metrics {
+            rule,
+            bucket_nanos,
+            bucket: 0,
+            bucket_outcomes: [0; Outcome::COUNT],
+            bucket_latency: Histogram::new_with_bounds(1, LATENCY_NANOS_MAX / 1000, 2)
+                .expect("valid histogram bounds"),
+            series: Series {
+                bucket_ms: bucket_nanos as f64 / 1e6,
+                ..Series::default()
+            },
+            gauges: Vec::new(),
+            gauge_columns: Vec::new(),
+            requests: 0,
+            outcomes: [0; Outcome::COUNT],
+            latency: LatencyByOutcome::new(),
+            flows: (0..flows)
+                .map(|_| FlowTotals {
+                    requests: 0,
+                    outcomes: [0; Outcome::COUNT],
+                    latency: LatencyByOutcome::new(),
+                    background: [0; Outcome::COUNT],
+                })
+                .collect(),
+        }
+    }
+
+    /// Registers a gauge (before the run starts); its series is named `name` in reports.
+    pub fn add_gauge(&mut self, name: String) -> GaugeId {
+        self.gauges.push(Gauge {
+            name,
+            current: 0,
+            max_in_bucket: 0,
+        });
+        self.gauge_columns.push(Vec::new());
+        GaugeId(self.gauges.len() - 1)
+    }
+
+    pub fn set_gauge(&mut self, id: GaugeId, value: u64) {
+        let gauge = &mut self.gauges[id.0];
+        gauge.current = value;
+        gauge.max_in_bucket = gauge.max_in_bucket.max(value);
+    }
+
+    /// Closes every bucket that ends at or before `now`. Call before recording anything that
+    /// happens at `now`.
+    pub fn advance_to(&mut self, now: SimTime) {
+        let bucket = now.as_nanos() / self.bucket_nanos;
+        while self.bucket < bucket {
+            self.close_bucket();
+        }
+    }
+
+    fn close_bucket(&mut self) {
+        if (self.series.start_ms.len() as u64) < BUCKETS_MAX {
+            let series = &mut self.series;
+            series
+                .start_ms
+                .push((self.bucket * self.bucket_nanos) as f64 / 1e6);
+            for outcome in Outcome::ALL {
+                series
+                    .outcomes
+                    .entry(outcome.name().to_owned())
+                    .or_default()
+                    .push(self.bucket_outcomes[outcome.index()]);
+            }
+            let (p50, p99) = if self.bucket_latency.is_empty() {
+                (None, None)
+            } else {
+                let ms = |thousandths| {
+                    let micros = percentile(&self.bucket_latency, self.rule, thousandths);
+                    Some(micros as f64 / 1e3)
+                };
+                (ms(50_000), ms(99_000))
+            };
+            series.p50_ms.push(p50);
+            series.p99_ms.push(p99);
+            for (gauge, column) in self.gauges.iter().zip(&mut self.gauge_columns) {
+                column.push(gauge.max_in_bucket);
+            }
+        } else {
+            self.series.truncated = true;
+        }
+        self.bucket += 1;
+        self.bucket_outcomes = [0; Outcome::COUNT];
+        if !self.bucket_latency.is_empty() {
+            self.bucket_latency.reset();
+        }
+        for gauge in &mut self.gauges {
+            gauge.max_in_bucket = gauge.current;
+        }
+    }
+
+    pub fn record_arrival(&mut self, flow: usize) {
+        self.requests += 1;
+        self.flows[flow].requests += 1;
+    }
+
+    pub fn record_end(&mut self, flow: usize, outcome: Outcome, latency_nanos: u64) {
+        self.outcomes[outcome.index()] += 1;
+        self.bucket_outcomes[outcome.index()] += 1;
+        self.latency.record(outcome, latency_nanos);
+        self.bucket_latency.saturating_record(latency_nanos / 1000);
+        let flow = &mut self.flows[flow];
+        flow.outcomes[outcome.index()] += 1;
+        flow.latency.record(outcome, latency_nanos);
+    }
+
+    pub fn record_background_end(&mut self, flow: usize, outcome: Outcome) {
+        self.flows[flow].background[outcome.index()] += 1;
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    pub fn outcome_counts(&self) -> BTreeMap<String, u64> {
+        counts_by_name(&self.outcomes)
+    }
+
+    pub fn latency_stats(&self) -> BTreeMap<String, LatencyStats> {
+        self.latency.stats(self.rule)
+    }
+
+    /// The summary of flow `flow`, given how many of its requests had not ended and how many
+    /// of its background steps had not ended.
+    pub fn flow_summary(
+        &self,
+        flow: usize,
+        unfinished: u64,
+        background_unfinished: u64,
+    ) -> FlowSummary {
+        let totals = &self.flows[flow];
+        let mut background = counts_by_name(&totals.background);
+        background.insert("unfinished".to_owned(), background_unfinished);
+        FlowSummary {
+            requests: totals.requests,
+            outcomes: counts_by_name(&totals.outcomes),
+            unfinished,
+            latency_ms: totals.latency.stats(self.rule),
+            background,
+        }
+    }
+
+    /// Closes the series through the bucket holding `end` and returns it.
+    pub fn finish_series(&mut self, end: SimTime) -> Series {
+        self.advance_to(end);
+        self.close_bucket();
+        let mut series = std::mem::take(&mut self.series);
+        for (gauge, column) in self.gauges.iter().zip(&mut self.gauge_columns) {
+            series
+                .gauges_max
+                .insert(gauge.name.clone(), std::mem::take(column));
+        }
+        series
+    }
+}
+
+/// The percentile `thousandths / 1000` % of a non-empty histogram under `rule`, as the upper
+/// edge of the bucket holding the value of that rank.
+fn percentile(histogram: &Histogram<u64>, rule: PercentileRule, thousandths: u32) -> u64 {
+    let rank = rule.rank(thousandths, histogram.len());
+    let mut seen = 0;
+    for value in histogram.iter_recorded() {
+        seen += value.count_at_value();
+        if seen >= rank {
+            return histogram.highest_equivalent(value.value_iterated_to());
+        }
+    }
+    unreachable!("rank {rank} is within the {} recorded values", histogram.len())
+}
+
+fn counts_by_name(counts: &[u64; Outcome::COUNT]) -> BTreeMap<String, u64> {
+    Outcome::ALL
+        .into_iter()
+        .map(|outcome| (outcome.name().to_owned(), counts[outcome.index()]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn requests_land_in_the_bucket_where_they_end() {
+        let mut metrics = Metrics::new(100 * MS, 1, PercentileRule::NearestRank);
+        let gauge = metrics.add_gauge("in_flight".into());
+        metrics.set_gauge(gauge, 3);
+        metrics.record_arrival(0);
+        metrics.advance_to(SimTime::from_nanos(50 * MS));
+        metrics.record_end(0, Outcome::Ok, 10 * MS);
+        metrics.set_gauge(gauge, 1);
+        metrics.advance_to(SimTime::from_nanos(250 * MS));
+        metrics.record_end(0, Outcome::Timeout, 100 * MS);
+        let series = metrics.finish_series(SimTime::from_nanos(260 * MS));
+        assert_eq!(series.start_ms, vec![0.0, 100.0, 200.0]);
+        assert_eq!(series.outcomes["ok"], vec![1, 0, 0]);
+        assert_eq!(series.outcomes["timeout"], vec![0, 0, 1]);
+        assert_eq!(series.gauges_max["in_flight"], vec![3, 1, 1]);
+        assert_eq!(series.p50_ms[1], None);
+        let p99 = series.p99_ms[2].unwrap();
+        assert!((100.0..=101.0).contains(&p99), "{p99}");
+    }
+
+    #[test]
+    fn latency_stats_follow_the_nearest_rank_rule() {
+        let mut metrics = Metrics::new(100 * MS, 1, PercentileRule::NearestRank);
+        for ms in 1..=100 {
+            metrics.record_end(0, Outcome::Ok, ms * MS);
+        }
+        let stats = &metrics.latency_stats()["all"];
+        assert_eq!(stats.count, 100);
+        let close = |value: Option<f64>, expected: f64| {
+            let value = value.unwrap();
+            assert!(
+                value >= expected && value <= expected * 1.001,
+                "{value} vs {expected}"
+            );
+        };
+        close(stats.p50, 50.0);
+        close(stats.p90, 90.0);
+        close(stats.p99, 99.0);
+        assert_eq!(stats.max, Some(100.0));
+        assert_eq!(stats.min, Some(1.0));
+        assert_eq!(stats.mean, Some(50.5));
+        assert_eq!(metrics.latency_stats()["timeout"].count, 0);
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+
+    #[test]
+    fn the_floor_index_rule_is_one_rank_higher_on_whole_ranks() {
+        let mut histogram = Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).unwrap();
+        for value in 1..=100u64 {
+            histogram.record(value).unwrap();
+        }
+        assert_eq!(percentile(&histogram, PercentileRule::NearestRank, 50_000), 50);
+        assert_eq!(percentile(&histogram, PercentileRule::FloorIndex, 50_000), 51);
+        assert_eq!(percentile(&histogram, PercentileRule::FloorIndex, 99_000), 100);
+    }
+}

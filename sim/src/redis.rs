@@ -1,0 +1,733 @@
+//! Redis servers and the client connections to them.
+//!
+//! A **connection** is multiplexed, as in ioredis and redis-rs: the client writes commands in
+//! FIFO order into an outbound pipe with a bandwidth and a one-way latency; the server reads
+//! them in that order; replies come back through an inbound pipe, in order. A small command
+//! written behind large ones waits for their bytes: head-of-line blocking.
+//!
+//! A **server** has one thread. It executes one command at a time, costing a fixed part plus a
+//! per-byte part, and serves its connections round-robin: a command on one connection waits
+//! for the command being executed, not for another connection's backlog.
+//!
+//! The client side of a connection keeps every command it has not had a reply for, in order:
+//! the first `sent` were written to the current link, the rest wait offline. A command whose
+//! client-side timeout fires stays there: a real server still executes a command whose caller
+//! gave up. Every change of link (lost, attempt failed, connected) bumps the connection's
+//! `epoch`, and events of an older epoch are dropped.
+
+use std::collections::VecDeque;
+
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::{ConnectionSummary, Outcome};
+
+use crate::kernel::{Event, EventQueue, RequestRef, StepResult};
+use crate::scenario::{ByteRate, ConnectionId, ConnectionSpec, RedisCommand, Scenario, ServerId};
+
+/// Protocol overhead of one command on the wire (command name, key, framing), in bytes.
+const COMMAND_OVERHEAD_BYTES: u64 = 32;
+/// Size of a reply without a value (`+OK`, `:1`, `$-1`), in bytes.
+const REPLY_OVERHEAD_BYTES: u64 = 8;
+
+/// One command as the server sees it: what to do to which key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Op {
+    pub command: RedisCommand,
+    pub family: u32,
+    pub index: u32,
+}
+
+impl Op {
+    fn request_bytes(self) -> u64 {
+        COMMAND_OVERHEAD_BYTES
+            + match self.command {
+                RedisCommand::Set { value_bytes, .. } | RedisCommand::SetNxPx { value_bytes, .. } => {
+                    u64::from(value_bytes)
+                }
+                RedisCommand::Get | RedisCommand::Incr | RedisCommand::Del => 0,
+            }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reply {
+    Ok,
+    Hit { value_bytes: u32 },
+    Miss,
+    /// `SET NX` found the key taken.
+    NotSet,
+}
+
+impl Reply {
+    fn bytes(self) -> u64 {
+        REPLY_OVERHEAD_BYTES
+            + match self {
+                Reply::Hit { value_bytes } => u64::from(value_bytes),
+                Reply::Ok | Reply::Miss | Reply::NotSet => 0,
+            }
+    }
+
+    fn result(self) -> StepResult {
+        match self {
+            Reply::Ok => StepResult::Ok,
+            Reply::Hit { .. } => StepResult::Hit,
+            Reply::Miss => StepResult::Miss,
+            Reply::NotSet => StepResult::Error(Outcome::LockBusy),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Entry {
+    /// 0: no key. `u64::MAX`: no expiry. Otherwise the instant (ns) the key expires.
+    expires_at: u64,
+    value_bytes: u32,
+    counter: i64,
+}
+
+impl Entry {
+    fn live(&self, now: SimTime) -> bool {
+        self.expires_at != 0 && now.as_nanos() < self.expires_at
+    }
+}
+
+/// A server's keys: one table per key family, allocated on first write.
+struct Keyspace {
+    families: Vec<Vec<Entry>>,
+    counts: Vec<u32>,
+}
+
+impl Keyspace {
+    fn new(counts: Vec<u32>) -> Self {
+        Keyspace {
+            families: counts.iter().map(|_| Vec::new()).collect(),
+            counts,
+        }
+    }
+
+    fn clear(&mut self) {
+        for family in &mut self.families {
+            *family = Vec::new();
+        }
+    }
+
+    fn entry(&mut self, family: u32, index: u32) -> &mut Entry {
+        let table = &mut self.families[family as usize];
+        if table.is_empty() {
+            table.resize(self.counts[family as usize] as usize, Entry::default());
+        }
+        &mut table[index as usize]
+    }
+
+    fn apply(&mut self, now: SimTime, op: Op) -> Reply {
+        let expiry = |ttl: Option<SimDuration>| {
+            ttl.map_or(u64::MAX, |ttl| now.saturating_add(ttl).as_nanos().max(1))
+        };
+        let entry = self.entry(op.family, op.index);
+        let live = entry.live(now);
+        match op.command {
+            RedisCommand::Get if live => Reply::Hit {
+                value_bytes: entry.value_bytes,
+            },
+            RedisCommand::Get => Reply::Miss,
+            RedisCommand::Set { value_bytes, ttl } => {
+                *entry = Entry {
+                    expires_at: expiry(ttl),
+                    value_bytes,
+                    counter: 0,
+                };
+                Reply::Ok
+            }
+            RedisCommand::SetNxPx { .. } if live => Reply::NotSet,
+            RedisCommand::SetNxPx { value_bytes, ttl } => {
+                *entry = Entry {
+                    expires_at: expiry(Some(ttl)),
+                    value_bytes,
+                    counter: 0,
+                };
+                Reply::Ok
+            }
+            RedisCommand::Incr => {
+                if !live {
+                    *entry = Entry {
+                        expires_at: u64::MAX,
+                        value_bytes: 8,
+                        counter: 0,
+                    };
+                }
+                entry.counter = entry.counter.saturating_add(1);
+                Reply::Ok
+            }
+            RedisCommand::Del => {
+                *entry = Entry::default();
+                Reply::Ok
+            }
+        }
+    }
+}
+
+struct Executing {
+    connection: ConnectionId,
+    connection_epoch: u32,
+    seq: u64,
+    reply: Reply,
+}
+
+struct Server {
+    command_cost: SimDuration,
+    byte_rate: Option<ByteRate>,
+    persistence: bool,
+    /// Nesting depth of each fault kind in force.
+    paused: u32,
+    hung: u32,
+    stopped: u32,
+    /// Bumped when the process stops, so the completion of an aborted command is dropped.
+    epoch: u32,
+    executing: Option<Executing>,
+    /// Connections with a command waiting, in round-robin order. May hold connections whose
+    /// input was since dropped; they are skipped.
+    ready: VecDeque<ConnectionId>,
+    keyspace: Keyspace,
+    connections: Vec<ConnectionId>,
+}
+
+impl Server {
+    fn accepts_work(&self) -> bool {
+        self.paused == 0 && self.hung == 0 && self.stopped == 0
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    Connected,
+    Connecting,
+    /// Waiting for the reconnect delay to pass.
+    Down,
+}
+
+struct Command {
+    seq: u64,
+    op: Op,
+    waiter: RequestRef,
+    timed_out: bool,
+    /// Links this command has outlived (lost connections and failed attempts).
+    retries: u32,
+}
+
+struct Connection {
+    spec: ConnectionSpec,
+    link: Link,
+    epoch: u32,
+    /// Commands without a reply, in issue order: `commands[..sent]` were written to the
+    /// current link, the rest wait offline. Never holds a command twice.
+    commands: VecDeque<Command>,
+    sent: usize,
+    next_seq: u64,
+    /// Consecutive failed connection attempts (1 right after losing a working link).
+    attempts_failed: u32,
+    /// When the outbound pipe finishes sending what it holds.
+    outbound_free_at: SimTime,
+    /// Commands on the wire to the server, oldest first (arrival times never decrease).
+    outbound: VecDeque<(u64, Op)>,
+    /// Whether the server holds this connection open.
+    server_open: bool,
+    /// Commands that reached the server and wait for its thread.
+    input: VecDeque<(u64, Op)>,
+    in_ready_ring: bool,
+    inbound_free_at: SimTime,
+    /// Replies on the wire to the client, oldest first.
+    inbound: VecDeque<(u64, Reply)>,
+    stats: ConnectionSummary,
+}
+
+/// All servers and connections of a run.
+pub(crate) struct Redis {
+    servers: Vec<Server>,
+    connections: Vec<Connection>,
+    /// Results for waiting requests, produced by the last call; the engine drains it.
+    pub completions: Vec<(RequestRef, StepResult)>,
+}
+
+impl Redis {
+    pub fn new(scenario: &Scenario, events: &mut EventQueue) -> Redis {
+        let key_counts: Vec<u32> = scenario.keys.iter().map(|family| family.count).collect();
+        let mut servers: Vec<Server> = scenario
+            .servers
+            .iter()
+            .map(|spec| Server {
+                command_cost: spec.command_cost,
+                byte_rate: spec.byte_rate,
+                persistence: spec.persistence,
+                paused: 0,
+                hung: 0,
+                stopped: 0,
+                epoch: 0,
+                executing: None,
+                ready: VecDeque::new(),
+                keyspace: Keyspace::new(key_counts.clone()),
+                connections: Vec::new(),
+            })
+            .collect();
+        let mut redis = Redis {
+            servers: Vec::new(),
+            connections: Vec::new(),
+            completions: Vec::new(),
+        };
+        for (index, spec) in scenario.connections.iter().enumerate() {
+            let id = ConnectionId(index as u32);
+            servers[spec.server.index()].connections.push(id);
+            redis.connections.push(Connection {
+                spec: spec.clone(),
+                link: Link::Down,
+                epoch: 0,
+                commands: VecDeque::new(),
+                sent: 0,
+                next_seq: 0,
+                attempts_failed: 0,
+                outbound_free_at: SimTime::ZERO,
+                outbound: VecDeque::new(),
+                server_open: false,
+                input: VecDeque::new(),
+                in_ready_ring: false,
+                inbound_free_at: SimTime::ZERO,
+                inbound: VecDeque::new(),
+                stats: ConnectionSummary::default(),
+            });
+        }
+        redis.servers = servers;
+        for index in 0..redis.connections.len() {
+            let id = ConnectionId(index as u32);
+            let connection = &mut redis.connections[index];
+            if connection.spec.connected_at_start {
+                connection.link = Link::Connected;
+                connection.server_open = true;
+            } else {
+                redis.start_connect(SimTime::ZERO, id, events);
+            }
+        }
+        redis
+    }
+
+    /// Commands waiting on a connection (sent or offline).
+    pub fn pending(&self, connection: ConnectionId) -> usize {
+        self.connections[connection.index()].commands.len()
+    }
+
+    pub fn connection_summary(&self, connection: ConnectionId) -> ConnectionSummary {
+        self.connections[connection.index()].stats.clone()
+    }
+
+    /// A request issues a command. Returns the result at once when the connection cannot take
+    /// it (down, with the offline queue off); otherwise the result comes later through
+    /// `completions`.
+    pub fn issue(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        op: Op,
+        waiter: RequestRef,
+        events: &mut EventQueue,
+    ) -> Option<StepResult> {
+        let connection = &mut self.connections[id.index()];
+        if connection.link != Link::Connected && !connection.spec.offline_queue {
+            return Some(StepResult::Error(Outcome::Refused));
+        }
+        let seq = connection.next_seq;
+        connection.next_seq += 1;
+        connection.commands.push_back(Command {
+            seq,
+            op,
+            waiter,
+            timed_out: false,
+            retries: 0,
+        });
+        connection.stats.commands += 1;
+        let pending = connection.commands.len() as u64;
+        connection.stats.peak_pending = connection.stats.peak_pending.max(pending);
+        if let Some(timeout) = connection.spec.command_timeout {
+            events.schedule(
+                now.saturating_add(timeout),
+                Event::CommandTimeout {
+                    connection: id,
+                    seq,
+                },
+            );
+        }
+        if connection.link == Link::Connected {
+            connection.sent += 1;
+            Self::transmit(now, id, connection, seq, op, events);
+        }
+        None
+    }
+
+    fn transmit(
+        now: SimTime,
+        id: ConnectionId,
+        connection: &mut Connection,
+        seq: u64,
+        op: Op,
+        events: &mut EventQueue,
+    ) {
+        let wire_time = connection
+            .spec
+            .bandwidth
+            .map_or(SimDuration::ZERO, |rate| rate.time_for(op.request_bytes()));
+        let sent_at = connection.outbound_free_at.max(now).saturating_add(wire_time);
+        connection.outbound_free_at = sent_at;
+        connection.outbound.push_back((seq, op));
+        events.schedule(
+            sent_at.saturating_add(connection.spec.latency),
+            Event::CommandArrives {
+                connection: id,
+                epoch: connection.epoch,
+            },
+        );
+    }
+
+    pub fn on_command_arrives(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        if connection.epoch != epoch {
+            return;
+        }
+        let wire = connection
+            .outbound
+            .pop_front()
+            .expect("one arrival event per command on the wire");
+        if !connection.server_open {
+            return; // the server is gone; the client will find out and resend
+        }
+        connection.input.push_back(wire);
+        let server = connection.spec.server;
+        if !connection.in_ready_ring {
+            connection.in_ready_ring = true;
+            self.servers[server.index()].ready.push_back(id);
+        }
+        self.try_execute(now, server, events);
+    }
+
+    /// Starts the next command, round-robin across connections, if the thread is free.
+    fn try_execute(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        if server.executing.is_some() || !server.accepts_work() {
+            return;
+        }
+        while let Some(connection_id) = server.ready.pop_front() {
+            let connection = &mut self.connections[connection_id.index()];
+            connection.in_ready_ring = false;
+            let Some((seq, op)) = connection.input.pop_front() else {
+                continue; // its input was dropped with its link
+            };
+            if !connection.input.is_empty() {
+                connection.in_ready_ring = true;
+                server.ready.push_back(connection_id);
+            }
+            let reply = server.keyspace.apply(now, op);
+            let bytes = op.request_bytes() + reply.bytes();
+            let cost = server
+                .command_cost
+                .saturating_add(server.byte_rate.map_or(SimDuration::ZERO, |r| r.time_for(bytes)));
+            server.executing = Some(Executing {
+                connection: connection_id,
+                connection_epoch: connection.epoch,
+                seq,
+                reply,
+            });
+            connection.stats.executed += 1;
+            events.schedule(
+                now.saturating_add(cost),
+                Event::ServerDone {
+                    server: id,
+                    epoch: server.epoch,
+                },
+            );
+            return;
+        }
+    }
+
+    pub fn on_server_done(
+        &mut self,
+        now: SimTime,
+        id: ServerId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let server = &mut self.servers[id.index()];
+        if server.epoch != epoch {
+            return;
+        }
+        let done = server.executing.take().expect("a completion per started command");
+        let connection = &mut self.connections[done.connection.index()];
+        if connection.epoch == done.connection_epoch && connection.server_open {
+            let wire_time = connection
+                .spec
+                .bandwidth
+                .map_or(SimDuration::ZERO, |rate| rate.time_for(done.reply.bytes()));
+            let sent_at = connection.inbound_free_at.max(now).saturating_add(wire_time);
+            connection.inbound_free_at = sent_at;
+            connection.inbound.push_back((done.seq, done.reply));
+            events.schedule(
+                sent_at.saturating_add(connection.spec.latency),
+                Event::ReplyArrives {
+                    connection: done.connection,
+                    epoch: connection.epoch,
+                },
+            );
+        }
+        self.try_execute(now, id, events);
+    }
+
+    pub fn on_reply_arrives(&mut self, id: ConnectionId, epoch: u32) {
+        let connection = &mut self.connections[id.index()];
+        if connection.epoch != epoch {
+            return;
+        }
+        let (seq, reply) = connection
+            .inbound
+            .pop_front()
+            .expect("one arrival event per reply on the wire");
+        let command = connection
+            .commands
+            .pop_front()
+            .expect("a reply answers a sent command");
+        assert_eq!(command.seq, seq, "replies come back in order");
+        connection.sent -= 1;
+        connection.stats.replies += 1;
+        if !command.timed_out {
+            self.completions.push((command.waiter, reply.result()));
+        }
+    }
+
+    pub fn on_command_timeout(&mut self, id: ConnectionId, seq: u64) {
+        let connection = &mut self.connections[id.index()];
+        let Ok(index) = connection
+            .commands
+            .binary_search_by_key(&seq, |command| command.seq)
+        else {
+            return; // answered or failed already
+        };
+        let command = &mut connection.commands[index];
+        if !command.timed_out {
+            command.timed_out = true;
+            connection.stats.timeouts += 1;
+            self.completions
+                .push((command.waiter, StepResult::Error(Outcome::Timeout)));
+        }
+    }
+
+    pub fn on_connection_closed(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        if connection.epoch != epoch || connection.link != Link::Connected {
+            return;
+        }
+        connection.stats.disconnects += 1;
+        connection.attempts_failed = 0;
+        self.link_lost(now, id, events);
+    }
+
+    /// The link is gone (closed, refused or timed out): drop the wires, carry each command
+    /// over or fail it, and schedule the next attempt.
+    fn link_lost(&mut self, now: SimTime, id: ConnectionId, events: &mut EventQueue) {
+        let connection = &mut self.connections[id.index()];
+        connection.epoch = connection.epoch.wrapping_add(1);
+        connection.link = Link::Down;
+        connection.outbound.clear();
+        connection.inbound.clear();
+        connection.input.clear();
+        connection.server_open = false;
+        connection.sent = 0;
+        let (offline_queue, max_retries) =
+            (connection.spec.offline_queue, connection.spec.max_retries);
+        let completions = &mut self.completions;
+        connection.commands.retain_mut(|command| {
+            command.retries = command.retries.saturating_add(1);
+            let keep = offline_queue && max_retries.is_none_or(|max| command.retries <= max);
+            if !keep && !command.timed_out {
+                completions.push((command.waiter, StepResult::Error(Outcome::ConnectionLost)));
+            }
+            keep
+        });
+        connection.attempts_failed += 1;
+        let delay = connection.spec.reconnect_delay_for(connection.attempts_failed);
+        events.schedule(
+            now.saturating_add(delay),
+            Event::ReconnectDue {
+                connection: id,
+                epoch: connection.epoch,
+            },
+        );
+    }
+
+    pub fn on_reconnect_due(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        if self.connections[id.index()].epoch == epoch {
+            self.start_connect(now, id, events);
+        }
+    }
+
+    fn start_connect(&mut self, now: SimTime, id: ConnectionId, events: &mut EventQueue) {
+        let connection = &mut self.connections[id.index()];
+        connection.link = Link::Connecting;
+        connection.stats.connect_attempts += 1;
+        let epoch = connection.epoch;
+        events.schedule(
+            now.saturating_add(connection.spec.latency),
+            Event::ConnectArrives {
+                connection: id,
+                epoch,
+            },
+        );
+        events.schedule(
+            now.saturating_add(connection.spec.connect_timeout),
+            Event::ConnectTimeout {
+                connection: id,
+                epoch,
+            },
+        );
+    }
+
+    pub fn on_connect_arrives(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        if connection.epoch != epoch {
+            return;
+        }
+        let server = &self.servers[connection.spec.server.index()];
+        let accepted = if server.stopped > 0 {
+            false
+        } else if server.hung > 0 {
+            return; // no answer: the connect timeout decides
+        } else {
+            connection.server_open = true;
+            true
+        };
+        events.schedule(
+            now.saturating_add(connection.spec.latency),
+            Event::ConnectAnswered {
+                connection: id,
+                epoch,
+                accepted,
+            },
+        );
+    }
+
+    pub fn on_connect_answered(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        accepted: bool,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        if connection.epoch != epoch {
+            return;
+        }
+        // The server may have stopped while the acceptance was on its way.
+        if !(accepted && connection.server_open) {
+            connection.stats.connect_failures += 1;
+            self.link_lost(now, id, events);
+            return;
+        }
+        connection.epoch = connection.epoch.wrapping_add(1);
+        connection.link = Link::Connected;
+        connection.attempts_failed = 0;
+        connection.sent = connection.commands.len();
+        for index in 0..connection.commands.len() {
+            let (seq, op) = (connection.commands[index].seq, connection.commands[index].op);
+            Self::transmit(now, id, connection, seq, op, events);
+        }
+    }
+
+    pub fn on_connect_timeout(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        if connection.epoch == epoch && connection.link == Link::Connecting {
+            connection.stats.connect_failures += 1;
+            self.link_lost(now, id, events);
+        }
+    }
+
+    pub fn pause(&mut self, now: SimTime, id: ServerId, on: bool, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        adjust(&mut server.paused, on);
+        self.try_execute(now, id, events);
+    }
+
+    pub fn hang(&mut self, now: SimTime, id: ServerId, on: bool, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        adjust(&mut server.hung, on);
+        self.try_execute(now, id, events);
+    }
+
+    /// Stops (`on`) or starts the process.
+    pub fn stop(&mut self, now: SimTime, id: ServerId, on: bool, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        adjust(&mut server.stopped, on);
+        if !on {
+            if server.stopped == 0 && !server.persistence {
+                server.keyspace.clear();
+            }
+            return;
+        }
+        if server.stopped > 1 {
+            return;
+        }
+        server.epoch = server.epoch.wrapping_add(1);
+        server.executing = None;
+        server.ready.clear();
+        for &connection_id in &server.connections {
+            let connection = &mut self.connections[connection_id.index()];
+            connection.in_ready_ring = false;
+            connection.input.clear();
+            if connection.server_open {
+                connection.server_open = false;
+                // The close reaches the client after the replies already on the wire.
+                let closed_at = connection
+                    .inbound_free_at
+                    .max(now)
+                    .saturating_add(connection.spec.latency);
+                events.schedule(
+                    closed_at,
+                    Event::ConnectionClosed {
+                        connection: connection_id,
+                        epoch: connection.epoch,
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn adjust(depth: &mut u32, on: bool) {
+    if on {
+        *depth += 1;
+    } else {
+        *depth = depth.saturating_sub(1);
+    }
+}

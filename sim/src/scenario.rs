@@ -1,0 +1,556 @@
+//! A validated scenario: everything one simulation run needs, in types that cannot hold bad
+//! values.
+//!
+//! The scenario file reader (`scenario-file/`) is the only place that builds these from text;
+//! tests build them directly. Resources are held in vectors and referred to by typed index
+//! ([`ServerId`], [`FlowId`], ...), never by pointer or by name. Constructors that can fail
+//! return [`ConfigError`] naming the scenario-file key at fault.
+
+use std::num::NonZeroU64;
+
+use outagelab_model::ConfigError;
+use outagelab_model::breaker::BreakerConfig;
+use outagelab_model::bulkhead::BulkheadConfig;
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::{Outcome, PercentileRule};
+
+macro_rules! id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+id!(/// Index into [`Scenario::servers`].
+    ServerId);
+id!(/// Index into [`Scenario::connections`].
+    ConnectionId);
+id!(/// Index into [`Scenario::databases`].
+    DatabaseId);
+id!(/// Index into [`Scenario::keys`].
+    KeyFamilyId);
+id!(/// Index into [`Scenario::breakers`].
+    BreakerId);
+id!(/// Index into [`Scenario::bulkheads`].
+    BulkheadId);
+id!(/// Index into [`Scenario::flows`].
+    FlowId);
+id!(/// Index into [`Scenario::loads`].
+    LoadId);
+id!(/// Index into [`Scenario::faults`].
+    FaultId);
+
+/// One fully resolved scenario (a variant of a scenario file is one of these).
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    /// Root seed; every entity derives its own random stream from it and its name.
+    pub seed: u64,
+    pub limits: RunLimits,
+    /// Width of the time-series buckets.
+    pub bucket: SimDuration,
+    /// How percentiles pick their rank.
+    pub percentile_rule: PercentileRule,
+    pub servers: Vec<ServerSpec>,
+    pub connections: Vec<ConnectionSpec>,
+    pub databases: Vec<DatabaseSpec>,
+    pub keys: Vec<KeyFamilySpec>,
+    pub breakers: Vec<BreakerSpec>,
+    pub bulkheads: Vec<BulkheadSpec>,
+    pub flows: Vec<FlowSpec>,
+    pub loads: Vec<LoadSpec>,
+    pub faults: Vec<FaultSpec>,
+}
+
+/// Bounds that end a run. A run always ends: at `horizon` if set, when every request has
+/// ended, when nothing is left that could end the requests still in flight, or at a budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLimits {
+    /// Stop here and count requests still in flight as unfinished.
+    pub horizon: Option<SimTime>,
+    /// Budget: the latest virtual time a run may reach.
+    pub time_max: SimTime,
+    /// Budget: the most events a run may process.
+    pub events_max: u64,
+}
+
+impl RunLimits {
+    /// Virtual time a run may reach when the scenario sets no horizon: one day.
+    pub const TIME_MAX_DEFAULT: SimTime = SimTime::from_nanos(86_400 * 1_000_000_000);
+    /// Events a run may process unless the scenario says otherwise.
+    pub const EVENTS_MAX_DEFAULT: u64 = 200_000_000;
+}
+
+/// Bytes per second, at least one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteRate(NonZeroU64);
+
+impl ByteRate {
+    pub fn new(bytes_per_second: u64) -> Option<ByteRate> {
+        NonZeroU64::new(bytes_per_second).map(ByteRate)
+    }
+
+    pub fn bytes_per_second(self) -> u64 {
+        self.0.get()
+    }
+
+    /// Time to move `bytes` at this rate, rounded up to the nanosecond.
+    pub fn time_for(self, bytes: u64) -> SimDuration {
+        let nanos = (u128::from(bytes) * 1_000_000_000).div_ceil(u128::from(self.0.get()));
+        SimDuration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// Requests per second, kept exactly as thousandths of a request per second (so `333.333`
+/// is representable and arrival times are computed in integers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rate {
+    millirequests_per_second: NonZeroU64,
+}
+
+impl Rate {
+    /// Smallest rate: one request per 1000 seconds.
+    pub const MIN_PER_SECOND: f64 = 0.001;
+    /// Largest rate: one request per nanosecond.
+    pub const MAX_PER_SECOND: f64 = 1e9;
+
+    /// Rejects NaN, infinities, zero, negatives, and rates outside
+    /// [`Rate::MIN_PER_SECOND`, `Rate::MAX_PER_SECOND`].
+    pub fn per_second(rate: f64) -> Result<Rate, ConfigError> {
+        if !rate.is_finite() || rate <= 0.0 {
+            return Err(ConfigError::new(
+                "rate",
+                format!("must be a positive number of requests per second, not {rate}"),
+            ));
+        }
+        if !(Self::MIN_PER_SECOND..=Self::MAX_PER_SECOND).contains(&rate) {
+            return Err(ConfigError::new(
+                "rate",
+                format!(
+                    "{rate}/s is outside {}/s..{}/s",
+                    Self::MIN_PER_SECOND,
+                    Self::MAX_PER_SECOND
+                ),
+            ));
+        }
+        let milli = (rate * 1000.0).round() as u64;
+        Ok(Rate {
+            millirequests_per_second: NonZeroU64::new(milli).expect("rate >= 0.001/s"),
+        })
+    }
+
+    pub fn millirequests_per_second(self) -> u64 {
+        self.millirequests_per_second.get()
+    }
+
+    /// Offset of arrival number `index` from the first one, when evenly spaced: exactly
+    /// `floor(index / rate)`, computed in integers.
+    pub fn even_offset(self, index: u64) -> Option<SimDuration> {
+        let nanos = u128::from(index) * 1_000_000_000_000 / u128::from(self.millirequests_per_second());
+        u64::try_from(nanos).ok().map(SimDuration::from_nanos)
+    }
+
+    /// Mean gap between arrivals, in nanoseconds (rounded down).
+    pub fn mean_gap_nanos(self) -> u64 {
+        1_000_000_000_000 / self.millirequests_per_second()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ServerSpec {
+    pub name: String,
+    /// Fixed cost of executing any command.
+    pub command_cost: SimDuration,
+    /// Per-byte part of the cost (request and reply bytes); `None` makes bytes free.
+    pub byte_rate: Option<ByteRate>,
+    /// Whether keys survive a stop and start.
+    pub persistence: bool,
+}
+
+/// A client connection (multiplexed: one FIFO pipe in each direction) to one server.
+#[derive(Clone, Debug)]
+pub struct ConnectionSpec {
+    pub name: String,
+    pub server: ServerId,
+    /// One-way network latency.
+    pub latency: SimDuration,
+    /// Pipe bandwidth in each direction; `None` is unlimited.
+    pub bandwidth: Option<ByteRate>,
+    /// Client-side command timeout; `None` waits forever (ioredis' default).
+    pub command_timeout: Option<SimDuration>,
+    /// Queue commands while disconnected (true) or fail them at once (false).
+    pub offline_queue: bool,
+    /// Times a command may be carried over a lost connection before it fails; `None` is
+    /// unlimited.
+    pub max_retries: Option<u32>,
+    pub connect_timeout: SimDuration,
+    /// Delay before reconnect attempt `n` is `min(n * reconnect_delay, reconnect_delay_max)`
+    /// (ioredis' default strategy is 50 ms steps up to 2 s).
+    pub reconnect_delay: SimDuration,
+    pub reconnect_delay_max: SimDuration,
+    /// Whether the connection is established before the run starts.
+    pub connected_at_start: bool,
+}
+
+impl ConnectionSpec {
+    /// The delay before reconnect attempt `attempt` (1-based).
+    pub fn reconnect_delay_for(&self, attempt: u32) -> SimDuration {
+        self.reconnect_delay
+            .checked_mul(u64::from(attempt))
+            .map_or(self.reconnect_delay_max, |d| d.min(self.reconnect_delay_max))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct DatabaseSpec {
+    pub name: String,
+    /// Time a query takes when the database is not over capacity.
+    pub latency: Distribution,
+    /// Queries the database runs at full speed; above it, running queries share it and each
+    /// runs slower (processor sharing). `None` never degrades.
+    pub capacity: Option<u32>,
+}
+
+/// A distribution of durations. Sampling uses integers only, so draws are identical on every
+/// platform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distribution {
+    Constant(SimDuration),
+    /// Uniform over `[min, max]`, to the nanosecond.
+    Uniform { min: SimDuration, max: SimDuration },
+    /// `min` plus an exponential with the given mean.
+    Exponential { min: SimDuration, mean: SimDuration },
+}
+
+impl Distribution {
+    pub fn uniform(min: SimDuration, max: SimDuration) -> Result<Distribution, ConfigError> {
+        if min > max {
+            return Err(ConfigError::new(
+                "min",
+                format!("{min} is above max {max}"),
+            ));
+        }
+        Ok(Distribution::Uniform { min, max })
+    }
+
+    pub fn exponential(min: SimDuration, mean: SimDuration) -> Result<Distribution, ConfigError> {
+        if mean.is_zero() {
+            return Err(ConfigError::new(
+                "mean",
+                "must be longer than zero (use a constant latency instead)",
+            ));
+        }
+        Ok(Distribution::Exponential { min, mean })
+    }
+}
+
+/// A named family of keys: a request draws one key of the family (uniformly) for each step
+/// that names it. A family of one is a single fixed key.
+#[derive(Clone, Debug)]
+pub struct KeyFamilySpec {
+    pub name: String,
+    pub count: u32,
+}
+
+/// A set of outcomes (used to say which errors a breaker counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct OutcomeSet(u16);
+
+impl OutcomeSet {
+    pub fn new(outcomes: impl IntoIterator<Item = Outcome>) -> Self {
+        OutcomeSet(
+            outcomes
+                .into_iter()
+                .fold(0, |bits, outcome| bits | 1 << outcome.index()),
+        )
+    }
+
+    /// Network errors and timeouts: what a breaker around a remote store should count.
+    pub fn network_errors() -> Self {
+        Self::new([Outcome::Timeout, Outcome::Refused, Outcome::ConnectionLost])
+    }
+
+    pub fn contains(self, outcome: Outcome) -> bool {
+        self.0 & (1 << outcome.index()) != 0
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BreakerSpec {
+    pub name: String,
+    /// A disabled breaker admits every call (variants switch breakers on and off).
+    pub enabled: bool,
+    pub config: BreakerConfig,
+    /// Which error outcomes count as failures; the others are ignored.
+    pub counts: OutcomeSet,
+}
+
+#[derive(Clone, Debug)]
+pub struct BulkheadSpec {
+    pub name: String,
+    /// A disabled bulkhead admits every call.
+    pub enabled: bool,
+    pub config: BulkheadConfig,
+}
+
+/// A request type: steps run in order.
+#[derive(Clone, Debug)]
+pub struct FlowSpec {
+    pub name: String,
+    pub steps: Vec<StepSpec>,
+}
+
+#[derive(Clone, Debug)]
+pub struct StepSpec {
+    pub action: StepAction,
+    /// Checked before the action; a rejection is a `breaker_open` error of this step.
+    pub breaker: Option<BreakerId>,
+    /// Entered before the breaker is asked; a full queue is a `shed` error of this step.
+    pub bulkhead: Option<BulkheadId>,
+    pub on_error: OnError,
+    pub on_hit: OnHit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepAction {
+    Redis {
+        connection: ConnectionId,
+        command: RedisCommand,
+        key: KeyFamilyId,
+    },
+    Database {
+        database: DatabaseId,
+        /// Client-side query timeout; the query keeps running on the database.
+        timeout: Option<SimDuration>,
+    },
+    /// Local work that takes a fixed time and cannot fail.
+    Work { duration: SimDuration },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedisCommand {
+    Get,
+    Set {
+        value_bytes: u32,
+        ttl: Option<SimDuration>,
+    },
+    /// `SET key value NX PX ttl`: a lock. Fails with `lock_busy` when the key exists.
+    SetNxPx { value_bytes: u32, ttl: SimDuration },
+    Incr,
+    Del,
+}
+
+impl RedisCommand {
+    pub fn name(self) -> &'static str {
+        match self {
+            RedisCommand::Get => "GET",
+            RedisCommand::Set { .. } => "SET",
+            RedisCommand::SetNxPx { .. } => "SET NX PX",
+            RedisCommand::Incr => "INCR",
+            RedisCommand::Del => "DEL",
+        }
+    }
+}
+
+/// What an error of a step does to its request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnError {
+    /// The request ends with the step's error.
+    Fail,
+    /// The request goes on to the next step (fail-open).
+    Next,
+    /// Fire-and-forget: the request does not wait for the step at all; the step runs in the
+    /// background and its errors are only counted.
+    Ignore,
+}
+
+/// What a cache hit (a `GET` that found its key) does to its request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnHit {
+    Next,
+    /// The request ends successfully (a cache-aside read that needs no database).
+    Finish,
+}
+
+/// An open-loop arrival process sending one request type.
+#[derive(Clone, Debug)]
+pub struct LoadSpec {
+    pub name: String,
+    pub flow: FlowId,
+    pub start: SimTime,
+    pub arrivals: Arrivals,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrivals {
+    /// Arrival `i` at `start + floor(i / rate)`.
+    Even { rate: Rate, end: LoadEnd },
+    /// Exponential gaps with mean `1 / rate`.
+    Poisson { rate: Rate, end: LoadEnd },
+    /// `count` requests at `start`, in order.
+    Burst { count: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadEnd {
+    /// After this many requests.
+    Count(u64),
+    /// No arrival at or after this instant.
+    Until(SimTime),
+}
+
+#[derive(Clone, Debug)]
+pub struct FaultSpec {
+    pub name: String,
+    pub target: ServerId,
+    pub kind: FaultKind,
+    pub at: SimTime,
+    /// `None` lasts to the end of the run.
+    pub duration: Option<SimDuration>,
+}
+
+impl FaultSpec {
+    pub fn end(&self) -> Option<SimTime> {
+        self.duration.map(|d| self.at.saturating_add(d))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// `CLIENT PAUSE`: commands are accepted but not executed until the pause ends; new
+    /// connections are accepted.
+    Pause,
+    /// The process stops (`docker pause`, SIGSTOP): no replies, connections stay open, and
+    /// connection attempts get no answer.
+    Hang,
+    /// The process exits: connections are dropped and new ones refused until it starts again
+    /// at the end of the fault; without persistence its keys are gone.
+    Stop,
+}
+
+impl FaultKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Pause => "pause",
+            FaultKind::Hang => "hang",
+            FaultKind::Stop => "stop",
+        }
+    }
+}
+
+impl Scenario {
+    /// Checks every cross-reference, so a scenario built by hand cannot make the simulator
+    /// index out of bounds. The file reader builds scenarios that always pass.
+    pub fn check_references(&self) -> Result<(), String> {
+        let within = |what: &str, index: usize, len: usize| {
+            if index < len {
+                Ok(())
+            } else {
+                Err(format!("{what} #{index} does not exist (there are {len})"))
+            }
+        };
+        for connection in &self.connections {
+            within("server", connection.server.index(), self.servers.len())?;
+        }
+        for flow in &self.flows {
+            if flow.steps.len() > usize::from(u16::MAX) {
+                return Err(format!("flow {} has more than {} steps", flow.name, u16::MAX));
+            }
+            for step in &flow.steps {
+                if let Some(breaker) = step.breaker {
+                    within("breaker", breaker.index(), self.breakers.len())?;
+                }
+                if let Some(bulkhead) = step.bulkhead {
+                    within("bulkhead", bulkhead.index(), self.bulkheads.len())?;
+                }
+                match step.action {
+                    StepAction::Redis {
+                        connection, key, ..
+                    } => {
+                        within("connection", connection.index(), self.connections.len())?;
+                        within("key family", key.index(), self.keys.len())?;
+                    }
+                    StepAction::Database { database, .. } => {
+                        within("database", database.index(), self.databases.len())?;
+                    }
+                    StepAction::Work { .. } => {}
+                }
+            }
+        }
+        for load in &self.loads {
+            within("flow", load.flow.index(), self.flows.len())?;
+        }
+        for fault in &self.faults {
+            within("server", fault.target.index(), self.servers.len())?;
+        }
+        for family in &self.keys {
+            if family.count == 0 {
+                return Err(format!("key family {} has no keys", family.name));
+            }
+        }
+        if self.bucket.is_zero() {
+            return Err("the series bucket width is zero".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn even_arrivals_are_exact_in_integers() {
+        let rate = Rate::per_second(500.0).unwrap();
+        assert_eq!(rate.even_offset(1), Some(SimDuration::from_millis(2)));
+        assert_eq!(rate.even_offset(499), Some(SimDuration::from_millis(998)));
+        let third = Rate::per_second(3.0).unwrap();
+        assert_eq!(third.even_offset(1).unwrap().as_nanos(), 333_333_333);
+        assert_eq!(third.even_offset(3).unwrap().as_nanos(), 1_000_000_000);
+    }
+
+    #[test]
+    fn absurd_rates_are_rejected() {
+        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-9, 2e9] {
+            assert!(Rate::per_second(rate).is_err(), "{rate}");
+        }
+    }
+
+    #[test]
+    fn byte_rates_round_transfer_time_up() {
+        let rate = ByteRate::new(100 * 1024 * 1024).unwrap();
+        assert_eq!(
+            rate.time_for(2 * 1024 * 1024),
+            SimDuration::from_millis(20)
+        );
+        assert_eq!(ByteRate::new(3).unwrap().time_for(1).as_nanos(), 333_333_334);
+    }
+
+    #[test]
+    fn reconnect_delay_grows_linearly_to_its_cap() {
+        let spec = ConnectionSpec {
+            name: "c".into(),
+            server: ServerId(0),
+            latency: SimDuration::ZERO,
+            bandwidth: None,
+            command_timeout: None,
+            offline_queue: true,
+            max_retries: None,
+            connect_timeout: SimDuration::from_secs(10),
+            reconnect_delay: SimDuration::from_millis(50),
+            reconnect_delay_max: SimDuration::from_secs(2),
+            connected_at_start: true,
+        };
+        assert_eq!(spec.reconnect_delay_for(1), SimDuration::from_millis(50));
+        assert_eq!(spec.reconnect_delay_for(3), SimDuration::from_millis(150));
+        assert_eq!(spec.reconnect_delay_for(100), SimDuration::from_secs(2));
+        assert_eq!(spec.reconnect_delay_for(u32::MAX), SimDuration::from_secs(2));
+    }
+}

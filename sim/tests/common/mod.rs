@@ -1,0 +1,185 @@
+//! Helpers to build scenarios in tests without a scenario file.
+#![allow(dead_code)]
+
+use outagelab_model::breaker::BreakerConfig;
+use outagelab_model::bulkhead::BulkheadConfig;
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_sim::scenario::*;
+
+pub fn ms(millis: u64) -> SimDuration {
+    SimDuration::from_millis(millis)
+}
+
+pub fn at_ms(millis: u64) -> SimTime {
+    SimTime::from_nanos(millis * 1_000_000)
+}
+
+pub fn empty(name: &str) -> Scenario {
+    Scenario {
+        name: name.into(),
+        seed: 1,
+        limits: RunLimits {
+            horizon: None,
+            time_max: RunLimits::TIME_MAX_DEFAULT,
+            events_max: RunLimits::EVENTS_MAX_DEFAULT,
+        },
+        bucket: ms(100),
+        percentile_rule: Default::default(),
+        servers: vec![],
+        connections: vec![],
+        databases: vec![],
+        keys: vec![],
+        breakers: vec![],
+        bulkheads: vec![],
+        flows: vec![],
+        loads: vec![],
+        faults: vec![],
+    }
+}
+
+pub fn server(name: &str) -> ServerSpec {
+    ServerSpec {
+        name: name.into(),
+        command_cost: SimDuration::from_micros(5),
+        byte_rate: None,
+        persistence: false,
+    }
+}
+
+pub fn connection(name: &str, server: u32) -> ConnectionSpec {
+    ConnectionSpec {
+        name: name.into(),
+        server: ServerId(server),
+        latency: SimDuration::from_micros(100),
+        bandwidth: None,
+        command_timeout: None,
+        offline_queue: true,
+        max_retries: Some(20),
+        connect_timeout: SimDuration::from_secs(10),
+        reconnect_delay: ms(50),
+        reconnect_delay_max: ms(2000),
+        connected_at_start: true,
+    }
+}
+
+pub fn key(name: &str, count: u32) -> KeyFamilySpec {
+    KeyFamilySpec {
+        name: name.into(),
+        count,
+    }
+}
+
+pub fn redis_step(connection: u32, command: RedisCommand, key: u32) -> StepSpec {
+    StepSpec {
+        action: StepAction::Redis {
+            connection: ConnectionId(connection),
+            command,
+            key: KeyFamilyId(key),
+        },
+        breaker: None,
+        bulkhead: None,
+        on_error: OnError::Fail,
+        on_hit: OnHit::Next,
+    }
+}
+
+pub fn db_step(database: u32) -> StepSpec {
+    StepSpec {
+        action: StepAction::Database {
+            database: DatabaseId(database),
+            timeout: None,
+        },
+        breaker: None,
+        bulkhead: None,
+        on_error: OnError::Fail,
+        on_hit: OnHit::Next,
+    }
+}
+
+pub fn flow(name: &str, steps: Vec<StepSpec>) -> FlowSpec {
+    FlowSpec {
+        name: name.into(),
+        steps,
+    }
+}
+
+pub fn even(name: &str, flow: u32, per_second: f64, count: u64) -> LoadSpec {
+    LoadSpec {
+        name: name.into(),
+        flow: FlowId(flow),
+        start: SimTime::ZERO,
+        arrivals: Arrivals::Even {
+            rate: Rate::per_second(per_second).unwrap(),
+            end: LoadEnd::Count(count),
+        },
+    }
+}
+
+pub fn burst(name: &str, flow: u32, at: SimTime, count: u64) -> LoadSpec {
+    LoadSpec {
+        name: name.into(),
+        flow: FlowId(flow),
+        start: at,
+        arrivals: Arrivals::Burst { count },
+    }
+}
+
+pub fn breaker(name: &str, failures: u32, open_for: SimDuration) -> BreakerSpec {
+    BreakerSpec {
+        name: name.into(),
+        enabled: true,
+        config: BreakerConfig::new(failures, open_for, 1).unwrap(),
+        counts: OutcomeSet::network_errors(),
+    }
+}
+
+pub fn bulkhead(name: &str, max_concurrent: u32, queue: u32) -> BulkheadSpec {
+    BulkheadSpec {
+        name: name.into(),
+        enabled: true,
+        config: BulkheadConfig::new(max_concurrent, queue).unwrap(),
+    }
+}
+
+pub fn fault(name: &str, server: u32, kind: FaultKind, at: SimTime, duration: Option<SimDuration>) -> FaultSpec {
+    FaultSpec {
+        name: name.into(),
+        target: ServerId(server),
+        kind,
+        at,
+        duration,
+    }
+}
+
+/// The seed-003 model: Redis hung from the start, a 100 ms command timeout, a GET that falls
+/// through to a 50-52 ms database, 500 requests at 500/s; optional breaker and bulkhead.
+pub fn seed003(with_breaker: bool, with_bulkhead: bool, requests: u64) -> Scenario {
+    let mut s = empty("seed003");
+    s.servers.push(server("redis"));
+    let mut c = connection("cache", 0);
+    c.command_timeout = Some(ms(100));
+    c.offline_queue = false;
+    s.connections.push(c);
+    s.keys.push(key("product", 10_000));
+    s.databases.push(DatabaseSpec {
+        name: "main".into(),
+        latency: Distribution::uniform(ms(50), ms(52)).unwrap(),
+        capacity: None,
+    });
+    let mut get = redis_step(0, RedisCommand::Get, 0);
+    get.on_error = OnError::Next;
+    get.on_hit = OnHit::Finish;
+    let mut query = db_step(0);
+    if with_breaker {
+        s.breakers.push(breaker("redis", 5, SimDuration::from_secs(5)));
+        get.breaker = Some(BreakerId(0));
+    }
+    if with_bulkhead {
+        s.bulkheads.push(bulkhead("db", 20, 50));
+        query.bulkhead = Some(BulkheadId(0));
+    }
+    s.flows.push(flow("read", vec![get, query]));
+    s.loads.push(even("reads", 0, 500.0, requests));
+    s.faults.push(fault("redis-dead", 0, FaultKind::Hang, SimTime::ZERO, None));
+    s
+}
