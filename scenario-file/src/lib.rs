@@ -1,1 +1,474 @@
-pub fn x(){}
+//! The scenario file format: TOML in, validated simulator scenarios out.
+//!
+//! Architecture invariant: this is the only crate that knows the file format. It reads a file
+//! in three stages, each with located errors:
+//!
+//! 1. parse the TOML into a tree that keeps the byte span of every key and value;
+//! 2. build one document per variant: take out `[[variant]]` and `[sweep]`, merge each
+//!    variant's `patch` into the base, set each swept value;
+//! 3. deserialise each document into raw types (`raw.rs`, unknown keys rejected), then
+//!    validate into [`outagelab_sim::Scenario`] (`validate.rs`), and parse and check the
+//!    expectations against the shape of that scenario's report.
+//!
+//! The format is described for users in `docs/scenario-format.md`.
+
+mod diagnostic;
+mod document;
+mod raw;
+pub mod units;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use outagelab_report::SweepInfo;
+use outagelab_report::expect::Expectation;
+use outagelab_sim::Scenario;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+pub use diagnostic::{Diagnostic, Diagnostics};
+
+use diagnostic::{Source, key_path_at};
+use document::{Table, Value, deserialize_table, merge, set_path, take};
+use raw::{RawScenario, RawSweep, RawVariant};
+use validate::Validator;
+
+/// A scenario file, read and validated: one runnable scenario per variant.
+#[derive(Clone, Debug)]
+pub struct ScenarioFile {
+    pub name: String,
+    pub seed: u64,
+    pub sweep: Option<SweepInfo>,
+    pub variants: Vec<Variant>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub name: String,
+    /// The swept value as a number (durations in ms), for variants made by a sweep.
+    pub sweep_x: Option<f64>,
+    pub scenario: Scenario,
+    pub expectations: Vec<LocatedExpectation>,
+}
+
+/// An expectation and where the file wrote it.
+#[derive(Clone, Debug)]
+pub struct LocatedExpectation {
+    pub expectation: Expectation,
+    /// `file:line:column`.
+    pub location: String,
+}
+
+/// Reads and validates the scenario file at `path`.
+pub fn load(path: &Path) -> Result<ScenarioFile, Diagnostics> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, path),
+        Err(error) => Err(Diagnostics(vec![Diagnostic {
+            file: path.to_owned(),
+            line: 0,
+            column: 0,
+            key: String::new(),
+            message: format!("cannot read the file: {error}"),
+            variants: Vec::new(),
+        }])),
+    }
+}
+
+/// Validates scenario text; `path` is used in messages only.
+pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
+    let source = Source { file: path, text };
+    let parsed = DeTable::parse(text).map_err(|error| {
+        let message = format!("not valid TOML: {}", error.message());
+        Diagnostics(vec![source.diagnostic(error.span(), "", message)])
+    })?;
+    let document_span = parsed.span();
+    let mut base = parsed.into_inner();
+    let mut reader = Reader {
+        source: &source,
+        errors: Vec::new(),
+    };
+    let variant_value = take(&mut base, "variant");
+    let sweep_value = take(&mut base, "sweep");
+    let variants = reader.variants(variant_value);
+    let sweep = reader.sweep(sweep_value);
+    if !reader.errors.is_empty() {
+        return Err(Diagnostics(reader.errors));
+    }
+    let variant_count = variants.len().max(1) * sweep.as_ref().map_or(1, |s| s.values.len());
+    let file = reader.build(base, document_span, variants, sweep);
+    if reader.errors.is_empty() {
+        Ok(file.expect("no errors means a file"))
+    } else {
+        Err(Diagnostics(dedupe(reader.errors, variant_count)))
+    }
+}
+
+struct Reader<'a> {
+    source: &'a Source<'a>,
+    errors: Vec<Diagnostic>,
+}
+
+/// A `[[variant]]` entry: its header and its patch.
+struct VariantEntry<'t> {
+    header: RawVariant,
+    patch: Option<Table<'t>>,
+}
+
+/// The `[sweep]` table: its header and its values, with their spans and text.
+struct SweepEntry<'t> {
+    header: RawSweep,
+    values: Vec<(String, f64, Value<'t>)>,
+    unit: &'static str,
+}
+
+impl<'t> Reader<'_> {
+    fn toml_error(&mut self, root: Option<&Table<'_>>, error: toml::de::Error) {
+        let span = error.span();
+        let key = match (root, &span) {
+            (Some(root), Some(span)) => key_path_at(root, span.start),
+            _ => String::new(),
+        };
+        let diagnostic = self.source.diagnostic(span, key, error.message().trim().to_owned());
+        self.errors.push(diagnostic);
+    }
+
+    fn variants(&mut self, value: Option<(Range<usize>, Value<'t>)>) -> Vec<VariantEntry<'t>> {
+        let Some((key_span, value)) = value else {
+            return Vec::new();
+        };
+        let DeValue::Array(items) = value.into_inner() else {
+            self.errors.push(self.source.diagnostic(
+                Some(key_span),
+                "variant",
+                "variants are an array of tables: write each as [[variant]]",
+            ));
+            return Vec::new();
+        };
+        let mut entries: Vec<VariantEntry<'t>> = Vec::new();
+        for (index, item) in items.into_iter().enumerate() {
+            let span = item.span();
+            let DeValue::Table(mut table) = item.into_inner() else {
+                let message = "a variant is a table: write it as [[variant]]";
+                self.errors
+                    .push(self.source.diagnostic(Some(span), format!("variant[{index}]"), message));
+                continue;
+            };
+            let patch = match take(&mut table, "patch") {
+                None => None,
+                Some((_, patch)) => {
+                    let patch_span = patch.span();
+                    match patch.into_inner() {
+                        DeValue::Table(patch) => Some(patch),
+                        _ => {
+                            let message = "a patch is a table of the keys to change, e.g. \
+                                           [variant.patch.breakers.redis]";
+                            self.errors.push(self.source.diagnostic(
+                                Some(patch_span),
+                                format!("variant[{index}].patch"),
+                                message,
+                            ));
+                            continue;
+                        }
+                    }
+                }
+            };
+            let wrapped = table.clone();
+            match deserialize_table::<RawVariant>(table, span.clone()) {
+                Ok(header) => {
+                    let name = header.name.get_ref();
+                    if name.trim().is_empty() {
+                        let diagnostic = self.source.diagnostic(
+                            Some(header.name.span()),
+                            format!("variant[{index}].name"),
+                            "a variant needs a name",
+                        );
+                        self.errors.push(diagnostic);
+                    } else if entries.iter().any(|e| e.header.name.get_ref() == name) {
+                        let diagnostic = self.source.diagnostic(
+                            Some(header.name.span()),
+                            format!("variant[{index}].name"),
+                            format!("two variants are named \"{name}\""),
+                        );
+                        self.errors.push(diagnostic);
+                    }
+                    entries.push(VariantEntry { header, patch });
+                }
+                Err(error) => {
+                    let mut root = Table::new();
+                    root.insert(
+                        Spanned::new(key_span.clone(), "variant".into()),
+                        Spanned::new(span, DeValue::Table(wrapped)),
+                    );
+                    self.toml_error(Some(&root), error);
+                }
+            }
+        }
+        entries
+    }
+
+    fn sweep(&mut self, value: Option<(Range<usize>, Value<'t>)>) -> Option<SweepEntry<'t>> {
+        let (key_span, value) = value?;
+        let span = value.span();
+        let DeValue::Table(mut table) = value.into_inner() else {
+            let message = "a sweep is a table: write it as [sweep]";
+            self.errors
+                .push(self.source.diagnostic(Some(key_span), "sweep", message));
+            return None;
+        };
+        let Some((values_key_span, values)) = take(&mut table, "values") else {
+            let message = "a sweep needs `values`, e.g. values = [0, 10, 60]";
+            self.errors
+                .push(self.source.diagnostic(Some(span), "sweep.values", message));
+            return None;
+        };
+        let header = match deserialize_table::<RawSweep>(table, span) {
+            Ok(header) => header,
+            Err(error) => {
+                self.toml_error(None, error);
+                return None;
+            }
+        };
+        let values_span = values.span();
+        let items = match values.into_inner() {
+            DeValue::Array(items) if !items.is_empty() => items,
+            _ => {
+                let message = "must be a non-empty array of values";
+                self.errors.push(self.source.diagnostic(
+                    Some(values_span.start..values_span.end.max(values_key_span.end)),
+                    "sweep.values",
+                    message,
+                ));
+                return None;
+            }
+        };
+        let mut parsed = Vec::new();
+        let mut units = Vec::new();
+        for (index, item) in items.into_iter().enumerate() {
+            let (text, x, unit) = match item.get_ref() {
+                DeValue::Integer(i) => (i.as_str().to_owned(), i.as_str().parse::<f64>().ok(), ""),
+                DeValue::Float(f) => (f.as_str().to_owned(), f.as_str().parse::<f64>().ok(), ""),
+                DeValue::String(s) => match (units::parse_duration(s), units::parse_size(s)) {
+                    (Ok(nanos), _) => (s.to_string(), Some(nanos as f64 / 1e6), "ms"),
+                    (_, Ok(bytes)) => (s.to_string(), Some(bytes as f64), "bytes"),
+                    _ => (s.to_string(), Some(index as f64), "(index)"),
+                },
+                DeValue::Boolean(b) => (b.to_string(), Some(f64::from(u8::from(*b))), ""),
+                _ => (String::new(), None, ""),
+            };
+            let Some(x) = x.filter(|x| x.is_finite()) else {
+                let message = "a swept value is a number, a string or a boolean";
+                self.errors.push(self.source.diagnostic(
+                    Some(item.span()),
+                    format!("sweep.values[{index}]"),
+                    message,
+                ));
+                continue;
+            };
+            if parsed.iter().any(|(seen, _, _)| *seen == text) {
+                let diagnostic = self.source.diagnostic(
+                    Some(item.span()),
+                    format!("sweep.values[{index}]"),
+                    format!("`{text}` is swept twice"),
+                );
+                self.errors.push(diagnostic);
+            }
+            units.push((unit, item.span()));
+            parsed.push((text, x, item));
+        }
+        let unit = units.first().map_or("", |(unit, _)| *unit);
+        if let Some((other, span)) = units.iter().find(|(u, _)| *u != unit) {
+            let message = format!(
+                "every swept value must be of one kind (the first is {}, this one {})",
+                kind_name(unit),
+                kind_name(other)
+            );
+            self.errors
+                .push(self.source.diagnostic(Some(span.clone()), "sweep.values", message));
+        }
+        for (value_text, lines) in &header.expect {
+            if !parsed.iter().any(|(text, _, _)| text == value_text) {
+                let span = lines.first().map(Spanned::span);
+                let message = format!("`{value_text}` is not one of the swept values");
+                self.errors
+                    .push(self.source.diagnostic(span, format!("sweep.expect.{value_text}"), message));
+            }
+        }
+        Some(SweepEntry {
+            header,
+            values: parsed,
+            unit: if unit == "(index)" { "" } else { unit },
+        })
+    }
+
+    fn build(
+        &mut self,
+        base: Table<'t>,
+        document_span: Range<usize>,
+        variants: Vec<VariantEntry<'t>>,
+        sweep: Option<SweepEntry<'t>>,
+    ) -> Option<ScenarioFile> {
+        let implicit = [VariantEntry {
+            header: RawVariant {
+                name: Spanned::new(0..0, "base".to_owned()),
+                description: None,
+                expect: Vec::new(),
+            },
+            patch: None,
+        }];
+        let entries: &[VariantEntry<'t>] = if variants.is_empty() { &implicit } else { &variants };
+        let explicit = !variants.is_empty();
+        let mut documents = Vec::new();
+        for entry in entries {
+            let mut document = base.clone();
+            if let Some(patch) = &entry.patch {
+                merge(&mut document, patch);
+            }
+            let variant_name = entry.header.name.get_ref().clone();
+            match &sweep {
+                None => documents.push((variant_name, None, document, entry, None)),
+                Some(sweep) => {
+                    let label = sweep.header.label.clone().unwrap_or_else(|| "value".to_owned());
+                    for (text, x, value) in &sweep.values {
+                        let mut swept = document.clone();
+                        let parameter = &sweep.header.parameter;
+                        if let Err(message) =
+                            set_path(&mut swept, parameter.get_ref(), parameter.span(), value.clone())
+                        {
+                            let diagnostic =
+                                self.source.diagnostic(Some(parameter.span()), "sweep.parameter", message);
+                            self.errors.push(diagnostic);
+                            return None;
+                        }
+                        let name = if explicit {
+                            format!("{variant_name} / {label}={text}")
+                        } else {
+                            format!("{label}={text}")
+                        };
+                        documents.push((name, Some(*x), swept, entry, Some(text.as_str())));
+                    }
+                }
+            }
+        }
+        let mut file: Option<(String, u64)> = None;
+        let mut built = Vec::new();
+        for (name, sweep_x, document, entry, sweep_text) in documents {
+            let errors_before = self.errors.len();
+            let raw = match deserialize_table::<RawScenario>(document.clone(), document_span.clone()) {
+                Ok(raw) => raw,
+                Err(error) => {
+                    self.toml_error(Some(&document), error);
+                    tag(&mut self.errors[errors_before..], &name);
+                    continue;
+                }
+            };
+            let mut validator = Validator::new(self.source, &document);
+            let scenario = validator.scenario(&raw, &name);
+            self.errors.append(&mut validator.errors);
+            if let Some(scenario) = scenario {
+                let mut lines: Vec<&Spanned<String>> = raw.scenario.expect.iter().collect();
+                lines.extend(&entry.header.expect);
+                if let (Some(sweep), Some(text)) = (&sweep, sweep_text) {
+                    lines.extend(sweep.header.expect.get(text).into_iter().flatten());
+                }
+                let expectations = self.expectations(&scenario, &lines);
+                file.get_or_insert_with(|| (raw.scenario.name.get_ref().clone(), scenario.seed));
+                built.push(Variant {
+                    name: name.clone(),
+                    sweep_x,
+                    scenario,
+                    expectations,
+                });
+            }
+            tag(&mut self.errors[errors_before..], &name);
+        }
+        let (name, seed) = file?;
+        Some(ScenarioFile {
+            name,
+            seed,
+            sweep: sweep.map(|sweep| SweepInfo {
+                label: sweep.header.label.unwrap_or_else(|| "value".to_owned()),
+                parameter: sweep.header.parameter.into_inner(),
+                unit: sweep.unit.to_owned(),
+            }),
+            variants: built,
+        })
+    }
+
+    fn expectations(&mut self, scenario: &Scenario, lines: &[&Spanned<String>]) -> Vec<LocatedExpectation> {
+        let shape = outagelab_sim::summary_shape(scenario).expect("validated scenarios resolve");
+        let mut expectations = Vec::new();
+        for line in lines {
+            let checked = Expectation::parse(line.get_ref())
+                .and_then(|e| e.check_path(&shape).map(|()| e));
+            let diagnostic = self.source.diagnostic(Some(line.span()), "expect", String::new());
+            match checked {
+                Ok(expectation) => expectations.push(LocatedExpectation {
+                    expectation,
+                    location: format!(
+                        "{}:{}:{}",
+                        diagnostic.file.display(),
+                        diagnostic.line,
+                        diagnostic.column
+                    ),
+                }),
+                Err(message) => self.errors.push(Diagnostic { message, ..diagnostic }),
+            }
+        }
+        expectations
+    }
+}
+
+fn kind_name(unit: &str) -> &'static str {
+    match unit {
+        "ms" => "a duration",
+        "bytes" => "a size",
+        "(index)" => "a word",
+        _ => "a number",
+    }
+}
+
+/// Marks diagnostics with the variant they came from (cleared later for those in every one).
+fn tag(diagnostics: &mut [Diagnostic], variant: &str) {
+    for diagnostic in diagnostics {
+        diagnostic.variants = vec![variant.to_owned()];
+    }
+}
+
+/// Merges diagnostics reported once per variant: the same problem at the same place is shown
+/// once, naming its variants unless it is in all `variant_count` of them; the result is in
+/// file order.
+fn dedupe(diagnostics: Vec<Diagnostic>, variant_count: usize) -> Vec<Diagnostic> {
+    let mut merged: BTreeMap<(usize, usize, String, String), Vec<String>> = BTreeMap::new();
+    for diagnostic in &diagnostics {
+        let key = (
+            diagnostic.line,
+            diagnostic.column,
+            diagnostic.key.clone(),
+            diagnostic.message.clone(),
+        );
+        let variants = merged.entry(key).or_default();
+        for variant in &diagnostic.variants {
+            if !variants.contains(variant) {
+                variants.push(variant.clone());
+            }
+        }
+    }
+    let file = diagnostics.first().map(|d| d.file.clone()).unwrap_or_default();
+    merged
+        .into_iter()
+        .map(|((line, column, key, message), variants)| Diagnostic {
+            file: file.clone(),
+            line,
+            column,
+            key,
+            message,
+            variants: if variants.len() == variant_count || variant_count <= 1 {
+                Vec::new()
+            } else {
+                variants
+            },
+        })
+        .collect()
+}

@@ -1,0 +1,122 @@
+//! Operations on the parsed TOML tree (with spans) before it is deserialised: taking out the
+//! `[[variant]]` and `[sweep]` entries, merging a variant's patch into the base, and setting a
+//! swept parameter. Every value keeps the span it had in the file, so an error in a merged
+//! document still points at the line that wrote the value.
+
+use std::ops::Range;
+
+use serde::Deserialize;
+use toml::Spanned;
+use toml::de::{DeString, DeTable, DeValue};
+
+pub type Table<'a> = DeTable<'a>;
+pub type Value<'a> = Spanned<DeValue<'a>>;
+
+/// Removes `key` from the root table.
+pub fn take<'a>(root: &mut Table<'a>, key: &str) -> Option<(Range<usize>, Value<'a>)> {
+    root.remove_entry(key).map(|(key, value)| (key.span(), value))
+}
+
+/// Merges `patch` into `base`: tables merge key by key, recursively; any other value (a
+/// number, a string, an array) replaces what was there.
+pub fn merge<'a>(base: &mut Table<'a>, patch: &Table<'a>) {
+    for (key, value) in patch.iter() {
+        match (base.get_mut(key.get_ref().as_ref()), value.get_ref()) {
+            (Some(existing), DeValue::Table(patch_table)) => {
+                if let DeValue::Table(base_table) = existing.get_mut() {
+                    merge(base_table, patch_table);
+                } else {
+                    *existing = value.clone();
+                }
+            }
+            _ => {
+                base.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+/// Sets the value at a dotted `path` (every part but the last must be an existing table).
+pub fn set_path<'a>(
+    root: &mut Table<'a>,
+    path: &str,
+    path_span: Range<usize>,
+    value: Value<'a>,
+) -> Result<(), String> {
+    let parts: Vec<&str> = path.split('.').collect();
+    let (last, parents) = parts.split_last().expect("split yields at least one part");
+    let mut table = root;
+    for (depth, part) in parents.iter().enumerate() {
+        let seen = parts[..=depth].join(".");
+        table = match table.get_mut(*part).map(Spanned::get_mut) {
+            Some(DeValue::Table(inner)) => inner,
+            Some(_) => return Err(format!("`{seen}` is not a table, so `{path}` cannot be set")),
+            None => return Err(format!("the scenario has no `{seen}`, so `{path}` cannot be set")),
+        };
+    }
+    let key = Spanned::new(path_span, DeString::from(last.to_string()));
+    table.insert(key, value);
+    Ok(())
+}
+
+/// Deserialises a table (with its spans) into `T`.
+pub fn deserialize_table<'a, T: Deserialize<'a>>(
+    table: Table<'a>,
+    span: Range<usize>,
+) -> Result<T, toml::de::Error> {
+    T::deserialize(toml::de::Deserializer::from(Spanned::new(span, table)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Table<'_> {
+        DeTable::parse(text).unwrap().into_inner()
+    }
+
+    fn lookup<'t>(root: &'t Table<'_>, path: &str) -> &'t DeValue<'t> {
+        let mut node: &DeValue = root.get(path.split('.').next().unwrap()).unwrap().get_ref();
+        for part in path.split('.').skip(1) {
+            node = match node {
+                DeValue::Table(t) => t.get(part).unwrap().get_ref(),
+                _ => panic!("not a table at {part}"),
+            };
+        }
+        node
+    }
+
+    #[test]
+    fn patches_merge_tables_and_replace_values() {
+        let mut base = table("[a]\nx = 1\ny = [1, 2]\n[a.b]\nz = 'keep'\n");
+        let patch = table("[a]\ny = [3]\nw = true\n[a.b]\nq = 2\n");
+        merge(&mut base, &patch);
+        assert_eq!(lookup(&base, "a.x").as_integer().unwrap().as_str(), "1");
+        assert_eq!(lookup(&base, "a.y").as_array().unwrap().len(), 1);
+        assert_eq!(lookup(&base, "a.w").as_bool(), Some(true));
+        assert_eq!(lookup(&base, "a.b.z").as_str(), Some("keep"));
+        assert_eq!(lookup(&base, "a.b.q").as_integer().unwrap().as_str(), "2");
+    }
+
+    #[test]
+    fn merged_values_keep_the_span_of_the_patch() {
+        let text = "[a]\nx = 1\n[patch.a]\nx = 2\n";
+        let mut root = table(text);
+        let (_, patch) = take(&mut root, "patch").unwrap();
+        let DeValue::Table(patch) = patch.into_inner() else { panic!() };
+        merge(&mut root, &patch);
+        let x = root.get("a").unwrap().get_ref().as_table().unwrap().get("x").unwrap();
+        assert_eq!(&text[x.span()], "2");
+    }
+
+    #[test]
+    fn set_path_needs_existing_parent_tables() {
+        let mut root = table("[loads.blobs]\ncount = 1\n");
+        let value = Spanned::new(0..1, DeValue::Boolean(true));
+        assert!(set_path(&mut root, "loads.blobs.count", 0..1, value.clone()).is_ok());
+        let error = set_path(&mut root, "loads.nope.count", 0..1, value.clone()).unwrap_err();
+        assert!(error.contains("has no `loads.nope`"), "{error}");
+        let error = set_path(&mut root, "loads.blobs.count.x", 0..1, value).unwrap_err();
+        assert!(error.contains("`loads.blobs.count` is not a table"), "{error}");
+    }
+}

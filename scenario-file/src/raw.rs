@@ -1,0 +1,383 @@
+//! The scenario file as written: serde types that mirror the TOML, with spans where a later
+//! check needs to point at a value. Nothing here is validated beyond its TOML type; see
+//! `validate.rs` for the rules.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    pub scenario: RawHeader,
+    #[serde(default)]
+    pub run: RawRun,
+    #[serde(default)]
+    pub metrics: RawMetrics,
+    #[serde(default)]
+    pub servers: BTreeMap<String, RawServer>,
+    #[serde(default)]
+    pub connections: BTreeMap<String, RawConnection>,
+    #[serde(default)]
+    pub databases: BTreeMap<String, RawDatabase>,
+    #[serde(default)]
+    pub keys: BTreeMap<String, RawKeys>,
+    #[serde(default)]
+    pub breakers: BTreeMap<String, RawBreaker>,
+    #[serde(default)]
+    pub bulkheads: BTreeMap<String, RawBulkhead>,
+    #[serde(default)]
+    pub flows: BTreeMap<String, RawFlow>,
+    #[serde(default)]
+    pub loads: BTreeMap<String, RawLoad>,
+    #[serde(default)]
+    pub faults: BTreeMap<String, RawFault>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHeader {
+    pub name: Spanned<String>,
+    #[allow(dead_code)] // shown to readers of the file, not used by the run
+    pub description: Option<String>,
+    pub seed: Option<Spanned<u64>>,
+    /// Expectations every variant must meet.
+    #[serde(default)]
+    pub expect: Vec<Spanned<String>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRun {
+    pub horizon: Option<Spanned<Text>>,
+    pub time_max: Option<Spanned<Text>>,
+    pub events_max: Option<Spanned<u64>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    pub bucket: Option<Spanned<Text>>,
+    pub percentile_rule: Option<PercentileRuleName>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PercentileRuleName {
+    NearestRank,
+    FloorIndex,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    pub command_cost: Option<Spanned<Text>>,
+    pub byte_rate: Option<Spanned<Text>>,
+    pub persistence: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConnection {
+    pub server: Spanned<String>,
+    pub latency: Option<Spanned<Text>>,
+    pub bandwidth: Option<Spanned<Text>>,
+    pub command_timeout: Option<Spanned<Text>>,
+    pub offline_queue: Option<bool>,
+    pub max_retries: Option<Spanned<RetryLimit>>,
+    pub connect_timeout: Option<Spanned<Text>>,
+    pub reconnect_delay: Option<Spanned<Text>>,
+    pub reconnect_delay_max: Option<Spanned<Text>>,
+    pub connected_at_start: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDatabase {
+    pub latency: Spanned<RawLatency>,
+    pub capacity: Option<Spanned<u64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKeys {
+    pub count: Option<Spanned<u64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBreaker {
+    pub enabled: Option<bool>,
+    pub failures: Spanned<u64>,
+    pub open_for: Spanned<Text>,
+    pub half_open_probes: Option<Spanned<u64>>,
+    pub counts: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBulkhead {
+    pub enabled: Option<bool>,
+    pub max_concurrent: Spanned<u64>,
+    pub queue: Spanned<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlow {
+    pub steps: Spanned<Vec<Spanned<RawStep>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStep {
+    pub redis: Option<Spanned<RedisCommandName>>,
+    pub db: Option<Spanned<String>>,
+    pub work: Option<Spanned<Text>>,
+    pub connection: Option<Spanned<String>>,
+    pub key: Option<Spanned<String>>,
+    pub value: Option<Spanned<Size>>,
+    pub ttl: Option<Spanned<Text>>,
+    pub timeout: Option<Spanned<Text>>,
+    pub breaker: Option<Spanned<String>>,
+    pub bulkhead: Option<Spanned<String>>,
+    pub on_error: Option<OnErrorName>,
+    pub on_hit: Option<Spanned<OnHitName>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum RedisCommandName {
+    #[serde(rename = "GET")]
+    Get,
+    #[serde(rename = "SET")]
+    Set,
+    #[serde(rename = "SET NX PX")]
+    SetNxPx,
+    #[serde(rename = "INCR")]
+    Incr,
+    #[serde(rename = "DEL")]
+    Del,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnErrorName {
+    Fail,
+    Next,
+    Ignore,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnHitName {
+    Next,
+    Finish,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoad {
+    pub flow: Spanned<String>,
+    pub arrivals: Spanned<ArrivalsName>,
+    pub rate: Option<Spanned<f64>>,
+    pub count: Option<Spanned<u64>>,
+    pub duration: Option<Spanned<Text>>,
+    pub start: Option<Spanned<Text>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalsName {
+    Even,
+    Poisson,
+    Burst,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFault {
+    pub target: Spanned<String>,
+    pub kind: FaultKindName,
+    pub at: Spanned<Text>,
+    pub duration: Option<Spanned<Text>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKindName {
+    Pause,
+    Hang,
+    Stop,
+}
+
+/// A `[[variant]]` entry, without its `patch` (which is merged into the document, not
+/// deserialised).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVariant {
+    pub name: Spanned<String>,
+    #[allow(dead_code)] // shown to readers of the file, not used by the run
+    pub description: Option<String>,
+    #[serde(default)]
+    pub expect: Vec<Spanned<String>>,
+}
+
+/// The `[sweep]` table, without its `values` (which are inserted into the document).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSweep {
+    pub parameter: Spanned<String>,
+    pub label: Option<String>,
+    /// Expectations by swept value, e.g. `"60" = ["..."]`.
+    #[serde(default)]
+    pub expect: BTreeMap<String, Vec<Spanned<String>>>,
+}
+
+/// A quantity written as a string with a unit (a duration or a bandwidth); a bare number is
+/// rejected with a hint, because `timeout = 100` could mean anything.
+pub struct Text(pub String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl Visitor<'_> for TextVisitor {
+            type Value = Text;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a quantity with a unit, such as \"100ms\"")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Text, E> {
+                Ok(Text(text.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<Text, E> {
+                Err(E::custom(format!(
+                    "`{number}` has no unit: write it as a string with a unit, e.g. \"{number}ms\""
+                )))
+            }
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<Text, E> {
+                self.visit_i64(number as i64)
+            }
+            fn visit_f64<E: de::Error>(self, number: f64) -> Result<Text, E> {
+                Err(E::custom(format!(
+                    "`{number}` has no unit: write it as a string with a unit, e.g. \"{number}s\""
+                )))
+            }
+        }
+        deserializer.deserialize_any(TextVisitor)
+    }
+}
+
+/// A size: a whole number of bytes, or a string with a unit such as `"2MiB"`.
+pub enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SizeVisitor;
+        impl Visitor<'_> for SizeVisitor {
+            type Value = Size;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a size: a number of bytes or a string such as \"2MiB\"")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Size, E> {
+                Ok(Size::Text(text.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<Size, E> {
+                u64::try_from(number)
+                    .map(Size::Bytes)
+                    .map_err(|_| E::custom(format!("a size cannot be negative ({number})")))
+            }
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<Size, E> {
+                Ok(Size::Bytes(number))
+            }
+        }
+        deserializer.deserialize_any(SizeVisitor)
+    }
+}
+
+/// `max_retries`: a count, or `"unlimited"`.
+pub enum RetryLimit {
+    Count(u64),
+    Unlimited,
+}
+
+impl<'de> Deserialize<'de> for RetryLimit {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LimitVisitor;
+        impl Visitor<'_> for LimitVisitor {
+            type Value = RetryLimit;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number of retries or \"unlimited\"")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<RetryLimit, E> {
+                match text {
+                    "unlimited" => Ok(RetryLimit::Unlimited),
+                    _ => Err(E::custom(format!(
+                        "`{text}` is not a retry limit: write a number or \"unlimited\""
+                    ))),
+                }
+            }
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<RetryLimit, E> {
+                u64::try_from(number).map(RetryLimit::Count).map_err(|_| {
+                    E::custom(format!("retries cannot be negative ({number})"))
+                })
+            }
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<RetryLimit, E> {
+                Ok(RetryLimit::Count(number))
+            }
+        }
+        deserializer.deserialize_any(LimitVisitor)
+    }
+}
+
+/// A database latency: a constant duration (`"50ms"`) or a table naming a distribution.
+pub enum RawLatency {
+    Constant(Text),
+    Distribution(RawDistribution),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDistribution {
+    pub distribution: Spanned<DistributionName>,
+    pub min: Option<Spanned<Text>>,
+    pub max: Option<Spanned<Text>>,
+    pub mean: Option<Spanned<Text>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DistributionName {
+    Uniform,
+    Exponential,
+}
+
+impl<'de> Deserialize<'de> for RawLatency {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LatencyVisitor;
+        impl<'de> Visitor<'de> for LatencyVisitor {
+            type Value = RawLatency;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a duration such as \"50ms\", or a table such as \
+                     { distribution = \"uniform\", min = \"49ms\", max = \"51ms\" }",
+                )
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<RawLatency, E> {
+                Ok(RawLatency::Constant(Text(text.to_owned())))
+            }
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<RawLatency, E> {
+                Text::deserialize(de::value::I64Deserializer::new(number)).map(RawLatency::Constant)
+            }
+            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<RawLatency, M::Error> {
+                RawDistribution::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawLatency::Distribution)
+            }
+        }
+        deserializer.deserialize_any(LatencyVisitor)
+    }
+}

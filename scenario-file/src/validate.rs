@@ -1,0 +1,869 @@
+//! From the file as written ([`RawScenario`]) to a scenario the simulator can run
+//! ([`Scenario`]): defaults applied, names resolved to ids, every value checked. Problems are
+//! collected, each pointing at the value (or key) at fault, rather than stopping at the first.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use outagelab_model::ConfigError;
+use outagelab_model::breaker::BreakerConfig;
+use outagelab_model::bulkhead::BulkheadConfig;
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::{Outcome, PercentileRule};
+use outagelab_sim::BUCKETS_MAX;
+use outagelab_sim::scenario::*;
+use toml::Spanned;
+use toml::de::DeValue;
+
+use crate::diagnostic::{Diagnostic, Source};
+use crate::document::Table;
+use crate::raw::*;
+use crate::units::{parse_bandwidth, parse_duration, parse_size};
+
+/// Defaults for what a file may leave out; the reference (docs/scenario-format.md) lists them.
+mod default {
+    pub const SEED: u64 = 1;
+    pub const BUCKET: &str = "100ms";
+    pub const COMMAND_COST: &str = "5us";
+    pub const LATENCY: &str = "100us";
+    pub const MAX_RETRIES: u32 = 20;
+    pub const CONNECT_TIMEOUT: &str = "10s";
+    pub const RECONNECT_DELAY: &str = "50ms";
+    pub const RECONNECT_DELAY_MAX: &str = "2s";
+    pub const VALUE: u64 = 64;
+}
+
+/// Bounds on sizes that would exhaust memory rather than describe a system.
+mod limit {
+    pub const KEYS_PER_FAMILY: u64 = 50_000_000;
+    pub const VALUE_BYTES: u64 = 512 * 1024 * 1024;
+    pub const BURST: u64 = 10_000_000;
+    pub const QUEUE: u64 = 10_000_000;
+}
+
+pub(crate) struct Validator<'a> {
+    source: &'a Source<'a>,
+    root: &'a Table<'a>,
+    pub errors: Vec<Diagnostic>,
+}
+
+/// Names of every resource, each mapped to its index (resources are numbered in name order).
+struct Names<'r> {
+    servers: BTreeMap<&'r str, u32>,
+    connections: BTreeMap<&'r str, u32>,
+    databases: BTreeMap<&'r str, u32>,
+    keys: BTreeMap<&'r str, u32>,
+    breakers: BTreeMap<&'r str, u32>,
+    bulkheads: BTreeMap<&'r str, u32>,
+    flows: BTreeMap<&'r str, u32>,
+}
+
+fn index<V>(map: &BTreeMap<String, V>) -> BTreeMap<&str, u32> {
+    map.keys()
+        .enumerate()
+        .map(|(index, name)| (name.as_str(), index as u32))
+        .collect()
+}
+
+impl<'a> Validator<'a> {
+    pub fn new(source: &'a Source<'a>, root: &'a Table<'a>) -> Self {
+        Validator {
+            source,
+            root,
+            errors: Vec::new(),
+        }
+    }
+
+    pub fn error(&mut self, span: Option<Range<usize>>, key: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(self.source.diagnostic(span, key, message));
+    }
+
+    /// Span of the key at `path` in the document, for problems with a name or a table.
+    fn key_span(&self, path: &[&str]) -> Option<Range<usize>> {
+        let (last, parents) = path.split_last()?;
+        let mut table = self.root;
+        for part in parents {
+            match table.get(*part).map(Spanned::get_ref) {
+                Some(DeValue::Table(inner)) => table = inner,
+                _ => return None,
+            }
+        }
+        table.get_key_value(*last).map(|(key, _)| key.span())
+    }
+
+    fn duration(&mut self, value: &Spanned<Text>, key: &str) -> Option<SimDuration> {
+        match parse_duration(&value.get_ref().0) {
+            Ok(nanos) => Some(SimDuration::from_nanos(nanos)),
+            Err(message) => {
+                self.error(Some(value.span()), key, message);
+                None
+            }
+        }
+    }
+
+    /// A duration that must be longer than zero; `why` says what zero would mean.
+    fn positive_duration(&mut self, value: &Spanned<Text>, key: &str, why: &str) -> Option<SimDuration> {
+        let duration = self.duration(value, key)?;
+        if duration.is_zero() {
+            self.error(Some(value.span()), key, format!("must be longer than zero ({why})"));
+            return None;
+        }
+        Some(duration)
+    }
+
+    fn duration_or(&mut self, value: &Option<Spanned<Text>>, key: &str, default: &str) -> SimDuration {
+        match value {
+            Some(value) => self.duration(value, key).unwrap_or_default(),
+            None => SimDuration::from_nanos(parse_duration(default).expect("defaults parse")),
+        }
+    }
+
+    fn bandwidth(&mut self, value: &Spanned<Text>, key: &str) -> Option<ByteRate> {
+        match parse_bandwidth(&value.get_ref().0) {
+            Ok(bytes) => ByteRate::new(bytes).or_else(|| {
+                self.error(Some(value.span()), key, "must be more than zero bytes per second");
+                None
+            }),
+            Err(message) => {
+                self.error(Some(value.span()), key, message);
+                None
+            }
+        }
+    }
+
+    fn size(&mut self, value: &Spanned<Size>, key: &str) -> Option<u32> {
+        let bytes = match value.get_ref() {
+            Size::Bytes(bytes) => *bytes,
+            Size::Text(text) => match parse_size(text) {
+                Ok(bytes) => bytes,
+                Err(message) => {
+                    self.error(Some(value.span()), key, message);
+                    return None;
+                }
+            },
+        };
+        if bytes > limit::VALUE_BYTES {
+            self.error(
+                Some(value.span()),
+                key,
+                format!("{bytes} bytes is above Redis' limit of 512MiB for one value"),
+            );
+            return None;
+        }
+        Some(bytes as u32)
+    }
+
+    /// A count that must be in `min..=max`.
+    fn count(&mut self, value: &Spanned<u64>, key: &str, min: u64, max: u64, why: &str) -> Option<u64> {
+        let count = *value.get_ref();
+        if count < min {
+            self.error(Some(value.span()), key, format!("must be at least {min} ({why})"));
+            None
+        } else if count > max {
+            self.error(Some(value.span()), key, format!("{count} is above the limit of {max}"));
+            None
+        } else {
+            Some(count)
+        }
+    }
+
+    fn reference(
+        &mut self,
+        value: &Spanned<String>,
+        key: &str,
+        kind: &str,
+        names: &BTreeMap<&str, u32>,
+    ) -> Option<u32> {
+        let name = value.get_ref().as_str();
+        names.get(name).copied().or_else(|| {
+            let known: Vec<&str> = names.keys().copied().collect();
+            let message = if known.is_empty() {
+                format!("unknown {kind} `{name}`: the scenario defines none")
+            } else {
+                format!("unknown {kind} `{name}` (defined: {})", known.join(", "))
+            };
+            self.error(Some(value.span()), key, message);
+            None
+        })
+    }
+
+    fn config_error(&mut self, error: ConfigError, prefix: &str, spans: &[(&str, Range<usize>)]) {
+        let span = spans
+            .iter()
+            .find(|(field, _)| *field == error.field)
+            .map(|(_, span)| span.clone());
+        self.error(span, format!("{prefix}.{}", error.field), error.reason);
+    }
+
+    fn check_names<V>(&mut self, section: &str, map: &BTreeMap<String, V>) {
+        for name in map.keys() {
+            let valid = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !valid {
+                let span = self.key_span(&[section, name]);
+                self.error(
+                    span,
+                    format!("{section}.{name}"),
+                    "a name may hold only letters, digits, `_` and `-` (it is used in metric paths)",
+                );
+            }
+        }
+    }
+
+    pub fn scenario(&mut self, raw: &RawScenario, name: &str) -> Option<Scenario> {
+        let errors_before = self.errors.len();
+        let sections: [(&str, Vec<&String>); 9] = [
+            ("servers", raw.servers.keys().collect()),
+            ("connections", raw.connections.keys().collect()),
+            ("databases", raw.databases.keys().collect()),
+            ("keys", raw.keys.keys().collect()),
+            ("breakers", raw.breakers.keys().collect()),
+            ("bulkheads", raw.bulkheads.keys().collect()),
+            ("flows", raw.flows.keys().collect()),
+            ("loads", raw.loads.keys().collect()),
+            ("faults", raw.faults.keys().collect()),
+        ];
+        for (section, names) in &sections {
+            let map: BTreeMap<String, ()> = names.iter().map(|n| ((*n).clone(), ())).collect();
+            self.check_names(section, &map);
+        }
+        let names = Names {
+            servers: index(&raw.servers),
+            connections: index(&raw.connections),
+            databases: index(&raw.databases),
+            keys: index(&raw.keys),
+            breakers: index(&raw.breakers),
+            bulkheads: index(&raw.bulkheads),
+            flows: index(&raw.flows),
+        };
+        let limits = self.limits(&raw.run);
+        let bucket = self.bucket(&raw.metrics, limits.horizon);
+        let percentile_rule = match raw.metrics.percentile_rule {
+            None | Some(PercentileRuleName::NearestRank) => PercentileRule::NearestRank,
+            Some(PercentileRuleName::FloorIndex) => PercentileRule::FloorIndex,
+        };
+        let servers = raw
+            .servers
+            .iter()
+            .map(|(name, server)| self.server(name, server))
+            .collect();
+        let connections = raw
+            .connections
+            .iter()
+            .filter_map(|(name, c)| self.connection(name, c, &names))
+            .collect();
+        let databases = raw
+            .databases
+            .iter()
+            .filter_map(|(name, db)| self.database(name, db))
+            .collect();
+        let keys = raw
+            .keys
+            .iter()
+            .filter_map(|(name, keys)| {
+                let count = match &keys.count {
+                    Some(count) => {
+                        let key = format!("keys.{name}.count");
+                        self.count(count, &key, 1, limit::KEYS_PER_FAMILY, "a family needs a key")?
+                    }
+                    None => 1,
+                };
+                Some(KeyFamilySpec {
+                    name: name.clone(),
+                    count: count as u32,
+                })
+            })
+            .collect();
+        let breakers = raw
+            .breakers
+            .iter()
+            .filter_map(|(name, b)| self.breaker(name, b))
+            .collect();
+        let bulkheads = raw
+            .bulkheads
+            .iter()
+            .filter_map(|(name, b)| self.bulkhead(name, b))
+            .collect();
+        let flows = raw
+            .flows
+            .iter()
+            .filter_map(|(name, flow)| self.flow(name, flow, &names))
+            .collect();
+        if raw.loads.is_empty() {
+            self.error(None, "loads", "the scenario has no [loads.<name>] table: nothing would run");
+        }
+        let loads = raw
+            .loads
+            .iter()
+            .filter_map(|(name, load)| self.load(name, load, &names, limits.horizon))
+            .collect();
+        let faults = raw
+            .faults
+            .iter()
+            .filter_map(|(name, fault)| self.fault(name, fault, &names, &raw.databases, limits.horizon))
+            .collect();
+        if self.errors.len() > errors_before {
+            return None;
+        }
+        let scenario = Scenario {
+            name: name.to_owned(),
+            seed: raw.scenario.seed.as_ref().map_or(default::SEED, |s| *s.get_ref()),
+            limits,
+            bucket,
+            percentile_rule,
+            servers,
+            connections,
+            databases,
+            keys,
+            breakers,
+            bulkheads,
+            flows,
+            loads,
+            faults,
+        };
+        scenario
+            .check_references()
+            .expect("validated references always resolve");
+        Some(scenario)
+    }
+
+    fn limits(&mut self, run: &RawRun) -> RunLimits {
+        let horizon = run.horizon.as_ref().and_then(|h| {
+            self.positive_duration(h, "run.horizon", "a run of zero length simulates nothing")
+        });
+        let time_max = match &run.time_max {
+            Some(value) => {
+                let time_max = self.positive_duration(value, "run.time_max", "the run could not start");
+                if let (Some(time_max), Some(horizon)) = (time_max, horizon)
+                    && time_max < horizon
+                {
+                    self.error(
+                        Some(value.span()),
+                        "run.time_max",
+                        format!("{time_max} is shorter than the horizon {horizon}"),
+                    );
+                }
+                time_max.map_or(RunLimits::TIME_MAX_DEFAULT, |d| SimTime::ZERO.saturating_add(d))
+            }
+            None => RunLimits::TIME_MAX_DEFAULT.max(SimTime::ZERO.saturating_add(horizon.unwrap_or_default())),
+        };
+        let events_max = match &run.events_max {
+            Some(value) => self
+                .count(value, "run.events_max", 1, u64::MAX, "a run needs at least one event")
+                .unwrap_or(1),
+            None => RunLimits::EVENTS_MAX_DEFAULT,
+        };
+        RunLimits {
+            horizon: horizon.map(|h| SimTime::ZERO.saturating_add(h)),
+            time_max,
+            events_max,
+        }
+    }
+
+    fn bucket(&mut self, metrics: &RawMetrics, horizon: Option<SimTime>) -> SimDuration {
+        let Some(value) = &metrics.bucket else {
+            return SimDuration::from_nanos(parse_duration(default::BUCKET).expect("default"));
+        };
+        let Some(bucket) = self.positive_duration(value, "metrics.bucket", "the series would have no width") else {
+            return SimDuration::from_millis(100);
+        };
+        if let Some(horizon) = horizon {
+            let buckets = horizon.as_nanos().div_ceil(bucket.as_nanos());
+            if buckets > BUCKETS_MAX {
+                self.error(
+                    Some(value.span()),
+                    "metrics.bucket",
+                    format!(
+                        "{buckets} buckets to the horizon, more than the {BUCKETS_MAX} a series keeps: \
+                         use a wider bucket"
+                    ),
+                );
+            }
+        }
+        bucket
+    }
+
+    fn server(&mut self, name: &str, raw: &RawServer) -> ServerSpec {
+        let key = |field: &str| format!("servers.{name}.{field}");
+        ServerSpec {
+            name: name.to_owned(),
+            command_cost: self.duration_or(&raw.command_cost, &key("command_cost"), default::COMMAND_COST),
+            byte_rate: raw
+                .byte_rate
+                .as_ref()
+                .and_then(|rate| self.bandwidth(rate, &key("byte_rate"))),
+            persistence: raw.persistence.unwrap_or(false),
+        }
+    }
+
+    fn connection(&mut self, name: &str, raw: &RawConnection, names: &Names) -> Option<ConnectionSpec> {
+        let key = |field: &str| format!("connections.{name}.{field}");
+        let server = self.reference(&raw.server, &key("server"), "server", &names.servers);
+        let command_timeout = raw.command_timeout.as_ref().and_then(|t| {
+            self.positive_duration(
+                t,
+                &key("command_timeout"),
+                "every command would fail; leave it out to wait forever",
+            )
+        });
+        let max_retries = match raw.max_retries.as_ref().map(Spanned::get_ref) {
+            None => Some(default::MAX_RETRIES),
+            Some(RetryLimit::Unlimited) => None,
+            Some(RetryLimit::Count(count)) => Some(u32::try_from(*count).unwrap_or(u32::MAX)),
+        };
+        let connect_timeout = match &raw.connect_timeout {
+            Some(t) => self.positive_duration(t, &key("connect_timeout"), "no connection could ever be made")?,
+            None => self.duration_or(&None, "", default::CONNECT_TIMEOUT),
+        };
+        let reconnect_delay = self.duration_or(&raw.reconnect_delay, &key("reconnect_delay"), default::RECONNECT_DELAY);
+        let reconnect_delay_max =
+            self.duration_or(&raw.reconnect_delay_max, &key("reconnect_delay_max"), default::RECONNECT_DELAY_MAX);
+        if reconnect_delay > reconnect_delay_max {
+            let span = raw.reconnect_delay.as_ref().or(raw.reconnect_delay_max.as_ref()).map(Spanned::span);
+            self.error(
+                span,
+                key("reconnect_delay"),
+                format!("{reconnect_delay} is above reconnect_delay_max {reconnect_delay_max}"),
+            );
+        }
+        Some(ConnectionSpec {
+            name: name.to_owned(),
+            server: ServerId(server?),
+            latency: self.duration_or(&raw.latency, &key("latency"), default::LATENCY),
+            bandwidth: raw.bandwidth.as_ref().and_then(|b| self.bandwidth(b, &key("bandwidth"))),
+            command_timeout,
+            offline_queue: raw.offline_queue.unwrap_or(true),
+            max_retries,
+            connect_timeout,
+            reconnect_delay,
+            reconnect_delay_max,
+            connected_at_start: raw.connected_at_start.unwrap_or(true),
+        })
+    }
+
+    fn database(&mut self, name: &str, raw: &RawDatabase) -> Option<DatabaseSpec> {
+        let key = |field: &str| format!("databases.{name}.{field}");
+        let latency = match raw.latency.get_ref() {
+            RawLatency::Constant(text) => {
+                let value = Spanned::new(raw.latency.span(), Text(text.0.clone()));
+                Distribution::Constant(self.duration(&value, &key("latency"))?)
+            }
+            RawLatency::Distribution(table) => self.distribution(table, &key("latency"))?,
+        };
+        let capacity = match &raw.capacity {
+            Some(capacity) => Some(self.count(
+                capacity,
+                &key("capacity"),
+                1,
+                u64::from(u32::MAX),
+                "a database of zero capacity runs nothing; leave it out for no limit",
+            )? as u32),
+            None => None,
+        };
+        Some(DatabaseSpec {
+            name: name.to_owned(),
+            latency,
+            capacity,
+        })
+    }
+
+    fn distribution(&mut self, raw: &RawDistribution, key: &str) -> Option<Distribution> {
+        let field = |f: &str| format!("{key}.{f}");
+        let kind = raw.distribution.get_ref();
+        let forbid = |this: &mut Self, value: &Option<Spanned<Text>>, name: &str, why: &str| {
+            if let Some(value) = value {
+                this.error(Some(value.span()), field(name), why.to_owned());
+            }
+        };
+        let require = |this: &mut Self, value: &Option<Spanned<Text>>, name: &str| match value {
+            Some(value) => this.duration(value, &field(name)),
+            None => {
+                this.error(Some(raw.distribution.span()), field(name), format!("is required by this distribution"));
+                None
+            }
+        };
+        match kind {
+            DistributionName::Uniform => {
+                forbid(self, &raw.mean, "mean", "a uniform distribution has min and max, not a mean");
+                let (min, max) = (require(self, &raw.min, "min"), require(self, &raw.max, "max"));
+                match Distribution::uniform(min?, max?) {
+                    Ok(distribution) => Some(distribution),
+                    Err(error) => {
+                        let span = raw.min.as_ref().map(Spanned::span);
+                        self.error(span, field(error.field), error.reason);
+                        None
+                    }
+                }
+            }
+            DistributionName::Exponential => {
+                forbid(self, &raw.max, "max", "an exponential distribution has no maximum");
+                let min = self.duration_or(&raw.min, &field("min"), "0s");
+                let mean = require(self, &raw.mean, "mean")?;
+                match Distribution::exponential(min, mean) {
+                    Ok(distribution) => Some(distribution),
+                    Err(error) => {
+                        let span = raw.mean.as_ref().map(Spanned::span);
+                        self.error(span, field(error.field), error.reason);
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn breaker(&mut self, name: &str, raw: &RawBreaker) -> Option<BreakerSpec> {
+        let prefix = format!("breakers.{name}");
+        let open_for = self.duration(&raw.open_for, &format!("{prefix}.open_for"))?;
+        let failures = u32::try_from(*raw.failures.get_ref()).unwrap_or(u32::MAX);
+        let probes = raw
+            .half_open_probes
+            .as_ref()
+            .map_or(1, |p| u32::try_from(*p.get_ref()).unwrap_or(u32::MAX));
+        let config = match BreakerConfig::new(failures, open_for, probes) {
+            Ok(config) => config,
+            Err(error) => {
+                let mut spans = vec![("failures", raw.failures.span()), ("open_for", raw.open_for.span())];
+                if let Some(p) = &raw.half_open_probes {
+                    spans.push(("half_open_probes", p.span()));
+                }
+                self.config_error(error, &prefix, &spans);
+                return None;
+            }
+        };
+        let counts = match &raw.counts {
+            None => OutcomeSet::network_errors(),
+            Some(list) => {
+                let mut outcomes = Vec::new();
+                for entry in list.get_ref() {
+                    let key = format!("{prefix}.counts");
+                    match Outcome::from_name(entry.get_ref()) {
+                        Some(Outcome::Ok) => {
+                            self.error(Some(entry.span()), key, "`ok` is a success, not a failure to count")
+                        }
+                        Some(outcome @ (Outcome::BreakerOpen | Outcome::Shed)) => self.error(
+                            Some(entry.span()),
+                            key,
+                            format!("`{outcome}` is decided before the breaker is asked, so it never reaches it"),
+                        ),
+                        Some(outcome) => outcomes.push(outcome),
+                        None => {
+                            let known: Vec<&str> = Outcome::ALL[1..].iter().map(|o| o.name()).collect();
+                            self.error(
+                                Some(entry.span()),
+                                key,
+                                format!("unknown outcome `{}` (outcomes: {})", entry.get_ref(), known.join(", ")),
+                            );
+                        }
+                    }
+                }
+                OutcomeSet::new(outcomes)
+            }
+        };
+        Some(BreakerSpec {
+            name: name.to_owned(),
+            enabled: raw.enabled.unwrap_or(true),
+            config,
+            counts,
+        })
+    }
+
+    fn bulkhead(&mut self, name: &str, raw: &RawBulkhead) -> Option<BulkheadSpec> {
+        let prefix = format!("bulkheads.{name}");
+        let queue = self.count(&raw.queue, &format!("{prefix}.queue"), 0, limit::QUEUE, "")?;
+        let max_concurrent = u32::try_from(*raw.max_concurrent.get_ref()).unwrap_or(u32::MAX);
+        match BulkheadConfig::new(max_concurrent, queue as u32) {
+            Ok(config) => Some(BulkheadSpec {
+                name: name.to_owned(),
+                enabled: raw.enabled.unwrap_or(true),
+                config,
+            }),
+            Err(error) => {
+                self.config_error(error, &prefix, &[("max_concurrent", raw.max_concurrent.span())]);
+                None
+            }
+        }
+    }
+
+    fn flow(&mut self, name: &str, raw: &RawFlow, names: &Names) -> Option<FlowSpec> {
+        if raw.steps.get_ref().is_empty() {
+            self.error(Some(raw.steps.span()), format!("flows.{name}.steps"), "a flow needs at least one step");
+            return None;
+        }
+        let errors_before = self.errors.len();
+        let steps: Vec<StepSpec> = raw
+            .steps
+            .get_ref()
+            .iter()
+            .enumerate()
+            .filter_map(|(index, step)| self.step(&format!("flows.{name}.steps[{index}]"), step, names))
+            .collect();
+        (self.errors.len() == errors_before).then(|| FlowSpec {
+            name: name.to_owned(),
+            steps,
+        })
+    }
+
+    fn step(&mut self, prefix: &str, spanned: &Spanned<RawStep>, names: &Names) -> Option<StepSpec> {
+        let raw = spanned.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let actions = [raw.redis.is_some(), raw.db.is_some(), raw.work.is_some()];
+        if actions.iter().filter(|&&set| set).count() != 1 {
+            self.error(
+                Some(spanned.span()),
+                prefix,
+                "a step does exactly one thing: set one of `redis`, `db` or `work`",
+            );
+            return None;
+        }
+        let not_here = |this: &mut Self, span: Option<Range<usize>>, field: &str, what: &str| {
+            if let Some(span) = span {
+                this.error(Some(span), key(field), format!("does not apply to {what}"));
+            }
+        };
+        let on_hit = raw.on_hit.as_ref().map(|hit| (hit.span(), *hit.get_ref()));
+        let action = if let Some(command) = &raw.redis {
+            let command_name = *command.get_ref();
+            if raw.timeout.is_some() {
+                not_here(
+                    self,
+                    raw.timeout.as_ref().map(Spanned::span),
+                    "timeout",
+                    "a Redis step (its timeout is the connection's command_timeout)",
+                );
+            }
+            if command_name != RedisCommandName::Get {
+                not_here(self, on_hit.as_ref().map(|h| h.0.clone()), "on_hit", "a command other than GET");
+            }
+            let takes_value = matches!(command_name, RedisCommandName::Set | RedisCommandName::SetNxPx);
+            if !takes_value {
+                not_here(self, raw.value.as_ref().map(Spanned::span), "value", "a command that writes no value");
+                not_here(self, raw.ttl.as_ref().map(Spanned::span), "ttl", "a command that sets no expiry");
+            }
+            let connection = match &raw.connection {
+                Some(c) => self.reference(c, &key("connection"), "connection", &names.connections),
+                None => {
+                    self.error(Some(command.span()), key("connection"), "a Redis step needs a connection");
+                    None
+                }
+            };
+            let family = match &raw.key {
+                Some(k) => self.reference(k, &key("key"), "key family", &names.keys),
+                None => {
+                    self.error(Some(command.span()), key("key"), "a Redis step needs a key (a [keys.<name>] family)");
+                    None
+                }
+            };
+            let value_bytes = match &raw.value {
+                Some(value) if takes_value => self.size(value, &key("value"))?,
+                _ => default::VALUE as u32,
+            };
+            let ttl = match &raw.ttl {
+                Some(ttl) if takes_value => {
+                    Some(self.positive_duration(ttl, &key("ttl"), "the key would expire as it is written")?)
+                }
+                _ => None,
+            };
+            let command = match command_name {
+                RedisCommandName::Get => RedisCommand::Get,
+                RedisCommandName::Incr => RedisCommand::Incr,
+                RedisCommandName::Del => RedisCommand::Del,
+                RedisCommandName::Set => RedisCommand::Set { value_bytes, ttl },
+                RedisCommandName::SetNxPx => {
+                    let Some(ttl) = ttl else {
+                        self.error(Some(command.span()), key("ttl"), "SET NX PX needs a ttl (the PX argument)");
+                        return None;
+                    };
+                    RedisCommand::SetNxPx { value_bytes, ttl }
+                }
+            };
+            StepAction::Redis {
+                connection: ConnectionId(connection?),
+                command,
+                key: KeyFamilyId(family?),
+            }
+        } else {
+            let what = if raw.db.is_some() { "a database step" } else { "a work step" };
+            for (field, span) in [
+                ("connection", raw.connection.as_ref().map(Spanned::span)),
+                ("key", raw.key.as_ref().map(Spanned::span)),
+                ("value", raw.value.as_ref().map(Spanned::span)),
+                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
+                ("on_hit", on_hit.as_ref().map(|h| h.0.clone())),
+            ] {
+                not_here(self, span, field, what);
+            }
+            if let Some(database) = &raw.db {
+                let database = self.reference(database, &key("db"), "database", &names.databases);
+                let timeout = match &raw.timeout {
+                    Some(t) => Some(self.positive_duration(t, &key("timeout"), "every query would time out")?),
+                    None => None,
+                };
+                StepAction::Database {
+                    database: DatabaseId(database?),
+                    timeout,
+                }
+            } else {
+                not_here(self, raw.timeout.as_ref().map(Spanned::span), "timeout", what);
+                let work = raw.work.as_ref().expect("one action is set");
+                StepAction::Work {
+                    duration: self.duration(work, &key("work"))?,
+                }
+            }
+        };
+        let on_error = match raw.on_error {
+            None | Some(OnErrorName::Fail) => OnError::Fail,
+            Some(OnErrorName::Next) => OnError::Next,
+            Some(OnErrorName::Ignore) => OnError::Ignore,
+        };
+        if on_error == OnError::Ignore
+            && let Some((span, OnHitName::Finish)) = &on_hit
+        {
+            self.error(
+                Some(span.clone()),
+                key("on_hit"),
+                "a fire-and-forget step (on_error = \"ignore\") cannot finish its request",
+            );
+        }
+        let breaker = raw
+            .breaker
+            .as_ref()
+            .and_then(|b| self.reference(b, &key("breaker"), "breaker", &names.breakers));
+        let bulkhead = raw
+            .bulkhead
+            .as_ref()
+            .and_then(|b| self.reference(b, &key("bulkhead"), "bulkhead", &names.bulkheads));
+        Some(StepSpec {
+            action,
+            breaker: breaker.map(BreakerId),
+            bulkhead: bulkhead.map(BulkheadId),
+            on_error,
+            on_hit: match on_hit {
+                Some((_, OnHitName::Finish)) => OnHit::Finish,
+                _ => OnHit::Next,
+            },
+        })
+    }
+
+    fn load(&mut self, name: &str, raw: &RawLoad, names: &Names, horizon: Option<SimTime>) -> Option<LoadSpec> {
+        let key = |field: &str| format!("loads.{name}.{field}");
+        let flow = self.reference(&raw.flow, &key("flow"), "flow", &names.flows);
+        let start = SimTime::ZERO.saturating_add(self.duration_or(&raw.start, &key("start"), "0s"));
+        if let (Some(horizon), Some(start_value)) = (horizon, &raw.start)
+            && start > horizon
+        {
+            self.error(
+                Some(start_value.span()),
+                key("start"),
+                format!("starts at {}, after the horizon {}: it would never run", since_zero(start), since_zero(horizon)),
+            );
+        }
+        let arrivals = match raw.arrivals.get_ref() {
+            ArrivalsName::Burst => {
+                for (field, span) in [
+                    ("rate", raw.rate.as_ref().map(Spanned::span)),
+                    ("duration", raw.duration.as_ref().map(Spanned::span)),
+                ] {
+                    if let Some(span) = span {
+                        self.error(Some(span), key(field), "does not apply to a burst (it sends `count` requests at once)");
+                    }
+                }
+                let Some(count) = &raw.count else {
+                    self.error(Some(raw.arrivals.span()), key("count"), "a burst needs a count");
+                    return None;
+                };
+                Arrivals::Burst {
+                    count: self.count(count, &key("count"), 0, limit::BURST, "")?,
+                }
+            }
+            kind @ (ArrivalsName::Even | ArrivalsName::Poisson) => {
+                let rate = match &raw.rate {
+                    Some(rate) => match Rate::per_second(*rate.get_ref()) {
+                        Ok(rate) => Some(rate),
+                        Err(error) => {
+                            self.error(Some(rate.span()), key("rate"), error.reason);
+                            None
+                        }
+                    },
+                    None => {
+                        self.error(Some(raw.arrivals.span()), key("rate"), "needs a rate (requests per second)");
+                        None
+                    }
+                };
+                let end = match (&raw.count, &raw.duration) {
+                    (Some(count), None) => Some(LoadEnd::Count(*count.get_ref())),
+                    (None, Some(duration)) => self
+                        .duration(duration, &key("duration"))
+                        .map(|d| LoadEnd::Until(start.saturating_add(d))),
+                    (count, _) => {
+                        let span = count.as_ref().map(Spanned::span).unwrap_or(raw.arrivals.span());
+                        self.error(Some(span), key("count"), "give exactly one of `count` or `duration`");
+                        None
+                    }
+                };
+                let (rate, end) = (rate?, end?);
+                match kind {
+                    ArrivalsName::Even => Arrivals::Even { rate, end },
+                    _ => Arrivals::Poisson { rate, end },
+                }
+            }
+        };
+        Some(LoadSpec {
+            name: name.to_owned(),
+            flow: FlowId(flow?),
+            start,
+            arrivals,
+        })
+    }
+
+    fn fault(
+        &mut self,
+        name: &str,
+        raw: &RawFault,
+        names: &Names,
+        databases: &BTreeMap<String, RawDatabase>,
+        horizon: Option<SimTime>,
+    ) -> Option<FaultSpec> {
+        let key = |field: &str| format!("faults.{name}.{field}");
+        let target = if databases.contains_key(raw.target.get_ref()) {
+            self.error(
+                Some(raw.target.span()),
+                key("target"),
+                format!("`{}` is a database: faults can target Redis servers only", raw.target.get_ref()),
+            );
+            None
+        } else {
+            self.reference(&raw.target, &key("target"), "server", &names.servers)
+        };
+        let at = SimTime::ZERO.saturating_add(self.duration(&raw.at, &key("at"))?);
+        if let Some(horizon) = horizon
+            && at > horizon
+        {
+            self.error(
+                Some(raw.at.span()),
+                key("at"),
+                format!("starts at {}, after the horizon {}: it would never happen", since_zero(at), since_zero(horizon)),
+            );
+        }
+        let duration = match &raw.duration {
+            Some(d) => Some(self.positive_duration(d, &key("duration"), "leave it out for a fault that never ends")?),
+            None => None,
+        };
+        Some(FaultSpec {
+            name: name.to_owned(),
+            target: ServerId(target?),
+            kind: match raw.kind {
+                FaultKindName::Pause => FaultKind::Pause,
+                FaultKindName::Hang => FaultKind::Hang,
+                FaultKindName::Stop => FaultKind::Stop,
+            },
+            at,
+            duration,
+        })
+    }
+}
+
+fn since_zero(t: SimTime) -> SimDuration {
+    t.saturating_since(SimTime::ZERO)
+}
