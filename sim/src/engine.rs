@@ -212,28 +212,34 @@ impl<'s> Simulator<'s> {
         }
     }
 
+    /// Runs until the horizon if there is one (background work such as reconnects and late
+    /// replies goes on after the last request ended), otherwise until every request has
+    /// ended; a budget or a stall stops it earlier.
     fn run_to_end(&mut self) -> Verdict {
         let limits = self.scenario.limits;
+        let ended = |simulator: &Self| {
+            if simulator.in_flight == 0 && simulator.loads_active == 0 {
+                Verdict::Completed
+            } else {
+                Verdict::Horizon
+            }
+        };
         loop {
-            if self.loads_active == 0 && self.in_flight == 0 {
+            if limits.horizon.is_none() && self.loads_active == 0 && self.in_flight == 0 {
                 return Verdict::Completed;
             }
-            let Some(at) = self.events.peek_time() else {
-                // Requests wait for something that will never answer.
-                return match limits.horizon {
-                    Some(horizon) => {
-                        self.now = self.now.max(horizon);
-                        Verdict::Horizon
-                    }
-                    None => Verdict::Stalled,
-                };
-            };
+            let next = self.events.peek_time();
             if let Some(horizon) = limits.horizon
-                && at > horizon
+                && next.is_none_or(|at| at > horizon)
             {
-                self.now = horizon;
-                return Verdict::Horizon;
+                // Nothing more happens before the horizon.
+                self.now = self.now.max(horizon);
+                return ended(self);
             }
+            let Some(at) = next else {
+                // Requests wait for something that will never answer.
+                return Verdict::Stalled;
+            };
             if at > limits.time_max {
                 self.now = limits.time_max;
                 return Verdict::TimeBudget;

@@ -232,7 +232,9 @@ struct Connection {
     server_open: bool,
     /// Commands that reached the server and wait for its thread.
     input: VecDeque<(u64, Op)>,
-    in_ready_ring: bool,
+    /// Whether the server has this connection in its ready ring or is executing its command;
+    /// a connection is put back in the ring only when its command is done.
+    scheduled: bool,
     inbound_free_at: SimTime,
     /// Replies on the wire to the client, oldest first.
     inbound: VecDeque<(u64, Reply)>,
@@ -287,7 +289,7 @@ impl Redis {
                 outbound: VecDeque::new(),
                 server_open: false,
                 input: VecDeque::new(),
-                in_ready_ring: false,
+                scheduled: false,
                 inbound_free_at: SimTime::ZERO,
                 inbound: VecDeque::new(),
                 stats: ConnectionSummary::default(),
@@ -403,14 +405,16 @@ impl Redis {
         }
         connection.input.push_back(wire);
         let server = connection.spec.server;
-        if !connection.in_ready_ring {
-            connection.in_ready_ring = true;
+        if !connection.scheduled {
+            connection.scheduled = true;
             self.servers[server.index()].ready.push_back(id);
         }
         self.try_execute(now, server, events);
     }
 
-    /// Starts the next command, round-robin across connections, if the thread is free.
+    /// Starts the next command, round-robin across connections, if the thread is free. A
+    /// connection with more commands goes back to the end of the ring when this one is done,
+    /// so a command arriving on another connection waits only for the command being executed.
     fn try_execute(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
         let server = &mut self.servers[id.index()];
         if server.executing.is_some() || !server.accepts_work() {
@@ -418,14 +422,10 @@ impl Redis {
         }
         while let Some(connection_id) = server.ready.pop_front() {
             let connection = &mut self.connections[connection_id.index()];
-            connection.in_ready_ring = false;
             let Some((seq, op)) = connection.input.pop_front() else {
+                connection.scheduled = false;
                 continue; // its input was dropped with its link
             };
-            if !connection.input.is_empty() {
-                connection.in_ready_ring = true;
-                server.ready.push_back(connection_id);
-            }
             let reply = server.keyspace.apply(now, op);
             let bytes = op.request_bytes() + reply.bytes();
             let cost = server
@@ -462,6 +462,11 @@ impl Redis {
         }
         let done = server.executing.take().expect("a completion per started command");
         let connection = &mut self.connections[done.connection.index()];
+        if connection.input.is_empty() {
+            connection.scheduled = false;
+        } else {
+            server.ready.push_back(done.connection);
+        }
         if connection.epoch == done.connection_epoch && connection.server_open {
             let wire_time = connection
                 .spec
@@ -703,7 +708,7 @@ impl Redis {
         server.ready.clear();
         for &connection_id in &server.connections {
             let connection = &mut self.connections[connection_id.index()];
-            connection.in_ready_ring = false;
+            connection.scheduled = false;
             connection.input.clear();
             if connection.server_open {
                 connection.server_open = false;

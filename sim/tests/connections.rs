@@ -1,0 +1,229 @@
+//! The Redis mechanisms, one behaviour per test: head-of-line blocking on a connection, a fair
+//! server thread, commands executed after their caller gave up, pauses, hangs, stops, the
+//! offline queue and retries across reconnects.
+
+mod common;
+
+use common::*;
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::{VariantReport, Verdict};
+use outagelab_sim::run;
+use outagelab_sim::scenario::*;
+
+/// One server, one connection `a` (index 0), key families `k` (1 key) and `blob` (1000 keys).
+fn base() -> Scenario {
+    let mut s = empty("redis");
+    s.servers.push(server("redis"));
+    s.connections.push(connection("a", 0));
+    s.keys.push(key("k", 1));
+    s.keys.push(key("blob", 1000));
+    s
+}
+
+fn flow_latency(report: &VariantReport, flow: &str) -> f64 {
+    report.summary.flows[flow].latency_ms["all"].max.unwrap()
+}
+
+fn outcome(report: &VariantReport, flow: &str, outcome: &str) -> u64 {
+    report.summary.flows[flow].outcomes[outcome]
+}
+
+fn set(value_bytes: u32) -> RedisCommand {
+    RedisCommand::Set {
+        value_bytes,
+        ttl: None,
+    }
+}
+
+#[test]
+fn a_small_command_waits_for_the_bytes_queued_before_it_on_its_connection() {
+    let mut s = base();
+    s.connections[0].bandwidth = ByteRate::new(1_000_000); // 1 MB/s: 1 ms per KB
+    s.connections.push(connection("b", 0));
+    s.connections[1].bandwidth = ByteRate::new(1_000_000);
+    s.flows.push(flow("blob", vec![redis_step(0, set(100_000), 1)]));
+    s.flows.push(flow("incr_same", vec![redis_step(0, RedisCommand::Incr, 0)]));
+    s.flows.push(flow("incr_other", vec![redis_step(1, RedisCommand::Incr, 0)]));
+    s.loads.push(burst("blobs", 0, SimTime::ZERO, 5));
+    s.loads.push(burst("same", 1, at_ms(1), 1));
+    s.loads.push(burst("other", 2, at_ms(1), 1));
+    let report = run(&s).unwrap();
+    // Five 100 KB values at 1 MB/s: the INCR behind them is sent after ~500 ms.
+    let same = flow_latency(&report, "incr_same");
+    assert!((499.0..502.0).contains(&same), "{same}");
+    // The same command on another connection to the same server does not wait for them.
+    let other = flow_latency(&report, "incr_other");
+    assert!(other < 1.0, "{other}");
+}
+
+#[test]
+fn the_server_serves_connections_round_robin() {
+    let mut s = base();
+    s.servers[0].command_cost = ms(1);
+    s.connections.push(connection("b", 0));
+    s.flows.push(flow("busy", vec![redis_step(0, RedisCommand::Incr, 0)]));
+    s.flows.push(flow("one", vec![redis_step(1, RedisCommand::Incr, 0)]));
+    s.loads.push(burst("busy", 0, SimTime::ZERO, 100));
+    s.loads.push(burst("one", 1, at_ms(10), 1));
+    let report = run(&s).unwrap();
+    // 100 commands of 1 ms each are queued on `a`; the command on `b` waits for the one being
+    // executed (up to 1 ms) and then goes next, not after the other 90.
+    let one = flow_latency(&report, "one");
+    assert!(one <= 2.2, "{one}");
+    assert!(flow_latency(&report, "busy") > 100.0);
+}
+
+#[test]
+fn a_command_whose_caller_timed_out_is_still_executed() {
+    let mut s = base();
+    s.connections[0].command_timeout = Some(ms(10));
+    s.flows.push(flow("incr", vec![redis_step(0, RedisCommand::Incr, 0)]));
+    s.loads.push(burst("incr", 0, SimTime::ZERO, 3));
+    s.faults.push(fault("pause", 0, FaultKind::Pause, SimTime::ZERO, Some(ms(50))));
+    s.limits.horizon = Some(at_ms(200));
+    let report = run(&s).unwrap();
+    assert_eq!(outcome(&report, "incr", "timeout"), 3);
+    let connection = &report.summary.connections["a"];
+    assert_eq!(connection.timeouts, 3);
+    // The pause ends at 50 ms; the server then runs all three and replies to nobody.
+    assert_eq!(connection.executed, 3);
+    assert_eq!(connection.replies, 3);
+}
+
+#[test]
+fn a_pause_delays_commands_until_it_ends() {
+    let mut s = base();
+    s.flows.push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.loads.push(burst("get", 0, at_ms(100), 1));
+    s.faults.push(fault("pause", 0, FaultKind::Pause, SimTime::ZERO, Some(ms(600))));
+    let report = run(&s).unwrap();
+    let latency = flow_latency(&report, "get");
+    assert!((500.0..501.0).contains(&latency), "{latency}");
+    assert_eq!(report.faults.len(), 1);
+    assert_eq!(report.faults[0].end_ms, Some(600.0));
+}
+
+#[test]
+fn without_a_timeout_a_hung_server_leaves_requests_waiting_forever() {
+    let mut s = base();
+    s.flows.push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.loads.push(burst("get", 0, at_ms(10), 4));
+    s.faults.push(fault("hang", 0, FaultKind::Hang, SimTime::ZERO, None));
+    let report = run(&s).unwrap();
+    assert_eq!(report.verdict, Verdict::Stalled);
+    assert_eq!(report.summary.unfinished, 4);
+    s.limits.horizon = Some(at_ms(5_000));
+    let report = run(&s).unwrap();
+    assert_eq!(report.verdict, Verdict::Horizon);
+    assert_eq!(report.summary.unfinished, 4);
+    assert_eq!(report.end_ms, 5_000.0);
+}
+
+/// The connection learns of a stop at 100 ms; a GET is issued at 200 ms; Redis is back at
+/// `back_ms` (or never).
+fn stopped(offline_queue: bool, timeout: Option<u64>, back_ms: Option<u64>) -> Scenario {
+    let mut s = base();
+    s.connections[0].offline_queue = offline_queue;
+    s.connections[0].command_timeout = timeout.map(ms);
+    s.flows.push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.loads.push(burst("get", 0, at_ms(200), 1));
+    let duration = back_ms.map(|back| ms(back - 100));
+    s.faults.push(fault("stop", 0, FaultKind::Stop, at_ms(100), duration));
+    s.limits.horizon = Some(at_ms(10_000));
+    s
+}
+
+#[test]
+fn a_stopped_server_with_no_offline_queue_refuses_at_once() {
+    let report = run(&stopped(false, Some(100), None)).unwrap();
+    assert_eq!(outcome(&report, "get", "refused"), 1);
+    assert_eq!(flow_latency(&report, "get"), 0.0);
+}
+
+#[test]
+fn with_an_offline_queue_a_command_times_out_while_disconnected() {
+    let report = run(&stopped(true, Some(100), None)).unwrap();
+    assert_eq!(outcome(&report, "get", "timeout"), 1);
+    assert_eq!(flow_latency(&report, "get"), 100.0);
+    let connection = &report.summary.connections["a"];
+    assert_eq!(connection.disconnects, 1);
+    assert!(connection.connect_failures >= 5, "{connection:?}");
+}
+
+#[test]
+fn the_offline_queue_holds_a_command_until_the_server_is_back() {
+    let report = run(&stopped(true, None, Some(700))).unwrap();
+    assert_eq!(outcome(&report, "get", "ok"), 1);
+    // Sent after the first reconnect attempt that finds the server up.
+    let latency = flow_latency(&report, "get");
+    assert!((500.0..1300.0).contains(&latency), "{latency}");
+    assert_eq!(report.summary.connections["a"].executed, 1);
+}
+
+#[test]
+fn a_queued_command_fails_after_its_retries_across_reconnects() {
+    let mut s = stopped(true, None, None);
+    s.connections[0].max_retries = Some(3);
+    let report = run(&s).unwrap();
+    assert_eq!(outcome(&report, "get", "connection_lost"), 1);
+    // The link is lost at 100.1 ms; attempts are refused at 150.3 and 250.5 ms (delays 50 and
+    // 100 ms, plus a 0.2 ms round trip each). The GET, queued at 200 ms, outlives the refusals
+    // at 250.5, 400.7 and 600.9 ms and fails with the fourth, at 851.1 ms.
+    let latency = flow_latency(&report, "get");
+    assert!((651.0..651.2).contains(&latency), "{latency}");
+}
+
+#[test]
+fn a_restart_without_persistence_empties_the_keyspace() {
+    for persistence in [false, true] {
+        let mut s = base();
+        s.servers[0].persistence = persistence;
+        s.flows.push(flow("write", vec![redis_step(0, set(10), 0)]));
+        let mut read = redis_step(0, RedisCommand::Get, 0);
+        read.on_hit = OnHit::Finish;
+        let failing_db = StepSpec {
+            action: StepAction::Work {
+                duration: SimDuration::from_secs(1),
+            },
+            ..db_step(0)
+        };
+        s.flows.push(flow("read", vec![read, failing_db]));
+        s.loads.push(burst("write", 0, SimTime::ZERO, 1));
+        s.loads.push(burst("read", 1, at_ms(2_000), 1));
+        s.faults.push(fault("restart", 0, FaultKind::Stop, at_ms(100), Some(ms(100))));
+        let report = run(&s).unwrap();
+        // A hit finishes the read at once; a miss goes on to the one-second step.
+        let read_latency = flow_latency(&report, "read");
+        if persistence {
+            assert!(read_latency < 1.0, "the key survived: {read_latency}");
+        } else {
+            assert!(read_latency > 1000.0, "the key is gone: {read_latency}");
+        }
+    }
+}
+
+#[test]
+fn a_lock_is_refused_while_held_and_granted_once_released() {
+    let mut s = base();
+    let lock = RedisCommand::SetNxPx {
+        value_bytes: 16,
+        ttl: SimDuration::from_secs(30),
+    };
+    s.flows.push(flow(
+        "locked",
+        vec![
+            redis_step(0, lock, 0),
+            StepSpec {
+                action: StepAction::Work { duration: ms(10) },
+                ..db_step(0)
+            },
+            redis_step(0, RedisCommand::Del, 0),
+        ],
+    ));
+    s.loads.push(burst("first", 0, SimTime::ZERO, 1));
+    s.loads.push(burst("contender", 0, at_ms(5), 1));
+    s.loads.push(burst("after", 0, at_ms(50), 1));
+    let report = run(&s).unwrap();
+    assert_eq!(outcome(&report, "locked", "ok"), 2);
+    assert_eq!(outcome(&report, "locked", "lock_busy"), 1);
+}
