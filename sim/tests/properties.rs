@@ -1,0 +1,171 @@
+//! Properties over random scenarios: a cache read that falls through to a database behind a
+//! bulkhead, under random load, timeouts, breakers, client options and Redis faults.
+//!
+//! - the database never runs more queries at once than the bulkhead allows;
+//! - every request that arrived ended exactly once, or is counted unfinished;
+//! - the time series accounts for every ended request;
+//! - the same scenario gives the same report.
+
+mod common;
+
+use common::*;
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_sim::run;
+use outagelab_sim::scenario::*;
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+struct Knobs {
+    arrivals: u8,
+    rate: f64,
+    requests: u64,
+    bulkhead_max: u32,
+    bulkhead_queue: u32,
+    db_latency_ms: u64,
+    db_capacity: Option<u32>,
+    timeout_ms: Option<u64>,
+    offline_queue: bool,
+    max_retries: Option<u32>,
+    breaker_failures: Option<u32>,
+    fall_through: bool,
+    fault: Option<(u8, u64, Option<u64>)>,
+    horizon_ms: u64,
+    seed: u64,
+}
+
+fn knobs() -> impl Strategy<Value = Knobs> {
+    (
+        (0u8..3, 10.0f64..5000.0, 1u64..300),
+        (1u32..30, 0u32..60, 1u64..100, proptest::option::of(1u32..40)),
+        (
+            proptest::option::of(1u64..200),
+            any::<bool>(),
+            proptest::option::of(0u32..4),
+            proptest::option::of(1u32..10),
+            any::<bool>(),
+        ),
+        (
+            proptest::option::of((0u8..3, 0u64..500, proptest::option::of(1u64..800))),
+            100u64..3000,
+            any::<u64>(),
+        ),
+    )
+        .prop_map(
+            |(
+                (arrivals, rate, requests),
+                (bulkhead_max, bulkhead_queue, db_latency_ms, db_capacity),
+                (timeout_ms, offline_queue, max_retries, breaker_failures, fall_through),
+                (fault, horizon_ms, seed),
+            )| Knobs {
+                arrivals,
+                rate,
+                requests,
+                bulkhead_max,
+                bulkhead_queue,
+                db_latency_ms,
+                db_capacity,
+                timeout_ms,
+                offline_queue,
+                max_retries,
+                breaker_failures,
+                fall_through,
+                fault,
+                horizon_ms,
+                seed,
+            },
+        )
+}
+
+fn scenario(k: &Knobs) -> Scenario {
+    let mut s = empty("property");
+    s.seed = k.seed;
+    // Always a horizon: a stopped Redis with unlimited retries and no timeout would otherwise
+    // (rightly) run to the time budget.
+    s.limits.horizon = Some(at_ms(k.horizon_ms));
+    s.servers.push(server("redis"));
+    let mut c = connection("cache", 0);
+    c.command_timeout = k.timeout_ms.map(ms);
+    c.offline_queue = k.offline_queue;
+    c.max_retries = k.max_retries;
+    s.connections.push(c);
+    s.keys.push(key("product", 50));
+    s.databases.push(DatabaseSpec {
+        name: "main".into(),
+        latency: Distribution::uniform(ms(k.db_latency_ms), ms(k.db_latency_ms + 5)).unwrap(),
+        capacity: k.db_capacity,
+    });
+    s.bulkheads.push(bulkhead("db", k.bulkhead_max, k.bulkhead_queue));
+    let mut get = redis_step(0, RedisCommand::Get, 0);
+    get.on_error = if k.fall_through { OnError::Next } else { OnError::Fail };
+    get.on_hit = OnHit::Finish;
+    if let Some(failures) = k.breaker_failures {
+        s.breakers.push(breaker("redis", failures, ms(300)));
+        get.breaker = Some(BreakerId(0));
+    }
+    let mut query = db_step(0);
+    query.bulkhead = Some(BulkheadId(0));
+    let fill = redis_step(
+        0,
+        RedisCommand::Set {
+            value_bytes: 1000,
+            ttl: Some(SimDuration::from_secs(1)),
+        },
+        0,
+    );
+    let fill = StepSpec {
+        on_error: OnError::Ignore,
+        ..fill
+    };
+    s.flows.push(flow("read", vec![get, query, fill]));
+    let rate = Rate::per_second(k.rate).unwrap();
+    let arrivals = match k.arrivals {
+        0 => Arrivals::Even {
+            rate,
+            end: LoadEnd::Count(k.requests),
+        },
+        1 => Arrivals::Poisson {
+            rate,
+            end: LoadEnd::Count(k.requests),
+        },
+        _ => Arrivals::Burst { count: k.requests },
+    };
+    s.loads.push(LoadSpec {
+        name: "load".into(),
+        flow: FlowId(0),
+        start: SimTime::ZERO,
+        arrivals,
+    });
+    if let Some((kind, at, duration)) = k.fault {
+        let kind = [FaultKind::Pause, FaultKind::Hang, FaultKind::Stop][usize::from(kind)];
+        s.faults.push(fault("fault", 0, kind, at_ms(at), duration.map(ms)));
+    }
+    s
+}
+
+proptest! {
+    #[test]
+    fn requests_end_once_and_the_bulkhead_bounds_the_database(k in knobs()) {
+        let scenario = scenario(&k);
+        let report = run(&scenario).unwrap();
+        let summary = &report.summary;
+        prop_assert!(!report.verdict.is_budget(), "{:?}", report.verdict);
+        prop_assert!(
+            summary.databases["main"].peak_concurrency <= u64::from(k.bulkhead_max),
+            "peak {} above the bulkhead's {}",
+            summary.databases["main"].peak_concurrency,
+            k.bulkhead_max
+        );
+        prop_assert!(summary.bulkheads["db"].peak_queued <= u64::from(k.bulkhead_queue));
+        let ended: u64 = summary.outcomes.values().sum();
+        // Arrivals after the horizon never happen.
+        prop_assert!(summary.requests <= k.requests);
+        prop_assert_eq!(ended + summary.unfinished, summary.requests);
+        let flow = &summary.flows["read"];
+        prop_assert_eq!(flow.outcomes.values().sum::<u64>() + flow.unfinished, flow.requests);
+        let in_series: u64 = report.series.outcomes.values().flatten().sum();
+        prop_assert_eq!(in_series, ended);
+        let again = run(&scenario).unwrap();
+        prop_assert_eq!(format!("{:?}", again.summary), format!("{:?}", report.summary));
+        prop_assert_eq!(format!("{:?}", again.series), format!("{:?}", report.series));
+    }
+}
