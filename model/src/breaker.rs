@@ -397,9 +397,21 @@ mod tests {
         assert_eq!(
             seen,
             vec![
-                Transition { at: ms(5), from: Closed, to: Open },
-                Transition { at: ms(105), from: Open, to: HalfOpen },
-                Transition { at: ms(106), from: HalfOpen, to: Closed },
+                Transition {
+                    at: ms(5),
+                    from: Closed,
+                    to: Open
+                },
+                Transition {
+                    at: ms(105),
+                    from: Open,
+                    to: HalfOpen
+                },
+                Transition {
+                    at: ms(106),
+                    from: HalfOpen,
+                    to: Closed
+                },
             ]
         );
     }
@@ -412,8 +424,8 @@ mod tests {
             (1, 1, 0, "half_open_probes: must be at least 1"),
         ];
         for (failures, open_ms, probes, expected) in cases {
-            let error =
-                BreakerConfig::new(failures, SimDuration::from_millis(open_ms), probes).unwrap_err();
+            let error = BreakerConfig::new(failures, SimDuration::from_millis(open_ms), probes)
+                .unwrap_err();
             assert!(error.to_string().starts_with(expected), "{error}");
         }
     }

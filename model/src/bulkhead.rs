@@ -107,7 +107,10 @@ impl Bulkhead {
 
     pub fn try_acquire(&mut self, waiter: WaiterId) -> Acquire {
         if self.in_use < self.config.max_concurrent {
-            debug_assert!(self.queue.is_empty(), "a waiter queued beside a free permit");
+            debug_assert!(
+                self.queue.is_empty(),
+                "a waiter queued beside a free permit"
+            );
             self.in_use += 1;
             Acquire::Granted(Permit { _private: () })
         } else if self.queue.len() < self.config.queue_max as usize {

@@ -154,7 +154,10 @@ mod loom_models {
                     loom::thread::spawn(move || {
                         if let Ok(permit) = bulkhead.acquire(waiter) {
                             let now_inside = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                            assert!(now_inside <= 1, "{now_inside} callers inside a bulkhead of 1");
+                            assert!(
+                                now_inside <= 1,
+                                "{now_inside} callers inside a bulkhead of 1"
+                            );
                             inside.fetch_sub(1, Ordering::SeqCst);
                             bulkhead.release(permit);
                         }
@@ -164,7 +167,11 @@ mod loom_models {
             for thread in threads {
                 thread.join().unwrap();
             }
-            assert_eq!(bulkhead.occupancy(), (0, 0), "a permit or a waiter was lost");
+            assert_eq!(
+                bulkhead.occupancy(),
+                (0, 0),
+                "a permit or a waiter was lost"
+            );
         });
     }
 

@@ -10,5 +10,7 @@ pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 /// Locks `mutex`, ignoring poisoning: the state machines behind these mutexes keep their
 /// invariants between calls, so a panic in another holder cannot leave them half-updated.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

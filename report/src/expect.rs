@@ -204,7 +204,9 @@ mod tests {
                 ..LatencyStats::default()
             },
         );
-        summary.latency_ms.insert("timeout".into(), LatencyStats::default());
+        summary
+            .latency_ms
+            .insert("timeout".into(), LatencyStats::default());
         summary.databases.insert(
             "main".into(),
             DatabaseSummary {
@@ -263,7 +265,10 @@ mod tests {
         rejected("outcomes.ok in 5..2", "is empty");
         rejected("outcomes.ok in 5", "is not a range");
         rejected("outcome.ok == 1", "the summary has no `outcome`");
-        rejected("databases.db.peak_concurrency < 3", "`databases` has no `db` (it has: main)");
+        rejected(
+            "databases.db.peak_concurrency < 3",
+            "`databases` has no `db` (it has: main)",
+        );
         rejected("databases.main < 3", "is not a number");
         rejected("outcomes..ok < 3", "has an empty part");
     }

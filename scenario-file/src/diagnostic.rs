@@ -127,7 +127,14 @@ fn search_table(
         } else {
             format!("{prefix}.{}", key.get_ref())
         };
-        search_value(value, offset, path, depth + 1, covers(key.span(), offset), best);
+        search_value(
+            value,
+            offset,
+            path,
+            depth + 1,
+            covers(key.span(), offset),
+            best,
+        );
     }
 }
 
@@ -139,14 +146,22 @@ fn search_value(
     key_covers: bool,
     best: &mut Option<(usize, String)>,
 ) {
-    if (key_covers || covers(value.span(), offset)) && best.as_ref().is_none_or(|(d, _)| depth > *d) {
+    if (key_covers || covers(value.span(), offset)) && best.as_ref().is_none_or(|(d, _)| depth > *d)
+    {
         *best = Some((depth, path.clone()));
     }
     match value.get_ref() {
         DeValue::Table(inner) => search_table(inner, offset, path, depth, best),
         DeValue::Array(items) => {
             for (index, item) in items.iter().enumerate() {
-                search_value(item, offset, format!("{path}[{index}]"), depth + 1, false, best);
+                search_value(
+                    item,
+                    offset,
+                    format!("{path}[{index}]"),
+                    depth + 1,
+                    false,
+                    best,
+                );
             }
         }
         _ => {}
@@ -175,6 +190,9 @@ mod tests {
         let text = "[flows.read]\nsteps = [{ redis = \"GET\" }, { db = \"main\" }]\n";
         let table = DeTable::parse(text).unwrap();
         let offset = text.find("main").unwrap();
-        assert_eq!(key_path_at(table.get_ref(), offset), "flows.read.steps[1].db");
+        assert_eq!(
+            key_path_at(table.get_ref(), offset),
+            "flows.read.steps[1].db"
+        );
     }
 }

@@ -14,7 +14,8 @@ pub type Value<'a> = Spanned<DeValue<'a>>;
 
 /// Removes `key` from the root table.
 pub fn take<'a>(root: &mut Table<'a>, key: &str) -> Option<(Range<usize>, Value<'a>)> {
-    root.remove_entry(key).map(|(key, value)| (key.span(), value))
+    root.remove_entry(key)
+        .map(|(key, value)| (key.span(), value))
 }
 
 /// Merges `patch` into `base`: tables merge key by key, recursively; any other value (a
@@ -50,8 +51,16 @@ pub fn set_path<'a>(
         let seen = parts[..=depth].join(".");
         table = match table.get_mut(*part).map(Spanned::get_mut) {
             Some(DeValue::Table(inner)) => inner,
-            Some(_) => return Err(format!("`{seen}` is not a table, so `{path}` cannot be set")),
-            None => return Err(format!("the scenario has no `{seen}`, so `{path}` cannot be set")),
+            Some(_) => {
+                return Err(format!(
+                    "`{seen}` is not a table, so `{path}` cannot be set"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "the scenario has no `{seen}`, so `{path}` cannot be set"
+                ));
+            }
         };
     }
     let key = Spanned::new(path_span, DeString::from(last.to_string()));
@@ -103,9 +112,18 @@ mod tests {
         let text = "[a]\nx = 1\n[patch.a]\nx = 2\n";
         let mut root = table(text);
         let (_, patch) = take(&mut root, "patch").unwrap();
-        let DeValue::Table(patch) = patch.into_inner() else { panic!() };
+        let DeValue::Table(patch) = patch.into_inner() else {
+            panic!()
+        };
         merge(&mut root, &patch);
-        let x = root.get("a").unwrap().get_ref().as_table().unwrap().get("x").unwrap();
+        let x = root
+            .get("a")
+            .unwrap()
+            .get_ref()
+            .as_table()
+            .unwrap()
+            .get("x")
+            .unwrap();
         assert_eq!(&text[x.span()], "2");
     }
 
@@ -117,6 +135,9 @@ mod tests {
         let error = set_path(&mut root, "loads.nope.count", 0..1, value.clone()).unwrap_err();
         assert!(error.contains("has no `loads.nope`"), "{error}");
         let error = set_path(&mut root, "loads.blobs.count.x", 0..1, value).unwrap_err();
-        assert!(error.contains("`loads.blobs.count` is not a table"), "{error}");
+        assert!(
+            error.contains("`loads.blobs.count` is not a table"),
+            "{error}"
+        );
     }
 }

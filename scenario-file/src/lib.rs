@@ -130,7 +130,9 @@ impl<'t> Reader<'_> {
             (Some(root), Some(span)) => key_path_at(root, span.start),
             _ => String::new(),
         };
-        let diagnostic = self.source.diagnostic(span, key, error.message().trim().to_owned());
+        let diagnostic = self
+            .source
+            .diagnostic(span, key, error.message().trim().to_owned());
         self.errors.push(diagnostic);
     }
 
@@ -151,8 +153,11 @@ impl<'t> Reader<'_> {
             let span = item.span();
             let DeValue::Table(mut table) = item.into_inner() else {
                 let message = "a variant is a table: write it as [[variant]]";
-                self.errors
-                    .push(self.source.diagnostic(Some(span), format!("variant[{index}]"), message));
+                self.errors.push(self.source.diagnostic(
+                    Some(span),
+                    format!("variant[{index}]"),
+                    message,
+                ));
                 continue;
             };
             let patch = match take(&mut table, "patch") {
@@ -284,15 +289,20 @@ impl<'t> Reader<'_> {
                 kind_name(unit),
                 kind_name(other)
             );
-            self.errors
-                .push(self.source.diagnostic(Some(span.clone()), "sweep.values", message));
+            self.errors.push(
+                self.source
+                    .diagnostic(Some(span.clone()), "sweep.values", message),
+            );
         }
         for (value_text, lines) in &header.expect {
             if !parsed.iter().any(|(text, _, _)| text == value_text) {
                 let span = lines.first().map(Spanned::span);
                 let message = format!("`{value_text}` is not one of the swept values");
-                self.errors
-                    .push(self.source.diagnostic(span, format!("sweep.expect.{value_text}"), message));
+                self.errors.push(self.source.diagnostic(
+                    span,
+                    format!("sweep.expect.{value_text}"),
+                    message,
+                ));
             }
         }
         Some(SweepEntry {
@@ -317,7 +327,11 @@ impl<'t> Reader<'_> {
             },
             patch: None,
         }];
-        let entries: &[VariantEntry<'t>] = if variants.is_empty() { &implicit } else { &variants };
+        let entries: &[VariantEntry<'t>] = if variants.is_empty() {
+            &implicit
+        } else {
+            &variants
+        };
         let explicit = !variants.is_empty();
         let mut documents = Vec::new();
         for entry in entries {
@@ -329,15 +343,25 @@ impl<'t> Reader<'_> {
             match &sweep {
                 None => documents.push((variant_name, None, document, entry, None)),
                 Some(sweep) => {
-                    let label = sweep.header.label.clone().unwrap_or_else(|| "value".to_owned());
+                    let label = sweep
+                        .header
+                        .label
+                        .clone()
+                        .unwrap_or_else(|| "value".to_owned());
                     for (text, x, value) in &sweep.values {
                         let mut swept = document.clone();
                         let parameter = &sweep.header.parameter;
-                        if let Err(message) =
-                            set_path(&mut swept, parameter.get_ref(), parameter.span(), value.clone())
-                        {
-                            let diagnostic =
-                                self.source.diagnostic(Some(parameter.span()), "sweep.parameter", message);
+                        if let Err(message) = set_path(
+                            &mut swept,
+                            parameter.get_ref(),
+                            parameter.span(),
+                            value.clone(),
+                        ) {
+                            let diagnostic = self.source.diagnostic(
+                                Some(parameter.span()),
+                                "sweep.parameter",
+                                message,
+                            );
                             self.errors.push(diagnostic);
                             return None;
                         }
@@ -355,14 +379,15 @@ impl<'t> Reader<'_> {
         let mut built = Vec::new();
         for (name, sweep_x, document, entry, sweep_text) in documents {
             let errors_before = self.errors.len();
-            let raw = match deserialize_table::<RawScenario>(document.clone(), document_span.clone()) {
-                Ok(raw) => raw,
-                Err(error) => {
-                    self.toml_error(Some(&document), error);
-                    tag(&mut self.errors[errors_before..], &name);
-                    continue;
-                }
-            };
+            let raw =
+                match deserialize_table::<RawScenario>(document.clone(), document_span.clone()) {
+                    Ok(raw) => raw,
+                    Err(error) => {
+                        self.toml_error(Some(&document), error);
+                        tag(&mut self.errors[errors_before..], &name);
+                        continue;
+                    }
+                };
             let mut validator = Validator::new(self.source, &document);
             let scenario = validator.scenario(&raw, &name);
             self.errors.append(&mut validator.errors);
@@ -396,13 +421,19 @@ impl<'t> Reader<'_> {
         })
     }
 
-    fn expectations(&mut self, scenario: &Scenario, lines: &[&Spanned<String>]) -> Vec<LocatedExpectation> {
+    fn expectations(
+        &mut self,
+        scenario: &Scenario,
+        lines: &[&Spanned<String>],
+    ) -> Vec<LocatedExpectation> {
         let shape = outagelab_sim::summary_shape(scenario).expect("validated scenarios resolve");
         let mut expectations = Vec::new();
         for line in lines {
-            let checked = Expectation::parse(line.get_ref())
-                .and_then(|e| e.check_path(&shape).map(|()| e));
-            let diagnostic = self.source.diagnostic(Some(line.span()), "expect", String::new());
+            let checked =
+                Expectation::parse(line.get_ref()).and_then(|e| e.check_path(&shape).map(|()| e));
+            let diagnostic = self
+                .source
+                .diagnostic(Some(line.span()), "expect", String::new());
             match checked {
                 Ok(expectation) => expectations.push(LocatedExpectation {
                     expectation,
@@ -413,7 +444,10 @@ impl<'t> Reader<'_> {
                         diagnostic.column
                     ),
                 }),
-                Err(message) => self.errors.push(Diagnostic { message, ..diagnostic }),
+                Err(message) => self.errors.push(Diagnostic {
+                    message,
+                    ..diagnostic
+                }),
             }
         }
         expectations
@@ -455,7 +489,10 @@ fn dedupe(diagnostics: Vec<Diagnostic>, variant_count: usize) -> Vec<Diagnostic>
             }
         }
     }
-    let file = diagnostics.first().map(|d| d.file.clone()).unwrap_or_default();
+    let file = diagnostics
+        .first()
+        .map(|d| d.file.clone())
+        .unwrap_or_default();
     merged
         .into_iter()
         .map(|((line, column, key, message), variants)| Diagnostic {

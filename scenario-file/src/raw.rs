@@ -322,9 +322,9 @@ impl<'de> Deserialize<'de> for RetryLimit {
                 }
             }
             fn visit_i64<E: de::Error>(self, number: i64) -> Result<RetryLimit, E> {
-                u64::try_from(number).map(RetryLimit::Count).map_err(|_| {
-                    E::custom(format!("retries cannot be negative ({number})"))
-                })
+                u64::try_from(number)
+                    .map(RetryLimit::Count)
+                    .map_err(|_| E::custom(format!("retries cannot be negative ({number})")))
             }
             fn visit_u64<E: de::Error>(self, number: u64) -> Result<RetryLimit, E> {
                 Ok(RetryLimit::Count(number))

@@ -52,7 +52,9 @@ pub fn parse_bandwidth(text: &str) -> Result<u64, String> {
     if bit_units.iter().any(|(unit, _)| per_second.ends_with(unit)) {
         let bits = quantity(per_second, &bit_units, "bit", hint)?;
         if bits % 8 != 0 {
-            return Err(format!("`{text}` is not a whole number of bytes per second"));
+            return Err(format!(
+                "`{text}` is not a whole number of bytes per second"
+            ));
         }
         return Ok(bits / 8);
     }
@@ -80,7 +82,12 @@ fn quantity(text: &str, units: &[(&str, u128)], base: &str, hint: &str) -> Resul
     if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) || fraction.contains('.') {
         return Err(format!("`{text}` is not a number with a unit: {hint}"));
     }
-    let too_big = || format!("`{text}` is too large to fit (at most {} {base}s)", u64::MAX);
+    let too_big = || {
+        format!(
+            "`{text}` is too large to fit (at most {} {base}s)",
+            u64::MAX
+        )
+    };
     let whole: u128 = whole.parse().map_err(|_| too_big())?;
     let mut total = whole.checked_mul(scale).ok_or_else(too_big)?;
     if !fraction.is_empty() {
@@ -92,7 +99,7 @@ fn quantity(text: &str, units: &[(&str, u128)], base: &str, hint: &str) -> Resul
             .map_err(|_| format!("`{text}` is not a number with a unit: {hint}"))?;
         let divisor = 10u128.pow(fraction.len() as u32);
         let scaled = digits * scale;
-        if scaled % divisor != 0 {
+        if !scaled.is_multiple_of(divisor) {
             return Err(format!("`{text}` is finer than one {base}"));
         }
         total += scaled / divisor;
@@ -148,10 +155,22 @@ mod tests {
         assert_eq!(parse_size("2MiB"), Ok(2 * 1024 * 1024));
         assert_eq!(parse_size("1.5KB"), Ok(1500));
         assert_eq!(parse_size("512B"), Ok(512));
-        assert!(parse_size("1.5B").unwrap_err().contains("finer than one byte"));
+        assert!(
+            parse_size("1.5B")
+                .unwrap_err()
+                .contains("finer than one byte")
+        );
         assert_eq!(parse_bandwidth("100MiB/s"), Ok(100 * 1024 * 1024));
         assert_eq!(parse_bandwidth("1Gbit/s"), Ok(125_000_000));
-        assert!(parse_bandwidth("100MiB").unwrap_err().contains("not a bandwidth"));
-        assert!(parse_bandwidth("3bit/s").unwrap_err().contains("whole number of bytes"));
+        assert!(
+            parse_bandwidth("100MiB")
+                .unwrap_err()
+                .contains("not a bandwidth")
+        );
+        assert!(
+            parse_bandwidth("3bit/s")
+                .unwrap_err()
+                .contains("whole number of bytes")
+        );
     }
 }

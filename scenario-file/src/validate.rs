@@ -74,7 +74,12 @@ impl<'a> Validator<'a> {
         }
     }
 
-    pub fn error(&mut self, span: Option<Range<usize>>, key: impl Into<String>, message: impl Into<String>) {
+    pub fn error(
+        &mut self,
+        span: Option<Range<usize>>,
+        key: impl Into<String>,
+        message: impl Into<String>,
+    ) {
         self.errors.push(self.source.diagnostic(span, key, message));
     }
 
@@ -102,16 +107,30 @@ impl<'a> Validator<'a> {
     }
 
     /// A duration that must be longer than zero; `why` says what zero would mean.
-    fn positive_duration(&mut self, value: &Spanned<Text>, key: &str, why: &str) -> Option<SimDuration> {
+    fn positive_duration(
+        &mut self,
+        value: &Spanned<Text>,
+        key: &str,
+        why: &str,
+    ) -> Option<SimDuration> {
         let duration = self.duration(value, key)?;
         if duration.is_zero() {
-            self.error(Some(value.span()), key, format!("must be longer than zero ({why})"));
+            self.error(
+                Some(value.span()),
+                key,
+                format!("must be longer than zero ({why})"),
+            );
             return None;
         }
         Some(duration)
     }
 
-    fn duration_or(&mut self, value: &Option<Spanned<Text>>, key: &str, default: &str) -> SimDuration {
+    fn duration_or(
+        &mut self,
+        value: &Option<Spanned<Text>>,
+        key: &str,
+        default: &str,
+    ) -> SimDuration {
         match value {
             Some(value) => self.duration(value, key).unwrap_or_default(),
             None => SimDuration::from_nanos(parse_duration(default).expect("defaults parse")),
@@ -121,7 +140,11 @@ impl<'a> Validator<'a> {
     fn bandwidth(&mut self, value: &Spanned<Text>, key: &str) -> Option<ByteRate> {
         match parse_bandwidth(&value.get_ref().0) {
             Ok(bytes) => ByteRate::new(bytes).or_else(|| {
-                self.error(Some(value.span()), key, "must be more than zero bytes per second");
+                self.error(
+                    Some(value.span()),
+                    key,
+                    "must be more than zero bytes per second",
+                );
                 None
             }),
             Err(message) => {
@@ -154,13 +177,28 @@ impl<'a> Validator<'a> {
     }
 
     /// A count that must be in `min..=max`.
-    fn count(&mut self, value: &Spanned<u64>, key: &str, min: u64, max: u64, why: &str) -> Option<u64> {
+    fn count(
+        &mut self,
+        value: &Spanned<u64>,
+        key: &str,
+        min: u64,
+        max: u64,
+        why: &str,
+    ) -> Option<u64> {
         let count = *value.get_ref();
         if count < min {
-            self.error(Some(value.span()), key, format!("must be at least {min} ({why})"));
+            self.error(
+                Some(value.span()),
+                key,
+                format!("must be at least {min} ({why})"),
+            );
             None
         } else if count > max {
-            self.error(Some(value.span()), key, format!("{count} is above the limit of {max}"));
+            self.error(
+                Some(value.span()),
+                key,
+                format!("{count} is above the limit of {max}"),
+            );
             None
         } else {
             Some(count)
@@ -266,7 +304,13 @@ impl<'a> Validator<'a> {
                 let count = match &keys.count {
                     Some(count) => {
                         let key = format!("keys.{name}.count");
-                        self.count(count, &key, 1, limit::KEYS_PER_FAMILY, "a family needs a key")?
+                        self.count(
+                            count,
+                            &key,
+                            1,
+                            limit::KEYS_PER_FAMILY,
+                            "a family needs a key",
+                        )?
                     }
                     None => 1,
                 };
@@ -292,7 +336,11 @@ impl<'a> Validator<'a> {
             .filter_map(|(name, flow)| self.flow(name, flow, &names))
             .collect();
         if raw.loads.is_empty() {
-            self.error(None, "loads", "the scenario has no [loads.<name>] table: nothing would run");
+            self.error(
+                None,
+                "loads",
+                "the scenario has no [loads.<name>] table: nothing would run",
+            );
         }
         let loads = raw
             .loads
@@ -302,14 +350,20 @@ impl<'a> Validator<'a> {
         let faults = raw
             .faults
             .iter()
-            .filter_map(|(name, fault)| self.fault(name, fault, &names, &raw.databases, limits.horizon))
+            .filter_map(|(name, fault)| {
+                self.fault(name, fault, &names, &raw.databases, limits.horizon)
+            })
             .collect();
         if self.errors.len() > errors_before {
             return None;
         }
         let scenario = Scenario {
             name: name.to_owned(),
-            seed: raw.scenario.seed.as_ref().map_or(default::SEED, |s| *s.get_ref()),
+            seed: raw
+                .scenario
+                .seed
+                .as_ref()
+                .map_or(default::SEED, |s| *s.get_ref()),
             limits,
             bucket,
             percentile_rule,
@@ -335,7 +389,8 @@ impl<'a> Validator<'a> {
         });
         let time_max = match &run.time_max {
             Some(value) => {
-                let time_max = self.positive_duration(value, "run.time_max", "the run could not start");
+                let time_max =
+                    self.positive_duration(value, "run.time_max", "the run could not start");
                 if let (Some(time_max), Some(horizon)) = (time_max, horizon)
                     && time_max < horizon
                 {
@@ -345,13 +400,22 @@ impl<'a> Validator<'a> {
                         format!("{time_max} is shorter than the horizon {horizon}"),
                     );
                 }
-                time_max.map_or(RunLimits::TIME_MAX_DEFAULT, |d| SimTime::ZERO.saturating_add(d))
+                time_max.map_or(RunLimits::TIME_MAX_DEFAULT, |d| {
+                    SimTime::ZERO.saturating_add(d)
+                })
             }
-            None => RunLimits::TIME_MAX_DEFAULT.max(SimTime::ZERO.saturating_add(horizon.unwrap_or_default())),
+            None => RunLimits::TIME_MAX_DEFAULT
+                .max(SimTime::ZERO.saturating_add(horizon.unwrap_or_default())),
         };
         let events_max = match &run.events_max {
             Some(value) => self
-                .count(value, "run.events_max", 1, u64::MAX, "a run needs at least one event")
+                .count(
+                    value,
+                    "run.events_max",
+                    1,
+                    u64::MAX,
+                    "a run needs at least one event",
+                )
                 .unwrap_or(1),
             None => RunLimits::EVENTS_MAX_DEFAULT,
         };
@@ -366,7 +430,9 @@ impl<'a> Validator<'a> {
         let Some(value) = &metrics.bucket else {
             return SimDuration::from_nanos(parse_duration(default::BUCKET).expect("default"));
         };
-        let Some(bucket) = self.positive_duration(value, "metrics.bucket", "the series would have no width") else {
+        let Some(bucket) =
+            self.positive_duration(value, "metrics.bucket", "the series would have no width")
+        else {
             return SimDuration::from_millis(100);
         };
         if let Some(horizon) = horizon {
@@ -389,7 +455,11 @@ impl<'a> Validator<'a> {
         let key = |field: &str| format!("servers.{name}.{field}");
         ServerSpec {
             name: name.to_owned(),
-            command_cost: self.duration_or(&raw.command_cost, &key("command_cost"), default::COMMAND_COST),
+            command_cost: self.duration_or(
+                &raw.command_cost,
+                &key("command_cost"),
+                default::COMMAND_COST,
+            ),
             byte_rate: raw
                 .byte_rate
                 .as_ref()
@@ -398,7 +468,12 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn connection(&mut self, name: &str, raw: &RawConnection, names: &Names) -> Option<ConnectionSpec> {
+    fn connection(
+        &mut self,
+        name: &str,
+        raw: &RawConnection,
+        names: &Names,
+    ) -> Option<ConnectionSpec> {
         let key = |field: &str| format!("connections.{name}.{field}");
         let server = self.reference(&raw.server, &key("server"), "server", &names.servers);
         let command_timeout = raw.command_timeout.as_ref().and_then(|t| {
@@ -414,14 +489,29 @@ impl<'a> Validator<'a> {
             Some(RetryLimit::Count(count)) => Some(u32::try_from(*count).unwrap_or(u32::MAX)),
         };
         let connect_timeout = match &raw.connect_timeout {
-            Some(t) => self.positive_duration(t, &key("connect_timeout"), "no connection could ever be made")?,
+            Some(t) => self.positive_duration(
+                t,
+                &key("connect_timeout"),
+                "no connection could ever be made",
+            )?,
             None => self.duration_or(&None, "", default::CONNECT_TIMEOUT),
         };
-        let reconnect_delay = self.duration_or(&raw.reconnect_delay, &key("reconnect_delay"), default::RECONNECT_DELAY);
-        let reconnect_delay_max =
-            self.duration_or(&raw.reconnect_delay_max, &key("reconnect_delay_max"), default::RECONNECT_DELAY_MAX);
+        let reconnect_delay = self.duration_or(
+            &raw.reconnect_delay,
+            &key("reconnect_delay"),
+            default::RECONNECT_DELAY,
+        );
+        let reconnect_delay_max = self.duration_or(
+            &raw.reconnect_delay_max,
+            &key("reconnect_delay_max"),
+            default::RECONNECT_DELAY_MAX,
+        );
         if reconnect_delay > reconnect_delay_max {
-            let span = raw.reconnect_delay.as_ref().or(raw.reconnect_delay_max.as_ref()).map(Spanned::span);
+            let span = raw
+                .reconnect_delay
+                .as_ref()
+                .or(raw.reconnect_delay_max.as_ref())
+                .map(Spanned::span);
             self.error(
                 span,
                 key("reconnect_delay"),
@@ -432,7 +522,10 @@ impl<'a> Validator<'a> {
             name: name.to_owned(),
             server: ServerId(server?),
             latency: self.duration_or(&raw.latency, &key("latency"), default::LATENCY),
-            bandwidth: raw.bandwidth.as_ref().and_then(|b| self.bandwidth(b, &key("bandwidth"))),
+            bandwidth: raw
+                .bandwidth
+                .as_ref()
+                .and_then(|b| self.bandwidth(b, &key("bandwidth"))),
             command_timeout,
             offline_queue: raw.offline_queue.unwrap_or(true),
             max_retries,
@@ -480,14 +573,26 @@ impl<'a> Validator<'a> {
         let require = |this: &mut Self, value: &Option<Spanned<Text>>, name: &str| match value {
             Some(value) => this.duration(value, &field(name)),
             None => {
-                this.error(Some(raw.distribution.span()), field(name), format!("is required by this distribution"));
+                this.error(
+                    Some(raw.distribution.span()),
+                    field(name),
+                    "is required by this distribution".to_owned(),
+                );
                 None
             }
         };
         match kind {
             DistributionName::Uniform => {
-                forbid(self, &raw.mean, "mean", "a uniform distribution has min and max, not a mean");
-                let (min, max) = (require(self, &raw.min, "min"), require(self, &raw.max, "max"));
+                forbid(
+                    self,
+                    &raw.mean,
+                    "mean",
+                    "a uniform distribution has min and max, not a mean",
+                );
+                let (min, max) = (
+                    require(self, &raw.min, "min"),
+                    require(self, &raw.max, "max"),
+                );
                 match Distribution::uniform(min?, max?) {
                     Ok(distribution) => Some(distribution),
                     Err(error) => {
@@ -498,7 +603,12 @@ impl<'a> Validator<'a> {
                 }
             }
             DistributionName::Exponential => {
-                forbid(self, &raw.max, "max", "an exponential distribution has no maximum");
+                forbid(
+                    self,
+                    &raw.max,
+                    "max",
+                    "an exponential distribution has no maximum",
+                );
                 let min = self.duration_or(&raw.min, &field("min"), "0s");
                 let mean = require(self, &raw.mean, "mean")?;
                 match Distribution::exponential(min, mean) {
@@ -524,7 +634,10 @@ impl<'a> Validator<'a> {
         let config = match BreakerConfig::new(failures, open_for, probes) {
             Ok(config) => config,
             Err(error) => {
-                let mut spans = vec![("failures", raw.failures.span()), ("open_for", raw.open_for.span())];
+                let mut spans = vec![
+                    ("failures", raw.failures.span()),
+                    ("open_for", raw.open_for.span()),
+                ];
                 if let Some(p) = &raw.half_open_probes {
                     spans.push(("half_open_probes", p.span()));
                 }
@@ -580,7 +693,11 @@ impl<'a> Validator<'a> {
                 config,
             }),
             Err(error) => {
-                self.config_error(error, &prefix, &[("max_concurrent", raw.max_concurrent.span())]);
+                self.config_error(
+                    error,
+                    &prefix,
+                    &[("max_concurrent", raw.max_concurrent.span())],
+                );
                 None
             }
         }
@@ -588,7 +705,11 @@ impl<'a> Validator<'a> {
 
     fn flow(&mut self, name: &str, raw: &RawFlow, names: &Names) -> Option<FlowSpec> {
         if raw.steps.get_ref().is_empty() {
-            self.error(Some(raw.steps.span()), format!("flows.{name}.steps"), "a flow needs at least one step");
+            self.error(
+                Some(raw.steps.span()),
+                format!("flows.{name}.steps"),
+                "a flow needs at least one step",
+            );
             return None;
         }
         let errors_before = self.errors.len();
@@ -597,7 +718,9 @@ impl<'a> Validator<'a> {
             .get_ref()
             .iter()
             .enumerate()
-            .filter_map(|(index, step)| self.step(&format!("flows.{name}.steps[{index}]"), step, names))
+            .filter_map(|(index, step)| {
+                self.step(&format!("flows.{name}.steps[{index}]"), step, names)
+            })
             .collect();
         (self.errors.len() == errors_before).then(|| FlowSpec {
             name: name.to_owned(),
@@ -605,7 +728,12 @@ impl<'a> Validator<'a> {
         })
     }
 
-    fn step(&mut self, prefix: &str, spanned: &Spanned<RawStep>, names: &Names) -> Option<StepSpec> {
+    fn step(
+        &mut self,
+        prefix: &str,
+        spanned: &Spanned<RawStep>,
+        names: &Names,
+    ) -> Option<StepSpec> {
         let raw = spanned.get_ref();
         let key = |field: &str| format!("{prefix}.{field}");
         let actions = [raw.redis.is_some(), raw.db.is_some(), raw.work.is_some()];
@@ -634,24 +762,50 @@ impl<'a> Validator<'a> {
                 );
             }
             if command_name != RedisCommandName::Get {
-                not_here(self, on_hit.as_ref().map(|h| h.0.clone()), "on_hit", "a command other than GET");
+                not_here(
+                    self,
+                    on_hit.as_ref().map(|h| h.0.clone()),
+                    "on_hit",
+                    "a command other than GET",
+                );
             }
-            let takes_value = matches!(command_name, RedisCommandName::Set | RedisCommandName::SetNxPx);
+            let takes_value = matches!(
+                command_name,
+                RedisCommandName::Set | RedisCommandName::SetNxPx
+            );
             if !takes_value {
-                not_here(self, raw.value.as_ref().map(Spanned::span), "value", "a command that writes no value");
-                not_here(self, raw.ttl.as_ref().map(Spanned::span), "ttl", "a command that sets no expiry");
+                not_here(
+                    self,
+                    raw.value.as_ref().map(Spanned::span),
+                    "value",
+                    "a command that writes no value",
+                );
+                not_here(
+                    self,
+                    raw.ttl.as_ref().map(Spanned::span),
+                    "ttl",
+                    "a command that sets no expiry",
+                );
             }
             let connection = match &raw.connection {
                 Some(c) => self.reference(c, &key("connection"), "connection", &names.connections),
                 None => {
-                    self.error(Some(command.span()), key("connection"), "a Redis step needs a connection");
+                    self.error(
+                        Some(command.span()),
+                        key("connection"),
+                        "a Redis step needs a connection",
+                    );
                     None
                 }
             };
             let family = match &raw.key {
                 Some(k) => self.reference(k, &key("key"), "key family", &names.keys),
                 None => {
-                    self.error(Some(command.span()), key("key"), "a Redis step needs a key (a [keys.<name>] family)");
+                    self.error(
+                        Some(command.span()),
+                        key("key"),
+                        "a Redis step needs a key (a [keys.<name>] family)",
+                    );
                     None
                 }
             };
@@ -660,9 +814,11 @@ impl<'a> Validator<'a> {
                 _ => default::VALUE as u32,
             };
             let ttl = match &raw.ttl {
-                Some(ttl) if takes_value => {
-                    Some(self.positive_duration(ttl, &key("ttl"), "the key would expire as it is written")?)
-                }
+                Some(ttl) if takes_value => Some(self.positive_duration(
+                    ttl,
+                    &key("ttl"),
+                    "the key would expire as it is written",
+                )?),
                 _ => None,
             };
             let command = match command_name {
@@ -672,7 +828,11 @@ impl<'a> Validator<'a> {
                 RedisCommandName::Set => RedisCommand::Set { value_bytes, ttl },
                 RedisCommandName::SetNxPx => {
                     let Some(ttl) = ttl else {
-                        self.error(Some(command.span()), key("ttl"), "SET NX PX needs a ttl (the PX argument)");
+                        self.error(
+                            Some(command.span()),
+                            key("ttl"),
+                            "SET NX PX needs a ttl (the PX argument)",
+                        );
                         return None;
                     };
                     RedisCommand::SetNxPx { value_bytes, ttl }
@@ -684,7 +844,11 @@ impl<'a> Validator<'a> {
                 key: KeyFamilyId(family?),
             }
         } else {
-            let what = if raw.db.is_some() { "a database step" } else { "a work step" };
+            let what = if raw.db.is_some() {
+                "a database step"
+            } else {
+                "a work step"
+            };
             for (field, span) in [
                 ("connection", raw.connection.as_ref().map(Spanned::span)),
                 ("key", raw.key.as_ref().map(Spanned::span)),
@@ -697,7 +861,11 @@ impl<'a> Validator<'a> {
             if let Some(database) = &raw.db {
                 let database = self.reference(database, &key("db"), "database", &names.databases);
                 let timeout = match &raw.timeout {
-                    Some(t) => Some(self.positive_duration(t, &key("timeout"), "every query would time out")?),
+                    Some(t) => Some(self.positive_duration(
+                        t,
+                        &key("timeout"),
+                        "every query would time out",
+                    )?),
                     None => None,
                 };
                 StepAction::Database {
@@ -705,7 +873,12 @@ impl<'a> Validator<'a> {
                     timeout,
                 }
             } else {
-                not_here(self, raw.timeout.as_ref().map(Spanned::span), "timeout", what);
+                not_here(
+                    self,
+                    raw.timeout.as_ref().map(Spanned::span),
+                    "timeout",
+                    what,
+                );
                 let work = raw.work.as_ref().expect("one action is set");
                 StepAction::Work {
                     duration: self.duration(work, &key("work"))?,
@@ -746,7 +919,13 @@ impl<'a> Validator<'a> {
         })
     }
 
-    fn load(&mut self, name: &str, raw: &RawLoad, names: &Names, horizon: Option<SimTime>) -> Option<LoadSpec> {
+    fn load(
+        &mut self,
+        name: &str,
+        raw: &RawLoad,
+        names: &Names,
+        horizon: Option<SimTime>,
+    ) -> Option<LoadSpec> {
         let key = |field: &str| format!("loads.{name}.{field}");
         let flow = self.reference(&raw.flow, &key("flow"), "flow", &names.flows);
         let start = SimTime::ZERO.saturating_add(self.duration_or(&raw.start, &key("start"), "0s"));
@@ -756,7 +935,11 @@ impl<'a> Validator<'a> {
             self.error(
                 Some(start_value.span()),
                 key("start"),
-                format!("starts at {}, after the horizon {}: it would never run", since_zero(start), since_zero(horizon)),
+                format!(
+                    "starts at {}, after the horizon {}: it would never run",
+                    since_zero(start),
+                    since_zero(horizon)
+                ),
             );
         }
         let arrivals = match raw.arrivals.get_ref() {
@@ -766,11 +949,19 @@ impl<'a> Validator<'a> {
                     ("duration", raw.duration.as_ref().map(Spanned::span)),
                 ] {
                     if let Some(span) = span {
-                        self.error(Some(span), key(field), "does not apply to a burst (it sends `count` requests at once)");
+                        self.error(
+                            Some(span),
+                            key(field),
+                            "does not apply to a burst (it sends `count` requests at once)",
+                        );
                     }
                 }
                 let Some(count) = &raw.count else {
-                    self.error(Some(raw.arrivals.span()), key("count"), "a burst needs a count");
+                    self.error(
+                        Some(raw.arrivals.span()),
+                        key("count"),
+                        "a burst needs a count",
+                    );
                     return None;
                 };
                 Arrivals::Burst {
@@ -787,7 +978,11 @@ impl<'a> Validator<'a> {
                         }
                     },
                     None => {
-                        self.error(Some(raw.arrivals.span()), key("rate"), "needs a rate (requests per second)");
+                        self.error(
+                            Some(raw.arrivals.span()),
+                            key("rate"),
+                            "needs a rate (requests per second)",
+                        );
                         None
                     }
                 };
@@ -797,8 +992,15 @@ impl<'a> Validator<'a> {
                         .duration(duration, &key("duration"))
                         .map(|d| LoadEnd::Until(start.saturating_add(d))),
                     (count, _) => {
-                        let span = count.as_ref().map(Spanned::span).unwrap_or(raw.arrivals.span());
-                        self.error(Some(span), key("count"), "give exactly one of `count` or `duration`");
+                        let span = count
+                            .as_ref()
+                            .map(Spanned::span)
+                            .unwrap_or(raw.arrivals.span());
+                        self.error(
+                            Some(span),
+                            key("count"),
+                            "give exactly one of `count` or `duration`",
+                        );
                         None
                     }
                 };
@@ -830,7 +1032,10 @@ impl<'a> Validator<'a> {
             self.error(
                 Some(raw.target.span()),
                 key("target"),
-                format!("`{}` is a database: faults can target Redis servers only", raw.target.get_ref()),
+                format!(
+                    "`{}` is a database: faults can target Redis servers only",
+                    raw.target.get_ref()
+                ),
             );
             None
         } else {
@@ -843,11 +1048,19 @@ impl<'a> Validator<'a> {
             self.error(
                 Some(raw.at.span()),
                 key("at"),
-                format!("starts at {}, after the horizon {}: it would never happen", since_zero(at), since_zero(horizon)),
+                format!(
+                    "starts at {}, after the horizon {}: it would never happen",
+                    since_zero(at),
+                    since_zero(horizon)
+                ),
             );
         }
         let duration = match &raw.duration {
-            Some(d) => Some(self.positive_duration(d, &key("duration"), "leave it out for a fault that never ends")?),
+            Some(d) => Some(self.positive_duration(
+                d,
+                &key("duration"),
+                "leave it out for a fault that never ends",
+            )?),
             None => None,
         };
         Some(FaultSpec {

@@ -213,11 +213,20 @@ mod tests {
         let mut dbs = databases(capacity);
         let mut events = EventQueue::default();
         for slot in 0..count {
-            dbs.start(SimTime::ZERO, DatabaseId(0), RequestRef { slot, token: 0 }, &mut events);
+            dbs.start(
+                SimTime::ZERO,
+                DatabaseId(0),
+                RequestRef { slot, token: 0 },
+                &mut events,
+            );
         }
         let mut finished = Vec::new();
         while let Some((at, event)) = events.pop() {
-            let Event::DatabaseWake { database, generation } = event else {
+            let Event::DatabaseWake {
+                database,
+                generation,
+            } = event
+            else {
                 unreachable!()
             };
             dbs.on_wake(at, database, generation, &mut events);
@@ -246,7 +255,12 @@ mod tests {
         let mut dbs = databases(None);
         let mut events = EventQueue::default();
         for slot in 0..3 {
-            dbs.start(SimTime::ZERO, DatabaseId(0), RequestRef { slot, token: 0 }, &mut events);
+            dbs.start(
+                SimTime::ZERO,
+                DatabaseId(0),
+                RequestRef { slot, token: 0 },
+                &mut events,
+            );
         }
         assert_eq!(dbs.running(DatabaseId(0)), 3);
         assert_eq!(dbs.summary(DatabaseId(0)).peak_concurrency, 3);

@@ -29,8 +29,8 @@ use crate::metrics::{GaugeId, Metrics};
 use crate::redis::{Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
-    Arrivals, BreakerId, BulkheadId, ConnectionId, DatabaseId, FaultKind, FlowId, LoadEnd,
-    LoadId, OnError, OnHit, OutcomeSet, Scenario, StepAction,
+    Arrivals, BreakerId, BulkheadId, ConnectionId, DatabaseId, FaultKind, FlowId, LoadEnd, LoadId,
+    OnError, OnHit, OutcomeSet, Scenario, StepAction,
 };
 
 /// Runs one scenario to its end and reports what happened.
@@ -266,18 +266,18 @@ impl<'s> Simulator<'s> {
             Event::CommandTimeout { connection, seq } => {
                 self.redis.on_command_timeout(connection, seq)
             }
-            Event::CommandArrives { connection, epoch } => {
-                self.redis.on_command_arrives(now, connection, epoch, events)
-            }
+            Event::CommandArrives { connection, epoch } => self
+                .redis
+                .on_command_arrives(now, connection, epoch, events),
             Event::ServerDone { server, epoch } => {
                 self.redis.on_server_done(now, server, epoch, events)
             }
             Event::ReplyArrives { connection, epoch } => {
                 self.redis.on_reply_arrives(connection, epoch)
             }
-            Event::ConnectArrives { connection, epoch } => {
-                self.redis.on_connect_arrives(now, connection, epoch, events)
-            }
+            Event::ConnectArrives { connection, epoch } => self
+                .redis
+                .on_connect_arrives(now, connection, epoch, events),
             Event::ConnectAnswered {
                 connection,
                 epoch,
@@ -285,15 +285,15 @@ impl<'s> Simulator<'s> {
             } => self
                 .redis
                 .on_connect_answered(now, connection, epoch, accepted, events),
-            Event::ConnectTimeout { connection, epoch } => {
-                self.redis.on_connect_timeout(now, connection, epoch, events)
-            }
+            Event::ConnectTimeout { connection, epoch } => self
+                .redis
+                .on_connect_timeout(now, connection, epoch, events),
             Event::ReconnectDue { connection, epoch } => {
                 self.redis.on_reconnect_due(now, connection, epoch, events)
             }
-            Event::ConnectionClosed { connection, epoch } => {
-                self.redis.on_connection_closed(now, connection, epoch, events)
-            }
+            Event::ConnectionClosed { connection, epoch } => self
+                .redis
+                .on_connection_closed(now, connection, epoch, events),
             Event::DatabaseWake {
                 database,
                 generation,
@@ -472,11 +472,13 @@ impl<'s> Simulator<'s> {
                 let entry = &mut self.bulkheads[bulkhead.index()];
                 match entry.bulkhead.try_acquire(waiter) {
                     Acquire::Granted(permit) => {
-                        entry.peak_in_use = entry.peak_in_use.max(u64::from(entry.bulkhead.in_use()));
+                        entry.peak_in_use =
+                            entry.peak_in_use.max(u64::from(entry.bulkhead.in_use()));
                         self.request_mut(slot).permit = Some((bulkhead, permit));
                     }
                     Acquire::Queued => {
-                        entry.peak_queued = entry.peak_queued.max(u64::from(entry.bulkhead.queued()));
+                        entry.peak_queued =
+                            entry.peak_queued.max(u64::from(entry.bulkhead.queued()));
                         return; // a release hands the permit over and makes it runnable
                     }
                     Acquire::Shed => {

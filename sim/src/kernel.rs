@@ -54,15 +54,30 @@ pub(crate) enum Event {
     /// A request's timer: local work finished, or a database query timed out.
     RequestTimer(RequestRef),
     /// The client-side timeout of command `seq` on a connection.
-    CommandTimeout { connection: ConnectionId, seq: u64 },
+    CommandTimeout {
+        connection: ConnectionId,
+        seq: u64,
+    },
     /// The oldest command in the connection's outbound pipe reaches the server.
-    CommandArrives { connection: ConnectionId, epoch: u32 },
+    CommandArrives {
+        connection: ConnectionId,
+        epoch: u32,
+    },
     /// The server finishes executing its current command.
-    ServerDone { server: ServerId, epoch: u32 },
+    ServerDone {
+        server: ServerId,
+        epoch: u32,
+    },
     /// The oldest reply in the connection's inbound pipe reaches the client.
-    ReplyArrives { connection: ConnectionId, epoch: u32 },
+    ReplyArrives {
+        connection: ConnectionId,
+        epoch: u32,
+    },
     /// A connection attempt reaches the server.
-    ConnectArrives { connection: ConnectionId, epoch: u32 },
+    ConnectArrives {
+        connection: ConnectionId,
+        epoch: u32,
+    },
     /// The answer to a connection attempt reaches the client.
     ConnectAnswered {
         connection: ConnectionId,
@@ -70,13 +85,25 @@ pub(crate) enum Event {
         accepted: bool,
     },
     /// A connection attempt has had no answer for the connect timeout.
-    ConnectTimeout { connection: ConnectionId, epoch: u32 },
+    ConnectTimeout {
+        connection: ConnectionId,
+        epoch: u32,
+    },
     /// Time to attempt a reconnect.
-    ReconnectDue { connection: ConnectionId, epoch: u32 },
+    ReconnectDue {
+        connection: ConnectionId,
+        epoch: u32,
+    },
     /// The client learns that the server closed the connection.
-    ConnectionClosed { connection: ConnectionId, epoch: u32 },
+    ConnectionClosed {
+        connection: ConnectionId,
+        epoch: u32,
+    },
     /// A database's next query may have finished.
-    DatabaseWake { database: DatabaseId, generation: u32 },
+    DatabaseWake {
+        database: DatabaseId,
+        generation: u32,
+    },
     FaultStarts(FaultId),
     FaultEnds(FaultId),
 }
@@ -129,7 +156,9 @@ impl EventQueue {
     }
 
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        self.heap.pop().map(|scheduled| (scheduled.at, scheduled.event))
+        self.heap
+            .pop()
+            .map(|scheduled| (scheduled.at, scheduled.event))
     }
 }
 

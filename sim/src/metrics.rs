@@ -305,7 +305,10 @@ fn percentile(histogram: &Histogram<u64>, rule: PercentileRule, thousandths: u32
             return histogram.highest_equivalent(value.value_iterated_to());
         }
     }
-    unreachable!("rank {rank} is within the {} recorded values", histogram.len())
+    unreachable!(
+        "rank {rank} is within the {} recorded values",
+        histogram.len()
+    )
 }
 
 fn counts_by_name(counts: &[u64; Outcome::COUNT]) -> BTreeMap<String, u64> {
@@ -377,8 +380,17 @@ mod rule_tests {
         for value in 1..=100u64 {
             histogram.record(value).unwrap();
         }
-        assert_eq!(percentile(&histogram, PercentileRule::NearestRank, 50_000), 50);
-        assert_eq!(percentile(&histogram, PercentileRule::FloorIndex, 50_000), 51);
-        assert_eq!(percentile(&histogram, PercentileRule::FloorIndex, 99_000), 100);
+        assert_eq!(
+            percentile(&histogram, PercentileRule::NearestRank, 50_000),
+            50
+        );
+        assert_eq!(
+            percentile(&histogram, PercentileRule::FloorIndex, 50_000),
+            51
+        );
+        assert_eq!(
+            percentile(&histogram, PercentileRule::FloorIndex, 99_000),
+            100
+        );
     }
 }

@@ -40,9 +40,8 @@ impl Op {
     fn request_bytes(self) -> u64 {
         COMMAND_OVERHEAD_BYTES
             + match self.command {
-                RedisCommand::Set { value_bytes, .. } | RedisCommand::SetNxPx { value_bytes, .. } => {
-                    u64::from(value_bytes)
-                }
+                RedisCommand::Set { value_bytes, .. }
+                | RedisCommand::SetNxPx { value_bytes, .. } => u64::from(value_bytes),
                 RedisCommand::Get | RedisCommand::Incr | RedisCommand::Del => 0,
             }
     }
@@ -51,7 +50,9 @@ impl Op {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Reply {
     Ok,
-    Hit { value_bytes: u32 },
+    Hit {
+        value_bytes: u32,
+    },
     Miss,
     /// `SET NX` found the key taken.
     NotSet,
@@ -373,7 +374,10 @@ impl Redis {
             .spec
             .bandwidth
             .map_or(SimDuration::ZERO, |rate| rate.time_for(op.request_bytes()));
-        let sent_at = connection.outbound_free_at.max(now).saturating_add(wire_time);
+        let sent_at = connection
+            .outbound_free_at
+            .max(now)
+            .saturating_add(wire_time);
         connection.outbound_free_at = sent_at;
         connection.outbound.push_back((seq, op));
         events.schedule(
@@ -428,9 +432,11 @@ impl Redis {
             };
             let reply = server.keyspace.apply(now, op);
             let bytes = op.request_bytes() + reply.bytes();
-            let cost = server
-                .command_cost
-                .saturating_add(server.byte_rate.map_or(SimDuration::ZERO, |r| r.time_for(bytes)));
+            let cost = server.command_cost.saturating_add(
+                server
+                    .byte_rate
+                    .map_or(SimDuration::ZERO, |r| r.time_for(bytes)),
+            );
             server.executing = Some(Executing {
                 connection: connection_id,
                 connection_epoch: connection.epoch,
@@ -460,7 +466,10 @@ impl Redis {
         if server.epoch != epoch {
             return;
         }
-        let done = server.executing.take().expect("a completion per started command");
+        let done = server
+            .executing
+            .take()
+            .expect("a completion per started command");
         let connection = &mut self.connections[done.connection.index()];
         if connection.input.is_empty() {
             connection.scheduled = false;
@@ -472,7 +481,10 @@ impl Redis {
                 .spec
                 .bandwidth
                 .map_or(SimDuration::ZERO, |rate| rate.time_for(done.reply.bytes()));
-            let sent_at = connection.inbound_free_at.max(now).saturating_add(wire_time);
+            let sent_at = connection
+                .inbound_free_at
+                .max(now)
+                .saturating_add(wire_time);
             connection.inbound_free_at = sent_at;
             connection.inbound.push_back((done.seq, done.reply));
             events.schedule(
@@ -563,7 +575,9 @@ impl Redis {
             keep
         });
         connection.attempts_failed += 1;
-        let delay = connection.spec.reconnect_delay_for(connection.attempts_failed);
+        let delay = connection
+            .spec
+            .reconnect_delay_for(connection.attempts_failed);
         events.schedule(
             now.saturating_add(delay),
             Event::ReconnectDue {
@@ -659,7 +673,10 @@ impl Redis {
         connection.attempts_failed = 0;
         connection.sent = connection.commands.len();
         for index in 0..connection.commands.len() {
-            let (seq, op) = (connection.commands[index].seq, connection.commands[index].op);
+            let (seq, op) = (
+                connection.commands[index].seq,
+                connection.commands[index].op,
+            );
             Self::transmit(now, id, connection, seq, op, events);
         }
     }

@@ -120,7 +120,16 @@ mod tests {
 
     #[test]
     fn fixed_point_logarithm_matches_floating_point() {
-        for u in [1u64, 2, 3, 1 << 20, 12_345_678_901, 1 << 63, u64::MAX / 3, u64::MAX] {
+        for u in [
+            1u64,
+            2,
+            3,
+            1 << 20,
+            12_345_678_901,
+            1 << 63,
+            u64::MAX / 3,
+            u64::MAX,
+        ] {
             let exact = -(u as f64 / 2f64.powi(64)).ln();
             let fixed = neg_ln_q32(u) as f64 / 2f64.powi(32);
             assert!((exact - fixed).abs() < 1e-8, "u={u}: {exact} vs {fixed}");
@@ -131,7 +140,9 @@ mod tests {
     fn exponential_draws_have_the_requested_mean() {
         let mut stream = Stream::derive(7, "test", "exp");
         let draws = 200_000u64;
-        let total: u64 = (0..draws).map(|_| stream.exponential_nanos(2_000_000)).sum();
+        let total: u64 = (0..draws)
+            .map(|_| stream.exponential_nanos(2_000_000))
+            .sum();
         let mean = total as f64 / draws as f64;
         assert!((mean - 2e6).abs() < 2e6 * 0.01, "mean {mean}");
     }

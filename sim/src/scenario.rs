@@ -153,7 +153,8 @@ impl Rate {
     /// Offset of arrival number `index` from the first one, when evenly spaced: exactly
     /// `floor(index / rate)`, computed in integers.
     pub fn even_offset(self, index: u64) -> Option<SimDuration> {
-        let nanos = u128::from(index) * 1_000_000_000_000 / u128::from(self.millirequests_per_second());
+        let nanos =
+            u128::from(index) * 1_000_000_000_000 / u128::from(self.millirequests_per_second());
         u64::try_from(nanos).ok().map(SimDuration::from_nanos)
     }
 
@@ -204,7 +205,9 @@ impl ConnectionSpec {
     pub fn reconnect_delay_for(&self, attempt: u32) -> SimDuration {
         self.reconnect_delay
             .checked_mul(u64::from(attempt))
-            .map_or(self.reconnect_delay_max, |d| d.min(self.reconnect_delay_max))
+            .map_or(self.reconnect_delay_max, |d| {
+                d.min(self.reconnect_delay_max)
+            })
     }
 }
 
@@ -224,18 +227,21 @@ pub struct DatabaseSpec {
 pub enum Distribution {
     Constant(SimDuration),
     /// Uniform over `[min, max]`, to the nanosecond.
-    Uniform { min: SimDuration, max: SimDuration },
+    Uniform {
+        min: SimDuration,
+        max: SimDuration,
+    },
     /// `min` plus an exponential with the given mean.
-    Exponential { min: SimDuration, mean: SimDuration },
+    Exponential {
+        min: SimDuration,
+        mean: SimDuration,
+    },
 }
 
 impl Distribution {
     pub fn uniform(min: SimDuration, max: SimDuration) -> Result<Distribution, ConfigError> {
         if min > max {
-            return Err(ConfigError::new(
-                "min",
-                format!("{min} is above max {max}"),
-            ));
+            return Err(ConfigError::new("min", format!("{min} is above max {max}")));
         }
         Ok(Distribution::Uniform { min, max })
     }
@@ -342,7 +348,10 @@ pub enum RedisCommand {
         ttl: Option<SimDuration>,
     },
     /// `SET key value NX PX ttl`: a lock. Fails with `lock_busy` when the key exists.
-    SetNxPx { value_bytes: u32, ttl: SimDuration },
+    SetNxPx {
+        value_bytes: u32,
+        ttl: SimDuration,
+    },
     Incr,
     Del,
 }
@@ -461,7 +470,11 @@ impl Scenario {
         }
         for flow in &self.flows {
             if flow.steps.len() > usize::from(u16::MAX) {
-                return Err(format!("flow {} has more than {} steps", flow.name, u16::MAX));
+                return Err(format!(
+                    "flow {} has more than {} steps",
+                    flow.name,
+                    u16::MAX
+                ));
             }
             for step in &flow.steps {
                 if let Some(breaker) = step.breaker {
@@ -526,11 +539,11 @@ mod tests {
     #[test]
     fn byte_rates_round_transfer_time_up() {
         let rate = ByteRate::new(100 * 1024 * 1024).unwrap();
+        assert_eq!(rate.time_for(2 * 1024 * 1024), SimDuration::from_millis(20));
         assert_eq!(
-            rate.time_for(2 * 1024 * 1024),
-            SimDuration::from_millis(20)
+            ByteRate::new(3).unwrap().time_for(1).as_nanos(),
+            333_333_334
         );
-        assert_eq!(ByteRate::new(3).unwrap().time_for(1).as_nanos(), 333_333_334);
     }
 
     #[test]
@@ -551,6 +564,9 @@ mod tests {
         assert_eq!(spec.reconnect_delay_for(1), SimDuration::from_millis(50));
         assert_eq!(spec.reconnect_delay_for(3), SimDuration::from_millis(150));
         assert_eq!(spec.reconnect_delay_for(100), SimDuration::from_secs(2));
-        assert_eq!(spec.reconnect_delay_for(u32::MAX), SimDuration::from_secs(2));
+        assert_eq!(
+            spec.reconnect_delay_for(u32::MAX),
+            SimDuration::from_secs(2)
+        );
     }
 }

@@ -41,9 +41,16 @@ fn a_small_command_waits_for_the_bytes_queued_before_it_on_its_connection() {
     s.connections[0].bandwidth = ByteRate::new(1_000_000); // 1 MB/s: 1 ms per KB
     s.connections.push(connection("b", 0));
     s.connections[1].bandwidth = ByteRate::new(1_000_000);
-    s.flows.push(flow("blob", vec![redis_step(0, set(100_000), 1)]));
-    s.flows.push(flow("incr_same", vec![redis_step(0, RedisCommand::Incr, 0)]));
-    s.flows.push(flow("incr_other", vec![redis_step(1, RedisCommand::Incr, 0)]));
+    s.flows
+        .push(flow("blob", vec![redis_step(0, set(100_000), 1)]));
+    s.flows.push(flow(
+        "incr_same",
+        vec![redis_step(0, RedisCommand::Incr, 0)],
+    ));
+    s.flows.push(flow(
+        "incr_other",
+        vec![redis_step(1, RedisCommand::Incr, 0)],
+    ));
     s.loads.push(burst("blobs", 0, SimTime::ZERO, 5));
     s.loads.push(burst("same", 1, at_ms(1), 1));
     s.loads.push(burst("other", 2, at_ms(1), 1));
@@ -61,8 +68,10 @@ fn the_server_serves_connections_round_robin() {
     let mut s = base();
     s.servers[0].command_cost = ms(1);
     s.connections.push(connection("b", 0));
-    s.flows.push(flow("busy", vec![redis_step(0, RedisCommand::Incr, 0)]));
-    s.flows.push(flow("one", vec![redis_step(1, RedisCommand::Incr, 0)]));
+    s.flows
+        .push(flow("busy", vec![redis_step(0, RedisCommand::Incr, 0)]));
+    s.flows
+        .push(flow("one", vec![redis_step(1, RedisCommand::Incr, 0)]));
     s.loads.push(burst("busy", 0, SimTime::ZERO, 100));
     s.loads.push(burst("one", 1, at_ms(10), 1));
     let report = run(&s).unwrap();
@@ -77,9 +86,16 @@ fn the_server_serves_connections_round_robin() {
 fn a_command_whose_caller_timed_out_is_still_executed() {
     let mut s = base();
     s.connections[0].command_timeout = Some(ms(10));
-    s.flows.push(flow("incr", vec![redis_step(0, RedisCommand::Incr, 0)]));
+    s.flows
+        .push(flow("incr", vec![redis_step(0, RedisCommand::Incr, 0)]));
     s.loads.push(burst("incr", 0, SimTime::ZERO, 3));
-    s.faults.push(fault("pause", 0, FaultKind::Pause, SimTime::ZERO, Some(ms(50))));
+    s.faults.push(fault(
+        "pause",
+        0,
+        FaultKind::Pause,
+        SimTime::ZERO,
+        Some(ms(50)),
+    ));
     s.limits.horizon = Some(at_ms(200));
     let report = run(&s).unwrap();
     assert_eq!(outcome(&report, "incr", "timeout"), 3);
@@ -93,9 +109,16 @@ fn a_command_whose_caller_timed_out_is_still_executed() {
 #[test]
 fn a_pause_delays_commands_until_it_ends() {
     let mut s = base();
-    s.flows.push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.flows
+        .push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
     s.loads.push(burst("get", 0, at_ms(100), 1));
-    s.faults.push(fault("pause", 0, FaultKind::Pause, SimTime::ZERO, Some(ms(600))));
+    s.faults.push(fault(
+        "pause",
+        0,
+        FaultKind::Pause,
+        SimTime::ZERO,
+        Some(ms(600)),
+    ));
     let report = run(&s).unwrap();
     let latency = flow_latency(&report, "get");
     assert!((500.0..501.0).contains(&latency), "{latency}");
@@ -106,9 +129,11 @@ fn a_pause_delays_commands_until_it_ends() {
 #[test]
 fn without_a_timeout_a_hung_server_leaves_requests_waiting_forever() {
     let mut s = base();
-    s.flows.push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.flows
+        .push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
     s.loads.push(burst("get", 0, at_ms(10), 4));
-    s.faults.push(fault("hang", 0, FaultKind::Hang, SimTime::ZERO, None));
+    s.faults
+        .push(fault("hang", 0, FaultKind::Hang, SimTime::ZERO, None));
     let report = run(&s).unwrap();
     assert_eq!(report.verdict, Verdict::Stalled);
     assert_eq!(report.summary.unfinished, 4);
@@ -125,10 +150,12 @@ fn stopped(offline_queue: bool, timeout: Option<u64>, back_ms: Option<u64>) -> S
     let mut s = base();
     s.connections[0].offline_queue = offline_queue;
     s.connections[0].command_timeout = timeout.map(ms);
-    s.flows.push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.flows
+        .push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
     s.loads.push(burst("get", 0, at_ms(200), 1));
     let duration = back_ms.map(|back| ms(back - 100));
-    s.faults.push(fault("stop", 0, FaultKind::Stop, at_ms(100), duration));
+    s.faults
+        .push(fault("stop", 0, FaultKind::Stop, at_ms(100), duration));
     s.limits.horizon = Some(at_ms(10_000));
     s
 }
@@ -190,7 +217,13 @@ fn a_restart_without_persistence_empties_the_keyspace() {
         s.flows.push(flow("read", vec![read, failing_db]));
         s.loads.push(burst("write", 0, SimTime::ZERO, 1));
         s.loads.push(burst("read", 1, at_ms(2_000), 1));
-        s.faults.push(fault("restart", 0, FaultKind::Stop, at_ms(100), Some(ms(100))));
+        s.faults.push(fault(
+            "restart",
+            0,
+            FaultKind::Stop,
+            at_ms(100),
+            Some(ms(100)),
+        ));
         let report = run(&s).unwrap();
         // A hit finishes the read at once; a miss goes on to the one-second step.
         let read_latency = flow_latency(&report, "read");

@@ -36,7 +36,12 @@ struct Knobs {
 fn knobs() -> impl Strategy<Value = Knobs> {
     (
         (0u8..3, 10.0f64..5000.0, 1u64..300),
-        (1u32..30, 0u32..60, 1u64..100, proptest::option::of(1u32..40)),
+        (
+            1u32..30,
+            0u32..60,
+            1u64..100,
+            proptest::option::of(1u32..40),
+        ),
         (
             proptest::option::of(1u64..200),
             any::<bool>(),
@@ -94,9 +99,14 @@ fn scenario(k: &Knobs) -> Scenario {
         latency: Distribution::uniform(ms(k.db_latency_ms), ms(k.db_latency_ms + 5)).unwrap(),
         capacity: k.db_capacity,
     });
-    s.bulkheads.push(bulkhead("db", k.bulkhead_max, k.bulkhead_queue));
+    s.bulkheads
+        .push(bulkhead("db", k.bulkhead_max, k.bulkhead_queue));
     let mut get = redis_step(0, RedisCommand::Get, 0);
-    get.on_error = if k.fall_through { OnError::Next } else { OnError::Fail };
+    get.on_error = if k.fall_through {
+        OnError::Next
+    } else {
+        OnError::Fail
+    };
     get.on_hit = OnHit::Finish;
     if let Some(failures) = k.breaker_failures {
         s.breakers.push(breaker("redis", failures, ms(300)));
@@ -137,7 +147,8 @@ fn scenario(k: &Knobs) -> Scenario {
     });
     if let Some((kind, at, duration)) = k.fault {
         let kind = [FaultKind::Pause, FaultKind::Hang, FaultKind::Stop][usize::from(kind)];
-        s.faults.push(fault("fault", 0, kind, at_ms(at), duration.map(ms)));
+        s.faults
+            .push(fault("fault", 0, kind, at_ms(at), duration.map(ms)));
     }
     s
 }

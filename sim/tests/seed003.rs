@@ -18,7 +18,10 @@ fn a_breaker_raises_the_database_peak_and_a_bulkhead_bounds_it() {
         };
         let (timeout_only, with_breaker, with_bulkhead) =
             (peak(false, false), peak(true, false), peak(true, true));
-        assert!(with_breaker > timeout_only + 20, "seed {seed}: {with_breaker} vs {timeout_only}");
+        assert!(
+            with_breaker > timeout_only + 20,
+            "seed {seed}: {with_breaker} vs {timeout_only}"
+        );
         assert_eq!(with_bulkhead, 20, "seed {seed}");
     }
 }

@@ -141,7 +141,13 @@ pub fn bulkhead(name: &str, max_concurrent: u32, queue: u32) -> BulkheadSpec {
     }
 }
 
-pub fn fault(name: &str, server: u32, kind: FaultKind, at: SimTime, duration: Option<SimDuration>) -> FaultSpec {
+pub fn fault(
+    name: &str,
+    server: u32,
+    kind: FaultKind,
+    at: SimTime,
+    duration: Option<SimDuration>,
+) -> FaultSpec {
     FaultSpec {
         name: name.into(),
         target: ServerId(server),
@@ -171,7 +177,8 @@ pub fn seed003(with_breaker: bool, with_bulkhead: bool, requests: u64) -> Scenar
     get.on_hit = OnHit::Finish;
     let mut query = db_step(0);
     if with_breaker {
-        s.breakers.push(breaker("redis", 5, SimDuration::from_secs(5)));
+        s.breakers
+            .push(breaker("redis", 5, SimDuration::from_secs(5)));
         get.breaker = Some(BreakerId(0));
     }
     if with_bulkhead {
@@ -180,6 +187,7 @@ pub fn seed003(with_breaker: bool, with_bulkhead: bool, requests: u64) -> Scenar
     }
     s.flows.push(flow("read", vec![get, query]));
     s.loads.push(even("reads", 0, 500.0, requests));
-    s.faults.push(fault("redis-dead", 0, FaultKind::Hang, SimTime::ZERO, None));
+    s.faults
+        .push(fault("redis-dead", 0, FaultKind::Hang, SimTime::ZERO, None));
     s
 }
