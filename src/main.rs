@@ -1,1 +1,246 @@
-fn main(){}
+//! `outagelab`: run a scenario file's variants side by side, check its expectations, and write
+//! the report as JSON, CSV and charts.
+//!
+//! Exit codes: 0 when every run completed and every expectation held; 1 when an expectation
+//! failed or a run was cut short by its budget; 2 when the file or the command line is wrong.
+
+mod table;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use outagelab_report::{RunReport, write};
+use outagelab_scenario_file::ScenarioFile;
+
+#[derive(Parser)]
+#[command(
+    name = "outagelab",
+    version,
+    about = "Simulate how services behave when Redis or a database is slow, full, or gone"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every variant of a scenario file and compare them.
+    Run {
+        /// The scenario file (TOML).
+        file: PathBuf,
+        /// Use this seed instead of the file's.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write the full report (summaries and time series) as JSON to this file.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+        /// Write series.csv and summary.csv into this directory.
+        #[arg(long, value_name = "DIR")]
+        csv: Option<PathBuf>,
+        /// Write the charts (PNG and SVG) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
+    },
+    /// Check a scenario file without running it.
+    Validate {
+        /// The scenario file (TOML).
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() { 2 } else { 0 };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Validate { file } => match outagelab_scenario_file::load(&file) {
+            Ok(scenario) => {
+                println!(
+                    "{}: ok ({} variant{})",
+                    file.display(),
+                    scenario.variants.len(),
+                    if scenario.variants.len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                );
+                ExitCode::SUCCESS
+            }
+            Err(diagnostics) => {
+                eprintln!("{diagnostics}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Run {
+            file,
+            seed,
+            json,
+            csv,
+            plot,
+        } => run(
+            &file,
+            seed,
+            json.as_deref(),
+            csv.as_deref(),
+            plot.as_deref(),
+        ),
+    }
+}
+
+fn run(
+    file: &Path,
+    seed: Option<u64>,
+    json: Option<&Path>,
+    csv: Option<&Path>,
+    plot: Option<&Path>,
+) -> ExitCode {
+    let mut scenario = match outagelab_scenario_file::load(file) {
+        Ok(scenario) => scenario,
+        Err(diagnostics) => {
+            eprintln!("{diagnostics}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(seed) = seed {
+        scenario.seed = seed;
+        for variant in &mut scenario.variants {
+            variant.scenario.seed = seed;
+        }
+    }
+    let report = simulate(&scenario);
+    print!("{}", table::render(&report));
+    let mut failed = false;
+    for variant in &report.variants {
+        if variant.verdict.is_budget() {
+            failed = true;
+            eprintln!(
+                "variant \"{}\" was stopped by its run budget ({}) at {} ms: its figures are incomplete; \
+                 raise [run] events_max or time_max, or look for a feedback loop",
+                variant.name,
+                variant.verdict.name(),
+                variant.end_ms
+            );
+        }
+    }
+    failed |= !check_expectations(&scenario, &report);
+    let outputs: [(Option<&Path>, Writer); 3] =
+        [(json, write_json), (csv, write_csv), (plot, write_plots)];
+    for (target, writer) in outputs {
+        if let Some(target) = target {
+            match writer(&report, target) {
+                Ok(paths) => {
+                    for path in paths {
+                        println!("wrote {}", path.display());
+                    }
+                }
+                Err(message) => {
+                    eprintln!("{message}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    }
+    if failed {
+        eprintln!(
+            "reproduce with: outagelab run {} --seed {}",
+            file.display(),
+            scenario.seed
+        );
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Writes one kind of output for a report to a path; returns the files written.
+type Writer = fn(&RunReport, &Path) -> Result<Vec<PathBuf>, String>;
+
+/// Runs every variant on the file's seed.
+fn simulate(scenario: &ScenarioFile) -> RunReport {
+    let variants = scenario
+        .variants
+        .iter()
+        .map(|variant| {
+            let mut report = outagelab_sim::run(&variant.scenario)
+                .expect("a validated scenario's references resolve");
+            report.sweep_x = variant.sweep_x;
+            report
+        })
+        .collect();
+    RunReport {
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        sweep: scenario.sweep.clone(),
+        variants,
+    }
+}
+
+/// Prints a count of the expectations that held and every one that did not; returns whether
+/// all held.
+fn check_expectations(scenario: &ScenarioFile, report: &RunReport) -> bool {
+    let (mut held, mut failures) = (0, Vec::new());
+    for (variant, result) in scenario.variants.iter().zip(&report.variants) {
+        for located in &variant.expectations {
+            let expectation = &located.expectation;
+            match expectation.evaluate(&result.summary) {
+                Ok(evaluation) if evaluation.passed => held += 1,
+                Ok(evaluation) => {
+                    let actual = evaluation
+                        .actual
+                        .map_or_else(|| "no value".to_owned(), |value| value.to_string());
+                    failures.push(format!(
+                        "  FAIL  {}: {expectation} (actual {actual})  [{}]",
+                        variant.name, located.location
+                    ));
+                }
+                Err(message) => failures.push(format!(
+                    "  FAIL  {}: {expectation}: {message}  [{}]",
+                    variant.name, located.location
+                )),
+            }
+        }
+    }
+    if held + failures.len() > 0 {
+        println!("\nexpectations: {held} held, {} failed", failures.len());
+        for failure in &failures {
+            println!("{failure}");
+        }
+    }
+    failures.is_empty()
+}
+
+fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    std::fs::write(path, write::to_json(report))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(vec![path.to_owned()])
+}
+
+fn write_csv(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let files = [
+        (dir.join("series.csv"), write::series_csv(report)),
+        (dir.join("summary.csv"), write::summary_csv(report)),
+    ];
+    let mut written = Vec::new();
+    for (path, text) in files {
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn write_plots(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    outagelab_plots::write_charts(report, dir).map_err(|e| e.to_string())
+}

@@ -1,1 +1,115 @@
-pub fn x(){}
+//! Charts of a run report, as PNG and SVG files.
+//!
+//! [`write_charts`] draws, for every report:
+//! - `outage`: failed and successful requests per second over time (two stacked panels);
+//! - `latency`: p99 and p50 latency over time;
+//! - `concurrency`: database and bulkhead concurrency over time;
+//!
+//! and, when the variants come from a parameter sweep, `sweep`: each flow's median latency
+//! against the swept value. Every chart over time shades the fault windows.
+//!
+//! Architecture invariant: this crate reads finished reports and never runs the model. Text is
+//! drawn with an embedded copy of DejaVu Sans (`assets/`), so charts render the same on a
+//! machine without system fonts, and the same report always gives byte-identical files.
+
+mod chart;
+mod concurrency;
+mod latency;
+mod outage;
+mod render;
+mod sweep;
+mod timeline;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use outagelab_report::RunReport;
+
+use crate::chart::Chart;
+
+/// Why a chart could not be written, and which file (or directory) it was.
+#[derive(Debug)]
+pub struct PlotError {
+    path: PathBuf,
+    reason: String,
+}
+
+impl PlotError {
+    fn new(path: &Path, reason: impl Into<String>) -> Self {
+        PlotError {
+            path: path.to_path_buf(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The file or directory that could not be written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl fmt::Display for PlotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot write chart {}: {}",
+            self.path.display(),
+            self.reason
+        )
+    }
+}
+
+impl std::error::Error for PlotError {}
+
+/// Writes every chart for `report` into `dir` (created if missing), as PNG and SVG; returns the
+/// paths written, in a stable order: `outage`, `latency`, `concurrency`, then `sweep` for a
+/// sweep, each as `.png` then `.svg`.
+pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|error| PlotError::new(dir, format!("cannot create the directory: {error}")))?;
+    if !embedded_font_registered() {
+        return Err(PlotError::new(
+            dir,
+            "the embedded DejaVu Sans font could not be loaded",
+        ));
+    }
+    let mut written = Vec::new();
+    for chart in charts(report) {
+        let png = dir.join(format!("{}.png", chart.name));
+        render::write_png(&chart, &png).map_err(|reason| PlotError::new(&png, reason))?;
+        written.push(png);
+
+        let svg = dir.join(format!("{}.svg", chart.name));
+        let document = render::svg(&chart).map_err(|reason| PlotError::new(&svg, reason))?;
+        std::fs::write(&svg, document).map_err(|error| PlotError::new(&svg, error.to_string()))?;
+        written.push(svg);
+    }
+    Ok(written)
+}
+
+fn charts(report: &RunReport) -> Vec<Chart> {
+    let mut charts = vec![
+        outage::chart(report),
+        latency::chart(report),
+        concurrency::chart(report),
+    ];
+    charts.extend(sweep::chart(report));
+    charts
+}
+
+/// DejaVu Sans, Bitstream Vera licence: see `assets/DejaVuSans-LICENSE.txt`.
+const FONT_BYTES: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+/// Registers the embedded font as plotters' `sans-serif` (once per process); false if the
+/// font data could not be parsed.
+fn embedded_font_registered() -> bool {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, FONT_BYTES)
+            .is_ok()
+    })
+}
+
+#[cfg(test)]
+mod tests;

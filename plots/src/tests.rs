@@ -1,0 +1,484 @@
+//! Tests on hand-built reports: what each chart contains, and the files written.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use outagelab_report::{
+    FaultWindow, FlowSummary, LatencyStats, PercentileRule, RunReport, Series, Summary, SweepInfo,
+    VariantReport, Verdict,
+};
+
+use super::*;
+use crate::chart::{FAULT_GRAY, palette};
+
+const BUCKET_MS: f64 = 100.0;
+const RUN_MS: f64 = 30_000.0;
+
+fn fault(name: &str, start_ms: f64, end_ms: Option<f64>) -> FaultWindow {
+    FaultWindow {
+        name: name.to_string(),
+        target: "redis".to_string(),
+        kind: "crash".to_string(),
+        start_ms,
+        end_ms,
+    }
+}
+
+fn variant(name: &str, faults: Vec<FaultWindow>, series: Series) -> VariantReport {
+    VariantReport {
+        name: name.to_string(),
+        sweep_x: None,
+        verdict: Verdict::Completed,
+        percentile_rule: PercentileRule::NearestRank,
+        end_ms: RUN_MS,
+        events: 0,
+        faults,
+        summary: Summary::default(),
+        series,
+    }
+}
+
+/// 30 s in 100 ms buckets, 50 requests per bucket. Between 10 s and 20 s, `protected` fails
+/// fast (breaker open, low latency) while the unprotected service times out at 5 s and piles up
+/// database queries. Bucket 150 is empty, so its percentiles are missing.
+fn demo_series(protected: bool) -> Series {
+    let mut series = Series {
+        bucket_ms: BUCKET_MS,
+        ..Series::default()
+    };
+    let mut columns: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for index in 0..300_u64 {
+        let start_ms = index as f64 * BUCKET_MS;
+        let in_fault = (10_000.0..20_000.0).contains(&start_ms);
+        let jitter = index * 7 % 5;
+        let (ok, timeout, breaker_open) = match (index == 150, in_fault, protected) {
+            (true, _, _) => (0, 0, 0),
+            (false, false, _) => (48 + jitter, 0, 0),
+            (false, true, false) => (3 + jitter, 45, 0),
+            (false, true, true) => (12 + jitter, 0, 36),
+        };
+        let empty = ok + timeout + breaker_open == 0;
+        let (p50, p99) = match (in_fault, protected) {
+            (false, _) => (2.0 + jitter as f64 * 0.1, 6.0 + jitter as f64),
+            (true, false) => (5000.0, 5000.0),
+            (true, true) => (1.0, 40.0 + jitter as f64 * 10.0),
+        };
+        series.start_ms.push(start_ms);
+        series.p50_ms.push((!empty).then_some(p50));
+        series.p99_ms.push((!empty).then_some(p99));
+        for (name, value) in [
+            ("ok", ok),
+            ("timeout", timeout),
+            ("breaker_open", breaker_open),
+        ] {
+            columns.entry(name).or_default().push(value);
+        }
+        let queries = match (in_fault, protected) {
+            (false, _) => 3 + jitter,
+            (true, false) => 60 + jitter,
+            (true, true) => 10,
+        };
+        columns
+            .entry("databases.main.concurrency")
+            .or_default()
+            .push(queries);
+        columns.entry("in_flight").or_default().push(queries * 2);
+        if protected {
+            columns
+                .entry("bulkheads.db.in_use")
+                .or_default()
+                .push(queries.min(8));
+            columns
+                .entry("bulkheads.db.queued")
+                .or_default()
+                .push(jitter);
+        }
+    }
+    for (name, values) in columns {
+        let target = if name.contains('.') || name == "in_flight" {
+            &mut series.gauges_max
+        } else {
+            &mut series.outcomes
+        };
+        target.insert(name.to_string(), values);
+    }
+    series
+}
+
+fn demo_report() -> RunReport {
+    let faults = vec![fault("redis-down", 10_000.0, Some(20_000.0))];
+    RunReport {
+        scenario: "cache-stampede".to_string(),
+        seed: 7,
+        sweep: None,
+        variants: vec![
+            variant("no protection", faults.clone(), demo_series(false)),
+            variant("timeout + breaker + DB bulkhead", faults, demo_series(true)),
+        ],
+    }
+}
+
+/// A sweep over `K`: `checkout` slows down with K and times out from K = 8; each variant's
+/// fault starts at a different time.
+fn sweep_report() -> RunReport {
+    let variants = [1.0, 2.0, 4.0, 8.0, 16.0]
+        .into_iter()
+        .map(|k: f64| {
+            let flow = |p50: f64, timeouts: u64| FlowSummary {
+                outcomes: BTreeMap::from([
+                    ("ok".to_string(), 100),
+                    ("timeout".to_string(), timeouts),
+                ]),
+                latency_ms: BTreeMap::from([(
+                    "all".to_string(),
+                    LatencyStats {
+                        p50: Some(p50),
+                        ..LatencyStats::default()
+                    },
+                )]),
+                ..FlowSummary::default()
+            };
+            let mut variant = variant(
+                &format!("K={k}"),
+                vec![fault("redis-down", k * 1000.0, None)],
+                demo_series(k > 4.0),
+            );
+            variant.sweep_x = Some(k);
+            variant.summary.flows = BTreeMap::from([
+                (
+                    "checkout".to_string(),
+                    flow(2.0 * k * k * k, if k >= 8.0 { 3 } else { 0 }),
+                ),
+                ("browse".to_string(), flow(1.0 + k, 0)),
+            ]);
+            variant
+        })
+        .collect();
+    RunReport {
+        scenario: "blob-fanout".to_string(),
+        seed: 7,
+        sweep: Some(SweepInfo {
+            label: "K".to_string(),
+            parameter: "load.blobs.count".to_string(),
+            unit: String::new(),
+        }),
+        variants,
+    }
+}
+
+/// A fresh directory under the system temp dir, for one test.
+fn scratch(name: &str) -> PathBuf {
+    let process = std::process::id();
+    let dir = std::env::temp_dir().join(format!("outagelab-plots-test-{process}-{name}"));
+    let _ = fs::remove_dir_all(&dir);
+    dir
+}
+
+fn file_names(paths: &[PathBuf]) -> Vec<String> {
+    paths
+        .iter()
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn assert_png(path: &Path) {
+    let bytes = fs::read(path).unwrap();
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{} is not a PNG",
+        path.display()
+    );
+}
+
+fn svg_text(dir: &Path, name: &str) -> String {
+    fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap()
+}
+
+#[test]
+fn writes_the_time_charts_as_png_and_svg() {
+    let dir = scratch("time-charts");
+    let written = write_charts(&demo_report(), &dir).unwrap();
+    assert_eq!(
+        file_names(&written),
+        [
+            "outage.png",
+            "outage.svg",
+            "latency.png",
+            "latency.svg",
+            "concurrency.png",
+            "concurrency.svg"
+        ]
+    );
+    assert!(written.iter().all(|path| path.starts_with(&dir)));
+    for name in ["outage", "latency", "concurrency"] {
+        assert_png(&dir.join(format!("{name}.png")));
+        let svg = svg_text(&dir, name);
+        assert!(svg.starts_with("<svg"), "{name}.svg");
+        assert!(
+            svg.contains("timeout + breaker + DB bulkhead"),
+            "{name}.svg lacks a variant name"
+        );
+        assert!(
+            svg.contains("redis-down: crash on redis, 10-20 s"),
+            "{name}.svg lacks the fault"
+        );
+        assert!(
+            svg.contains("time (s)"),
+            "{name}.svg lacks the x-axis label"
+        );
+    }
+    assert!(svg_text(&dir, "outage").contains("cache-stampede: outage curve"));
+    assert!(svg_text(&dir, "outage").contains("failed requests per second"));
+    assert!(svg_text(&dir, "latency").contains("latency (ms)"));
+    assert!(svg_text(&dir, "concurrency").contains("database main: queries running"));
+    assert!(!dir.join("sweep.png").exists());
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_sweep_adds_the_sweep_chart() {
+    let dir = scratch("sweep");
+    let written = write_charts(&sweep_report(), &dir).unwrap();
+    assert_eq!(file_names(&written)[6..], ["sweep.png", "sweep.svg"]);
+    assert_png(&dir.join("sweep.png"));
+    let svg = svg_text(&dir, "sweep");
+    for text in [
+        "blob-fanout: latency against K",
+        "checkout",
+        "browse",
+        "p50 latency (ms)",
+        "had timeouts",
+    ] {
+        assert!(svg.contains(text), "sweep.svg lacks {text:?}");
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_same_report_gives_identical_files() {
+    let (first, second) = (scratch("same-1"), scratch("same-2"));
+    let report = sweep_report();
+    let written = write_charts(&report, &first).unwrap();
+    let again = write_charts(&report, &second).unwrap();
+    assert_eq!(file_names(&written), file_names(&again));
+    for (a, b) in written.iter().zip(&again) {
+        assert!(
+            fs::read(a).unwrap() == fs::read(b).unwrap(),
+            "{} differs between writes",
+            a.display()
+        );
+    }
+    fs::remove_dir_all(&first).unwrap();
+    fs::remove_dir_all(&second).unwrap();
+}
+
+/// Reports at the edges: each must give charts, not a panic or an error.
+#[test]
+fn odd_reports_still_give_charts() {
+    let mut cases: Vec<(&str, RunReport)> = Vec::new();
+    let one = |variant| RunReport {
+        scenario: "odd".to_string(),
+        seed: 1,
+        sweep: None,
+        variants: vec![variant],
+    };
+
+    let mut empty = variant("empty", Vec::new(), Series::default());
+    empty.end_ms = 0.0;
+    cases.push(("empty series, ended at 0 ms", one(empty)));
+    cases.push((
+        "no variants",
+        RunReport {
+            variants: Vec::new(),
+            ..demo_report()
+        },
+    ));
+    cases.push((
+        "a single variant",
+        one(variant("only", Vec::new(), demo_series(true))),
+    ));
+
+    let mut zeros = demo_series(false);
+    zeros
+        .outcomes
+        .values_mut()
+        .for_each(|counts| counts.fill(0));
+    zeros
+        .gauges_max
+        .values_mut()
+        .for_each(|values| values.fill(0));
+    zeros.p50_ms.fill(None);
+    zeros.p99_ms.fill(None);
+    cases.push((
+        "all zero",
+        one(variant("zeros", vec![fault("f", 0.0, Some(0.0))], zeros)),
+    ));
+
+    let mut ragged = demo_series(false);
+    ragged.outcomes.get_mut("timeout").unwrap().truncate(10);
+    ragged.p99_ms.truncate(3);
+    ragged.p50_ms[5] = Some(f64::NAN);
+    ragged.bucket_ms = 0.0;
+    cases.push((
+        "ragged columns, zero bucket width",
+        one(variant("ragged", vec![fault("f", 5.0, None)], ragged)),
+    ));
+
+    let names = (0..12)
+        .map(|index| format!("variant number {index} with a rather long name: retries x{index}"));
+    let many = names
+        .enumerate()
+        .map(|(index, name)| {
+            variant(
+                &name,
+                vec![fault("slow-db", index as f64 * 1000.0, None)],
+                demo_series(index % 2 == 0),
+            )
+        })
+        .collect();
+    cases.push((
+        "twelve variants, different faults",
+        RunReport {
+            variants: many,
+            ..demo_report()
+        },
+    ));
+
+    let mut no_flows = sweep_report();
+    no_flows.variants.truncate(1);
+    no_flows.variants[0].summary.flows.clear();
+    cases.push(("sweep of one variant without flows", no_flows));
+    let mut no_x = sweep_report();
+    no_x.variants
+        .iter_mut()
+        .for_each(|variant| variant.sweep_x = None);
+    cases.push(("sweep without sweep values", no_x));
+
+    for (index, (case, report)) in cases.iter().enumerate() {
+        let dir = scratch(&format!("odd-{index}"));
+        let written = write_charts(report, &dir).unwrap_or_else(|error| panic!("{case}: {error}"));
+        let expected = if report.sweep.is_some() { 8 } else { 6 };
+        assert_eq!(written.len(), expected, "{case}");
+        written
+            .iter()
+            .for_each(|path| assert!(path.exists(), "{case}: {}", path.display()));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn a_directory_that_cannot_be_created_is_named_in_the_error() {
+    let dir = scratch("not-a-directory");
+    fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("plain-file");
+    fs::write(&file, "not a directory").unwrap();
+    let target = file.join("charts");
+    let error = write_charts(&demo_report(), &target).unwrap_err();
+    assert_eq!(error.path(), target);
+    assert!(
+        error.to_string().contains(&target.display().to_string()),
+        "{error}"
+    );
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_file_that_cannot_be_written_is_named_in_the_error() {
+    let dir = scratch("blocked-file");
+    for blocked in ["outage.png", "latency.svg"] {
+        fs::create_dir_all(dir.join(blocked)).unwrap();
+        let error = write_charts(&demo_report(), &dir).unwrap_err();
+        assert_eq!(error.path(), dir.join(blocked));
+        assert!(error.to_string().contains(blocked), "{error}");
+        fs::remove_dir_all(dir.join(blocked)).unwrap();
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn outage_curve_plots_rates_per_second() {
+    let chart = outage::chart(&demo_report());
+    let [failed, succeeded] = &chart.panels[..] else {
+        panic!("two panels")
+    };
+    // Bucket 100 (10.0 s) of the unprotected variant: 45 timeouts and 3 ok in 100 ms.
+    let at_10_s = |panel: &chart::Panel| panel.lines[0].segments[0][100];
+    assert_eq!(at_10_s(failed), (10.05, 450.0));
+    assert_eq!(at_10_s(succeeded), (10.05, 30.0));
+    assert_eq!(failed.y.description, "failed requests per second");
+    assert_eq!(succeeded.x.range, 0.0..30.0);
+}
+
+#[test]
+fn identical_faults_are_shaded_once_in_gray_and_others_per_variant() {
+    let shared = outage::chart(&demo_report());
+    let bands = &shared.panels[0].bands;
+    assert_eq!(bands.len(), 1);
+    assert_eq!(
+        (bands[0].x.clone(), bands[0].color),
+        (10.0..20.0, FAULT_GRAY)
+    );
+
+    let mut report = demo_report();
+    report.variants[1].faults[0].start_ms = 12_000.0;
+    let own = outage::chart(&report);
+    let colors: Vec<_> = own.panels[0].bands.iter().map(|band| band.color).collect();
+    assert_eq!(colors, [palette(0), palette(1)]);
+    // A fault without an end lasts to the end of its run.
+    report.variants[1].faults[0].end_ms = None;
+    assert_eq!(outage::chart(&report).panels[0].bands[1].x, 12.0..30.0);
+}
+
+#[test]
+fn latency_breaks_lines_at_empty_buckets_and_goes_log_for_timeouts() {
+    let chart = latency::chart(&demo_report());
+    let panel = &chart.panels[0];
+    assert!(
+        panel.y.log,
+        "2 ms against 5000 ms spreads over more than 50x"
+    );
+    // p99 of the first variant: buckets 0..150, then 151..300 (bucket 150 is empty).
+    let lengths: Vec<usize> = panel.lines[0].segments.iter().map(Vec::len).collect();
+    assert_eq!(lengths, [150, 149]);
+}
+
+#[test]
+fn concurrency_shows_database_and_bulkhead_gauges_only() {
+    let chart = concurrency::chart(&demo_report());
+    let labels: Vec<&str> = chart
+        .legend
+        .iter()
+        .map(|entry| entry.label.as_str())
+        .collect();
+    assert!(labels.contains(&"database main: queries running"));
+    assert!(labels.contains(&"bulkhead db: permits in use"));
+    assert!(
+        !labels
+            .iter()
+            .any(|label| label.contains("queued") || label.contains("in_flight"))
+    );
+    // One database line per variant, one bulkhead line for the variant that has a bulkhead.
+    assert_eq!(chart.panels[0].lines.len(), 3);
+}
+
+#[test]
+fn sweep_marks_points_with_timeouts() {
+    let chart = sweep::chart(&sweep_report()).unwrap();
+    let panel = &chart.panels[0];
+    let at: Vec<(f64, f64)> = panel.markers.iter().map(|marker| marker.at).collect();
+    assert_eq!(at, [(8.0, 1024.0), (16.0, 8192.0)]);
+    assert_eq!(panel.x.description, "K");
+    assert!(panel.y.log);
+    assert!(sweep::chart(&demo_report()).is_none());
+
+    let mut with_unit = sweep_report();
+    with_unit.sweep.as_mut().unwrap().unit = "ms".to_string();
+    with_unit
+        .variants
+        .iter_mut()
+        .for_each(|variant| variant.summary.flows.remove("checkout").map(drop).unwrap());
+    let chart = sweep::chart(&with_unit).unwrap();
+    assert_eq!(chart.panels[0].x.description, "K (ms)");
+    assert!(!chart.panels[0].y.log, "2 to 17 ms is within 50x");
+}

@@ -1,0 +1,165 @@
+//! The side-by-side tables `outagelab run` prints: one row per variant.
+
+use std::fmt::Write as _;
+
+use outagelab_report::{Outcome, RunReport, VariantReport};
+
+/// A plain-text table: the first column left-aligned, the others right-aligned.
+struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn render(&self) -> String {
+        let columns = self.header.len();
+        let widths: Vec<usize> = (0..columns)
+            .map(|c| {
+                std::iter::once(&self.header)
+                    .chain(&self.rows)
+                    .map(|row| row[c].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for row in std::iter::once(&self.header).chain(&self.rows) {
+            for (c, cell) in row.iter().enumerate() {
+                let pad = widths[c] - cell.chars().count();
+                if c == 0 {
+                    write!(out, "{cell}{}", " ".repeat(pad)).unwrap();
+                } else {
+                    write!(out, "  {}{cell}", " ".repeat(pad)).unwrap();
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn ms(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
+}
+
+/// The summary table, then (when the scenario has several flows) latency by flow.
+pub fn render(report: &RunReport) -> String {
+    let variants = &report.variants;
+    let mut out = format!(
+        "{} (seed {}): {} variant{}\n\n",
+        report.scenario,
+        report.seed,
+        variants.len(),
+        if variants.len() == 1 { "" } else { "s" }
+    );
+    let errors: Vec<Outcome> = Outcome::ALL
+        .into_iter()
+        .filter(|&o| o.is_error() && variants.iter().any(|v| count(v, o) > 0))
+        .collect();
+    let databases: Vec<&String> = variants
+        .first()
+        .map(|v| v.summary.databases.keys().collect())
+        .unwrap_or_default();
+    let any_unfinished = variants.iter().any(|v| v.summary.unfinished > 0);
+    let mut header = vec!["variant".to_owned(), "requests".to_owned(), "ok".to_owned()];
+    header.extend(errors.iter().map(|o| o.name().to_owned()));
+    if any_unfinished {
+        header.push("unfinished".to_owned());
+    }
+    header.extend(["p50 ms".to_owned(), "p99 ms".to_owned()]);
+    header.extend(databases.iter().map(|db| format!("peak {db}")));
+    let rows = variants
+        .iter()
+        .map(|v| {
+            let summary = &v.summary;
+            let mut row = vec![
+                v.name.clone(),
+                summary.requests.to_string(),
+                count(v, Outcome::Ok).to_string(),
+            ];
+            row.extend(errors.iter().map(|&o| count(v, o).to_string()));
+            if any_unfinished {
+                row.push(summary.unfinished.to_string());
+            }
+            let all = summary.latency_ms.get("all");
+            row.push(ms(all.and_then(|l| l.p50)));
+            row.push(ms(all.and_then(|l| l.p99)));
+            row.extend(databases.iter().map(|db| {
+                summary
+                    .databases
+                    .get(*db)
+                    .map_or_else(|| "-".to_owned(), |d| d.peak_concurrency.to_string())
+            }));
+            row
+        })
+        .collect();
+    out.push_str(&Table { header, rows }.render());
+    if let Some(first) = variants.first() {
+        let rule = match first.percentile_rule {
+            outagelab_report::PercentileRule::NearestRank => "nearest rank",
+            outagelab_report::PercentileRule::FloorIndex => "floor index",
+        };
+        writeln!(
+            out,
+            "(latency percentiles over all ended requests, {rule} rule)"
+        )
+        .unwrap();
+    }
+    for variant in variants.iter().filter(|v| v.verdict.name() != "completed") {
+        writeln!(
+            out,
+            "note: \"{}\" ended by {} at {} ms",
+            variant.name,
+            variant.verdict.name(),
+            variant.end_ms
+        )
+        .unwrap();
+    }
+    let flows: Vec<&String> = variants
+        .first()
+        .map(|v| v.summary.flows.keys().collect())
+        .unwrap_or_default();
+    if flows.len() > 1 {
+        out.push_str("\nlatency by flow: p50 ms, then errors and unfinished requests if any\n\n");
+        let mut header = vec!["variant".to_owned()];
+        header.extend(flows.iter().map(|f| (*f).clone()));
+        let rows = variants
+            .iter()
+            .map(|v| {
+                let mut row = vec![v.name.clone()];
+                row.extend(flows.iter().map(|flow| {
+                    let Some(summary) = v.summary.flows.get(*flow) else {
+                        return "-".to_owned();
+                    };
+                    let p50 = ms(summary.latency_ms.get("all").and_then(|l| l.p50));
+                    let mut errors: Vec<String> = summary
+                        .outcomes
+                        .iter()
+                        .filter(|(name, n)| name.as_str() != "ok" && **n > 0)
+                        .map(|(name, n)| format!("{n} {name}"))
+                        .collect();
+                    if summary.unfinished > 0 {
+                        errors.push(format!("{} unfinished", summary.unfinished));
+                    }
+                    if errors.is_empty() {
+                        p50
+                    } else {
+                        format!("{p50} ({})", errors.join(", "))
+                    }
+                }));
+                row
+            })
+            .collect();
+        out.push_str(&Table { header, rows }.render());
+    }
+    out
+}
+
+fn count(variant: &VariantReport, outcome: Outcome) -> u64 {
+    variant
+        .summary
+        .outcomes
+        .get(outcome.name())
+        .copied()
+        .unwrap_or(0)
+}

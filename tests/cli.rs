@@ -1,0 +1,171 @@
+//! The command line as a user meets it: output that is the same bytes for the same seed from
+//! separate processes, and exit codes that CI can rely on.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn outagelab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_outagelab"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs")
+}
+
+/// A fresh directory under the target directory for this test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn the_same_seed_gives_byte_identical_json_from_two_processes() {
+    let dir = scratch("determinism");
+    let mut outputs = Vec::new();
+    for run in ["first", "second"] {
+        let json = dir.join(format!("{run}.json"));
+        let csv = dir.join(run);
+        let output = outagelab(&[
+            "run",
+            "scenarios/redis-dead-protection.toml",
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        outputs.push((
+            std::fs::read(&json).unwrap(),
+            std::fs::read(csv.join("series.csv")).unwrap(),
+        ));
+    }
+    assert!(outputs[0].0.len() > 1000);
+    assert_eq!(outputs[0], outputs[1], "two runs of the same seed differ");
+    let report: serde_json::Value = serde_json::from_slice(&outputs[0].0).unwrap();
+    let names: Vec<&str> = report["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "timeout only (fail-open)",
+            "timeout + breaker",
+            "timeout + breaker + DB bulkhead"
+        ]
+    );
+    assert!(
+        report["variants"][0]["series"]["start_ms"]
+            .as_array()
+            .unwrap()
+            .len()
+            > 10
+    );
+}
+
+#[test]
+fn another_seed_gives_other_draws() {
+    let dir = scratch("seeds");
+    let mut reports = Vec::new();
+    for seed in ["1", "2"] {
+        let json = dir.join(format!("{seed}.json"));
+        let output = outagelab(&[
+            "run",
+            "scenarios/redis-dead-protection.toml",
+            "--seed",
+            seed,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(output.status.code().is_some());
+        reports.push(std::fs::read(&json).unwrap());
+    }
+    assert_ne!(reports[0], reports[1]);
+}
+
+#[test]
+fn the_run_prints_one_row_per_variant_and_passes() {
+    let output = outagelab(&["run", "scenarios/redis-dead-protection.toml"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    for row in [
+        "timeout only (fail-open)",
+        "timeout + breaker",
+        "timeout + breaker + DB bulkhead",
+    ] {
+        let rows = stdout
+            .lines()
+            .filter(|line| line.starts_with(&format!("{row}  ")));
+        assert_eq!(rows.count(), 1, "{row}: {stdout}");
+    }
+    assert!(
+        stdout.contains("expectations: 19 held, 0 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_bad_file_exits_2_naming_file_line_column_and_key() {
+    let dir = scratch("bad");
+    let file = dir.join("bad.toml");
+    std::fs::write(
+        &file,
+        "[scenario]\nname = \"x\"\n[databases.db]\nlatency = \"10ms\"\ncapacity = 0\n",
+    )
+    .unwrap();
+    for command in ["run", "validate"] {
+        let output = outagelab(&[command, file.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("bad.toml:5:12: databases.db.capacity: must be at least 1"),
+            "{stderr}"
+        );
+    }
+    let output = outagelab(&["run", "no/such/file.toml"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("no/such/file.toml: cannot read the file"));
+}
+
+#[test]
+fn a_failed_expectation_exits_1_and_says_how_to_reproduce() {
+    let dir = scratch("failing");
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/redis-dead-protection.toml"),
+    )
+    .unwrap();
+    let file = dir.join("stricter.toml");
+    std::fs::write(
+        &file,
+        original.replace("\"outcomes.shed in 89..91\"", "\"outcomes.shed == 0\""),
+    )
+    .unwrap();
+    let output = outagelab(&["run", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("FAIL  timeout + breaker + DB bulkhead: outcomes.shed == 0 (actual 89)"),
+        "{stdout}"
+    );
+    assert!(text(&output.stderr).contains("--seed 1"));
+}
+
+#[test]
+fn validate_accepts_every_bundled_scenario() {
+    for file in [
+        "redis-dead-protection",
+        "shared-connection-hol",
+        "client-options-probe",
+    ] {
+        let output = outagelab(&["validate", &format!("scenarios/{file}.toml")]);
+        assert!(output.status.success(), "{file}: {}", text(&output.stderr));
+    }
+}
