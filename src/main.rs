@@ -6,6 +6,7 @@
 
 mod table;
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -62,16 +63,12 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Validate { file } => match outagelab_scenario_file::load(&file) {
             Ok(scenario) => {
-                println!(
-                    "{}: ok ({} variant{})",
-                    file.display(),
-                    scenario.variants.len(),
-                    if scenario.variants.len() == 1 {
-                        ""
-                    } else {
-                        "s"
-                    }
-                );
+                let count = scenario.variants.len();
+                let plural = if count == 1 { "" } else { "s" };
+                say(&format!(
+                    "{}: ok ({count} variant{plural})\n",
+                    file.display()
+                ));
                 ExitCode::SUCCESS
             }
             Err(diagnostics) => {
@@ -116,7 +113,7 @@ fn run(
         }
     }
     let report = simulate(&scenario);
-    print!("{}", table::render(&report));
+    say(&table::render(&report));
     let mut failed = false;
     for variant in &report.variants {
         if variant.verdict.is_budget() {
@@ -138,7 +135,7 @@ fn run(
             match writer(&report, target) {
                 Ok(paths) => {
                     for path in paths {
-                        println!("wrote {}", path.display());
+                        say(&format!("wrote {}\n", path.display()));
                     }
                 }
                 Err(message) => {
@@ -158,6 +155,15 @@ fn run(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Writes to standard output. A reader that went away (`outagelab run ... | head`) is not an
+/// error worth a panic: the rest of the output is dropped and the exit code stays meaningful.
+fn say(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
 }
 
 /// Writes one kind of output for a report to a path; returns the files written.
@@ -209,10 +215,12 @@ fn check_expectations(scenario: &ScenarioFile, report: &RunReport) -> bool {
         }
     }
     if held + failures.len() > 0 {
-        println!("\nexpectations: {held} held, {} failed", failures.len());
+        let mut text = format!("\nexpectations: {held} held, {} failed\n", failures.len());
         for failure in &failures {
-            println!("{failure}");
+            text.push_str(failure);
+            text.push('\n');
         }
+        say(&text);
     }
     failures.is_empty()
 }

@@ -2,9 +2,10 @@
 //! does not grow with the number of requests.
 //!
 //! A request is recorded once, when it ends, in the bucket of the instant it ended. Latency
-//! totals use HDR histograms (three significant digits, nanoseconds); each bucket of the time
-//! series uses one reusable histogram with two significant digits (microseconds) to compute
-//! its p50 and p99 when the bucket closes. Gauges (in-flight requests, database concurrency,
+//! totals use HDR histograms (three significant digits, nanoseconds), one per flow and outcome,
+//! merged into the per-flow, per-outcome and overall figures when the run ends; each bucket of
+//! the time series uses one reusable histogram with two significant digits (microseconds) to
+//! compute its p50 and p99 when the bucket closes. Gauges (in-flight requests, database concurrency,
 //! bulkhead occupancy, pending commands) are kept as the maximum reached in each bucket. The
 //! series keeps at most [`BUCKETS_MAX`] buckets.
 
@@ -51,6 +52,15 @@ impl Latency {
         self.sum += u128::from(nanos);
     }
 
+    fn merge(&mut self, other: &Latency) {
+        self.histogram
+            .add(&other.histogram)
+            .expect("histograms with the same bounds add");
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+    }
+
     fn stats(&self, rule: PercentileRule) -> LatencyStats {
         let count = self.histogram.len();
         if count == 0 {
@@ -71,35 +81,44 @@ impl Latency {
     }
 }
 
-/// Latency of all requests of a group and of each outcome (allocated on first use).
+/// Latency of the requests of one flow, by outcome (each allocated on first use).
 struct LatencyByOutcome {
-    all: Latency,
     by_outcome: [Option<Latency>; Outcome::COUNT],
 }
 
 impl LatencyByOutcome {
     fn new() -> Self {
         LatencyByOutcome {
-            all: Latency::new(),
             by_outcome: std::array::from_fn(|_| None),
         }
     }
 
     fn record(&mut self, outcome: Outcome, nanos: u64) {
-        self.all.record(nanos);
         self.by_outcome[outcome.index()]
             .get_or_insert_with(Latency::new)
             .record(nanos);
     }
 
-    fn stats(&self, rule: PercentileRule) -> BTreeMap<String, LatencyStats> {
-        let mut map = BTreeMap::from([("all".to_owned(), self.all.stats(rule))]);
+    /// Merges `groups` outcome by outcome, then reports `all` and every outcome.
+    fn stats<'g>(
+        groups: impl Iterator<Item = &'g LatencyByOutcome> + Clone,
+        rule: PercentileRule,
+    ) -> BTreeMap<String, LatencyStats> {
+        let mut all = Latency::new();
+        let mut map = BTreeMap::new();
         for outcome in Outcome::ALL {
-            let stats = self.by_outcome[outcome.index()]
-                .as_ref()
-                .map_or_else(LatencyStats::default, |latency| latency.stats(rule));
+            let mut merged: Option<Latency> = None;
+            for latency in groups
+                .clone()
+                .filter_map(|g| g.by_outcome[outcome.index()].as_ref())
+            {
+                merged.get_or_insert_with(Latency::new).merge(latency);
+                all.merge(latency);
+            }
+            let stats = merged.map_or_else(LatencyStats::default, |m| m.stats(rule));
             map.insert(outcome.name().to_owned(), stats);
         }
+        map.insert("all".to_owned(), all.stats(rule));
         map
     }
 }
@@ -129,7 +148,6 @@ pub(crate) struct Metrics {
     gauge_columns: Vec<Vec<u64>>,
     requests: u64,
     outcomes: [u64; Outcome::COUNT],
-    latency: LatencyByOutcome,
     flows: Vec<FlowTotals>,
 }
 
@@ -151,7 +169,6 @@ impl Metrics {
             gauge_columns: Vec::new(),
             requests: 0,
             outcomes: [0; Outcome::COUNT],
-            latency: LatencyByOutcome::new(),
             flows: (0..flows)
                 .map(|_| FlowTotals {
                     requests: 0,
@@ -237,7 +254,6 @@ impl Metrics {
     pub fn record_end(&mut self, flow: usize, outcome: Outcome, latency_nanos: u64) {
         self.outcomes[outcome.index()] += 1;
         self.bucket_outcomes[outcome.index()] += 1;
-        self.latency.record(outcome, latency_nanos);
         self.bucket_latency.saturating_record(latency_nanos / 1000);
         let flow = &mut self.flows[flow];
         flow.outcomes[outcome.index()] += 1;
@@ -257,7 +273,7 @@ impl Metrics {
     }
 
     pub fn latency_stats(&self) -> BTreeMap<String, LatencyStats> {
-        self.latency.stats(self.rule)
+        LatencyByOutcome::stats(self.flows.iter().map(|flow| &flow.latency), self.rule)
     }
 
     /// The summary of flow `flow`, given how many of its requests had not ended and how many
@@ -275,7 +291,7 @@ impl Metrics {
             requests: totals.requests,
             outcomes: counts_by_name(&totals.outcomes),
             unfinished,
-            latency_ms: totals.latency.stats(self.rule),
+            latency_ms: LatencyByOutcome::stats(std::iter::once(&totals.latency), self.rule),
             background,
         }
     }
@@ -297,18 +313,12 @@ impl Metrics {
 /// The percentile `thousandths / 1000` % of a non-empty histogram under `rule`, as the upper
 /// edge of the bucket holding the value of that rank.
 fn percentile(histogram: &Histogram<u64>, rule: PercentileRule, thousandths: u32) -> u64 {
-    let rank = rule.rank(thousandths, histogram.len());
-    let mut seen = 0;
-    for value in histogram.iter_recorded() {
-        seen += value.count_at_value();
-        if seen >= rank {
-            return histogram.highest_equivalent(value.value_iterated_to());
-        }
-    }
-    unreachable!(
-        "rank {rank} is within the {} recorded values",
-        histogram.len()
-    )
+    let count = histogram.len();
+    let rank = rule.rank(thousandths, count);
+    // The histogram answers for the rank ceil(q * count); half a rank below the one wanted is
+    // far from any rounding edge, so this q always selects exactly `rank`.
+    let quantile = (rank as f64 - 0.5) / count as f64;
+    histogram.value_at_quantile(quantile)
 }
 
 fn counts_by_name(counts: &[u64; Outcome::COUNT]) -> BTreeMap<String, u64> {
