@@ -7,16 +7,13 @@ use std::collections::BTreeSet;
 use outagelab_report::RunReport;
 
 use crate::chart::{
-    Chart, Dash, INK, Key, LegendEntry, Line, Panel, Stroke, palette, segments, y_values,
-    zero_based_axis,
+    Chart, Dash, LegendEntry, Line, Stroke, palette, segments, y_values, zero_based_axis,
 };
-use crate::timeline::{bucket_middles_s, fault_shading, time_axis, variant_legend};
+use crate::timeline::{bucket_middles_s, one_panel_over_time, style_entry};
 
 const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
 
 pub(crate) fn chart(report: &RunReport) -> Chart {
-    let time = time_axis(report);
-    let faults = fault_shading(report, &time);
     let gauges: BTreeSet<&str> = report
         .variants
         .iter()
@@ -49,37 +46,28 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
         }
     }
     let y = zero_based_axis("in use at once (max per bucket)", y_values(&lines));
-    let mut legend = variant_legend(report);
-    legend.push(LegendEntry::heading("Gauges"));
+    let mut styles = vec![LegendEntry::heading("Gauges")];
     if gauges.is_empty() {
-        legend.push(LegendEntry::heading(
+        styles.push(LegendEntry::heading(
             "(no database or bulkhead gauges in this run)",
         ));
     }
     for (gauge_index, gauge) in gauges.iter().enumerate() {
         let Stroke { dash, width, .. } = stroke(0, gauge_index);
-        legend.push(LegendEntry {
-            key: Key::Line(Stroke {
-                color: INK,
-                dash,
-                width,
-            }),
-            label: gauge_label(gauge).unwrap_or_default(),
-        });
+        styles.push(style_entry(
+            dash,
+            width,
+            gauge_label(gauge).unwrap_or_default(),
+        ));
     }
-    legend.extend(faults.legend);
-    Chart {
-        name: "concurrency",
-        title: format!("{}: concurrency over time", report.scenario),
-        panels: vec![Panel {
-            x: time,
-            y,
-            bands: faults.bands,
-            lines,
-            markers: Vec::new(),
-        }],
-        legend,
-    }
+    one_panel_over_time(
+        report,
+        "concurrency",
+        "concurrency over time",
+        y,
+        lines,
+        styles,
+    )
 }
 
 /// Whether the resource behind a gauge was switched on in this variant.

@@ -6,17 +6,14 @@
 use outagelab_report::RunReport;
 
 use crate::chart::{
-    Chart, Dash, INK, Key, LegendEntry, Line, Panel, Stroke, palette, segments, value_axis,
-    y_values,
+    Chart, Dash, LegendEntry, Line, Stroke, palette, segments, value_axis, y_values,
 };
-use crate::timeline::{bucket_middles_s, fault_shading, time_axis, variant_legend};
+use crate::timeline::{bucket_middles_s, one_panel_over_time, style_entry};
 
 const P99: (Dash, u32) = (Dash::Solid, 2);
 const P50: (Dash, u32) = (Dash::Dashed, 2);
 
 pub(crate) fn chart(report: &RunReport) -> Chart {
-    let time = time_axis(report);
-    let faults = fault_shading(report, &time);
     let mut lines = Vec::new();
     for (index, variant) in report.variants.iter().enumerate() {
         let series = &variant.series;
@@ -32,29 +29,9 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
         }
     }
     let y = value_axis("latency (ms)", y_values(&lines));
-    let mut legend = variant_legend(report);
-    legend.push(LegendEntry::heading("Percentiles"));
+    let mut styles = vec![LegendEntry::heading("Percentiles")];
     for (label, (dash, width)) in [("p99 (solid)", P99), ("p50 (dashed)", P50)] {
-        legend.push(LegendEntry {
-            key: Key::Line(Stroke {
-                color: INK,
-                dash,
-                width,
-            }),
-            label: label.to_string(),
-        });
+        styles.push(style_entry(dash, width, label.to_owned()));
     }
-    legend.extend(faults.legend);
-    Chart {
-        name: "latency",
-        title: format!("{}: latency over time", report.scenario),
-        panels: vec![Panel {
-            x: time,
-            y,
-            bands: faults.bands,
-            lines,
-            markers: Vec::new(),
-        }],
-        legend,
-    }
+    one_panel_over_time(report, "latency", "latency over time", y, lines, styles)
 }

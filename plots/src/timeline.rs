@@ -4,7 +4,8 @@
 use outagelab_report::{FaultWindow, RunReport, Series};
 
 use crate::chart::{
-    Axis, Band, Dash, FAULT_GRAY, Key, LegendEntry, Stroke, format_number, palette,
+    Axis, Band, Chart, Dash, FAULT_GRAY, INK, Key, LegendEntry, Line, Panel, Stroke, format_number,
+    palette,
 };
 
 /// Seconds from 0 to the latest moment any variant reports (its end, its last bucket, a fault
@@ -189,5 +190,46 @@ fn times(fault: &FaultWindow) -> String {
     match fault.end_ms {
         Some(end_ms) => format!("{start}-{} s", format_number(end_ms / 1000.0)),
         None => format!("from {start} s to the end"),
+    }
+}
+
+/// A legend entry for a line style (drawn in ink: the colour says the variant).
+pub(crate) fn style_entry(dash: Dash, width: u32, label: String) -> LegendEntry {
+    LegendEntry {
+        key: Key::Line(Stroke {
+            color: INK,
+            dash,
+            width,
+        }),
+        label,
+    }
+}
+
+/// A chart of one panel over time: `lines` against `y` with the fault windows shaded; the
+/// legend lists the variants, then `styles` (what each line style means), then the faults.
+pub(crate) fn one_panel_over_time(
+    report: &RunReport,
+    name: &'static str,
+    title: &str,
+    y: Axis,
+    lines: Vec<Line>,
+    styles: Vec<LegendEntry>,
+) -> Chart {
+    let time = time_axis(report);
+    let faults = fault_shading(report, &time);
+    let mut legend = variant_legend(report);
+    legend.extend(styles);
+    legend.extend(faults.legend);
+    Chart {
+        name,
+        title: format!("{}: {title}", report.scenario),
+        panels: vec![Panel {
+            x: time,
+            y,
+            bands: faults.bands,
+            lines,
+            markers: Vec::new(),
+        }],
+        legend,
     }
 }

@@ -35,7 +35,7 @@ mod default {
 
 /// Bounds on sizes that would exhaust memory rather than describe a system.
 mod limit {
-    pub const KEYS_PER_FAMILY: u64 = 50_000_000;
+    pub const KEYS_PER_FAMILY: u64 = 10_000_000;
     pub const VALUE_BYTES: u64 = 512 * 1024 * 1024;
     pub const BURST: u64 = 10_000_000;
     pub const QUEUE: u64 = 10_000_000;

@@ -205,6 +205,51 @@ enum Link {
     Down,
 }
 
+/// One direction of a connection: items leave one after another at the pipe's bandwidth and
+/// arrive one latency later, so arrival times never decrease and items arrive in order.
+struct Pipe<T> {
+    /// When the pipe finishes sending what it holds.
+    free_at: SimTime,
+    /// Items on the wire, oldest first.
+    in_flight: VecDeque<T>,
+}
+
+impl<T> Pipe<T> {
+    fn new() -> Self {
+        Pipe {
+            free_at: SimTime::ZERO,
+            in_flight: VecDeque::new(),
+        }
+    }
+
+    /// Puts `item` of `bytes` on the wire now; returns when it arrives.
+    fn send(&mut self, now: SimTime, item: T, bytes: u64, spec: &ConnectionSpec) -> SimTime {
+        let wire_time = spec
+            .bandwidth
+            .map_or(SimDuration::ZERO, |rate| rate.time_for(bytes));
+        self.free_at = self.free_at.max(now).saturating_add(wire_time);
+        self.in_flight.push_back(item);
+        self.free_at.saturating_add(spec.latency)
+    }
+
+    /// The oldest item, which has just arrived.
+    fn receive(&mut self) -> T {
+        self.in_flight
+            .pop_front()
+            .expect("one arrival event per item on the wire")
+    }
+
+    /// When something sent now (after everything already on the wire) would arrive, if it
+    /// takes no time to send, such as a FIN.
+    fn arrival_after_queue(&self, now: SimTime, spec: &ConnectionSpec) -> SimTime {
+        self.free_at.max(now).saturating_add(spec.latency)
+    }
+
+    fn clear(&mut self) {
+        self.in_flight.clear();
+    }
+}
+
 struct Command {
     seq: u64,
     op: Op,
@@ -225,10 +270,8 @@ struct Connection {
     next_seq: u64,
     /// Consecutive failed connection attempts (1 right after losing a working link).
     attempts_failed: u32,
-    /// When the outbound pipe finishes sending what it holds.
-    outbound_free_at: SimTime,
-    /// Commands on the wire to the server, oldest first (arrival times never decrease).
-    outbound: VecDeque<(u64, Op)>,
+    /// Commands on the wire to the server.
+    outbound: Pipe<(u64, Op)>,
     /// Whether the server holds this connection open.
     server_open: bool,
     /// Commands that reached the server and wait for its thread.
@@ -236,9 +279,8 @@ struct Connection {
     /// Whether the server has this connection in its ready ring or is executing its command;
     /// a connection is put back in the ring only when its command is done.
     scheduled: bool,
-    inbound_free_at: SimTime,
-    /// Replies on the wire to the client, oldest first.
-    inbound: VecDeque<(u64, Reply)>,
+    /// Replies on the wire to the client.
+    inbound: Pipe<(u64, Reply)>,
     stats: ConnectionSummary,
 }
 
@@ -286,13 +328,11 @@ impl Redis {
                 sent: 0,
                 next_seq: 0,
                 attempts_failed: 0,
-                outbound_free_at: SimTime::ZERO,
-                outbound: VecDeque::new(),
+                outbound: Pipe::new(),
                 server_open: false,
                 input: VecDeque::new(),
                 scheduled: false,
-                inbound_free_at: SimTime::ZERO,
-                inbound: VecDeque::new(),
+                inbound: Pipe::new(),
                 stats: ConnectionSummary::default(),
             });
         }
@@ -370,18 +410,12 @@ impl Redis {
         op: Op,
         events: &mut EventQueue,
     ) {
-        let wire_time = connection
-            .spec
-            .bandwidth
-            .map_or(SimDuration::ZERO, |rate| rate.time_for(op.request_bytes()));
-        let sent_at = connection
-            .outbound_free_at
-            .max(now)
-            .saturating_add(wire_time);
-        connection.outbound_free_at = sent_at;
-        connection.outbound.push_back((seq, op));
+        let arrives =
+            connection
+                .outbound
+                .send(now, (seq, op), op.request_bytes(), &connection.spec);
         events.schedule(
-            sent_at.saturating_add(connection.spec.latency),
+            arrives,
             Event::CommandArrives {
                 connection: id,
                 epoch: connection.epoch,
@@ -400,10 +434,7 @@ impl Redis {
         if connection.epoch != epoch {
             return;
         }
-        let wire = connection
-            .outbound
-            .pop_front()
-            .expect("one arrival event per command on the wire");
+        let wire = connection.outbound.receive();
         if !connection.server_open {
             return; // the server is gone; the client will find out and resend
         }
@@ -477,18 +508,12 @@ impl Redis {
             server.ready.push_back(done.connection);
         }
         if connection.epoch == done.connection_epoch && connection.server_open {
-            let wire_time = connection
-                .spec
-                .bandwidth
-                .map_or(SimDuration::ZERO, |rate| rate.time_for(done.reply.bytes()));
-            let sent_at = connection
-                .inbound_free_at
-                .max(now)
-                .saturating_add(wire_time);
-            connection.inbound_free_at = sent_at;
-            connection.inbound.push_back((done.seq, done.reply));
+            let reply = (done.seq, done.reply);
+            let arrives = connection
+                .inbound
+                .send(now, reply, done.reply.bytes(), &connection.spec);
             events.schedule(
-                sent_at.saturating_add(connection.spec.latency),
+                arrives,
                 Event::ReplyArrives {
                     connection: done.connection,
                     epoch: connection.epoch,
@@ -503,10 +528,7 @@ impl Redis {
         if connection.epoch != epoch {
             return;
         }
-        let (seq, reply) = connection
-            .inbound
-            .pop_front()
-            .expect("one arrival event per reply on the wire");
+        let (seq, reply) = connection.inbound.receive();
         let command = connection
             .commands
             .pop_front()
@@ -731,9 +753,8 @@ impl Redis {
                 connection.server_open = false;
                 // The close reaches the client after the replies already on the wire.
                 let closed_at = connection
-                    .inbound_free_at
-                    .max(now)
-                    .saturating_add(connection.spec.latency);
+                    .inbound
+                    .arrival_after_queue(now, &connection.spec);
                 events.schedule(
                     closed_at,
                     Event::ConnectionClosed {
