@@ -105,6 +105,16 @@ pub fn render(report: &RunReport) -> String {
         )
         .unwrap();
     }
+    for variant in variants.iter().filter(|v| v.series.truncated) {
+        writeln!(
+            out,
+            "note: \"{}\" ran past the {} buckets a series keeps; its time series stops there \
+             (set [run] horizon, or widen [metrics] bucket)",
+            variant.name,
+            outagelab_sim::BUCKETS_MAX
+        )
+        .unwrap();
+    }
     for variant in variants.iter().filter(|v| v.verdict.name() != "completed") {
         writeln!(
             out,

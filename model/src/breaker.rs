@@ -175,6 +175,15 @@ impl Breaker {
         self.state
     }
 
+    /// The state at `now`, counting an `Open` whose `open_for` has passed as `HalfOpen`
+    /// (without changing anything).
+    pub fn state_at(&self, now: SimTime) -> BreakerState {
+        match self.next_deadline() {
+            Some(deadline) if now >= deadline => BreakerState::HalfOpen,
+            _ => self.state,
+        }
+    }
+
     /// How many times the breaker has opened.
     pub fn opened_total(&self) -> u64 {
         self.opened_total
@@ -320,6 +329,8 @@ mod tests {
         assert_eq!(b.state(), BreakerState::Open);
         assert_eq!(b.try_admit(ms(8)), Admit::No(Rejection::Open));
         assert_eq!(b.next_deadline(), Some(ms(1007)));
+        assert_eq!(b.state_at(ms(1006)), BreakerState::Open);
+        assert_eq!(b.state_at(ms(1007)), BreakerState::HalfOpen);
     }
 
     #[test]

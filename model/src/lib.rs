@@ -13,6 +13,7 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod concurrent;
 pub mod config;
+pub mod random;
 pub mod time;
 
 mod sync;

@@ -3,9 +3,17 @@
 //! directly, so that `RUSTFLAGS="--cfg loom"` swaps in loom's checked types everywhere at once.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+#[allow(unused_imports)]
+pub(crate) use loom::sync::{
+    Arc, Condvar, Mutex, MutexGuard,
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+#[allow(unused_imports)]
+pub(crate) use std::sync::{
+    Arc, Condvar, Mutex, MutexGuard,
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+};
 
 /// Locks `mutex`, ignoring poisoning: the state machines behind these mutexes keep their
 /// invariants between calls, so a panic in another holder cannot leave them half-updated.

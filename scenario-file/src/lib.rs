@@ -235,6 +235,15 @@ impl<'t> Reader<'_> {
                 return None;
             }
         };
+        if header.parameter.get_ref().split('.').any(str::is_empty) {
+            let message = "must name a key as a dotted path, e.g. \"loads.blobs.count\"";
+            self.errors.push(self.source.diagnostic(
+                Some(header.parameter.span()),
+                "sweep.parameter",
+                message,
+            ));
+            return None;
+        }
         let values_span = values.span();
         let items = match values.into_inner() {
             DeValue::Array(items) if !items.is_empty() => items,
@@ -254,11 +263,18 @@ impl<'t> Reader<'_> {
             let (text, x, unit) = match item.get_ref() {
                 DeValue::Integer(i) => (i.as_str().to_owned(), i.as_str().parse::<f64>().ok(), ""),
                 DeValue::Float(f) => (f.as_str().to_owned(), f.as_str().parse::<f64>().ok(), ""),
-                DeValue::String(s) => match (units::parse_duration(s), units::parse_size(s)) {
-                    (Ok(nanos), _) => (s.to_string(), Some(nanos as f64 / 1e6), "ms"),
-                    (_, Ok(bytes)) => (s.to_string(), Some(bytes as f64), "bytes"),
-                    _ => (s.to_string(), Some(index as f64), "(index)"),
-                },
+                DeValue::String(s) => {
+                    let text = s.to_string();
+                    if let Ok(nanos) = units::parse_duration(s) {
+                        (text, Some(nanos as f64 / 1e6), "ms")
+                    } else if let Ok(bytes) = units::parse_size(s) {
+                        (text, Some(bytes as f64), "bytes")
+                    } else if let Ok(rate) = units::parse_bandwidth(s) {
+                        (text, Some(rate as f64), "bytes/s")
+                    } else {
+                        (text, Some(index as f64), "(index)")
+                    }
+                }
                 DeValue::Boolean(b) => (b.to_string(), Some(f64::from(u8::from(*b))), ""),
                 _ => (String::new(), None, ""),
             };
@@ -458,6 +474,7 @@ fn kind_name(unit: &str) -> &'static str {
     match unit {
         "ms" => "a duration",
         "bytes" => "a size",
+        "bytes/s" => "a bandwidth",
         "(index)" => "a word",
         _ => "a number",
     }

@@ -90,10 +90,14 @@ fn quantity(text: &str, units: &[(&str, u128)], base: &str, hint: &str) -> Resul
     };
     let whole: u128 = whole.parse().map_err(|_| too_big())?;
     let mut total = whole.checked_mul(scale).ok_or_else(too_big)?;
+    // Trailing zeros change nothing; more than 18 significant decimals cannot be a whole
+    // number of the base unit at any scale used here (the largest is an hour in nanoseconds,
+    // under 10^13), and 18 digits keep every product below 2^128.
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.len() > 18 {
+        return Err(format!("`{text}` is finer than one {base}"));
+    }
     if !fraction.is_empty() {
-        if fraction.len() > 30 {
-            return Err(format!("`{text}` has more digits than it can use"));
-        }
         let digits: u128 = fraction
             .parse()
             .map_err(|_| format!("`{text}` is not a number with a unit: {hint}"))?;
@@ -102,7 +106,7 @@ fn quantity(text: &str, units: &[(&str, u128)], base: &str, hint: &str) -> Resul
         if !scaled.is_multiple_of(divisor) {
             return Err(format!("`{text}` is finer than one {base}"));
         }
-        total += scaled / divisor;
+        total = total.checked_add(scaled / divisor).ok_or_else(too_big)?;
     }
     u64::try_from(total).map_err(|_| too_big())
 }
@@ -125,6 +129,7 @@ mod tests {
             ("1.25h", 4_500_000_000_000),
             ("0.000000001s", 1),
             (" 3 ms ", 3_000_000),
+            ("1.5000000000000000000000000000000s", 1_500_000_000),
         ];
         for (text, nanos) in cases {
             assert_eq!(parse_duration(text), Ok(nanos), "{text}");
@@ -142,6 +147,10 @@ mod tests {
             (".5s", "not a number"),
             ("99999999999h", "too large to fit"),
             ("600y", "unknown unit `y`"),
+            (
+                "1.999999999999999999999999999999h",
+                "finer than one nanosecond",
+            ),
             ("s", "not a number"),
         ];
         for (text, message) in cases {

@@ -384,13 +384,31 @@ impl<'a> Validator<'a> {
     }
 
     fn limits(&mut self, run: &RawRun) -> RunLimits {
+        let run_length = |this: &mut Self, value: &Spanned<Text>, key: &str, why: &str| {
+            let duration = this.positive_duration(value, key, why)?;
+            if duration > RunLimits::LENGTH_MAX {
+                this.error(
+                    Some(value.span()),
+                    key,
+                    format!(
+                        "{duration} is too long to simulate (at most 2^62 ns, about 146 years)"
+                    ),
+                );
+                return None;
+            }
+            Some(duration)
+        };
         let horizon = run.horizon.as_ref().and_then(|h| {
-            self.positive_duration(h, "run.horizon", "a run of zero length simulates nothing")
+            run_length(
+                self,
+                h,
+                "run.horizon",
+                "a run of zero length simulates nothing",
+            )
         });
         let time_max = match &run.time_max {
             Some(value) => {
-                let time_max =
-                    self.positive_duration(value, "run.time_max", "the run could not start");
+                let time_max = run_length(self, value, "run.time_max", "the run could not start");
                 if let (Some(time_max), Some(horizon)) = (time_max, horizon)
                     && time_max < horizon
                 {
@@ -436,7 +454,8 @@ impl<'a> Validator<'a> {
             return SimDuration::from_millis(100);
         };
         if let Some(horizon) = horizon {
-            let buckets = horizon.as_nanos().div_ceil(bucket.as_nanos());
+            // Buckets from 0 up to and including the one that starts at the horizon.
+            let buckets = horizon.as_nanos() / bucket.as_nanos() + 1;
             if buckets > BUCKETS_MAX {
                 self.error(
                     Some(value.span()),
@@ -496,11 +515,16 @@ impl<'a> Validator<'a> {
             )?,
             None => self.duration_or(&None, "", default::CONNECT_TIMEOUT),
         };
-        let reconnect_delay = self.duration_or(
-            &raw.reconnect_delay,
-            &key("reconnect_delay"),
-            default::RECONNECT_DELAY,
-        );
+        let reconnect_delay = match &raw.reconnect_delay {
+            Some(delay) => self
+                .positive_duration(
+                    delay,
+                    &key("reconnect_delay"),
+                    "a refused connection would be retried in a loop that never lets time pass",
+                )
+                .unwrap_or_default(),
+            None => self.duration_or(&None, "", default::RECONNECT_DELAY),
+        };
         let reconnect_delay_max = self.duration_or(
             &raw.reconnect_delay_max,
             &key("reconnect_delay_max"),
@@ -989,7 +1013,11 @@ impl<'a> Validator<'a> {
                 let end = match (&raw.count, &raw.duration) {
                     (Some(count), None) => Some(LoadEnd::Count(*count.get_ref())),
                     (None, Some(duration)) => self
-                        .duration(duration, &key("duration"))
+                        .positive_duration(
+                            duration,
+                            &key("duration"),
+                            "the load would send nothing",
+                        )
                         .map(|d| LoadEnd::Until(start.saturating_add(d))),
                     (count, _) => {
                         let span = count
@@ -1028,7 +1056,8 @@ impl<'a> Validator<'a> {
         horizon: Option<SimTime>,
     ) -> Option<FaultSpec> {
         let key = |field: &str| format!("faults.{name}.{field}");
-        let target = if databases.contains_key(raw.target.get_ref()) {
+        let is_server = names.servers.contains_key(raw.target.get_ref().as_str());
+        let target = if !is_server && databases.contains_key(raw.target.get_ref()) {
             self.error(
                 Some(raw.target.span()),
                 key("target"),

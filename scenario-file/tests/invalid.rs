@@ -112,7 +112,7 @@ fn rejected_files() {
         ),
         (
             format!("{BASE}\n[run]\nhorizon = \"1h\"\n[metrics]\nbucket = \"1ms\"\n"),
-            "27:10: metrics.bucket: 3600000 buckets to the horizon, more than the 1000000 a series keeps: use a wider bucket",
+            "27:10: metrics.bucket: 3600001 buckets to the horizon, more than the 1000000 a series keeps: use a wider bucket",
         ),
         (
             format!("{BASE}\n[bulkheads.b]\nmax_concurrent = 0\nqueue = 5\n"),
@@ -228,4 +228,14 @@ fn rejected_files() {
         wrong.len(),
         cases.len()
     );
+}
+
+#[test]
+fn a_fault_targets_the_server_even_when_a_database_shares_its_name() {
+    let text = with("[servers.redis]", "[servers.db]")
+        .replace("server = \"redis\"", "server = \"db\"")
+        + "\n[faults.down]\ntarget = \"db\"\nkind = \"stop\"\nat = \"1s\"\n";
+    let file = outagelab_scenario_file::parse(&text, Path::new("t.toml"))
+        .unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
+    assert_eq!(file.variants[0].scenario.faults.len(), 1);
 }

@@ -11,11 +11,16 @@
 //! one wake-up event is scheduled for the earliest. A change in the number of running queries
 //! changes the clock's speed, so the wake-up is recomputed and the old event made stale by a
 //! generation number.
+//!
+//! Client-side query timeouts are kept here too, in deadline order, with one timer event per
+//! database for the earliest: a query answered in time removes its deadline, so the event queue
+//! holds no timer for it. A query that times out keeps running (the database does not know the
+//! client gave up).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
-use outagelab_model::time::SimTime;
+use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::DatabaseSummary;
 
 use crate::kernel::{Event, EventQueue, RequestRef};
@@ -31,12 +36,18 @@ struct Database {
     /// Work each running query has received, in nanoseconds (Q32 fixed point).
     work_clock_q32: u128,
     clock_read_at: SimTime,
-    /// Running queries by (work clock target, start order).
-    running: BinaryHeap<Reverse<(u128, u64, u32, u32)>>,
+    /// Running queries by (work clock target, start order), with their waiter and their
+    /// timeout deadline (`SimTime::MAX` for none).
+    running: BinaryHeap<Reverse<(u128, u64, u32, u32, SimTime)>>,
     started_total: u64,
     generation: u32,
     wake_at: Option<SimTime>,
     peak_running: u64,
+    /// Deadlines of running queries whose waiter has not yet timed out, by (deadline, start
+    /// order); never longer than `running`.
+    deadlines: BTreeMap<(SimTime, u64), RequestRef>,
+    timeout_generation: u32,
+    timeout_wake_at: Option<SimTime>,
 }
 
 impl Database {
@@ -91,6 +102,8 @@ pub(crate) struct Databases {
     databases: Vec<Database>,
     /// Requests whose query finished in the last call; the engine drains it.
     pub completions: Vec<RequestRef>,
+    /// Requests whose query timed out in the last call; the engine drains it.
+    pub timeouts: Vec<RequestRef>,
 }
 
 impl Databases {
@@ -110,9 +123,13 @@ impl Databases {
                     generation: 0,
                     wake_at: None,
                     peak_running: 0,
+                    deadlines: BTreeMap::new(),
+                    timeout_generation: 0,
+                    timeout_wake_at: None,
                 })
                 .collect(),
             completions: Vec::new(),
+            timeouts: Vec::new(),
         }
     }
 
@@ -128,23 +145,37 @@ impl Databases {
         }
     }
 
+    /// Starts a query for `waiter`, which gives up after `timeout` if one is set.
     pub fn start(
         &mut self,
         now: SimTime,
         id: DatabaseId,
         waiter: RequestRef,
+        timeout: Option<SimDuration>,
         events: &mut EventQueue,
     ) {
         let database = &mut self.databases[id.index()];
         database.read_clock(now);
         let work = u128::from(database.rng.duration(&database.latency).as_nanos());
         let target = database.work_clock_q32 + work * ONE_Q32;
+        let order = database.started_total;
+        let deadline = timeout.map_or(SimTime::MAX, |t| now.saturating_add(t));
         database.running.push(Reverse((
             target,
-            database.started_total,
+            order,
             waiter.slot,
             waiter.token,
+            deadline,
         )));
+        if deadline != SimTime::MAX {
+            database.deadlines.insert((deadline, order), waiter);
+            if database
+                .timeout_wake_at
+                .is_none_or(|armed| deadline < armed)
+            {
+                database.arm_timeout(deadline, id, events);
+            }
+        }
         database.started_total += 1;
         database.peak_running = database.peak_running.max(database.running.len() as u64);
         database.reschedule(now, id, events);
@@ -163,14 +194,52 @@ impl Databases {
         }
         database.read_clock(now);
         database.wake_at = None;
-        while let Some(&Reverse((target, _, slot, token))) = database.running.peek() {
+        while let Some(&Reverse((target, order, slot, token, deadline))) = database.running.peek() {
             if target > database.work_clock_q32 {
                 break;
             }
             database.running.pop();
+            database.deadlines.remove(&(deadline, order));
             self.completions.push(RequestRef { slot, token });
         }
         database.reschedule(now, id, events);
+    }
+
+    /// Times out every waiter whose deadline has passed; their queries keep running.
+    pub fn on_timeout_wake(
+        &mut self,
+        now: SimTime,
+        id: DatabaseId,
+        generation: u32,
+        events: &mut EventQueue,
+    ) {
+        let database = &mut self.databases[id.index()];
+        if database.timeout_generation != generation {
+            return;
+        }
+        database.timeout_wake_at = None;
+        while let Some(entry) = database.deadlines.first_entry() {
+            let (deadline, _) = *entry.key();
+            if deadline > now {
+                database.arm_timeout(deadline, id, events);
+                break;
+            }
+            self.timeouts.push(entry.remove());
+        }
+    }
+}
+
+impl Database {
+    fn arm_timeout(&mut self, at: SimTime, id: DatabaseId, events: &mut EventQueue) {
+        self.timeout_generation = self.timeout_generation.wrapping_add(1);
+        self.timeout_wake_at = Some(at);
+        events.schedule(
+            at,
+            Event::DatabaseTimeout {
+                database: id,
+                generation: self.timeout_generation,
+            },
+        );
     }
 }
 
@@ -217,6 +286,7 @@ mod tests {
                 SimTime::ZERO,
                 DatabaseId(0),
                 RequestRef { slot, token: 0 },
+                None,
                 &mut events,
             );
         }
@@ -259,6 +329,7 @@ mod tests {
                 SimTime::ZERO,
                 DatabaseId(0),
                 RequestRef { slot, token: 0 },
+                None,
                 &mut events,
             );
         }

@@ -14,11 +14,11 @@
 //! Invariant: every request that arrives ends exactly once, or is counted as unfinished when
 //! the run stops.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
-use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_model::time::SimTime;
 use outagelab_report::{
     BreakerSummary, BulkheadSummary, FaultWindow, Outcome, Summary, VariantReport, Verdict,
 };
@@ -90,6 +90,9 @@ struct BulkheadSlot {
 struct LoadState {
     rng: Stream,
     issued: u64,
+    /// Poisson loads: the next arrival, in nanoseconds with 32 fractional bits, so gaps
+    /// shorter than a nanosecond still add up to the right rate.
+    next_arrival_q32: u128,
 }
 
 /// What a step's end means for its request.
@@ -115,6 +118,10 @@ struct Simulator<'s> {
     databases: Databases,
     breakers: Vec<BreakerSlot>,
     bulkheads: Vec<BulkheadSlot>,
+    /// Permits of database queries whose caller timed out, by the waiter reference the
+    /// database still holds; returned when the query ends. Never larger than the number of
+    /// running queries.
+    held_by_queries: BTreeMap<(u32, u32), (BulkheadId, Permit)>,
     metrics: Metrics,
     in_flight_gauge: GaugeId,
     database_gauges: Vec<GaugeId>,
@@ -169,6 +176,7 @@ impl<'s> Simulator<'s> {
             loads.push(LoadState {
                 rng: Stream::derive(scenario.seed, "load", &load.name),
                 issued: 0,
+                next_arrival_q32: u128::from(load.start.as_nanos()) << 32,
             });
             let any = match load.arrivals {
                 Arrivals::Burst { count } => count > 0,
@@ -205,6 +213,7 @@ impl<'s> Simulator<'s> {
             databases: Databases::new(scenario),
             breakers,
             bulkheads,
+            held_by_queries: BTreeMap::new(),
             metrics,
             in_flight_gauge,
             database_gauges,
@@ -263,8 +272,8 @@ impl<'s> Simulator<'s> {
         match event {
             Event::Arrival(load) => self.on_arrival(load),
             Event::RequestTimer(request) => self.on_request_timer(request),
-            Event::CommandTimeout { connection, seq } => {
-                self.redis.on_command_timeout(connection, seq)
+            Event::CommandTimeout { connection } => {
+                self.redis.on_command_timeout(now, connection, events)
             }
             Event::CommandArrives { connection, epoch } => self
                 .redis
@@ -298,6 +307,12 @@ impl<'s> Simulator<'s> {
                 database,
                 generation,
             } => self.databases.on_wake(now, database, generation, events),
+            Event::DatabaseTimeout {
+                database,
+                generation,
+            } => self
+                .databases
+                .on_timeout_wake(now, database, generation, events),
             Event::FaultStarts(fault) | Event::FaultEnds(fault) => {
                 let on = matches!(event, Event::FaultStarts(_));
                 let spec = &self.scenario.faults[fault.index()];
@@ -324,10 +339,21 @@ impl<'s> Simulator<'s> {
             } else if !self.databases.completions.is_empty() {
                 let completions = std::mem::take(&mut self.databases.completions);
                 for &request in &completions {
-                    self.settle(request, StepResult::Ok);
+                    match self.held_by_queries.remove(&(request.slot, request.token)) {
+                        // The caller timed out; its connection is free only now.
+                        Some((bulkhead, permit)) => self.release(bulkhead, permit),
+                        None => self.settle(request, StepResult::Ok),
+                    }
                 }
                 self.databases.completions = completions;
                 self.databases.completions.clear();
+            } else if !self.databases.timeouts.is_empty() {
+                let timeouts = std::mem::take(&mut self.databases.timeouts);
+                for &request in &timeouts {
+                    self.settle(request, StepResult::Error(Outcome::Timeout));
+                }
+                self.databases.timeouts = timeouts;
+                self.databases.timeouts.clear();
             } else if let Some(request) = self.runnable.pop_front() {
                 if self.is_live(request) {
                     self.advance(request.slot);
@@ -371,8 +397,11 @@ impl<'s> Simulator<'s> {
         self.spawn(id);
         let state = &mut self.loads[id.index()];
         let next = if poisson {
-            let gap = state.rng.exponential_nanos(rate.mean_gap_nanos());
-            self.now.checked_add(SimDuration::from_nanos(gap))
+            let gap = rate.exponential_gap_q32(state.rng.neg_ln_uniform_q32());
+            state.next_arrival_q32 = state.next_arrival_q32.saturating_add(gap);
+            u64::try_from(state.next_arrival_q32 >> 32)
+                .ok()
+                .map(SimTime::from_nanos)
         } else {
             rate.even_offset(state.issued)
                 .and_then(|offset| spec.start.checked_add(offset))
@@ -532,13 +561,7 @@ impl<'s> Simulator<'s> {
                 }
                 StepAction::Database { database, timeout } => {
                     self.databases
-                        .start(self.now, database, waiter, &mut self.events);
-                    if let Some(timeout) = timeout {
-                        self.events.schedule(
-                            self.now.saturating_add(timeout),
-                            Event::RequestTimer(waiter),
-                        );
-                    }
+                        .start(self.now, database, waiter, timeout, &mut self.events);
                     return;
                 }
                 StepAction::Work { duration } => {
@@ -577,12 +600,11 @@ impl<'s> Simulator<'s> {
         let scenario = self.scenario;
         let current = self.request_mut(request.slot);
         let step = &scenario.flows[current.flow.index()].steps[current.step as usize];
-        let result = match step.action {
-            StepAction::Work { .. } => StepResult::Ok,
-            StepAction::Database { .. } => StepResult::Error(Outcome::Timeout),
-            StepAction::Redis { .. } => unreachable!("Redis steps use command timeouts"),
-        };
-        self.settle(request, result);
+        debug_assert!(
+            matches!(step.action, StepAction::Work { .. }),
+            "only work steps set request timers"
+        );
+        self.settle(request, StepResult::Ok);
     }
 
     /// A waiting request's step ended with `result`.
@@ -600,11 +622,22 @@ impl<'s> Simulator<'s> {
     /// breaker, and applies the step's routing.
     fn end_step(&mut self, slot: u32, result: StepResult) -> Next {
         let (now, scenario) = (self.now, self.scenario);
+        let waited_as = self.current_ref(slot);
         self.slots[slot as usize].token = self.slots[slot as usize].token.wrapping_add(1);
         let request = self.request_mut(slot);
         let (permit, ticket) = (request.permit.take(), request.ticket.take());
+        let step_action = scenario.flows[request.flow.index()].steps[request.step as usize].action;
         if let Some((bulkhead, permit)) = permit {
-            self.release(bulkhead, permit);
+            let query_still_running = matches!(step_action, StepAction::Database { .. })
+                && result == StepResult::Error(Outcome::Timeout);
+            if query_still_running {
+                // A bulkhead on a database step stands for its connection pool: a query whose
+                // caller gave up still holds its connection until the database finishes it.
+                self.held_by_queries
+                    .insert((waited_as.slot, waited_as.token), (bulkhead, permit));
+            } else {
+                self.release(bulkhead, permit);
+            }
         }
         if let Some((breaker, ticket)) = ticket {
             let entry = &mut self.breakers[breaker.index()];
@@ -733,7 +766,7 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .zip(&self.breakers)
                 .map(|(spec, slot)| {
-                    let state = match slot.breaker.state() {
+                    let state = match slot.breaker.state_at(self.now) {
                         BreakerState::Closed => "closed",
                         BreakerState::Open => "open",
                         BreakerState::HalfOpen => "half_open",

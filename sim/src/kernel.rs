@@ -51,12 +51,11 @@ impl RequestRef {
 pub(crate) enum Event {
     /// The next arrival (or burst) of a load generator.
     Arrival(LoadId),
-    /// A request's timer: local work finished, or a database query timed out.
+    /// A request's local work finished.
     RequestTimer(RequestRef),
-    /// The client-side timeout of command `seq` on a connection.
+    /// The client-side timeout of the oldest command on a connection that may be due.
     CommandTimeout {
         connection: ConnectionId,
-        seq: u64,
     },
     /// The oldest command in the connection's outbound pipe reaches the server.
     CommandArrives {
@@ -101,6 +100,11 @@ pub(crate) enum Event {
     },
     /// A database's next query may have finished.
     DatabaseWake {
+        database: DatabaseId,
+        generation: u32,
+    },
+    /// A database's earliest query timeout may be due.
+    DatabaseTimeout {
         database: DatabaseId,
         generation: u32,
     },

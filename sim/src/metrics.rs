@@ -18,9 +18,9 @@ use outagelab_report::{FlowSummary, LatencyStats, Outcome, PercentileRule, Serie
 /// Most buckets a series keeps; later buckets are dropped and the series marked truncated.
 pub const BUCKETS_MAX: u64 = 1_000_000;
 
-/// Largest latency the totals resolve (longer ones are recorded as this): about 12.7 days,
-/// beyond any run's time budget.
-const LATENCY_NANOS_MAX: u64 = 1 << 50;
+/// Largest latency the histograms resolve: the longest run the simulator accepts
+/// (`RunLimits::LENGTH_MAX`, 2^62 ns), so no latency is ever clipped.
+const LATENCY_NANOS_MAX: u64 = 1 << 62;
 
 /// Index of a gauge registered with [`Metrics::add_gauge`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +67,10 @@ impl Latency {
             return LatencyStats::default();
         }
         let ms = |nanos: u64| Some(nanos as f64 / 1e6);
-        let percentile = |thousandths| ms(percentile(&self.histogram, rule, thousandths));
+        // A percentile is its bucket's upper edge, which may pass the exact maximum.
+        let percentile = |thousandths| {
+            ms(percentile(&self.histogram, rule, thousandths).clamp(self.min, self.max))
+        };
         LatencyStats {
             count,
             min: ms(self.min),
@@ -143,6 +146,9 @@ pub(crate) struct Metrics {
     bucket: u64,
     bucket_outcomes: [u64; Outcome::COUNT],
     bucket_latency: Histogram<u64>,
+    /// Exact extremes of the open bucket's latencies, in microseconds.
+    bucket_latency_min: u64,
+    bucket_latency_max: u64,
     series: Series,
     gauges: Vec<Gauge>,
     gauge_columns: Vec<Vec<u64>>,
@@ -161,6 +167,8 @@ impl Metrics {
             bucket_outcomes: [0; Outcome::COUNT],
             bucket_latency: Histogram::new_with_bounds(1, LATENCY_NANOS_MAX / 1000, 2)
                 .expect("valid histogram bounds"),
+            bucket_latency_min: u64::MAX,
+            bucket_latency_max: 0,
             series: Series {
                 bucket_ms: bucket_nanos as f64 / 1e6,
                 ..Series::default()
@@ -203,6 +211,10 @@ impl Metrics {
         let bucket = now.as_nanos() / self.bucket_nanos;
         while self.bucket < bucket {
             self.close_bucket();
+            if self.series.truncated {
+                // The series is full: nothing more is kept, so skip straight to `now`.
+                self.bucket = bucket;
+            }
         }
     }
 
@@ -223,7 +235,8 @@ impl Metrics {
                 (None, None)
             } else {
                 let ms = |thousandths| {
-                    let micros = percentile(&self.bucket_latency, self.rule, thousandths);
+                    let micros = percentile(&self.bucket_latency, self.rule, thousandths)
+                        .clamp(self.bucket_latency_min, self.bucket_latency_max);
                     Some(micros as f64 / 1e3)
                 };
                 (ms(50_000), ms(99_000))
@@ -240,6 +253,8 @@ impl Metrics {
         self.bucket_outcomes = [0; Outcome::COUNT];
         if !self.bucket_latency.is_empty() {
             self.bucket_latency.reset();
+            self.bucket_latency_min = u64::MAX;
+            self.bucket_latency_max = 0;
         }
         for gauge in &mut self.gauges {
             gauge.max_in_bucket = gauge.current;
@@ -254,7 +269,10 @@ impl Metrics {
     pub fn record_end(&mut self, flow: usize, outcome: Outcome, latency_nanos: u64) {
         self.outcomes[outcome.index()] += 1;
         self.bucket_outcomes[outcome.index()] += 1;
-        self.bucket_latency.saturating_record(latency_nanos / 1000);
+        let micros = latency_nanos / 1000;
+        self.bucket_latency.saturating_record(micros);
+        self.bucket_latency_min = self.bucket_latency_min.min(micros);
+        self.bucket_latency_max = self.bucket_latency_max.max(micros);
         let flow = &mut self.flows[flow];
         flow.outcomes[outcome.index()] += 1;
         flow.latency.record(outcome, latency_nanos);

@@ -184,6 +184,9 @@ struct Server {
     /// Bumped when the process stops, so the completion of an aborted command is dropped.
     epoch: u32,
     executing: Option<Executing>,
+    /// A command that finished while the process was hung: its reply goes out when the hang
+    /// ends (a frozen process sends nothing).
+    parked: Option<Executing>,
     /// Connections with a command waiting, in round-robin order. May hold connections whose
     /// input was since dropped; they are skipped.
     ready: VecDeque<ConnectionId>,
@@ -245,8 +248,10 @@ impl<T> Pipe<T> {
         self.free_at.max(now).saturating_add(spec.latency)
     }
 
-    fn clear(&mut self) {
+    /// Drops everything on the wire: the link it was on is gone, and a new link starts idle.
+    fn reset(&mut self) {
         self.in_flight.clear();
+        self.free_at = SimTime::ZERO;
     }
 }
 
@@ -254,6 +259,9 @@ struct Command {
     seq: u64,
     op: Op,
     waiter: RequestRef,
+    /// When the client-side timeout fires (`SimTime::MAX` without one). Every command on a
+    /// connection has the same timeout, so deadlines grow with `seq`.
+    deadline: SimTime,
     timed_out: bool,
     /// Links this command has outlived (lost connections and failed attempts).
     retries: u32,
@@ -263,6 +271,12 @@ struct Connection {
     spec: ConnectionSpec,
     link: Link,
     epoch: u32,
+    /// Commands with `seq` below this have timed out or ended; the next timeout to fire is
+    /// that of the first command at or after it.
+    timeout_cursor: u64,
+    /// Whether a `CommandTimeout` event is scheduled. There is at most one per connection, so
+    /// the event queue holds no timer for commands that were answered in time.
+    timeout_armed: bool,
     /// Commands without a reply, in issue order: `commands[..sent]` were written to the
     /// current link, the rest wait offline. Never holds a command twice.
     commands: VecDeque<Command>,
@@ -307,6 +321,7 @@ impl Redis {
                 stopped: 0,
                 epoch: 0,
                 executing: None,
+                parked: None,
                 ready: VecDeque::new(),
                 keyspace: Keyspace::new(key_counts.clone()),
                 connections: Vec::new(),
@@ -324,6 +339,8 @@ impl Redis {
                 spec: spec.clone(),
                 link: Link::Down,
                 epoch: 0,
+                timeout_cursor: 0,
+                timeout_armed: false,
                 commands: VecDeque::new(),
                 sent: 0,
                 next_seq: 0,
@@ -376,24 +393,24 @@ impl Redis {
         }
         let seq = connection.next_seq;
         connection.next_seq += 1;
+        let deadline = connection
+            .spec
+            .command_timeout
+            .map_or(SimTime::MAX, |timeout| now.saturating_add(timeout));
         connection.commands.push_back(Command {
             seq,
             op,
             waiter,
+            deadline,
             timed_out: false,
             retries: 0,
         });
         connection.stats.commands += 1;
         let pending = connection.commands.len() as u64;
         connection.stats.peak_pending = connection.stats.peak_pending.max(pending);
-        if let Some(timeout) = connection.spec.command_timeout {
-            events.schedule(
-                now.saturating_add(timeout),
-                Event::CommandTimeout {
-                    connection: id,
-                    seq,
-                },
-            );
+        if deadline != SimTime::MAX && !connection.timeout_armed {
+            connection.timeout_armed = true;
+            events.schedule(deadline, Event::CommandTimeout { connection: id });
         }
         if connection.link == Link::Connected {
             connection.sent += 1;
@@ -501,6 +518,18 @@ impl Redis {
             .executing
             .take()
             .expect("a completion per started command");
+        if server.hung > 0 {
+            server.parked = Some(done);
+            return;
+        }
+        self.send_reply(now, id, done, events);
+        self.try_execute(now, id, events);
+    }
+
+    /// The server thread is done with a command: its reply goes on the wire, and its
+    /// connection goes back in the ring if it has more.
+    fn send_reply(&mut self, now: SimTime, id: ServerId, done: Executing, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
         let connection = &mut self.connections[done.connection.index()];
         if connection.input.is_empty() {
             connection.scheduled = false;
@@ -520,7 +549,6 @@ impl Redis {
                 },
             );
         }
-        self.try_execute(now, id, events);
     }
 
     pub fn on_reply_arrives(&mut self, id: ConnectionId, epoch: u32) {
@@ -541,16 +569,24 @@ impl Redis {
         }
     }
 
-    pub fn on_command_timeout(&mut self, id: ConnectionId, seq: u64) {
+    /// Times out every command whose deadline has passed, then arms the timer for the next.
+    pub fn on_command_timeout(&mut self, now: SimTime, id: ConnectionId, events: &mut EventQueue) {
         let connection = &mut self.connections[id.index()];
-        let Ok(index) = connection
+        connection.timeout_armed = false;
+        let cursor = connection.timeout_cursor;
+        let start = connection
             .commands
-            .binary_search_by_key(&seq, |command| command.seq)
-        else {
-            return; // answered or failed already
-        };
-        let command = &mut connection.commands[index];
-        if !command.timed_out {
+            .partition_point(|command| command.seq < cursor);
+        for index in start..connection.commands.len() {
+            let command = &mut connection.commands[index];
+            if command.deadline > now {
+                if command.deadline != SimTime::MAX {
+                    connection.timeout_armed = true;
+                    events.schedule(command.deadline, Event::CommandTimeout { connection: id });
+                }
+                return;
+            }
+            connection.timeout_cursor = command.seq + 1;
             command.timed_out = true;
             connection.stats.timeouts += 1;
             self.completions
@@ -580,8 +616,8 @@ impl Redis {
         let connection = &mut self.connections[id.index()];
         connection.epoch = connection.epoch.wrapping_add(1);
         connection.link = Link::Down;
-        connection.outbound.clear();
-        connection.inbound.clear();
+        connection.outbound.reset();
+        connection.inbound.reset();
         connection.input.clear();
         connection.server_open = false;
         connection.sent = 0;
@@ -726,6 +762,11 @@ impl Redis {
     pub fn hang(&mut self, now: SimTime, id: ServerId, on: bool, events: &mut EventQueue) {
         let server = &mut self.servers[id.index()];
         adjust(&mut server.hung, on);
+        if server.hung == 0
+            && let Some(done) = server.parked.take()
+        {
+            self.send_reply(now, id, done, events);
+        }
         self.try_execute(now, id, events);
     }
 
@@ -744,6 +785,7 @@ impl Redis {
         }
         server.epoch = server.epoch.wrapping_add(1);
         server.executing = None;
+        server.parked = None;
         server.ready.clear();
         for &connection_id in &server.connections {
             let connection = &mut self.connections[connection_id.index()];

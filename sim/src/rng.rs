@@ -37,8 +37,13 @@ impl Stream {
 
     /// An exponential draw with the given mean, in nanoseconds.
     pub fn exponential_nanos(&mut self, mean_nanos: u64) -> u64 {
-        let uniform = self.next_u64().max(1);
-        ((u128::from(mean_nanos) * u128::from(neg_ln_q32(uniform))) >> 32) as u64
+        ((u128::from(mean_nanos) * u128::from(self.neg_ln_uniform_q32())) >> 32) as u64
+    }
+
+    /// `-ln(u)` for a uniform draw `u` in (0, 1], in fixed point with 32 fractional bits: an
+    /// exponential draw with mean 1.
+    pub fn neg_ln_uniform_q32(&mut self) -> u64 {
+        neg_ln_q32(self.next_u64().max(1))
     }
 
     pub fn duration(&mut self, distribution: &Distribution) -> SimDuration {

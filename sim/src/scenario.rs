@@ -86,6 +86,9 @@ impl RunLimits {
     pub const TIME_MAX_DEFAULT: SimTime = SimTime::from_nanos(86_400 * 1_000_000_000);
     /// Events a run may process unless the scenario says otherwise.
     pub const EVENTS_MAX_DEFAULT: u64 = 200_000_000;
+    /// The longest run (horizon or time budget) the simulator accepts: 2^62 ns, about 146
+    /// years; latencies up to this length are measured without saturating.
+    pub const LENGTH_MAX: SimDuration = SimDuration::from_nanos(1 << 62);
 }
 
 /// Bytes per second, at least one.
@@ -140,7 +143,14 @@ impl Rate {
                 ),
             ));
         }
-        let milli = (rate * 1000.0).round() as u64;
+        let milli = (rate * 1000.0).round();
+        if (rate * 1000.0 - milli).abs() > 1e-6 * milli.max(1.0) {
+            return Err(ConfigError::new(
+                "rate",
+                format!("{rate}/s is finer than the 0.001/s a rate is kept to"),
+            ));
+        }
+        let milli = milli as u64;
         Ok(Rate {
             millirequests_per_second: NonZeroU64::new(milli).expect("rate >= 0.001/s"),
         })
@@ -158,9 +168,12 @@ impl Rate {
         u64::try_from(nanos).ok().map(SimDuration::from_nanos)
     }
 
-    /// Mean gap between arrivals, in nanoseconds (rounded down).
-    pub fn mean_gap_nanos(self) -> u64 {
-        1_000_000_000_000 / self.millirequests_per_second()
+    /// An exponential gap between arrivals (mean `1 / rate`) in nanoseconds with 32 fractional
+    /// bits, given `-ln(u)` of a uniform draw `u` in the same fixed point. Keeping the fraction
+    /// lets a Poisson process at a high rate keep its exact mean.
+    pub fn exponential_gap_q32(self, neg_ln_uniform_q32: u64) -> u128 {
+        1_000_000_000_000 * u128::from(neg_ln_uniform_q32)
+            / u128::from(self.millirequests_per_second())
     }
 }
 
@@ -531,9 +544,10 @@ mod tests {
 
     #[test]
     fn absurd_rates_are_rejected() {
-        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-9, 2e9] {
+        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-9, 2e9, 0.0014] {
             assert!(Rate::per_second(rate).is_err(), "{rate}");
         }
+        assert!(Rate::per_second(333.333).is_ok());
     }
 
     #[test]

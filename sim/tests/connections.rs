@@ -260,3 +260,39 @@ fn a_lock_is_refused_while_held_and_granted_once_released() {
     assert_eq!(outcome(&report, "locked", "ok"), 2);
     assert_eq!(outcome(&report, "locked", "lock_busy"), 1);
 }
+
+#[test]
+fn a_new_link_does_not_wait_for_bytes_lost_with_the_old_one() {
+    let mut s = base();
+    s.connections[0].bandwidth = ByteRate::new(100 * 1024 * 1024);
+    s.connections[0].max_retries = Some(0);
+    s.connections[0].reconnect_delay = ms(10);
+    s.flows
+        .push(flow("blob", vec![redis_step(0, set(2 * 1024 * 1024), 1)]));
+    s.flows
+        .push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.loads.push(burst("blobs", 0, SimTime::ZERO, 100));
+    s.loads.push(burst("probe", 1, at_ms(200), 1));
+    s.faults
+        .push(fault("stop", 0, FaultKind::Stop, at_ms(10), Some(ms(20))));
+    let report = run(&s).unwrap();
+    assert_eq!(outcome(&report, "blob", "connection_lost"), 100);
+    // The 200 MB that were queued died with the old link; the probe goes out at once.
+    let probe = flow_latency(&report, "get");
+    assert!(probe < 1.0, "{probe}");
+}
+
+#[test]
+fn a_hung_server_sends_no_reply_until_the_hang_ends() {
+    let mut s = base();
+    s.servers[0].command_cost = ms(10);
+    s.flows
+        .push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.loads.push(burst("get", 0, SimTime::ZERO, 1));
+    s.faults
+        .push(fault("hang", 0, FaultKind::Hang, at_ms(5), Some(ms(95))));
+    let report = run(&s).unwrap();
+    // The command was running when the process froze; its reply leaves when it thaws at 100 ms.
+    let latency = flow_latency(&report, "get");
+    assert!((100.0..100.5).contains(&latency), "{latency}");
+}

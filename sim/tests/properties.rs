@@ -1,7 +1,8 @@
 //! Properties over random scenarios: a cache read that falls through to a database behind a
 //! bulkhead, under random load, timeouts, breakers, client options and Redis faults.
 //!
-//! - the database never runs more queries at once than the bulkhead allows;
+//! - the database never runs more queries at once than the bulkhead allows, even when callers
+//!   time out and leave their queries running;
 //! - every request that arrived ended exactly once, or is counted unfinished;
 //! - the time series accounts for every ended request;
 //! - the same scenario gives the same report.
@@ -23,6 +24,7 @@ struct Knobs {
     bulkhead_queue: u32,
     db_latency_ms: u64,
     db_capacity: Option<u32>,
+    db_timeout_ms: Option<u64>,
     timeout_ms: Option<u64>,
     offline_queue: bool,
     max_retries: Option<u32>,
@@ -35,12 +37,17 @@ struct Knobs {
 
 fn knobs() -> impl Strategy<Value = Knobs> {
     (
-        (0u8..3, 10.0f64..5000.0, 1u64..300),
+        (
+            0u8..3,
+            (10_000u64..5_000_000).prop_map(|milli| milli as f64 / 1000.0),
+            1u64..300,
+        ),
         (
             1u32..30,
             0u32..60,
             1u64..100,
             proptest::option::of(1u32..40),
+            proptest::option::of(1u64..120),
         ),
         (
             proptest::option::of(1u64..200),
@@ -58,7 +65,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
         .prop_map(
             |(
                 (arrivals, rate, requests),
-                (bulkhead_max, bulkhead_queue, db_latency_ms, db_capacity),
+                (bulkhead_max, bulkhead_queue, db_latency_ms, db_capacity, db_timeout_ms),
                 (timeout_ms, offline_queue, max_retries, breaker_failures, fall_through),
                 (fault, horizon_ms, seed),
             )| Knobs {
@@ -69,6 +76,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 bulkhead_queue,
                 db_latency_ms,
                 db_capacity,
+                db_timeout_ms,
                 timeout_ms,
                 offline_queue,
                 max_retries,
@@ -114,6 +122,10 @@ fn scenario(k: &Knobs) -> Scenario {
     }
     let mut query = db_step(0);
     query.bulkhead = Some(BulkheadId(0));
+    query.action = StepAction::Database {
+        database: DatabaseId(0),
+        timeout: k.db_timeout_ms.map(ms),
+    };
     let fill = redis_step(
         0,
         RedisCommand::Set {

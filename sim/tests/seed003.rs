@@ -34,3 +34,23 @@ fn with_a_breaker_most_requests_skip_the_redis_wait() {
     assert!(latency.p99.unwrap() > 150.0, "{latency:?}");
     assert_eq!(report.summary.breakers["redis"].opened, 1);
 }
+
+#[test]
+fn a_query_whose_caller_timed_out_keeps_its_bulkhead_permit_until_it_ends() {
+    use outagelab_sim::scenario::{DatabaseId, Distribution, StepAction};
+    let mut scenario = common::seed003(false, true, 200);
+    scenario.bulkheads[0].config = outagelab_model::bulkhead::BulkheadConfig::new(5, 10).unwrap();
+    scenario.databases[0].latency = Distribution::Constant(common::ms(500));
+    scenario.flows[0].steps[1].action = StepAction::Database {
+        database: DatabaseId(0),
+        timeout: Some(common::ms(50)),
+    };
+    let report = run(&scenario).unwrap();
+    let summary = &report.summary;
+    assert_eq!(summary.databases["main"].peak_concurrency, 5);
+    assert!(
+        summary.outcomes["timeout"] > 0 && summary.outcomes["shed"] > 0,
+        "{:?}",
+        summary.outcomes
+    );
+}
