@@ -9,11 +9,13 @@
 //! Architecture invariant: this crate depends on no other crate of the workspace, and nothing in
 //! it reads a clock or owns a thread.
 
+pub mod backoff;
 pub mod breaker;
 pub mod bulkhead;
 pub mod concurrent;
 pub mod config;
 pub mod random;
+pub mod retry;
 pub mod time;
 
 mod sync;

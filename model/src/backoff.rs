@@ -1,0 +1,658 @@
+//! Exponential backoff with a ceiling and a choice of jitter.
+//!
+//! Without jitter, the delay after the n-th failure (n = 1, 2, ...) is
+//! `min(ceiling, base · factor^(n-1))`: seed 001's reconnect backoff is a base of 100 ms, a
+//! factor of 2 and a ceiling of 5 s, so 100 ms, 200 ms, 400 ms, ..., 3.2 s, 5 s, 5 s, ...
+//!
+//! The factor is an exact rational in thousandths (`factor_permille`, 2000 = doubling). Each
+//! step multiplies the previous delay by `factor_permille / 1000` and rounds *up* to a whole
+//! nanosecond, so the sequence is exactly `base · factor^(n-1)` whenever that is a whole
+//! number of nanoseconds (always, for whole factors such as 2000) and never stalls below the
+//! ceiling: any factor above 1000 permille grows every delay by at least one nanosecond.
+//!
+//! Jitter follows the AWS Architecture Blog's "Exponential Backoff and Jitter", with `d` the
+//! delay above:
+//!
+//! | [`Jitter`] | delay |
+//! |---|---|
+//! | `None` | `d` |
+//! | `Full` | uniform in `[0, d]` |
+//! | `Equal` | `d - d/2` plus uniform in `[0, d/2]` (`d/2` rounded down), so in `[d - d/2, d]` |
+//! | `Decorrelated` | `min(ceiling, uniform in [base, 3 · previous delay])`, the first previous delay being `base`; the factor is not used |
+//!
+//! Randomness comes only from the [`RandomBits`] the caller passes in: `Jitter::None` draws
+//! nothing, every other kind draws exactly one 64-bit word per delay, so a seeded run replays.
+//! Time is integer nanoseconds throughout; every product is taken in `u128` and clamped to the
+//! ceiling, so no attempt number (up to `u32::MAX`) overflows.
+
+use crate::config::ConfigError;
+use crate::random::{RandomBits, below};
+use crate::time::SimDuration;
+
+/// `factor_permille` of a factor of one: the delay stays at `base`.
+pub const FACTOR_PERMILLE_ONE: u32 = 1000;
+
+/// How a delay is randomised. See the module documentation for the formulas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Jitter {
+    /// The exponential delay itself.
+    None,
+    /// Uniform in `[0, d]`.
+    Full,
+    /// Uniform in `[d - d/2, d]`.
+    Equal,
+    /// `min(ceiling, uniform in [base, 3 · previous delay])`.
+    Decorrelated,
+}
+
+/// A validated backoff configuration.
+///
+/// Invariants: `base > 0`, `factor_permille >= 1000`, `base <= ceiling`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackoffConfig {
+    base: SimDuration,
+    factor_permille: u32,
+    ceiling: SimDuration,
+    jitter: Jitter,
+}
+
+impl BackoffConfig {
+    /// The first delay is `base`; each next one is `factor_permille / 1000` times the one
+    /// before, up to `ceiling`; `jitter` randomises each delay.
+    pub fn new(
+        base: SimDuration,
+        factor_permille: u32,
+        ceiling: SimDuration,
+        jitter: Jitter,
+    ) -> Result<Self, ConfigError> {
+        if base.is_zero() {
+            return Err(ConfigError::new(
+                "base",
+                "must be longer than zero (a zero delay never grows and retries in a tight loop)",
+            ));
+        }
+        if factor_permille < FACTOR_PERMILLE_ONE {
+            return Err(ConfigError::new(
+                "factor_permille",
+                format!(
+                    "must be at least 1000 (a factor of 1); {factor_permille} would shrink \
+                     the delay after every failure"
+                ),
+            ));
+        }
+        if ceiling < base {
+            return Err(ConfigError::new(
+                "ceiling",
+                format!("must be at least the base ({base}): it caps delays that start there"),
+            ));
+        }
+        Ok(BackoffConfig {
+            base,
+            factor_permille,
+            ceiling,
+            jitter,
+        })
+    }
+
+    pub fn base(&self) -> SimDuration {
+        self.base
+    }
+
+    pub fn factor_permille(&self) -> u32 {
+        self.factor_permille
+    }
+
+    pub fn ceiling(&self) -> SimDuration {
+        self.ceiling
+    }
+
+    pub fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+
+    /// The delay after failure number `attempt` (1-based) before jitter:
+    /// `min(ceiling, base · factor^(attempt-1))`, each step rounded up to a nanosecond.
+    /// `attempt = 0` is treated as 1.
+    ///
+    /// Cost: one multiplication per step until the ceiling is reached, whatever `attempt` is.
+    /// That is at most 64 steps for doubling, and at most [`GROWTH_STEPS_MAX`] for the slowest
+    /// valid factor (1001 permille from 1 ns to a ceiling of `u64::MAX` ns).
+    pub fn delay_unjittered(&self, attempt: u32) -> SimDuration {
+        let mut delay = self.base;
+        for _ in 1..attempt {
+            let next = self.grow(delay);
+            if next == delay {
+                // At the ceiling, or a factor of exactly one: nothing changes any more.
+                break;
+            }
+            delay = next;
+        }
+        delay
+    }
+
+    /// One step: `ceil(delay · factor_permille / 1000)`, capped at the ceiling. Strictly
+    /// greater than `delay` below the ceiling whenever `factor_permille > 1000`.
+    fn grow(&self, delay: SimDuration) -> SimDuration {
+        if delay >= self.ceiling {
+            return self.ceiling;
+        }
+        let product = u128::from(delay.as_nanos()) * u128::from(self.factor_permille);
+        let grown = product.div_ceil(u128::from(FACTOR_PERMILLE_ONE));
+        let ceiling = self.ceiling.as_nanos();
+        SimDuration::from_nanos(u64::try_from(grown).map_or(ceiling, |g| g.min(ceiling)))
+    }
+}
+
+/// Upper bound on the steps [`BackoffConfig::delay_unjittered`] takes before the delay reaches
+/// its ceiling, over every valid configuration (the worst is 1001 permille, 1 ns, `u64::MAX`).
+/// Monotone in every parameter, so this one case is the worst; a unit test recomputes it.
+pub const GROWTH_STEPS_MAX: u32 = 38_049;
+
+/// The backoff of one caller (one request's retries, one connection's reconnects).
+///
+/// Call order: [`Backoff::next_delay`] after each failure, which returns how long to wait
+/// before the next attempt and counts the failure; [`Backoff::reset`] after a success, so the
+/// next failure starts again from `base`.
+///
+/// Invariants:
+/// - `next_delay` returns at most `ceiling`; with `Jitter::Decorrelated` at least `base`;
+/// - without jitter the n-th delay since the last reset is exactly
+///   [`BackoffConfig::delay_unjittered`]`(n)`; with `Full` or `Equal` jitter it is at most that;
+/// - `attempts()` counts delays handed out since the last reset, saturating at `u32::MAX`;
+/// - each call costs O(1): the unjittered delay is carried from one call to the next.
+///
+/// It holds no time: the caller adds the delay to its own `now`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    config: BackoffConfig,
+    /// Delays handed out since the last reset.
+    attempts: u32,
+    /// `config.delay_unjittered(attempts + 1)`: the delay the next call starts from.
+    unjittered_next: SimDuration,
+    /// The last delay handed out, or `base` before the first; decorrelated jitter grows from
+    /// it. Always within `[0, ceiling]`, and within `[base, ceiling]` for decorrelated jitter.
+    previous: SimDuration,
+}
+
+impl Backoff {
+    pub fn new(config: BackoffConfig) -> Self {
+        Backoff {
+            config,
+            attempts: 0,
+            unjittered_next: config.base,
+            previous: config.base,
+        }
+    }
+
+    pub fn config(&self) -> &BackoffConfig {
+        &self.config
+    }
+
+    /// Delays handed out since creation or the last [`Backoff::reset`].
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Starts over from `base`, as after a success.
+    pub fn reset(&mut self) {
+        self.attempts = 0;
+        self.unjittered_next = self.config.base;
+        self.previous = self.config.base;
+    }
+
+    /// Counts one more failure and returns how long to wait before the next attempt.
+    pub fn next_delay(&mut self, random: &mut impl RandomBits) -> SimDuration {
+        let exponential = self.unjittered_next;
+        self.unjittered_next = self.config.grow(exponential);
+        self.attempts = self.attempts.saturating_add(1);
+        let nanos = exponential.as_nanos();
+        let delay = match self.config.jitter {
+            Jitter::None => nanos,
+            Jitter::Full => uniform_inclusive(random, 0, nanos),
+            Jitter::Equal => {
+                let half = nanos / 2;
+                (nanos - half) + uniform_inclusive(random, 0, half)
+            }
+            Jitter::Decorrelated => {
+                let base = self.config.base.as_nanos();
+                // previous >= base, so the range is never empty.
+                let high = self.previous.as_nanos().saturating_mul(3);
+                uniform_inclusive(random, base, high).min(self.config.ceiling.as_nanos())
+            }
+        };
+        let delay = SimDuration::from_nanos(delay);
+        debug_assert!(delay <= self.config.ceiling, "{delay} above the ceiling");
+        self.previous = delay;
+        delay
+    }
+}
+
+/// A uniform draw from `low..=high`, from exactly one word of `random`.
+fn uniform_inclusive(random: &mut impl RandomBits, low: u64, high: u64) -> u64 {
+    debug_assert!(low <= high);
+    let span = high - low;
+    if span == u64::MAX {
+        random.next_u64()
+    } else {
+        low + below(random, span + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::SplitMix64;
+    use proptest::prelude::*;
+
+    fn ms(millis: u64) -> SimDuration {
+        SimDuration::from_millis(millis)
+    }
+
+    fn config(
+        base: SimDuration,
+        factor: u32,
+        ceiling: SimDuration,
+        jitter: Jitter,
+    ) -> BackoffConfig {
+        BackoffConfig::new(base, factor, ceiling, jitter).unwrap()
+    }
+
+    /// Seed 001: 100 ms, doubling, capped at 5 s.
+    fn seed_001(jitter: Jitter) -> BackoffConfig {
+        config(ms(100), 2000, ms(5000), jitter)
+    }
+
+    /// A source that must not be drawn from.
+    struct NoRandom;
+
+    impl RandomBits for NoRandom {
+        fn next_u64(&mut self) -> u64 {
+            panic!("drew a random word where none was needed");
+        }
+    }
+
+    #[test]
+    fn rejected_configs_say_which_field_and_why() {
+        let cases = [
+            (
+                (0, 2000, 5000),
+                "base: must be longer than zero (a zero delay never grows and retries in a \
+                 tight loop)",
+            ),
+            (
+                (100, 999, 5000),
+                "factor_permille: must be at least 1000 (a factor of 1); 999 would shrink the \
+                 delay after every failure",
+            ),
+            (
+                (100, 0, 5000),
+                "factor_permille: must be at least 1000 (a factor of 1); 0 would shrink the \
+                 delay after every failure",
+            ),
+            (
+                (100, 2000, 99),
+                "ceiling: must be at least the base (100ms): it caps delays that start there",
+            ),
+        ];
+        for ((base_ms, factor, ceiling_ms), expected) in cases {
+            let error =
+                BackoffConfig::new(ms(base_ms), factor, ms(ceiling_ms), Jitter::Full).unwrap_err();
+            assert_eq!(error.to_string(), expected);
+        }
+        // The edges are accepted: a factor of exactly one, a ceiling equal to the base.
+        assert!(BackoffConfig::new(ms(100), 1000, ms(100), Jitter::None).is_ok());
+    }
+
+    #[test]
+    fn seed_001_doubles_from_100ms_and_holds_at_5s() {
+        let mut backoff = Backoff::new(seed_001(Jitter::None));
+        let delays: Vec<u64> = (0..9)
+            .map(|_| backoff.next_delay(&mut NoRandom).as_nanos() / 1_000_000)
+            .collect();
+        assert_eq!(delays, [100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000]);
+        assert_eq!(backoff.attempts(), 9);
+        for (attempt, expected) in (1..).zip(delays) {
+            assert_eq!(
+                seed_001(Jitter::None).delay_unjittered(attempt),
+                ms(expected)
+            );
+        }
+    }
+
+    #[test]
+    fn a_success_starts_the_sequence_over() {
+        let mut backoff = Backoff::new(seed_001(Jitter::None));
+        for _ in 0..4 {
+            backoff.next_delay(&mut NoRandom);
+        }
+        backoff.reset();
+        assert_eq!(backoff.attempts(), 0);
+        assert_eq!(backoff.next_delay(&mut NoRandom), ms(100));
+        assert_eq!(backoff.next_delay(&mut NoRandom), ms(200));
+    }
+
+    #[test]
+    fn the_ceiling_holds_at_attempt_1000_and_u32_max_without_overflow() {
+        let seed = seed_001(Jitter::None);
+        assert_eq!(seed.delay_unjittered(1000), ms(5000));
+        assert_eq!(seed.delay_unjittered(u32::MAX), ms(5000));
+        // The widest configuration: the largest factor up to the end of representable time.
+        let widest = config(
+            SimDuration::from_nanos(1),
+            u32::MAX,
+            SimDuration::MAX,
+            Jitter::None,
+        );
+        assert_eq!(
+            widest.delay_unjittered(2),
+            SimDuration::from_nanos(4_294_968)
+        );
+        assert_eq!(widest.delay_unjittered(u32::MAX), SimDuration::MAX);
+        // A backoff that has counted (almost) every attempt: the count saturates, the delay holds.
+        let mut backoff = Backoff::new(seed);
+        for _ in 0..8 {
+            backoff.next_delay(&mut NoRandom);
+        }
+        backoff.attempts = u32::MAX - 1;
+        assert_eq!(backoff.next_delay(&mut NoRandom), ms(5000));
+        assert_eq!(backoff.next_delay(&mut NoRandom), ms(5000));
+        assert_eq!(backoff.attempts(), u32::MAX);
+    }
+
+    #[test]
+    fn fractional_factors_round_up_and_never_stall() {
+        let one_and_a_half = config(ms(100), 1500, ms(1000), Jitter::None);
+        let delays: Vec<SimDuration> = (1..=7)
+            .map(|n| one_and_a_half.delay_unjittered(n))
+            .collect();
+        let expected = [
+            100_000_000,
+            150_000_000,
+            225_000_000,
+            337_500_000,
+            506_250_000,
+            759_375_000,
+            1_000_000_000,
+        ];
+        assert_eq!(delays, expected.map(SimDuration::from_nanos));
+        // 1 ns · 1.001 rounds up to 2 ns: the delay grows even where the factor is tiny.
+        let slowest = config(
+            SimDuration::from_nanos(1),
+            1001,
+            SimDuration::from_nanos(5),
+            Jitter::None,
+        );
+        let mut backoff = Backoff::new(slowest);
+        let delays: Vec<u64> = (0..6)
+            .map(|_| backoff.next_delay(&mut NoRandom).as_nanos())
+            .collect();
+        assert_eq!(delays, [1, 2, 3, 4, 5, 5]);
+        // A factor of exactly one keeps the base, and stops computing at once.
+        let constant = config(ms(100), 1000, ms(5000), Jitter::None);
+        assert_eq!(constant.delay_unjittered(u32::MAX), ms(100));
+    }
+
+    #[test]
+    fn the_slowest_growth_reaches_the_ceiling_within_the_stated_bound() {
+        let slowest = config(
+            SimDuration::from_nanos(1),
+            1001,
+            SimDuration::MAX,
+            Jitter::None,
+        );
+        let mut delay = slowest.base();
+        let mut steps = 0u32;
+        while delay < slowest.ceiling() {
+            delay = slowest.grow(delay);
+            steps += 1;
+        }
+        assert_eq!(steps, GROWTH_STEPS_MAX);
+        assert_eq!(slowest.delay_unjittered(u32::MAX), SimDuration::MAX);
+    }
+
+    /// Draws `draws` delays, each from a fresh backoff (so from the first attempt), and checks
+    /// that every one lies in `[low, high]` and that each tenth of that range gets its share.
+    fn check_uniform_first_delay(config: BackoffConfig, low: SimDuration, high: SimDuration) {
+        const DRAWS: u64 = 20_000;
+        const BUCKETS: u64 = 10;
+        let mut random = SplitMix64(7);
+        let mut counts = [0u64; BUCKETS as usize];
+        let (low, high) = (low.as_nanos(), high.as_nanos());
+        let (mut seen_min, mut seen_max) = (u64::MAX, 0);
+        for _ in 0..DRAWS {
+            let delay = Backoff::new(config).next_delay(&mut random).as_nanos();
+            assert!(
+                (low..=high).contains(&delay),
+                "{delay} outside [{low}, {high}]"
+            );
+            seen_min = seen_min.min(delay);
+            seen_max = seen_max.max(delay);
+            let bucket = (delay - low) * BUCKETS / (high - low + 1);
+            counts[bucket as usize] += 1;
+        }
+        let expected = DRAWS / BUCKETS;
+        for (bucket, &count) in counts.iter().enumerate() {
+            // 2000 expected per bucket, standard deviation about 42: 15% is over 7 sigma.
+            assert!(
+                count.abs_diff(expected) < expected * 15 / 100,
+                "{config:?}: bucket {bucket} has {count}, expected about {expected}"
+            );
+        }
+        let tolerance = (high - low) / 500;
+        assert!(
+            seen_min - low <= tolerance,
+            "lowest draw {seen_min}, range starts at {low}"
+        );
+        assert!(
+            high - seen_max <= tolerance,
+            "highest draw {seen_max}, range ends at {high}"
+        );
+    }
+
+    #[test]
+    fn full_jitter_covers_zero_to_the_delay() {
+        check_uniform_first_delay(
+            config(ms(1000), 2000, ms(5000), Jitter::Full),
+            ms(0),
+            ms(1000),
+        );
+    }
+
+    #[test]
+    fn equal_jitter_covers_the_upper_half_of_the_delay() {
+        check_uniform_first_delay(
+            config(ms(1000), 2000, ms(5000), Jitter::Equal),
+            ms(500),
+            ms(1000),
+        );
+    }
+
+    #[test]
+    fn decorrelated_jitter_starts_between_base_and_three_bases() {
+        check_uniform_first_delay(
+            config(ms(100), 2000, ms(5000), Jitter::Decorrelated),
+            ms(100),
+            ms(300),
+        );
+    }
+
+    #[test]
+    fn jitter_stays_under_the_ceiling_over_long_runs() {
+        let cases = [
+            (Jitter::Full, ms(0)),
+            (Jitter::Equal, ms(0)),
+            (Jitter::Decorrelated, ms(100)),
+        ];
+        for (jitter, floor) in cases {
+            let config = seed_001(jitter);
+            let mut backoff = Backoff::new(config);
+            let mut random = SplitMix64(11);
+            let mut at_ceiling = 0;
+            for attempt in 1..=5000u32 {
+                let delay = backoff.next_delay(&mut random);
+                assert!(floor <= delay && delay <= ms(5000), "{jitter:?}: {delay}");
+                if jitter != Jitter::Decorrelated {
+                    assert!(
+                        delay <= config.delay_unjittered(attempt),
+                        "{jitter:?}: {delay}"
+                    );
+                }
+                at_ceiling += u32::from(delay == ms(5000));
+            }
+            // Full and equal jitter reach the exact ceiling only by chance (1 in 5e9 per draw);
+            // decorrelated jitter is clamped to it often once 3 · previous passes it.
+            if jitter == Jitter::Decorrelated {
+                assert!(
+                    at_ceiling > 100,
+                    "decorrelated reached the ceiling {at_ceiling} times"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn jitter_draws_one_word_per_delay_and_none_draws_nothing() {
+        struct Counting(SplitMix64, u32);
+        impl RandomBits for Counting {
+            fn next_u64(&mut self) -> u64 {
+                self.1 += 1;
+                self.0.next_u64()
+            }
+        }
+        for (jitter, words) in [
+            (Jitter::None, 0),
+            (Jitter::Full, 10),
+            (Jitter::Equal, 10),
+            (Jitter::Decorrelated, 10),
+        ] {
+            let mut backoff = Backoff::new(seed_001(jitter));
+            let mut random = Counting(SplitMix64(3), 0);
+            for _ in 0..10 {
+                backoff.next_delay(&mut random);
+            }
+            assert_eq!(random.1, words, "{jitter:?}");
+        }
+    }
+
+    #[test]
+    fn full_range_draws_do_not_overflow() {
+        // Full jitter over a delay of u64::MAX nanoseconds: the span is every u64.
+        let widest = config(SimDuration::MAX, 1000, SimDuration::MAX, Jitter::Full);
+        let mut backoff = Backoff::new(widest);
+        let mut random = SplitMix64(0);
+        let first = backoff.next_delay(&mut random);
+        assert_eq!(first.as_nanos(), SplitMix64(0).next_u64());
+        let decorrelated = config(
+            SimDuration::MAX,
+            1000,
+            SimDuration::MAX,
+            Jitter::Decorrelated,
+        );
+        assert_eq!(
+            Backoff::new(decorrelated).next_delay(&mut random),
+            SimDuration::MAX
+        );
+    }
+
+    /// The reference model: recomputes everything from the definitions, from scratch, in
+    /// `u128`, with no carried state but the attempt count and the last delay.
+    struct Reference {
+        config: BackoffConfig,
+        attempts: u32,
+        previous: u128,
+    }
+
+    impl Reference {
+        fn next_delay(&mut self, random: &mut SplitMix64) -> u64 {
+            let (base, ceiling) = (
+                u128::from(self.config.base.as_nanos()),
+                u128::from(self.config.ceiling.as_nanos()),
+            );
+            self.attempts += 1;
+            let mut d = base;
+            for _ in 1..self.attempts {
+                d = (d * u128::from(self.config.factor_permille))
+                    .div_ceil(1000)
+                    .min(ceiling);
+            }
+            let uniform = |random: &mut SplitMix64, low: u128, high: u128| {
+                low + ((u128::from(random.next_u64()) * (high - low + 1)) >> 64)
+            };
+            let delay = match self.config.jitter {
+                Jitter::None => d,
+                Jitter::Full => uniform(random, 0, d),
+                Jitter::Equal => d - d / 2 + uniform(random, 0, d / 2),
+                Jitter::Decorrelated => uniform(random, base, self.previous * 3).min(ceiling),
+            };
+            self.previous = delay;
+            u64::try_from(delay).unwrap()
+        }
+    }
+
+    fn jitter_strategy() -> impl Strategy<Value = Jitter> {
+        prop_oneof![
+            Just(Jitter::None),
+            Just(Jitter::Full),
+            Just(Jitter::Equal),
+            Just(Jitter::Decorrelated),
+        ]
+    }
+
+    fn config_strategy() -> impl Strategy<Value = BackoffConfig> {
+        (
+            1u64..=2_000_000_000,
+            1000u32..=4000,
+            1u64..=100_000,
+            jitter_strategy(),
+        )
+            .prop_map(|(base, factor, ceiling_times, jitter)| {
+                let base = SimDuration::from_nanos(base);
+                let ceiling =
+                    SimDuration::from_nanos(base.as_nanos().saturating_mul(ceiling_times));
+                config(base, factor, ceiling, jitter)
+            })
+    }
+
+    proptest! {
+        /// In `failures`, `true` is a failure (`next_delay`), `false` a success (`reset`).
+        #[test]
+        fn backoff_matches_the_reference_model(
+            config in config_strategy(),
+            seed in any::<u64>(),
+            failures in prop::collection::vec(any::<bool>(), 0..200),
+        ) {
+            let mut backoff = Backoff::new(config);
+            let mut reference = Reference { config, attempts: 0, previous: u128::from(config.base.as_nanos()) };
+            let (mut random, mut reference_random) = (SplitMix64(seed), SplitMix64(seed));
+            for failure in failures {
+                if failure {
+                    let delay = backoff.next_delay(&mut random);
+                    prop_assert_eq!(delay.as_nanos(), reference.next_delay(&mut reference_random));
+                    prop_assert!(delay <= config.ceiling);
+                } else {
+                    backoff.reset();
+                    reference.attempts = 0;
+                    reference.previous = u128::from(config.base.as_nanos());
+                }
+                prop_assert_eq!(backoff.attempts(), reference.attempts);
+            }
+        }
+
+        /// For whole factors the delay is exactly `min(ceiling, base · k^(n-1))`, at any n.
+        #[test]
+        fn whole_factors_are_exact_powers(
+            base in 1u64..=u64::MAX,
+            k in 1u32..=16,
+            ceiling_extra in any::<u64>(),
+            attempt in 1u32..=u32::MAX,
+        ) {
+            let ceiling = base.saturating_add(ceiling_extra);
+            let config = config(SimDuration::from_nanos(base), k * 1000, SimDuration::from_nanos(ceiling), Jitter::None);
+            let exact = u128::from(k)
+                .checked_pow(attempt - 1)
+                .and_then(|power| power.checked_mul(u128::from(base)))
+                .map_or(ceiling, |delay| u64::try_from(delay.min(u128::from(ceiling))).unwrap());
+            prop_assert_eq!(config.delay_unjittered(attempt).as_nanos(), exact);
+        }
+    }
+}
