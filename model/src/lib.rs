@@ -15,7 +15,9 @@ pub mod bulkhead;
 pub mod concurrent;
 pub mod config;
 pub mod random;
+pub mod rate_limit;
 pub mod retry;
+pub mod semaphore;
 pub mod time;
 
 mod sync;
