@@ -18,6 +18,7 @@ pub mod random;
 pub mod rate_limit;
 pub mod retry;
 pub mod semaphore;
+pub mod throttle;
 pub mod time;
 
 mod sync;
