@@ -16,6 +16,7 @@ pub mod concurrent;
 pub mod config;
 pub mod random;
 pub mod rate_limit;
+pub mod reconnect;
 pub mod retry;
 pub mod semaphore;
 pub mod throttle;
