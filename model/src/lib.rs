@@ -12,6 +12,7 @@
 pub mod backoff;
 pub mod breaker;
 pub mod bulkhead;
+pub mod cache;
 pub mod concurrent;
 pub mod config;
 pub mod random;
