@@ -1,30 +1,147 @@
-//! Circuit breaker counting consecutive failures.
+//! Circuit breaker: opens on consecutive failures or on a failure rate over a sliding window.
 //!
 //! ```text
-//!            failures_max consecutive failures              open_for has passed
+//!              the trip rule fires                              open_for has passed
 //!   Closed ───────────────────────────────────────▶ Open ───────────────────────▶ HalfOpen
 //!     ▲                                               ▲                              │
 //!     │          probes_max probes succeeded           │  a probe failed              │
 //!     └────────────────────────────────────────────── ┴──────────────────────────────┘
 //! ```
 //!
-//! Call order: [`Breaker::try_admit`] before each call; for every [`Admit::Yes`] exactly one
-//! [`Breaker::on_result`] with the ticket it returned. A result whose ticket belongs to an
-//! earlier state (for example a failure that arrives after the breaker opened) changes nothing.
+//! # Trip rules ([`Trip`])
 //!
-//! Invariants:
-//! - `now` never goes backwards between calls;
-//! - in `HalfOpen`, at most `probes_max` tickets are admitted; while they are out, every other
+//! While closed, the breaker tallies the results it is told about and opens when its rule fires:
+//!
+//! - [`Trip::Consecutive`] (built by [`BreakerConfig::new`]): `failures_max` failures in a row
+//!   open it; a success resets the run.
+//! - [`Trip::FailureRate`] (built by [`BreakerConfig::failure_rate`]): the failures among the
+//!   calls in the window, as an exact integer comparison
+//!   `failures × 1000 >= rate_permille × calls`, evaluated after every recorded result once the
+//!   window holds at least `min_calls` calls (resilience4j's `failureRateThreshold`,
+//!   `minimumNumberOfCalls`). The comparison is done after a success as well as after a
+//!   failure: the call that brings the window up to `min_calls` decides, whatever its own
+//!   outcome. Time alone never opens the breaker (a result must arrive).
+//!   - [`Window::Calls`]`(n)`: the last `n` results (resilience4j's `COUNT_BASED`); the
+//!     `n + 1`-th result pushes out the oldest.
+//!   - [`Window::Time`]`{ length, slots }` (resilience4j's `TIME_BASED`): results in the last
+//!     `length`, kept as `slots` counters, so memory does not grow with the call rate. Each
+//!     slot is `slot_length = length / slots` long (the constructor requires an exact
+//!     division) and slots are aligned to multiples of `slot_length` from [`SimTime::ZERO`]. A
+//!     result recorded at `t` falls into slot `k = t / slot_length` and is counted until the
+//!     instant `(k + slots) × slot_length`, when its slot is reused: it is counted for longer
+//!     than `length - slot_length` and for at most `length` (exactly `length` when `t` is at
+//!     the start of its slot). With one slot the window is a tumbling window of `length`.
+//!
+//! Results are recorded at the `now` of [`Breaker::on_result`] (when the call ends, not when it
+//! was admitted). [`CallOutcome::Ignored`] results never enter the tally. The tally is cleared
+//! when the breaker opens and nothing is tallied while it is open or half-open, so when it
+//! closes again the tally starts empty (no run of failures, an empty window).
+//!
+//! # Half-open
+//!
+//! Identical for every trip rule: after `open_for` the breaker admits at most `probes_max`
+//! probes; all of them must succeed to close it; one failed probe reopens it for a full
+//! `open_for`; an ignored probe frees its slot for another probe.
+//!
+//! # Which results count: the classifier lives with the caller
+//!
+//! The breaker does not look at errors. The caller classifies every finished call as
+//! [`CallOutcome::Success`], [`CallOutcome::Failure`] (counts towards opening) or
+//! [`CallOutcome::Ignored`] (counts neither way), and passes only that. In the simulator the
+//! classifier is the breaker's `counts` set (`sim::scenario::BreakerSpec::counts`, mapped in
+//! `sim/src/engine.rs`, `end_step`): an error in the set is a failure, any other error is
+//! ignored, and ok/hit/miss are successes. The default set is network errors and timeouts
+//! (timeout, refused, connection lost), as seed 003 asks: "count only network/timeout
+//! errors"; an application error then neither opens nor closes the breaker.
+//!
+//! # Transitions
+//!
+//! Every change of state is queued once, in the order it happened, and handed out oldest first
+//! by [`Breaker::poll_transition`]. The change from `Open` to `HalfOpen` happens when
+//! `open_for` has passed, but the breaker only learns it at the next call that takes `now`
+//! ([`Breaker::try_admit`], [`Breaker::on_result`], [`Breaker::handle_timeout`]); its
+//! transition carries the instant it became due (`opened at + open_for`), not the instant it
+//! was noticed, so the report is the same whenever the caller looks. At most
+//! [`TRANSITIONS_HELD_MAX`] transitions wait to be polled; beyond that the oldest is dropped
+//! and counted in [`Breaker::transitions_dropped`], never lost silently. The simulator drains
+//! the queue after every `on_result` (`sim/src/engine.rs`, `end_step`); between two drains only
+//! `try_admit` runs, which makes at most one transition (`Open -> HalfOpen`), so it never drops
+//! one. (Today it discards what it drains: the report counts openings through
+//! [`Breaker::opened_total`] and shows the final state through [`Breaker::state_at`].)
+//!
+//! # Call order and invariants
+//!
+//! [`Breaker::try_admit`] before each call; for every [`Admit::Yes`] exactly one
+//! [`Breaker::on_result`] with the ticket it returned. A result whose ticket belongs to an
+//! earlier state (for example a failure that arrives after the breaker opened, or a result of
+//! a call admitted before the breaker last closed) changes nothing.
+//!
+//! - `now` never goes backwards between calls. Should a caller break this (threads that read
+//!   a clock and then race for the lock of [`crate::concurrent::SharedBreaker`]), the breaker
+//!   takes the latest `now` it has seen instead, so its windows never run backwards.
+//! - In `HalfOpen`, at most `probes_max` tickets are admitted; while they are out, every other
 //!   caller is rejected. A probe that never reports back keeps the breaker half-open: that is
 //!   the behaviour of a real breaker whose probe hangs, and a scenario can show it.
+//! - Memory is bounded by the configuration: a count window holds at most
+//!   [`WINDOW_CALLS_MAX`] results, a time window at most [`WINDOW_SLOTS_MAX`] slots, the
+//!   transition queue at most [`TRANSITIONS_HELD_MAX`] transitions.
+
+use std::collections::VecDeque;
 
 use crate::config::ConfigError;
 use crate::time::{SimDuration, SimTime};
 
+/// The largest count window: it keeps one entry per call.
+pub const WINDOW_CALLS_MAX: u32 = 100_000;
+
+/// The most slots a time window may have: it keeps one pair of counters per slot.
+pub const WINDOW_SLOTS_MAX: u32 = 1_000;
+
+/// Bound on transitions held for [`Breaker::poll_transition`]; beyond it the oldest is dropped
+/// and counted in [`Breaker::transitions_dropped`].
+pub const TRANSITIONS_HELD_MAX: usize = 8;
+
+/// The calls a failure-rate breaker looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// The last `n` recorded results.
+    Calls(u32),
+    /// The results recorded in the last `length`, kept in `slots` slots of `length / slots`
+    /// each (see the module documentation for the exact granularity).
+    Time { length: SimDuration, slots: u32 },
+}
+
+impl Window {
+    /// The length of one slot of a time window; `None` for a count window.
+    pub fn slot_length(self) -> Option<SimDuration> {
+        match self {
+            Window::Calls(_) => None,
+            Window::Time { length, slots } => Some(SimDuration::from_nanos(
+                length.as_nanos() / u64::from(slots),
+            )),
+        }
+    }
+}
+
+/// When a closed breaker opens. Only [`BreakerConfig`]'s constructors make a config from one,
+/// so the values in a config's rule are always valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trip {
+    /// `failures_max` consecutive failures.
+    Consecutive { failures_max: u32 },
+    /// `failures × 1000 >= rate_permille × calls` over `window`, once the window holds at least
+    /// `min_calls` calls.
+    FailureRate {
+        rate_permille: u32,
+        window: Window,
+        min_calls: u32,
+    },
+}
+
 /// A validated breaker configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BreakerConfig {
-    failures_max: u32,
+    trip: Trip,
     open_for: SimDuration,
     probes_max: u32,
 }
@@ -43,6 +160,113 @@ impl BreakerConfig {
                 "must be at least 1 (a breaker that opens on zero failures never closes)",
             ));
         }
+        Self::with_trip(Trip::Consecutive { failures_max }, open_for, probes_max)
+    }
+
+    /// The breaker opens when at least `rate_permille` ‰ of the calls in `window` failed
+    /// (`failures × 1000 >= rate_permille × calls`), once the window holds at least `min_calls`
+    /// calls; it stays open for `open_for`, then admits up to `probes_max` probes, all of which
+    /// must succeed to close it.
+    ///
+    /// Seed 003's "opens after 5 failures" as a rate: `failure_rate(1000, Window::Calls(5), 5,
+    /// ..)`, which opens on five failures in a row like `new(5, ..)`; resilience4j's defaults
+    /// are `failure_rate(500, Window::Calls(100), 100, 60 s, 10)`.
+    pub fn failure_rate(
+        rate_permille: u32,
+        window: Window,
+        min_calls: u32,
+        open_for: SimDuration,
+        probes_max: u32,
+    ) -> Result<Self, ConfigError> {
+        if rate_permille == 0 {
+            return Err(ConfigError::new(
+                "failure_rate_permille",
+                "must be at least 1 (a threshold of 0 would open the breaker on successes alone)",
+            ));
+        }
+        if rate_permille > 1000 {
+            return Err(ConfigError::new(
+                "failure_rate_permille",
+                format!("must be at most 1000 (every call failed), got {rate_permille}"),
+            ));
+        }
+        match window {
+            Window::Calls(0) => {
+                return Err(ConfigError::new(
+                    "window_calls",
+                    "must be at least 1 (an empty window never sees a failure)",
+                ));
+            }
+            Window::Calls(calls) if calls > WINDOW_CALLS_MAX => {
+                return Err(ConfigError::new(
+                    "window_calls",
+                    format!(
+                        "must be at most {WINDOW_CALLS_MAX} (the window keeps one entry per \
+                         call), got {calls}"
+                    ),
+                ));
+            }
+            Window::Calls(_) => {}
+            Window::Time { length, slots } => {
+                if length.is_zero() {
+                    return Err(ConfigError::new(
+                        "window_length",
+                        "must be longer than zero (an empty window never sees a failure)",
+                    ));
+                }
+                if slots == 0 {
+                    return Err(ConfigError::new(
+                        "window_slots",
+                        "must be at least 1 (the window keeps its calls in slots)",
+                    ));
+                }
+                if slots > WINDOW_SLOTS_MAX {
+                    return Err(ConfigError::new(
+                        "window_slots",
+                        format!(
+                            "must be at most {WINDOW_SLOTS_MAX} (the window keeps two counters \
+                             per slot), got {slots}"
+                        ),
+                    ));
+                }
+                if !length.as_nanos().is_multiple_of(u64::from(slots)) {
+                    return Err(ConfigError::new(
+                        "window_slots",
+                        format!(
+                            "{slots} slots do not divide window_length {length} into whole \
+                             nanoseconds"
+                        ),
+                    ));
+                }
+            }
+        }
+        if min_calls == 0 {
+            return Err(ConfigError::new(
+                "min_calls",
+                "must be at least 1 (with no calls there is no rate to compare)",
+            ));
+        }
+        if let Window::Calls(calls) = window
+            && min_calls > calls
+        {
+            return Err(ConfigError::new(
+                "min_calls",
+                format!(
+                    "{min_calls} is more than window_calls {calls}, so the window could never \
+                     hold enough calls to open the breaker"
+                ),
+            ));
+        }
+        let trip = Trip::FailureRate {
+            rate_permille,
+            window,
+            min_calls,
+        };
+        Self::with_trip(trip, open_for, probes_max)
+    }
+
+    /// The checks every trip rule shares.
+    fn with_trip(trip: Trip, open_for: SimDuration, probes_max: u32) -> Result<Self, ConfigError> {
         if open_for.is_zero() {
             return Err(ConfigError::new(
                 "open_for",
@@ -56,14 +280,33 @@ impl BreakerConfig {
             ));
         }
         Ok(BreakerConfig {
-            failures_max,
+            trip,
             open_for,
             probes_max,
         })
     }
 
+    /// When the closed breaker opens.
+    pub fn trip(&self) -> Trip {
+        self.trip
+    }
+
+    /// The fewest counted failures that can open the breaker: `failures_max` for
+    /// [`Trip::Consecutive`]; for [`Trip::FailureRate`], the failures needed among the first
+    /// `min_calls` calls, `⌈rate_permille × min_calls / 1000⌉`.
     pub fn failures_max(&self) -> u32 {
-        self.failures_max
+        match self.trip {
+            Trip::Consecutive { failures_max } => failures_max,
+            Trip::FailureRate {
+                rate_permille,
+                min_calls,
+                ..
+            } => {
+                let failures = (u64::from(rate_permille) * u64::from(min_calls)).div_ceil(1000);
+                // At most `min_calls`, since `rate_permille <= 1000`.
+                u32::try_from(failures).expect("failures needed fit the call count")
+            }
+        }
     }
 
     pub fn open_for(&self) -> SimDuration {
@@ -112,7 +355,8 @@ pub enum Admit {
     No(Rejection),
 }
 
-/// How a finished call counts, as decided by the caller's error classifier.
+/// How a finished call counts, as decided by the caller's error classifier (see the module
+/// documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallOutcome {
     Success,
@@ -130,22 +374,32 @@ pub struct Transition {
     pub to: BreakerState,
 }
 
-/// Bound on transitions held for [`Breaker::poll_transition`]; older ones are dropped.
-const TRANSITIONS_HELD_MAX: usize = 8;
+/// What a failure-rate breaker's window holds at some instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowCounts {
+    /// Successes and failures in the window (ignored results never enter it).
+    pub calls: u64,
+    pub failures: u64,
+}
 
-/// A consecutive-failure circuit breaker. See the module documentation for the call order.
+/// A circuit breaker. See the module documentation for the trip rules and the call order.
 #[derive(Clone, Debug)]
 pub struct Breaker {
     config: BreakerConfig,
     state: BreakerState,
     /// Incremented on every state change; tickets from an older epoch are ignored.
     epoch: u32,
-    failures_consecutive: u32,
+    /// The results recorded while closed, as the trip rule needs them.
+    tally: Tally,
     opened_at: SimTime,
     probes_admitted: u32,
     probes_succeeded: u32,
+    /// The latest `now` seen; an earlier `now` is taken as this one.
+    now_latest: SimTime,
     /// Transitions not yet polled, oldest first; at most `TRANSITIONS_HELD_MAX`.
-    transitions: Vec<Transition>,
+    transitions: VecDeque<Transition>,
+    /// Transitions dropped because the queue was full.
+    transitions_dropped: u64,
     /// Counts of transitions into `Open`, for reports.
     opened_total: u64,
 }
@@ -156,11 +410,13 @@ impl Breaker {
             config,
             state: BreakerState::Closed,
             epoch: 0,
-            failures_consecutive: 0,
+            tally: Tally::new(config.trip),
             opened_at: SimTime::ZERO,
             probes_admitted: 0,
             probes_succeeded: 0,
-            transitions: Vec::new(),
+            now_latest: SimTime::ZERO,
+            transitions: VecDeque::with_capacity(TRANSITIONS_HELD_MAX),
+            transitions_dropped: 0,
             opened_total: 0,
         }
     }
@@ -179,7 +435,7 @@ impl Breaker {
     /// (without changing anything).
     pub fn state_at(&self, now: SimTime) -> BreakerState {
         match self.next_deadline() {
-            Some(deadline) if now >= deadline => BreakerState::HalfOpen,
+            Some(deadline) if now.max(self.now_latest) >= deadline => BreakerState::HalfOpen,
             _ => self.state,
         }
     }
@@ -187,6 +443,18 @@ impl Breaker {
     /// How many times the breaker has opened.
     pub fn opened_total(&self) -> u64 {
         self.opened_total
+    }
+
+    /// How many transitions were dropped, unpolled, because [`TRANSITIONS_HELD_MAX`] were
+    /// already waiting. Zero for a caller that polls after every call.
+    pub fn transitions_dropped(&self) -> u64 {
+        self.transitions_dropped
+    }
+
+    /// What the window of a failure-rate breaker holds at `now` (without changing anything);
+    /// `None` for a consecutive-failure breaker. Empty while open or half-open.
+    pub fn window_counts(&self, now: SimTime) -> Option<WindowCounts> {
+        self.tally.window_counts(now.max(self.now_latest))
     }
 
     /// When the breaker next changes state on its own (Open -> HalfOpen), if it will.
@@ -198,20 +466,14 @@ impl Breaker {
     }
 
     /// Applies the passage of time: an `Open` breaker whose `open_for` has passed turns
-    /// `HalfOpen`.
+    /// `HalfOpen` (its transition is dated at the deadline).
     pub fn handle_timeout(&mut self, now: SimTime) {
-        if let Some(deadline) = self.next_deadline()
-            && now >= deadline
-        {
-            self.probes_admitted = 0;
-            self.probes_succeeded = 0;
-            self.move_to(now, BreakerState::HalfOpen);
-        }
+        self.observe(now);
     }
 
     /// Asks to make one call now.
     pub fn try_admit(&mut self, now: SimTime) -> Admit {
-        self.handle_timeout(now);
+        self.observe(now);
         match self.state {
             BreakerState::Closed => Admit::Yes(Ticket {
                 epoch: self.epoch,
@@ -234,58 +496,341 @@ impl Breaker {
 
     /// Reports how an admitted call ended.
     pub fn on_result(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
-        self.handle_timeout(now);
+        let now = self.observe(now);
         if ticket.epoch != self.epoch {
             return;
         }
         match (self.state, outcome) {
-            (BreakerState::Closed, CallOutcome::Success) => self.failures_consecutive = 0,
-            (BreakerState::Closed, CallOutcome::Failure) => {
-                self.failures_consecutive += 1;
-                if self.failures_consecutive >= self.config.failures_max {
+            (BreakerState::Closed, CallOutcome::Success) => {
+                if self.tally.record(now, false) {
                     self.open(now);
                 }
             }
+            (BreakerState::Closed, CallOutcome::Failure) => {
+                if self.tally.record(now, true) {
+                    self.open(now);
+                }
+            }
+            (BreakerState::Closed, CallOutcome::Ignored) => {}
             (BreakerState::HalfOpen, CallOutcome::Success) => {
+                debug_assert!(ticket.probe, "a half-open ticket is a probe");
                 self.probes_succeeded += 1;
                 if self.probes_succeeded >= self.config.probes_max {
-                    self.failures_consecutive = 0;
+                    debug_assert!(self.tally.is_empty(), "cleared when the breaker opened");
                     self.move_to(now, BreakerState::Closed);
                 }
             }
             (BreakerState::HalfOpen, CallOutcome::Failure) => self.open(now),
             // An uncounted probe result frees its slot for another probe.
             (BreakerState::HalfOpen, CallOutcome::Ignored) => self.probes_admitted -= 1,
-            (BreakerState::Closed, CallOutcome::Ignored) => {}
             // Tickets are never issued while open, and any ticket from before the breaker
             // opened carries an older epoch.
             (BreakerState::Open, _) => unreachable!("ticket of the current epoch while open"),
         }
     }
 
-    /// The oldest state change not yet polled.
+    /// The oldest state change not yet polled. Each change is handed out once, in order.
     pub fn poll_transition(&mut self) -> Option<Transition> {
-        if self.transitions.is_empty() {
-            None
-        } else {
-            Some(self.transitions.remove(0))
+        self.transitions.pop_front()
+    }
+
+    /// Takes `now` into account: clamps it to the latest instant seen, and turns an `Open`
+    /// breaker whose `open_for` has passed `HalfOpen`. Returns the instant to use.
+    fn observe(&mut self, now: SimTime) -> SimTime {
+        self.now_latest = self.now_latest.max(now);
+        let now = self.now_latest;
+        if let Some(deadline) = self.next_deadline()
+            && now >= deadline
+        {
+            self.probes_admitted = 0;
+            self.probes_succeeded = 0;
+            self.move_to(deadline, BreakerState::HalfOpen);
         }
+        now
     }
 
     fn open(&mut self, now: SimTime) {
         self.opened_at = now;
         self.opened_total += 1;
+        // Nothing is tallied while open or half-open, so the breaker closes with an empty
+        // tally (and `window_counts` shows an empty window meanwhile).
+        self.tally.clear();
         self.move_to(now, BreakerState::Open);
     }
 
-    fn move_to(&mut self, now: SimTime, to: BreakerState) {
+    fn move_to(&mut self, at: SimTime, to: BreakerState) {
         let from = self.state;
+        debug_assert_ne!(from, to, "a transition changes the state");
         self.state = to;
         self.epoch = self.epoch.wrapping_add(1);
         if self.transitions.len() == TRANSITIONS_HELD_MAX {
-            self.transitions.remove(0);
+            self.transitions.pop_front();
+            self.transitions_dropped += 1;
         }
-        self.transitions.push(Transition { at: now, from, to });
+        debug_assert!(
+            self.transitions
+                .back()
+                .is_none_or(|last| last.at <= at && last.to == from),
+            "transitions are queued in order and chain"
+        );
+        self.transitions.push_back(Transition { at, from, to });
+    }
+}
+
+/// The results a closed breaker has recorded, in the form its trip rule needs.
+#[derive(Clone, Debug)]
+enum Tally {
+    Consecutive {
+        failures_max: u32,
+        /// Failures since the last success (or since the breaker closed).
+        failures: u32,
+    },
+    Calls {
+        rate_permille: u32,
+        min_calls: u32,
+        window: CallWindow,
+    },
+    Time {
+        rate_permille: u32,
+        min_calls: u32,
+        window: TimeWindow,
+    },
+}
+
+impl Tally {
+    fn new(trip: Trip) -> Self {
+        match trip {
+            Trip::Consecutive { failures_max } => Tally::Consecutive {
+                failures_max,
+                failures: 0,
+            },
+            Trip::FailureRate {
+                rate_permille,
+                window: Window::Calls(calls_max),
+                min_calls,
+            } => Tally::Calls {
+                rate_permille,
+                min_calls,
+                window: CallWindow::new(calls_max),
+            },
+            Trip::FailureRate {
+                rate_permille,
+                window: Window::Time { length, slots },
+                min_calls,
+            } => Tally::Time {
+                rate_permille,
+                min_calls,
+                window: TimeWindow::new(length, slots),
+            },
+        }
+    }
+
+    /// Records one success or failure at `now`; returns whether the breaker must open.
+    fn record(&mut self, now: SimTime, failed: bool) -> bool {
+        match self {
+            Tally::Consecutive {
+                failures_max,
+                failures,
+            } => {
+                *failures = if failed { *failures + 1 } else { 0 };
+                *failures >= *failures_max
+            }
+            Tally::Calls {
+                rate_permille,
+                min_calls,
+                window,
+            } => {
+                window.record(failed);
+                rate_reached(window.counts(), *rate_permille, *min_calls)
+            }
+            Tally::Time {
+                rate_permille,
+                min_calls,
+                window,
+            } => {
+                window.record(now, failed);
+                rate_reached(window.counts(), *rate_permille, *min_calls)
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            Tally::Consecutive { failures, .. } => *failures = 0,
+            Tally::Calls { window, .. } => window.clear(),
+            Tally::Time { window, .. } => window.clear(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Tally::Consecutive { failures, .. } => *failures == 0,
+            Tally::Calls { window, .. } => window.counts() == WindowCounts::default(),
+            Tally::Time { window, .. } => window.counts() == WindowCounts::default(),
+        }
+    }
+
+    fn window_counts(&self, now: SimTime) -> Option<WindowCounts> {
+        match self {
+            Tally::Consecutive { .. } => None,
+            Tally::Calls { window, .. } => Some(window.counts()),
+            Tally::Time { window, .. } => Some(window.counts_at(now)),
+        }
+    }
+}
+
+/// `failures × 1000 >= rate_permille × calls`, once there are `min_calls` calls; exact.
+fn rate_reached(counts: WindowCounts, rate_permille: u32, min_calls: u32) -> bool {
+    debug_assert!(counts.failures <= counts.calls);
+    counts.calls >= u64::from(min_calls)
+        && u128::from(counts.failures) * 1000
+            >= u128::from(rate_permille) * u128::from(counts.calls)
+}
+
+/// The last `calls_max` results, oldest first.
+#[derive(Clone, Debug)]
+struct CallWindow {
+    calls_max: u32,
+    /// `true` for a failure; at most `calls_max` entries.
+    outcomes: VecDeque<bool>,
+    /// The failures among `outcomes`.
+    failures: u32,
+}
+
+impl CallWindow {
+    fn new(calls_max: u32) -> Self {
+        debug_assert!((1..=WINDOW_CALLS_MAX).contains(&calls_max));
+        CallWindow {
+            calls_max,
+            outcomes: VecDeque::new(),
+            failures: 0,
+        }
+    }
+
+    fn record(&mut self, failed: bool) {
+        if self.outcomes.len() == self.calls_max as usize && self.outcomes.pop_front() == Some(true)
+        {
+            self.failures -= 1;
+        }
+        self.outcomes.push_back(failed);
+        self.failures += u32::from(failed);
+        debug_assert!(self.outcomes.len() <= self.calls_max as usize);
+    }
+
+    fn counts(&self) -> WindowCounts {
+        WindowCounts {
+            calls: self.outcomes.len() as u64,
+            failures: u64::from(self.failures),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.outcomes.clear();
+        self.failures = 0;
+    }
+}
+
+/// The results of the last `slots` slots of `slot_length`, aligned to multiples of
+/// `slot_length` from time zero; slot number `k` (time `k × slot_length` onwards) lives at
+/// index `k % slots`.
+#[derive(Clone, Debug)]
+struct TimeWindow {
+    slot_length_nanos: u64,
+    /// Exactly `slots` entries.
+    slots: Vec<Slot>,
+    /// The newest slot number the window has moved to; every slot with counts is within
+    /// `slots` of it.
+    head: u64,
+    /// Sums over `slots`.
+    calls: u64,
+    failures: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    /// Which slot number the counts belong to (meaningful only when `calls > 0`).
+    number: u64,
+    calls: u64,
+    failures: u64,
+}
+
+impl TimeWindow {
+    fn new(length: SimDuration, slots: u32) -> Self {
+        debug_assert!((1..=WINDOW_SLOTS_MAX).contains(&slots));
+        debug_assert!(length.as_nanos().is_multiple_of(u64::from(slots)));
+        TimeWindow {
+            slot_length_nanos: length.as_nanos() / u64::from(slots),
+            slots: vec![Slot::default(); slots as usize],
+            head: 0,
+            calls: 0,
+            failures: 0,
+        }
+    }
+
+    fn slot_number(&self, now: SimTime) -> u64 {
+        now.as_nanos() / self.slot_length_nanos
+    }
+
+    fn slot_count(&self) -> u64 {
+        self.slots.len() as u64
+    }
+
+    /// Moves the head to `now`'s slot, emptying every slot that falls out of the window.
+    /// Bounded by the number of slots, however long the gap.
+    fn advance(&mut self, now: SimTime) {
+        let number = self.slot_number(now);
+        if number <= self.head {
+            return;
+        }
+        let reused = (number - self.head).min(self.slot_count());
+        for step in 1..=reused {
+            let index = ((self.head + step) % self.slot_count()) as usize;
+            let slot = std::mem::take(&mut self.slots[index]);
+            self.calls -= slot.calls;
+            self.failures -= slot.failures;
+        }
+        self.head = number;
+    }
+
+    fn record(&mut self, now: SimTime, failed: bool) {
+        self.advance(now);
+        let number = self.slot_number(now);
+        debug_assert_eq!(number, self.head, "now never goes backwards");
+        let index = (number % self.slot_count()) as usize;
+        let slot = &mut self.slots[index];
+        debug_assert!(slot.calls == 0 || slot.number == number);
+        slot.number = number;
+        slot.calls += 1;
+        slot.failures += u64::from(failed);
+        self.calls += 1;
+        self.failures += u64::from(failed);
+    }
+
+    /// The running sums, valid right after `advance` or `record`.
+    fn counts(&self) -> WindowCounts {
+        WindowCounts {
+            calls: self.calls,
+            failures: self.failures,
+        }
+    }
+
+    /// The sums at `now` without moving the head: slots whose number is more than `slots`
+    /// behind `now`'s are out of the window.
+    fn counts_at(&self, now: SimTime) -> WindowCounts {
+        let number = self.slot_number(now);
+        self.slots
+            .iter()
+            .filter(|slot| slot.calls > 0 && number.saturating_sub(slot.number) < self.slot_count())
+            .fold(WindowCounts::default(), |sum, slot| WindowCounts {
+                calls: sum.calls + slot.calls,
+                failures: sum.failures + slot.failures,
+            })
+    }
+
+    fn clear(&mut self) {
+        self.slots.fill(Slot::default());
+        self.calls = 0;
+        self.failures = 0;
     }
 }
 
@@ -438,6 +983,821 @@ mod tests {
             let error = BreakerConfig::new(failures, SimDuration::from_millis(open_ms), probes)
                 .unwrap_err();
             assert!(error.to_string().starts_with(expected), "{error}");
+        }
+    }
+
+    // ---- failure-rate breaker ----
+
+    fn calls(n: u32) -> Window {
+        Window::Calls(n)
+    }
+
+    fn time(length_ms: u64, slots: u32) -> Window {
+        Window::Time {
+            length: SimDuration::from_millis(length_ms),
+            slots,
+        }
+    }
+
+    fn rate_breaker(rate_permille: u32, window: Window, min_calls: u32) -> Breaker {
+        let open_for = SimDuration::from_millis(100);
+        Breaker::new(
+            BreakerConfig::failure_rate(rate_permille, window, min_calls, open_for, 1).unwrap(),
+        )
+    }
+
+    /// Admits and reports one call that ends at `at`.
+    fn call(b: &mut Breaker, at: SimTime, outcome: CallOutcome) {
+        let ticket = admit(b, at);
+        b.on_result(at, ticket, outcome);
+    }
+
+    fn counts(calls: u64, failures: u64) -> Option<WindowCounts> {
+        Some(WindowCounts { calls, failures })
+    }
+
+    #[test]
+    fn rejected_failure_rate_configs_say_exactly_which_field_and_why() {
+        let ok_window = calls(10);
+        let huge = WINDOW_CALLS_MAX + 1;
+        let too_many_slots = WINDOW_SLOTS_MAX + 1;
+        let cases = [
+            (
+                0,
+                ok_window,
+                1,
+                1,
+                1,
+                "failure_rate_permille: must be at least 1 (a threshold of 0 would open the breaker on successes alone)",
+            ),
+            (
+                1001,
+                ok_window,
+                1,
+                1,
+                1,
+                "failure_rate_permille: must be at most 1000 (every call failed), got 1001",
+            ),
+            (
+                500,
+                calls(0),
+                1,
+                1,
+                1,
+                "window_calls: must be at least 1 (an empty window never sees a failure)",
+            ),
+            (
+                500,
+                calls(huge),
+                1,
+                1,
+                1,
+                "window_calls: must be at most 100000 (the window keeps one entry per call), got 100001",
+            ),
+            (
+                500,
+                time(0, 1),
+                1,
+                1,
+                1,
+                "window_length: must be longer than zero (an empty window never sees a failure)",
+            ),
+            (
+                500,
+                time(10, 0),
+                1,
+                1,
+                1,
+                "window_slots: must be at least 1 (the window keeps its calls in slots)",
+            ),
+            (
+                500,
+                time(10_000, too_many_slots),
+                1,
+                1,
+                1,
+                "window_slots: must be at most 1000 (the window keeps two counters per slot), got 1001",
+            ),
+            (
+                500,
+                time(10, 3),
+                1,
+                1,
+                1,
+                "window_slots: 3 slots do not divide window_length 10ms into whole nanoseconds",
+            ),
+            (
+                500,
+                Window::Time {
+                    length: SimDuration::from_nanos(5),
+                    slots: 10,
+                },
+                1,
+                1,
+                1,
+                "window_slots: 10 slots do not divide window_length 5ns into whole nanoseconds",
+            ),
+            (
+                500,
+                ok_window,
+                0,
+                1,
+                1,
+                "min_calls: must be at least 1 (with no calls there is no rate to compare)",
+            ),
+            (
+                500,
+                ok_window,
+                11,
+                1,
+                1,
+                "min_calls: 11 is more than window_calls 10, so the window could never hold enough calls to open the breaker",
+            ),
+            (
+                500,
+                time(10, 2),
+                0,
+                1,
+                1,
+                "min_calls: must be at least 1 (with no calls there is no rate to compare)",
+            ),
+            (
+                500,
+                ok_window,
+                10,
+                0,
+                1,
+                "open_for: must be longer than zero (use enabled = false to turn the breaker off)",
+            ),
+            (
+                500,
+                ok_window,
+                10,
+                1,
+                0,
+                "half_open_probes: must be at least 1 (with no probe the breaker could never close)",
+            ),
+        ];
+        for (rate, window, min_calls, open_ms, probes, expected) in cases {
+            let open_for = SimDuration::from_millis(open_ms);
+            let error =
+                BreakerConfig::failure_rate(rate, window, min_calls, open_for, probes).unwrap_err();
+            assert_eq!(error.to_string(), expected);
+        }
+    }
+
+    #[test]
+    fn accepted_failure_rate_configs_keep_their_rule() {
+        let open_for = SimDuration::from_secs(60);
+        let check = |rate, window, min_calls, failures_max| {
+            let config =
+                BreakerConfig::failure_rate(rate, window, min_calls, open_for, 10).unwrap();
+            let trip = Trip::FailureRate {
+                rate_permille: rate,
+                window,
+                min_calls,
+            };
+            assert_eq!(config.trip(), trip);
+            assert_eq!(config.failures_max(), failures_max, "{trip:?}");
+            assert_eq!((config.open_for(), config.probes_max()), (open_for, 10));
+        };
+        // resilience4j's defaults: half of the last 100 calls, at least 100 calls.
+        check(500, calls(100), 100, 50);
+        check(1000, calls(1), 1, 1);
+        check(1, calls(WINDOW_CALLS_MAX), WINDOW_CALLS_MAX, 100);
+        check(333, time(1000, 10), 7, 3);
+        // A time window has no upper bound on its calls, so neither has min_calls.
+        check(1000, time(1, 1), u32::MAX, u32::MAX);
+        let consecutive = BreakerConfig::new(5, open_for, 1).unwrap();
+        assert_eq!(consecutive.trip(), Trip::Consecutive { failures_max: 5 });
+        assert_eq!(
+            time(1000, 10).slot_length(),
+            Some(SimDuration::from_millis(100))
+        );
+        assert_eq!(calls(3).slot_length(), None);
+    }
+
+    /// Feeds results to a fresh breaker and returns its state after each.
+    fn states_after(mut b: Breaker, results: &[(u64, CallOutcome)]) -> Vec<BreakerState> {
+        results
+            .iter()
+            .map(|&(at_ms, outcome)| {
+                call(&mut b, ms(at_ms), outcome);
+                b.state()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn opens_at_exactly_the_threshold_once_min_calls_are_reached() {
+        use BreakerState::{Closed as C, Open as O};
+        use CallOutcome::{Failure as F, Success as S};
+        let check =
+            |rate, window, min_calls, outcomes: &[CallOutcome], expected: &[BreakerState]| {
+                let results: Vec<_> = outcomes.iter().map(|&o| (0, o)).collect();
+                let seen = states_after(rate_breaker(rate, window, min_calls), &results);
+                assert_eq!(
+                    seen, expected,
+                    "rate {rate}, {window:?}, min_calls {min_calls}, {outcomes:?}"
+                );
+            };
+        // 2 of 4 is exactly 500 permille: it opens on the fourth call, a success.
+        check(500, calls(4), 4, &[F, S, F, S], &[C, C, C, O]);
+        check(500, time(1000, 10), 4, &[F, S, F, S], &[C, C, C, O]);
+        // One permille more and 2 of 4 is not enough.
+        check(501, calls(4), 4, &[F, S, F, S], &[C, C, C, C]);
+        // 100% of the calls failed, but there are not yet min_calls of them.
+        check(500, calls(10), 3, &[F, F, S], &[C, C, O]);
+        check(1000, calls(5), 5, &[F, F, F, F, S, F], &[C, C, C, C, C, C]);
+        check(1000, calls(5), 5, &[F, F, F, F, F], &[C, C, C, C, O]);
+        // 1 of 3 is 333.3 permille: enough for 333, not for 334.
+        check(333, calls(3), 3, &[S, F, S], &[C, C, O]);
+        check(334, calls(3), 3, &[S, F, S], &[C, C, C]);
+        // Seed 003's "opens after 5 failures" as a rate: the same as five in a row.
+        check(
+            1000,
+            calls(5),
+            5,
+            &[F, F, F, F, S, F, F, F, F, F],
+            &[C, C, C, C, C, C, C, C, C, O],
+        );
+    }
+
+    #[test]
+    fn a_count_window_forgets_its_oldest_call() {
+        let mut b = rate_breaker(500, calls(4), 4);
+        call(&mut b, ms(0), CallOutcome::Failure);
+        for _ in 0..3 {
+            call(&mut b, ms(0), CallOutcome::Success);
+        }
+        assert_eq!(b.window_counts(ms(0)), counts(4, 1));
+        call(&mut b, ms(0), CallOutcome::Success);
+        assert_eq!(
+            b.window_counts(ms(0)),
+            counts(4, 0),
+            "the failure was pushed out"
+        );
+        call(&mut b, ms(0), CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Closed, "1 of 4");
+        call(&mut b, ms(0), CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open, "2 of 4");
+    }
+
+    #[test]
+    fn a_time_window_forgets_calls_at_the_end_of_their_last_slot() {
+        // 100 ms in 4 slots of 25 ms: [0, 25), [25, 50), ...
+        let mut b = rate_breaker(600, time(100, 4), 2);
+        call(&mut b, ms(10), CallOutcome::Failure);
+        // Slot 0 is reused from 100 ms: the failure is forgotten after 90 ms, not 100.
+        assert_eq!(b.window_counts(ms(99)), counts(1, 1));
+        assert_eq!(b.window_counts(ms(100)), counts(0, 0));
+        call(&mut b, ms(30), CallOutcome::Success);
+        // A result at the start of its slot is counted for exactly the window's length.
+        call(&mut b, ms(50), CallOutcome::Success);
+        assert_eq!(b.window_counts(ms(149)), counts(1, 0));
+        assert_eq!(b.window_counts(ms(150)), counts(0, 0));
+        // At 100 ms the failure is gone: the failure of this call makes 1 of 3, not 2 of 4.
+        call(&mut b, ms(100), CallOutcome::Failure);
+        assert_eq!(b.window_counts(ms(100)), counts(3, 1));
+        assert_eq!(b.state(), BreakerState::Closed);
+        // A long gap empties every slot, however long it is.
+        call(&mut b, ms(10_000), CallOutcome::Failure);
+        assert_eq!(b.window_counts(ms(10_000)), counts(1, 1));
+        assert_eq!(b.state(), BreakerState::Closed, "1 call, min_calls 2");
+        call(&mut b, ms(10_024), CallOutcome::Success);
+        assert_eq!(
+            b.state(),
+            BreakerState::Closed,
+            "1 of 2 is below 600 permille"
+        );
+        call(&mut b, ms(10_025), CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open, "2 of 3");
+    }
+
+    #[test]
+    fn a_time_window_of_one_slot_is_a_tumbling_window() {
+        let mut b = rate_breaker(1000, time(100, 1), 2);
+        call(&mut b, ms(99), CallOutcome::Failure);
+        call(&mut b, ms(100), CallOutcome::Failure);
+        assert_eq!(
+            b.window_counts(ms(100)),
+            counts(1, 1),
+            "a new window began at 100 ms"
+        );
+        assert_eq!(b.state(), BreakerState::Closed);
+        call(&mut b, ms(199), CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open);
+    }
+
+    #[test]
+    fn ignored_outcomes_do_not_enter_the_window() {
+        for window in [calls(2), time(100, 4)] {
+            let mut b = rate_breaker(500, window, 2);
+            call(&mut b, ms(0), CallOutcome::Failure);
+            for _ in 0..5 {
+                call(&mut b, ms(1), CallOutcome::Ignored);
+            }
+            assert_eq!(b.window_counts(ms(1)), counts(1, 1), "{window:?}");
+            assert_eq!(b.state(), BreakerState::Closed, "{window:?}");
+            call(&mut b, ms(2), CallOutcome::Success);
+            assert_eq!(b.state(), BreakerState::Open, "{window:?}: 1 of 2");
+        }
+    }
+
+    #[test]
+    fn a_consecutive_breaker_has_no_window() {
+        let b = breaker(3, 100, 1);
+        assert_eq!(b.window_counts(ms(0)), None);
+    }
+
+    /// One script for the half-open state, whatever opened the breaker: returns every
+    /// decision, state and transition so that rules can be compared.
+    fn half_open_script(config: BreakerConfig) -> (Vec<String>, Vec<Transition>) {
+        let mut b = Breaker::new(config);
+        let mut seen = Vec::new();
+        let mut note = |b: &Breaker, what: &str| seen.push(format!("{what} -> {:?}", b.state()));
+        let t = admit(&mut b, ms(0));
+        b.on_result(ms(5), t, CallOutcome::Failure);
+        note(&b, "failure");
+        assert_eq!(b.try_admit(ms(104)), Admit::No(Rejection::Open));
+        let p1 = admit(&mut b, ms(105));
+        let p2 = admit(&mut b, ms(106));
+        assert!(p1.is_probe() && p2.is_probe());
+        assert_eq!(b.try_admit(ms(107)), Admit::No(Rejection::ProbesBusy));
+        b.on_result(ms(108), p1, CallOutcome::Ignored);
+        note(&b, "ignored probe");
+        let p3 = admit(&mut b, ms(109));
+        b.on_result(ms(110), p2, CallOutcome::Success);
+        note(&b, "probe success");
+        b.on_result(ms(111), p3, CallOutcome::Failure);
+        note(&b, "probe failure");
+        assert_eq!(b.next_deadline(), Some(ms(211)));
+        let p4 = admit(&mut b, ms(300));
+        let p5 = admit(&mut b, ms(300));
+        b.on_result(ms(301), p4, CallOutcome::Success);
+        b.on_result(ms(302), p5, CallOutcome::Success);
+        note(&b, "both probes succeeded");
+        assert!(
+            !admit(&mut b, ms(303)).is_probe(),
+            "a closed breaker admits non-probes"
+        );
+        let transitions = std::iter::from_fn(|| b.poll_transition()).collect();
+        (seen, transitions)
+    }
+
+    #[test]
+    fn half_open_behaves_the_same_whatever_the_trip_rule() {
+        let open_for = SimDuration::from_millis(100);
+        let consecutive = BreakerConfig::new(1, open_for, 2).unwrap();
+        let expected = half_open_script(consecutive);
+        use BreakerState::*;
+        let dates: Vec<_> = expected.1.iter().map(|t| (t.at, t.from, t.to)).collect();
+        assert_eq!(
+            dates,
+            [
+                (ms(5), Closed, Open),
+                (ms(105), Open, HalfOpen),
+                (ms(111), HalfOpen, Open),
+                (ms(211), Open, HalfOpen),
+                (ms(302), HalfOpen, Closed),
+            ]
+        );
+        for window in [calls(1), calls(3), time(50, 5)] {
+            let config = BreakerConfig::failure_rate(1000, window, 1, open_for, 2).unwrap();
+            assert_eq!(half_open_script(config), expected, "{window:?}");
+        }
+    }
+
+    #[test]
+    fn closing_starts_an_empty_window() {
+        let mut b = rate_breaker(500, calls(4), 2);
+        call(&mut b, ms(0), CallOutcome::Success);
+        call(&mut b, ms(0), CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open, "1 of 2");
+        assert_eq!(
+            b.window_counts(ms(0)),
+            counts(0, 0),
+            "nothing is tallied while open"
+        );
+        call(&mut b, ms(100), CallOutcome::Success);
+        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(b.window_counts(ms(100)), counts(0, 0));
+        // Had the window kept the success and the failure, this would make 2 of 3.
+        call(&mut b, ms(101), CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Closed, "1 call, min_calls 2");
+    }
+
+    #[test]
+    fn a_result_from_before_the_breaker_closed_changes_nothing() {
+        let mut b = rate_breaker(500, calls(2), 1);
+        let old = admit(&mut b, ms(0));
+        call(&mut b, ms(0), CallOutcome::Failure);
+        call(&mut b, ms(100), CallOutcome::Success);
+        assert_eq!(b.state(), BreakerState::Closed);
+        b.on_result(ms(101), old, CallOutcome::Failure);
+        assert_eq!(b.window_counts(ms(101)), counts(0, 0));
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn open_to_half_open_is_reported_once_dated_at_its_deadline() {
+        let mut b = rate_breaker(1000, calls(1), 1);
+        call(&mut b, ms(5), CallOutcome::Failure);
+        let opened = b.poll_transition();
+        assert_eq!(
+            opened.map(|t| (t.at, t.to)),
+            Some((ms(5), BreakerState::Open))
+        );
+        assert_eq!(
+            b.poll_transition(),
+            None,
+            "each transition is handed out once"
+        );
+        // Nobody looks until 150 ms; the breaker has been half-open since 105 ms.
+        b.handle_timeout(ms(150));
+        b.handle_timeout(ms(160));
+        let _probe = admit(&mut b, ms(170));
+        let half_open = Transition {
+            at: ms(105),
+            from: BreakerState::Open,
+            to: BreakerState::HalfOpen,
+        };
+        assert_eq!(b.poll_transition(), Some(half_open));
+        assert_eq!(b.poll_transition(), None);
+        assert_eq!(b.transitions_dropped(), 0);
+    }
+
+    #[test]
+    fn a_full_transition_queue_counts_what_it_drops() {
+        let mut b = breaker(1, 100, 1);
+        // Four cycles of Closed -> Open -> HalfOpen -> Closed, never polled: 12 transitions.
+        let mut expected = Vec::new();
+        for cycle in 0..4 {
+            let start = cycle * 1000;
+            call(&mut b, ms(start), CallOutcome::Failure);
+            call(&mut b, ms(start + 100), CallOutcome::Success);
+            use BreakerState::*;
+            for (at, from, to) in [
+                (0, Closed, Open),
+                (100, Open, HalfOpen),
+                (100, HalfOpen, Closed),
+            ] {
+                expected.push(Transition {
+                    at: ms(start + at),
+                    from,
+                    to,
+                });
+            }
+        }
+        assert_eq!(b.transitions_dropped(), 4);
+        let held: Vec<_> = std::iter::from_fn(|| b.poll_transition()).collect();
+        assert_eq!(held, expected[4..], "the newest are kept, oldest first");
+        call(&mut b, ms(5000), CallOutcome::Failure);
+        assert_eq!(b.poll_transition().map(|t| t.to), Some(BreakerState::Open));
+        assert_eq!(b.transitions_dropped(), 4, "polling in time drops nothing");
+    }
+
+    #[test]
+    fn a_now_earlier_than_one_already_seen_counts_as_the_latest() {
+        let mut b = rate_breaker(1000, time(100, 4), 2);
+        let late = admit(&mut b, ms(0));
+        call(&mut b, ms(200), CallOutcome::Failure);
+        // This result says 10 ms, but the breaker has seen 200 ms: it lands in 200 ms's slot.
+        b.on_result(ms(10), late, CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open, "2 of 2 at 200 ms");
+        let opened = b.poll_transition().expect("opened");
+        assert_eq!((opened.at, opened.to), (ms(200), BreakerState::Open));
+    }
+
+    // ---- against a reference model ----
+
+    mod reference {
+        use super::super::*;
+        use super::ms;
+        use proptest::prelude::*;
+
+        /// The obvious model: every counted result since the breaker last closed, in a list,
+        /// and every question answered by going over the list from scratch.
+        struct Reference {
+            config: BreakerConfig,
+            state: BreakerState,
+            epoch: u32,
+            opened_at: SimTime,
+            probes_out: u32,
+            probes_succeeded: u32,
+            /// `(when, failed)` of every success and failure recorded while closed.
+            history: Vec<(SimTime, bool)>,
+            opened_total: u64,
+            /// Every transition not yet polled (unbounded).
+            unpolled: Vec<Transition>,
+        }
+
+        /// A ticket as the reference sees it: its epoch and whether it is a probe.
+        type RefTicket = (u32, bool);
+
+        impl Reference {
+            fn new(config: BreakerConfig) -> Self {
+                Reference {
+                    config,
+                    state: BreakerState::Closed,
+                    epoch: 0,
+                    opened_at: SimTime::ZERO,
+                    probes_out: 0,
+                    probes_succeeded: 0,
+                    history: Vec::new(),
+                    opened_total: 0,
+                    unpolled: Vec::new(),
+                }
+            }
+
+            fn go(&mut self, at: SimTime, to: BreakerState) {
+                self.unpolled.push(Transition {
+                    at,
+                    from: self.state,
+                    to,
+                });
+                self.state = to;
+                self.epoch += 1;
+                if to != BreakerState::HalfOpen {
+                    self.history.clear();
+                }
+                if to == BreakerState::Open {
+                    self.opened_at = at;
+                    self.opened_total += 1;
+                }
+                self.probes_out = 0;
+                self.probes_succeeded = 0;
+            }
+
+            fn pass_time(&mut self, now: SimTime) {
+                let deadline = self.opened_at.saturating_add(self.config.open_for());
+                if self.state == BreakerState::Open && now >= deadline {
+                    self.go(deadline, BreakerState::HalfOpen);
+                }
+            }
+
+            /// The results the trip rule looks at, at `now`.
+            fn in_window(&self, now: SimTime) -> Vec<bool> {
+                match self.config.trip() {
+                    Trip::Consecutive { .. } => self.history.iter().map(|h| h.1).collect(),
+                    Trip::FailureRate {
+                        window: Window::Calls(n),
+                        ..
+                    } => {
+                        let skip = self.history.len().saturating_sub(n as usize);
+                        self.history[skip..].iter().map(|h| h.1).collect()
+                    }
+                    Trip::FailureRate {
+                        window: Window::Time { length, slots },
+                        ..
+                    } => {
+                        let width = length.as_nanos() / u64::from(slots);
+                        let slot = |t: SimTime| t.as_nanos() / width;
+                        self.history
+                            .iter()
+                            .filter(|(t, _)| slot(*t) + u64::from(slots) > slot(now))
+                            .map(|h| h.1)
+                            .collect()
+                    }
+                }
+            }
+
+            fn window_counts(&self, now: SimTime) -> Option<WindowCounts> {
+                let results = self.in_window(now);
+                match self.config.trip() {
+                    Trip::Consecutive { .. } => None,
+                    Trip::FailureRate { .. } => Some(WindowCounts {
+                        calls: results.len() as u64,
+                        failures: results.iter().filter(|&&f| f).count() as u64,
+                    }),
+                }
+            }
+
+            fn tripped(&self, now: SimTime) -> bool {
+                let results = self.in_window(now);
+                match self.config.trip() {
+                    Trip::Consecutive { failures_max } => {
+                        results.iter().rev().take_while(|&&f| f).count() >= failures_max as usize
+                    }
+                    Trip::FailureRate {
+                        rate_permille,
+                        min_calls,
+                        ..
+                    } => {
+                        let failures = results.iter().filter(|&&f| f).count() as u64;
+                        let calls = results.len() as u64;
+                        calls >= u64::from(min_calls)
+                            && failures * 1000 >= u64::from(rate_permille) * calls
+                    }
+                }
+            }
+
+            fn admit(&mut self, now: SimTime) -> Result<RefTicket, Rejection> {
+                self.pass_time(now);
+                match self.state {
+                    BreakerState::Closed => Ok((self.epoch, false)),
+                    BreakerState::Open => Err(Rejection::Open),
+                    BreakerState::HalfOpen if self.probes_out < self.config.probes_max() => {
+                        self.probes_out += 1;
+                        Ok((self.epoch, true))
+                    }
+                    BreakerState::HalfOpen => Err(Rejection::ProbesBusy),
+                }
+            }
+
+            fn result(&mut self, now: SimTime, (epoch, _): RefTicket, outcome: CallOutcome) {
+                self.pass_time(now);
+                if epoch != self.epoch {
+                    return;
+                }
+                let failed = match outcome {
+                    CallOutcome::Success => false,
+                    CallOutcome::Failure => true,
+                    CallOutcome::Ignored => {
+                        if self.state == BreakerState::HalfOpen {
+                            self.probes_out -= 1;
+                        }
+                        return;
+                    }
+                };
+                match self.state {
+                    BreakerState::Closed => {
+                        self.history.push((now, failed));
+                        if self.tripped(now) {
+                            self.go(now, BreakerState::Open);
+                        }
+                    }
+                    BreakerState::HalfOpen if failed => self.go(now, BreakerState::Open),
+                    BreakerState::HalfOpen => {
+                        self.probes_succeeded += 1;
+                        if self.probes_succeeded == self.config.probes_max() {
+                            self.go(now, BreakerState::Closed);
+                        }
+                    }
+                    BreakerState::Open => unreachable!("no ticket of an open epoch"),
+                }
+            }
+
+            fn state_at(&self, now: SimTime) -> BreakerState {
+                let deadline = self.opened_at.saturating_add(self.config.open_for());
+                if self.state == BreakerState::Open && now >= deadline {
+                    BreakerState::HalfOpen
+                } else {
+                    self.state
+                }
+            }
+        }
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            /// Let this many nanoseconds pass.
+            Wait(u64),
+            Admit,
+            /// Report the result of the outstanding call at this index (modulo their number).
+            Report(usize, CallOutcome),
+            /// Drain the transitions.
+            Poll,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            let nanos_extra = prop_oneof![Just(0u64), Just(1), Just(999_999)];
+            prop_oneof![
+                2 => (0u64..=30, nanos_extra).prop_map(|(millis, extra)| Op::Wait(millis * 1_000_000 + extra)),
+                4 => Just(Op::Admit),
+                4 => (any::<usize>(), prop_oneof![
+                    3 => Just(CallOutcome::Failure),
+                    3 => Just(CallOutcome::Success),
+                    1 => Just(CallOutcome::Ignored),
+                ]).prop_map(|(index, outcome)| Op::Report(index, outcome)),
+                1 => Just(Op::Poll),
+            ]
+        }
+
+        fn open_for_and_probes() -> impl Strategy<Value = (SimDuration, u32)> {
+            (1u64..=60, 1u32..=3)
+                .prop_map(|(millis, probes)| (SimDuration::from_millis(millis), probes))
+        }
+
+        fn rate() -> impl Strategy<Value = u32> {
+            prop_oneof![1u32..=1000, Just(1000), Just(500), Just(334), Just(333)]
+        }
+
+        fn consecutive_config() -> impl Strategy<Value = BreakerConfig> {
+            (1u32..=4, open_for_and_probes()).prop_map(|(failures, (open_for, probes))| {
+                BreakerConfig::new(failures, open_for, probes).unwrap()
+            })
+        }
+
+        fn count_window_config() -> impl Strategy<Value = BreakerConfig> {
+            (rate(), 1u32..=6, open_for_and_probes())
+                .prop_flat_map(|(rate, n, timing)| (Just(rate), Just(n), 1..=n, Just(timing)))
+                .prop_map(|(rate, n, min_calls, (open_for, probes))| {
+                    BreakerConfig::failure_rate(rate, Window::Calls(n), min_calls, open_for, probes)
+                        .unwrap()
+                })
+        }
+
+        fn time_window_config() -> impl Strategy<Value = BreakerConfig> {
+            (rate(), 1u32..=5, 1u64..=20, 1u32..=6, open_for_and_probes()).prop_map(
+                |(rate, slots, slot_millis, min_calls, (open_for, probes))| {
+                    let length = SimDuration::from_millis(slot_millis * u64::from(slots));
+                    let window = Window::Time { length, slots };
+                    BreakerConfig::failure_rate(rate, window, min_calls, open_for, probes).unwrap()
+                },
+            )
+        }
+
+        fn check(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
+            let mut breaker = Breaker::new(config);
+            let mut reference = Reference::new(config);
+            let mut outstanding: Vec<(Ticket, RefTicket)> = Vec::new();
+            let mut now = ms(0);
+            // Transitions dropped in the intervals between polls already made.
+            let mut dropped_before_last_poll = 0;
+            for op in ops {
+                match op {
+                    Op::Wait(nanos) => {
+                        now = SimTime::from_nanos(now.as_nanos() + nanos);
+                        breaker.handle_timeout(now);
+                        reference.pass_time(now);
+                    }
+                    Op::Admit => match (breaker.try_admit(now), reference.admit(now)) {
+                        (Admit::Yes(ticket), Ok(expected)) => {
+                            prop_assert_eq!(ticket.is_probe(), expected.1);
+                            outstanding.push((ticket, expected));
+                        }
+                        (Admit::No(rejection), Err(expected)) => {
+                            prop_assert_eq!(rejection, expected)
+                        }
+                        (got, expected) => {
+                            prop_assert!(false, "at {now}: {got:?}, expected {expected:?}")
+                        }
+                    },
+                    Op::Report(index, outcome) => {
+                        if !outstanding.is_empty() {
+                            let (ticket, expected) =
+                                outstanding.swap_remove(index % outstanding.len());
+                            breaker.on_result(now, ticket, outcome);
+                            reference.result(now, expected, outcome);
+                        }
+                    }
+                    Op::Poll => {
+                        let polled: Vec<_> =
+                            std::iter::from_fn(|| breaker.poll_transition()).collect();
+                        let all = std::mem::take(&mut reference.unpolled);
+                        let dropped = all.len().saturating_sub(TRANSITIONS_HELD_MAX);
+                        dropped_before_last_poll += dropped as u64;
+                        prop_assert_eq!(&polled[..], &all[dropped..]);
+                    }
+                }
+                prop_assert_eq!(breaker.state(), reference.state, "at {}", now);
+                prop_assert_eq!(breaker.state_at(now), reference.state_at(now));
+                let later = SimTime::from_nanos(now.as_nanos() + 7_000_000);
+                prop_assert_eq!(breaker.state_at(later), reference.state_at(later));
+                prop_assert_eq!(breaker.window_counts(now), reference.window_counts(now));
+                prop_assert_eq!(breaker.window_counts(later), reference.window_counts(later));
+                prop_assert_eq!(breaker.opened_total(), reference.opened_total);
+                let deadline = (reference.state == BreakerState::Open)
+                    .then(|| reference.opened_at.saturating_add(config.open_for()));
+                prop_assert_eq!(breaker.next_deadline(), deadline);
+                let dropped_since = reference
+                    .unpolled
+                    .len()
+                    .saturating_sub(TRANSITIONS_HELD_MAX);
+                prop_assert_eq!(
+                    breaker.transitions_dropped(),
+                    dropped_before_last_poll + dropped_since as u64
+                );
+            }
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn consecutive_breaker_matches_the_reference(
+                config in consecutive_config(),
+                ops in prop::collection::vec(op(), 1..120),
+            ) {
+                check(config, ops)?;
+            }
+
+            #[test]
+            fn count_window_breaker_matches_the_reference(
+                config in count_window_config(),
+                ops in prop::collection::vec(op(), 1..120),
+            ) {
+                check(config, ops)?;
+            }
+
+            #[test]
+            fn time_window_breaker_matches_the_reference(
+                config in time_window_config(),
+                ops in prop::collection::vec(op(), 1..120),
+            ) {
+                check(config, ops)?;
+            }
         }
     }
 }

@@ -205,4 +205,66 @@ mod loom_models {
             assert_eq!(probes.load(Ordering::SeqCst), 1);
         });
     }
+
+    /// A failure-rate breaker (time window) with two probes, and three threads that each ask
+    /// once and report a success: whatever the interleaving, no more than two probes are
+    /// admitted, exactly two in all (the third caller is refused, or admitted as an ordinary
+    /// call once both probes succeeded), and the breaker ends closed with a window that holds
+    /// nothing from before it opened.
+    #[test]
+    fn loom_failure_rate_breaker_admits_at_most_its_probes() {
+        use crate::breaker::{BreakerState, Rejection, Window};
+        loom::model(|| {
+            let window = Window::Time {
+                length: SimDuration::from_millis(100),
+                slots: 4,
+            };
+            let open_for = SimDuration::from_millis(10);
+            let config = BreakerConfig::failure_rate(500, window, 2, open_for, 2).unwrap();
+            let breaker = Arc::new(SharedBreaker::new(config));
+            for outcome in [CallOutcome::Success, CallOutcome::Failure] {
+                let Admit::Yes(ticket) = breaker.try_admit(SimTime::ZERO) else {
+                    panic!("a closed breaker admits");
+                };
+                breaker.on_result(SimTime::ZERO, ticket, outcome);
+            }
+            assert_eq!(
+                breaker.try_admit(SimTime::ZERO),
+                Admit::No(Rejection::Open),
+                "1 failure of 2 calls is 500 permille"
+            );
+            let after_open = SimTime::from_nanos(10_000_000);
+            let probes = Arc::new(AtomicU32::new(0));
+            let threads: Vec<_> = (0..3)
+                .map(|_| {
+                    let (breaker, probes) = (breaker.clone(), probes.clone());
+                    loom::thread::spawn(move || match breaker.try_admit(after_open) {
+                        Admit::Yes(ticket) if ticket.is_probe() => {
+                            let admitted = probes.fetch_add(1, Ordering::SeqCst) + 1;
+                            assert!(admitted <= 2, "{admitted} probes admitted, 2 allowed");
+                            breaker.on_result(after_open, ticket, CallOutcome::Success);
+                        }
+                        Admit::Yes(ticket) => {
+                            breaker.on_result(after_open, ticket, CallOutcome::Success);
+                        }
+                        Admit::No(rejection) => assert_eq!(rejection, Rejection::ProbesBusy),
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().unwrap();
+            }
+            assert_eq!(probes.load(Ordering::SeqCst), 2);
+            let state = lock(&breaker.breaker);
+            assert_eq!(state.state(), BreakerState::Closed);
+            let window = state
+                .window_counts(after_open)
+                .expect("a failure-rate breaker");
+            assert!(
+                window.calls <= 1,
+                "only a call admitted after closing: {window:?}"
+            );
+            assert_eq!(window.failures, 0, "{window:?}");
+        });
+    }
 }
