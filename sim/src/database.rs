@@ -29,6 +29,10 @@ use crate::scenario::{DatabaseId, Distribution, Scenario};
 
 const ONE_Q32: u128 = 1 << 32;
 
+/// A running query: (work clock target, start order, waiter slot, waiter token, timeout
+/// deadline or `SimTime::MAX`). Ordered by target, then start order.
+type RunningQuery = (u128, u64, u32, u32, SimTime);
+
 struct Database {
     latency: Distribution,
     capacity: Option<u32>,
@@ -36,9 +40,8 @@ struct Database {
     /// Work each running query has received, in nanoseconds (Q32 fixed point).
     work_clock_q32: u128,
     clock_read_at: SimTime,
-    /// Running queries by (work clock target, start order), with their waiter and their
-    /// timeout deadline (`SimTime::MAX` for none).
-    running: BinaryHeap<Reverse<(u128, u64, u32, u32, SimTime)>>,
+    /// Running queries, earliest to finish first.
+    running: BinaryHeap<Reverse<RunningQuery>>,
     started_total: u64,
     generation: u32,
     wake_at: Option<SimTime>,
