@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! <metric> <op> <number>        op is one of  <  <=  ==  !=  >=  >
+//! <metric> <op> <metric>        e.g. outcomes.ok == requests
 //! <metric> in <low>..<high>     inclusive at both ends
 //! ```
 //!
@@ -24,10 +25,17 @@ pub struct Expectation {
     check: Check,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Check {
-    Compare(Op, f64),
+    Compare(Op, Operand),
     Within(f64, f64),
+}
+
+/// The right-hand side of a comparison.
+#[derive(Clone, Debug, PartialEq)]
+enum Operand {
+    Number(f64),
+    Metric(Vec<String>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +88,17 @@ impl Expectation {
                     .ok_or_else(|| {
                         format!("`{op}` is not a comparison: use <, <=, ==, !=, >= or >")
                     })?;
-                (*path, Check::Compare(op, number(value)?))
+                let operand = match number(value) {
+                    Ok(number) => Operand::Number(number),
+                    Err(_)
+                        if value.parse::<f64>().is_err()
+                            && value.starts_with(|c: char| c.is_ascii_alphabetic()) =>
+                    {
+                        Operand::Metric(metric_path(value)?)
+                    }
+                    Err(error) => return Err(error),
+                };
+                (*path, Check::Compare(op, operand))
             }
             _ => {
                 return Err(format!(
@@ -89,13 +107,9 @@ impl Expectation {
                 ));
             }
         };
-        let path: Vec<String> = path.split('.').map(str::to_owned).collect();
-        if path.iter().any(String::is_empty) {
-            return Err(format!("the metric `{}` has an empty part", path.join(".")));
-        }
         Ok(Expectation {
             text: words.join(" "),
-            path,
+            path: metric_path(path)?,
             check,
         })
     }
@@ -111,62 +125,87 @@ impl Expectation {
     /// Checks that the metric path names a number (or an empty latency) in a summary of this
     /// shape; used to reject a misspelt metric before anything runs.
     pub fn check_path(&self, shape: &Summary) -> Result<(), String> {
-        self.resolve(&to_value(shape)).map(|_| ())
+        let shape = to_value(shape);
+        resolve(&self.path, &shape)?;
+        if let Check::Compare(_, Operand::Metric(other)) = &self.check {
+            resolve(other, &shape)?;
+        }
+        Ok(())
     }
 
     pub fn evaluate(&self, summary: &Summary) -> Result<Evaluation, String> {
-        let actual = self.resolve(&to_value(summary))?;
-        let passed = match (actual, self.check) {
+        let summary = to_value(summary);
+        let actual = resolve(&self.path, &summary)?;
+        let passed = match (actual, &self.check) {
             (None, _) => false,
-            (Some(actual), Check::Within(low, high)) => low <= actual && actual <= high,
-            (Some(actual), Check::Compare(op, value)) => match op {
-                Op::Lt => actual < value,
-                Op::Le => actual <= value,
-                Op::Eq => actual == value,
-                Op::Ne => actual != value,
-                Op::Ge => actual >= value,
-                Op::Gt => actual > value,
-            },
+            (Some(actual), Check::Within(low, high)) => *low <= actual && actual <= *high,
+            (Some(actual), Check::Compare(op, operand)) => {
+                let value = match operand {
+                    Operand::Number(number) => Some(*number),
+                    Operand::Metric(other) => resolve(other, &summary)?,
+                };
+                value.is_some_and(|value| compare(*op, actual, value))
+            }
         };
         Ok(Evaluation { passed, actual })
     }
+}
 
-    fn resolve(&self, summary: &Value) -> Result<Option<f64>, String> {
-        let mut node = summary;
-        for (depth, part) in self.path.iter().enumerate() {
-            node = match node.get(part) {
-                Some(child) => child,
-                None => {
-                    let known: Vec<&str> = match node {
-                        Value::Object(map) => map.keys().map(String::as_str).collect(),
-                        _ => Vec::new(),
-                    };
-                    let parent = self.path[..depth].join(".");
-                    let place = if parent.is_empty() {
-                        "the summary".to_owned()
-                    } else {
-                        format!("`{parent}`")
-                    };
-                    return Err(if known.is_empty() {
-                        format!("unknown metric `{}`: {place} has no parts", self.metric())
-                    } else {
-                        format!(
-                            "unknown metric `{}`: {place} has no `{part}` (it has: {})",
-                            self.metric(),
-                            known.join(", ")
-                        )
-                    });
-                }
-            };
-        }
-        match node {
-            Value::Number(number) => Ok(number.as_f64()),
-            Value::Null => Ok(None),
-            _ => Err(format!(
-                "the metric `{}` is not a number: name one of its parts",
-                self.metric()
-            )),
-        }
+fn compare(op: Op, actual: f64, value: f64) -> bool {
+    match op {
+        Op::Lt => actual < value,
+        Op::Le => actual <= value,
+        Op::Eq => actual == value,
+        Op::Ne => actual != value,
+        Op::Ge => actual >= value,
+        Op::Gt => actual > value,
+    }
+}
+
+fn metric_path(text: &str) -> Result<Vec<String>, String> {
+    let path: Vec<String> = text.split('.').map(str::to_owned).collect();
+    if path.iter().any(String::is_empty) {
+        return Err(format!("the metric `{text}` has an empty part"));
+    }
+    Ok(path)
+}
+
+/// The number at `path` in a summary; `None` for a metric with no value (a latency with no
+/// request counted).
+fn resolve(path: &[String], summary: &Value) -> Result<Option<f64>, String> {
+    let metric = path.join(".");
+    let mut node = summary;
+    for (depth, part) in path.iter().enumerate() {
+        node = match node.get(part) {
+            Some(child) => child,
+            None => {
+                let known: Vec<&str> = match node {
+                    Value::Object(map) => map.keys().map(String::as_str).collect(),
+                    _ => Vec::new(),
+                };
+                let parent = path[..depth].join(".");
+                let place = if parent.is_empty() {
+                    "the summary".to_owned()
+                } else {
+                    format!("`{parent}`")
+                };
+                return Err(if known.is_empty() {
+                    format!("unknown metric `{metric}`: {place} has no parts")
+                } else {
+                    format!(
+                        "unknown metric `{metric}`: {place} has no `{part}` (it has: {})",
+                        known.join(", ")
+                    )
+                });
+            }
+        };
+    }
+    match node {
+        Value::Number(number) => Ok(number.as_f64()),
+        Value::Null => Ok(None),
+        _ => Err(format!(
+            "the metric `{metric}` is not a number: name one of its parts"
+        )),
     }
 }
 
@@ -234,6 +273,8 @@ mod tests {
         check("databases.main.peak_concurrency <= 20", true);
         check("databases.main.peak_concurrency > 20", false);
         check("outcomes.shed >= 90", true);
+        check("outcomes.ok > outcomes.shed", true);
+        check("outcomes.ok == outcomes.shed", false);
     }
 
     #[test]
@@ -260,7 +301,9 @@ mod tests {
     fn bad_expectations_say_what_is_wrong() {
         rejected("outcomes.ok", "is not an expectation");
         rejected("outcomes.ok => 3", "is not a comparison");
-        rejected("outcomes.ok == many", "`many` is not a finite number");
+        rejected("outcomes.ok == many", "unknown metric `many`");
+        rejected("outcomes.ok == outcomes.nope", "`outcomes` has no `nope`");
+        rejected("outcomes.ok == 1e999", "`1e999` is not a finite number");
         rejected("outcomes.ok == NaN", "`NaN` is not a finite number");
         rejected("outcomes.ok in 5..2", "is empty");
         rejected("outcomes.ok in 5", "is not a range");

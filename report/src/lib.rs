@@ -114,6 +114,7 @@ pub struct Summary {
     pub flows: BTreeMap<String, FlowSummary>,
     pub databases: BTreeMap<String, DatabaseSummary>,
     pub bulkheads: BTreeMap<String, BulkheadSummary>,
+    pub semaphores: BTreeMap<String, SemaphoreSummary>,
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
 }
@@ -189,10 +190,23 @@ pub struct BulkheadSummary {
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
+pub struct SemaphoreSummary {
+    pub enabled: bool,
+    /// Permits granted.
+    pub acquired: u64,
+    pub peak_in_flight: u64,
+    pub peak_bytes: u64,
+    /// Work dropped at a cap.
+    pub rejected: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct BreakerSummary {
     pub enabled: bool,
-    /// Times the breaker opened.
+    /// Times the breaker opened, turned half-open, and closed again.
     pub opened: u64,
+    pub half_opened: u64,
+    pub closed: u64,
     /// Calls it rejected while open or half-open.
     pub rejected: u64,
     /// Its state at the end of the run: `closed`, `open` or `half_open`.
@@ -230,7 +244,9 @@ pub struct Series {
     pub p99_ms: Vec<Option<f64>>,
     /// Gauges, as the maximum reached within each bucket, keyed by metric name:
     /// `in_flight`, `databases.<name>.concurrency`, `bulkheads.<name>.in_use`,
-    /// `bulkheads.<name>.queued`, `connections.<name>.pending`.
+    /// `bulkheads.<name>.queued`, `connections.<name>.pending`, and `breakers.<name>.state`
+    /// (0 closed, 1 half-open, 2 open: the worst state the bucket saw), and
+    /// `semaphores.<name>.in_flight` and `.bytes`.
     pub gauges_max: BTreeMap<String, Vec<u64>>,
     /// True when the run had more buckets than the series keeps; later buckets were dropped.
     pub truncated: bool,

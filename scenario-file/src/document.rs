@@ -18,23 +18,52 @@ pub fn take<'a>(root: &mut Table<'a>, key: &str) -> Option<(Range<usize>, Value<
         .map(|(key, value)| (key.span(), value))
 }
 
-/// Merges `patch` into `base`: tables merge key by key, recursively; any other value (a
-/// number, a string, an array) replaces what was there.
-pub fn merge<'a>(base: &mut Table<'a>, patch: &Table<'a>) {
+/// Merges `patch` into `base`: tables merge key by key, recursively; a table whose keys are
+/// element numbers (`[variant.patch.flows.read.steps.0]`) merges into those elements of an
+/// array; any other value (a number, a string, an array) replaces what was there. Returns the
+/// span and reason of a patch that names an element the array does not have.
+pub fn merge<'a>(base: &mut Table<'a>, patch: &Table<'a>) -> Result<(), (Range<usize>, String)> {
     for (key, value) in patch.iter() {
         match (base.get_mut(key.get_ref().as_ref()), value.get_ref()) {
-            (Some(existing), DeValue::Table(patch_table)) => {
-                if let DeValue::Table(base_table) = existing.get_mut() {
-                    merge(base_table, patch_table);
-                } else {
-                    *existing = value.clone();
-                }
-            }
+            (Some(existing), DeValue::Table(patch_table)) => match existing.get_mut() {
+                DeValue::Table(base_table) => merge(base_table, patch_table)?,
+                DeValue::Array(items) => merge_elements(items, patch_table)?,
+                _ => *existing = value.clone(),
+            },
             _ => {
                 base.insert(key.clone(), value.clone());
             }
         }
     }
+    Ok(())
+}
+
+/// Merges a patch keyed by element number into the elements of an array.
+fn merge_elements<'a>(
+    items: &mut [Value<'a>],
+    patch: &Table<'a>,
+) -> Result<(), (Range<usize>, String)> {
+    let count = items.len();
+    for (key, value) in patch.iter() {
+        let index = key
+            .get_ref()
+            .parse::<usize>()
+            .ok()
+            .filter(|&index| index < count)
+            .ok_or_else(|| {
+                let reason = format!(
+                    "`{}` is not an element of this array of {count}: patch an element by its \
+                     number, from 0",
+                    key.get_ref()
+                );
+                (key.span(), reason)
+            })?;
+        match (items[index].get_mut(), value.get_ref()) {
+            (DeValue::Table(item), DeValue::Table(item_patch)) => merge(item, item_patch)?,
+            _ => items[index] = value.clone(),
+        }
+    }
+    Ok(())
 }
 
 /// Sets the value at a dotted `path` (every part but the last must be an existing table).
@@ -99,7 +128,7 @@ mod tests {
     fn patches_merge_tables_and_replace_values() {
         let mut base = table("[a]\nx = 1\ny = [1, 2]\n[a.b]\nz = 'keep'\n");
         let patch = table("[a]\ny = [3]\nw = true\n[a.b]\nq = 2\n");
-        merge(&mut base, &patch);
+        merge(&mut base, &patch).unwrap();
         assert_eq!(lookup(&base, "a.x").as_integer().unwrap().as_str(), "1");
         assert_eq!(lookup(&base, "a.y").as_array().unwrap().len(), 1);
         assert_eq!(lookup(&base, "a.w").as_bool(), Some(true));
@@ -115,7 +144,7 @@ mod tests {
         let DeValue::Table(patch) = patch.into_inner() else {
             panic!()
         };
-        merge(&mut root, &patch);
+        merge(&mut root, &patch).unwrap();
         let x = root
             .get("a")
             .unwrap()
@@ -125,6 +154,42 @@ mod tests {
             .get("x")
             .unwrap();
         assert_eq!(&text[x.span()], "2");
+    }
+
+    #[test]
+    fn a_patch_keyed_by_element_number_merges_into_array_elements() {
+        let mut base = table("[f]\nsteps = [{ a = 1, b = 2 }, { a = 3 }]\n");
+        let patch = table("[f.steps.1]\na = 4\nc = 5\n");
+        merge(&mut base, &patch).unwrap();
+        let steps = lookup(&base, "f.steps").as_array().unwrap();
+        let second = steps[1].get_ref().as_table().unwrap();
+        assert_eq!(
+            second
+                .get("a")
+                .unwrap()
+                .get_ref()
+                .as_integer()
+                .unwrap()
+                .as_str(),
+            "4"
+        );
+        assert!(second.contains_key("c"));
+        let first = steps[0].get_ref().as_table().unwrap();
+        assert_eq!(
+            first
+                .get("b")
+                .unwrap()
+                .get_ref()
+                .as_integer()
+                .unwrap()
+                .as_str(),
+            "2"
+        );
+        let (_, reason) = merge(&mut base, &table("[f.steps.2]\na = 1\n")).unwrap_err();
+        assert!(
+            reason.contains("`2` is not an element of this array of 2"),
+            "{reason}"
+        );
     }
 
     #[test]

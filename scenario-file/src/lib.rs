@@ -352,8 +352,16 @@ impl<'t> Reader<'_> {
         let mut documents = Vec::new();
         for entry in entries {
             let mut document = base.clone();
-            if let Some(patch) = &entry.patch {
-                merge(&mut document, patch);
+            if let Some(patch) = &entry.patch
+                && let Err((span, reason)) = merge(&mut document, patch)
+            {
+                let diagnostic = self.source.diagnostic(
+                    Some(span),
+                    format!("variant \"{}\" patch", entry.header.name.get_ref()),
+                    reason,
+                );
+                self.errors.push(diagnostic);
+                continue;
             }
             let variant_name = entry.header.name.get_ref().clone();
             match &sweep {

@@ -30,6 +30,8 @@ pub struct RawScenario {
     #[serde(default)]
     pub bulkheads: BTreeMap<String, RawBulkhead>,
     #[serde(default)]
+    pub semaphores: BTreeMap<String, RawSemaphore>,
+    #[serde(default)]
     pub flows: BTreeMap<String, RawFlow>,
     #[serde(default)]
     pub loads: BTreeMap<String, RawLoad>,
@@ -111,7 +113,14 @@ pub struct RawKeys {
 #[serde(deny_unknown_fields)]
 pub struct RawBreaker {
     pub enabled: Option<bool>,
-    pub failures: Spanned<u64>,
+    /// Consecutive-failure rule.
+    pub failures: Option<Spanned<u64>>,
+    /// Failure-rate rule: the rate, and a window of calls or of time.
+    pub failure_rate_percent: Option<Spanned<f64>>,
+    pub window_calls: Option<Spanned<u64>>,
+    pub window: Option<Spanned<Text>>,
+    pub window_slots: Option<Spanned<u64>>,
+    pub min_calls: Option<Spanned<u64>>,
     pub open_for: Spanned<Text>,
     pub half_open_probes: Option<Spanned<u64>>,
     pub counts: Option<Spanned<Vec<Spanned<String>>>>,
@@ -123,6 +132,14 @@ pub struct RawBulkhead {
     pub enabled: Option<bool>,
     pub max_concurrent: Spanned<u64>,
     pub queue: Spanned<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSemaphore {
+    pub enabled: Option<bool>,
+    pub max_in_flight: Option<Spanned<u64>>,
+    pub max_bytes: Option<Spanned<Size>>,
 }
 
 #[derive(Deserialize)]
@@ -144,6 +161,7 @@ pub struct RawStep {
     pub timeout: Option<Spanned<Text>>,
     pub breaker: Option<Spanned<String>>,
     pub bulkhead: Option<Spanned<String>>,
+    pub semaphore: Option<Spanned<String>>,
     pub on_error: Option<OnErrorName>,
     pub on_hit: Option<Spanned<OnHitName>>,
 }

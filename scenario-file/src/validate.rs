@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use outagelab_model::ConfigError;
-use outagelab_model::breaker::BreakerConfig;
+use outagelab_model::breaker::{BreakerConfig, Window};
 use outagelab_model::bulkhead::BulkheadConfig;
+use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
 use outagelab_sim::BUCKETS_MAX;
@@ -55,6 +56,7 @@ struct Names<'r> {
     keys: BTreeMap<&'r str, u32>,
     breakers: BTreeMap<&'r str, u32>,
     bulkheads: BTreeMap<&'r str, u32>,
+    semaphores: BTreeMap<&'r str, u32>,
     flows: BTreeMap<&'r str, u32>,
 }
 
@@ -154,17 +156,23 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn size(&mut self, value: &Spanned<Size>, key: &str) -> Option<u32> {
-        let bytes = match value.get_ref() {
-            Size::Bytes(bytes) => *bytes,
+    /// A size in bytes, of any magnitude.
+    fn size_any(&mut self, value: &Spanned<Size>, key: &str) -> Option<u64> {
+        match value.get_ref() {
+            Size::Bytes(bytes) => Some(*bytes),
             Size::Text(text) => match parse_size(text) {
-                Ok(bytes) => bytes,
+                Ok(bytes) => Some(bytes),
                 Err(message) => {
                     self.error(Some(value.span()), key, message);
-                    return None;
+                    None
                 }
             },
-        };
+        }
+    }
+
+    /// The size of one Redis value (at most 512 MiB, Redis' limit).
+    fn size(&mut self, value: &Spanned<Size>, key: &str) -> Option<u32> {
+        let bytes = self.size_any(value, key)?;
         if bytes > limit::VALUE_BYTES {
             self.error(
                 Some(value.span()),
@@ -225,12 +233,24 @@ impl<'a> Validator<'a> {
         })
     }
 
+    /// Reports a policy's rejected config at the key it came from. Policies name their fields
+    /// in their own units; the few that the file writes differently are renamed here.
     fn config_error(&mut self, error: ConfigError, prefix: &str, spans: &[(&str, Range<usize>)]) {
         let span = spans
             .iter()
             .find(|(field, _)| *field == error.field)
             .map(|(_, span)| span.clone());
-        self.error(span, format!("{prefix}.{}", error.field), error.reason);
+        let key = match error.field {
+            "failure_rate_permille" => "failure_rate_percent",
+            "window_length" => "window",
+            field => field,
+        };
+        let reason = if error.field == "failure_rate_permille" {
+            format!("{} (in tenths of a percent)", error.reason)
+        } else {
+            error.reason
+        };
+        self.error(span, format!("{prefix}.{key}"), reason);
     }
 
     fn check_names<V>(&mut self, section: &str, map: &BTreeMap<String, V>) {
@@ -252,13 +272,14 @@ impl<'a> Validator<'a> {
 
     pub fn scenario(&mut self, raw: &RawScenario, name: &str) -> Option<Scenario> {
         let errors_before = self.errors.len();
-        let sections: [(&str, Vec<&String>); 9] = [
+        let sections: [(&str, Vec<&String>); 10] = [
             ("servers", raw.servers.keys().collect()),
             ("connections", raw.connections.keys().collect()),
             ("databases", raw.databases.keys().collect()),
             ("keys", raw.keys.keys().collect()),
             ("breakers", raw.breakers.keys().collect()),
             ("bulkheads", raw.bulkheads.keys().collect()),
+            ("semaphores", raw.semaphores.keys().collect()),
             ("flows", raw.flows.keys().collect()),
             ("loads", raw.loads.keys().collect()),
             ("faults", raw.faults.keys().collect()),
@@ -274,6 +295,7 @@ impl<'a> Validator<'a> {
             keys: index(&raw.keys),
             breakers: index(&raw.breakers),
             bulkheads: index(&raw.bulkheads),
+            semaphores: index(&raw.semaphores),
             flows: index(&raw.flows),
         };
         let limits = self.limits(&raw.run);
@@ -330,6 +352,11 @@ impl<'a> Validator<'a> {
             .iter()
             .filter_map(|(name, b)| self.bulkhead(name, b))
             .collect();
+        let semaphores = raw
+            .semaphores
+            .iter()
+            .filter_map(|(name, semaphore)| self.semaphore(name, semaphore))
+            .collect();
         let flows = raw
             .flows
             .iter()
@@ -373,6 +400,7 @@ impl<'a> Validator<'a> {
             keys,
             breakers,
             bulkheads,
+            semaphores,
             flows,
             loads,
             faults,
@@ -650,21 +678,119 @@ impl<'a> Validator<'a> {
     fn breaker(&mut self, name: &str, raw: &RawBreaker) -> Option<BreakerSpec> {
         let prefix = format!("breakers.{name}");
         let open_for = self.duration(&raw.open_for, &format!("{prefix}.open_for"))?;
-        let failures = u32::try_from(*raw.failures.get_ref()).unwrap_or(u32::MAX);
         let probes = raw
             .half_open_probes
             .as_ref()
             .map_or(1, |p| u32::try_from(*p.get_ref()).unwrap_or(u32::MAX));
-        let config = match BreakerConfig::new(failures, open_for, probes) {
+        let clamp = |value: &Spanned<u64>| u32::try_from(*value.get_ref()).unwrap_or(u32::MAX);
+        let mut spans = vec![("open_for", raw.open_for.span())];
+        if let Some(p) = &raw.half_open_probes {
+            spans.push(("half_open_probes", p.span()));
+        }
+        let rate_keys = [
+            ("window_calls", raw.window_calls.as_ref().map(Spanned::span)),
+            ("window", raw.window.as_ref().map(Spanned::span)),
+            ("window_slots", raw.window_slots.as_ref().map(Spanned::span)),
+            ("min_calls", raw.min_calls.as_ref().map(Spanned::span)),
+        ];
+        let config = match (&raw.failures, &raw.failure_rate_percent) {
+            (Some(failures), None) => {
+                for (key, span) in rate_keys {
+                    if let Some(span) = span {
+                        self.error(
+                            Some(span),
+                            format!("{prefix}.{key}"),
+                            "belongs to a failure-rate breaker (failure_rate_percent), not to one \
+                             that counts consecutive failures",
+                        );
+                    }
+                }
+                spans.push(("failures", failures.span()));
+                BreakerConfig::new(clamp(failures), open_for, probes)
+            }
+            (None, Some(rate)) => {
+                let permille = rate.get_ref() * 10.0;
+                if !(permille.is_finite() && permille == permille.round()) {
+                    self.error(
+                        Some(rate.span()),
+                        format!("{prefix}.failure_rate_percent"),
+                        format!(
+                            "{} is not a percentage to one decimal place",
+                            rate.get_ref()
+                        ),
+                    );
+                    return None;
+                }
+                spans.push(("failure_rate_permille", rate.span()));
+                let window = match (&raw.window_calls, &raw.window) {
+                    (Some(calls), None) => {
+                        if let Some(slots) = &raw.window_slots {
+                            self.error(
+                                Some(slots.span()),
+                                format!("{prefix}.window_slots"),
+                                "applies to a time window (window), not to window_calls",
+                            );
+                        }
+                        spans.push(("window_calls", calls.span()));
+                        Window::Calls(clamp(calls))
+                    }
+                    (None, Some(length)) => {
+                        let length = self.duration(length, &format!("{prefix}.window"))?;
+                        let slots = raw.window_slots.as_ref().map_or(10, clamp);
+                        spans.push(("window_length", raw.window.as_ref().expect("set").span()));
+                        if let Some(slots) = &raw.window_slots {
+                            spans.push(("window_slots", slots.span()));
+                        }
+                        Window::Time { length, slots }
+                    }
+                    _ => {
+                        self.error(
+                            Some(rate.span()),
+                            format!("{prefix}.window_calls"),
+                            "a failure-rate breaker needs exactly one window: window_calls (the \
+                             last N calls) or window (a duration)",
+                        );
+                        return None;
+                    }
+                };
+                let Some(min_calls) = &raw.min_calls else {
+                    self.error(
+                        Some(rate.span()),
+                        format!("{prefix}.min_calls"),
+                        "a failure-rate breaker needs min_calls, the calls the window must hold \
+                         before the rate counts",
+                    );
+                    return None;
+                };
+                spans.push(("min_calls", min_calls.span()));
+                let permille = if permille < 0.0 {
+                    u32::MAX
+                } else {
+                    permille.min(f64::from(u32::MAX)) as u32
+                };
+                BreakerConfig::failure_rate(permille, window, clamp(min_calls), open_for, probes)
+            }
+            (Some(failures), Some(_)) => {
+                self.error(
+                    Some(failures.span()),
+                    format!("{prefix}.failures"),
+                    "give failures (consecutive) or failure_rate_percent, not both",
+                );
+                return None;
+            }
+            (None, None) => {
+                self.error(
+                    Some(raw.open_for.span()),
+                    format!("{prefix}.failures"),
+                    "a breaker needs a rule to open: failures (consecutive) or \
+                     failure_rate_percent with a window",
+                );
+                return None;
+            }
+        };
+        let config = match config {
             Ok(config) => config,
             Err(error) => {
-                let mut spans = vec![
-                    ("failures", raw.failures.span()),
-                    ("open_for", raw.open_for.span()),
-                ];
-                if let Some(p) = &raw.half_open_probes {
-                    spans.push(("half_open_probes", p.span()));
-                }
                 self.config_error(error, &prefix, &spans);
                 return None;
             }
@@ -722,6 +848,44 @@ impl<'a> Validator<'a> {
                     &prefix,
                     &[("max_concurrent", raw.max_concurrent.span())],
                 );
+                None
+            }
+        }
+    }
+
+    fn semaphore(&mut self, name: &str, raw: &RawSemaphore) -> Option<SemaphoreSpec> {
+        let prefix = format!("semaphores.{name}");
+        let max_in_flight = raw
+            .max_in_flight
+            .as_ref()
+            .map(|n| u32::try_from(*n.get_ref()).unwrap_or(u32::MAX));
+        let max_bytes = match &raw.max_bytes {
+            Some(size) => Some(self.size_any(size, &format!("{prefix}.max_bytes"))?),
+            None => None,
+        };
+        match SemaphoreConfig::new(max_in_flight, max_bytes) {
+            Ok(config) => Some(SemaphoreSpec {
+                name: name.to_owned(),
+                enabled: raw.enabled.unwrap_or(true),
+                config,
+            }),
+            Err(error) => {
+                let mut spans = Vec::new();
+                if let Some(n) = &raw.max_in_flight {
+                    spans.push(("max_in_flight", n.span()));
+                }
+                if let Some(b) = &raw.max_bytes {
+                    spans.push(("max_bytes", b.span()));
+                }
+                let span = spans.first().map(|(_, span)| span.clone());
+                let key = format!("{prefix}.{}", error.field);
+                let at = spans
+                    .iter()
+                    .find(|(field, _)| *field == error.field)
+                    .map(|(_, span)| span.clone())
+                    .or(span)
+                    .or_else(|| self.key_span(&["semaphores", name]));
+                self.error(at, key, error.reason);
                 None
             }
         }
@@ -931,10 +1095,15 @@ impl<'a> Validator<'a> {
             .bulkhead
             .as_ref()
             .and_then(|b| self.reference(b, &key("bulkhead"), "bulkhead", &names.bulkheads));
+        let semaphore = raw
+            .semaphore
+            .as_ref()
+            .and_then(|b| self.reference(b, &key("semaphore"), "semaphore", &names.semaphores));
         Some(StepSpec {
             action,
             breaker: breaker.map(BreakerId),
             bulkhead: bulkhead.map(BulkheadId),
+            semaphore: semaphore.map(SemaphoreId),
             on_error,
             on_hit: match on_hit {
                 Some((_, OnHitName::Finish)) => OnHit::Finish,

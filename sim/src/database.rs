@@ -273,6 +273,7 @@ mod tests {
             keys: vec![],
             breakers: vec![],
             bulkheads: vec![],
+            semaphores: vec![],
             flows: vec![],
             loads: vec![],
             faults: vec![],

@@ -18,9 +18,11 @@ use std::collections::{BTreeMap, VecDeque};
 
 use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
+use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::time::SimTime;
 use outagelab_report::{
-    BreakerSummary, BulkheadSummary, FaultWindow, Outcome, Summary, VariantReport, Verdict,
+    BreakerSummary, BulkheadSummary, FaultWindow, Outcome, SemaphoreSummary, Summary,
+    VariantReport, Verdict,
 };
 
 use crate::database::Databases;
@@ -30,7 +32,7 @@ use crate::redis::{Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, BreakerId, BulkheadId, ConnectionId, DatabaseId, FaultKind, FlowId, LoadEnd, LoadId,
-    OnError, OnHit, OutcomeSet, Scenario, StepAction,
+    OnError, OnHit, OutcomeSet, Scenario, SemaphoreId, StepAction, StepSpec,
 };
 
 /// Runs one scenario to its end and reports what happened.
@@ -61,6 +63,7 @@ struct Request {
     /// Seeds the key each step draws from its key family.
     key_seed: u64,
     permit: Option<(BulkheadId, Permit)>,
+    semaphore_permit: Option<(SemaphoreId, SemaphorePermit)>,
     ticket: Option<(BreakerId, Ticket)>,
 }
 
@@ -75,6 +78,32 @@ struct BreakerSlot {
     enabled: bool,
     counts: OutcomeSet,
     rejected: u64,
+    /// Transitions into half-open and into closed (openings are counted by the breaker).
+    half_opened: u64,
+    closed: u64,
+    /// 0 closed, 1 half-open, 2 open: the series shows the worst state in each bucket.
+    state_gauge: GaugeId,
+}
+
+impl BreakerSlot {
+    /// Takes the breaker's transitions as they happen and counts them.
+    fn drain_transitions(&mut self) {
+        while let Some(transition) = self.breaker.poll_transition() {
+            match transition.to {
+                BreakerState::HalfOpen => self.half_opened += 1,
+                BreakerState::Closed => self.closed += 1,
+                BreakerState::Open => {}
+            }
+        }
+    }
+}
+
+fn state_level(state: BreakerState) -> u64 {
+    match state {
+        BreakerState::Closed => 0,
+        BreakerState::HalfOpen => 1,
+        BreakerState::Open => 2,
+    }
 }
 
 struct BulkheadSlot {
@@ -85,6 +114,13 @@ struct BulkheadSlot {
     peak_queued: u64,
     in_use_gauge: GaugeId,
     queued_gauge: GaugeId,
+}
+
+struct SemaphoreSlot {
+    semaphore: Semaphore,
+    enabled: bool,
+    in_flight_gauge: GaugeId,
+    bytes_gauge: GaugeId,
 }
 
 struct LoadState {
@@ -118,6 +154,7 @@ struct Simulator<'s> {
     databases: Databases,
     breakers: Vec<BreakerSlot>,
     bulkheads: Vec<BulkheadSlot>,
+    semaphores: Vec<SemaphoreSlot>,
     /// Permits of database queries whose caller timed out, by the waiter reference the
     /// database still holds; returned when the query ends. Never larger than the number of
     /// running queries.
@@ -160,6 +197,16 @@ impl<'s> Simulator<'s> {
                 queued_gauge: metrics.add_gauge(format!("bulkheads.{}.queued", spec.name)),
             })
             .collect();
+        let semaphores = scenario
+            .semaphores
+            .iter()
+            .map(|spec| SemaphoreSlot {
+                semaphore: Semaphore::new(spec.config),
+                enabled: spec.enabled,
+                in_flight_gauge: metrics.add_gauge(format!("semaphores.{}.in_flight", spec.name)),
+                bytes_gauge: metrics.add_gauge(format!("semaphores.{}.bytes", spec.name)),
+            })
+            .collect();
         let breakers = scenario
             .breakers
             .iter()
@@ -168,6 +215,9 @@ impl<'s> Simulator<'s> {
                 enabled: spec.enabled,
                 counts: spec.counts,
                 rejected: 0,
+                half_opened: 0,
+                closed: 0,
+                state_gauge: metrics.add_gauge(format!("breakers.{}.state", spec.name)),
             })
             .collect();
         let mut loads = Vec::with_capacity(scenario.loads.len());
@@ -213,6 +263,7 @@ impl<'s> Simulator<'s> {
             databases: Databases::new(scenario),
             breakers,
             bulkheads,
+            semaphores,
             held_by_queries: BTreeMap::new(),
             metrics,
             in_flight_gauge,
@@ -374,6 +425,16 @@ impl<'s> Simulator<'s> {
             let pending = self.redis.pending(ConnectionId(index as u32));
             self.metrics.set_gauge(gauge, pending as u64);
         }
+        for slot in &self.semaphores {
+            let (in_flight, bytes) = (slot.semaphore.in_flight(), slot.semaphore.bytes_in_flight());
+            self.metrics
+                .set_gauge(slot.in_flight_gauge, u64::from(in_flight));
+            self.metrics.set_gauge(slot.bytes_gauge, bytes);
+        }
+        for slot in &self.breakers {
+            let level = state_level(slot.breaker.state_at(self.now));
+            self.metrics.set_gauge(slot.state_gauge, level);
+        }
         for slot in &mut self.bulkheads {
             let (in_use, queued) = (slot.bulkhead.in_use(), slot.bulkhead.queued());
             self.metrics.set_gauge(slot.in_use_gauge, u64::from(in_use));
@@ -430,6 +491,7 @@ impl<'s> Simulator<'s> {
             started: self.now,
             key_seed,
             permit: None,
+            semaphore_permit: None,
             ticket: None,
         });
         self.in_flight += 1;
@@ -519,11 +581,30 @@ impl<'s> Simulator<'s> {
                     }
                 }
             }
+            if let Some(semaphore) = step.semaphore
+                && self.semaphores[semaphore.index()].enabled
+            {
+                let bytes = self.redis_op(slot, step).map_or(0, Op::request_bytes);
+                match self.semaphores[semaphore.index()]
+                    .semaphore
+                    .try_acquire(bytes)
+                {
+                    Ok(permit) => {
+                        self.request_mut(slot).semaphore_permit = Some((semaphore, permit))
+                    }
+                    Err(_) => match self.end_step(slot, StepResult::Error(Outcome::Shed)) {
+                        Next::Continue => continue,
+                        Next::Ended => return,
+                    },
+                }
+            }
             if let Some(breaker) = step.breaker
                 && self.breakers[breaker.index()].enabled
             {
                 let entry = &mut self.breakers[breaker.index()];
-                match entry.breaker.try_admit(self.now) {
+                let admit = entry.breaker.try_admit(self.now);
+                entry.drain_transitions();
+                match admit {
                     Admit::Yes(ticket) => self.request_mut(slot).ticket = Some((breaker, ticket)),
                     Admit::No(_) => {
                         entry.rejected += 1;
@@ -536,18 +617,10 @@ impl<'s> Simulator<'s> {
             }
             let waiter = self.current_ref(slot);
             match step.action {
-                StepAction::Redis {
-                    connection,
-                    command,
-                    key,
-                } => {
-                    let count = self.scenario.keys[key.index()].count;
-                    let key_seed = self.request_mut(slot).key_seed;
-                    let op = Op {
-                        command,
-                        family: key.0,
-                        index: key_index(key_seed, key.0, count),
-                    };
+                StepAction::Redis { connection, .. } => {
+                    let op = self
+                        .redis_op(slot, step)
+                        .expect("a Redis step has a command");
                     match self
                         .redis
                         .issue(self.now, connection, op, waiter, &mut self.events)
@@ -575,6 +648,24 @@ impl<'s> Simulator<'s> {
         }
     }
 
+    /// The command a Redis step of the request in `slot` sends (its key drawn from the
+    /// request's key seed); `None` for other steps.
+    fn redis_op(&self, slot: u32, step: &StepSpec) -> Option<Op> {
+        let StepAction::Redis { command, key, .. } = step.action else {
+            return None;
+        };
+        let request = self.slots[slot as usize]
+            .request
+            .as_ref()
+            .expect("a live request");
+        let count = self.scenario.keys[key.index()].count;
+        Some(Op {
+            command,
+            family: key.0,
+            index: key_index(request.key_seed, key.0, count),
+        })
+    }
+
     /// Starts the current step of the request in `slot` as a background request of its own.
     fn spawn_background(&mut self, slot: u32) {
         let now = self.now;
@@ -586,6 +677,7 @@ impl<'s> Simulator<'s> {
             started: now,
             key_seed: request.key_seed,
             permit: None,
+            semaphore_permit: None,
             ticket: None,
         };
         let background = self.allocate(background);
@@ -626,6 +718,10 @@ impl<'s> Simulator<'s> {
         self.slots[slot as usize].token = self.slots[slot as usize].token.wrapping_add(1);
         let request = self.request_mut(slot);
         let (permit, ticket) = (request.permit.take(), request.ticket.take());
+        if let Some((semaphore, permit)) = request.semaphore_permit.take() {
+            self.semaphores[semaphore.index()].semaphore.release(permit);
+        }
+        let request = self.request_mut(slot);
         let step_action = scenario.flows[request.flow.index()].steps[request.step as usize].action;
         if let Some((bulkhead, permit)) = permit {
             let query_still_running = matches!(step_action, StepAction::Database { .. })
@@ -647,7 +743,7 @@ impl<'s> Simulator<'s> {
                 StepResult::Error(_) => CallOutcome::Ignored,
             };
             entry.breaker.on_result(now, ticket, outcome);
-            while entry.breaker.poll_transition().is_some() {}
+            entry.drain_transitions();
         }
         let request = self.request_mut(slot);
         if request.background {
@@ -704,7 +800,11 @@ impl<'s> Simulator<'s> {
     fn free(&mut self, slot: u32) {
         let entry = &mut self.slots[slot as usize];
         let request = entry.request.take().expect("freeing a live request");
-        debug_assert!(request.permit.is_none() && request.ticket.is_none());
+        debug_assert!(
+            request.permit.is_none()
+                && request.semaphore_permit.is_none()
+                && request.ticket.is_none()
+        );
         entry.token = entry.token.wrapping_add(1);
         self.free_slots.push(slot);
     }
@@ -761,6 +861,22 @@ impl<'s> Simulator<'s> {
                     (spec.name.clone(), summary)
                 })
                 .collect(),
+            semaphores: scenario
+                .semaphores
+                .iter()
+                .zip(&self.semaphores)
+                .map(|(spec, slot)| {
+                    let counters = slot.semaphore.counters();
+                    let summary = SemaphoreSummary {
+                        enabled: slot.enabled,
+                        acquired: counters.acquired,
+                        peak_in_flight: u64::from(counters.in_flight_peak),
+                        peak_bytes: counters.bytes_in_flight_peak,
+                        rejected: counters.rejected_total(),
+                    };
+                    (spec.name.clone(), summary)
+                })
+                .collect(),
             breakers: scenario
                 .breakers
                 .iter()
@@ -774,6 +890,8 @@ impl<'s> Simulator<'s> {
                     let summary = BreakerSummary {
                         enabled: slot.enabled,
                         opened: slot.breaker.opened_total(),
+                        half_opened: slot.half_opened,
+                        closed: slot.closed,
                         rejected: slot.rejected,
                         final_state: state.to_owned(),
                     };

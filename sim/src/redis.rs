@@ -37,7 +37,8 @@ pub(crate) struct Op {
 }
 
 impl Op {
-    fn request_bytes(self) -> u64 {
+    /// Bytes the command puts on the wire (its value included).
+    pub fn request_bytes(self) -> u64 {
         COMMAND_OVERHEAD_BYTES
             + match self.command {
                 RedisCommand::Set { value_bytes, .. }

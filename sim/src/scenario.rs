@@ -11,6 +11,7 @@ use std::num::NonZeroU64;
 use outagelab_model::ConfigError;
 use outagelab_model::breaker::BreakerConfig;
 use outagelab_model::bulkhead::BulkheadConfig;
+use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
 
@@ -40,6 +41,8 @@ id!(/// Index into [`Scenario::breakers`].
     BreakerId);
 id!(/// Index into [`Scenario::bulkheads`].
     BulkheadId);
+id!(/// Index into [`Scenario::semaphores`].
+    SemaphoreId);
 id!(/// Index into [`Scenario::flows`].
     FlowId);
 id!(/// Index into [`Scenario::loads`].
@@ -64,6 +67,7 @@ pub struct Scenario {
     pub keys: Vec<KeyFamilySpec>,
     pub breakers: Vec<BreakerSpec>,
     pub bulkheads: Vec<BulkheadSpec>,
+    pub semaphores: Vec<SemaphoreSpec>,
     pub flows: Vec<FlowSpec>,
     pub loads: Vec<LoadSpec>,
     pub faults: Vec<FaultSpec>,
@@ -319,6 +323,15 @@ pub struct BulkheadSpec {
     pub config: BulkheadConfig,
 }
 
+/// A cap on work in flight by count and by bytes, with no queue: work over the cap is dropped
+/// (a `shed` error of its step). Seed 000's fix for fire-and-forget blob writes.
+#[derive(Clone, Debug)]
+pub struct SemaphoreSpec {
+    pub name: String,
+    pub enabled: bool,
+    pub config: SemaphoreConfig,
+}
+
 /// A request type: steps run in order.
 #[derive(Clone, Debug)]
 pub struct FlowSpec {
@@ -333,6 +346,9 @@ pub struct StepSpec {
     pub breaker: Option<BreakerId>,
     /// Entered before the breaker is asked; a full queue is a `shed` error of this step.
     pub bulkhead: Option<BulkheadId>,
+    /// Taken (with the step's request bytes) after the bulkhead and before the breaker; over
+    /// its cap the step fails with `shed` at once. Held until the step ends.
+    pub semaphore: Option<SemaphoreId>,
     pub on_error: OnError,
     pub on_hit: OnHit,
 }
@@ -495,6 +511,9 @@ impl Scenario {
                 }
                 if let Some(bulkhead) = step.bulkhead {
                     within("bulkhead", bulkhead.index(), self.bulkheads.len())?;
+                }
+                if let Some(semaphore) = step.semaphore {
+                    within("semaphore", semaphore.index(), self.semaphores.len())?;
                 }
                 match step.action {
                     StepAction::Redis {

@@ -31,6 +31,7 @@ pub fn empty(name: &str) -> Scenario {
         keys: vec![],
         breakers: vec![],
         bulkheads: vec![],
+        semaphores: vec![],
         flows: vec![],
         loads: vec![],
         faults: vec![],
@@ -78,6 +79,7 @@ pub fn redis_step(connection: u32, command: RedisCommand, key: u32) -> StepSpec 
         },
         breaker: None,
         bulkhead: None,
+        semaphore: None,
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
     }
@@ -91,6 +93,7 @@ pub fn db_step(database: u32) -> StepSpec {
         },
         breaker: None,
         bulkhead: None,
+        semaphore: None,
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
     }
