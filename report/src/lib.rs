@@ -115,6 +115,7 @@ pub struct Summary {
     pub databases: BTreeMap<String, DatabaseSummary>,
     pub bulkheads: BTreeMap<String, BulkheadSummary>,
     pub semaphores: BTreeMap<String, SemaphoreSummary>,
+    pub retries: BTreeMap<String, RetrySummary>,
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
 }
@@ -198,6 +199,18 @@ pub struct SemaphoreSummary {
     pub peak_bytes: u64,
     /// Work dropped at a cap.
     pub rejected: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RetrySummary {
+    pub enabled: bool,
+    /// Step executions that started under the policy (each deposits into its budget).
+    pub requests: u64,
+    /// Retries granted.
+    pub retries: u64,
+    /// Failures not retried because the attempts were used up, or the budget was spent.
+    pub gave_up_attempts: u64,
+    pub gave_up_budget: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

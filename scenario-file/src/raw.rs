@@ -32,6 +32,8 @@ pub struct RawScenario {
     #[serde(default)]
     pub semaphores: BTreeMap<String, RawSemaphore>,
     #[serde(default)]
+    pub retries: BTreeMap<String, RawRetry>,
+    #[serde(default)]
     pub flows: BTreeMap<String, RawFlow>,
     #[serde(default)]
     pub loads: BTreeMap<String, RawLoad>,
@@ -144,6 +146,30 @@ pub struct RawSemaphore {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct RawRetry {
+    pub enabled: Option<bool>,
+    pub max_attempts: Spanned<u64>,
+    pub backoff: Spanned<Text>,
+    pub backoff_factor: Option<Spanned<f64>>,
+    pub backoff_max: Option<Spanned<Text>>,
+    pub jitter: Option<JitterName>,
+    pub budget_percent: Option<Spanned<f64>>,
+    pub budget_min_per_second: Option<Spanned<u64>>,
+    pub budget_window: Option<Spanned<Text>>,
+    pub retry_on: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JitterName {
+    None,
+    Full,
+    Equal,
+    Decorrelated,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RawFlow {
     pub steps: Spanned<Vec<Spanned<RawStep>>>,
 }
@@ -162,6 +188,7 @@ pub struct RawStep {
     pub breaker: Option<Spanned<String>>,
     pub bulkhead: Option<Spanned<String>>,
     pub semaphore: Option<Spanned<String>>,
+    pub retry: Option<Spanned<String>>,
     pub on_error: Option<OnErrorName>,
     pub on_hit: Option<Spanned<OnHitName>>,
 }

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use outagelab_model::ConfigError;
+use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use outagelab_model::breaker::{BreakerConfig, Window};
 use outagelab_model::bulkhead::BulkheadConfig;
+use outagelab_model::retry::{RetryBudgetConfig, RetryConfig};
 use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
@@ -57,6 +59,7 @@ struct Names<'r> {
     breakers: BTreeMap<&'r str, u32>,
     bulkheads: BTreeMap<&'r str, u32>,
     semaphores: BTreeMap<&'r str, u32>,
+    retries: BTreeMap<&'r str, u32>,
     flows: BTreeMap<&'r str, u32>,
 }
 
@@ -272,7 +275,7 @@ impl<'a> Validator<'a> {
 
     pub fn scenario(&mut self, raw: &RawScenario, name: &str) -> Option<Scenario> {
         let errors_before = self.errors.len();
-        let sections: [(&str, Vec<&String>); 10] = [
+        let sections: [(&str, Vec<&String>); 11] = [
             ("servers", raw.servers.keys().collect()),
             ("connections", raw.connections.keys().collect()),
             ("databases", raw.databases.keys().collect()),
@@ -280,6 +283,7 @@ impl<'a> Validator<'a> {
             ("breakers", raw.breakers.keys().collect()),
             ("bulkheads", raw.bulkheads.keys().collect()),
             ("semaphores", raw.semaphores.keys().collect()),
+            ("retries", raw.retries.keys().collect()),
             ("flows", raw.flows.keys().collect()),
             ("loads", raw.loads.keys().collect()),
             ("faults", raw.faults.keys().collect()),
@@ -296,6 +300,7 @@ impl<'a> Validator<'a> {
             breakers: index(&raw.breakers),
             bulkheads: index(&raw.bulkheads),
             semaphores: index(&raw.semaphores),
+            retries: index(&raw.retries),
             flows: index(&raw.flows),
         };
         let limits = self.limits(&raw.run);
@@ -357,6 +362,11 @@ impl<'a> Validator<'a> {
             .iter()
             .filter_map(|(name, semaphore)| self.semaphore(name, semaphore))
             .collect();
+        let retries = raw
+            .retries
+            .iter()
+            .filter_map(|(name, retry)| self.retry(name, retry))
+            .collect();
         let flows = raw
             .flows
             .iter()
@@ -401,6 +411,7 @@ impl<'a> Validator<'a> {
             breakers,
             bulkheads,
             semaphores,
+            retries,
             flows,
             loads,
             faults,
@@ -891,6 +902,211 @@ impl<'a> Validator<'a> {
         }
     }
 
+    fn retry(&mut self, name: &str, raw: &RawRetry) -> Option<RetrySpec> {
+        let prefix = format!("retries.{name}");
+        let key = |field: &str| format!("{prefix}.{field}");
+        let base = self.positive_duration(
+            &raw.backoff,
+            &key("backoff"),
+            "retries would follow the failure in a tight loop",
+        )?;
+        let factor_permille = match &raw.backoff_factor {
+            None => FACTOR_PERMILLE_ONE,
+            Some(factor) => self.thousandths(factor, &key("backoff_factor"))?,
+        };
+        let ceiling = match &raw.backoff_max {
+            Some(max) => self.duration(max, &key("backoff_max"))?,
+            None if factor_permille > FACTOR_PERMILLE_ONE => {
+                let span = raw.backoff_factor.as_ref().map(Spanned::span);
+                self.error(
+                    span,
+                    key("backoff_max"),
+                    "a growing backoff (backoff_factor above 1) needs backoff_max, its ceiling",
+                );
+                return None;
+            }
+            None => base,
+        };
+        let jitter = match raw.jitter {
+            None | Some(JitterName::None) => Jitter::None,
+            Some(JitterName::Full) => Jitter::Full,
+            Some(JitterName::Equal) => Jitter::Equal,
+            Some(JitterName::Decorrelated) => Jitter::Decorrelated,
+        };
+        let mut spans = vec![
+            ("base", raw.backoff.span()),
+            ("max_attempts", raw.max_attempts.span()),
+        ];
+        spans.extend(
+            raw.backoff_factor
+                .as_ref()
+                .map(|f| ("factor_permille", f.span())),
+        );
+        spans.extend(raw.backoff_max.as_ref().map(|m| ("ceiling", m.span())));
+        spans.extend(
+            raw.budget_percent
+                .as_ref()
+                .map(|b| ("ratio_permille", b.span())),
+        );
+        spans.extend(raw.budget_window.as_ref().map(|w| ("ttl", w.span())));
+        spans.extend(
+            raw.budget_min_per_second
+                .as_ref()
+                .map(|m| ("min_retries_per_second", m.span())),
+        );
+        let renames = [
+            ("base", "backoff"),
+            ("factor_permille", "backoff_factor"),
+            ("ceiling", "backoff_max"),
+            ("ratio_permille", "budget_percent"),
+            ("ttl", "budget_window"),
+            ("min_retries_per_second", "budget_min_per_second"),
+        ];
+        let report = |this: &mut Self, error: ConfigError| {
+            let span = spans
+                .iter()
+                .find(|(field, _)| *field == error.field)
+                .map(|(_, span)| span.clone());
+            let field = renames
+                .iter()
+                .find(|(model, _)| *model == error.field)
+                .map_or(error.field, |(_, file)| *file);
+            this.error(span, key(field), error.reason);
+        };
+        let backoff = match BackoffConfig::new(base, factor_permille, ceiling, jitter) {
+            Ok(backoff) => backoff,
+            Err(error) => {
+                report(self, error);
+                return None;
+            }
+        };
+        let budget = match &raw.budget_percent {
+            None => {
+                for (field, span) in [
+                    (
+                        "budget_min_per_second",
+                        raw.budget_min_per_second.as_ref().map(Spanned::span),
+                    ),
+                    (
+                        "budget_window",
+                        raw.budget_window.as_ref().map(Spanned::span),
+                    ),
+                ] {
+                    if let Some(span) = span {
+                        self.error(
+                            Some(span),
+                            key(field),
+                            "needs budget_percent, which turns the budget on",
+                        );
+                    }
+                }
+                None
+            }
+            Some(percent) => {
+                let thousandths = self.thousandths(percent, &key("budget_percent"))?;
+                if !thousandths.is_multiple_of(100) {
+                    self.error(
+                        Some(percent.span()),
+                        key("budget_percent"),
+                        format!(
+                            "{}% is finer than the 0.1% a budget is kept to",
+                            percent.get_ref()
+                        ),
+                    );
+                    return None;
+                }
+                let ratio_permille = thousandths / 100;
+                let window = self.duration_or(&raw.budget_window, &key("budget_window"), "10s");
+                let floor = raw
+                    .budget_min_per_second
+                    .as_ref()
+                    .map_or(0, |m| u32::try_from(*m.get_ref()).unwrap_or(u32::MAX));
+                match RetryBudgetConfig::new(ratio_permille, floor, window) {
+                    Ok(budget) => Some(budget),
+                    Err(error) => {
+                        report(self, error);
+                        return None;
+                    }
+                }
+            }
+        };
+        let max_attempts = u32::try_from(*raw.max_attempts.get_ref()).unwrap_or(u32::MAX);
+        let config = match RetryConfig::new(max_attempts, backoff, budget, None) {
+            Ok(config) => config,
+            Err(error) => {
+                report(self, error);
+                return None;
+            }
+        };
+        let retry_on = match &raw.retry_on {
+            None => OutcomeSet::new([
+                Outcome::Timeout,
+                Outcome::Refused,
+                Outcome::ConnectionLost,
+                Outcome::ServerError,
+            ]),
+            Some(list) => self.error_outcomes(list, &key("retry_on"))?,
+        };
+        Some(RetrySpec {
+            name: name.to_owned(),
+            enabled: raw.enabled.unwrap_or(true),
+            config,
+            retry_on,
+        })
+    }
+
+    /// A non-negative number with at most three decimals, as an exact count of thousandths.
+    fn thousandths(&mut self, value: &Spanned<f64>, key: &str) -> Option<u32> {
+        let scaled = value.get_ref() * 1000.0;
+        if !(scaled.is_finite()
+            && scaled >= 0.0
+            && scaled == scaled.round()
+            && scaled <= f64::from(u32::MAX))
+        {
+            self.error(
+                Some(value.span()),
+                key,
+                format!(
+                    "{} is not a non-negative number with at most 3 decimals",
+                    value.get_ref()
+                ),
+            );
+            return None;
+        }
+        Some(scaled as u32)
+    }
+
+    /// A list of error outcomes (for what a policy counts or acts on).
+    fn error_outcomes(
+        &mut self,
+        list: &Spanned<Vec<Spanned<String>>>,
+        key: &str,
+    ) -> Option<OutcomeSet> {
+        let errors_before = self.errors.len();
+        let mut outcomes = Vec::new();
+        for entry in list.get_ref() {
+            match Outcome::from_name(entry.get_ref()) {
+                Some(Outcome::Ok) => {
+                    self.error(Some(entry.span()), key, "`ok` is a success, not an error")
+                }
+                Some(outcome) => outcomes.push(outcome),
+                None => {
+                    let known: Vec<&str> = Outcome::ALL[1..].iter().map(|o| o.name()).collect();
+                    self.error(
+                        Some(entry.span()),
+                        key,
+                        format!(
+                            "unknown outcome `{}` (outcomes: {})",
+                            entry.get_ref(),
+                            known.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+        (self.errors.len() == errors_before).then(|| OutcomeSet::new(outcomes))
+    }
+
     fn flow(&mut self, name: &str, raw: &RawFlow, names: &Names) -> Option<FlowSpec> {
         if raw.steps.get_ref().is_empty() {
             self.error(
@@ -1099,11 +1315,16 @@ impl<'a> Validator<'a> {
             .semaphore
             .as_ref()
             .and_then(|b| self.reference(b, &key("semaphore"), "semaphore", &names.semaphores));
+        let retry = raw
+            .retry
+            .as_ref()
+            .and_then(|r| self.reference(r, &key("retry"), "retry policy", &names.retries));
         Some(StepSpec {
             action,
             breaker: breaker.map(BreakerId),
             bulkhead: bulkhead.map(BulkheadId),
             semaphore: semaphore.map(SemaphoreId),
+            retry: retry.map(RetryId),
             on_error,
             on_hit: match on_hit {
                 Some((_, OnHitName::Finish)) => OnHit::Finish,

@@ -274,6 +274,7 @@ mod tests {
             breakers: vec![],
             bulkheads: vec![],
             semaphores: vec![],
+            retries: vec![],
             flows: vec![],
             loads: vec![],
             faults: vec![],

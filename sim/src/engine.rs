@@ -18,10 +18,11 @@ use std::collections::{BTreeMap, VecDeque};
 
 use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
+use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::time::SimTime;
 use outagelab_report::{
-    BreakerSummary, BulkheadSummary, FaultWindow, Outcome, SemaphoreSummary, Summary,
+    BreakerSummary, BulkheadSummary, FaultWindow, Outcome, RetrySummary, SemaphoreSummary, Summary,
     VariantReport, Verdict,
 };
 
@@ -65,6 +66,10 @@ struct Request {
     permit: Option<(BulkheadId, Permit)>,
     semaphore_permit: Option<(SemaphoreId, SemaphorePermit)>,
     ticket: Option<(BreakerId, Ticket)>,
+    /// The retry state of the current step, from its first attempt until it ends for good.
+    retry: Option<RetryState>,
+    /// Whether the request is waiting out a retry's backoff (its timer re-runs the step).
+    retry_waiting: bool,
 }
 
 struct Slot {
@@ -116,6 +121,14 @@ struct BulkheadSlot {
     queued_gauge: GaugeId,
 }
 
+struct RetrySlot {
+    policy: RetryPolicy,
+    enabled: bool,
+    retry_on: OutcomeSet,
+    /// Draws the backoff's jitter.
+    random: Stream,
+}
+
 struct SemaphoreSlot {
     semaphore: Semaphore,
     enabled: bool,
@@ -135,8 +148,8 @@ struct LoadState {
 enum Next {
     /// Go on with the request's next step.
     Continue,
-    /// The request has ended.
-    Ended,
+    /// The request does not go on now: it has ended, or it waits to retry the step.
+    Stop,
 }
 
 struct Simulator<'s> {
@@ -155,6 +168,7 @@ struct Simulator<'s> {
     breakers: Vec<BreakerSlot>,
     bulkheads: Vec<BulkheadSlot>,
     semaphores: Vec<SemaphoreSlot>,
+    retries: Vec<RetrySlot>,
     /// Permits of database queries whose caller timed out, by the waiter reference the
     /// database still holds; returned when the query ends. Never larger than the number of
     /// running queries.
@@ -205,6 +219,16 @@ impl<'s> Simulator<'s> {
                 enabled: spec.enabled,
                 in_flight_gauge: metrics.add_gauge(format!("semaphores.{}.in_flight", spec.name)),
                 bytes_gauge: metrics.add_gauge(format!("semaphores.{}.bytes", spec.name)),
+            })
+            .collect();
+        let retries = scenario
+            .retries
+            .iter()
+            .map(|spec| RetrySlot {
+                policy: RetryPolicy::new(spec.config),
+                enabled: spec.enabled,
+                retry_on: spec.retry_on,
+                random: Stream::derive(scenario.seed, "retry", &spec.name),
             })
             .collect();
         let breakers = scenario
@@ -264,6 +288,7 @@ impl<'s> Simulator<'s> {
             breakers,
             bulkheads,
             semaphores,
+            retries,
             held_by_queries: BTreeMap::new(),
             metrics,
             in_flight_gauge,
@@ -493,6 +518,8 @@ impl<'s> Simulator<'s> {
             permit: None,
             semaphore_permit: None,
             ticket: None,
+            retry: None,
+            retry_waiting: false,
         });
         self.in_flight += 1;
         self.metrics.record_arrival(flow.index());
@@ -555,6 +582,13 @@ impl<'s> Simulator<'s> {
                 self.request_mut(slot).step += 1;
                 continue;
             }
+            if let Some(retry) = step.retry
+                && self.retries[retry.index()].enabled
+                && self.request_mut(slot).retry.is_none()
+            {
+                let state = self.retries[retry.index()].policy.on_request(self.now);
+                self.request_mut(slot).retry = Some(state);
+            }
             if let Some(bulkhead) = step.bulkhead
                 && self.bulkheads[bulkhead.index()].enabled
                 && self.request_mut(slot).permit.is_none()
@@ -576,7 +610,7 @@ impl<'s> Simulator<'s> {
                         entry.shed += 1;
                         match self.end_step(slot, StepResult::Error(Outcome::Shed)) {
                             Next::Continue => continue,
-                            Next::Ended => return,
+                            Next::Stop => return,
                         }
                     }
                 }
@@ -594,7 +628,7 @@ impl<'s> Simulator<'s> {
                     }
                     Err(_) => match self.end_step(slot, StepResult::Error(Outcome::Shed)) {
                         Next::Continue => continue,
-                        Next::Ended => return,
+                        Next::Stop => return,
                     },
                 }
             }
@@ -610,7 +644,7 @@ impl<'s> Simulator<'s> {
                         entry.rejected += 1;
                         match self.end_step(slot, StepResult::Error(Outcome::BreakerOpen)) {
                             Next::Continue => continue,
-                            Next::Ended => return,
+                            Next::Stop => return,
                         }
                     }
                 }
@@ -628,7 +662,7 @@ impl<'s> Simulator<'s> {
                         None => return,
                         Some(result) => match self.end_step(slot, result) {
                             Next::Continue => continue,
-                            Next::Ended => return,
+                            Next::Stop => return,
                         },
                     }
                 }
@@ -679,6 +713,8 @@ impl<'s> Simulator<'s> {
             permit: None,
             semaphore_permit: None,
             ticket: None,
+            retry: None,
+            retry_waiting: false,
         };
         let background = self.allocate(background);
         // Run it now, so that its command is written before the request's next one.
@@ -691,10 +727,15 @@ impl<'s> Simulator<'s> {
         }
         let scenario = self.scenario;
         let current = self.request_mut(request.slot);
+        if current.retry_waiting {
+            current.retry_waiting = false;
+            self.runnable.push_back(request); // run the step again
+            return;
+        }
         let step = &scenario.flows[current.flow.index()].steps[current.step as usize];
         debug_assert!(
             matches!(step.action, StepAction::Work { .. }),
-            "only work steps set request timers"
+            "only work steps and retries set request timers"
         );
         self.settle(request, StepResult::Ok);
     }
@@ -745,6 +786,28 @@ impl<'s> Simulator<'s> {
             entry.breaker.on_result(now, ticket, outcome);
             entry.drain_transitions();
         }
+        let step = &scenario.flows[self.request_mut(slot).flow.index()].steps
+            [self.request_mut(slot).step as usize];
+        if let Some(retry) = step.retry
+            && let Some(mut state) = self.request_mut(slot).retry.take()
+        {
+            let entry = &mut self.retries[retry.index()];
+            if let StepResult::Error(kind) = result
+                && entry.retry_on.contains(kind)
+            {
+                let decision = entry
+                    .policy
+                    .on_failure(now, &mut state, None, &mut entry.random);
+                if let RetryDecision::Retry { at } = decision {
+                    let request = self.request_mut(slot);
+                    request.retry = Some(state);
+                    request.retry_waiting = true;
+                    let waiter = self.current_ref(slot);
+                    self.events.schedule(at, Event::RequestTimer(waiter));
+                    return Next::Stop;
+                }
+            }
+        }
         let request = self.request_mut(slot);
         if request.background {
             let outcome = match result {
@@ -754,17 +817,17 @@ impl<'s> Simulator<'s> {
             let flow = request.flow.index();
             self.metrics.record_background_end(flow, outcome);
             self.free(slot);
-            return Next::Ended;
+            return Next::Stop;
         }
         let step = &scenario.flows[request.flow.index()].steps[request.step as usize];
         match result {
             StepResult::Hit if step.on_hit == OnHit::Finish => {
                 self.end_request(slot, Outcome::Ok);
-                return Next::Ended;
+                return Next::Stop;
             }
             StepResult::Error(kind) if step.on_error == OnError::Fail => {
                 self.end_request(slot, kind);
-                return Next::Ended;
+                return Next::Stop;
             }
             _ => {}
         }
@@ -873,6 +936,22 @@ impl<'s> Simulator<'s> {
                         peak_in_flight: u64::from(counters.in_flight_peak),
                         peak_bytes: counters.bytes_in_flight_peak,
                         rejected: counters.rejected_total(),
+                    };
+                    (spec.name.clone(), summary)
+                })
+                .collect(),
+            retries: scenario
+                .retries
+                .iter()
+                .zip(&self.retries)
+                .map(|(spec, slot)| {
+                    let counters = slot.policy.counters();
+                    let summary = RetrySummary {
+                        enabled: slot.enabled,
+                        requests: counters.requests,
+                        retries: counters.retries_granted,
+                        gave_up_attempts: counters.attempts_exhausted,
+                        gave_up_budget: counters.budget_exhausted,
                     };
                     (spec.name.clone(), summary)
                 })

@@ -61,6 +61,12 @@ impl Stream {
     }
 }
 
+impl outagelab_model::random::RandomBits for Stream {
+    fn next_u64(&mut self) -> u64 {
+        Stream::next_u64(self)
+    }
+}
+
 /// Picks the index of a key in a family of `count` keys from a request's key seed. Different
 /// families get independent indices from the same seed.
 pub fn key_index(key_seed: u64, family: u32, count: u32) -> u32 {

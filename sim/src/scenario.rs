@@ -11,6 +11,7 @@ use std::num::NonZeroU64;
 use outagelab_model::ConfigError;
 use outagelab_model::breaker::BreakerConfig;
 use outagelab_model::bulkhead::BulkheadConfig;
+use outagelab_model::retry::RetryConfig;
 use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
@@ -43,6 +44,8 @@ id!(/// Index into [`Scenario::bulkheads`].
     BulkheadId);
 id!(/// Index into [`Scenario::semaphores`].
     SemaphoreId);
+id!(/// Index into [`Scenario::retries`].
+    RetryId);
 id!(/// Index into [`Scenario::flows`].
     FlowId);
 id!(/// Index into [`Scenario::loads`].
@@ -68,6 +71,7 @@ pub struct Scenario {
     pub breakers: Vec<BreakerSpec>,
     pub bulkheads: Vec<BulkheadSpec>,
     pub semaphores: Vec<SemaphoreSpec>,
+    pub retries: Vec<RetrySpec>,
     pub flows: Vec<FlowSpec>,
     pub loads: Vec<LoadSpec>,
     pub faults: Vec<FaultSpec>,
@@ -332,6 +336,18 @@ pub struct SemaphoreSpec {
     pub config: SemaphoreConfig,
 }
 
+/// A client's retry policy: a step that names it tries again, after a backoff and with the
+/// budget's permission, when it fails with one of `retry_on`. One budget per policy: steps
+/// that name the same policy share it.
+#[derive(Clone, Debug)]
+pub struct RetrySpec {
+    pub name: String,
+    /// A disabled policy never retries.
+    pub enabled: bool,
+    pub config: RetryConfig,
+    pub retry_on: OutcomeSet,
+}
+
 /// A request type: steps run in order.
 #[derive(Clone, Debug)]
 pub struct FlowSpec {
@@ -349,6 +365,9 @@ pub struct StepSpec {
     /// Taken (with the step's request bytes) after the bulkhead and before the breaker; over
     /// its cap the step fails with `shed` at once. Held until the step ends.
     pub semaphore: Option<SemaphoreId>,
+    /// Tries the whole step again (bulkhead, semaphore, breaker, action) when it fails with
+    /// an error the policy retries on; the last error is routed by `on_error` as usual.
+    pub retry: Option<RetryId>,
     pub on_error: OnError,
     pub on_hit: OnHit,
 }
@@ -514,6 +533,9 @@ impl Scenario {
                 }
                 if let Some(semaphore) = step.semaphore {
                     within("semaphore", semaphore.index(), self.semaphores.len())?;
+                }
+                if let Some(retry) = step.retry {
+                    within("retry policy", retry.index(), self.retries.len())?;
                 }
                 match step.action {
                     StepAction::Redis {

@@ -296,3 +296,39 @@ fn a_hung_server_sends_no_reply_until_the_hang_ends() {
     let latency = flow_latency(&report, "get");
     assert!((100.0..100.5).contains(&latency), "{latency}");
 }
+
+#[test]
+fn a_lock_step_with_a_retry_policy_waits_for_the_holder() {
+    use outagelab_model::backoff::{BackoffConfig, Jitter};
+    use outagelab_model::retry::RetryConfig;
+    let mut s = base();
+    let backoff = BackoffConfig::new(ms(5), 1000, ms(5), Jitter::None).unwrap();
+    s.retries.push(RetrySpec {
+        name: "spin".into(),
+        enabled: true,
+        config: RetryConfig::new(100, backoff, None, None).unwrap(),
+        retry_on: OutcomeSet::new([outagelab_report::Outcome::LockBusy]),
+    });
+    let lock = RedisCommand::SetNxPx {
+        value_bytes: 16,
+        ttl: SimDuration::from_secs(30),
+    };
+    let mut acquire = redis_step(0, lock, 0);
+    acquire.retry = Some(RetryId(0));
+    let hold = StepSpec {
+        action: StepAction::Work { duration: ms(22) },
+        ..db_step(0)
+    };
+    s.flows.push(flow(
+        "locked",
+        vec![acquire, hold, redis_step(0, RedisCommand::Del, 0)],
+    ));
+    s.loads.push(burst("two", 0, SimTime::ZERO, 2));
+    let report = run(&s).unwrap();
+    assert_eq!(outcome(&report, "locked", "ok"), 2);
+    // The second spins every 5 ms while the first holds the lock for 22 ms.
+    let retries = &report.summary.retries["spin"];
+    assert_eq!((retries.requests, retries.retries), (2, 5));
+    let slowest = flow_latency(&report, "locked");
+    assert!((47.0..49.0).contains(&slowest), "{slowest}");
+}

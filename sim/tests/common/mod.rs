@@ -32,6 +32,7 @@ pub fn empty(name: &str) -> Scenario {
         breakers: vec![],
         bulkheads: vec![],
         semaphores: vec![],
+        retries: vec![],
         flows: vec![],
         loads: vec![],
         faults: vec![],
@@ -80,6 +81,7 @@ pub fn redis_step(connection: u32, command: RedisCommand, key: u32) -> StepSpec 
         breaker: None,
         bulkhead: None,
         semaphore: None,
+        retry: None,
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
     }
@@ -94,6 +96,7 @@ pub fn db_step(database: u32) -> StepSpec {
         breaker: None,
         bulkhead: None,
         semaphore: None,
+        retry: None,
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
     }
