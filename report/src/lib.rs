@@ -116,6 +116,7 @@ pub struct Summary {
     pub bulkheads: BTreeMap<String, BulkheadSummary>,
     pub semaphores: BTreeMap<String, SemaphoreSummary>,
     pub retries: BTreeMap<String, RetrySummary>,
+    pub caches: BTreeMap<String, CacheSummary>,
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
 }
@@ -214,6 +215,18 @@ pub struct RetrySummary {
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
+pub struct CacheSummary {
+    pub hits: u64,
+    /// Reads that found nothing, or an expired entry.
+    pub misses: u64,
+    pub expirations: u64,
+    /// Live entries pushed out to make room.
+    pub evictions: u64,
+    pub invalidations: u64,
+    pub flushes: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct BreakerSummary {
     pub enabled: bool,
     /// Times the breaker opened, turned half-open, and closed again.
@@ -259,7 +272,7 @@ pub struct Series {
     /// `in_flight`, `databases.<name>.concurrency`, `bulkheads.<name>.in_use`,
     /// `bulkheads.<name>.queued`, `connections.<name>.pending`, and `breakers.<name>.state`
     /// (0 closed, 1 half-open, 2 open: the worst state the bucket saw), and
-    /// `semaphores.<name>.in_flight` and `.bytes`.
+    /// `semaphores.<name>.in_flight` and `.bytes`, and `caches.<name>.entries`.
     pub gauges_max: BTreeMap<String, Vec<u64>>,
     /// True when the run had more buckets than the series keeps; later buckets were dropped.
     pub truncated: bool,

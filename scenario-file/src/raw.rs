@@ -34,6 +34,8 @@ pub struct RawScenario {
     #[serde(default)]
     pub retries: BTreeMap<String, RawRetry>,
     #[serde(default)]
+    pub caches: BTreeMap<String, RawCache>,
+    #[serde(default)]
     pub flows: BTreeMap<String, RawFlow>,
     #[serde(default)]
     pub loads: BTreeMap<String, RawLoad>,
@@ -81,6 +83,16 @@ pub struct RawServer {
     pub command_cost: Option<Spanned<Text>>,
     pub byte_rate: Option<Spanned<Text>>,
     pub persistence: Option<bool>,
+    #[serde(default)]
+    pub preload: Vec<Spanned<RawPreload>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPreload {
+    pub key: Spanned<String>,
+    pub count: Option<Spanned<u64>>,
+    pub value: Option<Spanned<Size>>,
 }
 
 #[derive(Deserialize)]
@@ -109,6 +121,16 @@ pub struct RawDatabase {
 #[serde(deny_unknown_fields)]
 pub struct RawKeys {
     pub count: Option<Spanned<u64>>,
+    pub distribution: Option<Spanned<KeyDistributionName>>,
+    pub hot_keys: Option<Spanned<u64>>,
+    pub hot_share_percent: Option<Spanned<f64>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyDistributionName {
+    Uniform,
+    Hot,
 }
 
 #[derive(Deserialize)]
@@ -142,6 +164,23 @@ pub struct RawSemaphore {
     pub enabled: Option<bool>,
     pub max_in_flight: Option<Spanned<u64>>,
     pub max_bytes: Option<Spanned<Size>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCache {
+    pub max_entries: Spanned<u64>,
+    pub max_bytes: Spanned<Size>,
+    pub ttl: Spanned<Text>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheOpName {
+    Get,
+    Put,
+    Invalidate,
+    Flush,
 }
 
 #[derive(Deserialize)]
@@ -180,6 +219,8 @@ pub struct RawStep {
     pub redis: Option<Spanned<RedisCommandName>>,
     pub db: Option<Spanned<String>>,
     pub work: Option<Spanned<Text>>,
+    pub cache: Option<Spanned<String>>,
+    pub op: Option<Spanned<CacheOpName>>,
     pub connection: Option<Spanned<String>>,
     pub key: Option<Spanned<String>>,
     pub value: Option<Spanned<Size>>,
@@ -190,7 +231,10 @@ pub struct RawStep {
     pub semaphore: Option<Spanned<String>>,
     pub retry: Option<Spanned<String>>,
     pub on_error: Option<OnErrorName>,
-    pub on_hit: Option<Spanned<OnHitName>>,
+    /// `"next"`, `"finish"`, or the label of a later step.
+    pub on_hit: Option<Spanned<String>>,
+    /// A name for this step, for `on_hit` to jump to.
+    pub label: Option<Spanned<String>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -213,13 +257,6 @@ pub enum OnErrorName {
     Fail,
     Next,
     Ignore,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnHitName {
-    Next,
-    Finish,
 }
 
 #[derive(Deserialize)]

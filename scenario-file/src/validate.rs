@@ -9,6 +9,7 @@ use outagelab_model::ConfigError;
 use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use outagelab_model::breaker::{BreakerConfig, Window};
 use outagelab_model::bulkhead::BulkheadConfig;
+use outagelab_model::cache::CacheConfig;
 use outagelab_model::retry::{RetryBudgetConfig, RetryConfig};
 use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::time::{SimDuration, SimTime};
@@ -60,6 +61,7 @@ struct Names<'r> {
     bulkheads: BTreeMap<&'r str, u32>,
     semaphores: BTreeMap<&'r str, u32>,
     retries: BTreeMap<&'r str, u32>,
+    caches: BTreeMap<&'r str, u32>,
     flows: BTreeMap<&'r str, u32>,
 }
 
@@ -275,7 +277,7 @@ impl<'a> Validator<'a> {
 
     pub fn scenario(&mut self, raw: &RawScenario, name: &str) -> Option<Scenario> {
         let errors_before = self.errors.len();
-        let sections: [(&str, Vec<&String>); 11] = [
+        let sections: [(&str, Vec<&String>); 12] = [
             ("servers", raw.servers.keys().collect()),
             ("connections", raw.connections.keys().collect()),
             ("databases", raw.databases.keys().collect()),
@@ -284,6 +286,7 @@ impl<'a> Validator<'a> {
             ("bulkheads", raw.bulkheads.keys().collect()),
             ("semaphores", raw.semaphores.keys().collect()),
             ("retries", raw.retries.keys().collect()),
+            ("caches", raw.caches.keys().collect()),
             ("flows", raw.flows.keys().collect()),
             ("loads", raw.loads.keys().collect()),
             ("faults", raw.faults.keys().collect()),
@@ -301,6 +304,7 @@ impl<'a> Validator<'a> {
             bulkheads: index(&raw.bulkheads),
             semaphores: index(&raw.semaphores),
             retries: index(&raw.retries),
+            caches: index(&raw.caches),
             flows: index(&raw.flows),
         };
         let limits = self.limits(&raw.run);
@@ -309,10 +313,15 @@ impl<'a> Validator<'a> {
             None | Some(PercentileRuleName::NearestRank) => PercentileRule::NearestRank,
             Some(PercentileRuleName::FloorIndex) => PercentileRule::FloorIndex,
         };
+        let keys: Vec<KeyFamilySpec> = raw
+            .keys
+            .iter()
+            .filter_map(|(name, keys)| self.key_family(name, keys))
+            .collect();
         let servers = raw
             .servers
             .iter()
-            .map(|(name, server)| self.server(name, server))
+            .map(|(name, server)| self.server(name, server, &names, &keys))
             .collect();
         let connections = raw
             .connections
@@ -323,29 +332,6 @@ impl<'a> Validator<'a> {
             .databases
             .iter()
             .filter_map(|(name, db)| self.database(name, db))
-            .collect();
-        let keys = raw
-            .keys
-            .iter()
-            .filter_map(|(name, keys)| {
-                let count = match &keys.count {
-                    Some(count) => {
-                        let key = format!("keys.{name}.count");
-                        self.count(
-                            count,
-                            &key,
-                            1,
-                            limit::KEYS_PER_FAMILY,
-                            "a family needs a key",
-                        )?
-                    }
-                    None => 1,
-                };
-                Some(KeyFamilySpec {
-                    name: name.clone(),
-                    count: count as u32,
-                })
-            })
             .collect();
         let breakers = raw
             .breakers
@@ -366,6 +352,11 @@ impl<'a> Validator<'a> {
             .retries
             .iter()
             .filter_map(|(name, retry)| self.retry(name, retry))
+            .collect();
+        let caches = raw
+            .caches
+            .iter()
+            .filter_map(|(name, cache)| self.cache(name, cache))
             .collect();
         let flows = raw
             .flows
@@ -412,6 +403,7 @@ impl<'a> Validator<'a> {
             bulkheads,
             semaphores,
             retries,
+            caches,
             flows,
             loads,
             faults,
@@ -509,9 +501,58 @@ impl<'a> Validator<'a> {
         bucket
     }
 
-    fn server(&mut self, name: &str, raw: &RawServer) -> ServerSpec {
+    fn server(
+        &mut self,
+        name: &str,
+        raw: &RawServer,
+        names: &Names,
+        keys: &[KeyFamilySpec],
+    ) -> ServerSpec {
         let key = |field: &str| format!("servers.{name}.{field}");
+        let mut preload = Vec::new();
+        for (index, entry) in raw.preload.iter().enumerate() {
+            let raw_entry = entry.get_ref();
+            let prefix = format!("servers.{name}.preload[{index}]");
+            let Some(family) = self.reference(
+                &raw_entry.key,
+                &format!("{prefix}.key"),
+                "key family",
+                &names.keys,
+            ) else {
+                continue;
+            };
+            let family_count = keys
+                .iter()
+                .find(|k| k.name == *raw_entry.key.get_ref())
+                .map_or(0, |k| k.count);
+            let count = match &raw_entry.count {
+                Some(count) => match self.count(
+                    count,
+                    &format!("{prefix}.count"),
+                    1,
+                    u64::from(family_count),
+                    "",
+                ) {
+                    Some(count) => count as u32,
+                    None => continue,
+                },
+                None => family_count,
+            };
+            let value_bytes = match &raw_entry.value {
+                Some(value) => match self.size(value, &format!("{prefix}.value")) {
+                    Some(bytes) => bytes,
+                    None => continue,
+                },
+                None => default::VALUE as u32,
+            };
+            preload.push(Preload {
+                family: KeyFamilyId(family),
+                count,
+                value_bytes,
+            });
+        }
         ServerSpec {
+            preload,
             name: name.to_owned(),
             command_cost: self.duration_or(
                 &raw.command_cost,
@@ -902,6 +943,106 @@ impl<'a> Validator<'a> {
         }
     }
 
+    fn key_family(&mut self, name: &str, raw: &RawKeys) -> Option<KeyFamilySpec> {
+        let key = |field: &str| format!("keys.{name}.{field}");
+        let count = match &raw.count {
+            Some(count) => self.count(
+                count,
+                &key("count"),
+                1,
+                limit::KEYS_PER_FAMILY,
+                "a family needs a key",
+            )?,
+            None => 1,
+        } as u32;
+        let hot_fields = [
+            ("hot_keys", raw.hot_keys.as_ref().map(Spanned::span)),
+            (
+                "hot_share_percent",
+                raw.hot_share_percent.as_ref().map(Spanned::span),
+            ),
+        ];
+        let distribution = match raw.distribution.as_ref().map(|d| (d.span(), *d.get_ref())) {
+            None | Some((_, KeyDistributionName::Uniform)) => {
+                for (field, span) in hot_fields {
+                    if let Some(span) = span {
+                        self.error(
+                            Some(span),
+                            key(field),
+                            "applies to distribution = \"hot\" only",
+                        );
+                    }
+                }
+                KeyDistribution::Uniform
+            }
+            Some((span, KeyDistributionName::Hot)) => {
+                let (Some(hot_keys), Some(share)) = (&raw.hot_keys, &raw.hot_share_percent) else {
+                    self.error(
+                        Some(span),
+                        key("hot_keys"),
+                        "a hot set needs hot_keys and hot_share_percent (e.g. 90% of reads to 100 keys)",
+                    );
+                    return None;
+                };
+                let hot = *hot_keys.get_ref();
+                if hot == 0 || hot >= u64::from(count) {
+                    self.error(
+                        Some(hot_keys.span()),
+                        key("hot_keys"),
+                        format!(
+                            "must be between 1 and count - 1 ({}), got {hot}",
+                            count.saturating_sub(1)
+                        ),
+                    );
+                    return None;
+                }
+                let thousandths = self.thousandths(share, &key("hot_share_percent"))?;
+                if !thousandths.is_multiple_of(100) || thousandths > 100_000 {
+                    self.error(
+                        Some(share.span()),
+                        key("hot_share_percent"),
+                        format!(
+                            "{} is not a percentage from 0 to 100, to 0.1%",
+                            share.get_ref()
+                        ),
+                    );
+                    return None;
+                }
+                KeyDistribution::Hot {
+                    hot_keys: hot as u32,
+                    share_permille: thousandths / 100,
+                }
+            }
+        };
+        Some(KeyFamilySpec {
+            name: name.to_owned(),
+            count,
+            distribution,
+        })
+    }
+
+    fn cache(&mut self, name: &str, raw: &RawCache) -> Option<CacheSpec> {
+        let prefix = format!("caches.{name}");
+        let ttl = self.duration(&raw.ttl, &format!("{prefix}.ttl"))?;
+        let max_bytes = self.size_any(&raw.max_bytes, &format!("{prefix}.max_bytes"))?;
+        let max_entries = u32::try_from(*raw.max_entries.get_ref()).unwrap_or(u32::MAX);
+        match CacheConfig::new(max_entries, max_bytes, ttl) {
+            Ok(config) => Some(CacheSpec {
+                name: name.to_owned(),
+                config,
+            }),
+            Err(error) => {
+                let spans = [
+                    ("max_entries", raw.max_entries.span()),
+                    ("max_bytes", raw.max_bytes.span()),
+                    ("ttl", raw.ttl.span()),
+                ];
+                self.config_error(error, &prefix, &spans);
+                None
+            }
+        }
+    }
+
     fn retry(&mut self, name: &str, raw: &RawRetry) -> Option<RetrySpec> {
         let prefix = format!("retries.{name}");
         let key = |field: &str| format!("{prefix}.{field}");
@@ -1117,13 +1258,26 @@ impl<'a> Validator<'a> {
             return None;
         }
         let errors_before = self.errors.len();
+        let mut labels: BTreeMap<&str, u16> = BTreeMap::new();
+        for (index, step) in raw.steps.get_ref().iter().enumerate() {
+            if let Some(label) = &step.get_ref().label
+                && labels.insert(label.get_ref(), index as u16).is_some()
+            {
+                self.error(
+                    Some(label.span()),
+                    format!("flows.{name}.steps[{index}].label"),
+                    format!("two steps are labelled `{}`", label.get_ref()),
+                );
+            }
+        }
         let steps: Vec<StepSpec> = raw
             .steps
             .get_ref()
             .iter()
             .enumerate()
             .filter_map(|(index, step)| {
-                self.step(&format!("flows.{name}.steps[{index}]"), step, names)
+                let prefix = format!("flows.{name}.steps[{index}]");
+                self.step(&prefix, index, step, names, &labels)
             })
             .collect();
         (self.errors.len() == errors_before).then(|| FlowSpec {
@@ -1135,26 +1289,78 @@ impl<'a> Validator<'a> {
     fn step(
         &mut self,
         prefix: &str,
+        index: usize,
         spanned: &Spanned<RawStep>,
         names: &Names,
+        labels: &BTreeMap<&str, u16>,
     ) -> Option<StepSpec> {
         let raw = spanned.get_ref();
         let key = |field: &str| format!("{prefix}.{field}");
-        let actions = [raw.redis.is_some(), raw.db.is_some(), raw.work.is_some()];
+        let actions = [
+            raw.redis.is_some(),
+            raw.db.is_some(),
+            raw.work.is_some(),
+            raw.cache.is_some(),
+        ];
         if actions.iter().filter(|&&set| set).count() != 1 {
             self.error(
                 Some(spanned.span()),
                 prefix,
-                "a step does exactly one thing: set one of `redis`, `db` or `work`",
+                "a step does exactly one thing: set one of `redis`, `db`, `work` or `cache`",
             );
             return None;
+        }
+        if raw.cache.is_none()
+            && let Some(op) = &raw.op
+        {
+            self.error(Some(op.span()), key("op"), "applies to a cache step only");
         }
         let not_here = |this: &mut Self, span: Option<Range<usize>>, field: &str, what: &str| {
             if let Some(span) = span {
                 this.error(Some(span), key(field), format!("does not apply to {what}"));
             }
         };
-        let on_hit = raw.on_hit.as_ref().map(|hit| (hit.span(), *hit.get_ref()));
+        let on_hit = match raw.on_hit.as_ref() {
+            None => None,
+            Some(hit) => {
+                let target = match hit.get_ref().as_str() {
+                    "next" => OnHit::Next,
+                    "finish" => OnHit::Finish,
+                    label => match labels.get(label) {
+                        Some(&target) if usize::from(target) > index => OnHit::Goto(target),
+                        Some(&target) => {
+                            self.error(
+                                Some(hit.span()),
+                                key("on_hit"),
+                                format!(
+                                    "`{label}` is step {target}, not after this one: a hit may \
+                                     only jump forward"
+                                ),
+                            );
+                            return None;
+                        }
+                        None => {
+                            let known: Vec<&str> = labels.keys().copied().collect();
+                            self.error(
+                                Some(hit.span()),
+                                key("on_hit"),
+                                format!(
+                                    "`{label}` is not \"next\", \"finish\" or a step label \
+                                     (labels here: {})",
+                                    if known.is_empty() {
+                                        "none".to_owned()
+                                    } else {
+                                        known.join(", ")
+                                    }
+                                ),
+                            );
+                            return None;
+                        }
+                    },
+                };
+                Some((hit.span(), target))
+            }
+        };
         let action = if let Some(command) = &raw.redis {
             let command_name = *command.get_ref();
             if raw.timeout.is_some() {
@@ -1247,6 +1453,78 @@ impl<'a> Validator<'a> {
                 command,
                 key: KeyFamilyId(family?),
             }
+        } else if let Some(cache) = &raw.cache {
+            let what = "a cache step";
+            for (field, span) in [
+                ("connection", raw.connection.as_ref().map(Spanned::span)),
+                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
+                ("timeout", raw.timeout.as_ref().map(Spanned::span)),
+            ] {
+                not_here(self, span, field, what);
+            }
+            let cache_id = self.reference(cache, &key("cache"), "cache", &names.caches);
+            let Some(op) = &raw.op else {
+                self.error(
+                    Some(cache.span()),
+                    key("op"),
+                    "a cache step needs op: \"get\", \"put\", \"invalidate\" or \"flush\"",
+                );
+                return None;
+            };
+            let op_name = *op.get_ref();
+            if op_name != CacheOpName::Get {
+                not_here(
+                    self,
+                    on_hit.as_ref().map(|h| h.0.clone()),
+                    "on_hit",
+                    "a cache op other than get",
+                );
+            }
+            if op_name != CacheOpName::Put {
+                not_here(
+                    self,
+                    raw.value.as_ref().map(Spanned::span),
+                    "value",
+                    "a cache op other than put",
+                );
+            }
+            let family = match (&raw.key, op_name) {
+                (Some(_), CacheOpName::Flush) => {
+                    not_here(
+                        self,
+                        raw.key.as_ref().map(Spanned::span),
+                        "key",
+                        "a flush (it empties the cache)",
+                    );
+                    None
+                }
+                (Some(k), _) => Some(self.reference(k, &key("key"), "key family", &names.keys)?),
+                (None, CacheOpName::Flush) => None,
+                (None, _) => {
+                    self.error(
+                        Some(op.span()),
+                        key("key"),
+                        "this cache op needs a key (a [keys.<name>] family)",
+                    );
+                    return None;
+                }
+            };
+            let op = match op_name {
+                CacheOpName::Get => CacheOp::Get,
+                CacheOpName::Put => CacheOp::Put {
+                    value_bytes: match &raw.value {
+                        Some(value) => self.size(value, &key("value"))?,
+                        None => default::VALUE as u32,
+                    },
+                },
+                CacheOpName::Invalidate => CacheOp::Invalidate,
+                CacheOpName::Flush => CacheOp::Flush,
+            };
+            StepAction::Cache {
+                cache: CacheId(cache_id?),
+                op,
+                key: family.map(KeyFamilyId),
+            }
         } else {
             let what = if raw.db.is_some() {
                 "a database step"
@@ -1295,12 +1573,12 @@ impl<'a> Validator<'a> {
             Some(OnErrorName::Ignore) => OnError::Ignore,
         };
         if on_error == OnError::Ignore
-            && let Some((span, OnHitName::Finish)) = &on_hit
+            && let Some((span, OnHit::Finish | OnHit::Goto(_))) = &on_hit
         {
             self.error(
                 Some(span.clone()),
                 key("on_hit"),
-                "a fire-and-forget step (on_error = \"ignore\") cannot finish its request",
+                "a fire-and-forget step (on_error = \"ignore\") does not steer its request",
             );
         }
         let breaker = raw
@@ -1326,10 +1604,7 @@ impl<'a> Validator<'a> {
             semaphore: semaphore.map(SemaphoreId),
             retry: retry.map(RetryId),
             on_error,
-            on_hit: match on_hit {
-                Some((_, OnHitName::Finish)) => OnHit::Finish,
-                _ => OnHit::Next,
-            },
+            on_hit: on_hit.map_or(OnHit::Next, |(_, target)| target),
         })
     }
 

@@ -65,7 +65,7 @@ fn rejected_files() {
         ),
         (
             with("[servers.redis]", "[servers.redis]\ncost = \"5us\""),
-            "5:1: servers.redis.cost: unknown field `cost`, expected one of `command_cost`, `byte_rate`, `persistence`",
+            "5:1: servers.redis.cost: unknown field `cost`, expected one of `command_cost`, `byte_rate`, `persistence`, `preload`",
         ),
         (
             with("name = \"t\"", "seed = 3"),
@@ -130,7 +130,7 @@ fn rejected_files() {
         ),
         (
             with("{ db = \"db\" }", "{ db = \"db\", redis = \"GET\" }"),
-            "16:77: flows.f.steps[1]: a step does exactly one thing: set one of `redis`, `db` or `work`",
+            "16:77: flows.f.steps[1]: a step does exactly one thing: set one of `redis`, `db`, `work` or `cache`",
         ),
         (
             with(

@@ -275,6 +275,7 @@ mod tests {
             bulkheads: vec![],
             semaphores: vec![],
             retries: vec![],
+            caches: vec![],
             flows: vec![],
             loads: vec![],
             faults: vec![],

@@ -18,12 +18,13 @@ use std::collections::{BTreeMap, VecDeque};
 
 use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
+use outagelab_model::cache::{Cache, CacheKey, Lookup};
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::time::SimTime;
 use outagelab_report::{
-    BreakerSummary, BulkheadSummary, FaultWindow, Outcome, RetrySummary, SemaphoreSummary, Summary,
-    VariantReport, Verdict,
+    BreakerSummary, BulkheadSummary, CacheSummary, FaultWindow, Outcome, RetrySummary,
+    SemaphoreSummary, Summary, VariantReport, Verdict,
 };
 
 use crate::database::Databases;
@@ -32,8 +33,9 @@ use crate::metrics::{GaugeId, Metrics};
 use crate::redis::{Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
-    Arrivals, BreakerId, BulkheadId, ConnectionId, DatabaseId, FaultKind, FlowId, LoadEnd, LoadId,
-    OnError, OnHit, OutcomeSet, Scenario, SemaphoreId, StepAction, StepSpec,
+    Arrivals, BreakerId, BulkheadId, CacheOp, ConnectionId, DatabaseId, FaultKind, FlowId,
+    KeyFamilyId, LoadEnd, LoadId, OnError, OnHit, OutcomeSet, Scenario, SemaphoreId, StepAction,
+    StepSpec,
 };
 
 /// Runs one scenario to its end and reports what happened.
@@ -129,6 +131,11 @@ struct RetrySlot {
     random: Stream,
 }
 
+struct CacheSlot {
+    cache: Cache,
+    entries_gauge: GaugeId,
+}
+
 struct SemaphoreSlot {
     semaphore: Semaphore,
     enabled: bool,
@@ -169,6 +176,7 @@ struct Simulator<'s> {
     bulkheads: Vec<BulkheadSlot>,
     semaphores: Vec<SemaphoreSlot>,
     retries: Vec<RetrySlot>,
+    caches: Vec<CacheSlot>,
     /// Permits of database queries whose caller timed out, by the waiter reference the
     /// database still holds; returned when the query ends. Never larger than the number of
     /// running queries.
@@ -219,6 +227,14 @@ impl<'s> Simulator<'s> {
                 enabled: spec.enabled,
                 in_flight_gauge: metrics.add_gauge(format!("semaphores.{}.in_flight", spec.name)),
                 bytes_gauge: metrics.add_gauge(format!("semaphores.{}.bytes", spec.name)),
+            })
+            .collect();
+        let caches = scenario
+            .caches
+            .iter()
+            .map(|spec| CacheSlot {
+                cache: Cache::new(spec.config),
+                entries_gauge: metrics.add_gauge(format!("caches.{}.entries", spec.name)),
             })
             .collect();
         let retries = scenario
@@ -289,6 +305,7 @@ impl<'s> Simulator<'s> {
             bulkheads,
             semaphores,
             retries,
+            caches,
             held_by_queries: BTreeMap::new(),
             metrics,
             in_flight_gauge,
@@ -455,6 +472,10 @@ impl<'s> Simulator<'s> {
             self.metrics
                 .set_gauge(slot.in_flight_gauge, u64::from(in_flight));
             self.metrics.set_gauge(slot.bytes_gauge, bytes);
+        }
+        for slot in &self.caches {
+            self.metrics
+                .set_gauge(slot.entries_gauge, slot.cache.len() as u64);
         }
         for slot in &self.breakers {
             let level = state_level(slot.breaker.state_at(self.now));
@@ -678,26 +699,58 @@ impl<'s> Simulator<'s> {
                     );
                     return;
                 }
+                StepAction::Cache { cache, op, key } => {
+                    let key = key.map(|family| CacheKey::pair(family.0, self.key_of(slot, family)));
+                    let key = || key.expect("validated: every cache op but flush has a key");
+                    let (now, cache) = (self.now, &mut self.caches[cache.index()].cache);
+                    let result = match op {
+                        CacheOp::Get => match cache.get(now, key()) {
+                            Lookup::Hit { .. } => StepResult::Hit,
+                            Lookup::Miss | Lookup::Expired => StepResult::Miss,
+                        },
+                        CacheOp::Put { value_bytes } => {
+                            let _ = cache.insert(now, key(), 0, u64::from(value_bytes));
+                            StepResult::Ok
+                        }
+                        CacheOp::Invalidate => {
+                            cache.invalidate(key());
+                            StepResult::Ok
+                        }
+                        CacheOp::Flush => {
+                            cache.flush();
+                            StepResult::Ok
+                        }
+                    };
+                    match self.end_step(slot, result) {
+                        Next::Continue => continue,
+                        Next::Stop => return,
+                    }
+                }
             }
         }
     }
 
-    /// The command a Redis step of the request in `slot` sends (its key drawn from the
-    /// request's key seed); `None` for other steps.
+    /// The command a Redis step of the request in `slot` sends; `None` for other steps.
     fn redis_op(&self, slot: u32, step: &StepSpec) -> Option<Op> {
         let StepAction::Redis { command, key, .. } = step.action else {
             return None;
         };
+        Some(Op {
+            command,
+            family: key.0,
+            index: self.key_of(slot, key),
+        })
+    }
+
+    /// The key of `family` the request in `slot` uses (drawn from its key seed, so every step
+    /// of the request that names the family uses the same key).
+    fn key_of(&self, slot: u32, family: KeyFamilyId) -> u32 {
         let request = self.slots[slot as usize]
             .request
             .as_ref()
             .expect("a live request");
-        let count = self.scenario.keys[key.index()].count;
-        Some(Op {
-            command,
-            family: key.0,
-            index: key_index(request.key_seed, key.0, count),
-        })
+        let spec = &self.scenario.keys[family.index()];
+        key_index(request.key_seed, family.0, spec.count, spec.distribution)
     }
 
     /// Starts the current step of the request in `slot` as a background request of its own.
@@ -820,12 +873,16 @@ impl<'s> Simulator<'s> {
             return Next::Stop;
         }
         let step = &scenario.flows[request.flow.index()].steps[request.step as usize];
-        match result {
-            StepResult::Hit if step.on_hit == OnHit::Finish => {
+        match (result, step.on_hit) {
+            (StepResult::Hit, OnHit::Finish) => {
                 self.end_request(slot, Outcome::Ok);
                 return Next::Stop;
             }
-            StepResult::Error(kind) if step.on_error == OnError::Fail => {
+            (StepResult::Hit, OnHit::Goto(target)) => {
+                request.step = target;
+                return Next::Continue;
+            }
+            (StepResult::Error(kind), _) if step.on_error == OnError::Fail => {
                 self.end_request(slot, kind);
                 return Next::Stop;
             }
@@ -952,6 +1009,23 @@ impl<'s> Simulator<'s> {
                         retries: counters.retries_granted,
                         gave_up_attempts: counters.attempts_exhausted,
                         gave_up_budget: counters.budget_exhausted,
+                    };
+                    (spec.name.clone(), summary)
+                })
+                .collect(),
+            caches: scenario
+                .caches
+                .iter()
+                .zip(&self.caches)
+                .map(|(spec, slot)| {
+                    let counters = slot.cache.counters();
+                    let summary = CacheSummary {
+                        hits: counters.hits,
+                        misses: counters.misses,
+                        expirations: counters.expirations,
+                        evictions: counters.evictions,
+                        invalidations: counters.invalidations,
+                        flushes: counters.flushes,
                     };
                     (spec.name.clone(), summary)
                 })

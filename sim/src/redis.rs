@@ -21,7 +21,9 @@ use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{ConnectionSummary, Outcome};
 
 use crate::kernel::{Event, EventQueue, RequestRef, StepResult};
-use crate::scenario::{ByteRate, ConnectionId, ConnectionSpec, RedisCommand, Scenario, ServerId};
+use crate::scenario::{
+    ByteRate, ConnectionId, ConnectionSpec, Preload, RedisCommand, Scenario, ServerId,
+};
 
 /// Protocol overhead of one command on the wire (command name, key, framing), in bytes.
 const COMMAND_OVERHEAD_BYTES: u64 = 32;
@@ -109,6 +111,17 @@ impl Keyspace {
     fn clear(&mut self) {
         for family in &mut self.families {
             *family = Vec::new();
+        }
+    }
+
+    /// Stores the first `count` keys of a family, without expiry.
+    fn preload(&mut self, preload: Preload) {
+        for index in 0..preload.count {
+            *self.entry(preload.family.0, index) = Entry {
+                expires_at: u64::MAX,
+                value_bytes: preload.value_bytes,
+                counter: 0,
+            };
         }
     }
 
@@ -324,7 +337,11 @@ impl Redis {
                 executing: None,
                 parked: None,
                 ready: VecDeque::new(),
-                keyspace: Keyspace::new(key_counts.clone()),
+                keyspace: {
+                    let mut keyspace = Keyspace::new(key_counts.clone());
+                    spec.preload.iter().for_each(|&p| keyspace.preload(p));
+                    keyspace
+                },
                 connections: Vec::new(),
             })
             .collect();

@@ -10,7 +10,7 @@ use outagelab_model::time::SimDuration;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-use crate::scenario::Distribution;
+use crate::scenario::{Distribution, KeyDistribution};
 
 /// One entity's random stream.
 #[derive(Clone, Debug)]
@@ -69,9 +69,25 @@ impl outagelab_model::random::RandomBits for Stream {
 
 /// Picks the index of a key in a family of `count` keys from a request's key seed. Different
 /// families get independent indices from the same seed.
-pub fn key_index(key_seed: u64, family: u32, count: u32) -> u32 {
+pub fn key_index(key_seed: u64, family: u32, count: u32, distribution: KeyDistribution) -> u32 {
     let mixed = mix(key_seed ^ mix(u64::from(family) + 1));
-    ((u128::from(mixed) * u128::from(count)) >> 64) as u32
+    let scaled = |bits: u64, n: u32| ((u128::from(bits) * u128::from(n)) >> 64) as u32;
+    match distribution {
+        KeyDistribution::Uniform => scaled(mixed, count),
+        KeyDistribution::Hot {
+            hot_keys,
+            share_permille,
+        } => {
+            // The low bits choose hot or cold, the high bits the key within its set.
+            let hot = mixed % 1000 < u64::from(share_permille);
+            let within = mix(mixed);
+            if hot {
+                scaled(within, hot_keys)
+            } else {
+                hot_keys + scaled(within, count - hot_keys)
+            }
+        }
+    }
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -177,12 +193,30 @@ mod tests {
     fn key_indices_are_uniform_and_independent_per_family() {
         let mut counts = [0u32; 4];
         for seed in 0..4000u64 {
-            counts[key_index(seed, 0, 4) as usize] += 1;
+            counts[key_index(seed, 0, 4, KeyDistribution::Uniform) as usize] += 1;
         }
         assert!(counts.iter().all(|&c| c > 900), "{counts:?}");
+        let uniform = |s, family| key_index(s, family, 1000, KeyDistribution::Uniform);
         let same = (0..1000u64)
-            .filter(|&s| key_index(s, 0, 1000) == key_index(s, 1, 1000))
+            .filter(|&s| uniform(s, 0) == uniform(s, 1))
             .count();
         assert!(same < 10, "families share indices {same} times in 1000");
+    }
+
+    #[test]
+    fn a_hot_set_takes_its_share_of_the_draws() {
+        let hot = KeyDistribution::Hot {
+            hot_keys: 10,
+            share_permille: 900,
+        };
+        let draws: Vec<u32> = (0..100_000u64)
+            .map(|s| key_index(s, 3, 1000, hot))
+            .collect();
+        let in_hot = draws.iter().filter(|&&k| k < 10).count();
+        assert!((89_000..91_000).contains(&in_hot), "{in_hot}");
+        assert!(draws.iter().all(|&k| k < 1000));
+        let mut seen = [false; 1000];
+        draws.iter().for_each(|&k| seen[k as usize] = true);
+        assert!(seen.iter().all(|&s| s), "every key is drawn");
     }
 }

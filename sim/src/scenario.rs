@@ -11,6 +11,7 @@ use std::num::NonZeroU64;
 use outagelab_model::ConfigError;
 use outagelab_model::breaker::BreakerConfig;
 use outagelab_model::bulkhead::BulkheadConfig;
+use outagelab_model::cache::CacheConfig;
 use outagelab_model::retry::RetryConfig;
 use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::time::{SimDuration, SimTime};
@@ -46,6 +47,8 @@ id!(/// Index into [`Scenario::semaphores`].
     SemaphoreId);
 id!(/// Index into [`Scenario::retries`].
     RetryId);
+id!(/// Index into [`Scenario::caches`].
+    CacheId);
 id!(/// Index into [`Scenario::flows`].
     FlowId);
 id!(/// Index into [`Scenario::loads`].
@@ -72,6 +75,7 @@ pub struct Scenario {
     pub bulkheads: Vec<BulkheadSpec>,
     pub semaphores: Vec<SemaphoreSpec>,
     pub retries: Vec<RetrySpec>,
+    pub caches: Vec<CacheSpec>,
     pub flows: Vec<FlowSpec>,
     pub loads: Vec<LoadSpec>,
     pub faults: Vec<FaultSpec>,
@@ -194,6 +198,16 @@ pub struct ServerSpec {
     pub byte_rate: Option<ByteRate>,
     /// Whether keys survive a stop and start.
     pub persistence: bool,
+    /// Keys present when the run starts (a warm cache), without expiry.
+    pub preload: Vec<Preload>,
+}
+
+/// The first `count` keys of a family, present at the start with values of `value_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Preload {
+    pub family: KeyFamilyId,
+    pub count: u32,
+    pub value_bytes: u32,
 }
 
 /// A client connection (multiplexed: one FIFO pipe in each direction) to one server.
@@ -278,12 +292,25 @@ impl Distribution {
     }
 }
 
-/// A named family of keys: a request draws one key of the family (uniformly) for each step
-/// that names it. A family of one is a single fixed key.
+/// A named family of keys: a request draws one key of the family for each step that names it
+/// (the same key for every step of the request). A family of one is a single fixed key.
 #[derive(Clone, Debug)]
 pub struct KeyFamilySpec {
     pub name: String,
     pub count: u32,
+    pub distribution: KeyDistribution,
+}
+
+/// How a request picks its key in a family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyDistribution {
+    Uniform,
+    /// A share of the requests (in thousandths) go to the first `hot_keys` keys, uniformly;
+    /// the rest to the other keys, uniformly. `0 < hot_keys < count`.
+    Hot {
+        hot_keys: u32,
+        share_permille: u32,
+    },
 }
 
 /// A set of outcomes (used to say which errors a breaker counts).
@@ -348,6 +375,27 @@ pub struct RetrySpec {
     pub retry_on: OutcomeSet,
 }
 
+/// An in-process (L1) cache: bounded by entries and bytes, least recently used first out, with
+/// a TTL. Reading and writing it takes no virtual time.
+#[derive(Clone, Debug)]
+pub struct CacheSpec {
+    pub name: String,
+    pub config: CacheConfig,
+}
+
+/// What a cache step does to its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheOp {
+    /// A hit or a miss (an expired entry is a miss).
+    Get,
+    Put {
+        value_bytes: u32,
+    },
+    Invalidate,
+    /// Empties the whole cache (what a pod does when its invalidation feed reconnects).
+    Flush,
+}
+
 /// A request type: steps run in order.
 #[derive(Clone, Debug)]
 pub struct FlowSpec {
@@ -386,6 +434,12 @@ pub enum StepAction {
     },
     /// Local work that takes a fixed time and cannot fail.
     Work { duration: SimDuration },
+    /// An operation on an in-process cache; takes no time. Every op but `Flush` has a key.
+    Cache {
+        cache: CacheId,
+        op: CacheOp,
+        key: Option<KeyFamilyId>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -434,6 +488,8 @@ pub enum OnHit {
     Next,
     /// The request ends successfully (a cache-aside read that needs no database).
     Finish,
+    /// The request goes on at this later step (e.g. to fill an L1 with what L2 returned).
+    Goto(u16),
 }
 
 /// An open-loop arrival process sending one request type.
@@ -516,6 +572,17 @@ impl Scenario {
         for connection in &self.connections {
             within("server", connection.server.index(), self.servers.len())?;
         }
+        for server in &self.servers {
+            for preload in &server.preload {
+                within("key family", preload.family.index(), self.keys.len())?;
+                if preload.count > self.keys[preload.family.index()].count {
+                    return Err(format!(
+                        "server {} preloads more keys than its family has",
+                        server.name
+                    ));
+                }
+            }
+        }
         for flow in &self.flows {
             if flow.steps.len() > usize::from(u16::MAX) {
                 return Err(format!(
@@ -524,7 +591,15 @@ impl Scenario {
                     u16::MAX
                 ));
             }
-            for step in &flow.steps {
+            for (index, step) in flow.steps.iter().enumerate() {
+                if let OnHit::Goto(target) = step.on_hit
+                    && !(index < usize::from(target) && usize::from(target) < flow.steps.len())
+                {
+                    return Err(format!(
+                        "step {index} of flow {} jumps to step {target}, which is not after it",
+                        flow.name
+                    ));
+                }
                 if let Some(breaker) = step.breaker {
                     within("breaker", breaker.index(), self.breakers.len())?;
                 }
@@ -548,6 +623,19 @@ impl Scenario {
                         within("database", database.index(), self.databases.len())?;
                     }
                     StepAction::Work { .. } => {}
+                    StepAction::Cache { cache, key, op } => {
+                        within("cache", cache.index(), self.caches.len())?;
+                        match key {
+                            Some(key) => within("key family", key.index(), self.keys.len())?,
+                            None if op != CacheOp::Flush => {
+                                return Err(format!(
+                                    "a cache {op:?} in flow {} has no key",
+                                    flow.name
+                                ));
+                            }
+                            None => {}
+                        }
+                    }
                 }
             }
         }

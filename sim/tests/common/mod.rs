@@ -33,6 +33,7 @@ pub fn empty(name: &str) -> Scenario {
         bulkheads: vec![],
         semaphores: vec![],
         retries: vec![],
+        caches: vec![],
         flows: vec![],
         loads: vec![],
         faults: vec![],
@@ -45,6 +46,7 @@ pub fn server(name: &str) -> ServerSpec {
         command_cost: SimDuration::from_micros(5),
         byte_rate: None,
         persistence: false,
+        preload: vec![],
     }
 }
 
@@ -68,6 +70,7 @@ pub fn key(name: &str, count: u32) -> KeyFamilySpec {
     KeyFamilySpec {
         name: name.into(),
         count,
+        distribution: KeyDistribution::Uniform,
     }
 }
 
