@@ -117,6 +117,7 @@ pub struct Summary {
     pub semaphores: BTreeMap<String, SemaphoreSummary>,
     pub retries: BTreeMap<String, RetrySummary>,
     pub caches: BTreeMap<String, CacheSummary>,
+    pub rate_limits: BTreeMap<String, RateLimitSummary>,
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
 }
@@ -224,6 +225,18 @@ pub struct CacheSummary {
     pub evictions: u64,
     pub invalidations: u64,
     pub flushes: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RateLimitSummary {
+    pub enabled: bool,
+    /// Admitted after a check.
+    pub admitted: u64,
+    pub rejected: u64,
+    /// Let through unchecked because the store could not be reached (fail-open).
+    pub fail_open_admitted: u64,
+    /// Rejected because the store could not be reached (fail-closed).
+    pub fail_closed_rejected: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -23,10 +23,12 @@ pub enum Outcome {
     ServerError,
     /// A lock (`SET NX`) was held by someone else.
     LockBusy,
+    /// A rate limiter said no (or could not reach its store and fails closed).
+    RateLimited,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Ok,
         Outcome::Timeout,
         Outcome::Refused,
@@ -35,6 +37,7 @@ impl Outcome {
         Outcome::Shed,
         Outcome::ServerError,
         Outcome::LockBusy,
+        Outcome::RateLimited,
     ];
 
     /// Number of outcomes; `outcome.index()` is below it.
@@ -54,6 +57,7 @@ impl Outcome {
             Outcome::Shed => "shed",
             Outcome::ServerError => "server_error",
             Outcome::LockBusy => "lock_busy",
+            Outcome::RateLimited => "rate_limited",
         }
     }
 

@@ -190,15 +190,15 @@ mod tests {
         assert_eq!(
             lines[0],
             "variant,start_ms,ok,timeout,refused,connection_lost,breaker_open,shed,\
-             server_error,lock_busy,p50_ms,p99_ms,databases.main.concurrency_max"
+             server_error,lock_busy,rate_limited,p50_ms,p99_ms,databases.main.concurrency_max"
         );
         assert_eq!(
             lines[1],
-            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,1.5,2,4"
+            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,0,1.5,2,4"
         );
         assert_eq!(
             lines[2],
-            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,,,0"
+            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,0,,,0"
         );
         assert_eq!(lines.len(), 3);
     }

@@ -36,6 +36,8 @@ pub struct RawScenario {
     #[serde(default)]
     pub caches: BTreeMap<String, RawCache>,
     #[serde(default)]
+    pub rate_limits: BTreeMap<String, RawRateLimit>,
+    #[serde(default)]
     pub flows: BTreeMap<String, RawFlow>,
     #[serde(default)]
     pub loads: BTreeMap<String, RawLoad>,
@@ -108,6 +110,14 @@ pub struct RawConnection {
     pub reconnect_delay: Option<Spanned<Text>>,
     pub reconnect_delay_max: Option<Spanned<Text>>,
     pub connected_at_start: Option<bool>,
+    pub reconnect: Option<ReconnectName>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReconnectName {
+    Always,
+    Never,
 }
 
 #[derive(Deserialize)]
@@ -168,6 +178,32 @@ pub struct RawSemaphore {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct RawRateLimit {
+    pub enabled: Option<bool>,
+    pub algorithm: Option<RateAlgorithmName>,
+    pub capacity: Spanned<u64>,
+    pub rate: Spanned<f64>,
+    pub store: Option<Spanned<String>>,
+    pub when_unreachable: Option<WhenUnreachableName>,
+    pub fail_closed_retry_after: Option<Spanned<Text>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateAlgorithmName {
+    TokenBucket,
+    Gcra,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenUnreachableName {
+    Open,
+    Closed,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RawCache {
     pub max_entries: Spanned<u64>,
     pub max_bytes: Spanned<Size>,
@@ -221,6 +257,7 @@ pub struct RawStep {
     pub work: Option<Spanned<Text>>,
     pub cache: Option<Spanned<String>>,
     pub op: Option<Spanned<CacheOpName>>,
+    pub rate_limit: Option<Spanned<String>>,
     pub connection: Option<Spanned<String>>,
     pub key: Option<Spanned<String>>,
     pub value: Option<Spanned<Size>>,

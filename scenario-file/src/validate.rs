@@ -2,7 +2,7 @@
 //! ([`Scenario`]): defaults applied, names resolved to ids, every value checked. Problems are
 //! collected, each pointing at the value (or key) at fault, rather than stopping at the first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use outagelab_model::ConfigError;
@@ -10,6 +10,9 @@ use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use outagelab_model::breaker::{BreakerConfig, Window};
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
+use outagelab_model::rate_limit::{
+    Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
+};
 use outagelab_model::retry::{RetryBudgetConfig, RetryConfig};
 use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::time::{SimDuration, SimTime};
@@ -62,6 +65,9 @@ struct Names<'r> {
     semaphores: BTreeMap<&'r str, u32>,
     retries: BTreeMap<&'r str, u32>,
     caches: BTreeMap<&'r str, u32>,
+    rate_limits: BTreeMap<&'r str, u32>,
+    /// Rate limiters that keep their buckets in a store (their steps name a key).
+    rate_limits_with_store: BTreeSet<&'r str>,
     flows: BTreeMap<&'r str, u32>,
 }
 
@@ -277,7 +283,7 @@ impl<'a> Validator<'a> {
 
     pub fn scenario(&mut self, raw: &RawScenario, name: &str) -> Option<Scenario> {
         let errors_before = self.errors.len();
-        let sections: [(&str, Vec<&String>); 12] = [
+        let sections: [(&str, Vec<&String>); 13] = [
             ("servers", raw.servers.keys().collect()),
             ("connections", raw.connections.keys().collect()),
             ("databases", raw.databases.keys().collect()),
@@ -287,6 +293,7 @@ impl<'a> Validator<'a> {
             ("semaphores", raw.semaphores.keys().collect()),
             ("retries", raw.retries.keys().collect()),
             ("caches", raw.caches.keys().collect()),
+            ("rate_limits", raw.rate_limits.keys().collect()),
             ("flows", raw.flows.keys().collect()),
             ("loads", raw.loads.keys().collect()),
             ("faults", raw.faults.keys().collect()),
@@ -305,6 +312,13 @@ impl<'a> Validator<'a> {
             semaphores: index(&raw.semaphores),
             retries: index(&raw.retries),
             caches: index(&raw.caches),
+            rate_limits: index(&raw.rate_limits),
+            rate_limits_with_store: raw
+                .rate_limits
+                .iter()
+                .filter(|(_, limit)| limit.store.is_some())
+                .map(|(name, _)| name.as_str())
+                .collect(),
             flows: index(&raw.flows),
         };
         let limits = self.limits(&raw.run);
@@ -358,6 +372,11 @@ impl<'a> Validator<'a> {
             .iter()
             .filter_map(|(name, cache)| self.cache(name, cache))
             .collect();
+        let rate_limits = raw
+            .rate_limits
+            .iter()
+            .filter_map(|(name, limit)| self.rate_limit(name, limit, &names))
+            .collect();
         let flows = raw
             .flows
             .iter()
@@ -404,6 +423,7 @@ impl<'a> Validator<'a> {
             semaphores,
             retries,
             caches,
+            rate_limits,
             flows,
             loads,
             faults,
@@ -637,6 +657,10 @@ impl<'a> Validator<'a> {
             reconnect_delay,
             reconnect_delay_max,
             connected_at_start: raw.connected_at_start.unwrap_or(true),
+            reconnect: match raw.reconnect {
+                None | Some(ReconnectName::Always) => Reconnect::Always,
+                Some(ReconnectName::Never) => Reconnect::Never,
+            },
         })
     }
 
@@ -1021,6 +1045,83 @@ impl<'a> Validator<'a> {
         })
     }
 
+    fn rate_limit(
+        &mut self,
+        name: &str,
+        raw: &RawRateLimit,
+        names: &Names,
+    ) -> Option<RateLimitSpec> {
+        let prefix = format!("rate_limits.{name}");
+        let key = |field: &str| format!("{prefix}.{field}");
+        let store = match &raw.store {
+            Some(store) => Some(ConnectionId(self.reference(
+                store,
+                &key("store"),
+                "connection",
+                &names.connections,
+            )?)),
+            None => None,
+        };
+        let rate = match Rate::per_second(*raw.rate.get_ref()) {
+            Ok(rate) => rate,
+            Err(error) => {
+                self.error(Some(raw.rate.span()), key("rate"), error.reason);
+                return None;
+            }
+        };
+        let spans = [("capacity", raw.capacity.span()), ("rate", raw.rate.span())];
+        let token_rate = match TokenRate::per_second_milli(rate.millirequests_per_second()) {
+            Ok(token_rate) => token_rate,
+            Err(error) => {
+                self.config_error(error, &prefix, &spans);
+                return None;
+            }
+        };
+        let bucket = match BucketConfig::new(*raw.capacity.get_ref(), token_rate) {
+            Ok(bucket) => bucket,
+            Err(error) => {
+                self.config_error(error, &prefix, &spans);
+                return None;
+            }
+        };
+        let algorithm = match raw.algorithm {
+            None | Some(RateAlgorithmName::TokenBucket) => Algorithm::TokenBucket,
+            Some(RateAlgorithmName::Gcra) => Algorithm::Gcra,
+        };
+        let when_unreachable = match raw.when_unreachable {
+            None | Some(WhenUnreachableName::Open) => {
+                if let Some(after) = &raw.fail_closed_retry_after {
+                    self.error(
+                        Some(after.span()),
+                        key("fail_closed_retry_after"),
+                        "applies to when_unreachable = \"closed\" only",
+                    );
+                }
+                WhenStoreUnreachable::FailOpen
+            }
+            Some(WhenUnreachableName::Closed) => WhenStoreUnreachable::FailClosed {
+                retry_after: self.duration_or(
+                    &raw.fail_closed_retry_after,
+                    &key("fail_closed_retry_after"),
+                    "1s",
+                ),
+            },
+        };
+        match RateLimiterConfig::new(bucket, algorithm, when_unreachable) {
+            Ok(config) => Some(RateLimitSpec {
+                name: name.to_owned(),
+                enabled: raw.enabled.unwrap_or(true),
+                config,
+                store,
+            }),
+            Err(error) => {
+                let span = raw.fail_closed_retry_after.as_ref().map(Spanned::span);
+                self.error(span, key(error.field), error.reason);
+                None
+            }
+        }
+    }
+
     fn cache(&mut self, name: &str, raw: &RawCache) -> Option<CacheSpec> {
         let prefix = format!("caches.{name}");
         let ttl = self.duration(&raw.ttl, &format!("{prefix}.ttl"))?;
@@ -1301,12 +1402,14 @@ impl<'a> Validator<'a> {
             raw.db.is_some(),
             raw.work.is_some(),
             raw.cache.is_some(),
+            raw.rate_limit.is_some(),
         ];
         if actions.iter().filter(|&&set| set).count() != 1 {
             self.error(
                 Some(spanned.span()),
                 prefix,
-                "a step does exactly one thing: set one of `redis`, `db`, `work` or `cache`",
+                "a step does exactly one thing: set one of `redis`, `db`, `work`, `cache` or \
+                 `rate_limit`",
             );
             return None;
         }
@@ -1452,6 +1555,52 @@ impl<'a> Validator<'a> {
                 connection: ConnectionId(connection?),
                 command,
                 key: KeyFamilyId(family?),
+            }
+        } else if let Some(limit) = &raw.rate_limit {
+            let what = "a rate-limit step";
+            for (field, span) in [
+                ("connection", raw.connection.as_ref().map(Spanned::span)),
+                ("value", raw.value.as_ref().map(Spanned::span)),
+                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
+                ("timeout", raw.timeout.as_ref().map(Spanned::span)),
+                ("on_hit", on_hit.as_ref().map(|h| h.0.clone())),
+            ] {
+                not_here(self, span, field, what);
+            }
+            let limiter = self.reference(
+                limit,
+                &key("rate_limit"),
+                "rate limiter",
+                &names.rate_limits,
+            )?;
+            let has_store = names
+                .rate_limits_with_store
+                .contains(limit.get_ref().as_str());
+            let family = match (&raw.key, has_store) {
+                (Some(k), true) => {
+                    Some(self.reference(k, &key("key"), "key family", &names.keys)?)
+                }
+                (None, false) => None,
+                (Some(k), false) => {
+                    self.error(
+                        Some(k.span()),
+                        key("key"),
+                        "a limiter without a store keeps no keys",
+                    );
+                    return None;
+                }
+                (None, true) => {
+                    self.error(
+                        Some(limit.span()),
+                        key("key"),
+                        "a limiter with a store checks a key: name a [keys.<name>] family",
+                    );
+                    return None;
+                }
+            };
+            StepAction::RateLimit {
+                limiter: RateLimitId(limiter),
+                key: family.map(KeyFamilyId),
             }
         } else if let Some(cache) = &raw.cache {
             let what = "a cache step";

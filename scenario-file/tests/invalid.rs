@@ -130,7 +130,7 @@ fn rejected_files() {
         ),
         (
             with("{ db = \"db\" }", "{ db = \"db\", redis = \"GET\" }"),
-            "16:77: flows.f.steps[1]: a step does exactly one thing: set one of `redis`, `db`, `work` or `cache`",
+            "16:77: flows.f.steps[1]: a step does exactly one thing: set one of `redis`, `db`, `work`, `cache` or `rate_limit`",
         ),
         (
             with(

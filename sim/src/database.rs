@@ -276,6 +276,7 @@ mod tests {
             semaphores: vec![],
             retries: vec![],
             caches: vec![],
+            rate_limits: vec![],
             flows: vec![],
             loads: vec![],
             faults: vec![],

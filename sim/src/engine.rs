@@ -19,12 +19,13 @@ use std::collections::{BTreeMap, VecDeque};
 use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
 use outagelab_model::cache::{Cache, CacheKey, Lookup};
+use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::time::SimTime;
 use outagelab_report::{
-    BreakerSummary, BulkheadSummary, CacheSummary, FaultWindow, Outcome, RetrySummary,
-    SemaphoreSummary, Summary, VariantReport, Verdict,
+    BreakerSummary, BulkheadSummary, CacheSummary, FaultWindow, Outcome, RateLimitSummary,
+    RetrySummary, SemaphoreSummary, Summary, VariantReport, Verdict,
 };
 
 use crate::database::Databases;
@@ -34,8 +35,8 @@ use crate::redis::{Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, BreakerId, BulkheadId, CacheOp, ConnectionId, DatabaseId, FaultKind, FlowId,
-    KeyFamilyId, LoadEnd, LoadId, OnError, OnHit, OutcomeSet, Scenario, SemaphoreId, StepAction,
-    StepSpec,
+    KeyFamilyId, LoadEnd, LoadId, OnError, OnHit, OutcomeSet, RateLimitId, RedisCommand, Scenario,
+    SemaphoreId, StepAction, StepSpec,
 };
 
 /// Runs one scenario to its end and reports what happened.
@@ -131,6 +132,12 @@ struct RetrySlot {
     random: Stream,
 }
 
+struct RateLimitSlot {
+    limiter: RateLimiter,
+    enabled: bool,
+    store: Option<ConnectionId>,
+}
+
 struct CacheSlot {
     cache: Cache,
     entries_gauge: GaugeId,
@@ -177,6 +184,7 @@ struct Simulator<'s> {
     semaphores: Vec<SemaphoreSlot>,
     retries: Vec<RetrySlot>,
     caches: Vec<CacheSlot>,
+    rate_limits: Vec<RateLimitSlot>,
     /// Permits of database queries whose caller timed out, by the waiter reference the
     /// database still holds; returned when the query ends. Never larger than the number of
     /// running queries.
@@ -227,6 +235,15 @@ impl<'s> Simulator<'s> {
                 enabled: spec.enabled,
                 in_flight_gauge: metrics.add_gauge(format!("semaphores.{}.in_flight", spec.name)),
                 bytes_gauge: metrics.add_gauge(format!("semaphores.{}.bytes", spec.name)),
+            })
+            .collect();
+        let rate_limits = scenario
+            .rate_limits
+            .iter()
+            .map(|spec| RateLimitSlot {
+                limiter: RateLimiter::new(spec.config),
+                enabled: spec.enabled,
+                store: spec.store,
             })
             .collect();
         let caches = scenario
@@ -306,6 +323,7 @@ impl<'s> Simulator<'s> {
             semaphores,
             retries,
             caches,
+            rate_limits,
             held_by_queries: BTreeMap::new(),
             metrics,
             in_flight_gauge,
@@ -699,6 +717,33 @@ impl<'s> Simulator<'s> {
                     );
                     return;
                 }
+                StepAction::RateLimit { limiter, key } => {
+                    let slot_entry = &self.rate_limits[limiter.index()];
+                    match (slot_entry.enabled, slot_entry.store, key) {
+                        (true, Some(store), Some(family)) => {
+                            let op = Op {
+                                command: RedisCommand::Incr,
+                                family: family.0,
+                                index: self.key_of(slot, family),
+                            };
+                            match self
+                                .redis
+                                .issue(self.now, store, op, waiter, &mut self.events)
+                            {
+                                None => return,
+                                Some(result) => match self.end_step(slot, result) {
+                                    Next::Continue => continue,
+                                    Next::Stop => return,
+                                },
+                            }
+                        }
+                        // A local limiter (or a disabled one) answers at once; end_step asks it.
+                        _ => match self.end_step(slot, StepResult::Ok) {
+                            Next::Continue => continue,
+                            Next::Stop => return,
+                        },
+                    }
+                }
                 StepAction::Cache { cache, op, key } => {
                     let key = key.map(|family| CacheKey::pair(family.0, self.key_of(slot, family)));
                     let key = || key.expect("validated: every cache op but flush has a key");
@@ -839,6 +884,10 @@ impl<'s> Simulator<'s> {
             entry.breaker.on_result(now, ticket, outcome);
             entry.drain_transitions();
         }
+        let result = match step_action {
+            StepAction::RateLimit { limiter, .. } => self.rate_limit_decision(limiter, result),
+            _ => result,
+        };
         let step = &scenario.flows[self.request_mut(slot).flow.index()].steps
             [self.request_mut(slot).step as usize];
         if let Some(retry) = step.retry
@@ -890,6 +939,25 @@ impl<'s> Simulator<'s> {
         }
         request.step += 1;
         Next::Continue
+    }
+
+    /// What a rate-limit step's result means once the limiter has had its say: `store` is what
+    /// the store's round trip returned (`Ok` for a local limiter).
+    fn rate_limit_decision(&mut self, limiter: RateLimitId, store: StepResult) -> StepResult {
+        let (now, slot) = (self.now, &mut self.rate_limits[limiter.index()]);
+        if !slot.enabled {
+            return StepResult::Ok;
+        }
+        let decision = match store {
+            StepResult::Ok | StepResult::Hit | StepResult::Miss => slot.limiter.try_acquire(now, 1),
+            StepResult::Error(_) => slot.limiter.on_store_unreachable(1),
+        };
+        match decision {
+            RateDecision::Admit => StepResult::Ok,
+            RateDecision::Reject { .. } | RateDecision::TooLarge => {
+                StepResult::Error(Outcome::RateLimited)
+            }
+        }
     }
 
     fn release(&mut self, bulkhead: BulkheadId, permit: Permit) {
@@ -1026,6 +1094,22 @@ impl<'s> Simulator<'s> {
                         evictions: counters.evictions,
                         invalidations: counters.invalidations,
                         flushes: counters.flushes,
+                    };
+                    (spec.name.clone(), summary)
+                })
+                .collect(),
+            rate_limits: scenario
+                .rate_limits
+                .iter()
+                .zip(&self.rate_limits)
+                .map(|(spec, slot)| {
+                    let counters = slot.limiter.counters();
+                    let summary = RateLimitSummary {
+                        enabled: slot.enabled,
+                        admitted: counters.admitted,
+                        rejected: counters.rejected + counters.too_large,
+                        fail_open_admitted: counters.fail_open_admitted,
+                        fail_closed_rejected: counters.fail_closed_rejected,
                     };
                     (spec.name.clone(), summary)
                 })

@@ -22,7 +22,7 @@ use outagelab_report::{ConnectionSummary, Outcome};
 
 use crate::kernel::{Event, EventQueue, RequestRef, StepResult};
 use crate::scenario::{
-    ByteRate, ConnectionId, ConnectionSpec, Preload, RedisCommand, Scenario, ServerId,
+    ByteRate, ConnectionId, ConnectionSpec, Preload, Reconnect, RedisCommand, Scenario, ServerId,
 };
 
 /// Protocol overhead of one command on the wire (command name, key, framing), in bytes.
@@ -651,6 +651,9 @@ impl Redis {
             keep
         });
         connection.attempts_failed += 1;
+        if connection.spec.reconnect == Reconnect::Never {
+            return; // the link stays down for good
+        }
         let delay = connection
             .spec
             .reconnect_delay_for(connection.attempts_failed);

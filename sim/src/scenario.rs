@@ -12,6 +12,7 @@ use outagelab_model::ConfigError;
 use outagelab_model::breaker::BreakerConfig;
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
+use outagelab_model::rate_limit::RateLimiterConfig;
 use outagelab_model::retry::RetryConfig;
 use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::time::{SimDuration, SimTime};
@@ -49,6 +50,8 @@ id!(/// Index into [`Scenario::retries`].
     RetryId);
 id!(/// Index into [`Scenario::caches`].
     CacheId);
+id!(/// Index into [`Scenario::rate_limits`].
+    RateLimitId);
 id!(/// Index into [`Scenario::flows`].
     FlowId);
 id!(/// Index into [`Scenario::loads`].
@@ -76,6 +79,7 @@ pub struct Scenario {
     pub semaphores: Vec<SemaphoreSpec>,
     pub retries: Vec<RetrySpec>,
     pub caches: Vec<CacheSpec>,
+    pub rate_limits: Vec<RateLimitSpec>,
     pub flows: Vec<FlowSpec>,
     pub loads: Vec<LoadSpec>,
     pub faults: Vec<FaultSpec>,
@@ -233,6 +237,17 @@ pub struct ConnectionSpec {
     pub reconnect_delay_max: SimDuration,
     /// Whether the connection is established before the run starts.
     pub connected_at_start: bool,
+    pub reconnect: Reconnect,
+}
+
+/// What a client does when its connection is lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reconnect {
+    /// Reconnects after `reconnect_delay` (ioredis, redis-rs' connection manager).
+    Always,
+    /// Never reconnects: the first connection was the only one (a `OnceCell`, seed 001's old
+    /// design); once it is lost every command fails.
+    Never,
 }
 
 impl ConnectionSpec {
@@ -383,6 +398,19 @@ pub struct CacheSpec {
     pub config: CacheConfig,
 }
 
+/// A rate limiter. With a `store`, each check is a round trip to Redis on that connection (the
+/// bucket's arithmetic is the limiter's; the command stands for the check-and-charge script),
+/// and a check whose round trip fails follows `when_store_unreachable`; without one the
+/// limiter is local and answers at once.
+#[derive(Clone, Debug)]
+pub struct RateLimitSpec {
+    pub name: String,
+    /// A disabled limiter admits everything.
+    pub enabled: bool,
+    pub config: RateLimiterConfig,
+    pub store: Option<ConnectionId>,
+}
+
 /// What a cache step does to its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheOp {
@@ -434,6 +462,12 @@ pub enum StepAction {
     },
     /// Local work that takes a fixed time and cannot fail.
     Work { duration: SimDuration },
+    /// A rate-limit check, costing one token: `rate_limited` when refused. A limiter with a
+    /// store checks under `key` on its connection.
+    RateLimit {
+        limiter: RateLimitId,
+        key: Option<KeyFamilyId>,
+    },
     /// An operation on an in-process cache; takes no time. Every op but `Flush` has a key.
     Cache {
         cache: CacheId,
@@ -572,6 +606,11 @@ impl Scenario {
         for connection in &self.connections {
             within("server", connection.server.index(), self.servers.len())?;
         }
+        for limiter in &self.rate_limits {
+            if let Some(store) = limiter.store {
+                within("connection", store.index(), self.connections.len())?;
+            }
+        }
         for server in &self.servers {
             for preload in &server.preload {
                 within("key family", preload.family.index(), self.keys.len())?;
@@ -623,6 +662,22 @@ impl Scenario {
                         within("database", database.index(), self.databases.len())?;
                     }
                     StepAction::Work { .. } => {}
+                    StepAction::RateLimit { limiter, key } => {
+                        within("rate limiter", limiter.index(), self.rate_limits.len())?;
+                        let store = self.rate_limits[limiter.index()].store;
+                        match (store, key) {
+                            (Some(_), Some(key)) => {
+                                within("key family", key.index(), self.keys.len())?
+                            }
+                            (None, None) => {}
+                            _ => {
+                                return Err(format!(
+                                    "a rate-limit step in flow {} has a key exactly when its limiter has a store",
+                                    flow.name
+                                ));
+                            }
+                        }
+                    }
                     StepAction::Cache { cache, key, op } => {
                         within("cache", cache.index(), self.caches.len())?;
                         match key {
@@ -703,6 +758,7 @@ mod tests {
             reconnect_delay: SimDuration::from_millis(50),
             reconnect_delay_max: SimDuration::from_secs(2),
             connected_at_start: true,
+            reconnect: Reconnect::Always,
         };
         assert_eq!(spec.reconnect_delay_for(1), SimDuration::from_millis(50));
         assert_eq!(spec.reconnect_delay_for(3), SimDuration::from_millis(150));

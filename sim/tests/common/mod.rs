@@ -34,6 +34,7 @@ pub fn empty(name: &str) -> Scenario {
         semaphores: vec![],
         retries: vec![],
         caches: vec![],
+        rate_limits: vec![],
         flows: vec![],
         loads: vec![],
         faults: vec![],
@@ -63,6 +64,7 @@ pub fn connection(name: &str, server: u32) -> ConnectionSpec {
         reconnect_delay: ms(50),
         reconnect_delay_max: ms(2000),
         connected_at_start: true,
+        reconnect: Reconnect::Always,
     }
 }
 
