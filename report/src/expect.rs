@@ -251,6 +251,7 @@ mod tests {
             DatabaseSummary {
                 queries: 410,
                 peak_concurrency: 20,
+                ..DatabaseSummary::default()
             },
         );
         summary

@@ -181,7 +181,12 @@ pub struct FlowSummary {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DatabaseSummary {
     pub queries: u64,
+    /// Most queries running at once (waiting for a lock is not running).
     pub peak_concurrency: u64,
+    /// Most queries waiting for advisory locks at once.
+    pub peak_lock_waiting: u64,
+    /// How long queries that take a lock waited for it (0 when it was free).
+    pub lock_wait_ms: LatencyStats,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

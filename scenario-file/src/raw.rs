@@ -263,6 +263,10 @@ pub struct RawStep {
     pub value: Option<Spanned<Size>>,
     pub ttl: Option<Spanned<Text>>,
     pub timeout: Option<Spanned<Text>>,
+    /// A database step's own latency (else the database's).
+    pub latency: Option<Spanned<RawLatency>>,
+    /// A database step's advisory lock: a key family.
+    pub lock: Option<Spanned<String>>,
     pub breaker: Option<Spanned<String>>,
     pub bulkhead: Option<Spanned<String>>,
     pub semaphore: Option<Spanned<String>>,

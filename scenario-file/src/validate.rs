@@ -666,13 +666,7 @@ impl<'a> Validator<'a> {
 
     fn database(&mut self, name: &str, raw: &RawDatabase) -> Option<DatabaseSpec> {
         let key = |field: &str| format!("databases.{name}.{field}");
-        let latency = match raw.latency.get_ref() {
-            RawLatency::Constant(text) => {
-                let value = Spanned::new(raw.latency.span(), Text(text.0.clone()));
-                Distribution::Constant(self.duration(&value, &key("latency"))?)
-            }
-            RawLatency::Distribution(table) => self.distribution(table, &key("latency"))?,
-        };
+        let latency = self.latency(&raw.latency, &key("latency"))?;
         let capacity = match &raw.capacity {
             Some(capacity) => Some(self.count(
                 capacity,
@@ -688,6 +682,17 @@ impl<'a> Validator<'a> {
             latency,
             capacity,
         })
+    }
+
+    /// A latency: a constant duration or a distribution table.
+    fn latency(&mut self, raw: &Spanned<RawLatency>, key: &str) -> Option<Distribution> {
+        match raw.get_ref() {
+            RawLatency::Constant(text) => {
+                let value = Spanned::new(raw.span(), Text(text.0.clone()));
+                Some(Distribution::Constant(self.duration(&value, key)?))
+            }
+            RawLatency::Distribution(table) => self.distribution(table, key),
+        }
     }
 
     fn distribution(&mut self, raw: &RawDistribution, key: &str) -> Option<Distribution> {
@@ -1699,9 +1704,24 @@ impl<'a> Validator<'a> {
                     )?),
                     None => None,
                 };
+                let latency = match &raw.latency {
+                    Some(latency) => Some(self.latency(latency, &key("latency"))?),
+                    None => None,
+                };
+                let lock = match &raw.lock {
+                    Some(lock) => Some(KeyFamilyId(self.reference(
+                        lock,
+                        &key("lock"),
+                        "key family",
+                        &names.keys,
+                    )?)),
+                    None => None,
+                };
                 StepAction::Database {
                     database: DatabaseId(database?),
                     timeout,
+                    latency,
+                    lock,
                 }
             } else {
                 not_here(
@@ -1716,6 +1736,14 @@ impl<'a> Validator<'a> {
                 }
             }
         };
+        if !matches!(action, StepAction::Database { .. }) {
+            for (field, span) in [
+                ("latency", raw.latency.as_ref().map(Spanned::span)),
+                ("lock", raw.lock.as_ref().map(Spanned::span)),
+            ] {
+                not_here(self, span, field, "a step other than a database query");
+            }
+        }
         let on_error = match raw.on_error {
             None | Some(OnErrorName::Fail) => OnError::Fail,
             Some(OnErrorName::Next) => OnError::Next,

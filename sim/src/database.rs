@@ -16,9 +16,15 @@
 //! database for the earliest: a query answered in time removes its deadline, so the event queue
 //! holds no timer for it. A query that times out keeps running (the database does not know the
 //! client gave up).
+//!
+//! Advisory locks (`pg_advisory_xact_lock`): a query may name a lock key. It runs only while it
+//! holds the lock, from when it gets it until it ends; queries waiting for a held lock queue in
+//! arrival order and use no capacity while they wait (a waiting backend burns no CPU), but
+//! they still wait — and a client's connection pool (a bulkhead) stays taken meanwhile, which
+//! is how a lock convoy starves unrelated queries. How long each query waited is reported.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::DatabaseSummary;
@@ -29,9 +35,52 @@ use crate::scenario::{DatabaseId, Distribution, Scenario};
 
 const ONE_Q32: u128 = 1 << 32;
 
-/// A running query: (work clock target, start order, waiter slot, waiter token, timeout
-/// deadline or `SimTime::MAX`). Ordered by target, then start order.
-type RunningQuery = (u128, u64, u32, u32, SimTime);
+/// An advisory lock's key: (key family, key index).
+pub(crate) type LockKey = (u32, u32);
+
+/// A query handed to a database.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Query {
+    pub waiter: RequestRef,
+    /// The client gives up after this; the query goes on.
+    pub timeout: Option<SimDuration>,
+    /// Replaces the database's latency distribution for this query.
+    pub latency: Option<Distribution>,
+    /// An advisory lock the query holds while it runs.
+    pub lock: Option<LockKey>,
+}
+
+/// A running query, ordered by when it finishes (work clock target), then by start order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Running {
+    target: u128,
+    order: u64,
+    waiter: RequestRef,
+    /// When the client gives up (`SimTime::MAX` for never).
+    deadline: SimTime,
+    lock: Option<LockKey>,
+}
+
+impl Ord for Running {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.target, self.order).cmp(&(other.target, other.order))
+    }
+}
+
+impl PartialOrd for Running {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A query waiting for a lock, and since when.
+#[derive(Clone, Copy, Debug)]
+struct LockWaiter {
+    order: u64,
+    query: Query,
+    deadline: SimTime,
+    since: SimTime,
+}
 
 struct Database {
     latency: Distribution,
@@ -41,7 +90,11 @@ struct Database {
     work_clock_q32: u128,
     clock_read_at: SimTime,
     /// Running queries, earliest to finish first.
-    running: BinaryHeap<Reverse<RunningQuery>>,
+    running: BinaryHeap<Reverse<Running>>,
+    /// Held advisory locks, each with the queries waiting for it in arrival order.
+    locks: BTreeMap<LockKey, VecDeque<LockWaiter>>,
+    lock_waiting: u64,
+    peak_lock_waiting: u64,
     started_total: u64,
     generation: u32,
     wake_at: Option<SimTime>,
@@ -70,8 +123,8 @@ impl Database {
 
     /// Schedules the wake-up for the earliest finishing query, if it moved.
     fn reschedule(&mut self, now: SimTime, id: DatabaseId, events: &mut EventQueue) {
-        let wake_at = self.running.peek().map(|Reverse((target, ..))| {
-            let remaining = target.saturating_sub(self.work_clock_q32);
+        let wake_at = self.running.peek().map(|Reverse(first)| {
+            let remaining = first.target.saturating_sub(self.work_clock_q32);
             let running = self.running.len() as u128;
             let nanos = match self.capacity {
                 Some(capacity) if running > u128::from(capacity) => {
@@ -107,6 +160,9 @@ pub(crate) struct Databases {
     pub completions: Vec<RequestRef>,
     /// Requests whose query timed out in the last call; the engine drains it.
     pub timeouts: Vec<RequestRef>,
+    /// How long each query that got its lock in the last call waited for it, in nanoseconds;
+    /// the engine drains it.
+    pub lock_waits: Vec<(DatabaseId, u64)>,
 }
 
 impl Databases {
@@ -122,6 +178,9 @@ impl Databases {
                     work_clock_q32: 0,
                     clock_read_at: SimTime::ZERO,
                     running: BinaryHeap::new(),
+                    locks: BTreeMap::new(),
+                    lock_waiting: 0,
+                    peak_lock_waiting: 0,
                     started_total: 0,
                     generation: 0,
                     wake_at: None,
@@ -133,7 +192,13 @@ impl Databases {
                 .collect(),
             completions: Vec::new(),
             timeouts: Vec::new(),
+            lock_waits: Vec::new(),
         }
+    }
+
+    /// Queries waiting for an advisory lock.
+    pub fn lock_waiting(&self, id: DatabaseId) -> u64 {
+        self.databases[id.index()].lock_waiting
     }
 
     pub fn running(&self, id: DatabaseId) -> usize {
@@ -145,33 +210,21 @@ impl Databases {
         DatabaseSummary {
             queries: database.started_total,
             peak_concurrency: database.peak_running,
+            peak_lock_waiting: database.peak_lock_waiting,
+            lock_wait_ms: Default::default(),
         }
     }
 
-    /// Starts a query for `waiter`, which gives up after `timeout` if one is set.
-    pub fn start(
-        &mut self,
-        now: SimTime,
-        id: DatabaseId,
-        waiter: RequestRef,
-        timeout: Option<SimDuration>,
-        events: &mut EventQueue,
-    ) {
+    /// Hands a query to the database: it runs at once, or waits for its lock.
+    pub fn start(&mut self, now: SimTime, id: DatabaseId, query: Query, events: &mut EventQueue) {
         let database = &mut self.databases[id.index()];
-        database.read_clock(now);
-        let work = u128::from(database.rng.duration(&database.latency).as_nanos());
-        let target = database.work_clock_q32 + work * ONE_Q32;
         let order = database.started_total;
-        let deadline = timeout.map_or(SimTime::MAX, |t| now.saturating_add(t));
-        database.running.push(Reverse((
-            target,
-            order,
-            waiter.slot,
-            waiter.token,
-            deadline,
-        )));
+        database.started_total += 1;
+        let deadline = query
+            .timeout
+            .map_or(SimTime::MAX, |t| now.saturating_add(t));
         if deadline != SimTime::MAX {
-            database.deadlines.insert((deadline, order), waiter);
+            database.deadlines.insert((deadline, order), query.waiter);
             if database
                 .timeout_wake_at
                 .is_none_or(|armed| deadline < armed)
@@ -179,7 +232,45 @@ impl Databases {
                 database.arm_timeout(deadline, id, events);
             }
         }
-        database.started_total += 1;
+        if let Some(key) = query.lock {
+            if let Some(waiters) = database.locks.get_mut(&key) {
+                waiters.push_back(LockWaiter {
+                    order,
+                    query,
+                    deadline,
+                    since: now,
+                });
+                database.lock_waiting += 1;
+                database.peak_lock_waiting = database.peak_lock_waiting.max(database.lock_waiting);
+                return;
+            }
+            database.locks.insert(key, VecDeque::new());
+            self.lock_waits.push((id, 0));
+        }
+        self.run(now, id, order, query, deadline, events);
+    }
+
+    /// Starts the work of a query that may run now.
+    fn run(
+        &mut self,
+        now: SimTime,
+        id: DatabaseId,
+        order: u64,
+        query: Query,
+        deadline: SimTime,
+        events: &mut EventQueue,
+    ) {
+        let database = &mut self.databases[id.index()];
+        database.read_clock(now);
+        let latency = query.latency.unwrap_or(database.latency);
+        let work = u128::from(database.rng.duration(&latency).as_nanos());
+        database.running.push(Reverse(Running {
+            target: database.work_clock_q32 + work * ONE_Q32,
+            order,
+            waiter: query.waiter,
+            deadline,
+            lock: query.lock,
+        }));
         database.peak_running = database.peak_running.max(database.running.len() as u64);
         database.reschedule(now, id, events);
     }
@@ -197,15 +288,37 @@ impl Databases {
         }
         database.read_clock(now);
         database.wake_at = None;
-        while let Some(&Reverse((target, order, slot, token, deadline))) = database.running.peek() {
-            if target > database.work_clock_q32 {
+        let mut granted = Vec::new();
+        while let Some(&Reverse(done)) = database.running.peek() {
+            if done.target > database.work_clock_q32 {
                 break;
             }
             database.running.pop();
-            database.deadlines.remove(&(deadline, order));
-            self.completions.push(RequestRef { slot, token });
+            database.deadlines.remove(&(done.deadline, done.order));
+            self.completions.push(done.waiter);
+            if let Some(key) = done.lock {
+                // The transaction ends: the lock passes to the oldest waiter, if any.
+                let waiters = database
+                    .locks
+                    .get_mut(&key)
+                    .expect("a held lock has an entry");
+                match waiters.pop_front() {
+                    Some(next) => {
+                        database.lock_waiting -= 1;
+                        granted.push(next);
+                    }
+                    None => {
+                        database.locks.remove(&key);
+                    }
+                }
+            }
         }
         database.reschedule(now, id, events);
+        for next in granted {
+            let waited = now.saturating_since(next.since).as_nanos();
+            self.lock_waits.push((id, waited));
+            self.run(now, id, next.order, next.query, next.deadline, events);
+        }
     }
 
     /// Times out every waiter whose deadline has passed; their queries keep running.
@@ -289,13 +402,13 @@ mod tests {
         let mut dbs = databases(capacity);
         let mut events = EventQueue::default();
         for slot in 0..count {
-            dbs.start(
-                SimTime::ZERO,
-                DatabaseId(0),
-                RequestRef { slot, token: 0 },
-                None,
-                &mut events,
-            );
+            let query = Query {
+                waiter: RequestRef { slot, token: 0 },
+                timeout: None,
+                latency: None,
+                lock: None,
+            };
+            dbs.start(SimTime::ZERO, DatabaseId(0), query, &mut events);
         }
         let mut finished = Vec::new();
         while let Some((at, event)) = events.pop() {
@@ -328,17 +441,62 @@ mod tests {
     }
 
     #[test]
+    fn queries_on_one_lock_take_turns_and_others_run_beside_them() {
+        let mut dbs = databases(None);
+        let mut events = EventQueue::default();
+        let query = |slot, lock| Query {
+            waiter: RequestRef { slot, token: 0 },
+            timeout: None,
+            latency: None,
+            lock,
+        };
+        for (slot, lock) in [
+            (0, Some((0, 7))),
+            (1, Some((0, 7))),
+            (2, Some((0, 8))),
+            (3, None),
+        ] {
+            dbs.start(SimTime::ZERO, DatabaseId(0), query(slot, lock), &mut events);
+        }
+        assert_eq!(dbs.running(DatabaseId(0)), 3);
+        assert_eq!(dbs.lock_waiting(DatabaseId(0)), 1);
+        let mut finished = Vec::new();
+        while let Some((at, event)) = events.pop() {
+            let Event::DatabaseWake {
+                database,
+                generation,
+            } = event
+            else {
+                unreachable!()
+            };
+            dbs.on_wake(at, database, generation, &mut events);
+            for done in dbs.completions.drain(..) {
+                finished.push((done.slot, at.as_nanos() / 1_000_000));
+            }
+        }
+        // Slot 1 waits the 10 ms slot 0 holds lock 7, then runs its own 10 ms.
+        assert_eq!(finished, vec![(0, 10), (2, 10), (3, 10), (1, 20)]);
+        let waits: Vec<u64> = dbs
+            .lock_waits
+            .iter()
+            .map(|&(_, nanos)| nanos / 1_000_000)
+            .collect();
+        assert_eq!(waits, vec![0, 0, 10]);
+        assert_eq!(dbs.summary(DatabaseId(0)).peak_lock_waiting, 1);
+    }
+
+    #[test]
     fn concurrency_is_counted() {
         let mut dbs = databases(None);
         let mut events = EventQueue::default();
         for slot in 0..3 {
-            dbs.start(
-                SimTime::ZERO,
-                DatabaseId(0),
-                RequestRef { slot, token: 0 },
-                None,
-                &mut events,
-            );
+            let query = Query {
+                waiter: RequestRef { slot, token: 0 },
+                timeout: None,
+                latency: None,
+                lock: None,
+            };
+            dbs.start(SimTime::ZERO, DatabaseId(0), query, &mut events);
         }
         assert_eq!(dbs.running(DatabaseId(0)), 3);
         assert_eq!(dbs.summary(DatabaseId(0)).peak_concurrency, 3);

@@ -28,7 +28,7 @@ use outagelab_report::{
     RetrySummary, SemaphoreSummary, Summary, VariantReport, Verdict,
 };
 
-use crate::database::Databases;
+use crate::database::{Databases, Query};
 use crate::kernel::{Event, EventQueue, RequestRef, StepResult};
 use crate::metrics::{GaugeId, Metrics};
 use crate::redis::{Op, Redis};
@@ -191,7 +191,8 @@ struct Simulator<'s> {
     held_by_queries: BTreeMap<(u32, u32), (BulkheadId, Permit)>,
     metrics: Metrics,
     in_flight_gauge: GaugeId,
-    database_gauges: Vec<GaugeId>,
+    /// Per database: queries running, and queries waiting for a lock.
+    database_gauges: Vec<(GaugeId, GaugeId)>,
     connection_gauges: Vec<GaugeId>,
 }
 
@@ -201,13 +202,19 @@ impl<'s> Simulator<'s> {
         let mut metrics = Metrics::new(
             scenario.bucket.as_nanos(),
             scenario.flows.len(),
+            scenario.databases.len(),
             scenario.percentile_rule,
         );
         let in_flight_gauge = metrics.add_gauge("in_flight".to_owned());
         let database_gauges = scenario
             .databases
             .iter()
-            .map(|db| metrics.add_gauge(format!("databases.{}.concurrency", db.name)))
+            .map(|db| {
+                (
+                    metrics.add_gauge(format!("databases.{}.concurrency", db.name)),
+                    metrics.add_gauge(format!("databases.{}.lock_waiting", db.name)),
+                )
+            })
             .collect();
         let connection_gauges = scenario
             .connections
@@ -458,6 +465,8 @@ impl<'s> Simulator<'s> {
                 }
                 self.databases.completions = completions;
                 self.databases.completions.clear();
+            } else if !self.databases.lock_waits.is_empty() {
+                self.record_lock_waits();
             } else if !self.databases.timeouts.is_empty() {
                 let timeouts = std::mem::take(&mut self.databases.timeouts);
                 for &request in &timeouts {
@@ -475,11 +484,20 @@ impl<'s> Simulator<'s> {
         }
     }
 
+    fn record_lock_waits(&mut self) {
+        for (database, nanos) in self.databases.lock_waits.drain(..) {
+            self.metrics.record_lock_wait(database.index(), nanos);
+        }
+    }
+
     fn refresh_gauges(&mut self) {
         self.metrics.set_gauge(self.in_flight_gauge, self.in_flight);
-        for (index, &gauge) in self.database_gauges.iter().enumerate() {
-            let running = self.databases.running(DatabaseId(index as u32));
-            self.metrics.set_gauge(gauge, running as u64);
+        for (index, &(running_gauge, waiting_gauge)) in self.database_gauges.iter().enumerate() {
+            let id = DatabaseId(index as u32);
+            let running = self.databases.running(id) as u64;
+            self.metrics.set_gauge(running_gauge, running);
+            self.metrics
+                .set_gauge(waiting_gauge, self.databases.lock_waiting(id));
         }
         for (index, &gauge) in self.connection_gauges.iter().enumerate() {
             let pending = self.redis.pending(ConnectionId(index as u32));
@@ -705,9 +723,21 @@ impl<'s> Simulator<'s> {
                         },
                     }
                 }
-                StepAction::Database { database, timeout } => {
+                StepAction::Database {
+                    database,
+                    timeout,
+                    latency,
+                    lock,
+                } => {
+                    let query = Query {
+                        waiter,
+                        timeout,
+                        latency,
+                        lock: lock.map(|family| (family.0, self.key_of(slot, family))),
+                    };
                     self.databases
-                        .start(self.now, database, waiter, timeout, &mut self.events);
+                        .start(self.now, database, query, &mut self.events);
+                    self.record_lock_waits();
                     return;
                 }
                 StepAction::Work { duration } => {
@@ -1031,7 +1061,8 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .enumerate()
                 .map(|(index, db)| {
-                    let summary = self.databases.summary(DatabaseId(index as u32));
+                    let mut summary = self.databases.summary(DatabaseId(index as u32));
+                    summary.lock_wait_ms = self.metrics.lock_wait_stats(index);
                     (db.name.clone(), summary)
                 })
                 .collect(),

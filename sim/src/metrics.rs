@@ -155,10 +155,12 @@ pub(crate) struct Metrics {
     requests: u64,
     outcomes: [u64; Outcome::COUNT],
     flows: Vec<FlowTotals>,
+    /// Lock waits per database, allocated on the first one.
+    lock_waits: Vec<Option<Latency>>,
 }
 
 impl Metrics {
-    pub fn new(bucket_nanos: u64, flows: usize, rule: PercentileRule) -> Metrics {
+    pub fn new(bucket_nanos: u64, flows: usize, databases: usize, rule: PercentileRule) -> Metrics {
         assert!(bucket_nanos > 0, "bucket width is validated non-zero");
         Metrics {
             rule,
@@ -177,6 +179,7 @@ impl Metrics {
             gauge_columns: Vec::new(),
             requests: 0,
             outcomes: [0; Outcome::COUNT],
+            lock_waits: (0..databases).map(|_| None).collect(),
             flows: (0..flows)
                 .map(|_| FlowTotals {
                     requests: 0,
@@ -278,6 +281,18 @@ impl Metrics {
         flow.latency.record(outcome, latency_nanos);
     }
 
+    pub fn record_lock_wait(&mut self, database: usize, nanos: u64) {
+        self.lock_waits[database]
+            .get_or_insert_with(Latency::new)
+            .record(nanos);
+    }
+
+    pub fn lock_wait_stats(&self, database: usize) -> LatencyStats {
+        self.lock_waits[database]
+            .as_ref()
+            .map_or_else(LatencyStats::default, |latency| latency.stats(self.rule))
+    }
+
     pub fn record_background_end(&mut self, flow: usize, outcome: Outcome) {
         self.flows[flow].background[outcome.index()] += 1;
     }
@@ -354,7 +369,7 @@ mod tests {
 
     #[test]
     fn requests_land_in_the_bucket_where_they_end() {
-        let mut metrics = Metrics::new(100 * MS, 1, PercentileRule::NearestRank);
+        let mut metrics = Metrics::new(100 * MS, 1, 0, PercentileRule::NearestRank);
         let gauge = metrics.add_gauge("in_flight".into());
         metrics.set_gauge(gauge, 3);
         metrics.record_arrival(0);
@@ -375,7 +390,7 @@ mod tests {
 
     #[test]
     fn latency_stats_follow_the_nearest_rank_rule() {
-        let mut metrics = Metrics::new(100 * MS, 1, PercentileRule::NearestRank);
+        let mut metrics = Metrics::new(100 * MS, 1, 0, PercentileRule::NearestRank);
         for ms in 1..=100 {
             metrics.record_end(0, Outcome::Ok, ms * MS);
         }

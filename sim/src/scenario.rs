@@ -459,6 +459,10 @@ pub enum StepAction {
         database: DatabaseId,
         /// Client-side query timeout; the query keeps running on the database.
         timeout: Option<SimDuration>,
+        /// This query's latency, instead of the database's.
+        latency: Option<Distribution>,
+        /// An advisory lock (a key of this family) the query holds while it runs.
+        lock: Option<KeyFamilyId>,
     },
     /// Local work that takes a fixed time and cannot fail.
     Work { duration: SimDuration },
@@ -658,8 +662,11 @@ impl Scenario {
                         within("connection", connection.index(), self.connections.len())?;
                         within("key family", key.index(), self.keys.len())?;
                     }
-                    StepAction::Database { database, .. } => {
+                    StepAction::Database { database, lock, .. } => {
                         within("database", database.index(), self.databases.len())?;
+                        if let Some(lock) = lock {
+                            within("key family", lock.index(), self.keys.len())?;
+                        }
                     }
                     StepAction::Work { .. } => {}
                     StepAction::RateLimit { limiter, key } => {

@@ -125,6 +125,8 @@ fn scenario(k: &Knobs) -> Scenario {
     query.action = StepAction::Database {
         database: DatabaseId(0),
         timeout: k.db_timeout_ms.map(ms),
+        latency: None,
+        lock: None,
     };
     let fill = redis_step(
         0,

@@ -44,6 +44,8 @@ fn a_query_whose_caller_timed_out_keeps_its_bulkhead_permit_until_it_ends() {
     scenario.flows[0].steps[1].action = StepAction::Database {
         database: DatabaseId(0),
         timeout: Some(common::ms(50)),
+        latency: None,
+        lock: None,
     };
     let report = run(&scenario).unwrap();
     let summary = &report.summary;

@@ -97,6 +97,8 @@ pub fn db_step(database: u32) -> StepSpec {
         action: StepAction::Database {
             database: DatabaseId(database),
             timeout: None,
+            latency: None,
+            lock: None,
         },
         breaker: None,
         bulkhead: None,
