@@ -276,6 +276,8 @@ pub struct RawStep {
     pub on_hit: Option<Spanned<String>>,
     /// A name for this step, for `on_hit` to jump to.
     pub label: Option<Spanned<String>>,
+    /// Runs even when an earlier step failed the request.
+    pub finally: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

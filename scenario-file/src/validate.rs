@@ -1782,6 +1782,7 @@ impl<'a> Validator<'a> {
             retry: retry.map(RetryId),
             on_error,
             on_hit: on_hit.map_or(OnHit::Next, |(_, target)| target),
+            finally: raw.finally.unwrap_or(false),
         })
     }
 

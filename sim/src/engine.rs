@@ -635,7 +635,7 @@ impl<'s> Simulator<'s> {
             }
             let step = &flow.steps[step_index];
             if step.on_error == OnError::Ignore && !background {
-                self.spawn_background(slot);
+                self.spawn_background(slot, step_index as u16);
                 self.request_mut(slot).step += 1;
                 continue;
             }
@@ -828,13 +828,13 @@ impl<'s> Simulator<'s> {
         key_index(request.key_seed, family.0, spec.count, spec.distribution)
     }
 
-    /// Starts the current step of the request in `slot` as a background request of its own.
-    fn spawn_background(&mut self, slot: u32) {
+    /// Starts step `step` of the request in `slot` as a background request of its own.
+    fn spawn_background(&mut self, slot: u32, step: u16) {
         let now = self.now;
         let request = self.request_mut(slot);
         let background = Request {
             flow: request.flow,
-            step: request.step,
+            step,
             background: true,
             started: now,
             key_seed: request.key_seed,
@@ -1005,9 +1005,20 @@ impl<'s> Simulator<'s> {
     }
 
     fn end_request(&mut self, slot: u32, outcome: Outcome) {
-        let now = self.now;
+        let (now, scenario) = (self.now, self.scenario);
         let request = self.request_mut(slot);
         debug_assert!(!request.background);
+        if outcome.is_error() {
+            // The request failed at this step: its `finally` steps still run, in the background.
+            let (flow, failed_at) = (request.flow, usize::from(request.step));
+            let steps = &scenario.flows[flow.index()].steps;
+            for (index, step) in steps.iter().enumerate().skip(failed_at + 1) {
+                if step.finally {
+                    self.spawn_background(slot, index as u16);
+                }
+            }
+        }
+        let request = self.request_mut(slot);
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
         self.metrics
             .record_end(flow.index(), outcome, latency.as_nanos());

@@ -446,6 +446,9 @@ pub struct StepSpec {
     pub retry: Option<RetryId>,
     pub on_error: OnError,
     pub on_hit: OnHit,
+    /// Runs even when an earlier step failed the request (in the background, after the request
+    /// has ended): a lock release or a slot release in a `finally` block.
+    pub finally: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -332,3 +332,46 @@ fn a_lock_step_with_a_retry_policy_waits_for_the_holder() {
     let slowest = flow_latency(&report, "locked");
     assert!((47.0..49.0).contains(&slowest), "{slowest}");
 }
+
+#[test]
+fn a_finally_step_runs_after_the_request_failed() {
+    for finally in [false, true] {
+        let mut s = base();
+        s.servers.push(server("broken"));
+        let mut broken = connection("broken", 1);
+        broken.command_timeout = Some(ms(10));
+        s.connections.push(broken);
+        s.faults
+            .push(fault("hang", 1, FaultKind::Hang, SimTime::ZERO, None));
+        let lock = RedisCommand::SetNxPx {
+            value_bytes: 16,
+            ttl: SimDuration::from_secs(30),
+        };
+        let release = StepSpec {
+            finally,
+            ..redis_step(0, RedisCommand::Del, 0)
+        };
+        s.flows.push(flow(
+            "locked",
+            vec![
+                redis_step(0, lock, 0),
+                redis_step(1, RedisCommand::Get, 0),
+                release,
+            ],
+        ));
+        s.loads.push(burst("first", 0, SimTime::ZERO, 1));
+        s.loads.push(burst("second", 0, at_ms(50), 1));
+        s.limits.horizon = Some(at_ms(200));
+        let report = run(&s).unwrap();
+        // Both fail at the broken GET; the second only gets that far if the first released.
+        let (timeouts, busy) = (
+            outcome(&report, "locked", "timeout"),
+            outcome(&report, "locked", "lock_busy"),
+        );
+        if finally {
+            assert_eq!((timeouts, busy), (2, 0));
+        } else {
+            assert_eq!((timeouts, busy), (1, 1));
+        }
+    }
+}

@@ -89,6 +89,7 @@ pub fn redis_step(connection: u32, command: RedisCommand, key: u32) -> StepSpec 
         retry: None,
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
+        finally: false,
     }
 }
 
@@ -106,6 +107,7 @@ pub fn db_step(database: u32) -> StepSpec {
         retry: None,
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
+        finally: false,
     }
 }
 
