@@ -638,6 +638,55 @@ mod tests {
             }
         }
 
+        /// An independent reference for the unjittered sequence, written from the module
+        /// documentation's words and checked by multiplication only (the reference model
+        /// above reuses the implementation's `div_ceil`): each delay is the previous one times
+        /// `factor_permille / 1000` rounded up to a whole nanosecond, i.e. the least `x` with
+        /// `1000 · x >= factor_permille · previous`, then capped at the ceiling; it never
+        /// stalls below the ceiling; and whenever `base · factor^(n-1)` is a whole number of
+        /// nanoseconds, the delay is exactly that (capped).
+        #[test]
+        fn unjittered_delays_follow_the_documented_rounding(
+            base in prop_oneof![1u64..=2_000_000_000, (1u64..=1000).prop_map(|m| m << 24)],
+            factor in prop_oneof![1000u32..=4000, Just(1125), Just(1250), Just(1500), Just(1750)],
+            ceiling_times in 1u64..=100_000,
+            attempts in 2u32..=60,
+        ) {
+            let ceiling = base.saturating_mul(ceiling_times);
+            let config = config(
+                SimDuration::from_nanos(base),
+                factor,
+                SimDuration::from_nanos(ceiling),
+                Jitter::None,
+            );
+            let (f, cap) = (u128::from(factor), u128::from(ceiling));
+            prop_assert_eq!(config.delay_unjittered(1).as_nanos(), base);
+            // base · factor^(n-1) / 1000^(n-1), while it fits.
+            let (mut numerator, mut denominator) = (Some(u128::from(base)), Some(1u128));
+            for n in 2..=attempts {
+                let previous = u128::from(config.delay_unjittered(n - 1).as_nanos());
+                let delay = u128::from(config.delay_unjittered(n).as_nanos());
+                prop_assert!(delay <= cap);
+                if delay < cap {
+                    prop_assert!(1000 * delay >= f * previous, "n {}: {} too small", n, delay);
+                    prop_assert!(1000 * (delay - 1) < f * previous, "n {}: {} not the least", n, delay);
+                } else {
+                    // Capped: the rounded-up product is at least the ceiling.
+                    prop_assert!(1000 * (cap - 1) < f * previous, "n {}: capped too early", n);
+                }
+                if factor > 1000 && previous < cap {
+                    prop_assert!(delay > previous, "n {}: stalled at {}", n, previous);
+                }
+                numerator = numerator.and_then(|value| value.checked_mul(f));
+                denominator = denominator.and_then(|value| value.checked_mul(1000));
+                if let (Some(numerator), Some(denominator)) = (numerator, denominator)
+                    && numerator % denominator == 0
+                {
+                    prop_assert_eq!(delay, (numerator / denominator).min(cap), "n {}", n);
+                }
+            }
+        }
+
         /// For whole factors the delay is exactly `min(ceiling, base · k^(n-1))`, at any n.
         #[test]
         fn whole_factors_are_exact_powers(

@@ -31,6 +31,7 @@
 //!     instant `(k + slots) × slot_length`, when its slot is reused: it is counted for longer
 //!     than `length - slot_length` and for at most `length` (exactly `length` when `t` is at
 //!     the start of its slot). With one slot the window is a tumbling window of `length`.
+//!     (The retry budget's window is the same slotted window, one implementation for both.)
 //!
 //! Results are recorded at the `now` of [`Breaker::on_result`] (when the call ends, not when it
 //! was admitted). [`CallOutcome::Ignored`] results never enter the tally. The tally is cleared
@@ -78,7 +79,12 @@
 //!
 //! - `now` never goes backwards between calls. Should a caller break this (threads that read
 //!   a clock and then race for the lock of [`crate::concurrent::SharedBreaker`]), the breaker
-//!   takes the latest `now` it has seen instead, so its windows never run backwards.
+//!   takes the latest `now` it has seen instead ([`crate::time::LatestTime`]), so its windows
+//!   never run backwards.
+//! - A ticket belongs to the breaker that issued it: handing it to another breaker panics
+//!   (a real `assert!`, in release builds too), rather than corrupting that breaker's probes
+//!   or tally. A clone of a breaker accepts the tickets of the original (they share their
+//!   state up to the clone).
 //! - In `HalfOpen`, at most `probes_max` tickets are admitted; while they are out, every other
 //!   caller is rejected. A probe that never reports back keeps the breaker half-open: that is
 //!   the behaviour of a real breaker whose probe hangs, and a scenario can show it.
@@ -89,7 +95,9 @@
 use std::collections::VecDeque;
 
 use crate::config::ConfigError;
-use crate::time::{SimDuration, SimTime};
+use crate::instance::InstanceId;
+use crate::time::{LatestTime, SimDuration, SimTime};
+use crate::window::SlottedCounts;
 
 /// The largest count window: it keeps one entry per call.
 pub const WINDOW_CALLS_MAX: u32 = 100_000;
@@ -325,11 +333,14 @@ pub enum BreakerState {
     HalfOpen,
 }
 
-/// Permission to make one call. Hand it back to [`Breaker::on_result`] exactly once.
+/// Permission to make one call. Hand it back to [`Breaker::on_result`] of the breaker that
+/// issued it, exactly once.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "every admitted call must report its result with on_result"]
 pub struct Ticket {
-    epoch: u32,
+    /// The breaker that issued it.
+    owner: InstanceId,
+    epoch: u64,
     probe: bool,
 }
 
@@ -385,17 +396,21 @@ pub struct WindowCounts {
 /// A circuit breaker. See the module documentation for the trip rules and the call order.
 #[derive(Clone, Debug)]
 pub struct Breaker {
+    /// Stamped into every ticket, checked when one comes back.
+    id: InstanceId,
     config: BreakerConfig,
     state: BreakerState,
-    /// Incremented on every state change; tickets from an older epoch are ignored.
-    epoch: u32,
+    /// Incremented on every state change; tickets from an older epoch are ignored. A `u64`
+    /// never wraps (one change a nanosecond lasts 584 years), so no old ticket can come back
+    /// to life.
+    epoch: u64,
     /// The results recorded while closed, as the trip rule needs them.
     tally: Tally,
     opened_at: SimTime,
     probes_admitted: u32,
     probes_succeeded: u32,
     /// The latest `now` seen; an earlier `now` is taken as this one.
-    now_latest: SimTime,
+    latest: LatestTime,
     /// Transitions not yet polled, oldest first; at most `TRANSITIONS_HELD_MAX`.
     transitions: VecDeque<Transition>,
     /// Transitions dropped because the queue was full.
@@ -407,6 +422,7 @@ pub struct Breaker {
 impl Breaker {
     pub fn new(config: BreakerConfig) -> Self {
         Breaker {
+            id: InstanceId::fresh(),
             config,
             state: BreakerState::Closed,
             epoch: 0,
@@ -414,7 +430,7 @@ impl Breaker {
             opened_at: SimTime::ZERO,
             probes_admitted: 0,
             probes_succeeded: 0,
-            now_latest: SimTime::ZERO,
+            latest: LatestTime::new(),
             transitions: VecDeque::with_capacity(TRANSITIONS_HELD_MAX),
             transitions_dropped: 0,
             opened_total: 0,
@@ -435,7 +451,7 @@ impl Breaker {
     /// (without changing anything).
     pub fn state_at(&self, now: SimTime) -> BreakerState {
         match self.next_deadline() {
-            Some(deadline) if now.max(self.now_latest) >= deadline => BreakerState::HalfOpen,
+            Some(deadline) if self.latest.at(now) >= deadline => BreakerState::HalfOpen,
             _ => self.state,
         }
     }
@@ -454,7 +470,7 @@ impl Breaker {
     /// What the window of a failure-rate breaker holds at `now` (without changing anything);
     /// `None` for a consecutive-failure breaker. Empty while open or half-open.
     pub fn window_counts(&self, now: SimTime) -> Option<WindowCounts> {
-        self.tally.window_counts(now.max(self.now_latest))
+        self.tally.window_counts(self.latest.at(now))
     }
 
     /// When the breaker next changes state on its own (Open -> HalfOpen), if it will.
@@ -476,6 +492,7 @@ impl Breaker {
         self.observe(now);
         match self.state {
             BreakerState::Closed => Admit::Yes(Ticket {
+                owner: self.id,
                 epoch: self.epoch,
                 probe: false,
             }),
@@ -484,6 +501,7 @@ impl Breaker {
                 if self.probes_admitted < self.config.probes_max {
                     self.probes_admitted += 1;
                     Admit::Yes(Ticket {
+                        owner: self.id,
                         epoch: self.epoch,
                         probe: true,
                     })
@@ -495,7 +513,10 @@ impl Breaker {
     }
 
     /// Reports how an admitted call ended.
+    ///
+    /// Panics if `ticket` was issued by another breaker (checked before anything changes).
     pub fn on_result(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
+        self.id.assert_issued(ticket.owner, "a ticket", "breaker");
         let now = self.observe(now);
         if ticket.epoch != self.epoch {
             return;
@@ -523,9 +544,12 @@ impl Breaker {
             (BreakerState::HalfOpen, CallOutcome::Failure) => self.open(now),
             // An uncounted probe result frees its slot for another probe.
             (BreakerState::HalfOpen, CallOutcome::Ignored) => self.probes_admitted -= 1,
-            // Tickets are never issued while open, and any ticket from before the breaker
-            // opened carries an older epoch.
-            (BreakerState::Open, _) => unreachable!("ticket of the current epoch while open"),
+            // No ticket of the current epoch exists while open: none is issued while open,
+            // opening starts a new epoch, the epoch never wraps, and a ticket of another
+            // breaker was refused above.
+            (BreakerState::Open, _) => {
+                debug_assert!(false, "a ticket of the current epoch while open");
+            }
         }
     }
 
@@ -537,8 +561,7 @@ impl Breaker {
     /// Takes `now` into account: clamps it to the latest instant seen, and turns an `Open`
     /// breaker whose `open_for` has passed `HalfOpen`. Returns the instant to use.
     fn observe(&mut self, now: SimTime) -> SimTime {
-        self.now_latest = self.now_latest.max(now);
-        let now = self.now_latest;
+        let now = self.latest.observe(now);
         if let Some(deadline) = self.next_deadline()
             && now >= deadline
         {
@@ -562,7 +585,7 @@ impl Breaker {
         let from = self.state;
         debug_assert_ne!(from, to, "a transition changes the state");
         self.state = to;
-        self.epoch = self.epoch.wrapping_add(1);
+        self.epoch += 1;
         if self.transitions.len() == TRANSITIONS_HELD_MAX {
             self.transitions.pop_front();
             self.transitions_dropped += 1;
@@ -730,107 +753,54 @@ impl CallWindow {
     }
 }
 
-/// The results of the last `slots` slots of `slot_length`, aligned to multiples of
-/// `slot_length` from time zero; slot number `k` (time `k × slot_length` onwards) lives at
-/// index `k % slots`.
+/// The results of a time window: calls and failures in a [`SlottedCounts`] (see the module
+/// documentation for which results it holds at any instant).
 #[derive(Clone, Debug)]
 struct TimeWindow {
-    slot_length_nanos: u64,
-    /// Exactly `slots` entries.
-    slots: Vec<Slot>,
-    /// The newest slot number the window has moved to; every slot with counts is within
-    /// `slots` of it.
-    head: u64,
-    /// Sums over `slots`.
-    calls: u64,
-    failures: u64,
+    /// Counter 0 counts calls, counter 1 failures.
+    counts: SlottedCounts,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Slot {
-    /// Which slot number the counts belong to (meaningful only when `calls > 0`).
-    number: u64,
-    calls: u64,
-    failures: u64,
-}
+const CALLS: usize = 0;
+const FAILURES: usize = 1;
 
 impl TimeWindow {
     fn new(length: SimDuration, slots: u32) -> Self {
         debug_assert!((1..=WINDOW_SLOTS_MAX).contains(&slots));
         debug_assert!(length.as_nanos().is_multiple_of(u64::from(slots)));
+        let slot_length = SimDuration::from_nanos(length.as_nanos() / u64::from(slots));
         TimeWindow {
-            slot_length_nanos: length.as_nanos() / u64::from(slots),
-            slots: vec![Slot::default(); slots as usize],
-            head: 0,
-            calls: 0,
-            failures: 0,
+            counts: SlottedCounts::new(slot_length, slots),
         }
     }
 
-    fn slot_number(&self, now: SimTime) -> u64 {
-        now.as_nanos() / self.slot_length_nanos
-    }
-
-    fn slot_count(&self) -> u64 {
-        self.slots.len() as u64
-    }
-
-    /// Moves the head to `now`'s slot, emptying every slot that falls out of the window.
-    /// Bounded by the number of slots, however long the gap.
-    fn advance(&mut self, now: SimTime) {
-        let number = self.slot_number(now);
-        if number <= self.head {
-            return;
-        }
-        let reused = (number - self.head).min(self.slot_count());
-        for step in 1..=reused {
-            let index = ((self.head + step) % self.slot_count()) as usize;
-            let slot = std::mem::take(&mut self.slots[index]);
-            self.calls -= slot.calls;
-            self.failures -= slot.failures;
-        }
-        self.head = number;
-    }
-
+    /// Records one result at `now` (the latest instant the breaker has seen).
     fn record(&mut self, now: SimTime, failed: bool) {
-        self.advance(now);
-        let number = self.slot_number(now);
-        debug_assert_eq!(number, self.head, "now never goes backwards");
-        let index = (number % self.slot_count()) as usize;
-        let slot = &mut self.slots[index];
-        debug_assert!(slot.calls == 0 || slot.number == number);
-        slot.number = number;
-        slot.calls += 1;
-        slot.failures += u64::from(failed);
-        self.calls += 1;
-        self.failures += u64::from(failed);
+        let mut counts = [0; 2];
+        counts[CALLS] = 1;
+        counts[FAILURES] = u64::from(failed);
+        self.counts.add(now, counts);
     }
 
-    /// The running sums, valid right after `advance` or `record`.
+    /// The sums, valid right after `record`.
     fn counts(&self) -> WindowCounts {
-        WindowCounts {
-            calls: self.calls,
-            failures: self.failures,
-        }
+        window_counts(self.counts.sums())
     }
 
-    /// The sums at `now` without moving the head: slots whose number is more than `slots`
-    /// behind `now`'s are out of the window.
+    /// The sums at `now`, without moving the window.
     fn counts_at(&self, now: SimTime) -> WindowCounts {
-        let number = self.slot_number(now);
-        self.slots
-            .iter()
-            .filter(|slot| slot.calls > 0 && number.saturating_sub(slot.number) < self.slot_count())
-            .fold(WindowCounts::default(), |sum, slot| WindowCounts {
-                calls: sum.calls + slot.calls,
-                failures: sum.failures + slot.failures,
-            })
+        window_counts(self.counts.sums_at(now))
     }
 
     fn clear(&mut self) {
-        self.slots.fill(Slot::default());
-        self.calls = 0;
-        self.failures = 0;
+        self.counts.clear();
+    }
+}
+
+fn window_counts(sums: [u64; 2]) -> WindowCounts {
+    WindowCounts {
+        calls: sums[CALLS],
+        failures: sums[FAILURES],
     }
 }
 
@@ -1467,6 +1437,88 @@ mod tests {
         assert_eq!(b.state(), BreakerState::Open, "2 of 2 at 200 ms");
         let opened = b.poll_transition().expect("opened");
         assert_eq!((opened.at, opened.to), (ms(200), BreakerState::Open));
+    }
+
+    #[test]
+    #[should_panic(expected = "a ticket was handed back to a breaker that did not issue it")]
+    fn a_ticket_from_another_breaker_panics() {
+        let mut issuer = breaker(1, 100, 1);
+        let mut other = breaker(1, 100, 1);
+        let ticket = admit(&mut issuer, ms(0));
+        // Without the check, this failure would open `other`, which admitted nothing.
+        other.on_result(ms(1), ticket, CallOutcome::Failure);
+    }
+
+    #[test]
+    fn a_clone_accepts_the_tickets_of_the_original() {
+        let mut original = breaker(1, 100, 1);
+        let ticket = admit(&mut original, ms(0));
+        let mut copy = original.clone();
+        copy.on_result(ms(1), ticket, CallOutcome::Failure);
+        assert_eq!(copy.state(), BreakerState::Open);
+    }
+
+    // ---- the time window against its documented rule ----
+
+    mod time_window_rule {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// Written from the module documentation, not from the slot arithmetic: a result
+            /// recorded `age = now - t` ago is counted for longer than `length - slot_length`
+            /// and for at most `length`, and exactly while `age < length - (t mod
+            /// slot_length)` ("counted until (k + slots) × slot_length"). The breaker never
+            /// opens here (`min_calls` is out of reach), so every result stays in the window.
+            #[test]
+            fn a_time_window_counts_each_result_for_the_documented_age(
+                slots in 1u32..=5,
+                slot_millis in 1u64..=20,
+                steps in prop::collection::vec(
+                    (0u64..=30_000_001, any::<bool>(), any::<bool>()),
+                    1..100,
+                ),
+            ) {
+                let slot = slot_millis * 1_000_000;
+                let length = slot * u64::from(slots);
+                let window = Window::Time { length: SimDuration::from_nanos(length), slots };
+                let config = BreakerConfig::failure_rate(
+                    1000, window, u32::MAX, SimDuration::from_secs(1), 1,
+                ).unwrap();
+                let mut b = Breaker::new(config);
+                let mut results: Vec<(u64, bool)> = Vec::new();
+                let mut now = 0u64;
+                for (step, failed, record) in steps {
+                    now += step;
+                    if record {
+                        let outcome = if failed { CallOutcome::Failure } else { CallOutcome::Success };
+                        call(&mut b, SimTime::from_nanos(now), outcome);
+                        results.push((now, failed));
+                    }
+                    let tally = |counted: &dyn Fn(u64, u64) -> bool| {
+                        let kept: Vec<bool> = results
+                            .iter()
+                            .filter(|&&(t, _)| counted(t, now - t))
+                            .map(|&(_, failed)| failed)
+                            .collect();
+                        WindowCounts {
+                            calls: kept.len() as u64,
+                            failures: kept.iter().filter(|&&f| f).count() as u64,
+                        }
+                    };
+                    let certain = tally(&|_, age| age <= length - slot);
+                    let possible = tally(&|_, age| age < length);
+                    let exact = tally(&|t, age| age < length - t % slot);
+                    let got = b.window_counts(SimTime::from_nanos(now)).unwrap();
+                    prop_assert!(certain.calls <= got.calls && got.calls <= possible.calls,
+                        "at {}: {:?} not within {:?} ..= {:?}", now, got, certain, possible);
+                    prop_assert!(certain.failures <= got.failures && got.failures <= possible.failures,
+                        "at {}: {:?} not within {:?} ..= {:?}", now, got, certain, possible);
+                    prop_assert_eq!(got, exact, "at {}", now);
+                    prop_assert_eq!(b.state(), BreakerState::Closed);
+                }
+            }
+        }
     }
 
     // ---- against a reference model ----

@@ -12,11 +12,15 @@
 //! - a waiter is queued only while every permit is out, and waiters are granted in arrival
 //!   order;
 //! - `Permit` cannot be copied or cloned, so a permit is returned at most once; dropping one
-//!   without releasing it leaks capacity, which is what the `#[must_use]` warns about.
+//!   without releasing it leaks capacity, which is what the `#[must_use]` warns about;
+//! - a permit belongs to the bulkhead that granted it: releasing it into another bulkhead
+//!   panics (a real `assert!`) before anything changes. A permit passed on to a queued waiter
+//!   ([`Grant`]) stays the same permit.
 
 use std::collections::VecDeque;
 
 use crate::config::ConfigError;
+use crate::instance::InstanceId;
 
 /// A validated bulkhead configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,11 +57,13 @@ impl BulkheadConfig {
 /// The caller's name for one waiting call (the simulator uses a request reference).
 pub type WaiterId = u64;
 
-/// The right to run one call inside the bulkhead. Give it back with [`Bulkhead::release`].
+/// The right to run one call inside the bulkhead. Give it back with [`Bulkhead::release`] of
+/// the bulkhead that granted it.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "a permit that is not released leaks bulkhead capacity"]
 pub struct Permit {
-    _private: (),
+    /// The bulkhead that granted it.
+    owner: InstanceId,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -76,6 +82,8 @@ pub struct Grant {
 
 #[derive(Clone, Debug)]
 pub struct Bulkhead {
+    /// Stamped into every permit, checked when one comes back.
+    id: InstanceId,
     config: BulkheadConfig,
     in_use: u32,
     /// Waiters in arrival order; never longer than `config.queue_max`.
@@ -85,6 +93,7 @@ pub struct Bulkhead {
 impl Bulkhead {
     pub fn new(config: BulkheadConfig) -> Self {
         Bulkhead {
+            id: InstanceId::fresh(),
             config,
             in_use: 0,
             queue: VecDeque::with_capacity(config.queue_max.min(1024) as usize),
@@ -112,7 +121,7 @@ impl Bulkhead {
                 "a waiter queued beside a free permit"
             );
             self.in_use += 1;
-            Acquire::Granted(Permit { _private: () })
+            Acquire::Granted(Permit { owner: self.id })
         } else if self.queue.len() < self.config.queue_max as usize {
             self.queue.push_back(waiter);
             Acquire::Queued
@@ -122,7 +131,10 @@ impl Bulkhead {
     }
 
     /// Returns a permit. If a waiter is queued, the permit passes straight to the oldest one.
+    ///
+    /// Panics if another bulkhead granted the permit (checked before anything changes).
     pub fn release(&mut self, permit: Permit) -> Option<Grant> {
+        self.id.assert_issued(permit.owner, "a permit", "bulkhead");
         assert!(self.in_use > 0, "released more permits than were granted");
         match self.queue.pop_front() {
             Some(waiter) => Some(Grant { waiter, permit }),
@@ -206,6 +218,18 @@ mod tests {
         assert!(b.cancel(2));
         assert!(!b.cancel(2));
         assert_eq!(b.release(p).unwrap().waiter, 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "a permit was handed back to a bulkhead that did not issue it")]
+    fn a_permit_from_another_bulkhead_panics() {
+        let mut issuer = bulkhead(1, 1);
+        let mut other = bulkhead(1, 1);
+        let _held = granted(other.try_acquire(1));
+        assert_eq!(other.try_acquire(2), Acquire::Queued);
+        // Without the check, this would hand `other`'s queued waiter a permit `other` never
+        // freed.
+        let _ = other.release(granted(issuer.try_acquire(3)));
     }
 
     #[test]

@@ -23,7 +23,9 @@ pub mod semaphore;
 pub mod throttle;
 pub mod time;
 
+mod instance;
 mod sync;
+mod window;
 
 pub use config::ConfigError;
 pub use time::{SimDuration, SimTime};

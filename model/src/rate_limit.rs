@@ -25,16 +25,19 @@
 //!
 //! Invariants:
 //! - `now` never goes backwards between calls. A `now` earlier than one already seen is
-//!   treated as the latest seen: it refills nothing and moves nothing back;
+//!   treated as the latest seen ([`LatestTime`]): it refills nothing and moves nothing back.
+//!   Its `retry_after` is still relative to the caller's own `now`, so that retrying at
+//!   `now + retry_after` works whatever the caller's clock said;
 //! - the level never exceeds `capacity`, however long the bucket idles (equivalently,
 //!   `TAT <= t + capacity·T`);
-//! - a rejected request changes nothing, and after `retry_after` the same request is admitted
-//!   if nothing else was admitted meanwhile (and not one nanosecond sooner);
+//! - a rejected request changes nothing, and at `now + retry_after` (the `now` the caller
+//!   passed) the same request is admitted if nothing else was admitted meanwhile (and not one
+//!   nanosecond sooner);
 //! - no arithmetic overflows: the config bounds `capacity × period` to 64 bits, and products
 //!   of a time and a rate are taken in 128 bits.
 
 use crate::config::ConfigError;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{LatestTime, SimDuration, SimTime};
 
 /// A refill rate: `tokens` every `period`, exact. Stored reduced (10 per 2 s is 5 per 1 s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,8 +177,9 @@ impl BucketConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
     Admit,
-    /// Not now. The same request would be admitted at `now + retry_after` if nothing else is
-    /// admitted meanwhile, and not one nanosecond sooner.
+    /// Not now. The same request would be admitted at `now + retry_after`, with `now` the
+    /// instant the caller passed (even one earlier than the limiter has seen), if nothing else
+    /// is admitted meanwhile, and not one nanosecond sooner.
     Reject {
         retry_after: SimDuration,
     },
@@ -189,13 +193,13 @@ pub enum Decision {
 /// It starts full.
 ///
 /// Invariants: `level_units <= full_units`, so the level never passes `capacity` tokens;
-/// `updated_at` is the latest `now` seen.
+/// the level is as of `latest`, the latest `now` seen.
 #[derive(Clone, Debug)]
 pub struct TokenBucket {
     config: BucketConfig,
-    /// Tokens in the bucket as of `updated_at`, in units (a token is `period` units).
+    /// Tokens in the bucket as of `latest`, in units (a token is `period` units).
     level_units: u64,
-    updated_at: SimTime,
+    latest: LatestTime,
 }
 
 impl TokenBucket {
@@ -203,7 +207,7 @@ impl TokenBucket {
         TokenBucket {
             config,
             level_units: config.full_units,
-            updated_at: SimTime::ZERO,
+            latest: LatestTime::new(),
         }
     }
 
@@ -218,7 +222,7 @@ impl TokenBucket {
 
     pub fn try_acquire(&mut self, now: SimTime, cost: u64) -> Decision {
         self.level_units = self.level_at(now);
-        self.updated_at = self.updated_at.max(now);
+        let latest = self.latest.observe(now);
         let Some(need_units) = self.config.cost_units(cost) else {
             return Decision::TooLarge;
         };
@@ -226,21 +230,30 @@ impl TokenBucket {
             self.level_units -= need_units;
             Decision::Admit
         } else {
+            let wait = self.config.wait_for(need_units - self.level_units);
             Decision::Reject {
-                retry_after: self.config.wait_for(need_units - self.level_units),
+                retry_after: retry_after_from(now, latest, wait),
             }
         }
     }
 
-    /// The level at `now` (or at `updated_at`, if `now` is earlier), capped at full.
+    /// The level at `now` (or at the latest instant seen, if `now` is earlier), capped at full.
     fn level_at(&self, now: SimTime) -> u64 {
-        let elapsed_nanos = now.saturating_since(self.updated_at).as_nanos();
+        let elapsed_nanos = now.saturating_since(self.latest.get()).as_nanos();
         // At most (2^64 - 1)^2 + 2^64 - 1 < 2^128.
         let level = u128::from(self.level_units)
             + u128::from(elapsed_nanos) * u128::from(self.config.rate.tokens);
         let level = level.min(u128::from(self.config.full_units));
         u64::try_from(level).expect("capped at full_units, a u64")
     }
+}
+
+/// The `retry_after` to report to a caller whose clock said `now`, when the limiter decided at
+/// `latest` (`latest >= now`; later if the caller's `now` was behind) that the request fits
+/// `wait` after that: retrying at `now + retry_after` is retrying at `latest + wait`.
+fn retry_after_from(now: SimTime, latest: SimTime, wait: SimDuration) -> SimDuration {
+    debug_assert!(latest >= now);
+    wait.saturating_add(latest.saturating_since(now))
 }
 
 /// The generic cell rate algorithm (virtual scheduling form), generalised to a cost of `n`
@@ -257,7 +270,7 @@ pub struct Gcra {
     config: BucketConfig,
     /// The theoretical arrival time, in nanoseconds × `rate.tokens`.
     tat_scaled: u128,
-    latest: SimTime,
+    latest: LatestTime,
 }
 
 impl Gcra {
@@ -265,7 +278,7 @@ impl Gcra {
         Gcra {
             config,
             tat_scaled: 0,
-            latest: SimTime::ZERO,
+            latest: LatestTime::new(),
         }
     }
 
@@ -285,13 +298,13 @@ impl Gcra {
     /// Whole tokens available at `now`, without changing anything (the bucket's view:
     /// `capacity - (TAT - t) / T`, rounded down).
     pub fn tokens(&self, now: SimTime) -> u64 {
-        let backlog = self.backlog_units(self.scaled(now.max(self.latest)));
+        let backlog = self.backlog_units(self.scaled(self.latest.at(now)));
         (self.config.full_units - backlog) / self.config.rate.period_nanos
     }
 
     pub fn try_acquire(&mut self, now: SimTime, cost: u64) -> Decision {
-        self.latest = self.latest.max(now);
-        let t = self.scaled(self.latest);
+        let latest = self.latest.observe(now);
+        let t = self.scaled(latest);
         let Some(need_units) = self.config.cost_units(cost) else {
             return Decision::TooLarge;
         };
@@ -305,7 +318,7 @@ impl Gcra {
         } else {
             let excess = u64::try_from(after_units - full_units).expect("below need_units");
             Decision::Reject {
-                retry_after: self.config.wait_for(excess),
+                retry_after: retry_after_from(now, latest, self.config.wait_for(excess)),
             }
         }
     }
@@ -622,9 +635,10 @@ mod tests {
             &[
                 (ms(100), 2, Decision::Admit),
                 (ms(105), 1, reject(SimDuration::from_millis(5))),
-                // An earlier `now` counts as the latest seen (105 ms), not as a rewind.
-                (ms(50), 1, reject(SimDuration::from_millis(5))),
-                (ms(0), 1, reject(SimDuration::from_millis(5))),
+                // An earlier `now` counts as the latest seen (105 ms), not as a rewind; the
+                // request fits at 110 ms, which is `retry_after` from the caller's own `now`.
+                (ms(50), 1, reject(SimDuration::from_millis(60))),
+                (ms(0), 1, reject(SimDuration::from_millis(110))),
                 (ms(110), 1, Decision::Admit),
             ],
         );
@@ -898,8 +912,8 @@ mod tests {
                 let before = both.bucket.clone();
                 let decision = both.try_acquire(ns(now), cost);
                 if let Decision::Reject { retry_after } = decision {
-                    let latest = now.max(before.updated_at.as_nanos());
-                    let at = latest + retry_after.as_nanos();
+                    // Relative to the caller's `now`, even when it was behind the bucket's.
+                    let at = now + retry_after.as_nanos();
                     prop_assert_eq!(before.clone().try_acquire(ns(at), cost), Decision::Admit);
                     prop_assert_ne!(before.clone().try_acquire(ns(at - 1), cost), Decision::Admit);
                 }

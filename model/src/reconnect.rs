@@ -17,14 +17,31 @@
 //!   - [`Acquire::Lease`]: run the command on the leased connection;
 //!   - [`Acquire::Connect`]: this caller is the single flight; it connects, then reports exactly
 //!     once, with [`ReconnectSlot::on_connected`] or [`ReconnectSlot::on_connect_failed`];
-//!   - [`Acquire::Wait`]: an attempt is in progress; wait until
-//!     [`ReconnectSlot::attempt_in_progress`] no longer names it (the driver knows when: it is
-//!     the moment the ticket holder reports), then call `acquire` once more;
+//!   - [`Acquire::Wait`]`(N)`: attempt `N` is in progress; park the caller under `N` and
+//!     call `acquire` once more when attempt `N` ends (see "Waking the waiters" below);
 //!   - [`Acquire::Unavailable`]: a backoff window is open; fail open at once, without waiting.
 //! - When a command fails, [`ReconnectSlot::on_failure`] with the lease it ran on, then
 //!   [`should_replay`] to decide whether to run it once more on a fresh connection.
 //! - A consumer that lets a request through because Redis could not be reached calls
 //!   [`ReconnectSlot::record_fail_open`] (the response cache backs no control and does not).
+//!
+//! # Waking the waiters
+//!
+//! The slot never wakes anyone: it is sans-IO. The callers told to [`Acquire::Wait`]`(N)` are
+//! released when attempt `N` ends, and only then; an attempt ends exactly when its ticket is
+//! reported, and both reports say which attempt ended ([`Connected::attempt`],
+//! [`ConnectFailed::attempt`]). So the driver:
+//! 1. on [`Acquire::Wait`]`(N)`, parks the caller under `N` (the simulator: in a list per
+//!    attempt, in arrival order, so that the wake-up order is deterministic);
+//! 2. reports the attempt's end with [`ReconnectSlot::on_connected`] or
+//!    [`ReconnectSlot::on_connect_failed`], at the instant the connect ended;
+//! 3. then wakes every caller parked under the attempt the report names, in the order they
+//!    parked, each calling `acquire` once more at its wake-up time. They find the new
+//!    connection (a lease), or the backoff window that the failure opened (unavailable).
+//!
+//! No other event ends an attempt, so nothing else needs to wake a parked caller, and at most
+//! one attempt is in progress at a time, so the callers parked under `N` are all the callers
+//! parked. [`SharedReconnectSlot`] does the same with a condition variable.
 //!
 //! Invariants:
 //! - at most one connection attempt is in progress at any moment (single flight);
@@ -32,11 +49,15 @@
 //!   generation: a late failure against an old connection never evicts its replacement;
 //! - losing a connection that worked is not a failed attempt: the next caller connects at once;
 //! - after `n` consecutive failed attempts no attempt starts for
-//!   `min(backoff_initial * 2^(n-1), backoff_max)`, measured from the failure; so at most one
-//!   attempt per backoff window, however many callers arrive;
+//!   `min(backoff_initial * 2^(n-1), backoff_max)`, measured from the failure (the `now` of
+//!   [`ReconnectSlot::on_connect_failed`], the instant the connect ended, not the instant it
+//!   started); so at most one attempt per backoff window, however many callers arrive;
 //! - generations and attempt ids only grow, and `now` is treated as never going backwards: a
 //!   `now` earlier than one already seen (threads that read the clock, then raced for the lock)
-//!   counts as the latest one seen.
+//!   counts as the latest one seen ([`LatestTime`]);
+//! - leases and attempt tickets belong to the slot that issued them: handing one to another
+//!   slot panics (a real `assert!`) instead of evicting that slot's connection or ending its
+//!   attempt.
 //!
 //! The driver bounds each connect with its own connect timeout and then reports
 //! `on_connect_failed`, as the redis client's connection timeout does; a ticket that never
@@ -49,8 +70,9 @@ use std::fmt;
 
 use crate::backoff::{BackoffConfig, Jitter};
 use crate::config::ConfigError;
+use crate::instance::InstanceId;
 use crate::sync::{Condvar, Mutex, lock};
-use crate::time::{SimDuration, SimTime};
+use crate::time::{LatestTime, SimDuration, SimTime};
 
 /// A validated reconnect configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +169,8 @@ impl AttemptId {
 /// from a failure of the live connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
+    /// The slot that issued it.
+    slot: InstanceId,
     connection: ConnectionId,
     generation: Generation,
     replay_writes: bool,
@@ -181,6 +205,8 @@ impl Lease {
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "every attempt must be reported, or every later caller waits on it forever"]
 pub struct AttemptTicket {
+    /// The slot that issued it.
+    slot: InstanceId,
     attempt: AttemptId,
 }
 
@@ -197,10 +223,32 @@ pub enum Acquire {
     Lease(Lease),
     /// The slot is empty and nobody is connecting: this caller connects, now.
     Connect(AttemptTicket),
-    /// Another caller is connecting: wait for that attempt to finish, then acquire once more.
+    /// Another caller is connecting: wait for that attempt to end (the report that names it,
+    /// see the module documentation), then acquire once more.
     Wait(AttemptId),
     /// The last attempt failed and its backoff window is still open: fail open at once.
     Unavailable { retry_in: SimDuration },
+}
+
+/// The report of an attempt that connected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Connected {
+    /// The attempt that ended: wake every caller told to [`Acquire::Wait`] for it.
+    pub attempt: AttemptId,
+    /// The new live connection, for the caller that connected.
+    pub lease: Lease,
+}
+
+/// The report of an attempt that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectFailed {
+    /// The attempt that ended: wake every caller told to [`Acquire::Wait`] for it (they will
+    /// find the backoff window open and fail open).
+    pub attempt: AttemptId,
+    /// The backoff window the failure opened.
+    pub backoff: SimDuration,
+    /// When it closes: from then on the next caller connects.
+    pub retry_at: SimTime,
 }
 
 /// A connection-level error: the connection cannot be trusted with another command.
@@ -355,6 +403,8 @@ enum SlotState {
 /// The reconnect slot of one consumer. See the module documentation for the call order.
 #[derive(Clone, Debug)]
 pub struct ReconnectSlot {
+    /// Stamped into every lease and ticket, checked when one comes back.
+    id: InstanceId,
     config: ReconnectConfig,
     state: SlotState,
     /// Failed attempts since the last successful one; sets the next backoff window.
@@ -362,18 +412,19 @@ pub struct ReconnectSlot {
     /// The generation of the latest connection made; 0 before the first.
     generation_last: u64,
     /// The latest `now` seen; earlier ones are read as this one.
-    now_last: SimTime,
+    latest: LatestTime,
     stats: ReconnectStats,
 }
 
 impl ReconnectSlot {
     pub fn new(config: ReconnectConfig) -> Self {
         ReconnectSlot {
+            id: InstanceId::fresh(),
             config,
             state: SlotState::Empty,
             failures_consecutive: 0,
             generation_last: 0,
-            now_last: SimTime::ZERO,
+            latest: LatestTime::new(),
             stats: ReconnectStats::default(),
         }
     }
@@ -390,7 +441,8 @@ impl ReconnectSlot {
     }
 
     /// The attempt in progress, if any. A caller told to [`Acquire::Wait`] for attempt `N` may
-    /// go on once this is no longer `Some(N)`.
+    /// go on once this is no longer `Some(N)` (which is when the report of attempt `N`
+    /// returns).
     pub fn attempt_in_progress(&self) -> Option<AttemptId> {
         match self.state {
             SlotState::Connecting { attempt } => Some(attempt),
@@ -407,7 +459,7 @@ impl ReconnectSlot {
     /// connects. Nothing else in the slot changes with time alone.
     pub fn next_deadline(&self) -> Option<SimTime> {
         match self.state {
-            SlotState::BackingOff { until } if until > self.now_last => Some(until),
+            SlotState::BackingOff { until } if until > self.latest.get() => Some(until),
             _ => None,
         }
     }
@@ -420,6 +472,7 @@ impl ReconnectSlot {
                 connection,
                 generation,
             } => Acquire::Lease(Lease {
+                slot: self.id,
                 connection,
                 generation,
                 replay_writes: false,
@@ -432,19 +485,25 @@ impl ReconnectSlot {
                 self.stats.attempts_total += 1;
                 let attempt = AttemptId(self.stats.attempts_total);
                 self.state = SlotState::Connecting { attempt };
-                Acquire::Connect(AttemptTicket { attempt })
+                Acquire::Connect(AttemptTicket {
+                    slot: self.id,
+                    attempt,
+                })
             }
         }
     }
 
-    /// Reports that the attempt of `ticket` opened `connection`; it becomes the live connection,
-    /// one generation newer than the last, and the backoff resets.
+    /// Reports that the attempt of `ticket` opened `connection` at `now`; it becomes the live
+    /// connection, one generation newer than the last, and the backoff resets. The callers
+    /// waiting on [`Connected::attempt`] may acquire again: they will lease it.
+    ///
+    /// Panics if `ticket` is not the attempt in progress of this slot.
     pub fn on_connected(
         &mut self,
         now: SimTime,
         ticket: AttemptTicket,
         connection: ConnectionId,
-    ) -> Lease {
+    ) -> Connected {
         self.advance_to(now);
         self.finish_attempt(&ticket);
         self.generation_last += 1;
@@ -458,35 +517,50 @@ impl ReconnectSlot {
             connection,
             generation,
         };
-        Lease {
-            connection,
-            generation,
-            replay_writes: false,
+        Connected {
+            attempt: ticket.attempt,
+            lease: Lease {
+                slot: self.id,
+                connection,
+                generation,
+                replay_writes: false,
+            },
         }
     }
 
     /// Reports that the attempt of `ticket` failed (refused, unreachable, or past the driver's
-    /// connect timeout). Opens a backoff window from `now` and returns its length.
-    pub fn on_connect_failed(&mut self, now: SimTime, ticket: AttemptTicket) -> SimDuration {
+    /// connect timeout) at `now`, the instant the connect ended. Opens a backoff window from
+    /// `now`. The callers waiting on [`ConnectFailed::attempt`] may acquire again: they will
+    /// find the window open.
+    ///
+    /// Panics if `ticket` is not the attempt in progress of this slot.
+    pub fn on_connect_failed(&mut self, now: SimTime, ticket: AttemptTicket) -> ConnectFailed {
         let now = self.advance_to(now);
         self.finish_attempt(&ticket);
         self.failures_consecutive = self.failures_consecutive.saturating_add(1);
         self.stats.connect_failures_total += 1;
-        let window = self.config.backoff_after(self.failures_consecutive);
-        self.state = SlotState::BackingOff {
-            until: now.saturating_add(window),
-        };
-        window
+        let backoff = self.config.backoff_after(self.failures_consecutive);
+        let retry_at = now.saturating_add(backoff);
+        self.state = SlotState::BackingOff { until: retry_at };
+        ConnectFailed {
+            attempt: ticket.attempt,
+            backoff,
+            retry_at,
+        }
     }
 
     /// Reports that a command run on `lease` failed. A connection-level failure evicts the live
     /// connection only if `lease` is of its generation; the next caller then connects at once.
+    ///
+    /// Panics if another slot issued `lease` (checked before anything changes).
     pub fn on_failure(&mut self, now: SimTime, lease: &Lease, failure: Failure) -> FailureEffect {
-        self.advance_to(now);
+        self.id
+            .assert_issued(lease.slot, "a lease", "reconnect slot");
         debug_assert!(
             lease.generation.0 <= self.generation_last,
-            "a lease from another slot"
+            "a lease from the future"
         );
+        self.advance_to(now);
         if failure == Failure::Server {
             return FailureEffect::ConnectionKept;
         }
@@ -514,11 +588,12 @@ impl ReconnectSlot {
     }
 
     fn advance_to(&mut self, now: SimTime) -> SimTime {
-        self.now_last = self.now_last.max(now);
-        self.now_last
+        self.latest.observe(now)
     }
 
     fn finish_attempt(&self, ticket: &AttemptTicket) {
+        self.id
+            .assert_issued(ticket.slot, "an attempt ticket", "reconnect slot");
         assert_eq!(
             self.state,
             SlotState::Connecting {
@@ -553,15 +628,18 @@ impl SharedReconnectSlot {
     /// should fail open.
     ///
     /// If the slot is empty and no attempt is in progress, this caller runs `connect` (without
-    /// holding the lock; `None` means it failed) and the attempt finishes at `now`. If an
-    /// attempt is in progress, it waits for it, then asks once more. Bound: a call waits for at
-    /// most one attempt and makes at most one; if it finds a second attempt in progress after
-    /// waiting for the first, it fails open rather than wait again. A `connect` that panics
-    /// counts as a failed attempt, so the callers waiting on it are released.
+    /// holding the lock). `connect` returns the connection (`None`: the attempt failed) and
+    /// the instant the attempt ended, read from the caller's clock after it returned; the
+    /// attempt is reported at that instant, so a failure's backoff window is measured from the
+    /// failure, not from `now`. If an attempt is in progress, this caller waits for it, then
+    /// asks once more. Bound: a call waits for at most one attempt and makes at most one; if it
+    /// finds a second attempt in progress after waiting for the first, it fails open rather
+    /// than wait again. A `connect` that panics counts as a failed attempt, reported at `now`
+    /// (its end was never read), so the callers waiting on it are released.
     pub fn lease(
         &self,
         now: SimTime,
-        connect: impl FnOnce() -> Option<ConnectionId>,
+        connect: impl FnOnce() -> (Option<ConnectionId>, SimTime),
     ) -> Option<Lease> {
         let mut slot = lock(&self.slot);
         let mut waited = false;
@@ -574,11 +652,11 @@ impl SharedReconnectSlot {
                     drop(slot);
                     let attempt = AttemptInFlight {
                         shared: self,
-                        now,
+                        started_at: now,
                         ticket: Some(ticket),
                     };
-                    let connection = connect();
-                    return attempt.finish(connection);
+                    let (connection, ended_at) = connect();
+                    return attempt.finish(connection, ended_at);
                 }
                 Acquire::Wait(_) if waited => return None,
                 Acquire::Wait(attempt) => {
@@ -607,23 +685,24 @@ impl SharedReconnectSlot {
     }
 }
 
-/// An attempt whose connect is running. Finishing it reports the outcome and wakes the waiters;
-/// dropping it unfinished (the connect panicked) reports a failed attempt.
+/// An attempt whose connect is running. Finishing it reports the outcome at the instant the
+/// connect ended and wakes the waiters; dropping it unfinished (the connect panicked) reports a
+/// failed attempt at the instant it started.
 struct AttemptInFlight<'a> {
     shared: &'a SharedReconnectSlot,
-    now: SimTime,
+    started_at: SimTime,
     ticket: Option<AttemptTicket>,
 }
 
 impl AttemptInFlight<'_> {
-    fn finish(mut self, connection: Option<ConnectionId>) -> Option<Lease> {
+    fn finish(mut self, connection: Option<ConnectionId>, ended_at: SimTime) -> Option<Lease> {
         let ticket = self.ticket.take().expect("an attempt finishes once");
         let lease = {
             let mut slot = lock(&self.shared.slot);
             match connection {
-                Some(connection) => Some(slot.on_connected(self.now, ticket, connection)),
+                Some(connection) => Some(slot.on_connected(ended_at, ticket, connection).lease),
                 None => {
-                    slot.on_connect_failed(self.now, ticket);
+                    slot.on_connect_failed(ended_at, ticket);
                     None
                 }
             }
@@ -636,7 +715,7 @@ impl AttemptInFlight<'_> {
 impl Drop for AttemptInFlight<'_> {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket.take() {
-            lock(&self.shared.slot).on_connect_failed(self.now, ticket);
+            lock(&self.shared.slot).on_connect_failed(self.started_at, ticket);
             self.shared.attempt_finished.notify_all();
         }
     }
@@ -671,13 +750,13 @@ mod tests {
     /// Connects at `now` with `connection` and returns the new lease.
     fn connect(slot: &mut ReconnectSlot, now: SimTime, connection: ConnectionId) -> Lease {
         let ticket = connect_ticket(slot, now);
-        slot.on_connected(now, ticket, connection)
+        slot.on_connected(now, ticket, connection).lease
     }
 
     /// Makes one attempt at `now` that fails at once; returns the backoff window it opened.
     fn fail_attempt(slot: &mut ReconnectSlot, now: SimTime) -> SimDuration {
         let ticket = connect_ticket(slot, now);
-        slot.on_connect_failed(now, ticket)
+        slot.on_connect_failed(now, ticket).backoff
     }
 
     fn unavailable(slot: &mut ReconnectSlot, now: SimTime) -> SimDuration {
@@ -763,7 +842,7 @@ mod tests {
         let ticket = connect_ticket(&mut s, ms(0));
         assert_eq!(ticket.attempt().get(), 1);
         assert_eq!(s.attempt_in_progress(), Some(ticket.attempt()));
-        let first = s.on_connected(ms(2), ticket, 7);
+        let first = s.on_connected(ms(2), ticket, 7).lease;
         assert_eq!((first.connection(), first.generation().get()), (7, 1));
         assert!(!first.replays_writes());
         assert_eq!(lease(&mut s, ms(3)), first);
@@ -783,7 +862,12 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(s.acquire(ms(1)), Acquire::Wait(attempt));
         }
-        let first = s.on_connected(ms(5), ticket, 1);
+        let connected = s.on_connected(ms(5), ticket, 1);
+        assert_eq!(
+            connected.attempt, attempt,
+            "the report names the attempt waited on"
+        );
+        let first = connected.lease;
         assert_eq!(s.attempt_in_progress(), None);
         assert_eq!(lease(&mut s, ms(5)), first);
         assert_eq!(s.stats().attempts_total, 1);
@@ -900,9 +984,10 @@ mod tests {
         fail_attempt(&mut s, ms(0));
         // Nobody came for a while; the attempt starts at 3 s and fails at 3.5 s.
         let ticket = connect_ticket(&mut s, ms(3000));
+        let failed = s.on_connect_failed(ms(3500), ticket);
         assert_eq!(
-            s.on_connect_failed(ms(3500), ticket),
-            SimDuration::from_millis(200)
+            (failed.backoff, failed.retry_at),
+            (SimDuration::from_millis(200), ms(3700))
         );
         assert_eq!(unavailable(&mut s, ms(3600)), SimDuration::from_millis(100));
         assert_eq!(s.next_deadline(), Some(ms(3700)));
@@ -939,7 +1024,7 @@ mod tests {
                 Acquire::Wait(attempt)
             );
         }
-        s.on_connect_failed(ms(1), ticket);
+        assert_eq!(s.on_connect_failed(ms(1), ticket).attempt, attempt);
         // All 500 (the connecting caller included) ask again and fail open, inside one window.
         for caller in 0..500u64 {
             let now = ms(1).saturating_add(SimDuration::from_micros(caller));
@@ -1002,10 +1087,73 @@ mod tests {
         let mut s = slot();
         let ticket = connect_ticket(&mut s, ms(0));
         let copy = AttemptTicket {
+            slot: ticket.slot,
             attempt: ticket.attempt,
         };
         s.on_connected(ms(1), ticket, 1);
         s.on_connect_failed(ms(2), copy);
+    }
+
+    #[test]
+    #[should_panic(expected = "a lease was handed back to a reconnect slot that did not issue it")]
+    fn a_lease_from_another_slot_panics() {
+        let (mut issuer, mut other) = (slot(), slot());
+        let foreign = connect(&mut issuer, ms(0), 1);
+        let _own = connect(&mut other, ms(0), 1);
+        // Same generation and connection number: without the check, this failure would evict
+        // `other`'s live connection.
+        other.on_failure(ms(1), &foreign, IO);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "an attempt ticket was handed back to a reconnect slot that did not issue it"
+    )]
+    fn an_attempt_ticket_from_another_slot_panics() {
+        let (mut issuer, mut other) = (slot(), slot());
+        let foreign = connect_ticket(&mut issuer, ms(0));
+        let _own = connect_ticket(&mut other, ms(0));
+        // Both are attempt 1: without the check, this would end `other`'s attempt.
+        other.on_connected(ms(1), foreign, 1);
+    }
+
+    /// The call order of the module documentation, driven as the simulator drives it: callers
+    /// told to wait are parked under the attempt they wait for, and woken when the report of
+    /// that attempt names it.
+    #[test]
+    fn the_report_of_an_attempt_names_the_waiters_it_releases() {
+        let mut s = slot();
+        let mut parked: Vec<(AttemptId, u32)> = Vec::new();
+        let ticket = connect_ticket(&mut s, ms(0));
+        for caller in 1..=3 {
+            match s.acquire(ms(1)) {
+                Acquire::Wait(attempt) => parked.push((attempt, caller)),
+                other => panic!("caller {caller}: {other:?}"),
+            }
+        }
+        let failed = s.on_connect_failed(ms(10), ticket);
+        let woken: Vec<u32> = parked
+            .iter()
+            .filter(|(attempt, _)| *attempt == failed.attempt)
+            .map(|&(_, caller)| caller)
+            .collect();
+        assert_eq!(
+            woken,
+            [1, 2, 3],
+            "every waiter of the attempt, in arrival order"
+        );
+        parked.clear();
+        for _ in woken {
+            assert_eq!(unavailable(&mut s, ms(10)), SimDuration::from_millis(100));
+        }
+        // The next attempt starts when the window closes; its own report releases its waiters.
+        let ticket = connect_ticket(&mut s, failed.retry_at);
+        let second = ticket.attempt();
+        assert_ne!(second, failed.attempt);
+        assert_eq!(s.acquire(failed.retry_at), Acquire::Wait(second));
+        let connected = s.on_connected(ms(150), ticket, 9);
+        assert_eq!(connected.attempt, second);
+        assert_eq!(lease(&mut s, ms(150)), connected.lease);
     }
 
     fn check_replay(commands: &[Command], failure: Failure, opted_in: bool, expected: bool) {
@@ -1220,7 +1368,7 @@ mod tests {
                     Step::ConnectOk => {
                         if let Some(ticket) = ticket.take() {
                             next_connection += 1;
-                            leases.push(s.on_connected(now, ticket, next_connection));
+                            leases.push(s.on_connected(now, ticket, next_connection).lease);
                             model.connected();
                         }
                     }
@@ -1251,7 +1399,7 @@ mod tests {
                     .filter(|_| model.connecting.is_none())
                     .map(ms);
                 // The slot learns the time only from calls; compare once it has seen `now`.
-                if s.now_last == ms(model.now_ms) {
+                if s.latest.get() == ms(model.now_ms) {
                     prop_assert_eq!(s.next_deadline(), expected_deadline, "step {}", index);
                 }
             }
@@ -1299,7 +1447,8 @@ mod concurrent_tests {
                             peak.fetch_max(now, Ordering::SeqCst);
                             std::thread::yield_now();
                             connecting.fetch_sub(1, Ordering::SeqCst);
-                            Some(connections.fetch_add(1, Ordering::SeqCst) + 1)
+                            let connection = connections.fetch_add(1, Ordering::SeqCst) + 1;
+                            (Some(connection), SimTime::ZERO)
                         });
                         if let Some(lease) = lease
                             && (round + thread) % 7 == 0
@@ -1325,6 +1474,29 @@ mod concurrent_tests {
         );
     }
 
+    fn ms(millis: u64) -> SimTime {
+        SimTime::from_nanos(millis * 1_000_000)
+    }
+
+    /// The attempt starts at 0 ms and fails at 500 ms: the 100 ms window runs from the
+    /// failure, to 600 ms, not from the start (which would have let a caller at 550 ms make a
+    /// second attempt against a server that just refused).
+    #[test]
+    fn a_failed_connect_backs_off_from_when_it_ended() {
+        let shared = SharedReconnectSlot::new(ReconnectConfig::seed_001());
+        assert_eq!(shared.lease(ms(0), || (None, ms(500))), None);
+        let mut attempts = 0;
+        let at_550 = shared.lease(ms(550), || {
+            attempts += 1;
+            (Some(1), ms(550))
+        });
+        assert_eq!((at_550, attempts), (None, 0), "inside the window");
+        let at_600 = shared.lease(ms(600), || (Some(2), ms(601)));
+        assert_eq!(at_600.map(|lease| lease.connection()), Some(2));
+        let stats = shared.stats();
+        assert_eq!((stats.attempts_total, stats.connect_failures_total), (2, 1));
+    }
+
     #[test]
     fn a_connect_that_panics_counts_as_a_failed_attempt() {
         let shared = SharedReconnectSlot::new(ReconnectConfig::seed_001());
@@ -1335,10 +1507,15 @@ mod concurrent_tests {
         let stats = shared.stats();
         assert_eq!((stats.attempts_total, stats.connect_failures_total), (1, 1));
         // Not wedged: inside the window callers fail open; after it they connect.
-        assert_eq!(shared.lease(SimTime::ZERO, || Some(1)), None);
+        assert_eq!(
+            shared.lease(SimTime::ZERO, || (Some(1), SimTime::ZERO)),
+            None
+        );
         let after = SimTime::from_nanos(100_000_000);
         assert_eq!(
-            shared.lease(after, || Some(1)).map(|l| l.connection()),
+            shared
+                .lease(after, || (Some(1), after))
+                .map(|l| l.connection()),
             Some(1)
         );
     }
@@ -1357,16 +1534,16 @@ mod loom_models {
     /// after the replacement (thread A's old lease, once B has reconnected) leaves it in place.
     #[test]
     fn loom_reconnect_stale_failure_never_evicts_the_replacement() {
-        loom::model(|| {
+        crate::sync::loom_model(|| {
             let shared = Arc::new(SharedReconnectSlot::new(ReconnectConfig::seed_001()));
-            let old = shared.lease(NOW, || Some(1)).unwrap();
+            let old = shared.lease(NOW, || (Some(1), NOW)).unwrap();
             let other = shared.clone();
             let b = loom::thread::spawn(move || {
                 other.on_failure(NOW, &old, IO);
-                other.lease(NOW, || Some(2))
+                other.lease(NOW, || (Some(2), NOW))
             });
             shared.on_failure(NOW, &old, IO);
-            let a = shared.lease(NOW, || Some(2));
+            let a = shared.lease(NOW, || (Some(2), NOW));
             let b = b.join().unwrap();
             let (a, b) = (a.expect("A leases"), b.expect("B leases"));
             assert_eq!(a, b, "the replacement was evicted by a stale report");
@@ -1375,14 +1552,14 @@ mod loom_models {
             assert!(stats.connected);
             assert_eq!(stats.evictions_total, 1);
             assert_eq!(stats.connects_total, 2, "one replacement, not two");
-            assert_eq!(shared.lease(NOW, || Some(3)), Some(a));
+            assert_eq!(shared.lease(NOW, || (Some(3), NOW)), Some(a));
         });
     }
 
     /// Three callers find the slot empty. At most one connect runs at any moment and, whether
     /// it succeeds or fails, exactly one attempt is made.
     fn single_flight(connect_succeeds: bool) {
-        loom::model(move || {
+        crate::sync::loom_model(move || {
             let shared = Arc::new(SharedReconnectSlot::new(ReconnectConfig::seed_001()));
             let connecting = Arc::new(AtomicU32::new(0));
             let attempts = Arc::new(AtomicU32::new(0));
@@ -1395,7 +1572,7 @@ mod loom_models {
                         assert!(now <= 1, "{now} connects in flight");
                         attempts.fetch_add(1, Ordering::SeqCst);
                         connecting.fetch_sub(1, Ordering::SeqCst);
-                        connect_succeeds.then_some(1)
+                        (connect_succeeds.then_some(1), NOW)
                     })
                 }
             };
@@ -1487,7 +1664,7 @@ mod loom_models {
             })
         };
 
-        let mut lease = shared.lease(NOW, || Some(1)).unwrap();
+        let mut lease = shared.lease(NOW, || (Some(1), NOW)).unwrap();
         if replay_writes {
             lease = lease.with_replay_writes();
         }
@@ -1513,7 +1690,7 @@ mod loom_models {
         if !replied {
             assert_eq!(shared.on_failure(NOW, &lease, IO), FailureEffect::Evicted);
             if should_replay(&[command], IO, &lease) {
-                let fresh = shared.lease(NOW, || Some(2)).expect("Redis is back");
+                let fresh = shared.lease(NOW, || (Some(2), NOW)).expect("Redis is back");
                 assert_eq!(fresh.generation().get(), 2);
                 applied.fetch_add(1, Ordering::SeqCst); // the fresh connection stays up
             }
@@ -1531,49 +1708,47 @@ mod loom_models {
     /// explored that lost-reply interleaving, so the assertion is not vacuous.
     #[test]
     fn loom_reconnect_lost_reply_write_is_applied_once_without_replay_writes() {
-        let lost_replies = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let seen = lost_replies.clone();
-        loom::model(move || {
+        let bound = crate::sync::LOOM_PREEMPTION_BOUND;
+        let (executions, lost_replies) = crate::sync::loom_count_executions(bound, || {
             let outcome = write_over_a_dying_connection(Command::IncrByFloat, false);
             assert!(outcome.applied <= 1, "charged {} times", outcome.applied);
             if outcome.reply_lost_after_apply {
                 assert_eq!(outcome.applied, 1);
-                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
+            outcome.reply_lost_after_apply
         });
         assert!(
-            lost_replies.load(std::sync::atomic::Ordering::Relaxed) > 0,
-            "loom never explored a reply lost after the write was applied"
+            lost_replies > 0,
+            "loom never explored a reply lost after the write was applied in {executions} \
+             executions"
         );
     }
 
     /// The rate-limit admission script with `replay_writes`: it is never under-counted, and
     /// loom must find the interleaving that charges it twice (the server applied it, the cut
-    /// swallowed the reply, the client replayed). The double charges are recorded in a std
-    /// atomic outside the model rather than caught as a panic, so only this counterexample
-    /// counts, not any panic, and the test fails if loom ever stops finding it.
+    /// swallowed the reply, the client replayed). The double charges are counted outside the
+    /// model rather than caught as a panic, so only this counterexample counts, not any panic,
+    /// and the test fails if loom ever stops finding it.
     #[test]
     fn loom_reconnect_replay_writes_double_charge_is_found() {
-        let double_charges = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let executions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (found, ran) = (double_charges.clone(), executions.clone());
-        loom::model(move || {
+        let bound = crate::sync::LOOM_PREEMPTION_BOUND;
+        let (executions, double_charges) = crate::sync::loom_count_executions(bound, || {
             let outcome = write_over_a_dying_connection(Command::EvalSha, true);
-            ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             assert!(outcome.applied >= 1, "an admission was not counted");
             if outcome.applied == 2 {
                 assert!(
                     outcome.reply_lost_after_apply,
                     "charged twice with its reply"
                 );
-                found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
+            outcome.applied == 2
         });
-        let found = double_charges.load(std::sync::atomic::Ordering::Relaxed);
-        let ran = executions.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(found > 0, "no double charge in {ran} executions");
         assert!(
-            found < ran,
+            double_charges > 0,
+            "no double charge in {executions} executions"
+        );
+        assert!(
+            double_charges < executions,
             "the double charge needs the race; it happened every time"
         );
     }

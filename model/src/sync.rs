@@ -22,3 +22,62 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// The preemption bound of every loom model in this crate, pinned here so that the suite takes
+/// seconds whatever the environment says: `LOOM_MAX_PREEMPTIONS` does not change it. Three
+/// preemptions find the races these models are about (each needs one or two); a deeper search
+/// means raising this number here, in a commit, not in a shell.
+#[cfg(all(test, loom))]
+pub(crate) const LOOM_PREEMPTION_BOUND: usize = 3;
+
+/// Checks `model` under loom with the preemption bound pinned to [`LOOM_PREEMPTION_BOUND`].
+/// The other limits (`LOOM_MAX_PERMUTATIONS`, `LOOM_MAX_DURATION`, ...) still come from the
+/// environment, as with `loom::model`.
+#[cfg(all(test, loom))]
+pub(crate) fn loom_model<F>(model: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(LOOM_PREEMPTION_BOUND);
+    builder.check(model);
+}
+
+/// Explores every interleaving of `model` within `preemption_bound` (at most
+/// [`LOOM_PREEMPTION_BOUND`]) and returns `(executions, executions for which model returned
+/// true)`. For counterexample tests: the caller asserts that loom found the bad interleaving
+/// (and, usually, that not every execution is bad), so the test fails if loom ever stops
+/// finding it, and no other panic can pass for the counterexample. Exploration is exhaustive
+/// within the bound: the permutation and duration limits of the environment are switched off,
+/// since a truncated search could miss the counterexample.
+///
+/// The tallies are `std` atomics outside the model on purpose: they record what loom explored
+/// and are not part of what it checks.
+#[cfg(all(test, loom))]
+pub(crate) fn loom_count_executions<F>(preemption_bound: usize, model: F) -> (u64, u64)
+where
+    F: Fn() -> bool + Sync + Send + 'static,
+{
+    use std::sync::atomic::{AtomicU64 as StdAtomicU64, Ordering as StdOrdering};
+    assert!(
+        preemption_bound <= LOOM_PREEMPTION_BOUND,
+        "preemption bound {preemption_bound} is above the suite's {LOOM_PREEMPTION_BOUND}"
+    );
+    let tallies = std::sync::Arc::new((StdAtomicU64::new(0), StdAtomicU64::new(0)));
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(preemption_bound);
+    builder.max_permutations = None;
+    builder.max_duration = None;
+    let recorded = tallies.clone();
+    builder.check(move || {
+        let found = model();
+        recorded.0.fetch_add(1, StdOrdering::Relaxed);
+        if found {
+            recorded.1.fetch_add(1, StdOrdering::Relaxed);
+        }
+    });
+    (
+        tallies.0.load(StdOrdering::Relaxed),
+        tallies.1.load(StdOrdering::Relaxed),
+    )
+}

@@ -39,19 +39,29 @@
 //!
 //! Concurrent forms for threads, checked by loom: [`SharedAtomicThrottle`] (a compare-and-swap
 //! loop on one atomic) and [`SharedKvThrottle`] (a mutex-guarded [`KvStore`] whose get and put
-//! are separate critical sections, so the race is between the two calls).
+//! are separate critical sections, so the race is between the two calls). Every form decides
+//! with the same two functions of the counter value it read (`decide_acquire` and
+//! `decide_release` of [`ThrottleConfig`]), so what loom checks is what the simulator drives.
 //!
 //! Invariants of every form:
-//! - `now` never goes backwards between calls (asserted);
-//! - every [`Slot`] is released exactly once (`Slot` cannot be copied or cloned);
+//! - `now` never goes backwards between calls. The store ([`KvStore`]) takes an earlier `now`
+//!   as the latest it has seen ([`LatestTime`]): threads of [`SharedKvThrottle`] that read a
+//!   clock and then race for the store's lock arrive out of order through no fault of their
+//!   own. The sans-IO throttles ([`AtomicThrottle`], [`KvThrottle`]) do the same, and also
+//!   `debug_assert!` it, since there a backwards `now` can only be a bug of the one caller
+//!   that drives them;
+//! - every [`Slot`] is released exactly once (`Slot` cannot be copied or cloned), and only to
+//!   the throttle that issued it: a slot, a pending acquire or release, or deferred work handed
+//!   to another throttle panics (a real `assert!`);
 //! - the stored counter never goes below zero: a decrement of zero (for example after the
 //!   counter expired) writes zero.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::config::ConfigError;
+use crate::instance::InstanceId;
 use crate::sync::{AtomicU32, Mutex, Ordering, lock};
-use crate::time::{SimDuration, SimTime};
+use crate::time::{LatestTime, SimDuration, SimTime};
 
 /// When the stored counter expires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,10 +69,12 @@ pub enum CounterTtl {
     /// The counter never expires (a Durable Object without an alarm): a leaked slot stays
     /// leaked forever, and nothing ever frees slots that are still held.
     Never,
-    /// The write that creates the counter (the first acquire after it was absent) sets the
-    /// expiry to creation + TTL, and later writes keep it (Redis `EXPIRE ... NX` or
-    /// `SET ... KEEPTTL`). The counter disappears that long after creation whatever the
-    /// traffic, which frees leaked slots and held ones alike.
+    /// The write that creates the counter sets the expiry to creation + TTL, and later writes
+    /// keep it: every write is [`Expiry::Keep`], which the store resolves against the version
+    /// live when the put lands (Redis `SET ... KEEPTTL` followed by `EXPIRE ... NX`). A write
+    /// that lands after the counter expired creates it afresh, whatever its writer read. The
+    /// counter disappears that long after creation whatever the traffic, which frees leaked
+    /// slots and held ones alike.
     FixedAtCreation(SimDuration),
     /// Every write sets the expiry to write + TTL (the plan: "TTL 60s on every KV write"). The
     /// counter lives as long as some write comes at least once per TTL.
@@ -78,13 +90,13 @@ impl CounterTtl {
         }
     }
 
-    /// The expiry of a write whose writer read `read` before writing.
-    fn expiry_for_write(self, read: Option<Stored>) -> Expiry {
-        match (self, read) {
-            (CounterTtl::Never, _) => Expiry::Never,
-            (CounterTtl::RefreshedOnWrite(ttl), _) => Expiry::After(ttl),
-            (CounterTtl::FixedAtCreation(_), Some(stored)) => Expiry::At(stored.expires_at),
-            (CounterTtl::FixedAtCreation(ttl), None) => Expiry::After(ttl),
+    /// The expiry every write of the counter carries. It does not depend on what the writer
+    /// read: a fixed TTL is kept by the store, from the version live when the put lands.
+    fn write_expiry(self) -> Expiry {
+        match self {
+            CounterTtl::Never => Expiry::Never,
+            CounterTtl::RefreshedOnWrite(ttl) => Expiry::After(ttl),
+            CounterTtl::FixedAtCreation(ttl) => Expiry::Keep { or_after: ttl },
         }
     }
 }
@@ -177,35 +189,33 @@ impl ThrottleConfig {
         self.kv_staleness_max
     }
 
-    /// The check both forms make on the value they read.
-    fn decide_acquire(&self, read: Option<Stored>) -> Result<(u64, Expiry), Rejection> {
-        let value = read.map_or(0, |stored| stored.value);
+    /// The check every form makes on the counter value it read (0 when the counter is absent
+    /// or expired): the value to write, or the rejection.
+    fn decide_acquire(&self, value: u64) -> Result<u64, Rejection> {
         if value >= u64::from(self.inflight_max) {
             Err(Rejection {
                 retry_after: self.retry_after,
                 counter_seen: value,
             })
         } else {
-            Ok((value + 1, self.counter_ttl.expiry_for_write(read)))
+            Ok(value + 1)
         }
     }
 
-    /// The decrement both forms write: the value read minus one, never below zero.
-    fn decide_release(&self, read: Option<Stored>) -> (u64, Expiry) {
-        let value = read.map_or(0, |stored| stored.value);
-        (
-            value.saturating_sub(1),
-            self.counter_ttl.expiry_for_write(read),
-        )
+    /// The decrement every form writes: the value read minus one, never below zero.
+    fn decide_release(&self, value: u64) -> u64 {
+        value.saturating_sub(1)
     }
 }
 
-/// The right to one slot. Give it back exactly once: `release`, `release_early` or (to model a
-/// decrement that never lands) the form's `lose_release`.
+/// The right to one slot. Give it back exactly once, to the throttle that issued it:
+/// `release`, `release_early` or (to model a decrement that never lands) the form's
+/// `lose_release`.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "a slot that is never released leaks throttle capacity"]
 pub struct Slot {
-    _private: (),
+    /// The throttle that issued it.
+    owner: InstanceId,
 }
 
 /// A rejected acquire: answer 429 with `Retry-After: retry_after`.
@@ -233,7 +243,8 @@ pub enum Decision {
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "deferred work counts as running until end_deferred"]
 pub struct DeferredWork {
-    _private: (),
+    /// The throttle whose slot it held.
+    owner: InstanceId,
 }
 
 /// What the throttle has seen, for reports. Holders are counted from the slots handed out and
@@ -263,20 +274,39 @@ impl ThrottleStats {
 }
 
 /// The bookkeeping both sans-IO forms share.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Ledger {
+    /// Stamped into every token the throttle issues, checked when one comes back.
+    id: InstanceId,
     stats: ThrottleStats,
-    now_last: SimTime,
+    latest: LatestTime,
 }
 
 impl Ledger {
-    fn observe(&mut self, now: SimTime) {
-        assert!(
-            now >= self.now_last,
+    fn new() -> Self {
+        Ledger {
+            id: InstanceId::fresh(),
+            stats: ThrottleStats::default(),
+            latest: LatestTime::new(),
+        }
+    }
+
+    /// Takes `now` into account and returns the instant to use: the latest seen. The one
+    /// caller of a sans-IO throttle never goes backwards, so a `now` earlier than the latest
+    /// is its bug (asserted in debug builds); in release builds it is read as the latest.
+    fn observe(&mut self, now: SimTime) -> SimTime {
+        debug_assert!(
+            now >= self.latest.get(),
             "time went backwards: {now} after {}",
-            self.now_last
+            self.latest.get()
         );
-        self.now_last = now;
+        self.latest.observe(now)
+    }
+
+    /// Panics unless this throttle issued a token stamped `owner`.
+    #[track_caller]
+    fn check_owner(&self, owner: InstanceId, token: &str) {
+        self.id.assert_issued(owner, token, "throttle");
     }
 
     fn admit(&mut self) -> Slot {
@@ -285,7 +315,7 @@ impl Ledger {
         stats.holders += 1;
         stats.holders_peak = stats.holders_peak.max(stats.holders);
         stats.running_peak = stats.running_peak.max(stats.running());
-        Slot { _private: () }
+        Slot { owner: self.id }
     }
 
     fn reject(&mut self, rejection: Rejection) -> Rejection {
@@ -294,7 +324,7 @@ impl Ledger {
     }
 
     fn end_holder(&mut self, slot: Slot) {
-        drop(slot);
+        self.check_owner(slot.owner, "a slot");
         assert!(
             self.stats.holders > 0,
             "released more slots than were admitted"
@@ -304,11 +334,11 @@ impl Ledger {
 
     fn defer(&mut self) -> DeferredWork {
         self.stats.deferred_running += 1;
-        DeferredWork { _private: () }
+        DeferredWork { owner: self.id }
     }
 
     fn end_deferred(&mut self, work: DeferredWork) {
-        drop(work);
+        self.check_owner(work.owner, "deferred work");
         assert!(
             self.stats.deferred_running > 0,
             "ended more deferred work than was deferred"
@@ -334,16 +364,19 @@ pub enum Expiry {
     /// At this instant (KV `expiration`); an instant already past makes the value invisible at
     /// once.
     At(SimTime),
-}
-
-impl Expiry {
-    fn resolve(self, now: SimTime) -> SimTime {
-        match self {
-            Expiry::Never => SimTime::MAX,
-            Expiry::After(ttl) => now.saturating_add(ttl),
-            Expiry::At(at) => at,
-        }
-    }
+    /// The expiry of the version live when the put is applied (Redis `SET ... KEEPTTL`), or,
+    /// if no version is live then (the key is absent or has expired), `or_after` after the put
+    /// (`EXPIRE ... NX`), since the write creates the key afresh. Resolved by
+    /// [`KvStore::put`] against the store's newest version, never against what the writer
+    /// read: a put that lands after the key expired and was created again keeps the new
+    /// key's expiry instead of writing an expiry that has already passed.
+    ///
+    /// (A bare `KEEPTTL` on an absent key would make it persistent; for a counter whose TTL is
+    /// a safety net against leaks, that would turn a fixed TTL into no TTL, so this variant
+    /// does not model it.)
+    Keep {
+        or_after: SimDuration,
+    },
 }
 
 /// A value as a read returned it.
@@ -374,7 +407,10 @@ pub struct Write {
 /// order, as replicas of an eventually consistent store do.
 ///
 /// Invariants:
-/// - `now` never goes backwards across `get` and `put` (asserted);
+/// - `now` never goes backwards across `get` and `put`: an earlier `now` is taken as the
+///   latest seen ([`LatestTime`]), since threads sharing a store (as [`SharedKvThrottle`]'s
+///   do) read their clocks before they take its lock, and so arrive out of order without any
+///   bug. Nothing is asserted here;
 /// - per key, versions are held in write order, and only the versions some future read could
 ///   still return: the newest one written at or before `now - staleness_max` and every later
 ///   one. So a key holds at most 1 + (writes in the last `staleness_max`) versions.
@@ -382,7 +418,7 @@ pub struct Write {
 pub struct KvStore {
     staleness_max: SimDuration,
     keys: BTreeMap<KvKey, VecDeque<Stored>>,
-    now_last: SimTime,
+    latest: LatestTime,
     writes_total: u64,
 }
 
@@ -393,7 +429,7 @@ impl KvStore {
         KvStore {
             staleness_max,
             keys: BTreeMap::new(),
-            now_last: SimTime::ZERO,
+            latest: LatestTime::new(),
             writes_total: 0,
         }
     }
@@ -403,13 +439,10 @@ impl KvStore {
     }
 
     /// Reads `key` as a replica `lag` behind the latest write would. Panics if `lag` is more
-    /// than `staleness_max`.
+    /// than `staleness_max`. A `now` earlier than the latest the store has seen reads as that
+    /// latest instant.
     pub fn get(&self, now: SimTime, key: KvKey, lag: SimDuration) -> Option<Stored> {
-        assert!(
-            now >= self.now_last,
-            "time went backwards: read at {now} after a write at {}",
-            self.now_last
-        );
+        let now = self.latest.at(now);
         assert!(
             lag <= self.staleness_max,
             "a read {lag} behind, more than the store's staleness_max {}",
@@ -425,20 +458,26 @@ impl KvStore {
             .copied()
     }
 
-    /// Writes `value` under `key`, replacing what a later read sees.
+    /// Writes `value` under `key`, replacing what a later read sees. The put is applied at
+    /// `now`, or at the latest instant the store has seen if `now` is earlier; that is also the
+    /// instant [`Expiry::After`] counts from and [`Expiry::Keep`] is resolved at.
     pub fn put(&mut self, now: SimTime, key: KvKey, value: u64, expiry: Expiry) {
-        assert!(
-            now >= self.now_last,
-            "time went backwards: write at {now} after {}",
-            self.now_last
-        );
-        self.now_last = now;
+        let now = self.latest.observe(now);
         self.writes_total += 1;
         let versions = self.keys.entry(key).or_default();
+        let expires_at = match expiry {
+            Expiry::Never => SimTime::MAX,
+            Expiry::After(ttl) => now.saturating_add(ttl),
+            Expiry::At(at) => at,
+            Expiry::Keep { or_after } => match versions.back() {
+                Some(live) if now < live.expires_at => live.expires_at,
+                _ => now.saturating_add(or_after),
+            },
+        };
         versions.push_back(Stored {
             value,
             written_at: now,
-            expires_at: expiry.resolve(now),
+            expires_at,
         });
         // Every future read sees the store as of `horizon` or later, so a version followed by
         // one written at or before the horizon can never be returned again.
@@ -490,7 +529,7 @@ impl AtomicThrottle {
         AtomicThrottle {
             config,
             counter: KvStore::new(SimDuration::ZERO),
-            ledger: Ledger::default(),
+            ledger: Ledger::new(),
         }
     }
 
@@ -504,10 +543,10 @@ impl AtomicThrottle {
 
     /// Reads, checks and increments the counter in one step.
     pub fn try_acquire(&mut self, now: SimTime) -> Decision {
-        self.ledger.observe(now);
-        let read = self.read(now);
-        match self.config.decide_acquire(read) {
-            Ok((value, expiry)) => {
+        let now = self.ledger.observe(now);
+        match self.config.decide_acquire(self.counter(now)) {
+            Ok(value) => {
+                let expiry = self.config.counter_ttl.write_expiry();
                 self.counter.put(now, ATOMIC_KEY, value, expiry);
                 Decision::Admit(self.ledger.admit())
             }
@@ -515,11 +554,13 @@ impl AtomicThrottle {
         }
     }
 
-    /// The holder is done and its decrement lands.
+    /// The holder is done and its decrement lands. Panics if another throttle issued `slot`.
     pub fn release(&mut self, now: SimTime, slot: Slot) {
-        self.ledger.observe(now);
+        let now = self.ledger.observe(now);
         self.ledger.end_holder(slot);
-        self.decrement(now);
+        let value = self.config.decide_release(self.counter(now));
+        let expiry = self.config.counter_ttl.write_expiry();
+        self.counter.put(now, ATOMIC_KEY, value, expiry);
     }
 
     /// The slot is released now but the work goes on (a deferred cascade: the handler returned
@@ -562,11 +603,6 @@ impl AtomicThrottle {
     fn read(&self, now: SimTime) -> Option<Stored> {
         self.counter.get(now, ATOMIC_KEY, SimDuration::ZERO)
     }
-
-    fn decrement(&mut self, now: SimTime) {
-        let (value, expiry) = self.config.decide_release(self.read(now));
-        self.counter.put(now, ATOMIC_KEY, value, expiry);
-    }
 }
 
 /// An acquire between its two steps: read [`PendingAcquire::key`] from the store, then hand the
@@ -575,6 +611,8 @@ impl AtomicThrottle {
 #[must_use = "an acquire is finished with finish_acquire"]
 pub struct PendingAcquire {
     key: KvKey,
+    /// The throttle that began it.
+    owner: InstanceId,
 }
 
 impl PendingAcquire {
@@ -589,6 +627,8 @@ impl PendingAcquire {
 #[must_use = "a release is finished with finish_release or dropped with lose_release"]
 pub struct PendingRelease {
     key: KvKey,
+    /// The throttle whose slot it releases.
+    owner: InstanceId,
 }
 
 impl PendingRelease {
@@ -647,7 +687,7 @@ impl KvThrottle {
         KvThrottle {
             config,
             key,
-            ledger: Ledger::default(),
+            ledger: Ledger::new(),
         }
     }
 
@@ -666,7 +706,10 @@ impl KvThrottle {
     /// Starts an acquire: the caller reads the counter next.
     pub fn begin_acquire(&mut self, now: SimTime) -> PendingAcquire {
         self.ledger.observe(now);
-        PendingAcquire { key: self.key }
+        PendingAcquire {
+            key: self.key,
+            owner: self.ledger.id,
+        }
     }
 
     /// Decides on the value the acquire read (`None`: the counter was absent or expired).
@@ -676,29 +719,34 @@ impl KvThrottle {
         pending: PendingAcquire,
         read: Option<Stored>,
     ) -> KvAcquire {
+        self.ledger.check_owner(pending.owner, "a pending acquire");
+        debug_assert_eq!(pending.key, self.key);
         self.ledger.observe(now);
-        assert_eq!(
-            pending.key, self.key,
-            "an acquire begun by another throttle"
-        );
-        match self.config.decide_acquire(read) {
-            Ok((value, expiry)) => KvAcquire::Admit {
+        match self
+            .config
+            .decide_acquire(read.map_or(0, |stored| stored.value))
+        {
+            Ok(value) => KvAcquire::Admit {
                 slot: self.ledger.admit(),
                 write: Write {
                     key: self.key,
                     value,
-                    expiry,
+                    expiry: self.config.counter_ttl.write_expiry(),
                 },
             },
             Err(rejection) => KvAcquire::Reject(self.ledger.reject(rejection)),
         }
     }
 
-    /// The holder is done; its decrement is still to be read and written.
+    /// The holder is done; its decrement is still to be read and written. Panics if another
+    /// throttle issued `slot`.
     pub fn release(&mut self, now: SimTime, slot: Slot) -> PendingRelease {
         self.ledger.observe(now);
         self.ledger.end_holder(slot);
-        PendingRelease { key: self.key }
+        PendingRelease {
+            key: self.key,
+            owner: self.ledger.id,
+        }
     }
 
     /// The slot is released now but the work goes on (a deferred cascade). The work counts in
@@ -720,20 +768,22 @@ impl KvThrottle {
         pending: PendingRelease,
         read: Option<Stored>,
     ) -> Write {
+        self.ledger.check_owner(pending.owner, "a pending release");
+        debug_assert_eq!(pending.key, self.key);
         self.ledger.observe(now);
-        assert_eq!(pending.key, self.key, "a release begun by another throttle");
-        let (value, expiry) = self.config.decide_release(read);
         Write {
             key: self.key,
-            value,
-            expiry,
+            value: self
+                .config
+                .decide_release(read.map_or(0, |stored| stored.value)),
+            expiry: self.config.counter_ttl.write_expiry(),
         }
     }
 
     /// The decrement never lands (the worker was evicted, the put failed, the promise was
     /// dropped): the slot leaks until the counter expires, if it ever does.
     pub fn lose_release(&mut self, pending: PendingRelease) {
-        assert_eq!(pending.key, self.key, "a release begun by another throttle");
+        self.ledger.check_owner(pending.owner, "a pending release");
         self.ledger.stats.releases_lost += 1;
     }
 
@@ -752,24 +802,42 @@ impl KvThrottle {
     }
 }
 
-/// Form 1 for threads: a compare-and-swap loop on one atomic counter. It never expires (the
-/// config's `counter_ttl` is not used) and takes no time.
+/// Form 1 for threads: a compare-and-swap loop on one atomic counter, deciding with the same
+/// `decide_acquire` and `decide_release` as every other form.
+///
+/// TTL: the counter is one atomic with no clock, so it cannot expire. Rather than ignore a
+/// config that asks for expiry, [`SharedAtomicThrottle::new`] refuses any `counter_ttl` but
+/// [`CounterTtl::Never`]; with `Never`, the sans-IO [`AtomicThrottle`] makes the same
+/// decisions (a test drives both with the same calls). It takes no time.
 ///
 /// Invariant (checked by loom): the counter never exceeds `inflight_max`, so neither do the
-/// holders.
+/// holders; it equals the holders once every thread is done.
 pub struct SharedAtomicThrottle {
+    /// Stamped into every slot, checked when one comes back.
+    id: InstanceId,
+    config: ThrottleConfig,
     inflight: AtomicU32,
-    inflight_max: u32,
-    retry_after: SimDuration,
 }
 
 impl SharedAtomicThrottle {
-    pub fn new(config: &ThrottleConfig) -> Self {
-        SharedAtomicThrottle {
-            inflight: AtomicU32::new(0),
-            inflight_max: config.inflight_max,
-            retry_after: config.retry_after,
+    /// Refuses a config whose counter expires (see the type's documentation).
+    pub fn new(config: &ThrottleConfig) -> Result<Self, ConfigError> {
+        if config.counter_ttl != CounterTtl::Never {
+            return Err(ConfigError::new(
+                "counter_ttl",
+                "must be never for the lock-free throttle (its counter is one atomic with no \
+                 clock, so it cannot expire); use the KV form to model a counter with a TTL",
+            ));
         }
+        Ok(SharedAtomicThrottle {
+            id: InstanceId::fresh(),
+            config: *config,
+            inflight: AtomicU32::new(0),
+        })
+    }
+
+    pub fn config(&self) -> &ThrottleConfig {
+        &self.config
     }
 
     /// Increments the counter if it is below the cap, in one atomic step.
@@ -779,28 +847,38 @@ impl SharedAtomicThrottle {
     pub fn try_acquire(&self) -> Decision {
         let mut current = self.inflight.load(Ordering::Acquire);
         loop {
-            if current >= self.inflight_max {
-                return Decision::Reject(Rejection {
-                    retry_after: self.retry_after,
-                    counter_seen: u64::from(current),
-                });
-            }
-            match self.inflight.compare_exchange(
-                current,
-                current + 1,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Decision::Admit(Slot { _private: () }),
+            let next = match self.config.decide_acquire(u64::from(current)) {
+                Ok(next) => u32::try_from(next).expect("at most inflight_max, a u32"),
+                Err(rejection) => return Decision::Reject(rejection),
+            };
+            match self
+                .inflight
+                .compare_exchange(current, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Decision::Admit(Slot { owner: self.id }),
                 Err(actual) => current = actual,
             }
         }
     }
 
+    /// Gives a slot back. Panics if another throttle issued it, or if the counter is already
+    /// zero (it counts the holders exactly, since it never expires). Same loop bound as
+    /// `try_acquire`.
     pub fn release(&self, slot: Slot) {
-        drop(slot);
-        let before = self.inflight.fetch_sub(1, Ordering::AcqRel);
-        assert!(before > 0, "released more slots than were admitted");
+        self.id.assert_issued(slot.owner, "a slot", "throttle");
+        let mut current = self.inflight.load(Ordering::Acquire);
+        loop {
+            assert!(current > 0, "released more slots than were admitted");
+            let next =
+                u32::try_from(self.config.decide_release(u64::from(current))).expect("below a u32");
+            match self
+                .inflight
+                .compare_exchange(current, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
     }
 
     pub fn inflight(&self) -> u32 {
@@ -814,6 +892,8 @@ impl SharedAtomicThrottle {
 ///
 /// No invariant on the cap: loom finds the interleaving that exceeds it.
 pub struct SharedKvThrottle {
+    /// Stamped into every slot, checked when one comes back.
+    id: InstanceId,
     config: ThrottleConfig,
     key: KvKey,
     store: Mutex<KvStore>,
@@ -822,6 +902,7 @@ pub struct SharedKvThrottle {
 impl SharedKvThrottle {
     pub fn new(config: ThrottleConfig, key: KvKey) -> Self {
         SharedKvThrottle {
+            id: InstanceId::fresh(),
             config,
             key,
             store: Mutex::new(KvStore::new(config.kv_staleness_max)),
@@ -829,24 +910,34 @@ impl SharedKvThrottle {
     }
 
     /// Reads the counter, then (in a second call) writes counter + 1 if it was below the cap.
+    /// Threads may pass their `now`s out of order; the store takes each as the latest it has
+    /// seen.
     pub fn try_acquire(&self, now: SimTime) -> Decision {
-        let read = lock(&self.store).get(now, self.key, SimDuration::ZERO);
+        let value = self.read(now);
         // The lock is released here: other threads may read and write before the put.
-        match self.config.decide_acquire(read) {
-            Ok((value, expiry)) => {
+        match self.config.decide_acquire(value) {
+            Ok(value) => {
+                let expiry = self.config.counter_ttl.write_expiry();
                 lock(&self.store).put(now, self.key, value, expiry);
-                Decision::Admit(Slot { _private: () })
+                Decision::Admit(Slot { owner: self.id })
             }
             Err(rejection) => Decision::Reject(rejection),
         }
     }
 
-    /// Reads the counter, then (in a second call) writes counter - 1.
+    /// Reads the counter, then (in a second call) writes counter - 1. Panics if another
+    /// throttle issued `slot`.
     pub fn release(&self, now: SimTime, slot: Slot) {
-        drop(slot);
-        let read = lock(&self.store).get(now, self.key, SimDuration::ZERO);
-        let (value, expiry) = self.config.decide_release(read);
+        self.id.assert_issued(slot.owner, "a slot", "throttle");
+        let value = self.config.decide_release(self.read(now));
+        let expiry = self.config.counter_ttl.write_expiry();
         lock(&self.store).put(now, self.key, value, expiry);
+    }
+
+    fn read(&self, now: SimTime) -> u64 {
+        lock(&self.store)
+            .get(now, self.key, SimDuration::ZERO)
+            .map_or(0, |stored| stored.value)
     }
 
     /// The counter as an up-to-date read sees it.
@@ -1327,12 +1418,219 @@ mod tests {
         let _ = store.get(secs(5), 1, SimDuration::from_secs(2));
     }
 
+    /// Only in the sans-IO throttles, whose one caller never goes backwards, and only in
+    /// debug builds; the store itself takes a late `now` as the latest (below).
     #[test]
+    #[cfg(debug_assertions)]
     #[should_panic(expected = "time went backwards")]
-    fn time_going_backwards_is_a_caller_bug() {
+    fn time_going_backwards_is_a_caller_bug_of_the_sans_io_throttle() {
         let mut throttle = AtomicThrottle::new(planned());
         let _slot = throttle.try_acquire(secs(5));
         let _ = throttle.try_acquire(secs(4));
+    }
+
+    #[test]
+    fn the_store_takes_a_late_now_as_the_latest_it_has_seen() {
+        let mut store = KvStore::new(SimDuration::ZERO);
+        store.put(secs(10), 1, 7, Expiry::After(TTL_60S));
+        // A writer that read its clock at 4 s lands after the write at 10 s: it is applied at
+        // 10 s, and its TTL counts from there.
+        store.put(secs(4), 1, 8, Expiry::After(TTL_60S));
+        let read = store.get(secs(3), 1, SimDuration::ZERO).unwrap();
+        assert_eq!(
+            (read.value, read.written_at, read.expires_at),
+            (8, secs(10), secs(70))
+        );
+    }
+
+    /// Two threads read their clocks (5 s, then 4 s) and reach the store in the other order:
+    /// an ordinary race of the shared form, which used to hit the store's "time went
+    /// backwards" panic.
+    #[test]
+    fn the_shared_kv_form_accepts_threads_that_pass_now_out_of_order() {
+        let throttle = SharedKvThrottle::new(planned(), 1);
+        let Decision::Admit(first) = throttle.try_acquire(secs(5)) else {
+            panic!("an empty counter admits");
+        };
+        let Decision::Admit(second) = throttle.try_acquire(secs(4)) else {
+            panic!("a counter of 1 admits");
+        };
+        assert_eq!(throttle.counter(secs(5)), 2);
+        throttle.release(secs(3), first);
+        throttle.release(secs(5), second);
+        assert_eq!(throttle.counter(secs(5)), 0);
+    }
+
+    /// The review's repro: a counter created at 0 s with a fixed 60 s TTL; A reads it at 59 s
+    /// and its put lands at 61 s; meanwhile B found it expired at 60.5 s and created it anew.
+    /// A's write must keep B's expiry, not write the expired one it read (which erased B's
+    /// counter, so the next acquire saw an empty counter).
+    #[test]
+    fn a_fixed_ttl_write_landing_after_expiry_keeps_the_new_counters_expiry() {
+        let fixed = config(CounterTtl::FixedAtCreation(TTL_60S), SimDuration::ZERO);
+        let mut store = KvStore::new(SimDuration::ZERO);
+        let mut throttle = KvThrottle::new(fixed, 1);
+        let created = kv_admitted(&mut throttle, &mut store, secs(0));
+        kv_release(&mut throttle, &mut store, secs(1), created);
+        assert_eq!(
+            store.get(secs(1), 1, SimDuration::ZERO).unwrap().expires_at,
+            secs(60)
+        );
+        // A reads at 59 s.
+        let a = throttle.begin_acquire(secs(59));
+        let a_read = store.get(secs(59), a.key(), SimDuration::ZERO);
+        assert_eq!(
+            a_read.map(|read| (read.value, read.expires_at)),
+            Some((0, secs(60)))
+        );
+        let KvAcquire::Admit {
+            slot: _a_slot,
+            write: a_write,
+        } = throttle.finish_acquire(secs(59), a, a_read)
+        else {
+            panic!("a counter of 0 admits");
+        };
+        assert_eq!(a_write.expiry, Expiry::Keep { or_after: TTL_60S });
+        // B, at 60.5 s, finds the counter expired and creates it again.
+        let b_at = SimTime::from_nanos(60_500_000_000);
+        let _b_slot = kv_admitted(&mut throttle, &mut store, b_at);
+        let b_expiry = SimTime::from_nanos(120_500_000_000);
+        assert_eq!(
+            store.get(b_at, 1, SimDuration::ZERO).unwrap().expires_at,
+            b_expiry
+        );
+        // A's put lands at 61 s.
+        store.apply(secs(61), a_write);
+        let after = store
+            .get(secs(61), 1, SimDuration::ZERO)
+            .expect("B's counter survives");
+        assert_eq!((after.value, after.expires_at), (1, b_expiry));
+        assert_eq!(throttle.counter(secs(61), &store), 1);
+    }
+
+    #[test]
+    fn keep_creates_a_missing_or_expired_key_with_a_fresh_ttl() {
+        let mut store = KvStore::new(SimDuration::ZERO);
+        let keep = Expiry::Keep { or_after: TTL_60S };
+        store.put(secs(0), 1, 1, keep);
+        assert_eq!(
+            store.get(secs(0), 1, SimDuration::ZERO).unwrap().expires_at,
+            secs(60)
+        );
+        store.put(secs(30), 1, 2, keep);
+        assert_eq!(
+            store
+                .get(secs(30), 1, SimDuration::ZERO)
+                .unwrap()
+                .expires_at,
+            secs(60)
+        );
+        // At 60 s the key has expired: the write creates it again.
+        store.put(secs(60), 1, 3, keep);
+        assert_eq!(
+            store
+                .get(secs(60), 1, SimDuration::ZERO)
+                .unwrap()
+                .expires_at,
+            secs(120)
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "a slot was handed back to a throttle that did not issue it")]
+    fn a_slot_of_another_atomic_throttle_panics() {
+        let mut issuer = AtomicThrottle::new(planned());
+        let mut other = AtomicThrottle::new(planned());
+        let _held = admitted(other.try_acquire(secs(0)));
+        let foreign = admitted(issuer.try_acquire(secs(0)));
+        other.release(secs(1), foreign);
+    }
+
+    #[test]
+    #[should_panic(expected = "a slot was handed back to a throttle that did not issue it")]
+    fn a_slot_of_another_kv_throttle_panics() {
+        let mut store = KvStore::new(SimDuration::ZERO);
+        // The same key, so nothing but the owner tells the two apart.
+        let mut issuer = KvThrottle::new(planned(), 1);
+        let mut other = KvThrottle::new(planned(), 1);
+        let foreign = kv_admitted(&mut issuer, &mut store, secs(0));
+        let _ = other.release(secs(1), foreign);
+    }
+
+    #[test]
+    #[should_panic(expected = "a pending acquire was handed back to a throttle that did not")]
+    fn a_pending_acquire_of_another_kv_throttle_panics() {
+        let mut issuer = KvThrottle::new(planned(), 1);
+        let mut other = KvThrottle::new(planned(), 1);
+        let pending = issuer.begin_acquire(secs(0));
+        let _ = other.finish_acquire(secs(0), pending, None);
+    }
+
+    #[test]
+    #[should_panic(expected = "a slot was handed back to a throttle that did not issue it")]
+    fn a_slot_of_another_shared_atomic_throttle_panics() {
+        let never = config(CounterTtl::Never, SimDuration::ZERO);
+        let issuer = SharedAtomicThrottle::new(&never).unwrap();
+        let other = SharedAtomicThrottle::new(&never).unwrap();
+        let _held = admitted(other.try_acquire());
+        other.release(admitted(issuer.try_acquire()));
+    }
+
+    #[test]
+    #[should_panic(expected = "a slot was handed back to a throttle that did not issue it")]
+    fn a_slot_of_another_shared_kv_throttle_panics() {
+        let issuer = SharedKvThrottle::new(planned(), 1);
+        let other = SharedKvThrottle::new(planned(), 1);
+        let _held = admitted(other.try_acquire(secs(0)));
+        other.release(secs(1), admitted(issuer.try_acquire(secs(0))));
+    }
+
+    #[test]
+    fn the_lock_free_throttle_refuses_a_counter_that_expires() {
+        for ttl in [
+            CounterTtl::FixedAtCreation(TTL_60S),
+            CounterTtl::RefreshedOnWrite(TTL_60S),
+        ] {
+            let error = SharedAtomicThrottle::new(&config(ttl, SimDuration::ZERO))
+                .err()
+                .expect("refused");
+            assert_eq!(error.field, "counter_ttl");
+            assert!(
+                error
+                    .reason
+                    .starts_with("must be never for the lock-free throttle")
+            );
+        }
+    }
+
+    /// One thread, the same calls: the lock-free form decides as the sans-IO atomic form does
+    /// with a counter that never expires, rejections included.
+    #[test]
+    fn the_lock_free_throttle_decides_as_the_atomic_form() {
+        let never = ThrottleConfig::new(
+            3,
+            SimDuration::from_secs(2),
+            CounterTtl::Never,
+            SimDuration::ZERO,
+        )
+        .unwrap();
+        let shared = SharedAtomicThrottle::new(&never).unwrap();
+        let mut sans_io = AtomicThrottle::new(never);
+        let mut held = Vec::new();
+        for round in 0..12u64 {
+            if round % 3 == 2
+                && let Some((a, b)) = held.pop()
+            {
+                shared.release(a);
+                sans_io.release(secs(round), b);
+            }
+            match (shared.try_acquire(), sans_io.try_acquire(secs(round))) {
+                (Decision::Admit(a), Decision::Admit(b)) => held.push((a, b)),
+                (Decision::Reject(a), Decision::Reject(b)) => assert_eq!(a, b),
+                (a, b) => panic!("round {round}: lock-free {a:?}, sans-IO {b:?}"),
+            }
+            assert_eq!(u64::from(shared.inflight()), sans_io.counter(secs(round)));
+        }
     }
 
     mod properties {
@@ -1552,6 +1850,7 @@ mod tests {
             AfterMillis(u64),
             /// `now + offset - 10 s`: sometimes already past.
             AtOffsetMillis(u64),
+            KeepOrAfterMillis(u64),
         }
 
         fn store_op() -> impl Strategy<Value = StoreOp> {
@@ -1559,6 +1858,7 @@ mod tests {
                 Just(ExpiryChoice::Never),
                 (0u64..30_000).prop_map(ExpiryChoice::AfterMillis),
                 (0u64..30_000).prop_map(ExpiryChoice::AtOffsetMillis),
+                (0u64..30_000).prop_map(ExpiryChoice::KeepOrAfterMillis),
             ];
             prop_oneof![
                 3 => (0u64..3, 0u64..20, expiry)
@@ -1596,6 +1896,17 @@ mod tests {
                                             .saturating_sub(10_000_000_000),
                                     );
                                     (Expiry::At(at), at)
+                                }
+                                ExpiryChoice::KeepOrAfterMillis(millis) => {
+                                    let ttl = SimDuration::from_millis(millis);
+                                    // The last write, if it has not expired yet.
+                                    let live = history
+                                        .get(&key)
+                                        .and_then(|writes| writes.last())
+                                        .filter(|last| now < last.2);
+                                    let expires_at =
+                                        live.map_or(now.saturating_add(ttl), |last| last.2);
+                                    (Expiry::Keep { or_after: ttl }, expires_at)
                                 }
                             };
                             store.put(now, key, value, expiry);
@@ -1647,7 +1958,7 @@ mod thread_tests {
 
     #[test]
     fn threads_never_exceed_the_atomic_cap() {
-        let throttle = Arc::new(SharedAtomicThrottle::new(&config(3)));
+        let throttle = Arc::new(SharedAtomicThrottle::new(&config(3)).unwrap());
         let holders = Arc::new(AtomicU64::new(0));
         let peak = Arc::new(AtomicU64::new(0));
         let threads: Vec<_> = (0..8)
@@ -1710,40 +2021,12 @@ mod loom_models {
         .unwrap()
     }
 
-    /// Explores every interleaving of `model` (with the preemption bound pinned, so the result
-    /// does not depend on the environment) and returns (executions, executions for which
-    /// `model` returned true). The tallies live outside loom on purpose: they are the test's
-    /// record of what loom explored, not part of the model.
-    fn count_executions<F>(preemption_bound: usize, model: F) -> (u64, u64)
-    where
-        F: Fn() -> bool + Sync + Send + 'static,
-    {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        let tallies = std::sync::Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
-        let mut builder = loom::model::Builder::new();
-        builder.preemption_bound = Some(preemption_bound);
-        builder.max_permutations = None;
-        builder.max_duration = None;
-        let recorded = tallies.clone();
-        builder.check(move || {
-            let found = model();
-            recorded.0.fetch_add(1, Ordering::Relaxed);
-            if found {
-                recorded.1.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        (
-            tallies.0.load(Ordering::Relaxed),
-            tallies.1.load(Ordering::Relaxed),
-        )
-    }
-
     /// Three threads race for a cap of two and keep what they get until all are done:
     /// whatever the interleaving, at most two are admitted, and every slot comes back.
     #[test]
     fn loom_throttle_atomic_never_admits_more_than_the_cap() {
-        loom::model(|| {
-            let throttle = Arc::new(SharedAtomicThrottle::new(&config(2)));
+        crate::sync::loom_model(|| {
+            let throttle = Arc::new(SharedAtomicThrottle::new(&config(2)).unwrap());
             let holders = Arc::new(AtomicU32::new(0));
             let threads: Vec<_> = (0..3)
                 .map(|_| {
@@ -1777,8 +2060,8 @@ mod loom_models {
     /// taken again, and never by two holders at once.
     #[test]
     fn loom_throttle_atomic_reuses_released_slots_within_the_cap() {
-        loom::model(|| {
-            let throttle = Arc::new(SharedAtomicThrottle::new(&config(1)));
+        crate::sync::loom_model(|| {
+            let throttle = Arc::new(SharedAtomicThrottle::new(&config(1)).unwrap());
             let holders = Arc::new(AtomicU32::new(0));
             let threads: Vec<_> = (0..2)
                 .map(|_| {
@@ -1807,7 +2090,7 @@ mod loom_models {
     /// turned away. The test fails if loom stops finding the counterexample.
     #[test]
     fn loom_throttle_read_then_increment_exceeds_the_cap() {
-        let (executions, over_cap) = count_executions(1, || {
+        let (executions, over_cap) = crate::sync::loom_count_executions(1, || {
             let throttle = Arc::new(SharedKvThrottle::new(config(1), 1));
             let holders = Arc::new(AtomicU32::new(0));
             let threads: Vec<_> = (0..2)
@@ -1847,7 +2130,7 @@ mod loom_models {
     /// interleaving where the acquire's write erases the release's, leaving a phantom slot.
     #[test]
     fn loom_throttle_read_then_increment_erases_a_release() {
-        let (executions, leaked) = count_executions(1, || {
+        let (executions, leaked) = crate::sync::loom_count_executions(1, || {
             let throttle = Arc::new(SharedKvThrottle::new(config(2), 1));
             let Decision::Admit(held) = throttle.try_acquire(SimTime::ZERO) else {
                 panic!("an empty counter admits");

@@ -2,7 +2,11 @@
 //!
 //! Time is never a float. `SimTime` is an instant, `SimDuration` a span; both are `u64`
 //! nanoseconds, which covers about 584 years. Arithmetic that could overflow is checked or
-//! saturating, by name.
+//! saturating, by name; the unit constructors ([`SimDuration::from_secs`] and its siblings)
+//! saturate at [`SimDuration::MAX`], as their documentation says.
+//!
+//! [`LatestTime`] is the one rule every component applies when a caller's `now` is earlier
+//! than one it has already seen: it takes the latest instant seen instead.
 
 use std::fmt;
 
@@ -51,16 +55,20 @@ impl SimDuration {
         SimDuration(nanos)
     }
 
+    /// `micros` microseconds, saturating at [`SimDuration::MAX`] (about 584 years) instead of
+    /// wrapping.
     pub const fn from_micros(micros: u64) -> Self {
-        SimDuration(micros * 1_000)
+        SimDuration(micros.saturating_mul(1_000))
     }
 
+    /// `millis` milliseconds, saturating at [`SimDuration::MAX`] instead of wrapping.
     pub const fn from_millis(millis: u64) -> Self {
-        SimDuration(millis * 1_000_000)
+        SimDuration(millis.saturating_mul(1_000_000))
     }
 
+    /// `secs` seconds, saturating at [`SimDuration::MAX`] instead of wrapping.
     pub const fn from_secs(secs: u64) -> Self {
-        SimDuration(secs * 1_000_000_000)
+        SimDuration(secs.saturating_mul(1_000_000_000))
     }
 
     pub const fn as_nanos(self) -> u64 {
@@ -86,6 +94,41 @@ impl SimDuration {
     /// Milliseconds as a float, for reports only (never for arithmetic on time).
     pub fn as_millis_f64(self) -> f64 {
         self.0 as f64 / 1e6
+    }
+}
+
+/// The latest instant a component has been told about.
+///
+/// Every policy in this crate states that `now` never goes backwards between calls. A caller
+/// can still break that without a bug of its own: threads that read a clock and then race for
+/// the lock of a shared policy arrive out of order. Each component therefore passes every
+/// `now` it is given through [`LatestTime::observe`] and uses what it returns, the latest
+/// instant seen so far, so that its windows and deadlines never run backwards and a late
+/// caller is treated as arriving at the latest instant instead.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatestTime(SimTime);
+
+impl LatestTime {
+    /// Nothing seen yet: the latest instant is [`SimTime::ZERO`].
+    pub const fn new() -> Self {
+        LatestTime(SimTime::ZERO)
+    }
+
+    /// Records `now` and returns the instant to use: `max(latest seen, now)`.
+    pub fn observe(&mut self, now: SimTime) -> SimTime {
+        self.0 = self.0.max(now);
+        self.0
+    }
+
+    /// The instant `observe(now)` would return, without recording anything (for queries that
+    /// take `&self`).
+    pub fn at(self, now: SimTime) -> SimTime {
+        self.0.max(now)
+    }
+
+    /// The latest instant seen.
+    pub fn get(self) -> SimTime {
+        self.0
     }
 }
 
@@ -148,6 +191,48 @@ mod tests {
         check(1_500_000_000, "1.5s");
         check(2_000_000_001, "2.000000001s");
         check(1_250_000, "1.25ms");
+    }
+
+    #[test]
+    fn unit_constructors_saturate_instead_of_wrapping() {
+        const NEVER: SimDuration = SimDuration::from_secs(u64::MAX);
+        assert_eq!(NEVER, SimDuration::MAX);
+        let secs_max = u64::MAX / 1_000_000_000;
+        assert_eq!(
+            SimDuration::from_secs(secs_max).as_nanos(),
+            secs_max * 1_000_000_000
+        );
+        assert_eq!(SimDuration::from_secs(secs_max + 1), SimDuration::MAX);
+        let millis_max = u64::MAX / 1_000_000;
+        assert_eq!(
+            SimDuration::from_millis(millis_max).as_nanos(),
+            millis_max * 1_000_000
+        );
+        assert_eq!(SimDuration::from_millis(millis_max + 1), SimDuration::MAX);
+        let micros_max = u64::MAX / 1_000;
+        assert_eq!(
+            SimDuration::from_micros(micros_max).as_nanos(),
+            micros_max * 1_000
+        );
+        assert_eq!(SimDuration::from_micros(micros_max + 1), SimDuration::MAX);
+        assert_eq!(SimDuration::from_micros(u64::MAX), SimDuration::MAX);
+    }
+
+    #[test]
+    fn latest_time_never_goes_backwards() {
+        let mut latest = LatestTime::new();
+        let at = SimTime::from_nanos;
+        assert_eq!(latest.get(), SimTime::ZERO);
+        assert_eq!(latest.observe(at(10)), at(10));
+        assert_eq!(
+            latest.observe(at(4)),
+            at(10),
+            "an earlier now reads as the latest"
+        );
+        assert_eq!(latest.at(at(3)), at(10));
+        assert_eq!(latest.at(at(12)), at(12), "at() records nothing");
+        assert_eq!(latest.get(), at(10));
+        assert_eq!(latest.observe(at(11)), at(11));
     }
 
     #[test]
