@@ -1,6 +1,8 @@
 //! Concurrency over time: for every database (`databases.<name>.concurrency`, queries running
-//! at once) and every bulkhead (`bulkheads.<name>.in_use`, permits held), the maximum reached
-//! in each bucket. Colour says the variant, line style says the gauge; fault windows shaded.
+//! at once, and `databases.<name>.lock_waiting`, queries waiting for an advisory lock, if any
+//! query ever waited) and every bulkhead (`bulkheads.<name>.in_use`, permits held), the maximum
+//! reached in each bucket. Colour says the variant, line style says the gauge; fault windows
+//! shaded.
 
 use std::collections::BTreeSet;
 
@@ -20,6 +22,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
         .flat_map(|variant| variant.series.gauges_max.keys())
         .map(String::as_str)
         .filter(|key| gauge_label(key).is_some())
+        .filter(|key| !is_idle_lock_gauge(report, key))
         .collect();
     let stroke = |variant: usize, gauge: usize| Stroke {
         color: palette(variant),
@@ -78,6 +81,24 @@ fn gauge_enabled(variant: &outagelab_report::VariantReport, key: &str) -> bool {
         .is_none_or(|bulkhead| bulkhead.enabled)
 }
 
+/// A database's lock-waiting gauge when no variant ever had a query wait for a lock: every
+/// database has one, and a flat zero line for each would only crowd the chart.
+fn is_idle_lock_gauge(report: &RunReport, key: &str) -> bool {
+    let Some(name) = key
+        .strip_prefix("databases.")
+        .and_then(|rest| rest.strip_suffix(".lock_waiting"))
+    else {
+        return false;
+    };
+    report.variants.iter().all(|variant| {
+        variant
+            .summary
+            .databases
+            .get(name)
+            .is_none_or(|database| database.peak_lock_waiting == 0)
+    })
+}
+
 /// The legend text of a gauge this chart shows; `None` for the gauges it leaves out.
 fn gauge_label(key: &str) -> Option<String> {
     if let Some(name) = key
@@ -85,6 +106,12 @@ fn gauge_label(key: &str) -> Option<String> {
         .and_then(|rest| rest.strip_suffix(".concurrency"))
     {
         return Some(format!("database {name}: queries running"));
+    }
+    if let Some(name) = key
+        .strip_prefix("databases.")
+        .and_then(|rest| rest.strip_suffix(".lock_waiting"))
+    {
+        return Some(format!("database {name}: waiting for a lock"));
     }
     let name = key
         .strip_prefix("bulkheads.")

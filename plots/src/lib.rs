@@ -3,10 +3,11 @@
 //! [`write_charts`] draws, for every report:
 //! - `outage`: failed and successful requests per second over time (two stacked panels);
 //! - `latency`: p99 and p50 latency over time;
-//! - `concurrency`: database and bulkhead concurrency over time;
+//! - `concurrency`: database and bulkhead concurrency (and lock waiters) over time;
 //!
-//! and, when the variants come from a parameter sweep, `sweep`: each flow's median latency
-//! against the swept value. Every chart over time shades the fault windows.
+//! and, when some variant switched a throttle on, `throttles`: slots held against what the
+//! throttle's counter says; when the variants come from a parameter sweep, `sweep`: each flow's
+//! median latency against the swept value. Every chart over time shades the fault windows.
 //!
 //! Architecture invariant: this crate reads finished reports and never runs the model. Text is
 //! drawn with an embedded copy of DejaVu Sans (`assets/`), so charts render the same on a
@@ -18,6 +19,7 @@ mod latency;
 mod outage;
 mod render;
 mod sweep;
+mod throttles;
 mod timeline;
 
 use std::fmt;
@@ -63,8 +65,8 @@ impl fmt::Display for PlotError {
 impl std::error::Error for PlotError {}
 
 /// Writes every chart for `report` into `dir` (created if missing), as PNG and SVG; returns the
-/// paths written, in a stable order: `outage`, `latency`, `concurrency`, then `sweep` for a
-/// sweep, each as `.png` then `.svg`.
+/// paths written, in a stable order: `outage`, `latency`, `concurrency`, then `throttles` when
+/// some variant switched a throttle on and `sweep` for a sweep, each as `.png` then `.svg`.
 pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir)
         .map_err(|error| PlotError::new(dir, format!("cannot create the directory: {error}")))?;
@@ -94,6 +96,7 @@ fn charts(report: &RunReport) -> Vec<Chart> {
         latency::chart(report),
         concurrency::chart(report),
     ];
+    charts.extend(throttles::chart(report));
     charts.extend(sweep::chart(report));
     charts
 }

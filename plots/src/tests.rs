@@ -5,8 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use outagelab_report::{
-    FaultWindow, FlowSummary, LatencyStats, PercentileRule, RunReport, Series, Summary, SweepInfo,
-    VariantReport, Verdict,
+    DatabaseSummary, FaultWindow, FlowSummary, LatencyStats, PercentileRule, RunReport, Series,
+    Summary, SweepInfo, ThrottleSummary, VariantReport, Verdict,
 };
 
 use super::*;
@@ -460,6 +460,110 @@ fn concurrency_shows_database_and_bulkhead_gauges_only() {
     );
     // One database line per variant, one bulkhead line for the variant that has a bulkhead.
     assert_eq!(chart.panels[0].lines.len(), 3);
+}
+
+#[test]
+fn concurrency_shows_lock_waiters_only_when_some_query_waited() {
+    let mut report = demo_report();
+    for variant in &mut report.variants {
+        let buckets = variant.series.start_ms.len();
+        variant
+            .series
+            .gauges_max
+            .insert("databases.main.lock_waiting".to_string(), vec![0; buckets]);
+        variant
+            .summary
+            .databases
+            .insert("main".to_string(), DatabaseSummary::default());
+    }
+    let has_lock_line = |report: &RunReport| {
+        concurrency::chart(report)
+            .legend
+            .iter()
+            .any(|entry| entry.label == "database main: waiting for a lock")
+    };
+    assert!(
+        !has_lock_line(&report),
+        "no query waited: no flat zero line"
+    );
+    report.variants[1]
+        .summary
+        .databases
+        .get_mut("main")
+        .unwrap()
+        .peak_lock_waiting = 4;
+    assert!(has_lock_line(&report));
+    // Both variants draw it once some variant waited, next to the three lines of before.
+    assert_eq!(concurrency::chart(&report).panels[0].lines.len(), 5);
+}
+
+/// `demo_report` with a throttle `cascade`, switched on in the second variant only: it holds 3
+/// slots while its counter climbs one per 10 s (leaked slots).
+fn throttle_report() -> RunReport {
+    let mut report = demo_report();
+    for (index, variant) in report.variants.iter_mut().enumerate() {
+        let buckets = variant.series.start_ms.len() as u64;
+        variant.summary.throttles.insert(
+            "cascade".to_string(),
+            ThrottleSummary {
+                enabled: index == 1,
+                ..ThrottleSummary::default()
+            },
+        );
+        let gauges = &mut variant.series.gauges_max;
+        gauges.insert(
+            "throttles.cascade.holders".to_string(),
+            vec![3; buckets as usize],
+        );
+        gauges.insert(
+            "throttles.cascade.counter".to_string(),
+            (0..buckets).map(|bucket| 3 + bucket / 100).collect(),
+        );
+    }
+    report
+}
+
+#[test]
+fn the_throttle_chart_shows_held_against_counted_for_enabled_throttles() {
+    assert!(
+        throttles::chart(&demo_report()).is_none(),
+        "no throttle, no chart"
+    );
+    let mut off = throttle_report();
+    off.variants[1]
+        .summary
+        .throttles
+        .get_mut("cascade")
+        .unwrap()
+        .enabled = false;
+    assert!(
+        throttles::chart(&off).is_none(),
+        "throttles all off, no chart"
+    );
+
+    let chart = throttles::chart(&throttle_report()).unwrap();
+    let labels: Vec<&str> = chart
+        .legend
+        .iter()
+        .map(|entry| entry.label.as_str())
+        .collect();
+    assert!(labels.contains(&"throttle cascade: slots held"));
+    assert!(labels.contains(&"throttle cascade: counter says held"));
+    // Only the variant that switched it on: its holders line, then its counter line.
+    let lines = &chart.panels[0].lines;
+    assert_eq!(lines.len(), 2);
+    assert!(lines.iter().all(|line| line.stroke.color == palette(1)));
+    let last = |line: &chart::Line| line.segments[0].last().unwrap().1;
+    assert_eq!((last(&lines[0]), last(&lines[1])), (3.0, 5.0));
+
+    let dir = scratch("throttles");
+    let written = write_charts(&throttle_report(), &dir).unwrap();
+    assert_eq!(
+        file_names(&written)[6..],
+        ["throttles.png", "throttles.svg"]
+    );
+    assert!(svg_text(&dir, "throttles").contains("throttle slots over time"));
+    fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
