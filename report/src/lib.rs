@@ -118,6 +118,7 @@ pub struct Summary {
     pub retries: BTreeMap<String, RetrySummary>,
     pub caches: BTreeMap<String, CacheSummary>,
     pub rate_limits: BTreeMap<String, RateLimitSummary>,
+    pub throttles: BTreeMap<String, ThrottleSummary>,
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
 }
@@ -245,6 +246,22 @@ pub struct RateLimitSummary {
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
+pub struct ThrottleSummary {
+    pub enabled: bool,
+    pub admitted: u64,
+    /// Acquires answered 429.
+    pub rejected: u64,
+    /// Acquires answered 429 while fewer than the cap truly held a slot of the key: the
+    /// counter still counted leaked slots (or a stale read overcounted).
+    pub rejected_below_cap: u64,
+    /// The most slots of one key held at once: above the cap means over-admission.
+    pub peak_holders: u64,
+    /// Releases that never landed (lost fire-and-forget decrements, or requests that ended
+    /// holding a slot).
+    pub releases_lost: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct BreakerSummary {
     pub enabled: bool,
     /// Times the breaker opened, turned half-open, and closed again.
@@ -290,7 +307,8 @@ pub struct Series {
     /// `in_flight`, `databases.<name>.concurrency`, `bulkheads.<name>.in_use`,
     /// `bulkheads.<name>.queued`, `connections.<name>.pending`, and `breakers.<name>.state`
     /// (0 closed, 1 half-open, 2 open: the worst state the bucket saw), and
-    /// `semaphores.<name>.in_flight` and `.bytes`, and `caches.<name>.entries`.
+    /// `semaphores.<name>.in_flight` and `.bytes`, `caches.<name>.entries`, and
+    /// `throttles.<name>.holders`.
     pub gauges_max: BTreeMap<String, Vec<u64>>,
     /// True when the run had more buckets than the series keeps; later buckets were dropped.
     pub truncated: bool,

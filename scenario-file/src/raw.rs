@@ -38,6 +38,10 @@ pub struct RawScenario {
     #[serde(default)]
     pub rate_limits: BTreeMap<String, RawRateLimit>,
     #[serde(default)]
+    pub kv_stores: BTreeMap<String, RawKvStore>,
+    #[serde(default)]
+    pub throttles: BTreeMap<String, RawThrottle>,
+    #[serde(default)]
     pub flows: BTreeMap<String, RawFlow>,
     #[serde(default)]
     pub loads: BTreeMap<String, RawLoad>,
@@ -210,13 +214,47 @@ pub struct RawCache {
     pub ttl: Spanned<Text>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheOpName {
     Get,
     Put,
     Invalidate,
     Flush,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKvStore {
+    pub read_latency: Spanned<RawLatency>,
+    pub write_latency: Spanned<RawLatency>,
+    pub staleness_max: Option<Spanned<Text>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawThrottle {
+    pub enabled: Option<bool>,
+    pub form: Spanned<ThrottleFormName>,
+    pub inflight_max: Spanned<u64>,
+    pub retry_after: Option<Spanned<Text>>,
+    pub counter_ttl: Option<Spanned<Text>>,
+    pub ttl_mode: Option<Spanned<TtlModeName>>,
+    pub store: Option<Spanned<String>>,
+    pub release_loss_percent: Option<Spanned<f64>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThrottleFormName {
+    Atomic,
+    Kv,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TtlModeName {
+    Fixed,
+    Refreshed,
 }
 
 #[derive(Deserialize)]
@@ -256,7 +294,10 @@ pub struct RawStep {
     pub db: Option<Spanned<String>>,
     pub work: Option<Spanned<Text>>,
     pub cache: Option<Spanned<String>>,
-    pub op: Option<Spanned<CacheOpName>>,
+    /// A cache op (`get`, `put`, `invalidate`, `flush`) or a throttle op (`acquire`,
+    /// `release`).
+    pub op: Option<Spanned<String>>,
+    pub throttle: Option<Spanned<String>>,
     pub rate_limit: Option<Spanned<String>>,
     pub connection: Option<Spanned<String>>,
     pub key: Option<Spanned<String>>,
@@ -305,6 +346,7 @@ pub enum OnErrorName {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLoad {
+    pub enabled: Option<bool>,
     pub flow: Spanned<String>,
     pub arrivals: Spanned<ArrivalsName>,
     pub rate: Option<Spanned<f64>>,

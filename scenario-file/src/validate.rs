@@ -15,6 +15,7 @@ use outagelab_model::rate_limit::{
 };
 use outagelab_model::retry::{RetryBudgetConfig, RetryConfig};
 use outagelab_model::semaphore::SemaphoreConfig;
+use outagelab_model::throttle::{CounterTtl, ThrottleConfig};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
 use outagelab_sim::BUCKETS_MAX;
@@ -68,6 +69,8 @@ struct Names<'r> {
     rate_limits: BTreeMap<&'r str, u32>,
     /// Rate limiters that keep their buckets in a store (their steps name a key).
     rate_limits_with_store: BTreeSet<&'r str>,
+    kv_stores: BTreeMap<&'r str, u32>,
+    throttles: BTreeMap<&'r str, u32>,
     flows: BTreeMap<&'r str, u32>,
 }
 
@@ -283,7 +286,7 @@ impl<'a> Validator<'a> {
 
     pub fn scenario(&mut self, raw: &RawScenario, name: &str) -> Option<Scenario> {
         let errors_before = self.errors.len();
-        let sections: [(&str, Vec<&String>); 13] = [
+        let sections: [(&str, Vec<&String>); 15] = [
             ("servers", raw.servers.keys().collect()),
             ("connections", raw.connections.keys().collect()),
             ("databases", raw.databases.keys().collect()),
@@ -294,6 +297,8 @@ impl<'a> Validator<'a> {
             ("retries", raw.retries.keys().collect()),
             ("caches", raw.caches.keys().collect()),
             ("rate_limits", raw.rate_limits.keys().collect()),
+            ("kv_stores", raw.kv_stores.keys().collect()),
+            ("throttles", raw.throttles.keys().collect()),
             ("flows", raw.flows.keys().collect()),
             ("loads", raw.loads.keys().collect()),
             ("faults", raw.faults.keys().collect()),
@@ -313,6 +318,8 @@ impl<'a> Validator<'a> {
             retries: index(&raw.retries),
             caches: index(&raw.caches),
             rate_limits: index(&raw.rate_limits),
+            kv_stores: index(&raw.kv_stores),
+            throttles: index(&raw.throttles),
             rate_limits_with_store: raw
                 .rate_limits
                 .iter()
@@ -377,6 +384,16 @@ impl<'a> Validator<'a> {
             .iter()
             .filter_map(|(name, limit)| self.rate_limit(name, limit, &names))
             .collect();
+        let kv_stores: Vec<KvStoreSpec> = raw
+            .kv_stores
+            .iter()
+            .filter_map(|(name, store)| self.kv_store(name, store))
+            .collect();
+        let throttles = raw
+            .throttles
+            .iter()
+            .filter_map(|(name, throttle)| self.throttle(name, throttle, &names, &kv_stores))
+            .collect();
         let flows = raw
             .flows
             .iter()
@@ -389,11 +406,22 @@ impl<'a> Validator<'a> {
                 "the scenario has no [loads.<name>] table: nothing would run",
             );
         }
-        let loads = raw
+        // A disabled load is still checked (a variant may enable it), then left out.
+        let loads: Vec<LoadSpec> = raw
             .loads
             .iter()
-            .filter_map(|(name, load)| self.load(name, load, &names, limits.horizon))
+            .filter_map(|(name, load)| {
+                let spec = self.load(name, load, &names, limits.horizon)?;
+                load.enabled.unwrap_or(true).then_some(spec)
+            })
             .collect();
+        if !raw.loads.is_empty() && raw.loads.values().all(|load| load.enabled == Some(false)) {
+            self.error(
+                None,
+                "loads",
+                "every load is disabled (`enabled = false`): nothing would run",
+            );
+        }
         let faults = raw
             .faults
             .iter()
@@ -424,6 +452,8 @@ impl<'a> Validator<'a> {
             retries,
             caches,
             rate_limits,
+            kv_stores,
+            throttles,
             flows,
             loads,
             faults,
@@ -1025,21 +1055,9 @@ impl<'a> Validator<'a> {
                     );
                     return None;
                 }
-                let thousandths = self.thousandths(share, &key("hot_share_percent"))?;
-                if !thousandths.is_multiple_of(100) || thousandths > 100_000 {
-                    self.error(
-                        Some(share.span()),
-                        key("hot_share_percent"),
-                        format!(
-                            "{} is not a percentage from 0 to 100, to 0.1%",
-                            share.get_ref()
-                        ),
-                    );
-                    return None;
-                }
                 KeyDistribution::Hot {
                     hot_keys: hot as u32,
-                    share_permille: thousandths / 100,
+                    share_permille: self.percent_permille(share, &key("hot_share_percent"))?,
                 }
             }
         };
@@ -1122,6 +1140,97 @@ impl<'a> Validator<'a> {
             Err(error) => {
                 let span = raw.fail_closed_retry_after.as_ref().map(Spanned::span);
                 self.error(span, key(error.field), error.reason);
+                None
+            }
+        }
+    }
+
+    fn kv_store(&mut self, name: &str, raw: &RawKvStore) -> Option<KvStoreSpec> {
+        let key = |field: &str| format!("kv_stores.{name}.{field}");
+        Some(KvStoreSpec {
+            name: name.to_owned(),
+            read_latency: self.latency(&raw.read_latency, &key("read_latency"))?,
+            write_latency: self.latency(&raw.write_latency, &key("write_latency"))?,
+            staleness_max: self.duration_or(&raw.staleness_max, &key("staleness_max"), "0s"),
+        })
+    }
+
+    fn throttle(
+        &mut self,
+        name: &str,
+        raw: &RawThrottle,
+        names: &Names,
+        stores: &[KvStoreSpec],
+    ) -> Option<ThrottleSpec> {
+        let prefix = format!("throttles.{name}");
+        let key = |field: &str| format!("{prefix}.{field}");
+        let (form, staleness) = match raw.form.get_ref() {
+            ThrottleFormName::Atomic => {
+                if let Some(store) = &raw.store {
+                    self.error(
+                        Some(store.span()),
+                        key("store"),
+                        "an atomic throttle keeps no store (its check-and-increment is one step)",
+                    );
+                }
+                (ThrottleForm::Atomic, SimDuration::ZERO)
+            }
+            ThrottleFormName::Kv => {
+                let Some(store) = &raw.store else {
+                    self.error(
+                        Some(raw.form.span()),
+                        key("store"),
+                        "a KV throttle needs a store: a [kv_stores.<name>]",
+                    );
+                    return None;
+                };
+                let id = self.reference(store, &key("store"), "KV store", &names.kv_stores)?;
+                let staleness = stores
+                    .iter()
+                    .find(|spec| spec.name == *store.get_ref())
+                    .map_or(SimDuration::ZERO, |spec| spec.staleness_max);
+                (
+                    ThrottleForm::Kv {
+                        store: KvStoreId(id),
+                    },
+                    staleness,
+                )
+            }
+        };
+        let retry_after = self.duration_or(&raw.retry_after, &key("retry_after"), "1s");
+        let counter_ttl = match (&raw.counter_ttl, &raw.ttl_mode) {
+            (None, Some(mode)) => {
+                self.error(Some(mode.span()), key("ttl_mode"), "says how counter_ttl applies, but there is no counter_ttl (leave both out for a counter that never expires)");
+                return None;
+            }
+            (None, None) => CounterTtl::Never,
+            (Some(ttl), mode) => {
+                let ttl = self.duration(ttl, &key("counter_ttl"))?;
+                match mode.as_ref().map(|m| *m.get_ref()) {
+                    None | Some(TtlModeName::Refreshed) => CounterTtl::RefreshedOnWrite(ttl),
+                    Some(TtlModeName::Fixed) => CounterTtl::FixedAtCreation(ttl),
+                }
+            }
+        };
+        let release_loss_permille = match &raw.release_loss_percent {
+            Some(percent) => self.percent_permille(percent, &key("release_loss_percent"))?,
+            None => 0,
+        };
+        let inflight_max = u32::try_from(*raw.inflight_max.get_ref()).unwrap_or(u32::MAX);
+        match ThrottleConfig::new(inflight_max, retry_after, counter_ttl, staleness) {
+            Ok(config) => Some(ThrottleSpec {
+                name: name.to_owned(),
+                enabled: raw.enabled.unwrap_or(true),
+                config,
+                form,
+                release_loss_permille,
+            }),
+            Err(error) => {
+                let mut spans = vec![("inflight_max", raw.inflight_max.span())];
+                spans.extend(raw.retry_after.as_ref().map(|r| ("retry_after", r.span())));
+                spans.extend(raw.counter_ttl.as_ref().map(|t| ("counter_ttl", t.span())));
+                spans.extend(raw.store.as_ref().map(|s| ("kv_staleness_max", s.span())));
+                self.config_error(error, &prefix, &spans);
                 None
             }
         }
@@ -1323,6 +1432,23 @@ impl<'a> Validator<'a> {
         Some(scaled as u32)
     }
 
+    /// A percentage from 0 to 100 to 0.1%, in thousandths of the whole (permille).
+    fn percent_permille(&mut self, value: &Spanned<f64>, key: &str) -> Option<u32> {
+        let thousandths = self.thousandths(value, key)?;
+        if !thousandths.is_multiple_of(100) || thousandths > 100_000 {
+            self.error(
+                Some(value.span()),
+                key,
+                format!(
+                    "{} is not a percentage from 0 to 100, to 0.1%",
+                    value.get_ref()
+                ),
+            );
+            return None;
+        }
+        Some(thousandths / 100)
+    }
+
     /// A list of error outcomes (for what a policy counts or acts on).
     fn error_outcomes(
         &mut self,
@@ -1408,20 +1534,26 @@ impl<'a> Validator<'a> {
             raw.work.is_some(),
             raw.cache.is_some(),
             raw.rate_limit.is_some(),
+            raw.throttle.is_some(),
         ];
         if actions.iter().filter(|&&set| set).count() != 1 {
             self.error(
                 Some(spanned.span()),
                 prefix,
-                "a step does exactly one thing: set one of `redis`, `db`, `work`, `cache` or \
-                 `rate_limit`",
+                "a step does exactly one thing: set one of `redis`, `db`, `work`, `cache`, \
+                 `rate_limit` or `throttle`",
             );
             return None;
         }
         if raw.cache.is_none()
+            && raw.throttle.is_none()
             && let Some(op) = &raw.op
         {
-            self.error(Some(op.span()), key("op"), "applies to a cache step only");
+            self.error(
+                Some(op.span()),
+                key("op"),
+                "applies to a cache or throttle step only",
+            );
         }
         let not_here = |this: &mut Self, span: Option<Range<usize>>, field: &str, what: &str| {
             if let Some(span) = span {
@@ -1561,6 +1693,52 @@ impl<'a> Validator<'a> {
                 command,
                 key: KeyFamilyId(family?),
             }
+        } else if let Some(throttle) = &raw.throttle {
+            let what = "a throttle step";
+            for (field, span) in [
+                ("connection", raw.connection.as_ref().map(Spanned::span)),
+                ("value", raw.value.as_ref().map(Spanned::span)),
+                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
+                ("timeout", raw.timeout.as_ref().map(Spanned::span)),
+                ("on_hit", on_hit.as_ref().map(|h| h.0.clone())),
+            ] {
+                not_here(self, span, field, what);
+            }
+            let id = self.reference(throttle, &key("throttle"), "throttle", &names.throttles);
+            let op = match raw.op.as_ref().map(|op| (op.span(), op.get_ref().as_str())) {
+                Some((_, "acquire")) => ThrottleOp::Acquire,
+                Some((_, "release")) => ThrottleOp::Release,
+                Some((span, other)) => {
+                    self.error(
+                        Some(span),
+                        key("op"),
+                        format!("`{other}` is not a throttle op: \"acquire\" or \"release\""),
+                    );
+                    return None;
+                }
+                None => {
+                    self.error(
+                        Some(throttle.span()),
+                        key("op"),
+                        "a throttle step needs op: \"acquire\" or \"release\"",
+                    );
+                    return None;
+                }
+            };
+            let Some(family) = &raw.key else {
+                self.error(
+                    Some(throttle.span()),
+                    key("key"),
+                    "a throttle counts per key: name a [keys.<name>] family",
+                );
+                return None;
+            };
+            let family = self.reference(family, &key("key"), "key family", &names.keys);
+            StepAction::Throttle {
+                throttle: ThrottleId(id?),
+                op,
+                key: KeyFamilyId(family?),
+            }
         } else if let Some(limit) = &raw.rate_limit {
             let what = "a rate-limit step";
             for (field, span) in [
@@ -1625,7 +1803,20 @@ impl<'a> Validator<'a> {
                 );
                 return None;
             };
-            let op_name = *op.get_ref();
+            let op_name = match op.get_ref().as_str() {
+                "get" => CacheOpName::Get,
+                "put" => CacheOpName::Put,
+                "invalidate" => CacheOpName::Invalidate,
+                "flush" => CacheOpName::Flush,
+                other => {
+                    self.error(
+                        Some(op.span()),
+                        key("op"),
+                        format!("`{other}` is not a cache op: \"get\", \"put\", \"invalidate\" or \"flush\""),
+                    );
+                    return None;
+                }
+            };
             if op_name != CacheOpName::Get {
                 not_here(
                     self,

@@ -130,7 +130,7 @@ fn rejected_files() {
         ),
         (
             with("{ db = \"db\" }", "{ db = \"db\", redis = \"GET\" }"),
-            "16:77: flows.f.steps[1]: a step does exactly one thing: set one of `redis`, `db`, `work`, `cache` or `rate_limit`",
+            "16:77: flows.f.steps[1]: a step does exactly one thing: set one of `redis`, `db`, `work`, `cache`, `rate_limit` or `throttle`",
         ),
         (
             with(
@@ -213,6 +213,122 @@ fn rejected_files() {
         (
             with("count = 5", "count = 5\nduration = \"1s\""),
             "22:9: loads.l.count: give exactly one of `count` or `duration`",
+        ),
+        (
+            format!("{BASE}\n[semaphores.s]\nmax_in_flight = 0\n"),
+            "25:17: semaphores.s.max_in_flight: must be at least 1 (a cap of zero drops every write; leave it out for no cap)",
+        ),
+        (
+            format!("{BASE}\n[semaphores.s]\n"),
+            "24:13: semaphores.s.max_in_flight: or max_bytes must be set (a semaphore with neither cap bounds nothing)",
+        ),
+        (
+            format!("{BASE}\n[retries.r]\nmax_attempts = 0\nbackoff = \"1s\"\n"),
+            "25:16: retries.r.max_attempts: must be at least 1 (it counts the first attempt; 1 means never retry)",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nbackoff_factor = nan\n"
+            ),
+            "27:18: retries.r.backoff_factor: NaN is not a non-negative number with at most 3 decimals",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"okay\"]\n"
+            ),
+            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited)",
+        ),
+        (
+            with("{ db = \"db\" }", "{ db = \"db\", retry = \"nope\" }"),
+            "16:98: flows.f.steps[1].retry: unknown retry policy `nope`: the scenario defines none",
+        ),
+        (
+            format!("{BASE}\n[caches.l1]\nmax_entries = 0\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n"),
+            "25:15: caches.l1.max_entries: must be at least 1 (a cache of zero entries stores nothing; leave the L1 out)",
+        ),
+        (
+            format!(
+                "{BASE}\n[caches.l1]\nmax_entries = 10\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n[flows.g]\nsteps = [{{ cache = \"l1\", op = \"fetch\", key = \"k\" }}]\n"
+            ),
+            "29:31: flows.g.steps[0].op: `fetch` is not a cache op: \"get\", \"put\", \"invalidate\" or \"flush\"",
+        ),
+        (
+            format!("{BASE}\n[rate_limits.rl]\ncapacity = 10\nrate = -1\n"),
+            "26:8: rate_limits.rl.rate: must be a positive number of requests per second, not -1",
+        ),
+        (
+            format!("{BASE}\n[rate_limits.rl]\ncapacity = 0\nrate = 1\n"),
+            "25:12: rate_limits.rl.capacity: must be at least 1 (a bucket that holds no token rejects every request)",
+        ),
+        (
+            format!("{BASE}\n[kv_stores.cf]\nread_latency = \"-1ms\"\nwrite_latency = \"30ms\"\n"),
+            "25:16: kv_stores.cf.read_latency: `-1ms` is negative: write a number and a unit (ns, us, ms, s, m, h), e.g. \"100ms\" or \"1.5s\"",
+        ),
+        (
+            format!("{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 0\n"),
+            "26:16: throttles.t.inflight_max: must be at least 1 (a cap of zero rejects every write)",
+        ),
+        (
+            format!("{BASE}\n[throttles.t]\nform = \"kv\"\ninflight_max = 10\n"),
+            "25:8: throttles.t.store: a KV throttle needs a store: a [kv_stores.<name>]",
+        ),
+        (
+            format!(
+                "{BASE}\n[kv_stores.cf]\nread_latency = \"1ms\"\nwrite_latency = \"1ms\"\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\nstore = \"cf\"\n"
+            ),
+            "30:9: throttles.t.store: an atomic throttle keeps no store (its check-and-increment is one step)",
+        ),
+        (
+            format!("{BASE}\n[throttles.t]\nform = \"kv\"\ninflight_max = 10\nstore = \"nope\"\n"),
+            "27:9: throttles.t.store: unknown KV store `nope`: the scenario defines none",
+        ),
+        (
+            format!(
+                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\nrelease_loss_percent = 200\n"
+            ),
+            "27:24: throttles.t.release_loss_percent: 200 is not a percentage from 0 to 100, to 0.1%",
+        ),
+        (
+            format!(
+                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\nttl_mode = \"fixed\"\n"
+            ),
+            "27:12: throttles.t.ttl_mode: says how counter_ttl applies, but there is no counter_ttl (leave both out for a counter that never expires)",
+        ),
+        (
+            format!(
+                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = \"t\", key = \"k\" }}]\n"
+            ),
+            "28:23: flows.g.steps[0].op: a throttle step needs op: \"acquire\" or \"release\"",
+        ),
+        (
+            format!(
+                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = \"t\", op = \"get\", key = \"k\" }}]\n"
+            ),
+            "28:33: flows.g.steps[0].op: `get` is not a throttle op: \"acquire\" or \"release\"",
+        ),
+        (
+            format!(
+                "{BASE}\n[flows.g]\nsteps = [{{ throttle = \"t\", op = \"acquire\", key = \"k\" }}]\n"
+            ),
+            "25:23: flows.g.steps[0].throttle: unknown throttle `t`: the scenario defines none",
+        ),
+        (
+            format!(
+                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = \"t\", op = \"acquire\" }}]\n"
+            ),
+            "28:23: flows.g.steps[0].key: a throttle counts per key: name a [keys.<name>] family",
+        ),
+        (
+            with("{ db = \"db\" }", "{ db = \"db\", op = \"get\" }"),
+            "16:95: flows.f.steps[1].op: applies to a cache or throttle step only",
+        ),
+        (
+            with("{ db = \"db\" }", "{ db = \"db\", lock = \"nope\" }"),
+            "16:97: flows.f.steps[1].lock: unknown key family `nope` (defined: k)",
+        ),
+        (
+            with("[loads.l]", "[loads.l]\nenabled = false"),
+            " loads: every load is disabled (`enabled = false`): nothing would run",
         ),
     ];
     assert!(cases.len() >= 15);

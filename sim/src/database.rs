@@ -390,6 +390,8 @@ mod tests {
             retries: vec![],
             caches: vec![],
             rate_limits: vec![],
+            kv_stores: vec![],
+            throttles: vec![],
             flows: vec![],
             loads: vec![],
             faults: vec![],

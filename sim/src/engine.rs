@@ -22,7 +22,8 @@ use outagelab_model::cache::{Cache, CacheKey, Lookup};
 use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
-use outagelab_model::time::SimTime;
+use outagelab_model::throttle::KvKey;
+use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
     BreakerSummary, BulkheadSummary, CacheSummary, FaultWindow, Outcome, RateLimitSummary,
     RetrySummary, SemaphoreSummary, Summary, VariantReport, Verdict,
@@ -36,8 +37,9 @@ use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, BreakerId, BulkheadId, CacheOp, ConnectionId, DatabaseId, FaultKind, FlowId,
     KeyFamilyId, LoadEnd, LoadId, OnError, OnHit, OutcomeSet, RateLimitId, RedisCommand, Scenario,
-    SemaphoreId, StepAction, StepSpec,
+    SemaphoreId, StepAction, StepSpec, ThrottleId, ThrottleOp,
 };
+use crate::throttles::{Held, Phase, Progress, Throttles};
 
 /// Runs one scenario to its end and reports what happened.
 ///
@@ -73,6 +75,12 @@ struct Request {
     retry: Option<RetryState>,
     /// Whether the request is waiting out a retry's backoff (its timer re-runs the step).
     retry_waiting: bool,
+    /// A Retry-After the last refusal asked for, for the retry policy.
+    retry_after: Option<SimDuration>,
+    /// The throttle slot the request holds.
+    throttle_held: Option<Held>,
+    /// The KV step of a throttle the request waits on.
+    throttle_phase: Option<(ThrottleId, KvKey, Phase)>,
 }
 
 struct Slot {
@@ -143,6 +151,13 @@ struct CacheSlot {
     entries_gauge: GaugeId,
 }
 
+/// What a throttle's chart shows: slots truly held, and what its counter says is held. The gap
+/// is leaked slots (or holders the counter lost).
+struct ThrottleGauges {
+    holders: GaugeId,
+    counter: GaugeId,
+}
+
 struct SemaphoreSlot {
     semaphore: Semaphore,
     enabled: bool,
@@ -185,6 +200,8 @@ struct Simulator<'s> {
     retries: Vec<RetrySlot>,
     caches: Vec<CacheSlot>,
     rate_limits: Vec<RateLimitSlot>,
+    throttles: Throttles,
+    throttle_gauges: Vec<ThrottleGauges>,
     /// Permits of database queries whose caller timed out, by the waiter reference the
     /// database still holds; returned when the query ends. Never larger than the number of
     /// running queries.
@@ -242,6 +259,14 @@ impl<'s> Simulator<'s> {
                 enabled: spec.enabled,
                 in_flight_gauge: metrics.add_gauge(format!("semaphores.{}.in_flight", spec.name)),
                 bytes_gauge: metrics.add_gauge(format!("semaphores.{}.bytes", spec.name)),
+            })
+            .collect();
+        let throttle_gauges = scenario
+            .throttles
+            .iter()
+            .map(|spec| ThrottleGauges {
+                holders: metrics.add_gauge(format!("throttles.{}.holders", spec.name)),
+                counter: metrics.add_gauge(format!("throttles.{}.counter", spec.name)),
             })
             .collect();
         let rate_limits = scenario
@@ -331,6 +356,8 @@ impl<'s> Simulator<'s> {
             retries,
             caches,
             rate_limits,
+            throttles: Throttles::new(scenario),
+            throttle_gauges,
             held_by_queries: BTreeMap::new(),
             metrics,
             in_flight_gauge,
@@ -513,6 +540,13 @@ impl<'s> Simulator<'s> {
             self.metrics
                 .set_gauge(slot.entries_gauge, slot.cache.len() as u64);
         }
+        for (index, gauges) in self.throttle_gauges.iter().enumerate() {
+            let id = ThrottleId(index as u32);
+            self.metrics
+                .set_gauge(gauges.holders, self.throttles.holders(id));
+            self.metrics
+                .set_gauge(gauges.counter, self.throttles.counter(self.now, id));
+        }
         for slot in &self.breakers {
             let level = state_level(slot.breaker.state_at(self.now));
             self.metrics.set_gauge(slot.state_gauge, level);
@@ -577,6 +611,9 @@ impl<'s> Simulator<'s> {
             ticket: None,
             retry: None,
             retry_waiting: false,
+            retry_after: None,
+            throttle_held: None,
+            throttle_phase: None,
         });
         self.in_flight += 1;
         self.metrics.record_arrival(flow.index());
@@ -774,6 +811,25 @@ impl<'s> Simulator<'s> {
                         },
                     }
                 }
+                StepAction::Throttle { throttle, op, key } => {
+                    let kv_key = u64::from(key.0) << 32 | u64::from(self.key_of(slot, key));
+                    let progress = match op {
+                        ThrottleOp::Acquire => {
+                            if let Some(old) = self.request_mut(slot).throttle_held.take() {
+                                self.throttles.leak(self.now, old); // a second acquire drops the first
+                            }
+                            self.throttles.acquire(self.now, throttle, kv_key)
+                        }
+                        ThrottleOp::Release => match self.request_mut(slot).throttle_held.take() {
+                            Some(held) => self.throttles.release(self.now, held),
+                            None => Progress::Done,
+                        },
+                    };
+                    match self.throttle_progress(slot, progress) {
+                        Some(Next::Continue) => continue,
+                        Some(Next::Stop) | None => return,
+                    }
+                }
                 StepAction::Cache { cache, op, key } => {
                     let key = key.map(|family| CacheKey::pair(family.0, self.key_of(slot, family)));
                     let key = || key.expect("validated: every cache op but flush has a key");
@@ -828,10 +884,57 @@ impl<'s> Simulator<'s> {
         key_index(request.key_seed, family.0, spec.count, spec.distribution)
     }
 
+    /// Applies a throttle step's progress to the request in `slot`: it holds the slot it was
+    /// given, waits for a KV step (`None`), or ends the step.
+    fn throttle_progress(&mut self, slot: u32, progress: Progress) -> Option<Next> {
+        let result = match progress {
+            Progress::Admitted(held) => {
+                self.request_mut(slot).throttle_held = Some(held);
+                StepResult::Ok
+            }
+            Progress::Rejected { retry_after } => {
+                self.request_mut(slot).retry_after = Some(retry_after);
+                StepResult::Error(Outcome::RateLimited)
+            }
+            Progress::Done => StepResult::Ok,
+            Progress::Wait {
+                after,
+                throttle,
+                key,
+                phase,
+                admitted,
+            } => {
+                let waiter = self.current_ref(slot);
+                let request = self.request_mut(slot);
+                if admitted.is_some() {
+                    request.throttle_held = admitted;
+                }
+                request.throttle_phase = Some((throttle, key, phase));
+                self.events
+                    .schedule(self.now.saturating_add(after), Event::RequestTimer(waiter));
+                return None;
+            }
+        };
+        Some(self.end_step(slot, result))
+    }
+
     /// Starts step `step` of the request in `slot` as a background request of its own.
     fn spawn_background(&mut self, slot: u32, step: u16) {
-        let now = self.now;
+        let (now, scenario) = (self.now, self.scenario);
         let request = self.request_mut(slot);
+        // A throttle release hands back the slot the request holds, so it goes with it.
+        let releases_throttle = matches!(
+            scenario.flows[request.flow.index()].steps[usize::from(step)].action,
+            StepAction::Throttle {
+                op: ThrottleOp::Release,
+                ..
+            }
+        );
+        let throttle_held = if releases_throttle {
+            request.throttle_held.take()
+        } else {
+            None
+        };
         let background = Request {
             flow: request.flow,
             step,
@@ -843,6 +946,9 @@ impl<'s> Simulator<'s> {
             ticket: None,
             retry: None,
             retry_waiting: false,
+            retry_after: None,
+            throttle_held,
+            throttle_phase: None,
         };
         let background = self.allocate(background);
         // Run it now, so that its command is written before the request's next one.
@@ -860,6 +966,15 @@ impl<'s> Simulator<'s> {
             self.runnable.push_back(request); // run the step again
             return;
         }
+        if let Some((throttle, key, phase)) = current.throttle_phase.take() {
+            let progress = self.throttles.resume(self.now, throttle, key, phase);
+            if let Some(Next::Continue) = self.throttle_progress(request.slot, progress) {
+                let next = self.current_ref(request.slot);
+                self.runnable.push_back(next);
+            }
+            return;
+        }
+        let current = self.request_mut(request.slot);
         let step = &scenario.flows[current.flow.index()].steps[current.step as usize];
         debug_assert!(
             matches!(step.action, StepAction::Work { .. }),
@@ -920,6 +1035,8 @@ impl<'s> Simulator<'s> {
         };
         let step = &scenario.flows[self.request_mut(slot).flow.index()].steps
             [self.request_mut(slot).step as usize];
+        // A Retry-After belongs to the step that was refused, retried or not.
+        let retry_after = self.request_mut(slot).retry_after.take();
         if let Some(retry) = step.retry
             && let Some(mut state) = self.request_mut(slot).retry.take()
         {
@@ -927,9 +1044,10 @@ impl<'s> Simulator<'s> {
             if let StepResult::Error(kind) = result
                 && entry.retry_on.contains(kind)
             {
-                let decision = entry
-                    .policy
-                    .on_failure(now, &mut state, None, &mut entry.random);
+                let decision =
+                    entry
+                        .policy
+                        .on_failure(now, &mut state, retry_after, &mut entry.random);
                 if let RetryDecision::Retry { at } = decision {
                     let request = self.request_mut(slot);
                     request.retry = Some(state);
@@ -1028,7 +1146,11 @@ impl<'s> Simulator<'s> {
 
     fn free(&mut self, slot: u32) {
         let entry = &mut self.slots[slot as usize];
-        let request = entry.request.take().expect("freeing a live request");
+        let mut request = entry.request.take().expect("freeing a live request");
+        if let Some(held) = request.throttle_held.take() {
+            self.throttles.leak(self.now, held); // ended without releasing its slot
+        }
+        let entry = &mut self.slots[slot as usize];
         debug_assert!(
             request.permit.is_none()
                 && request.semaphore_permit.is_none()
@@ -1153,6 +1275,15 @@ impl<'s> Simulator<'s> {
                         fail_open_admitted: counters.fail_open_admitted,
                         fail_closed_rejected: counters.fail_closed_rejected,
                     };
+                    (spec.name.clone(), summary)
+                })
+                .collect(),
+            throttles: scenario
+                .throttles
+                .iter()
+                .enumerate()
+                .map(|(index, spec)| {
+                    let summary = self.throttles.summary(ThrottleId(index as u32));
                     (spec.name.clone(), summary)
                 })
                 .collect(),

@@ -18,6 +18,7 @@ mod metrics;
 mod redis;
 mod rng;
 pub mod scenario;
+mod throttles;
 
 pub use engine::{run, summary_shape};
 pub use metrics::BUCKETS_MAX;

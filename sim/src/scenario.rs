@@ -15,6 +15,7 @@ use outagelab_model::cache::CacheConfig;
 use outagelab_model::rate_limit::RateLimiterConfig;
 use outagelab_model::retry::RetryConfig;
 use outagelab_model::semaphore::SemaphoreConfig;
+use outagelab_model::throttle::ThrottleConfig;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
 
@@ -52,6 +53,10 @@ id!(/// Index into [`Scenario::caches`].
     CacheId);
 id!(/// Index into [`Scenario::rate_limits`].
     RateLimitId);
+id!(/// Index into [`Scenario::throttles`].
+    ThrottleId);
+id!(/// Index into [`Scenario::kv_stores`].
+    KvStoreId);
 id!(/// Index into [`Scenario::flows`].
     FlowId);
 id!(/// Index into [`Scenario::loads`].
@@ -80,6 +85,8 @@ pub struct Scenario {
     pub retries: Vec<RetrySpec>,
     pub caches: Vec<CacheSpec>,
     pub rate_limits: Vec<RateLimitSpec>,
+    pub kv_stores: Vec<KvStoreSpec>,
+    pub throttles: Vec<ThrottleSpec>,
     pub flows: Vec<FlowSpec>,
     pub loads: Vec<LoadSpec>,
     pub faults: Vec<FaultSpec>,
@@ -411,6 +418,46 @@ pub struct RateLimitSpec {
     pub store: Option<ConnectionId>,
 }
 
+/// A key-value store with separate reads and writes (Cloudflare KV, say): a read takes
+/// `read_latency` and may lag the latest write by up to `staleness_max`; a write lands
+/// `write_latency` after it is sent.
+#[derive(Clone, Debug)]
+pub struct KvStoreSpec {
+    pub name: String,
+    pub read_latency: Distribution,
+    pub write_latency: Distribution,
+    pub staleness_max: SimDuration,
+}
+
+/// A per-key cap on work in flight (seed 004's cascade throttle).
+#[derive(Clone, Debug)]
+pub struct ThrottleSpec {
+    pub name: String,
+    /// A disabled throttle admits everything.
+    pub enabled: bool,
+    pub config: ThrottleConfig,
+    pub form: ThrottleForm,
+    /// Chance, in thousandths, that a release is lost (a fire-and-forget decrement).
+    pub release_loss_permille: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThrottleForm {
+    /// Check-and-increment in one step.
+    Atomic,
+    /// Read, then increment, on a KV store: not atomic.
+    Kv { store: KvStoreId },
+}
+
+/// What a throttle step does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThrottleOp {
+    /// Take a slot of the request's key, or fail with `rate_limited` (429).
+    Acquire,
+    /// Give back the slot the request holds (nothing if it holds none).
+    Release,
+}
+
 /// What a cache step does to its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheOp {
@@ -474,6 +521,12 @@ pub enum StepAction {
     RateLimit {
         limiter: RateLimitId,
         key: Option<KeyFamilyId>,
+    },
+    /// A throttle step on the request's key of `key`.
+    Throttle {
+        throttle: ThrottleId,
+        op: ThrottleOp,
+        key: KeyFamilyId,
     },
     /// An operation on an in-process cache; takes no time. Every op but `Flush` has a key.
     Cache {
@@ -613,6 +666,11 @@ impl Scenario {
         for connection in &self.connections {
             within("server", connection.server.index(), self.servers.len())?;
         }
+        for throttle in &self.throttles {
+            if let ThrottleForm::Kv { store } = throttle.form {
+                within("KV store", store.index(), self.kv_stores.len())?;
+            }
+        }
         for limiter in &self.rate_limits {
             if let Some(store) = limiter.store {
                 within("connection", store.index(), self.connections.len())?;
@@ -687,6 +745,10 @@ impl Scenario {
                                 ));
                             }
                         }
+                    }
+                    StepAction::Throttle { throttle, key, .. } => {
+                        within("throttle", throttle.index(), self.throttles.len())?;
+                        within("key family", key.index(), self.keys.len())?;
                     }
                     StepAction::Cache { cache, key, op } => {
                         within("cache", cache.index(), self.caches.len())?;

@@ -35,6 +35,8 @@ pub fn empty(name: &str) -> Scenario {
         retries: vec![],
         caches: vec![],
         rate_limits: vec![],
+        kv_stores: vec![],
+        throttles: vec![],
         flows: vec![],
         loads: vec![],
         faults: vec![],
