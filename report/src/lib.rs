@@ -288,6 +288,33 @@ pub struct ConnectionSummary {
     pub connect_failures: u64,
     /// Most commands waiting on this connection at once (sent or queued offline).
     pub peak_pending: u64,
+    /// Writes the server applied more than once: resent after a lost link (an offline queue
+    /// resends what it had no reply for) or replayed by a slot that opted in. Each is a
+    /// double charge when the write is a spend.
+    pub writes_applied_twice: u64,
+    /// Steps on this connection that failed and went on (`on_error = "next"`): requests let
+    /// through unchecked because Redis could not be reached.
+    pub fail_open: u64,
+    /// A reconnect slot's counters (zero for other connections).
+    pub slot: SlotSummary,
+}
+
+/// What a reconnect slot did (seed 001's metrics, and the checks of its design).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SlotSummary {
+    /// Connections made after the first, each replacing an evicted one.
+    pub reconnects: u64,
+    /// Live connections evicted by a connection-level failure reported through them.
+    pub evictions: u64,
+    /// Connection-level failures reported through a connection that was no longer the live
+    /// one: each would have evicted a healthy replacement without the generation check.
+    pub stale_failures: u64,
+    /// Callers told to wait for the attempt in progress (single flight).
+    pub waited: u64,
+    /// Callers that found a backoff window open and failed at once.
+    pub unavailable: u64,
+    /// Commands run once more on a fresh connection after theirs died.
+    pub replays: u64,
 }
 
 /// A time series in fixed-width buckets, stored by column. Bucket `i` covers

@@ -108,13 +108,13 @@ pub struct RawConnection {
     pub latency: Option<Spanned<Text>>,
     pub bandwidth: Option<Spanned<Text>>,
     pub command_timeout: Option<Spanned<Text>>,
-    pub offline_queue: Option<bool>,
+    pub offline_queue: Option<Spanned<bool>>,
     pub max_retries: Option<Spanned<RetryLimit>>,
     pub connect_timeout: Option<Spanned<Text>>,
     pub reconnect_delay: Option<Spanned<Text>>,
     pub reconnect_delay_max: Option<Spanned<Text>>,
     pub connected_at_start: Option<bool>,
-    pub reconnect: Option<ReconnectName>,
+    pub reconnect: Option<Spanned<ReconnectName>>,
 }
 
 #[derive(Clone, Copy, Deserialize)]
@@ -122,6 +122,7 @@ pub struct RawConnection {
 pub enum ReconnectName {
     Always,
     Never,
+    Slot,
 }
 
 #[derive(Deserialize)]
@@ -319,6 +320,8 @@ pub struct RawStep {
     pub label: Option<Spanned<String>>,
     /// Runs even when an earlier step failed the request.
     pub finally: Option<bool>,
+    /// On a reconnect slot, replay the step's write after a connection-level failure too.
+    pub replay_writes: Option<Spanned<bool>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -378,6 +381,7 @@ pub enum FaultKindName {
     Pause,
     Hang,
     Stop,
+    Kill,
 }
 
 /// A `[[variant]]` entry, without its `patch` (which is merged into the document, not

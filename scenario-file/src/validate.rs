@@ -13,6 +13,7 @@ use outagelab_model::cache::CacheConfig;
 use outagelab_model::rate_limit::{
     Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
 };
+use outagelab_model::reconnect::ReconnectConfig;
 use outagelab_model::retry::{RetryBudgetConfig, RetryConfig};
 use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::throttle::{CounterTtl, ThrottleConfig};
@@ -38,6 +39,9 @@ mod default {
     pub const CONNECT_TIMEOUT: &str = "10s";
     pub const RECONNECT_DELAY: &str = "50ms";
     pub const RECONNECT_DELAY_MAX: &str = "2s";
+    /// A reconnect slot's backoff after a failed attempt, doubling to the maximum (seed 001).
+    pub const SLOT_BACKOFF: &str = "100ms";
+    pub const SLOT_BACKOFF_MAX: &str = "5s";
     pub const VALUE: u64 = 64;
 }
 
@@ -632,6 +636,26 @@ impl<'a> Validator<'a> {
                 "every command would fail; leave it out to wait forever",
             )
         });
+        let slot = matches!(
+            raw.reconnect.as_ref().map(|r| *r.get_ref()),
+            Some(ReconnectName::Slot)
+        );
+        if slot {
+            if let Some(queue) = raw.offline_queue.as_ref().filter(|q| *q.get_ref()) {
+                self.error(
+                    Some(queue.span()),
+                    key("offline_queue"),
+                    "a reconnect slot has no offline queue: a command runs on the live connection or fails at once",
+                );
+            }
+            if let Some(retries) = &raw.max_retries {
+                self.error(
+                    Some(retries.span()),
+                    key("max_retries"),
+                    "a reconnect slot carries no command over a lost connection (a read-only one is replayed once on a fresh connection)",
+                );
+            }
+        }
         let max_retries = match raw.max_retries.as_ref().map(Spanned::get_ref) {
             None => Some(default::MAX_RETRIES),
             Some(RetryLimit::Unlimited) => None,
@@ -645,6 +669,11 @@ impl<'a> Validator<'a> {
             )?,
             None => self.duration_or(&None, "", default::CONNECT_TIMEOUT),
         };
+        let (delay_default, delay_max_default) = if slot {
+            (default::SLOT_BACKOFF, default::SLOT_BACKOFF_MAX)
+        } else {
+            (default::RECONNECT_DELAY, default::RECONNECT_DELAY_MAX)
+        };
         let reconnect_delay = match &raw.reconnect_delay {
             Some(delay) => self
                 .positive_duration(
@@ -653,12 +682,12 @@ impl<'a> Validator<'a> {
                     "a refused connection would be retried in a loop that never lets time pass",
                 )
                 .unwrap_or_default(),
-            None => self.duration_or(&None, "", default::RECONNECT_DELAY),
+            None => self.duration_or(&None, "", delay_default),
         };
         let reconnect_delay_max = self.duration_or(
             &raw.reconnect_delay_max,
             &key("reconnect_delay_max"),
-            default::RECONNECT_DELAY_MAX,
+            delay_max_default,
         );
         if reconnect_delay > reconnect_delay_max {
             let span = raw
@@ -681,15 +710,29 @@ impl<'a> Validator<'a> {
                 .as_ref()
                 .and_then(|b| self.bandwidth(b, &key("bandwidth"))),
             command_timeout,
-            offline_queue: raw.offline_queue.unwrap_or(true),
+            offline_queue: raw.offline_queue.as_ref().map_or(!slot, |q| *q.get_ref()),
             max_retries,
             connect_timeout,
             reconnect_delay,
             reconnect_delay_max,
             connected_at_start: raw.connected_at_start.unwrap_or(true),
-            reconnect: match raw.reconnect {
+            reconnect: match raw.reconnect.as_ref().map(|r| *r.get_ref()) {
                 None | Some(ReconnectName::Always) => Reconnect::Always,
                 Some(ReconnectName::Never) => Reconnect::Never,
+                Some(ReconnectName::Slot) => {
+                    // Checked above: a delay is longer than zero and at most the maximum.
+                    match ReconnectConfig::new(
+                        reconnect_delay.max(SimDuration::from_nanos(1)),
+                        reconnect_delay_max.max(reconnect_delay),
+                    ) {
+                        Ok(config) => Reconnect::Slot(config),
+                        Err(error) => {
+                            let span = raw.reconnect.as_ref().map(Spanned::span);
+                            self.error(span, key("reconnect"), error.reason);
+                            return None;
+                        }
+                    }
+                }
             },
         })
     }
@@ -1965,6 +2008,29 @@ impl<'a> Validator<'a> {
             .retry
             .as_ref()
             .and_then(|r| self.reference(r, &key("retry"), "retry policy", &names.retries));
+        // Meaningful on a reconnect slot only, but allowed on any connection, so that variants
+        // can compare a slot with other reconnect designs.
+        let replay_writes = match &raw.replay_writes {
+            None => false,
+            Some(flag) => {
+                let sends_command = match action {
+                    StepAction::Redis { .. } => true,
+                    StepAction::RateLimit { .. } => raw.rate_limit.as_ref().is_some_and(|l| {
+                        names.rate_limits_with_store.contains(l.get_ref().as_str())
+                    }),
+                    _ => false,
+                };
+                if !sends_command {
+                    self.error(
+                        Some(flag.span()),
+                        key("replay_writes"),
+                        "applies to a Redis step, or a rate-limit step with a store: the steps \
+                         that send a command a reconnect slot could replay",
+                    );
+                }
+                *flag.get_ref()
+            }
+        };
         Some(StepSpec {
             action,
             breaker: breaker.map(BreakerId),
@@ -1974,6 +2040,7 @@ impl<'a> Validator<'a> {
             on_error,
             on_hit: on_hit.map_or(OnHit::Next, |(_, target)| target),
             finally: raw.finally.unwrap_or(false),
+            replay_writes,
         })
     }
 
@@ -2118,22 +2185,34 @@ impl<'a> Validator<'a> {
                 ),
             );
         }
-        let duration = match &raw.duration {
-            Some(d) => Some(self.positive_duration(
+        let kind = match raw.kind {
+            FaultKindName::Pause => FaultKind::Pause,
+            FaultKindName::Hang => FaultKind::Hang,
+            FaultKindName::Stop => FaultKind::Stop,
+            FaultKindName::Kill => FaultKind::Kill,
+        };
+        let duration = match (&raw.duration, kind) {
+            (Some(d), FaultKind::Kill) => {
+                self.error(
+                    Some(d.span()),
+                    key("duration"),
+                    "a kill happens at one instant (the server keeps running): leave duration out",
+                );
+                return None;
+            }
+            // An instant: it ends where it starts.
+            (None, FaultKind::Kill) => Some(SimDuration::ZERO),
+            (Some(d), _) => Some(self.positive_duration(
                 d,
                 &key("duration"),
                 "leave it out for a fault that never ends",
             )?),
-            None => None,
+            (None, _) => None,
         };
         Some(FaultSpec {
             name: name.to_owned(),
             target: ServerId(target?),
-            kind: match raw.kind {
-                FaultKindName::Pause => FaultKind::Pause,
-                FaultKindName::Hang => FaultKind::Hang,
-                FaultKindName::Stop => FaultKind::Stop,
-            },
+            kind,
             at,
             duration,
         })

@@ -330,6 +330,38 @@ fn rejected_files() {
             with("[loads.l]", "[loads.l]\nenabled = false"),
             " loads: every load is disabled (`enabled = false`): nothing would run",
         ),
+        (
+            with(
+                "command_timeout = \"100ms\"",
+                "command_timeout = \"100ms\"\nreconnect = \"slot\"\noffline_queue = true",
+            ),
+            "10:17: connections.c.offline_queue: a reconnect slot has no offline queue: a command runs on the live connection or fails at once",
+        ),
+        (
+            with(
+                "command_timeout = \"100ms\"",
+                "command_timeout = \"100ms\"\nreconnect = \"slot\"\nmax_retries = 3",
+            ),
+            "10:15: connections.c.max_retries: a reconnect slot carries no command over a lost connection (a read-only one is replayed once on a fresh connection)",
+        ),
+        (
+            with(
+                "command_timeout = \"100ms\"",
+                "command_timeout = \"100ms\"\nreconnect = \"slot\"\nreconnect_delay = \"10s\"",
+            ),
+            "10:19: connections.c.reconnect_delay: 10s is above reconnect_delay_max 5s",
+        ),
+        (
+            with("{ db = \"db\" }", "{ db = \"db\", replay_writes = true }"),
+            "16:106: flows.f.steps[1].replay_writes: applies to a Redis step, or a rate-limit step with a store: the steps that send a command a reconnect slot could replay",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.k]\ntarget = \"redis\"\nkind = \"kill\"\nat = \"1s\"\nduration = \"1s\"",
+            ),
+            "28:12: faults.k.duration: a kill happens at one instant (the server keeps running): leave duration out",
+        ),
     ];
     assert!(cases.len() >= 15);
     let mut wrong = Vec::new();

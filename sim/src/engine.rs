@@ -20,6 +20,7 @@ use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
 use outagelab_model::cache::{Cache, CacheKey, Lookup};
 use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
+use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::throttle::KvKey;
@@ -32,7 +33,8 @@ use outagelab_report::{
 use crate::database::{Databases, Query};
 use crate::kernel::{Event, EventQueue, RequestRef, StepResult};
 use crate::metrics::{GaugeId, Metrics};
-use crate::redis::{Op, Redis};
+use crate::reconnect_slots::{ReconnectSlots, SlotAcquire, link_of};
+use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, BreakerId, BulkheadId, CacheOp, ConnectionId, DatabaseId, FaultKind, FlowId,
@@ -81,6 +83,15 @@ struct Request {
     throttle_held: Option<Held>,
     /// The KV step of a throttle the request waits on.
     throttle_phase: Option<(ThrottleId, KvKey, Phase)>,
+    /// The reconnect slot and lease the current step's command runs on.
+    lease: Option<(ConnectionId, Lease)>,
+    /// Whether the current step's command was already replayed (a replay is made once).
+    replayed: bool,
+    /// The write the current step's copies belong to, when a slot may replay it.
+    origin: Option<u64>,
+    /// Run the current step's action without its gates again (bulkhead, semaphore, breaker
+    /// were passed before it waited for a reconnect slot, or before its replay).
+    resume_action: bool,
 }
 
 struct Slot {
@@ -173,6 +184,16 @@ struct LoadState {
     next_arrival_q32: u128,
 }
 
+/// Where a step stands after its gates.
+enum Gates {
+    /// Every gate let it through: run the action.
+    Passed,
+    /// Queued in a bulkhead: the release of a permit makes it runnable.
+    Waiting,
+    /// A gate refused it; the step ended with that error.
+    Ended(Next),
+}
+
 /// What a step's end means for its request.
 enum Next {
     /// Go on with the request's next step.
@@ -211,6 +232,11 @@ struct Simulator<'s> {
     /// Per database: queries running, and queries waiting for a lock.
     database_gauges: Vec<(GaugeId, GaugeId)>,
     connection_gauges: Vec<GaugeId>,
+    reconnect_slots: ReconnectSlots,
+    /// Per slot connection: the `connected` gauge.
+    slot_gauges: Vec<(ConnectionId, GaugeId)>,
+    /// Per connection: its steps that failed and went on (fail-open).
+    fail_open: Vec<u64>,
 }
 
 impl<'s> Simulator<'s> {
@@ -237,6 +263,16 @@ impl<'s> Simulator<'s> {
             .connections
             .iter()
             .map(|c| metrics.add_gauge(format!("connections.{}.pending", c.name)))
+            .collect();
+        let slot_gauges = scenario
+            .connections
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c.reconnect, crate::scenario::Reconnect::Slot(_)))
+            .map(|(index, c)| {
+                let gauge = metrics.add_gauge(format!("connections.{}.connected", c.name));
+                (ConnectionId(index as u32), gauge)
+            })
             .collect();
         let bulkheads = scenario
             .bulkheads
@@ -363,6 +399,9 @@ impl<'s> Simulator<'s> {
             in_flight_gauge,
             database_gauges,
             connection_gauges,
+            reconnect_slots: ReconnectSlots::new(scenario),
+            slot_gauges,
+            fail_open: vec![0; scenario.connections.len()],
         }
     }
 
@@ -465,6 +504,8 @@ impl<'s> Simulator<'s> {
                     FaultKind::Pause => self.redis.pause(now, spec.target, on, events),
                     FaultKind::Hang => self.redis.hang(now, spec.target, on, events),
                     FaultKind::Stop => self.redis.stop(now, spec.target, on, events),
+                    FaultKind::Kill if on => self.redis.kill(now, spec.target, events),
+                    FaultKind::Kill => {} // an instant: nothing ends
                 }
             }
         }
@@ -474,7 +515,14 @@ impl<'s> Simulator<'s> {
     /// became runnable, until nothing is left to do at this instant.
     fn drain(&mut self) {
         loop {
-            if !self.redis.completions.is_empty() {
+            if !self.redis.link_events.is_empty() {
+                let link_events = std::mem::take(&mut self.redis.link_events);
+                for &event in &link_events {
+                    self.on_link_event(event);
+                }
+                self.redis.link_events = link_events;
+                self.redis.link_events.clear();
+            } else if !self.redis.completions.is_empty() {
                 let completions = std::mem::take(&mut self.redis.completions);
                 for &(request, result) in &completions {
                     self.settle(request, result);
@@ -529,6 +577,10 @@ impl<'s> Simulator<'s> {
         for (index, &gauge) in self.connection_gauges.iter().enumerate() {
             let pending = self.redis.pending(ConnectionId(index as u32));
             self.metrics.set_gauge(gauge, pending as u64);
+        }
+        for &(connection, gauge) in &self.slot_gauges {
+            let connected = self.reconnect_slots.connected(connection);
+            self.metrics.set_gauge(gauge, u64::from(connected));
         }
         for slot in &self.semaphores {
             let (in_flight, bytes) = (slot.semaphore.in_flight(), slot.semaphore.bytes_in_flight());
@@ -614,6 +666,10 @@ impl<'s> Simulator<'s> {
             retry_after: None,
             throttle_held: None,
             throttle_phase: None,
+            lease: None,
+            replayed: false,
+            origin: None,
+            resume_action: false,
         });
         self.in_flight += 1;
         self.metrics.record_arrival(flow.index());
@@ -671,76 +727,19 @@ impl<'s> Simulator<'s> {
                 return;
             }
             let step = &flow.steps[step_index];
-            if step.on_error == OnError::Ignore && !background {
-                self.spawn_background(slot, step_index as u16);
-                self.request_mut(slot).step += 1;
-                continue;
-            }
-            if let Some(retry) = step.retry
-                && self.retries[retry.index()].enabled
-                && self.request_mut(slot).retry.is_none()
-            {
-                let state = self.retries[retry.index()].policy.on_request(self.now);
-                self.request_mut(slot).retry = Some(state);
-            }
-            if let Some(bulkhead) = step.bulkhead
-                && self.bulkheads[bulkhead.index()].enabled
-                && self.request_mut(slot).permit.is_none()
-            {
-                let waiter = self.current_ref(slot).to_waiter();
-                let entry = &mut self.bulkheads[bulkhead.index()];
-                match entry.bulkhead.try_acquire(waiter) {
-                    Acquire::Granted(permit) => {
-                        entry.peak_in_use =
-                            entry.peak_in_use.max(u64::from(entry.bulkhead.in_use()));
-                        self.request_mut(slot).permit = Some((bulkhead, permit));
-                    }
-                    Acquire::Queued => {
-                        entry.peak_queued =
-                            entry.peak_queued.max(u64::from(entry.bulkhead.queued()));
-                        return; // a release hands the permit over and makes it runnable
-                    }
-                    Acquire::Shed => {
-                        entry.shed += 1;
-                        match self.end_step(slot, StepResult::Error(Outcome::Shed)) {
-                            Next::Continue => continue,
-                            Next::Stop => return,
-                        }
-                    }
+            // Gates already passed before a wait for a reconnect slot, or before a replay.
+            let resume = std::mem::take(&mut self.request_mut(slot).resume_action);
+            if !resume {
+                if step.on_error == OnError::Ignore && !background {
+                    self.spawn_background(slot, step_index as u16);
+                    self.request_mut(slot).step += 1;
+                    continue;
                 }
-            }
-            if let Some(semaphore) = step.semaphore
-                && self.semaphores[semaphore.index()].enabled
-            {
-                let bytes = self.redis_op(slot, step).map_or(0, Op::request_bytes);
-                match self.semaphores[semaphore.index()]
-                    .semaphore
-                    .try_acquire(bytes)
-                {
-                    Ok(permit) => {
-                        self.request_mut(slot).semaphore_permit = Some((semaphore, permit))
-                    }
-                    Err(_) => match self.end_step(slot, StepResult::Error(Outcome::Shed)) {
-                        Next::Continue => continue,
-                        Next::Stop => return,
-                    },
-                }
-            }
-            if let Some(breaker) = step.breaker
-                && self.breakers[breaker.index()].enabled
-            {
-                let entry = &mut self.breakers[breaker.index()];
-                let admit = entry.breaker.try_admit(self.now);
-                entry.drain_transitions();
-                match admit {
-                    Admit::Yes(ticket) => self.request_mut(slot).ticket = Some((breaker, ticket)),
-                    Admit::No(_) => {
-                        entry.rejected += 1;
-                        match self.end_step(slot, StepResult::Error(Outcome::BreakerOpen)) {
-                            Next::Continue => continue,
-                            Next::Stop => return,
-                        }
-                    }
+                match self.pass_gates(slot, step) {
+                    Gates::Passed => {}
+                    Gates::Waiting => return,
+                    Gates::Ended(Next::Continue) => continue,
+                    Gates::Ended(Next::Stop) => return,
                 }
             }
             let waiter = self.current_ref(slot);
@@ -749,10 +748,7 @@ impl<'s> Simulator<'s> {
                     let op = self
                         .redis_op(slot, step)
                         .expect("a Redis step has a command");
-                    match self
-                        .redis
-                        .issue(self.now, connection, op, waiter, &mut self.events)
-                    {
+                    match self.issue_command(slot, connection, op, step.replay_writes) {
                         None => return,
                         Some(result) => match self.end_step(slot, result) {
                             Next::Continue => continue,
@@ -793,10 +789,7 @@ impl<'s> Simulator<'s> {
                                 family: family.0,
                                 index: self.key_of(slot, family),
                             };
-                            match self
-                                .redis
-                                .issue(self.now, store, op, waiter, &mut self.events)
-                            {
+                            match self.issue_command(slot, store, op, step.replay_writes) {
                                 None => return,
                                 Some(result) => match self.end_step(slot, result) {
                                     Next::Continue => continue,
@@ -859,6 +852,70 @@ impl<'s> Simulator<'s> {
                 }
             }
         }
+    }
+
+    /// Takes the current step's retry state, bulkhead permit, semaphore permit and breaker
+    /// ticket, in that order, before its action runs.
+    fn pass_gates(&mut self, slot: u32, step: &StepSpec) -> Gates {
+        if let Some(retry) = step.retry
+            && self.retries[retry.index()].enabled
+            && self.request_mut(slot).retry.is_none()
+        {
+            let state = self.retries[retry.index()].policy.on_request(self.now);
+            self.request_mut(slot).retry = Some(state);
+        }
+        if let Some(bulkhead) = step.bulkhead
+            && self.bulkheads[bulkhead.index()].enabled
+            && self.request_mut(slot).permit.is_none()
+        {
+            let waiter = self.current_ref(slot).to_waiter();
+            let entry = &mut self.bulkheads[bulkhead.index()];
+            match entry.bulkhead.try_acquire(waiter) {
+                Acquire::Granted(permit) => {
+                    entry.peak_in_use = entry.peak_in_use.max(u64::from(entry.bulkhead.in_use()));
+                    self.request_mut(slot).permit = Some((bulkhead, permit));
+                }
+                Acquire::Queued => {
+                    entry.peak_queued = entry.peak_queued.max(u64::from(entry.bulkhead.queued()));
+                    return Gates::Waiting; // a release hands the permit over
+                }
+                Acquire::Shed => {
+                    entry.shed += 1;
+                    return Gates::Ended(self.end_step(slot, StepResult::Error(Outcome::Shed)));
+                }
+            }
+        }
+        if let Some(semaphore) = step.semaphore
+            && self.semaphores[semaphore.index()].enabled
+        {
+            let bytes = self.redis_op(slot, step).map_or(0, Op::request_bytes);
+            match self.semaphores[semaphore.index()]
+                .semaphore
+                .try_acquire(bytes)
+            {
+                Ok(permit) => self.request_mut(slot).semaphore_permit = Some((semaphore, permit)),
+                Err(_) => {
+                    return Gates::Ended(self.end_step(slot, StepResult::Error(Outcome::Shed)));
+                }
+            }
+        }
+        if let Some(breaker) = step.breaker
+            && self.breakers[breaker.index()].enabled
+        {
+            let entry = &mut self.breakers[breaker.index()];
+            let admit = entry.breaker.try_admit(self.now);
+            entry.drain_transitions();
+            match admit {
+                Admit::Yes(ticket) => self.request_mut(slot).ticket = Some((breaker, ticket)),
+                Admit::No(_) => {
+                    entry.rejected += 1;
+                    return Gates::Ended(
+                        self.end_step(slot, StepResult::Error(Outcome::BreakerOpen)),
+                    );
+                }
+            }
+        }
+        Gates::Passed
     }
 
     /// The command a Redis step of the request in `slot` sends; `None` for other steps.
@@ -949,6 +1006,10 @@ impl<'s> Simulator<'s> {
             retry_after: None,
             throttle_held,
             throttle_phase: None,
+            lease: None,
+            replayed: false,
+            origin: None,
+            resume_action: false,
         };
         let background = self.allocate(background);
         // Run it now, so that its command is written before the request's next one.
@@ -984,9 +1045,117 @@ impl<'s> Simulator<'s> {
     }
 
     /// A waiting request's step ended with `result`.
+    /// Sends `op` for the request in `slot` on `connection`, through its reconnect slot if it
+    /// is one. Returns the result at once when there is one; `None` when the request waits
+    /// (for the reply, or for a slot's connection attempt).
+    fn issue_command(
+        &mut self,
+        slot: u32,
+        connection: ConnectionId,
+        op: Op,
+        replay_writes: bool,
+    ) -> Option<StepResult> {
+        let (now, waiter) = (self.now, self.current_ref(slot));
+        if !self.reconnect_slots.is_slot(connection) {
+            return self
+                .redis
+                .issue(now, connection, op, waiter, None, &mut self.events);
+        }
+        let acquired = self.reconnect_slots.acquire(
+            now,
+            connection,
+            waiter,
+            &mut self.redis,
+            &mut self.events,
+        );
+        let lease = match acquired {
+            SlotAcquire::Lease(lease) => lease,
+            SlotAcquire::Parked => return None,
+            SlotAcquire::Unavailable => return Some(StepResult::Error(Outcome::Refused)),
+        };
+        let (lease, origin) = if replay_writes && !op.command.is_read_only() {
+            let origin = match self.request_mut(slot).origin {
+                Some(origin) => origin,
+                None => self.redis.open_origin(connection),
+            };
+            (lease.with_replay_writes(), Some(origin))
+        } else {
+            (lease, None)
+        };
+        let request = self.request_mut(slot);
+        request.lease = Some((connection, lease));
+        request.origin = origin;
+        let result =
+            self.redis
+                .issue(now, link_of(&lease), op, waiter, origin, &mut self.events)?;
+        // The leased link was lost since: report it, and maybe replay.
+        if self.slot_command_ended(slot, result) {
+            return None;
+        }
+        Some(result)
+    }
+
+    /// A slot link's connection attempt ended: the callers parked on it ask their slot again.
+    fn on_link_event(&mut self, event: LinkEvent) {
+        let link = match event {
+            LinkEvent::Connected(link) | LinkEvent::ConnectFailed(link) => link,
+        };
+        let owner = self.redis.owner_of(link);
+        let woken = self.reconnect_slots.on_link_event(self.now, owner, event);
+        for request in woken {
+            if self.is_live(request) {
+                self.request_mut(request.slot).resume_action = true;
+                self.runnable.push_back(request);
+            }
+        }
+    }
+
+    /// The command of the request in `slot` ended with `result`. If it ran on a reconnect
+    /// slot, a connection-level failure is reported through its lease (evicting the link if
+    /// it is still the live one) and, when the replay rules allow and it was not replayed
+    /// yet, the command is run once more on a fresh connection: returns true then.
+    fn slot_command_ended(&mut self, slot: u32, result: StepResult) -> bool {
+        let Some((connection, lease)) = self.request_mut(slot).lease.take() else {
+            return false;
+        };
+        let failure = match result {
+            StepResult::Error(Outcome::Timeout) => {
+                Failure::Connection(ConnectionError::ResponseTimeout)
+            }
+            StepResult::Error(Outcome::ConnectionLost) => Failure::Connection(ConnectionError::Io),
+            StepResult::Error(Outcome::ServerError) => Failure::Server,
+            _ => return false,
+        };
+        let (now, scenario) = (self.now, self.scenario);
+        let effect = self
+            .reconnect_slots
+            .on_failure(now, connection, &lease, failure);
+        if effect == FailureEffect::Evicted {
+            self.redis.retire_link(link_of(&lease));
+        }
+        let request = self.request_mut(slot);
+        let step = &scenario.flows[request.flow.index()].steps[request.step as usize];
+        let command = match step.action {
+            StepAction::Redis { command, .. } => command,
+            _ => RedisCommand::Incr, // a rate limiter's check-and-charge script writes
+        };
+        if request.replayed || !should_replay(&[command.replay_kind()], failure, &lease) {
+            return false;
+        }
+        request.replayed = true;
+        request.resume_action = true;
+        self.reconnect_slots.record_replay(connection);
+        let again = self.current_ref(slot);
+        self.runnable.push_back(again);
+        true
+    }
+
     fn settle(&mut self, request: RequestRef, result: StepResult) {
         if !self.is_live(request) {
             return;
+        }
+        if self.slot_command_ended(request.slot, result) {
+            return; // replayed on a fresh connection
         }
         if let Next::Continue = self.end_step(request.slot, result) {
             let next = self.current_ref(request.slot);
@@ -1000,6 +1169,12 @@ impl<'s> Simulator<'s> {
         let (now, scenario) = (self.now, self.scenario);
         let waited_as = self.current_ref(slot);
         self.slots[slot as usize].token = self.slots[slot as usize].token.wrapping_add(1);
+        let request = self.request_mut(slot);
+        request.lease = None;
+        request.replayed = false;
+        if let Some(origin) = request.origin.take() {
+            self.redis.close_origin(origin); // no further copy of this write will be sent
+        }
         let request = self.request_mut(slot);
         let (permit, ticket) = (request.permit.take(), request.ticket.take());
         if let Some((semaphore, permit)) = request.semaphore_permit.take() {
@@ -1070,6 +1245,16 @@ impl<'s> Simulator<'s> {
             return Next::Stop;
         }
         let step = &scenario.flows[request.flow.index()].steps[request.step as usize];
+        if let (StepResult::Error(_), OnError::Next, StepAction::Redis { connection, .. }) =
+            (result, step.on_error, step.action)
+        {
+            // Let through unchecked: Redis could not be reached.
+            self.fail_open[connection.index()] += 1;
+            if self.reconnect_slots.is_slot(connection) {
+                self.reconnect_slots.record_fail_open(connection);
+            }
+        }
+        let request = self.request_mut(slot);
         match (result, step.on_hit) {
             (StepResult::Hit, OnHit::Finish) => {
                 self.end_request(slot, Outcome::Ok);
@@ -1313,7 +1498,12 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .enumerate()
                 .map(|(index, c)| {
-                    let summary = self.redis.connection_summary(ConnectionId(index as u32));
+                    let id = ConnectionId(index as u32);
+                    let mut summary = self.redis.connection_summary(id);
+                    summary.fail_open = self.fail_open[index];
+                    if let Some(slot) = self.reconnect_slots.summary(id) {
+                        summary.slot = slot;
+                    }
                     (c.name.clone(), summary)
                 })
                 .collect(),

@@ -7,6 +7,9 @@
 //! - [`scenario`]: the validated description of a run;
 //! - `kernel`: the event queue; `rng`: seeded streams and integer-only sampling;
 //! - `redis`: servers (one thread, round-robin, faults) and multiplexed connections;
+//! - `reconnect_slots`: seed 001's reconnect slots, driving `outagelab-model`'s slot over the
+//!   links of `redis`;
+//! - `throttles`: seed 004's cascade throttles and the KV stores they count in;
 //! - `database`: queries with drawn latency, counted concurrency, optional degradation;
 //! - `engine`: the event loop, request flows, and the policies from `outagelab-model`;
 //! - `metrics`: streaming counts, histograms and time series.
@@ -15,6 +18,7 @@ mod database;
 mod engine;
 mod kernel;
 mod metrics;
+mod reconnect_slots;
 mod redis;
 mod rng;
 pub mod scenario;

@@ -14,8 +14,21 @@
 //! client-side timeout fires stays there: a real server still executes a command whose caller
 //! gave up. Every change of link (lost, attempt failed, connected) bumps the connection's
 //! `epoch`, and events of an older epoch are dropped.
+//!
+//! A **reconnect slot** (`reconnect = "slot"`) is one logical connection made of physical
+//! links that never reconnect by themselves: the engine's slot layer (`slots.rs`) opens a
+//! link per connection attempt ([`Redis::open_link`]), hears how the attempt ended through
+//! `link_events`, and retires a link its slot evicted ([`Redis::retire_link`]); a retired link
+//! drains the commands already on it and is then closed and kept for reuse. The logical
+//! connection's own entry is its first link. Summaries add up every link of a connection.
+//!
+//! Writes applied twice: each command counts the times the server executed it. A write
+//! executed more than once (resent after a lost link, as ioredis' offline queue does) is
+//! counted in `writes_applied_twice` when it leaves the client; a write a slot replays on a
+//! fresh link is a second command, tied to the first by an *origin* whose executions are
+//! added up until both copies are gone.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{ConnectionSummary, Outcome};
@@ -279,10 +292,18 @@ struct Command {
     timed_out: bool,
     /// Links this command has outlived (lost connections and failed attempts).
     retries: u32,
+    /// Times the server executed it (more than once after a resend).
+    executions: u32,
+    /// The write this command is a copy of, when a slot may replay it (see the module doc).
+    origin: Option<u64>,
 }
 
 struct Connection {
     spec: ConnectionSpec,
+    /// The logical connection this is a link of (itself, but for a slot's later links).
+    owner: ConnectionId,
+    /// A slot evicted this link: it takes no new command and closes once drained.
+    retired: bool,
     link: Link,
     epoch: u32,
     /// Commands with `seq` below this have timed out or ended; the next timeout to fire is
@@ -312,12 +333,69 @@ struct Connection {
     stats: ConnectionSummary,
 }
 
+impl Connection {
+    /// A link of `owner`, down, with nothing on it.
+    fn new(spec: ConnectionSpec, owner: ConnectionId) -> Connection {
+        Connection {
+            spec,
+            owner,
+            retired: false,
+            link: Link::Down,
+            epoch: 0,
+            timeout_cursor: 0,
+            timeout_armed: false,
+            commands: VecDeque::new(),
+            sent: 0,
+            next_seq: 0,
+            attempts_failed: 0,
+            outbound: Pipe::new(),
+            server_open: false,
+            input: VecDeque::new(),
+            scheduled: false,
+            inbound: Pipe::new(),
+            stats: ConnectionSummary::default(),
+        }
+    }
+}
+
+/// How a slot link's connection attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LinkEvent {
+    Connected(ConnectionId),
+    ConnectFailed(ConnectionId),
+}
+
+/// The copies of one write a slot may replay: how many are still on some link, how often the
+/// server executed any of them, and whether its request may still send another.
+struct Origin {
+    owner: ConnectionId,
+    copies: u32,
+    executions: u32,
+    open: bool,
+}
+
 /// All servers and connections of a run.
 pub(crate) struct Redis {
     servers: Vec<Server>,
+    /// The scenario's connections first (index = `ConnectionId`), then the later links of
+    /// reconnect slots.
     connections: Vec<Connection>,
+    /// Closed slot links, per owner, ready to be reused by the next attempt.
+    free_links: Vec<Vec<ConnectionId>>,
+    origins: BTreeMap<u64, Origin>,
+    next_origin: u64,
     /// Results for waiting requests, produced by the last call; the engine drains it.
     pub completions: Vec<(RequestRef, StepResult)>,
+    /// Ends of slot links' connection attempts, produced by the last call; the engine drains it.
+    pub link_events: Vec<LinkEvent>,
+}
+
+fn is_slot(spec: &ConnectionSpec) -> bool {
+    matches!(spec.reconnect, Reconnect::Slot(_))
+}
+
+fn is_write(command: RedisCommand) -> bool {
+    !command.is_read_only()
 }
 
 impl Redis {
@@ -348,28 +426,16 @@ impl Redis {
         let mut redis = Redis {
             servers: Vec::new(),
             connections: Vec::new(),
+            free_links: vec![Vec::new(); scenario.connections.len()],
+            origins: BTreeMap::new(),
+            next_origin: 0,
             completions: Vec::new(),
+            link_events: Vec::new(),
         };
         for (index, spec) in scenario.connections.iter().enumerate() {
             let id = ConnectionId(index as u32);
             servers[spec.server.index()].connections.push(id);
-            redis.connections.push(Connection {
-                spec: spec.clone(),
-                link: Link::Down,
-                epoch: 0,
-                timeout_cursor: 0,
-                timeout_armed: false,
-                commands: VecDeque::new(),
-                sent: 0,
-                next_seq: 0,
-                attempts_failed: 0,
-                outbound: Pipe::new(),
-                server_open: false,
-                input: VecDeque::new(),
-                scheduled: false,
-                inbound: Pipe::new(),
-                stats: ConnectionSummary::default(),
-            });
+            redis.connections.push(Connection::new(spec.clone(), id));
         }
         redis.servers = servers;
         for index in 0..redis.connections.len() {
@@ -378,20 +444,160 @@ impl Redis {
             if connection.spec.connected_at_start {
                 connection.link = Link::Connected;
                 connection.server_open = true;
-            } else {
+            } else if !is_slot(&connection.spec) {
                 redis.start_connect(SimTime::ZERO, id, events);
             }
+            // A slot that starts unconnected connects on its first caller.
         }
         redis
     }
 
-    /// Commands waiting on a connection (sent or offline).
-    pub fn pending(&self, connection: ConnectionId) -> usize {
-        self.connections[connection.index()].commands.len()
+    /// The links of logical connection `owner`: itself, then a slot's later links.
+    fn links_of(&self, owner: ConnectionId) -> impl Iterator<Item = &Connection> {
+        std::iter::once(&self.connections[owner.index()]).chain(
+            self.connections[self.free_links.len()..]
+                .iter()
+                .filter(move |link| link.owner == owner),
+        )
     }
 
+    /// Commands waiting on a connection (sent or offline), over all its links.
+    pub fn pending(&self, connection: ConnectionId) -> usize {
+        self.links_of(connection)
+            .map(|link| link.commands.len())
+            .sum()
+    }
+
+    /// A connection's counters, added up over all its links.
     pub fn connection_summary(&self, connection: ConnectionId) -> ConnectionSummary {
-        self.connections[connection.index()].stats.clone()
+        let mut total = ConnectionSummary::default();
+        for link in self.links_of(connection) {
+            let stats = &link.stats;
+            total.commands += stats.commands;
+            total.executed += stats.executed;
+            total.replies += stats.replies;
+            total.timeouts += stats.timeouts;
+            total.disconnects += stats.disconnects;
+            total.connect_attempts += stats.connect_attempts;
+            total.connect_failures += stats.connect_failures;
+            total.writes_applied_twice += stats.writes_applied_twice;
+            // Links of a slot overlap only while one drains: the sum bounds the peak.
+            total.peak_pending = total.peak_pending.max(stats.peak_pending);
+        }
+        total
+    }
+
+    /// The logical connection `link` belongs to.
+    pub fn owner_of(&self, link: ConnectionId) -> ConnectionId {
+        self.connections[link.index()].owner
+    }
+
+    /// Starts a connection attempt on a new link of slot `owner`; its end comes as a
+    /// [`LinkEvent`].
+    pub fn open_link(
+        &mut self,
+        now: SimTime,
+        owner: ConnectionId,
+        events: &mut EventQueue,
+    ) -> ConnectionId {
+        let id = match self.free_links[owner.index()].pop() {
+            Some(id) => id,
+            None => {
+                let id = ConnectionId(
+                    u32::try_from(self.connections.len()).expect("fewer than 2^32 links"),
+                );
+                let first = &self.connections[owner.index()];
+                let link = Connection::new(first.spec.clone(), owner);
+                self.servers[link.spec.server.index()].connections.push(id);
+                self.connections.push(link);
+                id
+            }
+        };
+        self.connections[id.index()].retired = false;
+        self.start_connect(now, id, events);
+        id
+    }
+
+    /// The slot evicted `link`: it takes no new command, and closes once the commands already
+    /// on it have ended (at once if there are none).
+    pub fn retire_link(&mut self, link: ConnectionId) {
+        self.connections[link.index()].retired = true;
+        self.close_if_drained(link);
+    }
+
+    /// Closes a retired link with no command left and keeps it for reuse.
+    fn close_if_drained(&mut self, id: ConnectionId) {
+        let connection = &mut self.connections[id.index()];
+        if !(connection.retired && connection.commands.is_empty()) {
+            return;
+        }
+        connection.retired = false;
+        connection.epoch = connection.epoch.wrapping_add(1);
+        connection.link = Link::Down;
+        connection.outbound.reset();
+        connection.inbound.reset();
+        connection.input.clear();
+        connection.server_open = false;
+        connection.sent = 0;
+        self.free_links[connection.owner.index()].push(id);
+    }
+
+    /// A new write that a slot may replay: its copies are tied together under the id returned.
+    /// Close it with [`Redis::close_origin`] when its request can send no further copy.
+    pub fn open_origin(&mut self, owner: ConnectionId) -> u64 {
+        let id = self.next_origin;
+        self.next_origin += 1;
+        self.origins.insert(
+            id,
+            Origin {
+                owner,
+                copies: 0,
+                executions: 0,
+                open: true,
+            },
+        );
+        id
+    }
+
+    pub fn close_origin(&mut self, origin: u64) {
+        if let Some(entry) = self.origins.get_mut(&origin) {
+            entry.open = false;
+        }
+        self.settle_origin(origin);
+    }
+
+    /// Forgets an origin whose copies are all gone and whose request sends no more, counting
+    /// a write the server applied more than once.
+    fn settle_origin(&mut self, origin: u64) {
+        let Some(entry) = self.origins.get(&origin) else {
+            return;
+        };
+        if entry.open || entry.copies > 0 {
+            return;
+        }
+        if entry.executions > 1 {
+            let owner = entry.owner;
+            self.connections[owner.index()].stats.writes_applied_twice += 1;
+        }
+        self.origins.remove(&origin);
+    }
+
+    /// A command leaves its link (answered, or failed with the link): a write the server
+    /// applied more than once is counted now, or when its last copy goes.
+    fn command_gone(&mut self, id: ConnectionId, command: &Command) {
+        match command.origin {
+            Some(origin) => {
+                if let Some(entry) = self.origins.get_mut(&origin) {
+                    entry.copies -= 1;
+                }
+                self.settle_origin(origin);
+            }
+            None => {
+                if command.executions > 1 && is_write(command.op.command) {
+                    self.connections[id.index()].stats.writes_applied_twice += 1;
+                }
+            }
+        }
     }
 
     /// A request issues a command. Returns the result at once when the connection cannot take
@@ -403,12 +609,23 @@ impl Redis {
         id: ConnectionId,
         op: Op,
         waiter: RequestRef,
+        origin: Option<u64>,
         events: &mut EventQueue,
     ) -> Option<StepResult> {
         let connection = &mut self.connections[id.index()];
         if connection.link != Link::Connected && !connection.spec.offline_queue {
-            return Some(StepResult::Error(Outcome::Refused));
+            // A slot's link that was lost: writing to it fails like a broken pipe.
+            let error = if is_slot(&connection.spec) {
+                Outcome::ConnectionLost
+            } else {
+                Outcome::Refused
+            };
+            return Some(StepResult::Error(error));
         }
+        if let Some(entry) = origin.and_then(|origin| self.origins.get_mut(&origin)) {
+            entry.copies += 1;
+        }
+        let connection = &mut self.connections[id.index()];
         let seq = connection.next_seq;
         connection.next_seq += 1;
         let deadline = connection
@@ -422,6 +639,8 @@ impl Redis {
             deadline,
             timed_out: false,
             retries: 0,
+            executions: 0,
+            origin,
         });
         connection.stats.commands += 1;
         let pending = connection.commands.len() as u64;
@@ -497,6 +716,15 @@ impl Redis {
                 continue; // its input was dropped with its link
             };
             let reply = server.keyspace.apply(now, op);
+            let index = connection.commands.partition_point(|c| c.seq < seq);
+            if let Some(command) = connection.commands.get_mut(index)
+                && command.seq == seq
+            {
+                command.executions += 1;
+                if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o)) {
+                    entry.executions += 1;
+                }
+            }
             let bytes = op.request_bytes() + reply.bytes();
             let cost = server.command_cost.saturating_add(
                 server
@@ -585,6 +813,8 @@ impl Redis {
         if !command.timed_out {
             self.completions.push((command.waiter, reply.result()));
         }
+        self.command_gone(id, &command);
+        self.close_if_drained(id);
     }
 
     /// Times out every command whose deadline has passed, then arms the timer for the next.
@@ -625,12 +855,19 @@ impl Redis {
         }
         connection.stats.disconnects += 1;
         connection.attempts_failed = 0;
-        self.link_lost(now, id, events);
+        self.link_lost(now, id, false, events);
     }
 
-    /// The link is gone (closed, refused or timed out): drop the wires, carry each command
-    /// over or fail it, and schedule the next attempt.
-    fn link_lost(&mut self, now: SimTime, id: ConnectionId, events: &mut EventQueue) {
+    /// The link is gone (closed, or an attempt refused or timed out): drop the wires, carry
+    /// each command over or fail it, and schedule the next attempt; a slot's link instead
+    /// tells the slot that its attempt failed.
+    fn link_lost(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        attempt_failed: bool,
+        events: &mut EventQueue,
+    ) {
         let connection = &mut self.connections[id.index()];
         connection.epoch = connection.epoch.wrapping_add(1);
         connection.link = Link::Down;
@@ -641,19 +878,39 @@ impl Redis {
         connection.sent = 0;
         let (offline_queue, max_retries) =
             (connection.spec.offline_queue, connection.spec.max_retries);
-        let completions = &mut self.completions;
-        connection.commands.retain_mut(|command| {
+        let mut gone = Vec::new();
+        let commands = std::mem::take(&mut connection.commands);
+        for mut command in commands {
             command.retries = command.retries.saturating_add(1);
             let keep = offline_queue && max_retries.is_none_or(|max| command.retries <= max);
-            if !keep && !command.timed_out {
-                completions.push((command.waiter, StepResult::Error(Outcome::ConnectionLost)));
+            if keep {
+                connection.commands.push_back(command);
+            } else {
+                if !command.timed_out {
+                    self.completions
+                        .push((command.waiter, StepResult::Error(Outcome::ConnectionLost)));
+                }
+                gone.push(command);
             }
-            keep
-        });
-        connection.attempts_failed += 1;
-        if connection.spec.reconnect == Reconnect::Never {
-            return; // the link stays down for good
         }
+        connection.attempts_failed += 1;
+        let reconnect = connection.spec.reconnect;
+        for command in &gone {
+            self.command_gone(id, command);
+        }
+        match reconnect {
+            Reconnect::Always => {}
+            Reconnect::Never => return, // the link stays down for good
+            Reconnect::Slot(_) => {
+                // A slot's link never reconnects itself: the slot opens a new one.
+                if attempt_failed {
+                    self.link_events.push(LinkEvent::ConnectFailed(id));
+                }
+                self.close_if_drained(id);
+                return;
+            }
+        }
+        let connection = &mut self.connections[id.index()];
         let delay = connection
             .spec
             .reconnect_delay_for(connection.attempts_failed);
@@ -744,12 +1001,15 @@ impl Redis {
         // The server may have stopped while the acceptance was on its way.
         if !(accepted && connection.server_open) {
             connection.stats.connect_failures += 1;
-            self.link_lost(now, id, events);
+            self.link_lost(now, id, true, events);
             return;
         }
         connection.epoch = connection.epoch.wrapping_add(1);
         connection.link = Link::Connected;
         connection.attempts_failed = 0;
+        if is_slot(&connection.spec) {
+            self.link_events.push(LinkEvent::Connected(id));
+        }
         connection.sent = connection.commands.len();
         for index in 0..connection.commands.len() {
             let (seq, op) = (
@@ -770,7 +1030,7 @@ impl Redis {
         let connection = &mut self.connections[id.index()];
         if connection.epoch == epoch && connection.link == Link::Connecting {
             connection.stats.connect_failures += 1;
-            self.link_lost(now, id, events);
+            self.link_lost(now, id, true, events);
         }
     }
 
@@ -808,6 +1068,22 @@ impl Redis {
         server.executing = None;
         server.parked = None;
         server.ready.clear();
+        self.drop_clients(now, id, events);
+    }
+
+    /// `CLIENT KILL` of every client: the server drops each connection (input not yet
+    /// executed, and the reply of a command it is executing, are lost) and keeps running.
+    pub fn kill(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
+        // Every client goes, so none stays in the ring; a command being executed finishes,
+        // and its reply is dropped with its connection.
+        self.servers[id.index()].ready.clear();
+        self.drop_clients(now, id, events);
+    }
+
+    /// The server closes every connection it holds open; each client hears it after the
+    /// replies already on the wire.
+    fn drop_clients(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
+        let server = &self.servers[id.index()];
         for &connection_id in &server.connections {
             let connection = &mut self.connections[connection_id.index()];
             connection.scheduled = false;

@@ -13,6 +13,7 @@ use outagelab_model::breaker::BreakerConfig;
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
 use outagelab_model::rate_limit::RateLimiterConfig;
+use outagelab_model::reconnect::ReconnectConfig;
 use outagelab_model::retry::RetryConfig;
 use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::throttle::ThrottleConfig;
@@ -255,6 +256,12 @@ pub enum Reconnect {
     /// Never reconnects: the first connection was the only one (a `OnceCell`, seed 001's old
     /// design); once it is lost every command fails.
     Never,
+    /// A reconnect slot (seed 001's design, `outagelab_model::reconnect`): the live connection
+    /// is replaced only when a caller reports a connection-level failure on it; the next
+    /// caller connects (single flight, others wait for that attempt); failed attempts open
+    /// backoff windows in which callers fail at once (`refused`); a read-only command whose
+    /// connection died is replayed once on a fresh one. No offline queue.
+    Slot(ReconnectConfig),
 }
 
 impl ConnectionSpec {
@@ -496,6 +503,10 @@ pub struct StepSpec {
     /// Runs even when an earlier step failed the request (in the background, after the request
     /// has ended): a lock release or a slot release in a `finally` block.
     pub finally: bool,
+    /// On a `reconnect = slot` connection, replay this step's command after a connection-level
+    /// failure even if it writes (seed 001's opt-in for the rate-limit admission script): the
+    /// write may then be applied twice, which `writes_applied_twice` counts.
+    pub replay_writes: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -553,6 +564,22 @@ pub enum RedisCommand {
 }
 
 impl RedisCommand {
+    /// Whether executing it twice does the same as once: the replay allowlist of seed 001.
+    pub fn is_read_only(self) -> bool {
+        self.replay_kind().is_read_only()
+    }
+
+    /// The command as the replay rules of `outagelab_model::reconnect` know it.
+    pub fn replay_kind(self) -> outagelab_model::reconnect::Command {
+        use outagelab_model::reconnect::Command;
+        match self {
+            RedisCommand::Get => Command::Get,
+            RedisCommand::Set { .. } | RedisCommand::SetNxPx { .. } => Command::Set,
+            RedisCommand::Incr => Command::IncrBy,
+            RedisCommand::Del => Command::Del,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RedisCommand::Get => "GET",
@@ -640,6 +667,10 @@ pub enum FaultKind {
     /// The process exits: connections are dropped and new ones refused until it starts again
     /// at the end of the fault; without persistence its keys are gone.
     Stop,
+    /// `CLIENT KILL` of every client, at one instant: connections are dropped (a reply not yet
+    /// on the wire is lost), the process keeps running with its keys, and new connections are
+    /// accepted at once. Takes no duration.
+    Kill,
 }
 
 impl FaultKind {
@@ -648,6 +679,7 @@ impl FaultKind {
             FaultKind::Pause => "pause",
             FaultKind::Hang => "hang",
             FaultKind::Stop => "stop",
+            FaultKind::Kill => "kill",
         }
     }
 }

@@ -1,10 +1,13 @@
 //! Properties over random scenarios: a cache read that falls through to a database behind a
-//! bulkhead, under random load, timeouts, breakers, client options and Redis faults.
+//! bulkhead, and a spend recorded with INCR, under random load, timeouts, breakers, client
+//! options (reconnect always, never, or through a reconnect slot) and Redis faults.
 //!
 //! - the database never runs more queries at once than the bulkhead allows, even when callers
 //!   time out and leave their queries running;
 //! - every request that arrived ended exactly once, or is counted unfinished;
 //! - the time series accounts for every ended request;
+//! - a reconnect slot never applies a write twice (it replays read-only commands only), and
+//!   makes at most one connection attempt at a time (asserted inside the simulator);
 //! - the same scenario gives the same report.
 
 mod common;
@@ -31,6 +34,8 @@ struct Knobs {
     breaker_failures: Option<u32>,
     fall_through: bool,
     fault: Option<(u8, u64, Option<u64>)>,
+    /// 0: reconnect always, 1: never, 2: a reconnect slot.
+    reconnect: u8,
     horizon_ms: u64,
     seed: u64,
 }
@@ -57,7 +62,8 @@ fn knobs() -> impl Strategy<Value = Knobs> {
             any::<bool>(),
         ),
         (
-            proptest::option::of((0u8..3, 0u64..500, proptest::option::of(1u64..800))),
+            proptest::option::of((0u8..4, 0u64..500, proptest::option::of(1u64..800))),
+            0u8..3,
             100u64..3000,
             any::<u64>(),
         ),
@@ -67,7 +73,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 (arrivals, rate, requests),
                 (bulkhead_max, bulkhead_queue, db_latency_ms, db_capacity, db_timeout_ms),
                 (timeout_ms, offline_queue, max_retries, breaker_failures, fall_through),
-                (fault, horizon_ms, seed),
+                (fault, reconnect, horizon_ms, seed),
             )| Knobs {
                 arrivals,
                 rate,
@@ -83,6 +89,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 breaker_failures,
                 fall_through,
                 fault,
+                reconnect,
                 horizon_ms,
                 seed,
             },
@@ -100,6 +107,16 @@ fn scenario(k: &Knobs) -> Scenario {
     c.command_timeout = k.timeout_ms.map(ms);
     c.offline_queue = k.offline_queue;
     c.max_retries = k.max_retries;
+    match k.reconnect {
+        0 => c.reconnect = Reconnect::Always,
+        1 => c.reconnect = Reconnect::Never,
+        _ => {
+            c.reconnect = Reconnect::Slot(
+                outagelab_model::reconnect::ReconnectConfig::new(ms(100), ms(5000)).unwrap(),
+            );
+            c.offline_queue = false; // a slot has none
+        }
+    }
     s.connections.push(c);
     s.keys.push(key("product", 50));
     s.databases.push(DatabaseSpec {
@@ -140,7 +157,11 @@ fn scenario(k: &Knobs) -> Scenario {
         on_error: OnError::Ignore,
         ..fill
     };
-    s.flows.push(flow("read", vec![get, query, fill]));
+    let spend = StepSpec {
+        on_error: OnError::Next,
+        ..redis_step(0, RedisCommand::Incr, 0)
+    };
+    s.flows.push(flow("read", vec![spend, get, query, fill]));
     let rate = Rate::per_second(k.rate).unwrap();
     let arrivals = match k.arrivals {
         0 => Arrivals::Even {
@@ -160,9 +181,17 @@ fn scenario(k: &Knobs) -> Scenario {
         arrivals,
     });
     if let Some((kind, at, duration)) = k.fault {
-        let kind = [FaultKind::Pause, FaultKind::Hang, FaultKind::Stop][usize::from(kind)];
-        s.faults
-            .push(fault("fault", 0, kind, at_ms(at), duration.map(ms)));
+        let kind = [
+            FaultKind::Pause,
+            FaultKind::Hang,
+            FaultKind::Stop,
+            FaultKind::Kill,
+        ][usize::from(kind)];
+        let duration = match kind {
+            FaultKind::Kill => Some(SimDuration::ZERO),
+            _ => duration.map(ms),
+        };
+        s.faults.push(fault("fault", 0, kind, at_ms(at), duration));
     }
     s
 }
@@ -189,6 +218,9 @@ proptest! {
         prop_assert_eq!(flow.outcomes.values().sum::<u64>() + flow.unfinished, flow.requests);
         let in_series: u64 = report.series.outcomes.values().flatten().sum();
         prop_assert_eq!(in_series, ended);
+        if k.reconnect == 2 {
+            prop_assert_eq!(summary.connections["cache"].writes_applied_twice, 0);
+        }
         let again = run(&scenario).unwrap();
         prop_assert_eq!(format!("{:?}", again.summary), format!("{:?}", report.summary));
         prop_assert_eq!(format!("{:?}", again.series), format!("{:?}", report.series));

@@ -92,6 +92,7 @@ pub fn redis_step(connection: u32, command: RedisCommand, key: u32) -> StepSpec 
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
         finally: false,
+        replay_writes: false,
     }
 }
 
@@ -110,6 +111,7 @@ pub fn db_step(database: u32) -> StepSpec {
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
         finally: false,
+        replay_writes: false,
     }
 }
 
