@@ -5,7 +5,8 @@
 //! - `latency`: p99 and p50 latency over time;
 //! - `concurrency`: database and bulkhead concurrency (and lock waiters) over time;
 //!
-//! and, when some variant switched a throttle on, `throttles`: slots held against what the
+//! and, when some control failed open, `fail_open`: requests let through unchecked per second
+//! by control; when some variant switched a throttle on, `throttles`: slots held against what the
 //! throttle's counter says; when the variants come from a parameter sweep, `sweep`: each flow's
 //! median latency against the swept value. Every chart over time shades the fault windows.
 //!
@@ -15,6 +16,7 @@
 
 mod chart;
 mod concurrency;
+mod fail_open;
 mod latency;
 mod outage;
 mod render;
@@ -65,8 +67,9 @@ impl fmt::Display for PlotError {
 impl std::error::Error for PlotError {}
 
 /// Writes every chart for `report` into `dir` (created if missing), as PNG and SVG; returns the
-/// paths written, in a stable order: `outage`, `latency`, `concurrency`, then `throttles` when
-/// some variant switched a throttle on and `sweep` for a sweep, each as `.png` then `.svg`.
+/// paths written, in a stable order: `outage`, `latency`, `concurrency`, then `fail_open` when
+/// some control failed open, `throttles` when some variant switched a throttle on, and `sweep`
+/// for a sweep, each as `.png` then `.svg`.
 pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir)
         .map_err(|error| PlotError::new(dir, format!("cannot create the directory: {error}")))?;
@@ -96,6 +99,7 @@ fn charts(report: &RunReport) -> Vec<Chart> {
         latency::chart(report),
         concurrency::chart(report),
     ];
+    charts.extend(fail_open::chart(report));
     charts.extend(throttles::chart(report));
     charts.extend(sweep::chart(report));
     charts

@@ -567,6 +567,72 @@ fn the_throttle_chart_shows_held_against_counted_for_enabled_throttles() {
 }
 
 #[test]
+fn the_fail_open_chart_shows_only_controls_that_failed_open() {
+    assert!(
+        fail_open::chart(&demo_report()).is_none(),
+        "no counts, no chart"
+    );
+    let mut report = demo_report();
+    for (index, variant) in report.variants.iter_mut().enumerate() {
+        let buckets = variant.series.start_ms.len();
+        let counts = &mut variant.series.counts;
+        // 5 per 100 ms bucket (50/s) for the first variant from 10 s; none for the second.
+        let failed: Vec<u64> = (0..buckets)
+            .map(|bucket| if index == 0 && bucket >= 100 { 5 } else { 0 })
+            .collect();
+        counts.insert("connections.cache.fail_open".to_string(), failed);
+        counts.insert(
+            "rate_limits.tenant.fail_open_admitted".to_string(),
+            vec![0; buckets],
+        );
+    }
+    let chart = fail_open::chart(&report).unwrap();
+    let labels: Vec<&str> = chart
+        .legend
+        .iter()
+        .map(|entry| entry.label.as_str())
+        .collect();
+    assert!(labels.contains(&"connection cache: steps failed open"));
+    assert!(
+        !labels.iter().any(|label| label.contains("rate limit")),
+        "a control that never failed open is left out: {labels:?}"
+    );
+    let lines = &chart.panels[0].lines;
+    assert_eq!(lines.len(), 2, "one line per variant for the one control");
+    let last = lines[0].segments[0].last().unwrap().1;
+    assert_eq!(last, 50.0, "per second, not per bucket");
+
+    let dir = scratch("fail-open");
+    let written = write_charts(&report, &dir).unwrap();
+    assert_eq!(
+        file_names(&written)[6..],
+        ["fail_open.png", "fail_open.svg"]
+    );
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_instant_fault_is_labelled_with_its_instant() {
+    let kill = FaultWindow {
+        kind: "kill".to_string(),
+        ..fault("client-kill", 10_000.0, Some(10_000.0))
+    };
+    let report = RunReport {
+        variants: vec![variant("slot", vec![kill], demo_series(true))],
+        ..demo_report()
+    };
+    let chart = outage::chart(&report);
+    assert!(
+        chart
+            .legend
+            .iter()
+            .any(|entry| entry.label == "client-kill: kill on redis, at 10 s"),
+        "{:?}",
+        chart.legend.iter().map(|e| &e.label).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn sweep_marks_points_with_timeouts() {
     let chart = sweep::chart(&sweep_report()).unwrap();
     let panel = &chart.panels[0];

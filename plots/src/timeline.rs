@@ -188,6 +188,8 @@ fn describe(fault: &FaultWindow) -> String {
 fn times(fault: &FaultWindow) -> String {
     let start = format_number(fault.start_ms / 1000.0);
     match fault.end_ms {
+        // An instant (a client kill): a window of no width.
+        Some(end_ms) if end_ms <= fault.start_ms => format!("at {start} s"),
         Some(end_ms) => format!("{start}-{} s", format_number(end_ms / 1000.0)),
         None => format!("from {start} s to the end"),
     }

@@ -333,10 +333,16 @@ pub struct Series {
     /// Gauges, as the maximum reached within each bucket, keyed by metric name:
     /// `in_flight`, `databases.<name>.concurrency`, `bulkheads.<name>.in_use`,
     /// `bulkheads.<name>.queued`, `connections.<name>.pending`, and `breakers.<name>.state`
-    /// (0 closed, 1 half-open, 2 open: the worst state the bucket saw), and
-    /// `semaphores.<name>.in_flight` and `.bytes`, `caches.<name>.entries`, and
-    /// `throttles.<name>.holders`.
+    /// (0 closed, 1 half-open, 2 open: the worst state the bucket saw),
+    /// `databases.<name>.lock_waiting`, `semaphores.<name>.in_flight` and `.bytes`,
+    /// `caches.<name>.entries`, `throttles.<name>.holders` and `.counter`, and
+    /// `connections.<name>.connected` for a reconnect slot (1 while it holds a connection).
     pub gauges_max: BTreeMap<String, Vec<u64>>,
+    /// Events counted in each bucket, keyed by name: `connections.<name>.fail_open` (steps on
+    /// the connection that failed and went on: requests let through unchecked) and
+    /// `rate_limits.<name>.fail_open_admitted` (checks admitted unchecked because the
+    /// limiter's store could not be reached).
+    pub counts: BTreeMap<String, Vec<u64>>,
     /// True when the run had more buckets than the series keeps; later buckets were dropped.
     pub truncated: bool,
 }

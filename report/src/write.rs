@@ -15,14 +15,19 @@ pub fn to_json(report: &RunReport) -> String {
 
 /// The time series of every variant in long form: one row per variant and bucket.
 ///
-/// Columns: `variant`, `start_ms`, one count per outcome, `p50_ms`, `p99_ms`, then every
-/// gauge (`<name>_max`); an empty cell means "no value" (an empty bucket's percentiles, or a
-/// gauge that variant does not have).
+/// Columns: `variant`, `start_ms`, one count per outcome, `p50_ms`, `p99_ms`, every gauge
+/// (`<name>_max`), then every event count (`<name>`); an empty cell means "no value" (an empty
+/// bucket's percentiles, or a gauge or count that variant does not have).
 pub fn series_csv(report: &RunReport) -> String {
     let gauges: BTreeSet<&str> = report
         .variants
         .iter()
         .flat_map(|variant| variant.series.gauges_max.keys().map(String::as_str))
+        .collect();
+    let counts: BTreeSet<&str> = report
+        .variants
+        .iter()
+        .flat_map(|variant| variant.series.counts.keys().map(String::as_str))
         .collect();
     let mut out = String::from("variant,start_ms");
     for outcome in Outcome::ALL {
@@ -31,6 +36,9 @@ pub fn series_csv(report: &RunReport) -> String {
     out.push_str(",p50_ms,p99_ms");
     for gauge in &gauges {
         write!(out, ",{gauge}_max").unwrap();
+    }
+    for count in &counts {
+        write!(out, ",{count}").unwrap();
     }
     out.push('\n');
     for variant in &report.variants {
@@ -51,6 +59,12 @@ pub fn series_csv(report: &RunReport) -> String {
             .unwrap();
             for gauge in &gauges {
                 match series.gauges_max.get(*gauge) {
+                    Some(values) => write!(out, ",{}", values[index]).unwrap(),
+                    None => out.push(','),
+                }
+            }
+            for count in &counts {
+                match series.counts.get(*count) {
                     Some(values) => write!(out, ",{}", values[index]).unwrap(),
                     None => out.push(','),
                 }
@@ -161,6 +175,9 @@ mod tests {
         series
             .gauges_max
             .insert("databases.main.concurrency".into(), vec![4, 0]);
+        series
+            .counts
+            .insert("connections.cache.fail_open".into(), vec![0, 7]);
         RunReport {
             scenario: "s".into(),
             seed: 7,
@@ -190,15 +207,16 @@ mod tests {
         assert_eq!(
             lines[0],
             "variant,start_ms,ok,timeout,refused,connection_lost,breaker_open,shed,\
-             server_error,lock_busy,rate_limited,p50_ms,p99_ms,databases.main.concurrency_max"
+             server_error,lock_busy,rate_limited,p50_ms,p99_ms,databases.main.concurrency_max,\
+             connections.cache.fail_open"
         );
         assert_eq!(
             lines[1],
-            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,0,1.5,2,4"
+            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,0,1.5,2,4,0"
         );
         assert_eq!(
             lines[2],
-            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,0,,,0"
+            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,0,,,0,7"
         );
         assert_eq!(lines.len(), 3);
     }

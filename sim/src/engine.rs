@@ -32,7 +32,7 @@ use outagelab_report::{
 
 use crate::database::{Databases, Query};
 use crate::kernel::{Event, EventQueue, RequestRef, StepResult};
-use crate::metrics::{GaugeId, Metrics};
+use crate::metrics::{CounterId, GaugeId, Metrics};
 use crate::reconnect_slots::{ReconnectSlots, SlotAcquire, link_of};
 use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
@@ -155,6 +155,8 @@ struct RateLimitSlot {
     limiter: RateLimiter,
     enabled: bool,
     store: Option<ConnectionId>,
+    /// Checks admitted unchecked because the store could not be reached, per bucket.
+    fail_open_counter: CounterId,
 }
 
 struct CacheSlot {
@@ -235,8 +237,8 @@ struct Simulator<'s> {
     reconnect_slots: ReconnectSlots,
     /// Per slot connection: the `connected` gauge.
     slot_gauges: Vec<(ConnectionId, GaugeId)>,
-    /// Per connection: its steps that failed and went on (fail-open).
-    fail_open: Vec<u64>,
+    /// Per connection: its steps that failed and went on (fail-open), in total and per bucket.
+    fail_open: Vec<(u64, CounterId)>,
 }
 
 impl<'s> Simulator<'s> {
@@ -263,6 +265,16 @@ impl<'s> Simulator<'s> {
             .connections
             .iter()
             .map(|c| metrics.add_gauge(format!("connections.{}.pending", c.name)))
+            .collect();
+        let fail_open = scenario
+            .connections
+            .iter()
+            .map(|c| {
+                (
+                    0,
+                    metrics.add_counter(format!("connections.{}.fail_open", c.name)),
+                )
+            })
             .collect();
         let slot_gauges = scenario
             .connections
@@ -309,6 +321,8 @@ impl<'s> Simulator<'s> {
             .rate_limits
             .iter()
             .map(|spec| RateLimitSlot {
+                fail_open_counter: metrics
+                    .add_counter(format!("rate_limits.{}.fail_open_admitted", spec.name)),
                 limiter: RateLimiter::new(spec.config),
                 enabled: spec.enabled,
                 store: spec.store,
@@ -401,7 +415,7 @@ impl<'s> Simulator<'s> {
             connection_gauges,
             reconnect_slots: ReconnectSlots::new(scenario),
             slot_gauges,
-            fail_open: vec![0; scenario.connections.len()],
+            fail_open,
         }
     }
 
@@ -1249,7 +1263,9 @@ impl<'s> Simulator<'s> {
             (result, step.on_error, step.action)
         {
             // Let through unchecked: Redis could not be reached.
-            self.fail_open[connection.index()] += 1;
+            let (total, counter) = &mut self.fail_open[connection.index()];
+            *total += 1;
+            self.metrics.count(*counter);
             if self.reconnect_slots.is_slot(connection) {
                 self.reconnect_slots.record_fail_open(connection);
             }
@@ -1285,6 +1301,9 @@ impl<'s> Simulator<'s> {
             StepResult::Ok | StepResult::Hit | StepResult::Miss => slot.limiter.try_acquire(now, 1),
             StepResult::Error(_) => slot.limiter.on_store_unreachable(1),
         };
+        if let (StepResult::Error(_), RateDecision::Admit) = (store, decision) {
+            self.metrics.count(slot.fail_open_counter);
+        }
         match decision {
             RateDecision::Admit => StepResult::Ok,
             RateDecision::Reject { .. } | RateDecision::TooLarge => {
@@ -1500,7 +1519,7 @@ impl<'s> Simulator<'s> {
                 .map(|(index, c)| {
                     let id = ConnectionId(index as u32);
                     let mut summary = self.redis.connection_summary(id);
-                    summary.fail_open = self.fail_open[index];
+                    summary.fail_open = self.fail_open[index].0;
                     if let Some(slot) = self.reconnect_slots.summary(id) {
                         summary.slot = slot;
                     }

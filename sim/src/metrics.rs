@@ -26,6 +26,10 @@ const LATENCY_NANOS_MAX: u64 = 1 << 62;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct GaugeId(usize);
 
+/// Index of an event counter registered with [`Metrics::add_counter`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CounterId(usize);
+
 /// Latency of a set of requests: a histogram plus exact min, max and sum.
 struct Latency {
     histogram: Histogram<u64>,
@@ -139,6 +143,12 @@ struct Gauge {
     max_in_bucket: u64,
 }
 
+/// Events of one kind, counted per bucket.
+struct Counter {
+    name: String,
+    in_bucket: u64,
+}
+
 pub(crate) struct Metrics {
     rule: PercentileRule,
     bucket_nanos: u64,
@@ -152,6 +162,8 @@ pub(crate) struct Metrics {
     series: Series,
     gauges: Vec<Gauge>,
     gauge_columns: Vec<Vec<u64>>,
+    counters: Vec<Counter>,
+    counter_columns: Vec<Vec<u64>>,
     requests: u64,
     outcomes: [u64; Outcome::COUNT],
     flows: Vec<FlowTotals>,
@@ -177,6 +189,8 @@ impl Metrics {
             },
             gauges: Vec::new(),
             gauge_columns: Vec::new(),
+            counters: Vec::new(),
+            counter_columns: Vec::new(),
             requests: 0,
             outcomes: [0; Outcome::COUNT],
             lock_waits: (0..databases).map(|_| None).collect(),
@@ -200,6 +214,19 @@ impl Metrics {
         });
         self.gauge_columns.push(Vec::new());
         GaugeId(self.gauges.len() - 1)
+    }
+
+    /// Registers an event counter (before the run starts); its series, the events of each
+    /// bucket, is named `name` in reports.
+    pub fn add_counter(&mut self, name: String) -> CounterId {
+        self.counters.push(Counter { name, in_bucket: 0 });
+        self.counter_columns.push(Vec::new());
+        CounterId(self.counters.len() - 1)
+    }
+
+    /// One event now. Call [`Metrics::advance_to`] first.
+    pub fn count(&mut self, id: CounterId) {
+        self.counters[id.0].in_bucket += 1;
     }
 
     pub fn set_gauge(&mut self, id: GaugeId, value: u64) {
@@ -249,6 +276,9 @@ impl Metrics {
             for (gauge, column) in self.gauges.iter().zip(&mut self.gauge_columns) {
                 column.push(gauge.max_in_bucket);
             }
+            for (counter, column) in self.counters.iter().zip(&mut self.counter_columns) {
+                column.push(counter.in_bucket);
+            }
         } else {
             self.series.truncated = true;
         }
@@ -261,6 +291,9 @@ impl Metrics {
         }
         for gauge in &mut self.gauges {
             gauge.max_in_bucket = gauge.current;
+        }
+        for counter in &mut self.counters {
+            counter.in_bucket = 0;
         }
     }
 
@@ -338,6 +371,11 @@ impl Metrics {
             series
                 .gauges_max
                 .insert(gauge.name.clone(), std::mem::take(column));
+        }
+        for (counter, column) in self.counters.iter().zip(&mut self.counter_columns) {
+            series
+                .counts
+                .insert(counter.name.clone(), std::mem::take(column));
         }
         series
     }
