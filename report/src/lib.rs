@@ -293,7 +293,9 @@ pub struct ConnectionSummary {
     /// double charge when the write is a spend.
     pub writes_applied_twice: u64,
     /// Steps on this connection that failed and went on (`on_error = "next"`): requests let
-    /// through unchecked because Redis could not be reached.
+    /// through unchecked because Redis could not be reached or was not asked (timeouts,
+    /// refusals, lost connections, server errors, an open breaker, a shed write). A lock
+    /// found taken (`lock_busy`) is an answer and does not count.
     pub fail_open: u64,
     /// A reconnect slot's counters (zero for other connections).
     pub slot: SlotSummary,
@@ -307,7 +309,8 @@ pub struct SlotSummary {
     /// Live connections evicted by a connection-level failure reported through them.
     pub evictions: u64,
     /// Connection-level failures reported through a connection that was no longer the live
-    /// one: each would have evicted a healthy replacement without the generation check.
+    /// one (already evicted, replaced or not yet): without the generation check, each that
+    /// came after a replacement connected would have evicted it.
     pub stale_failures: u64,
     /// Callers told to wait for the attempt in progress (single flight).
     pub waited: u64,

@@ -79,8 +79,8 @@ struct Request {
     retry_waiting: bool,
     /// A Retry-After the last refusal asked for, for the retry policy.
     retry_after: Option<SimDuration>,
-    /// The throttle slot the request holds.
-    throttle_held: Option<Held>,
+    /// The throttle slots the request holds, at most one per throttle.
+    throttle_held: Vec<Held>,
     /// The KV step of a throttle the request waits on.
     throttle_phase: Option<(ThrottleId, KvKey, Phase)>,
     /// The reconnect slot and lease the current step's command runs on.
@@ -590,7 +590,7 @@ impl<'s> Simulator<'s> {
         }
         for (index, &gauge) in self.connection_gauges.iter().enumerate() {
             let pending = self.redis.pending(ConnectionId(index as u32));
-            self.metrics.set_gauge(gauge, pending as u64);
+            self.metrics.set_gauge(gauge, pending);
         }
         for &(connection, gauge) in &self.slot_gauges {
             let connected = self.reconnect_slots.connected(connection);
@@ -607,11 +607,9 @@ impl<'s> Simulator<'s> {
                 .set_gauge(slot.entries_gauge, slot.cache.len() as u64);
         }
         for (index, gauges) in self.throttle_gauges.iter().enumerate() {
-            let id = ThrottleId(index as u32);
-            self.metrics
-                .set_gauge(gauges.holders, self.throttles.holders(id));
-            self.metrics
-                .set_gauge(gauges.counter, self.throttles.counter(self.now, id));
+            let (holders, counter) = self.throttles.gauges(self.now, ThrottleId(index as u32));
+            self.metrics.set_gauge(gauges.holders, holders);
+            self.metrics.set_gauge(gauges.counter, counter);
         }
         for slot in &self.breakers {
             let level = state_level(slot.breaker.state_at(self.now));
@@ -678,7 +676,7 @@ impl<'s> Simulator<'s> {
             retry: None,
             retry_waiting: false,
             retry_after: None,
-            throttle_held: None,
+            throttle_held: Vec::new(),
             throttle_phase: None,
             lease: None,
             replayed: false,
@@ -822,12 +820,13 @@ impl<'s> Simulator<'s> {
                     let kv_key = u64::from(key.0) << 32 | u64::from(self.key_of(slot, key));
                     let progress = match op {
                         ThrottleOp::Acquire => {
-                            if let Some(old) = self.request_mut(slot).throttle_held.take() {
-                                self.throttles.leak(self.now, old); // a second acquire drops the first
+                            if let Some(old) = self.take_held(slot, throttle) {
+                                // A second acquire of the same throttle drops the first slot.
+                                self.throttles.leak(self.now, old);
                             }
                             self.throttles.acquire(self.now, throttle, kv_key)
                         }
-                        ThrottleOp::Release => match self.request_mut(slot).throttle_held.take() {
+                        ThrottleOp::Release => match self.take_held(slot, throttle) {
                             Some(held) => self.throttles.release(self.now, held),
                             None => Progress::Done,
                         },
@@ -955,12 +954,19 @@ impl<'s> Simulator<'s> {
         key_index(request.key_seed, family.0, spec.count, spec.distribution)
     }
 
+    /// Takes the slot of `throttle` that the request in `slot` holds, if any.
+    fn take_held(&mut self, slot: u32, throttle: ThrottleId) -> Option<Held> {
+        let held = &mut self.request_mut(slot).throttle_held;
+        let index = held.iter().position(|h| h.throttle() == throttle)?;
+        Some(held.swap_remove(index))
+    }
+
     /// Applies a throttle step's progress to the request in `slot`: it holds the slot it was
     /// given, waits for a KV step (`None`), or ends the step.
     fn throttle_progress(&mut self, slot: u32, progress: Progress) -> Option<Next> {
         let result = match progress {
             Progress::Admitted(held) => {
-                self.request_mut(slot).throttle_held = Some(held);
+                self.request_mut(slot).throttle_held.push(held);
                 StepResult::Ok
             }
             Progress::Rejected { retry_after } => {
@@ -977,9 +983,7 @@ impl<'s> Simulator<'s> {
             } => {
                 let waiter = self.current_ref(slot);
                 let request = self.request_mut(slot);
-                if admitted.is_some() {
-                    request.throttle_held = admitted;
-                }
+                request.throttle_held.extend(admitted);
                 request.throttle_phase = Some((throttle, key, phase));
                 self.events
                     .schedule(self.now.saturating_add(after), Event::RequestTimer(waiter));
@@ -993,19 +997,18 @@ impl<'s> Simulator<'s> {
     fn spawn_background(&mut self, slot: u32, step: u16) {
         let (now, scenario) = (self.now, self.scenario);
         let request = self.request_mut(slot);
-        // A throttle release hands back the slot the request holds, so it goes with it.
-        let releases_throttle = matches!(
-            scenario.flows[request.flow.index()].steps[usize::from(step)].action,
-            StepAction::Throttle {
-                op: ThrottleOp::Release,
-                ..
-            }
-        );
-        let throttle_held = if releases_throttle {
-            request.throttle_held.take()
-        } else {
-            None
-        };
+        // A throttle release hands back the slot the request holds of its throttle, so that
+        // slot goes with it.
+        let throttle_held =
+            match scenario.flows[request.flow.index()].steps[usize::from(step)].action {
+                StepAction::Throttle {
+                    op: ThrottleOp::Release,
+                    throttle,
+                    ..
+                } => self.take_held(slot, throttle).into_iter().collect(),
+                _ => Vec::new(),
+            };
+        let request = self.request_mut(slot);
         let background = Request {
             flow: request.flow,
             step,
@@ -1058,7 +1061,6 @@ impl<'s> Simulator<'s> {
         self.settle(request, StepResult::Ok);
     }
 
-    /// A waiting request's step ended with `result`.
     /// Sends `op` for the request in `slot` on `connection`, through its reconnect slot if it
     /// is one. Returns the result at once when there is one; `None` when the request waits
     /// (for the reply, or for a slot's connection attempt).
@@ -1164,6 +1166,7 @@ impl<'s> Simulator<'s> {
         true
     }
 
+    /// A waiting request's step ended with `result`.
     fn settle(&mut self, request: RequestRef, result: StepResult) {
         if !self.is_live(request) {
             return;
@@ -1259,10 +1262,12 @@ impl<'s> Simulator<'s> {
             return Next::Stop;
         }
         let step = &scenario.flows[request.flow.index()].steps[request.step as usize];
-        if let (StepResult::Error(_), OnError::Next, StepAction::Redis { connection, .. }) =
+        if let (StepResult::Error(kind), OnError::Next, StepAction::Redis { connection, .. }) =
             (result, step.on_error, step.action)
+            && !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
         {
-            // Let through unchecked: Redis could not be reached.
+            // Let through unchecked: Redis could not be reached, or was not asked (a breaker
+            // open, a write dropped). A lock found taken is an answer, not a fail-open.
             let (total, counter) = &mut self.fail_open[connection.index()];
             *total += 1;
             self.metrics.count(*counter);
@@ -1277,7 +1282,10 @@ impl<'s> Simulator<'s> {
                 return Next::Stop;
             }
             (StepResult::Hit, OnHit::Goto(target)) => {
-                request.step = target;
+                // A jump over a `finally` step does not skip it: it runs in the background.
+                let (flow, from) = (request.flow, usize::from(request.step));
+                self.run_skipped_finally(slot, flow, from + 1..usize::from(target));
+                self.request_mut(slot).step = target;
                 return Next::Continue;
             }
             (StepResult::Error(kind), _) if step.on_error == OnError::Fail => {
@@ -1326,20 +1334,29 @@ impl<'s> Simulator<'s> {
         }
     }
 
+    /// Starts, in the background, every `finally` step of `steps` that the request in `slot`
+    /// will not reach.
+    fn run_skipped_finally(&mut self, slot: u32, flow: FlowId, steps: std::ops::Range<usize>) {
+        let scenario = self.scenario;
+        for index in steps {
+            if scenario.flows[flow.index()].steps[index].finally {
+                self.spawn_background(slot, index as u16);
+            }
+        }
+    }
+
     fn end_request(&mut self, slot: u32, outcome: Outcome) {
         let (now, scenario) = (self.now, self.scenario);
         let request = self.request_mut(slot);
         debug_assert!(!request.background);
-        if outcome.is_error() {
-            // The request failed at this step: its `finally` steps still run, in the background.
-            let (flow, failed_at) = (request.flow, usize::from(request.step));
-            let steps = &scenario.flows[flow.index()].steps;
-            for (index, step) in steps.iter().enumerate().skip(failed_at + 1) {
-                if step.finally {
-                    self.spawn_background(slot, index as u16);
-                }
-            }
-        }
+        // The request ends at this step (failed, or finished early by a hit): the `finally`
+        // steps after it still run, in the background.
+        let (flow, ended_at) = (request.flow, usize::from(request.step));
+        self.run_skipped_finally(
+            slot,
+            flow,
+            ended_at + 1..scenario.flows[flow.index()].steps.len(),
+        );
         let request = self.request_mut(slot);
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
         self.metrics
@@ -1351,7 +1368,7 @@ impl<'s> Simulator<'s> {
     fn free(&mut self, slot: u32) {
         let entry = &mut self.slots[slot as usize];
         let mut request = entry.request.take().expect("freeing a live request");
-        if let Some(held) = request.throttle_held.take() {
+        for held in request.throttle_held.drain(..) {
             self.throttles.leak(self.now, held); // ended without releasing its slot
         }
         let entry = &mut self.slots[slot as usize];

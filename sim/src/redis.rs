@@ -16,11 +16,12 @@
 //! `epoch`, and events of an older epoch are dropped.
 //!
 //! A **reconnect slot** (`reconnect = "slot"`) is one logical connection made of physical
-//! links that never reconnect by themselves: the engine's slot layer (`slots.rs`) opens a
+//! links that never reconnect by themselves: the engine's slot layer (`reconnect_slots.rs`) opens a
 //! link per connection attempt ([`Redis::open_link`]), hears how the attempt ended through
 //! `link_events`, and retires a link its slot evicted ([`Redis::retire_link`]); a retired link
 //! drains the commands already on it and is then closed and kept for reuse. The logical
-//! connection's own entry is its first link. Summaries add up every link of a connection.
+//! connection's own entry is its first link (connected at the start, or made by its first
+//! attempt). Summaries add up every link of a connection.
 //!
 //! Writes applied twice: each command counts the times the server executed it. A write
 //! executed more than once (resent after a lost link, as ioredis' offline queue does) is
@@ -382,6 +383,8 @@ pub(crate) struct Redis {
     connections: Vec<Connection>,
     /// Closed slot links, per owner, ready to be reused by the next attempt.
     free_links: Vec<Vec<ConnectionId>>,
+    /// Per connection (over all its links): commands waiting now, and the most at once.
+    pending: Vec<(u64, u64)>,
     origins: BTreeMap<u64, Origin>,
     next_origin: u64,
     /// Results for waiting requests, produced by the last call; the engine drains it.
@@ -427,6 +430,7 @@ impl Redis {
             servers: Vec::new(),
             connections: Vec::new(),
             free_links: vec![Vec::new(); scenario.connections.len()],
+            pending: vec![(0, 0); scenario.connections.len()],
             origins: BTreeMap::new(),
             next_origin: 0,
             completions: Vec::new(),
@@ -444,10 +448,12 @@ impl Redis {
             if connection.spec.connected_at_start {
                 connection.link = Link::Connected;
                 connection.server_open = true;
-            } else if !is_slot(&connection.spec) {
+            } else if is_slot(&connection.spec) {
+                // A slot that starts unconnected connects on its first caller, on this entry.
+                redis.free_links[index].push(id);
+            } else {
                 redis.start_connect(SimTime::ZERO, id, events);
             }
-            // A slot that starts unconnected connects on its first caller.
         }
         redis
     }
@@ -462,10 +468,8 @@ impl Redis {
     }
 
     /// Commands waiting on a connection (sent or offline), over all its links.
-    pub fn pending(&self, connection: ConnectionId) -> usize {
-        self.links_of(connection)
-            .map(|link| link.commands.len())
-            .sum()
+    pub fn pending(&self, connection: ConnectionId) -> u64 {
+        self.pending[connection.index()].0
     }
 
     /// A connection's counters, added up over all its links.
@@ -481,9 +485,8 @@ impl Redis {
             total.connect_attempts += stats.connect_attempts;
             total.connect_failures += stats.connect_failures;
             total.writes_applied_twice += stats.writes_applied_twice;
-            // Links of a slot overlap only while one drains: the sum bounds the peak.
-            total.peak_pending = total.peak_pending.max(stats.peak_pending);
         }
+        total.peak_pending = self.pending[connection.index()].1;
         total
     }
 
@@ -585,6 +588,8 @@ impl Redis {
     /// A command leaves its link (answered, or failed with the link): a write the server
     /// applied more than once is counted now, or when its last copy goes.
     fn command_gone(&mut self, id: ConnectionId, command: &Command) {
+        let owner = self.connections[id.index()].owner;
+        self.pending[owner.index()].0 -= 1;
         match command.origin {
             Some(origin) => {
                 if let Some(entry) = self.origins.get_mut(&origin) {
@@ -643,8 +648,11 @@ impl Redis {
             origin,
         });
         connection.stats.commands += 1;
-        let pending = connection.commands.len() as u64;
-        connection.stats.peak_pending = connection.stats.peak_pending.max(pending);
+        let owner = connection.owner;
+        let (pending, peak) = &mut self.pending[owner.index()];
+        *pending += 1;
+        *peak = (*peak).max(*pending);
+        let connection = &mut self.connections[id.index()];
         if deadline != SimTime::MAX && !connection.timeout_armed {
             connection.timeout_armed = true;
             events.schedule(deadline, Event::CommandTimeout { connection: id });
@@ -1073,10 +1081,17 @@ impl Redis {
 
     /// `CLIENT KILL` of every client: the server drops each connection (input not yet
     /// executed, and the reply of a command it is executing, are lost) and keeps running.
+    ///
+    /// CLIENT KILL is itself a command: a hung or stopped process cannot run it, so then it
+    /// does nothing.
     pub fn kill(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        if server.hung > 0 || server.stopped > 0 {
+            return;
+        }
         // Every client goes, so none stays in the ring; a command being executed finishes,
         // and its reply is dropped with its connection.
-        self.servers[id.index()].ready.clear();
+        server.ready.clear();
         self.drop_clients(now, id, events);
     }
 
@@ -1084,9 +1099,12 @@ impl Redis {
     /// replies already on the wire.
     fn drop_clients(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
         let server = &self.servers[id.index()];
+        let executing = server.executing.as_ref().map(|done| done.connection);
         for &connection_id in &server.connections {
             let connection = &mut self.connections[connection_id.index()];
-            connection.scheduled = false;
+            // The connection whose command is being executed stays scheduled until that
+            // command is done, which puts it back in the ring only if it has more input.
+            connection.scheduled = executing == Some(connection_id);
             connection.input.clear();
             if connection.server_open {
                 connection.server_open = false;

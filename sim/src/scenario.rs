@@ -500,8 +500,9 @@ pub struct StepSpec {
     pub retry: Option<RetryId>,
     pub on_error: OnError,
     pub on_hit: OnHit,
-    /// Runs even when an earlier step failed the request (in the background, after the request
-    /// has ended): a lock release or a slot release in a `finally` block.
+    /// Runs even when the request does not reach it: an earlier step failed it, a hit finished
+    /// it, or `on_hit` jumped past this step. It then runs in the background: a lock release
+    /// or a slot release in a `finally` block.
     pub finally: bool,
     /// On a `reconnect = slot` connection, replay this step's command after a connection-level
     /// failure even if it writes (seed 001's opt-in for the rate-limit admission script): the

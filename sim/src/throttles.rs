@@ -8,9 +8,14 @@
 //! or erase a decrement. A release may be lost (fire-and-forget), with a configured chance.
 //!
 //! The decisions are `outagelab-model`'s throttles; this module only sequences their steps and
-//! keeps one throttle per (throttle, key).
+//! keeps one throttle per (throttle, key). Each KV throttle stores its counter under a store
+//! key of its own, so two throttles that share a store and a key family never share a counter.
+//!
+//! Gauges are read after every event, so they must not cost a walk over every key a throttle
+//! has seen: each throttle keeps the set of its *active* keys (touched since the last gauge
+//! reading, or holding a slot or a non-zero counter then), and the gauges sum over those only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use outagelab_model::throttle::{
     AtomicThrottle, Decision, KvAcquire, KvKey, KvStore, KvThrottle, PendingAcquire,
@@ -27,6 +32,13 @@ pub(crate) struct Held {
     throttle: ThrottleId,
     key: KvKey,
     slot: Slot,
+}
+
+impl Held {
+    /// The throttle that issued it.
+    pub fn throttle(&self) -> ThrottleId {
+        self.throttle
+    }
 }
 
 /// The KV step a request waits on.
@@ -77,6 +89,8 @@ struct ThrottleSlot {
     release_loss_permille: u32,
     /// One throttle per key, created on first use.
     per_key: BTreeMap<KvKey, Counters>,
+    /// Keys that may hold a slot or a non-zero counter (see the module documentation).
+    active: BTreeSet<KvKey>,
     /// Acquires rejected while fewer than the cap truly held a slot of their key: the slots
     /// the counter still counts were leaked (or a stale read overcounted).
     rejected_below_cap: u64,
@@ -111,6 +125,8 @@ pub(crate) struct Throttles {
     stores: Vec<StoreSlot>,
     /// The configs, for creating per-key throttles.
     configs: Vec<ThrottleConfig>,
+    /// The store key the last KV throttle created counts under: one per (throttle, key).
+    last_store_key: KvKey,
 }
 
 impl Throttles {
@@ -124,6 +140,7 @@ impl Throttles {
                     form: spec.form,
                     release_loss_permille: spec.release_loss_permille,
                     per_key: BTreeMap::new(),
+                    active: BTreeSet::new(),
                     rejected_below_cap: 0,
                     random: Stream::derive(scenario.seed, "throttle", &spec.name),
                 })
@@ -139,16 +156,23 @@ impl Throttles {
                 })
                 .collect(),
             configs: scenario.throttles.iter().map(|spec| spec.config).collect(),
+            last_store_key: 0,
         }
     }
 
+    /// The throttle of `key`, created on first use; the key counts as active from now.
     fn counters(&mut self, id: ThrottleId, key: KvKey) -> &mut Counters {
         let config = self.configs[id.index()];
         let slot = &mut self.throttles[id.index()];
         let form = slot.form;
+        slot.active.insert(key);
+        let last_store_key = &mut self.last_store_key;
         slot.per_key.entry(key).or_insert_with(|| match form {
             ThrottleForm::Atomic => Counters::Atomic(AtomicThrottle::new(config)),
-            ThrottleForm::Kv { .. } => Counters::Kv(KvThrottle::new(config, key)),
+            ThrottleForm::Kv { .. } => {
+                *last_store_key += 1;
+                Counters::Kv(KvThrottle::new(config, *last_store_key))
+            }
         })
     }
 
@@ -257,16 +281,20 @@ impl Throttles {
         }
     }
 
-    /// Reads `key` from the throttle's store as a read at `now` sees it, and draws how long
-    /// the write that follows will take.
+    /// Reads the counter of `key` from the throttle's store as a read at `now` sees it, and
+    /// draws how long the write that follows will take.
     fn read(&mut self, now: SimTime, id: ThrottleId, key: KvKey) -> (Option<Stored>, SimDuration) {
+        let store_key = self.kv(id, key).key();
         let store_id = self.store_of(id).expect("a KV throttle has a store");
         let store = &mut self.stores[store_id.index()];
         let lag = store.lag();
-        (store.store.get(now, key, lag), store.write_after())
+        (store.store.get(now, store_key, lag), store.write_after())
     }
 
-    fn land(&mut self, now: SimTime, id: ThrottleId, write: Write) {
+    /// A write of `key`'s counter lands; the key is active again (its counter may now be
+    /// non-zero).
+    fn land(&mut self, now: SimTime, id: ThrottleId, key: KvKey, write: Write) {
+        self.throttles[id.index()].active.insert(key);
         let store_id = self.store_of(id).expect("a KV throttle has a store");
         self.stores[store_id.index()].store.apply(now, write);
     }
@@ -305,36 +333,36 @@ impl Throttles {
                 }
             }
             Phase::WriteIncrement(write) | Phase::WriteDecrement(write) => {
-                self.land(now, id, write);
+                self.land(now, id, key, write);
                 Progress::Done
             }
         }
     }
 
-    /// Slots held right now, over every key of the throttle.
-    pub fn holders(&self, id: ThrottleId) -> u64 {
-        self.throttles[id.index()]
-            .per_key
-            .values()
-            .map(|counters| counters.stats().holders)
-            .sum()
-    }
-
-    /// The stored counters as an up-to-date read sees them now, over every key of the throttle.
-    /// Above [`Throttles::holders`] by the slots leaked; below it by holders the counter lost.
-    pub fn counter(&self, now: SimTime, id: ThrottleId) -> u64 {
+    /// Slots held right now, and the stored counters as an up-to-date read sees them now, over
+    /// every key of the throttle (the counters are above the holders by the slots leaked, and
+    /// below them by holders the counter lost). Walks the active keys only, and forgets those
+    /// that hold nothing and count nothing: they become active again when next touched.
+    pub fn gauges(&mut self, now: SimTime, id: ThrottleId) -> (u64, u64) {
         let store = self
             .store_of(id)
             .map(|store| &self.stores[store.index()].store);
-        self.throttles[id.index()]
-            .per_key
-            .values()
-            .map(|counters| match (counters, store) {
+        let slot = &mut self.throttles[id.index()];
+        let (mut holders, mut counter) = (0, 0);
+        let per_key = &slot.per_key;
+        slot.active.retain(|key| {
+            let counters = &per_key[key];
+            let held = counters.stats().holders;
+            let counted = match (counters, store) {
                 (Counters::Atomic(throttle), _) => throttle.counter(now),
                 (Counters::Kv(throttle), Some(store)) => throttle.counter(now, store),
                 (Counters::Kv(_), None) => unreachable!("a KV throttle has a store"),
-            })
-            .sum()
+            };
+            holders += held;
+            counter += counted;
+            held > 0 || counted > 0
+        });
+        (holders, counter)
     }
 
     pub fn summary(&self, id: ThrottleId) -> ThrottleSummary {

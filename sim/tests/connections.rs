@@ -375,3 +375,49 @@ fn a_finally_step_runs_after_the_request_failed() {
         }
     }
 }
+
+#[test]
+fn after_a_kill_during_a_command_the_server_still_serves_connections_in_turn() {
+    // The server is executing a 10 ms GET of `a` when it kills its clients. Both connections
+    // reconnect and send 20 GETs each: they must alternate, as before the kill.
+    let mut s = base();
+    s.servers[0].command_cost = ms(10);
+    s.connections.push(connection("b", 0));
+    for c in &mut s.connections {
+        c.offline_queue = false;
+        c.reconnect_delay = ms(1);
+    }
+    let mut first = redis_step(0, RedisCommand::Get, 0);
+    first.on_error = OnError::Next;
+    s.flows.push(flow("first", vec![first]));
+    s.flows
+        .push(flow("fa", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.flows
+        .push(flow("fb", vec![redis_step(1, RedisCommand::Get, 0)]));
+    s.loads.push(burst("first", 0, SimTime::ZERO, 1));
+    s.loads.push(burst("a", 1, at_ms(8), 20));
+    s.loads.push(burst("b", 2, at_ms(8), 20));
+    s.faults.push(kill(at_ms(5)));
+    let report = run(&s).unwrap();
+    let median = |flow: &str| report.summary.flows[flow].latency_ms["all"].p50.unwrap();
+    let (a, b) = (median("fa"), median("fb"));
+    assert!(
+        (a - b).abs() < 20.0,
+        "a {a} ms, b {b} ms: one connection got two turns"
+    );
+}
+
+#[test]
+fn a_frozen_server_cannot_kill_its_clients() {
+    // CLIENT KILL is a command: during a hang it does not run, and the connection survives.
+    let mut s = base();
+    s.flows
+        .push(flow("read", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.faults
+        .push(fault("hang", 0, FaultKind::Hang, at_ms(10), Some(ms(20))));
+    s.faults.push(kill(at_ms(20)));
+    s.loads.push(burst("after", 0, at_ms(40), 1));
+    let report = run(&s).unwrap();
+    assert_eq!(report.summary.connections["a"].disconnects, 0);
+    assert_eq!(report.summary.outcomes["ok"], 1);
+}

@@ -58,13 +58,7 @@ fn after_a_client_kill_the_next_caller_reconnects_and_a_read_is_replayed() {
     s.flows
         .push(flow("read", vec![redis_step(0, RedisCommand::Get, 0)]));
     s.loads.push(burst("before", 0, at_ms(5), 1));
-    s.faults.push(fault(
-        "kill",
-        0,
-        FaultKind::Kill,
-        at_ms(10),
-        Some(SimDuration::ZERO),
-    ));
+    s.faults.push(kill(at_ms(10)));
     s.loads.push(burst("after", 0, at_ms(20), 1));
     let report = run(&s).unwrap();
     // The GET after the kill hits the dead connection, evicts it, and is replayed on a new
@@ -86,13 +80,7 @@ fn a_write_whose_connection_died_is_not_replayed_but_the_next_caller_reconnects(
     let mut s = base();
     s.flows
         .push(flow("spend", vec![fail_open(RedisCommand::Incr)]));
-    s.faults.push(fault(
-        "kill",
-        0,
-        FaultKind::Kill,
-        at_ms(10),
-        Some(SimDuration::ZERO),
-    ));
+    s.faults.push(kill(at_ms(10)));
     s.loads.push(burst("first", 0, at_ms(20), 1));
     s.loads.push(burst("second", 0, at_ms(30), 1));
     let report = run(&s).unwrap();
@@ -228,15 +216,51 @@ fn an_offline_queue_resends_a_write_whose_reply_was_lost() {
     s.flows
         .push(flow("spend", vec![redis_step(0, RedisCommand::Incr, 0)]));
     s.loads.push(burst("one", 0, SimTime::ZERO, 1));
-    s.faults.push(fault(
-        "kill",
-        0,
-        FaultKind::Kill,
-        at_ms(5),
-        Some(SimDuration::ZERO),
-    ));
+    s.faults.push(kill(at_ms(5)));
     let report = run(&s).unwrap();
     assert_eq!(report.summary.outcomes["ok"], 1);
     let c = conn(&report);
     assert_eq!((c.executed, c.writes_applied_twice), (2, 1));
+}
+
+#[test]
+fn a_lock_found_taken_is_an_answer_not_a_fail_open() {
+    let mut s = base();
+    s.servers[0].preload.push(Preload {
+        family: KeyFamilyId(0),
+        count: 10,
+        value_bytes: 16,
+    });
+    let lock = RedisCommand::SetNxPx {
+        value_bytes: 16,
+        ttl: SimDuration::from_secs(1),
+    };
+    s.flows.push(flow("lock", vec![fail_open(lock)]));
+    s.loads.push(burst("lockers", 0, SimTime::ZERO, 5));
+    let report = run(&s).unwrap();
+    let c = conn(&report);
+    assert_eq!(c.fail_open, 0);
+    assert_eq!(report.summary.flows["lock"].outcomes["ok"], 5);
+}
+
+#[test]
+fn peak_pending_adds_up_the_links_of_a_slot() {
+    // An open-ended pause: every 100 ms a timeout evicts the link and its commands stay on it,
+    // so the commands waiting pile up across links.
+    let mut s = base();
+    s.flows
+        .push(flow("read", vec![fail_open(RedisCommand::Get)]));
+    steady(&mut s, 200.0, SimTime::ZERO, at_ms(10_000));
+    s.faults
+        .push(fault("pause", 0, FaultKind::Pause, at_ms(1000), None));
+    s.limits.horizon = Some(at_ms(10_000));
+    let report = run(&s).unwrap();
+    let c = conn(&report);
+    let gauge = report.series.gauges_max["connections.c.pending"]
+        .iter()
+        .max()
+        .copied()
+        .unwrap();
+    assert!(gauge > 1000, "{gauge}");
+    assert_eq!(c.peak_pending, gauge);
 }

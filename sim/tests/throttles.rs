@@ -190,3 +190,95 @@ fn a_disabled_throttle_admits_everything_and_counts_nothing() {
     let summary = throttle(&report);
     assert_eq!((summary.admitted, summary.peak_holders), (0, 0));
 }
+
+#[test]
+fn two_throttles_in_one_flow_each_get_their_own_slot_back() {
+    let mut s = base(100, ThrottleForm::Atomic, CounterTtl::Never);
+    let second = ThrottleSpec {
+        name: "user".into(),
+        ..s.throttles[0].clone()
+    };
+    s.throttles.push(second);
+    s.keys.push(key("user", 1));
+    let step = |throttle: u32, op: ThrottleOp, family: u32| StepSpec {
+        action: StepAction::Throttle {
+            throttle: ThrottleId(throttle),
+            op,
+            key: KeyFamilyId(family),
+        },
+        finally: op == ThrottleOp::Release,
+        ..db_step(0)
+    };
+    s.flows.push(flow(
+        "write",
+        vec![
+            step(0, ThrottleOp::Acquire, 0),
+            step(1, ThrottleOp::Acquire, 1),
+            db_step(0),
+            step(1, ThrottleOp::Release, 1),
+            step(0, ThrottleOp::Release, 0),
+        ],
+    ));
+    s.loads.push(even("sync", 0, 10.0, 20));
+    let report = run(&s).unwrap();
+    for name in ["cascade", "user"] {
+        let summary = &report.summary.throttles[name];
+        assert_eq!((summary.admitted, summary.releases_lost), (20, 0), "{name}");
+    }
+}
+
+#[test]
+fn two_kv_throttles_on_one_store_and_key_family_count_apart() {
+    let mut s = base(1, kv(), CounterTtl::Never);
+    let other = ThrottleSpec {
+        name: "other".into(),
+        ..s.throttles[0].clone()
+    };
+    s.throttles.push(other);
+    s.flows.push(cascade());
+    let mut other_flow = cascade();
+    other_flow.name = "other".into();
+    for step in &mut other_flow.steps {
+        if let StepAction::Throttle { throttle, .. } = &mut step.action {
+            *throttle = ThrottleId(1);
+        }
+    }
+    s.flows.push(other_flow);
+    // A holder of `cascade` (its cap; its increment lands at 45 ms), then an acquire of
+    // `other` on the same space, which must not read `cascade`'s counter.
+    s.loads.push(burst("cascade", 0, SimTime::ZERO, 1));
+    s.loads.push(burst("other", 1, at_ms(60), 1));
+    let report = run(&s).unwrap();
+    let other = &report.summary.throttles["other"];
+    assert_eq!((other.admitted, other.rejected), (1, 0));
+}
+
+#[test]
+fn a_hit_that_finishes_the_request_still_runs_the_finally_release() {
+    let mut s = base(1, ThrottleForm::Atomic, CounterTtl::Never);
+    s.servers.push(server("redis"));
+    s.servers[0].preload.push(Preload {
+        family: KeyFamilyId(0),
+        count: 1,
+        value_bytes: 64,
+    });
+    s.connections.push(connection("c", 0));
+    let get = StepSpec {
+        on_hit: OnHit::Finish,
+        ..redis_step(0, RedisCommand::Get, 0)
+    };
+    s.flows.push(flow(
+        "cached",
+        vec![
+            throttle_step(ThrottleOp::Acquire),
+            get,
+            db_step(0),
+            throttle_step(ThrottleOp::Release),
+        ],
+    ));
+    s.loads.push(even("sync", 0, 10.0, 5));
+    let report = run(&s).unwrap();
+    let summary = throttle(&report);
+    assert_eq!((summary.admitted, summary.rejected), (5, 0));
+    assert_eq!(summary.releases_lost, 0);
+}

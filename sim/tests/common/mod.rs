@@ -176,6 +176,11 @@ pub fn fault(
     }
 }
 
+/// `CLIENT KILL` of every client of server 0 at `at`.
+pub fn kill(at: SimTime) -> FaultSpec {
+    fault("kill", 0, FaultKind::Kill, at, Some(SimDuration::ZERO))
+}
+
 /// The seed-003 model: Redis hung from the start, a 100 ms command timeout, a GET that falls
 /// through to a 50-52 ms database, 500 requests at 500/s; optional breaker and bulkhead.
 pub fn seed003(with_breaker: bool, with_bulkhead: bool, requests: u64) -> Scenario {
