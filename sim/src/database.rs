@@ -412,6 +412,14 @@ mod tests {
             };
             dbs.start(SimTime::ZERO, DatabaseId(0), query, &mut events);
         }
+        run_to_end(&mut dbs, &mut events)
+            .into_iter()
+            .map(|(_, ms)| ms)
+            .collect()
+    }
+
+    /// Runs every wake-up until none is left; returns which query finished when (slot, ms).
+    fn run_to_end(dbs: &mut Databases, events: &mut EventQueue) -> Vec<(u32, u64)> {
         let mut finished = Vec::new();
         while let Some((at, event)) = events.pop() {
             let Event::DatabaseWake {
@@ -419,11 +427,11 @@ mod tests {
                 generation,
             } = event
             else {
-                unreachable!()
+                unreachable!("only databases schedule here")
             };
-            dbs.on_wake(at, database, generation, &mut events);
-            for _ in dbs.completions.drain(..) {
-                finished.push(at.as_nanos() / 1_000_000);
+            dbs.on_wake(at, database, generation, events);
+            for done in dbs.completions.drain(..) {
+                finished.push((done.slot, at.as_nanos() / 1_000_000));
             }
         }
         finished
@@ -462,20 +470,7 @@ mod tests {
         }
         assert_eq!(dbs.running(DatabaseId(0)), 3);
         assert_eq!(dbs.lock_waiting(DatabaseId(0)), 1);
-        let mut finished = Vec::new();
-        while let Some((at, event)) = events.pop() {
-            let Event::DatabaseWake {
-                database,
-                generation,
-            } = event
-            else {
-                unreachable!()
-            };
-            dbs.on_wake(at, database, generation, &mut events);
-            for done in dbs.completions.drain(..) {
-                finished.push((done.slot, at.as_nanos() / 1_000_000));
-            }
-        }
+        let finished = run_to_end(&mut dbs, &mut events);
         // Slot 1 waits the 10 ms slot 0 holds lock 7, then runs its own 10 ms.
         assert_eq!(finished, vec![(0, 10), (2, 10), (3, 10), (1, 20)]);
         let waits: Vec<u64> = dbs

@@ -335,6 +335,19 @@ struct Connection {
 }
 
 impl Connection {
+    /// The link is gone: its wires and the server's unread input are dropped, the server no
+    /// longer holds it open, and events of the old link become stale. Commands stay for the
+    /// caller to carry over or fail.
+    fn drop_link(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.link = Link::Down;
+        self.outbound.reset();
+        self.inbound.reset();
+        self.input.clear();
+        self.server_open = false;
+        self.sent = 0;
+    }
+
     /// A link of `owner`, down, with nothing on it.
     fn new(spec: ConnectionSpec, owner: ConnectionId) -> Connection {
         Connection {
@@ -535,13 +548,7 @@ impl Redis {
             return;
         }
         connection.retired = false;
-        connection.epoch = connection.epoch.wrapping_add(1);
-        connection.link = Link::Down;
-        connection.outbound.reset();
-        connection.inbound.reset();
-        connection.input.clear();
-        connection.server_open = false;
-        connection.sent = 0;
+        connection.drop_link();
         self.free_links[connection.owner.index()].push(id);
     }
 
@@ -877,13 +884,7 @@ impl Redis {
         events: &mut EventQueue,
     ) {
         let connection = &mut self.connections[id.index()];
-        connection.epoch = connection.epoch.wrapping_add(1);
-        connection.link = Link::Down;
-        connection.outbound.reset();
-        connection.inbound.reset();
-        connection.input.clear();
-        connection.server_open = false;
-        connection.sent = 0;
+        connection.drop_link();
         let (offline_queue, max_retries) =
             (connection.spec.offline_queue, connection.spec.max_retries);
         let mut gone = Vec::new();
