@@ -2,7 +2,8 @@
 //! the report as JSON, CSV and charts.
 //!
 //! Exit codes: 0 when every run completed and every expectation held; 1 when an expectation
-//! failed or a run was cut short by its budget; 2 when the file or the command line is wrong.
+//! failed, a run was cut short by its budget, or a run broke an invariant (a monitor fired);
+//! 2 when the file or the command line is wrong.
 
 mod table;
 
@@ -13,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use outagelab_report::{RunReport, write};
 use outagelab_scenario_file::ScenarioFile;
+use outagelab_sim::{Bugs, SimError};
 
 #[derive(Parser)]
 #[command(
@@ -43,6 +45,9 @@ enum Command {
         /// Write the charts (PNG and SVG) into this directory.
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
+        /// Plant a bug on purpose, to see an invariant monitor catch it (for tests).
+        #[arg(long, hide = true, value_name = "BUG", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
+        plant_bug: Option<String>,
     },
     /// Check a scenario file without running it.
     Validate {
@@ -82,19 +87,28 @@ fn main() -> ExitCode {
             json,
             csv,
             plot,
-        } => run(
-            &file,
-            seed,
-            json.as_deref(),
-            csv.as_deref(),
-            plot.as_deref(),
-        ),
+            plant_bug,
+        } => {
+            let bugs = plant_bug
+                .as_deref()
+                .and_then(Bugs::named)
+                .unwrap_or_default();
+            run(
+                &file,
+                seed,
+                bugs,
+                json.as_deref(),
+                csv.as_deref(),
+                plot.as_deref(),
+            )
+        }
     }
 }
 
 fn run(
     file: &Path,
     seed: Option<u64>,
+    bugs: Bugs,
     json: Option<&Path>,
     csv: Option<&Path>,
     plot: Option<&Path>,
@@ -112,7 +126,27 @@ fn run(
             variant.scenario.seed = seed;
         }
     }
-    let report = simulate(&scenario);
+    let report = match simulate(&scenario, bugs) {
+        Ok(report) => report,
+        Err((variant, error)) => {
+            eprintln!("variant \"{variant}\": {error}");
+            let planted = (bugs != Bugs::default())
+                .then(|| {
+                    Bugs::NAMES
+                        .into_iter()
+                        .find(|name| Bugs::named(name) == Some(bugs))
+                        .map(|name| format!(" --plant-bug {name}"))
+                })
+                .flatten()
+                .unwrap_or_default();
+            eprintln!(
+                "reproduce with: outagelab run {} --seed {}{planted}",
+                file.display(),
+                scenario.seed
+            );
+            return ExitCode::from(1);
+        }
+    };
     say(&table::render(&report));
     let mut failed = false;
     for variant in &report.variants {
@@ -169,24 +203,25 @@ fn say(text: &str) {
 /// Writes one kind of output for a report to a path; returns the files written.
 type Writer = fn(&RunReport, &Path) -> Result<Vec<PathBuf>, String>;
 
-/// Runs every variant on the file's seed.
-fn simulate(scenario: &ScenarioFile) -> RunReport {
+/// Runs every variant on the file's seed. Fails with the first variant whose run broke an
+/// invariant.
+fn simulate(scenario: &ScenarioFile, bugs: Bugs) -> Result<RunReport, (String, SimError)> {
     let variants = scenario
         .variants
         .iter()
         .map(|variant| {
-            let mut report = outagelab_sim::run(&variant.scenario)
-                .expect("a validated scenario's references resolve");
+            let mut report = outagelab_sim::run_with_bugs(&variant.scenario, bugs)
+                .map_err(|error| (variant.name.clone(), error))?;
             report.sweep_x = variant.sweep_x;
-            report
+            Ok(report)
         })
-        .collect();
-    RunReport {
+        .collect::<Result<_, _>>()?;
+    Ok(RunReport {
         scenario: scenario.name.clone(),
         seed: scenario.seed,
         sweep: scenario.sweep.clone(),
         variants,
-    }
+    })
 }
 
 /// Prints a count of the expectations that held and every one that did not; returns whether

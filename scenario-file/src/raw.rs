@@ -313,6 +313,9 @@ pub struct RawStep {
     pub bulkhead: Option<Spanned<String>>,
     pub semaphore: Option<Spanned<String>>,
     pub retry: Option<Spanned<String>>,
+    /// The order in which a request meets the step's policies, outermost first: kind names
+    /// (`"retry"`, `"bulkhead"`, `"semaphore"`, `"breaker"`).
+    pub policies: Option<Spanned<Vec<Spanned<String>>>>,
     pub on_error: Option<OnErrorName>,
     /// `"next"`, `"finish"`, or the label of a later step.
     pub on_hit: Option<Spanned<String>>,

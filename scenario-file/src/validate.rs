@@ -2031,17 +2031,119 @@ impl<'a> Validator<'a> {
                 *flag.get_ref()
             }
         };
+        let named = [
+            (
+                PolicyKind::Retry,
+                retry.map(|i| PolicyRef::Retry(RetryId(i))),
+            ),
+            (
+                PolicyKind::Bulkhead,
+                bulkhead.map(|i| PolicyRef::Bulkhead(BulkheadId(i))),
+            ),
+            (
+                PolicyKind::Semaphore,
+                semaphore.map(|i| PolicyRef::Semaphore(SemaphoreId(i))),
+            ),
+            (
+                PolicyKind::Breaker,
+                breaker.map(|i| PolicyRef::Breaker(BreakerId(i))),
+            ),
+        ];
+        let policies = self.policy_order(raw, &key("policies"), &named)?;
         Some(StepSpec {
             action,
-            breaker: breaker.map(BreakerId),
-            bulkhead: bulkhead.map(BulkheadId),
-            semaphore: semaphore.map(SemaphoreId),
-            retry: retry.map(RetryId),
+            policies,
             on_error,
             on_hit: on_hit.map_or(OnHit::Next, |(_, target)| target),
             finally: raw.finally.unwrap_or(false),
             replay_writes,
         })
+    }
+
+    /// The step's policies in the order a request meets them: as `policies` lists them, or
+    /// in [`PolicyKind::DEFAULT_ORDER`]. `named` holds the instance each kind's key names.
+    fn policy_order(
+        &mut self,
+        raw: &RawStep,
+        path: &str,
+        named: &[(PolicyKind, Option<PolicyRef>)],
+    ) -> Option<Vec<PolicyRef>> {
+        let instance = |kind: PolicyKind| {
+            named
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .and_then(|(_, policy)| *policy)
+        };
+        let Some(order) = &raw.policies else {
+            return Some(
+                PolicyKind::DEFAULT_ORDER
+                    .iter()
+                    .filter_map(|&kind| instance(kind))
+                    .collect(),
+            );
+        };
+        let mut policies = Vec::new();
+        let mut listed: Vec<PolicyKind> = Vec::new();
+        let mut ok = true;
+        for (index, entry) in order.get_ref().iter().enumerate() {
+            let at = format!("{path}[{index}]");
+            let name = entry.get_ref().as_str();
+            let Some(kind) = PolicyKind::DEFAULT_ORDER
+                .into_iter()
+                .find(|kind| kind.name() == name)
+            else {
+                let known: Vec<&str> = PolicyKind::DEFAULT_ORDER.iter().map(|k| k.name()).collect();
+                self.error(
+                    Some(entry.span()),
+                    at,
+                    format!(
+                        "\"{name}\" is not a policy kind; the kinds are {}",
+                        known.join(", ")
+                    ),
+                );
+                ok = false;
+                continue;
+            };
+            if listed.contains(&kind) {
+                self.error(
+                    Some(entry.span()),
+                    at,
+                    format!("{} is listed twice", kind.name()),
+                );
+                ok = false;
+                continue;
+            }
+            listed.push(kind);
+            match instance(kind) {
+                Some(policy) => policies.push(policy),
+                None => {
+                    self.error(
+                        Some(entry.span()),
+                        at,
+                        format!(
+                            "the step lists {0} but names no {0}: add {0} = \"...\" to the step",
+                            kind.name()
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        for &(kind, policy) in named {
+            if policy.is_some() && !listed.contains(&kind) {
+                self.error(
+                    Some(order.span()),
+                    path.to_owned(),
+                    format!(
+                        "the step names a {0} but `policies` does not list it: add \"{0}\" where \
+                         a request meets it",
+                        kind.name()
+                    ),
+                );
+                ok = false;
+            }
+        }
+        ok.then_some(policies)
     }
 
     fn load(

@@ -1,154 +1,224 @@
 //! The engine: the event loop, request flows, and the policies attached to their steps.
 //!
-//! A request runs its flow's steps in order. For each step it enters the step's bulkhead (it
-//! may queue, or be shed), asks the step's breaker (it may be rejected before any I/O), then
-//! acts: a Redis command, a database query or local work. When the step ends, its permit is
-//! released, its result reported to the breaker, and the request goes on, finishes, or fails
+//! A request runs its flow's steps in order. A step's request passes the step's policy layers
+//! in the order the step lists them ([`crate::policies`]): it may queue in one, or be refused
+//! by one before any I/O. Then it acts: a Redis command, a database query, local work, a
+//! rate-limit or throttle check, a cache operation. When the step ends, the request leaves
+//! its layers innermost first (a retry may send it back in), and goes on, finishes, or fails
 //! according to the step's `on_error` and `on_hit`.
 //!
-//! Requests live in a slab of slots addressed by index. A request that waits hands out a
-//! [`RequestRef`] (slot and token); when the wait ends the token is bumped, so a second answer
-//! to the same wait (a reply after a timeout, a completion after a query timeout) is dropped.
-//! Requests that became runnable during an event are advanced, in order, before the next event.
+//! A request is an explicit state: its [`Stage`] says what it does or waits for, and its
+//! holds say what it holds for each layer it is inside. Requests live in a slab of slots
+//! addressed by index. A request that waits hands out a [`RequestRef`] (slot and token); when
+//! the wait ends the token is bumped, so a second answer to the same wait (a reply after a
+//! timeout, a completion after a query timeout) is dropped. Requests that became runnable
+//! during an event are advanced, in order, before the next event.
 //!
 //! Invariant: every request that arrives ends exactly once, or is counted as unfinished when
-//! the run stops.
+//! the run stops; the monitors ([`crate::monitors`]) check it, and the policies' limits,
+//! after every event.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
-use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
 use outagelab_model::cache::{Cache, CacheKey, Lookup};
 use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
-use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
-use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
-use outagelab_model::throttle::KvKey;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    BreakerSummary, BulkheadSummary, CacheSummary, FaultWindow, Outcome, RateLimitSummary,
-    RetrySummary, SemaphoreSummary, Summary, VariantReport, Verdict,
+    CacheSummary, FaultWindow, Outcome, RateLimitSummary, Summary, VariantReport, Verdict,
 };
 
 use crate::database::{Databases, Query};
-use crate::kernel::{Event, EventQueue, RequestRef, StepResult};
+use crate::error::SimError;
+use crate::kernel::{Event, EventQueue, RequestRef, StepResult, TimerKind};
 use crate::metrics::{CounterId, GaugeId, Metrics};
+use crate::monitors::Monitors;
+use crate::policies::{Enter, Entrant, Exit, Handover, Hold, Leaving, PlantedBugs, Policies};
 use crate::reconnect_slots::{ReconnectSlots, SlotAcquire, link_of};
 use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
-    Arrivals, BreakerId, BulkheadId, CacheOp, ConnectionId, DatabaseId, FaultKind, FlowId,
-    KeyFamilyId, LoadEnd, LoadId, OnError, OnHit, OutcomeSet, RateLimitId, RedisCommand, Scenario,
-    SemaphoreId, StepAction, StepSpec, ThrottleId, ThrottleOp,
+    Arrivals, CacheOp, ConnectionId, DatabaseId, FaultKind, FlowId, KeyFamilyId, LoadEnd, LoadId,
+    OnError, OnHit, PolicyRef, RateLimitId, RedisCommand, Scenario, StepAction, StepSpec,
+    ThrottleId, ThrottleOp,
 };
 use crate::throttles::{Held, Phase, Progress, Throttles};
 
 /// Runs one scenario to its end and reports what happened.
 ///
-/// Fails only when the scenario's cross-references are broken (which the scenario file reader
-/// never produces).
-pub fn run(scenario: &Scenario) -> Result<VariantReport, String> {
-    scenario.check_references()?;
-    let mut simulator = Simulator::new(scenario);
+/// Fails when the scenario's cross-references are broken (which the scenario file reader
+/// never produces), or when a monitor sees an invariant broken: the run stops there.
+pub fn run(scenario: &Scenario) -> Result<VariantReport, SimError> {
+    run_with_bugs(scenario, Bugs::default())
+}
+
+/// Bugs to plant on purpose, to show that the invariant monitors catch them. Only tests
+/// (and the command line's hidden `--plant-bug`) set one; a scenario file cannot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bugs {
+    /// A bulkhead lets one request in past its limit.
+    pub bulkhead_admits_one_too_many: bool,
+    /// A request refused with `shed` disappears without ending.
+    pub shed_request_vanishes: bool,
+    /// A reconnect slot without its generation check: a failure seen through an old lease
+    /// retires the live link.
+    pub slot_ignores_generation: bool,
+    /// A reconnect slot replays writes whatever the step opted into.
+    pub slot_replays_every_write: bool,
+}
+
+impl Bugs {
+    /// The names the command line accepts, with the bug each plants.
+    pub const NAMES: [&'static str; 4] = [
+        "bulkhead-admits-one-too-many",
+        "shed-request-vanishes",
+        "slot-ignores-generation",
+        "slot-replays-every-write",
+    ];
+
+    /// The bug named `name` (one of [`Bugs::NAMES`]).
+    pub fn named(name: &str) -> Option<Bugs> {
+        let mut bugs = Bugs::default();
+        match name {
+            "bulkhead-admits-one-too-many" => bugs.bulkhead_admits_one_too_many = true,
+            "shed-request-vanishes" => bugs.shed_request_vanishes = true,
+            "slot-ignores-generation" => bugs.slot_ignores_generation = true,
+            "slot-replays-every-write" => bugs.slot_replays_every_write = true,
+            _ => return None,
+        }
+        Some(bugs)
+    }
+}
+
+/// [`run`] with bugs planted on purpose (see [`Bugs`]).
+pub fn run_with_bugs(scenario: &Scenario, bugs: Bugs) -> Result<VariantReport, SimError> {
+    scenario
+        .check_references()
+        .map_err(SimError::BrokenReference)?;
+    let mut simulator = Simulator::new(scenario, bugs);
     let verdict = simulator.run_to_end();
+    if let Some(violation) = simulator.monitors.take_violation() {
+        return Err(SimError::InvariantViolated(violation));
+    }
     Ok(simulator.report(verdict))
 }
 
 /// The summary a run of this scenario would have, with every count at zero: it names every
 /// metric an expectation may refer to.
-pub fn summary_shape(scenario: &Scenario) -> Result<Summary, String> {
-    scenario.check_references()?;
-    Ok(Simulator::new(scenario).summary())
+pub fn summary_shape(scenario: &Scenario) -> Result<Summary, SimError> {
+    scenario
+        .check_references()
+        .map_err(SimError::BrokenReference)?;
+    Ok(Simulator::new(scenario, Bugs::default()).summary())
+}
+
+/// Whether a request counts as one of the run's requests, or is a step running on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Main,
+    /// A fire-and-forget step (or a `finally` step the request will not reach) running on its
+    /// own: it runs this one step, and its outcome is counted apart from the requests.
+    Background,
+}
+
+/// What a request is doing. Only the first three stages are runnable.
+enum Stage {
+    /// About to start its current step.
+    Start,
+    /// Entering the step's layers; `next` is the position of the next one to enter.
+    Entering { next: u8 },
+    /// Running the step's action: first, or again after a slot's connection attempt ended,
+    /// or as a replay on a fresh connection.
+    Acting,
+    /// Queued in the layer at `layer`, which hands it its hold when a place frees up.
+    Queued { layer: u8 },
+    /// Waiting for its action to end.
+    Waiting(Wait),
+    /// Waiting out a retry's backoff; then enters the layers from `next` again.
+    Backoff { next: u8 },
+}
+
+/// What a request's action waits for.
+enum Wait {
+    /// A Redis reply (or the command's timeout, or the link's loss).
+    Reply,
+    /// A database query (or its timeout).
+    Query,
+    /// Its own local work.
+    Work,
+    /// A reconnect slot's connection attempt.
+    SlotConnect,
+    /// A KV round trip of a throttle.
+    ThrottleKv {
+        throttle: ThrottleId,
+        key: outagelab_model::throttle::KvKey,
+        phase: Phase,
+    },
+}
+
+impl Stage {
+    /// For messages.
+    fn name(&self) -> &'static str {
+        match self {
+            Stage::Start => "start",
+            Stage::Entering { .. } => "entering",
+            Stage::Acting => "acting",
+            Stage::Queued { .. } => "queued",
+            Stage::Waiting(Wait::Reply) => "waiting for a reply",
+            Stage::Waiting(Wait::Query) => "waiting for a query",
+            Stage::Waiting(Wait::Work) => "working",
+            Stage::Waiting(Wait::SlotConnect) => "waiting for a connection attempt",
+            Stage::Waiting(Wait::ThrottleKv { .. }) => "waiting for a KV round trip",
+            Stage::Backoff { .. } => "backing off",
+        }
+    }
 }
 
 struct Request {
     flow: FlowId,
     step: u16,
-    /// A fire-and-forget step running on its own: it runs this one step, and its outcome is
-    /// counted apart from the requests.
-    background: bool,
+    role: Role,
+    stage: Stage,
     started: SimTime,
     /// Seeds the key each step draws from its key family.
     key_seed: u64,
-    permit: Option<(BulkheadId, Permit)>,
-    semaphore_permit: Option<(SemaphoreId, SemaphorePermit)>,
-    ticket: Option<(BreakerId, Ticket)>,
-    /// The retry state of the current step, from its first attempt until it ends for good.
-    retry: Option<RetryState>,
-    /// Whether the request is waiting out a retry's backoff (its timer re-runs the step).
-    retry_waiting: bool,
     /// A Retry-After the last refusal asked for, for the retry policy.
     retry_after: Option<SimDuration>,
     /// The throttle slots the request holds, at most one per throttle.
     throttle_held: Vec<Held>,
-    /// The KV step of a throttle the request waits on.
-    throttle_phase: Option<(ThrottleId, KvKey, Phase)>,
     /// The reconnect slot and lease the current step's command runs on.
     lease: Option<(ConnectionId, Lease)>,
     /// Whether the current step's command was already replayed (a replay is made once).
     replayed: bool,
     /// The write the current step's copies belong to, when a slot may replay it.
     origin: Option<u64>,
-    /// Run the current step's action without its gates again (bulkhead, semaphore, breaker
-    /// were passed before it waited for a reconnect slot, or before its replay).
-    resume_action: bool,
+}
+
+impl Request {
+    fn new(flow: FlowId, step: u16, role: Role, started: SimTime, key_seed: u64) -> Request {
+        Request {
+            flow,
+            step,
+            role,
+            stage: Stage::Start,
+            started,
+            key_seed,
+            retry_after: None,
+            throttle_held: Vec::new(),
+            lease: None,
+            replayed: false,
+            origin: None,
+        }
+    }
 }
 
 struct Slot {
     /// Bumped whenever the request in this slot stops waiting, and kept across reuse.
     token: u32,
     request: Option<Request>,
-}
-
-struct BreakerSlot {
-    breaker: Breaker,
-    enabled: bool,
-    counts: OutcomeSet,
-    rejected: u64,
-    /// Transitions into half-open and into closed (openings are counted by the breaker).
-    half_opened: u64,
-    closed: u64,
-    /// 0 closed, 1 half-open, 2 open: the series shows the worst state in each bucket.
-    state_gauge: GaugeId,
-}
-
-impl BreakerSlot {
-    /// Takes the breaker's transitions as they happen and counts them.
-    fn drain_transitions(&mut self) {
-        while let Some(transition) = self.breaker.poll_transition() {
-            match transition.to {
-                BreakerState::HalfOpen => self.half_opened += 1,
-                BreakerState::Closed => self.closed += 1,
-                BreakerState::Open => {}
-            }
-        }
-    }
-}
-
-fn state_level(state: BreakerState) -> u64 {
-    match state {
-        BreakerState::Closed => 0,
-        BreakerState::HalfOpen => 1,
-        BreakerState::Open => 2,
-    }
-}
-
-struct BulkheadSlot {
-    bulkhead: Bulkhead,
-    enabled: bool,
-    shed: u64,
-    peak_in_use: u64,
-    peak_queued: u64,
-    in_use_gauge: GaugeId,
-    queued_gauge: GaugeId,
-}
-
-struct RetrySlot {
-    policy: RetryPolicy,
-    enabled: bool,
-    retry_on: OutcomeSet,
-    /// Draws the backoff's jitter.
-    random: Stream,
+    /// What the request holds for each layer of its step it is inside, outermost first. Kept
+    /// with the slot so that its storage is reused by the next request.
+    holds: Vec<Hold>,
 }
 
 struct RateLimitSlot {
@@ -171,13 +241,6 @@ struct ThrottleGauges {
     counter: GaugeId,
 }
 
-struct SemaphoreSlot {
-    semaphore: Semaphore,
-    enabled: bool,
-    in_flight_gauge: GaugeId,
-    bytes_gauge: GaugeId,
-}
-
 struct LoadState {
     rng: Stream,
     issued: u64,
@@ -186,26 +249,17 @@ struct LoadState {
     next_arrival_q32: u128,
 }
 
-/// Where a step stands after its gates.
-enum Gates {
-    /// Every gate let it through: run the action.
-    Passed,
-    /// Queued in a bulkhead: the release of a permit makes it runnable.
-    Waiting,
-    /// A gate refused it; the step ended with that error.
-    Ended(Next),
-}
-
 /// What a step's end means for its request.
 enum Next {
     /// Go on with the request's next step.
     Continue,
-    /// The request does not go on now: it has ended, or it waits to retry the step.
+    /// The request does not go on now: it has ended, or it waits (to retry the step).
     Stop,
 }
 
 struct Simulator<'s> {
     scenario: &'s Scenario,
+    bugs: Bugs,
     now: SimTime,
     events: EventQueue,
     events_processed: u64,
@@ -217,19 +271,17 @@ struct Simulator<'s> {
     loads_active: usize,
     redis: Redis,
     databases: Databases,
-    breakers: Vec<BreakerSlot>,
-    bulkheads: Vec<BulkheadSlot>,
-    semaphores: Vec<SemaphoreSlot>,
-    retries: Vec<RetrySlot>,
+    policies: Policies,
     caches: Vec<CacheSlot>,
     rate_limits: Vec<RateLimitSlot>,
     throttles: Throttles,
     throttle_gauges: Vec<ThrottleGauges>,
-    /// Permits of database queries whose caller timed out, by the waiter reference the
-    /// database still holds; returned when the query ends. Never larger than the number of
-    /// running queries.
-    held_by_queries: BTreeMap<(u32, u32), (BulkheadId, Permit)>,
+    /// Holds kept past their step by database queries whose caller timed out, by the waiter
+    /// reference the database still holds; given back when the query ends. Never larger than
+    /// the number of running queries.
+    kept_by_queries: BTreeMap<(u32, u32), (PolicyRef, Hold)>,
     metrics: Metrics,
+    monitors: Monitors,
     in_flight_gauge: GaugeId,
     /// Per database: queries running, and queries waiting for a lock.
     database_gauges: Vec<(GaugeId, GaugeId)>,
@@ -242,7 +294,7 @@ struct Simulator<'s> {
 }
 
 impl<'s> Simulator<'s> {
-    fn new(scenario: &'s Scenario) -> Self {
+    fn new(scenario: &'s Scenario, bugs: Bugs) -> Self {
         let mut events = EventQueue::default();
         let mut metrics = Metrics::new(
             scenario.bucket.as_nanos(),
@@ -276,39 +328,26 @@ impl<'s> Simulator<'s> {
                 )
             })
             .collect();
+        let mut monitors = Monitors::new(scenario);
         let slot_gauges = scenario
             .connections
             .iter()
             .enumerate()
             .filter(|(_, c)| matches!(c.reconnect, crate::scenario::Reconnect::Slot(_)))
             .map(|(index, c)| {
+                let id = ConnectionId(index as u32);
+                if c.connected_at_start {
+                    // The slot holds the connection's own entry as its first link.
+                    monitors.link_connected(id, id);
+                }
                 let gauge = metrics.add_gauge(format!("connections.{}.connected", c.name));
-                (ConnectionId(index as u32), gauge)
+                (id, gauge)
             })
             .collect();
-        let bulkheads = scenario
-            .bulkheads
-            .iter()
-            .map(|spec| BulkheadSlot {
-                bulkhead: Bulkhead::new(spec.config),
-                enabled: spec.enabled,
-                shed: 0,
-                peak_in_use: 0,
-                peak_queued: 0,
-                in_use_gauge: metrics.add_gauge(format!("bulkheads.{}.in_use", spec.name)),
-                queued_gauge: metrics.add_gauge(format!("bulkheads.{}.queued", spec.name)),
-            })
-            .collect();
-        let semaphores = scenario
-            .semaphores
-            .iter()
-            .map(|spec| SemaphoreSlot {
-                semaphore: Semaphore::new(spec.config),
-                enabled: spec.enabled,
-                in_flight_gauge: metrics.add_gauge(format!("semaphores.{}.in_flight", spec.name)),
-                bytes_gauge: metrics.add_gauge(format!("semaphores.{}.bytes", spec.name)),
-            })
-            .collect();
+        let planted = PlantedBugs {
+            bulkhead_admits_one_too_many: bugs.bulkhead_admits_one_too_many,
+        };
+        let policies = Policies::new(scenario, &mut metrics, planted);
         let throttle_gauges = scenario
             .throttles
             .iter()
@@ -334,29 +373,6 @@ impl<'s> Simulator<'s> {
             .map(|spec| CacheSlot {
                 cache: Cache::new(spec.config),
                 entries_gauge: metrics.add_gauge(format!("caches.{}.entries", spec.name)),
-            })
-            .collect();
-        let retries = scenario
-            .retries
-            .iter()
-            .map(|spec| RetrySlot {
-                policy: RetryPolicy::new(spec.config),
-                enabled: spec.enabled,
-                retry_on: spec.retry_on,
-                random: Stream::derive(scenario.seed, "retry", &spec.name),
-            })
-            .collect();
-        let breakers = scenario
-            .breakers
-            .iter()
-            .map(|spec| BreakerSlot {
-                breaker: Breaker::new(spec.config),
-                enabled: spec.enabled,
-                counts: spec.counts,
-                rejected: 0,
-                half_opened: 0,
-                closed: 0,
-                state_gauge: metrics.add_gauge(format!("breakers.{}.state", spec.name)),
             })
             .collect();
         let mut loads = Vec::with_capacity(scenario.loads.len());
@@ -389,6 +405,7 @@ impl<'s> Simulator<'s> {
         let redis = Redis::new(scenario, &mut events);
         Simulator {
             scenario,
+            bugs,
             now: SimTime::ZERO,
             events,
             events_processed: 0,
@@ -400,16 +417,14 @@ impl<'s> Simulator<'s> {
             loads_active,
             redis,
             databases: Databases::new(scenario),
-            breakers,
-            bulkheads,
-            semaphores,
-            retries,
+            policies,
             caches,
             rate_limits,
             throttles: Throttles::new(scenario),
             throttle_gauges,
-            held_by_queries: BTreeMap::new(),
+            kept_by_queries: BTreeMap::new(),
             metrics,
+            monitors,
             in_flight_gauge,
             database_gauges,
             connection_gauges,
@@ -421,7 +436,7 @@ impl<'s> Simulator<'s> {
 
     /// Runs until the horizon if there is one (background work such as reconnects and late
     /// replies goes on after the last request ended), otherwise until every request has
-    /// ended; a budget or a stall stops it earlier.
+    /// ended; a budget, a stall or a broken invariant stops it earlier.
     fn run_to_end(&mut self) -> Verdict {
         let limits = self.scenario.limits;
         let ended = |simulator: &Self| {
@@ -461,6 +476,11 @@ impl<'s> Simulator<'s> {
             self.dispatch(event);
             self.drain();
             self.refresh_gauges();
+            self.monitors.check_conservation(self.now);
+            if self.monitors.violation().is_some() {
+                // The caller reports the violation instead of the figures.
+                return Verdict::Stalled;
+            }
         }
     }
 
@@ -469,7 +489,7 @@ impl<'s> Simulator<'s> {
         let events = &mut self.events;
         match event {
             Event::Arrival(load) => self.on_arrival(load),
-            Event::RequestTimer(request) => self.on_request_timer(request),
+            Event::RequestTimer { request, kind } => self.on_request_timer(request, kind),
             Event::CommandTimeout { connection } => {
                 self.redis.on_command_timeout(now, connection, events)
             }
@@ -546,9 +566,9 @@ impl<'s> Simulator<'s> {
             } else if !self.databases.completions.is_empty() {
                 let completions = std::mem::take(&mut self.databases.completions);
                 for &request in &completions {
-                    match self.held_by_queries.remove(&(request.slot, request.token)) {
-                        // The caller timed out; its connection is free only now.
-                        Some((bulkhead, permit)) => self.release(bulkhead, permit),
+                    match self.kept_by_queries.remove(&(request.slot, request.token)) {
+                        // The caller timed out; what it kept is free only now.
+                        Some((policy, hold)) => self.release_kept(policy, hold),
                         None => self.settle(request, StepResult::Ok),
                     }
                 }
@@ -596,12 +616,6 @@ impl<'s> Simulator<'s> {
             let connected = self.reconnect_slots.connected(connection);
             self.metrics.set_gauge(gauge, u64::from(connected));
         }
-        for slot in &self.semaphores {
-            let (in_flight, bytes) = (slot.semaphore.in_flight(), slot.semaphore.bytes_in_flight());
-            self.metrics
-                .set_gauge(slot.in_flight_gauge, u64::from(in_flight));
-            self.metrics.set_gauge(slot.bytes_gauge, bytes);
-        }
         for slot in &self.caches {
             self.metrics
                 .set_gauge(slot.entries_gauge, slot.cache.len() as u64);
@@ -611,15 +625,7 @@ impl<'s> Simulator<'s> {
             self.metrics.set_gauge(gauges.holders, holders);
             self.metrics.set_gauge(gauges.counter, counter);
         }
-        for slot in &self.breakers {
-            let level = state_level(slot.breaker.state_at(self.now));
-            self.metrics.set_gauge(slot.state_gauge, level);
-        }
-        for slot in &mut self.bulkheads {
-            let (in_use, queued) = (slot.bulkhead.in_use(), slot.bulkhead.queued());
-            self.metrics.set_gauge(slot.in_use_gauge, u64::from(in_use));
-            self.metrics.set_gauge(slot.queued_gauge, u64::from(queued));
-        }
+        self.policies.observe(self.now, &mut self.metrics);
     }
 
     fn on_arrival(&mut self, id: LoadId) {
@@ -664,43 +670,30 @@ impl<'s> Simulator<'s> {
         let state = &mut self.loads[id.index()];
         state.issued += 1;
         let key_seed = state.rng.next_u64();
-        let request = self.allocate(Request {
-            flow,
-            step: 0,
-            background: false,
-            started: self.now,
-            key_seed,
-            permit: None,
-            semaphore_permit: None,
-            ticket: None,
-            retry: None,
-            retry_waiting: false,
-            retry_after: None,
-            throttle_held: Vec::new(),
-            throttle_phase: None,
-            lease: None,
-            replayed: false,
-            origin: None,
-            resume_action: false,
-        });
+        let request = self.allocate(Request::new(flow, 0, Role::Main, self.now, key_seed));
         self.in_flight += 1;
+        self.monitors.arrived();
         self.metrics.record_arrival(flow.index());
         self.runnable.push_back(request);
     }
 
     fn allocate(&mut self, request: Request) -> RequestRef {
+        if request.role == Role::Main {
+            self.monitors.went_live();
+        }
         let slot = match self.free_slots.pop() {
             Some(slot) => slot,
             None => {
                 self.slots.push(Slot {
                     token: 0,
                     request: None,
+                    holds: Vec::new(),
                 });
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live requests")
             }
         };
         let entry = &mut self.slots[slot as usize];
-        debug_assert!(entry.request.is_none());
+        debug_assert!(entry.request.is_none() && entry.holds.is_empty());
         entry.request = Some(request);
         RequestRef {
             slot,
@@ -727,208 +720,193 @@ impl<'s> Simulator<'s> {
             .expect("a live request")
     }
 
+    fn request(&self, slot: u32) -> &Request {
+        self.slots[slot as usize]
+            .request
+            .as_ref()
+            .expect("a live request")
+    }
+
+    /// The step the request in `slot` is on (which exists: a request past its last step has
+    /// ended).
+    fn step_of(&self, slot: u32) -> &'s StepSpec {
+        let scenario = self.scenario;
+        let request = self.request(slot);
+        &scenario.flows[request.flow.index()].steps[usize::from(request.step)]
+    }
+
     /// Runs the request in `slot` until it waits or ends.
     fn advance(&mut self, slot: u32) {
         loop {
-            let request = self.request_mut(slot);
-            let (flow_id, step_index, background) =
-                (request.flow, request.step as usize, request.background);
-            let flow = &self.scenario.flows[flow_id.index()];
+            let scenario = self.scenario;
+            let request = self.request(slot);
+            let role = request.role;
+            let flow = &scenario.flows[request.flow.index()];
+            let step_index = usize::from(request.step);
             if step_index == flow.steps.len() {
                 self.end_request(slot, Outcome::Ok);
                 return;
             }
             let step = &flow.steps[step_index];
-            // Gates already passed before a wait for a reconnect slot, or before a replay.
-            let resume = std::mem::take(&mut self.request_mut(slot).resume_action);
-            if !resume {
-                if step.on_error == OnError::Ignore && !background {
-                    self.spawn_background(slot, step_index as u16);
-                    self.request_mut(slot).step += 1;
-                    continue;
-                }
-                match self.pass_gates(slot, step) {
-                    Gates::Passed => {}
-                    Gates::Waiting => return,
-                    Gates::Ended(Next::Continue) => continue,
-                    Gates::Ended(Next::Stop) => return,
-                }
-            }
-            let waiter = self.current_ref(slot);
-            match step.action {
-                StepAction::Redis { connection, .. } => {
-                    let op = self
-                        .redis_op(slot, step)
-                        .expect("a Redis step has a command");
-                    match self.issue_command(slot, connection, op, step.replay_writes) {
-                        None => return,
-                        Some(result) => match self.end_step(slot, result) {
-                            Next::Continue => continue,
-                            Next::Stop => return,
-                        },
+            let next = match request.stage {
+                Stage::Start => {
+                    if step.on_error == OnError::Ignore && role == Role::Main {
+                        self.spawn_background(slot, step_index as u16);
+                        self.next_step(slot);
+                    } else {
+                        self.request_mut(slot).stage = Stage::Entering { next: 0 };
                     }
+                    Next::Continue
                 }
-                StepAction::Database {
-                    database,
-                    timeout,
-                    latency,
-                    lock,
-                } => {
-                    let query = Query {
-                        waiter,
-                        timeout,
-                        latency,
-                        lock: lock.map(|family| (family.0, self.key_of(slot, family))),
-                    };
-                    self.databases
-                        .start(self.now, database, query, &mut self.events);
-                    self.record_lock_waits();
-                    return;
+                Stage::Entering { next } => self.enter_layer(slot, step, next),
+                Stage::Acting => self.act(slot, step),
+                ref stage @ (Stage::Queued { .. } | Stage::Waiting(_) | Stage::Backoff { .. }) => {
+                    unreachable!("only runnable requests are advanced, not {}", stage.name())
                 }
-                StepAction::Work { duration } => {
-                    self.events.schedule(
-                        self.now.saturating_add(duration),
-                        Event::RequestTimer(waiter),
-                    );
-                    return;
-                }
-                StepAction::RateLimit { limiter, key } => {
-                    let slot_entry = &self.rate_limits[limiter.index()];
-                    match (slot_entry.enabled, slot_entry.store, key) {
-                        (true, Some(store), Some(family)) => {
-                            let op = Op {
-                                command: RedisCommand::Incr,
-                                family: family.0,
-                                index: self.key_of(slot, family),
-                            };
-                            match self.issue_command(slot, store, op, step.replay_writes) {
-                                None => return,
-                                Some(result) => match self.end_step(slot, result) {
-                                    Next::Continue => continue,
-                                    Next::Stop => return,
-                                },
-                            }
-                        }
-                        // A local limiter (or a disabled one) answers at once; end_step asks it.
-                        _ => match self.end_step(slot, StepResult::Ok) {
-                            Next::Continue => continue,
-                            Next::Stop => return,
-                        },
-                    }
-                }
-                StepAction::Throttle { throttle, op, key } => {
-                    let kv_key = u64::from(key.0) << 32 | u64::from(self.key_of(slot, key));
-                    let progress = match op {
-                        ThrottleOp::Acquire => {
-                            if let Some(old) = self.take_held(slot, throttle) {
-                                // A second acquire of the same throttle drops the first slot.
-                                self.throttles.leak(self.now, old);
-                            }
-                            self.throttles.acquire(self.now, throttle, kv_key)
-                        }
-                        ThrottleOp::Release => match self.take_held(slot, throttle) {
-                            Some(held) => self.throttles.release(self.now, held),
-                            None => Progress::Done,
-                        },
-                    };
-                    match self.throttle_progress(slot, progress) {
-                        Some(Next::Continue) => continue,
-                        Some(Next::Stop) | None => return,
-                    }
-                }
-                StepAction::Cache { cache, op, key } => {
-                    let key = key.map(|family| CacheKey::pair(family.0, self.key_of(slot, family)));
-                    let key = || key.expect("validated: every cache op but flush has a key");
-                    let (now, cache) = (self.now, &mut self.caches[cache.index()].cache);
-                    let result = match op {
-                        CacheOp::Get => match cache.get(now, key()) {
-                            Lookup::Hit { .. } => StepResult::Hit,
-                            Lookup::Miss | Lookup::Expired => StepResult::Miss,
-                        },
-                        CacheOp::Put { value_bytes } => {
-                            let _ = cache.insert(now, key(), 0, u64::from(value_bytes));
-                            StepResult::Ok
-                        }
-                        CacheOp::Invalidate => {
-                            cache.invalidate(key());
-                            StepResult::Ok
-                        }
-                        CacheOp::Flush => {
-                            cache.flush();
-                            StepResult::Ok
-                        }
-                    };
-                    match self.end_step(slot, result) {
-                        Next::Continue => continue,
-                        Next::Stop => return,
-                    }
-                }
+            };
+            if let Next::Stop = next {
+                return;
             }
         }
     }
 
-    /// Takes the current step's retry state, bulkhead permit, semaphore permit and breaker
-    /// ticket, in that order, before its action runs.
-    fn pass_gates(&mut self, slot: u32, step: &StepSpec) -> Gates {
-        if let Some(retry) = step.retry
-            && self.retries[retry.index()].enabled
-            && self.request_mut(slot).retry.is_none()
-        {
-            let state = self.retries[retry.index()].policy.on_request(self.now);
-            self.request_mut(slot).retry = Some(state);
+    /// Moves the request in `slot` to the start of its next step.
+    fn next_step(&mut self, slot: u32) {
+        let request = self.request_mut(slot);
+        request.step += 1;
+        request.stage = Stage::Start;
+    }
+
+    /// Enters the layer at position `next` of `step` (or starts the action past the last).
+    fn enter_layer(&mut self, slot: u32, step: &StepSpec, next: u8) -> Next {
+        let Some(&policy) = step.policies.get(usize::from(next)) else {
+            self.request_mut(slot).stage = Stage::Acting;
+            return Next::Continue;
+        };
+        let entrant = Entrant {
+            waiter: self.current_ref(slot),
+            bytes: self.redis_op(slot, step).map_or(0, Op::request_bytes),
+        };
+        let layer = self.policies.layer(policy);
+        match layer.enter(self.now, &entrant) {
+            Enter::Pass(hold) => {
+                let ceiling = layer.ceiling();
+                self.monitors
+                    .entered(self.scenario, self.now, policy, ceiling);
+                self.slots[slot as usize].holds.push(hold);
+                self.request_mut(slot).stage = Stage::Entering { next: next + 1 };
+                Next::Continue
+            }
+            Enter::Queued => {
+                self.request_mut(slot).stage = Stage::Queued { layer: next };
+                Next::Stop
+            }
+            Enter::Refused(outcome) => self.finish_step(slot, StepResult::Error(outcome)),
         }
-        if let Some(bulkhead) = step.bulkhead
-            && self.bulkheads[bulkhead.index()].enabled
-            && self.request_mut(slot).permit.is_none()
-        {
-            let waiter = self.current_ref(slot).to_waiter();
-            let entry = &mut self.bulkheads[bulkhead.index()];
-            match entry.bulkhead.try_acquire(waiter) {
-                Acquire::Granted(permit) => {
-                    entry.peak_in_use = entry.peak_in_use.max(u64::from(entry.bulkhead.in_use()));
-                    self.request_mut(slot).permit = Some((bulkhead, permit));
-                }
-                Acquire::Queued => {
-                    entry.peak_queued = entry.peak_queued.max(u64::from(entry.bulkhead.queued()));
-                    return Gates::Waiting; // a release hands the permit over
-                }
-                Acquire::Shed => {
-                    entry.shed += 1;
-                    return Gates::Ended(self.end_step(slot, StepResult::Error(Outcome::Shed)));
+    }
+
+    /// Runs the action of `step` for the request in `slot`.
+    fn act(&mut self, slot: u32, step: &StepSpec) -> Next {
+        let waiter = self.current_ref(slot);
+        match step.action {
+            StepAction::Redis { connection, .. } => {
+                let op = self
+                    .redis_op(slot, step)
+                    .expect("a Redis step has a command");
+                match self.issue_command(slot, connection, op, step.replay_writes) {
+                    None => Next::Stop,
+                    Some(result) => self.finish_step(slot, result),
                 }
             }
-        }
-        if let Some(semaphore) = step.semaphore
-            && self.semaphores[semaphore.index()].enabled
-        {
-            let bytes = self.redis_op(slot, step).map_or(0, Op::request_bytes);
-            match self.semaphores[semaphore.index()]
-                .semaphore
-                .try_acquire(bytes)
-            {
-                Ok(permit) => self.request_mut(slot).semaphore_permit = Some((semaphore, permit)),
-                Err(_) => {
-                    return Gates::Ended(self.end_step(slot, StepResult::Error(Outcome::Shed)));
+            StepAction::Database {
+                database,
+                timeout,
+                latency,
+                lock,
+            } => {
+                let query = Query {
+                    waiter,
+                    timeout,
+                    latency,
+                    lock: lock.map(|family| (family.0, self.key_of(slot, family))),
+                };
+                self.request_mut(slot).stage = Stage::Waiting(Wait::Query);
+                self.databases
+                    .start(self.now, database, query, &mut self.events);
+                self.record_lock_waits();
+                Next::Stop
+            }
+            StepAction::Work { duration } => {
+                self.request_mut(slot).stage = Stage::Waiting(Wait::Work);
+                self.set_timer(slot, self.now.saturating_add(duration), TimerKind::Work);
+                Next::Stop
+            }
+            StepAction::RateLimit { limiter, key } => {
+                let slot_entry = &self.rate_limits[limiter.index()];
+                match (slot_entry.enabled, slot_entry.store, key) {
+                    (true, Some(store), Some(family)) => {
+                        let op = Op {
+                            command: RedisCommand::Incr,
+                            family: family.0,
+                            index: self.key_of(slot, family),
+                        };
+                        match self.issue_command(slot, store, op, step.replay_writes) {
+                            None => Next::Stop,
+                            Some(result) => self.finish_step(slot, result),
+                        }
+                    }
+                    // A local limiter (or a disabled one) answers at once; finish_step asks it.
+                    _ => self.finish_step(slot, StepResult::Ok),
                 }
             }
-        }
-        if let Some(breaker) = step.breaker
-            && self.breakers[breaker.index()].enabled
-        {
-            let entry = &mut self.breakers[breaker.index()];
-            let admit = entry.breaker.try_admit(self.now);
-            entry.drain_transitions();
-            match admit {
-                Admit::Yes(ticket) => self.request_mut(slot).ticket = Some((breaker, ticket)),
-                Admit::No(_) => {
-                    entry.rejected += 1;
-                    return Gates::Ended(
-                        self.end_step(slot, StepResult::Error(Outcome::BreakerOpen)),
-                    );
-                }
+            StepAction::Throttle { throttle, op, key } => {
+                let kv_key = u64::from(key.0) << 32 | u64::from(self.key_of(slot, key));
+                let progress = match op {
+                    ThrottleOp::Acquire => {
+                        if let Some(old) = self.take_held(slot, throttle) {
+                            // A second acquire of the same throttle drops the first slot.
+                            self.throttles.leak(self.now, old);
+                        }
+                        self.throttles.acquire(self.now, throttle, kv_key)
+                    }
+                    ThrottleOp::Release => match self.take_held(slot, throttle) {
+                        Some(held) => self.throttles.release(self.now, held),
+                        None => Progress::Done,
+                    },
+                };
+                self.throttle_progress(slot, progress)
+            }
+            StepAction::Cache { cache, op, key } => {
+                let key = key.map(|family| CacheKey::pair(family.0, self.key_of(slot, family)));
+                let key = || key.expect("validated: every cache op but flush has a key");
+                let (now, cache) = (self.now, &mut self.caches[cache.index()].cache);
+                let result = match op {
+                    CacheOp::Get => match cache.get(now, key()) {
+                        Lookup::Hit { .. } => StepResult::Hit,
+                        Lookup::Miss | Lookup::Expired => StepResult::Miss,
+                    },
+                    CacheOp::Put { value_bytes } => {
+                        let _ = cache.insert(now, key(), 0, u64::from(value_bytes));
+                        StepResult::Ok
+                    }
+                    CacheOp::Invalidate => {
+                        cache.invalidate(key());
+                        StepResult::Ok
+                    }
+                    CacheOp::Flush => {
+                        cache.flush();
+                        StepResult::Ok
+                    }
+                };
+                self.finish_step(slot, result)
             }
         }
-        Gates::Passed
+    }
+
+    fn set_timer(&mut self, slot: u32, at: SimTime, kind: TimerKind) {
+        let request = self.current_ref(slot);
+        self.events
+            .schedule(at, Event::RequestTimer { request, kind });
     }
 
     /// The command a Redis step of the request in `slot` sends; `None` for other steps.
@@ -946,10 +924,7 @@ impl<'s> Simulator<'s> {
     /// The key of `family` the request in `slot` uses (drawn from its key seed, so every step
     /// of the request that names the family uses the same key).
     fn key_of(&self, slot: u32, family: KeyFamilyId) -> u32 {
-        let request = self.slots[slot as usize]
-            .request
-            .as_ref()
-            .expect("a live request");
+        let request = self.request(slot);
         let spec = &self.scenario.keys[family.index()];
         key_index(request.key_seed, family.0, spec.count, spec.distribution)
     }
@@ -962,8 +937,8 @@ impl<'s> Simulator<'s> {
     }
 
     /// Applies a throttle step's progress to the request in `slot`: it holds the slot it was
-    /// given, waits for a KV step (`None`), or ends the step.
-    fn throttle_progress(&mut self, slot: u32, progress: Progress) -> Option<Next> {
+    /// given, waits for a KV step, or ends the step.
+    fn throttle_progress(&mut self, slot: u32, progress: Progress) -> Next {
         let result = match progress {
             Progress::Admitted(held) => {
                 self.request_mut(slot).throttle_held.push(held);
@@ -981,84 +956,72 @@ impl<'s> Simulator<'s> {
                 phase,
                 admitted,
             } => {
-                let waiter = self.current_ref(slot);
                 let request = self.request_mut(slot);
                 request.throttle_held.extend(admitted);
-                request.throttle_phase = Some((throttle, key, phase));
-                self.events
-                    .schedule(self.now.saturating_add(after), Event::RequestTimer(waiter));
-                return None;
+                request.stage = Stage::Waiting(Wait::ThrottleKv {
+                    throttle,
+                    key,
+                    phase,
+                });
+                self.set_timer(slot, self.now.saturating_add(after), TimerKind::ThrottleKv);
+                return Next::Stop;
             }
         };
-        Some(self.end_step(slot, result))
+        self.finish_step(slot, result)
     }
 
     /// Starts step `step` of the request in `slot` as a background request of its own.
     fn spawn_background(&mut self, slot: u32, step: u16) {
         let (now, scenario) = (self.now, self.scenario);
-        let request = self.request_mut(slot);
+        let request = self.request(slot);
+        let (flow, key_seed) = (request.flow, request.key_seed);
         // A throttle release hands back the slot the request holds of its throttle, so that
         // slot goes with it.
-        let throttle_held =
-            match scenario.flows[request.flow.index()].steps[usize::from(step)].action {
-                StepAction::Throttle {
-                    op: ThrottleOp::Release,
-                    throttle,
-                    ..
-                } => self.take_held(slot, throttle).into_iter().collect(),
-                _ => Vec::new(),
-            };
-        let request = self.request_mut(slot);
-        let background = Request {
-            flow: request.flow,
-            step,
-            background: true,
-            started: now,
-            key_seed: request.key_seed,
-            permit: None,
-            semaphore_permit: None,
-            ticket: None,
-            retry: None,
-            retry_waiting: false,
-            retry_after: None,
-            throttle_held,
-            throttle_phase: None,
-            lease: None,
-            replayed: false,
-            origin: None,
-            resume_action: false,
+        let throttle_held = match scenario.flows[flow.index()].steps[usize::from(step)].action {
+            StepAction::Throttle {
+                op: ThrottleOp::Release,
+                throttle,
+                ..
+            } => self.take_held(slot, throttle).into_iter().collect(),
+            _ => Vec::new(),
         };
+        let mut background = Request::new(flow, step, Role::Background, now, key_seed);
+        background.throttle_held = throttle_held;
         let background = self.allocate(background);
         // Run it now, so that its command is written before the request's next one.
         self.advance(background.slot);
     }
 
-    fn on_request_timer(&mut self, request: RequestRef) {
+    fn on_request_timer(&mut self, request: RequestRef, kind: TimerKind) {
         if !self.is_live(request) {
             return;
         }
-        let scenario = self.scenario;
-        let current = self.request_mut(request.slot);
-        if current.retry_waiting {
-            current.retry_waiting = false;
-            self.runnable.push_back(request); // run the step again
-            return;
-        }
-        if let Some((throttle, key, phase)) = current.throttle_phase.take() {
-            let progress = self.throttles.resume(self.now, throttle, key, phase);
-            if let Some(Next::Continue) = self.throttle_progress(request.slot, progress) {
-                let next = self.current_ref(request.slot);
-                self.runnable.push_back(next);
+        let stage = std::mem::replace(&mut self.request_mut(request.slot).stage, Stage::Acting);
+        match (kind, stage) {
+            (TimerKind::Work, stage @ Stage::Waiting(Wait::Work)) => {
+                self.request_mut(request.slot).stage = stage;
+                self.settle(request, StepResult::Ok);
             }
-            return;
+            (TimerKind::Backoff, Stage::Backoff { next }) => {
+                self.request_mut(request.slot).stage = Stage::Entering { next };
+                self.runnable.push_back(request); // run the inner layers again
+            }
+            (
+                TimerKind::ThrottleKv,
+                Stage::Waiting(Wait::ThrottleKv {
+                    throttle,
+                    key,
+                    phase,
+                }),
+            ) => {
+                let progress = self.throttles.resume(self.now, throttle, key, phase);
+                if let Next::Continue = self.throttle_progress(request.slot, progress) {
+                    let next = self.current_ref(request.slot);
+                    self.runnable.push_back(next);
+                }
+            }
+            (kind, stage) => unreachable!("a {kind:?} timer for a request {}", stage.name()),
         }
-        let current = self.request_mut(request.slot);
-        let step = &scenario.flows[current.flow.index()].steps[current.step as usize];
-        debug_assert!(
-            matches!(step.action, StepAction::Work { .. }),
-            "only work steps and retries set request timers"
-        );
-        self.settle(request, StepResult::Ok);
     }
 
     /// Sends `op` for the request in `slot` on `connection`, through its reconnect slot if it
@@ -1073,6 +1036,7 @@ impl<'s> Simulator<'s> {
     ) -> Option<StepResult> {
         let (now, waiter) = (self.now, self.current_ref(slot));
         if !self.reconnect_slots.is_slot(connection) {
+            self.request_mut(slot).stage = Stage::Waiting(Wait::Reply);
             return self
                 .redis
                 .issue(now, connection, op, waiter, None, &mut self.events);
@@ -1086,7 +1050,10 @@ impl<'s> Simulator<'s> {
         );
         let lease = match acquired {
             SlotAcquire::Lease(lease) => lease,
-            SlotAcquire::Parked => return None,
+            SlotAcquire::Parked => {
+                self.request_mut(slot).stage = Stage::Waiting(Wait::SlotConnect);
+                return None;
+            }
             SlotAcquire::Unavailable => return Some(StepResult::Error(Outcome::Refused)),
         };
         let (lease, origin) = if replay_writes && !op.command.is_read_only() {
@@ -1101,6 +1068,7 @@ impl<'s> Simulator<'s> {
         let request = self.request_mut(slot);
         request.lease = Some((connection, lease));
         request.origin = origin;
+        request.stage = Stage::Waiting(Wait::Reply);
         let result =
             self.redis
                 .issue(now, link_of(&lease), op, waiter, origin, &mut self.events)?;
@@ -1117,10 +1085,13 @@ impl<'s> Simulator<'s> {
             LinkEvent::Connected(link) | LinkEvent::ConnectFailed(link) => link,
         };
         let owner = self.redis.owner_of(link);
+        if let LinkEvent::Connected(link) = event {
+            self.monitors.link_connected(owner, link);
+        }
         let woken = self.reconnect_slots.on_link_event(self.now, owner, event);
         for request in woken {
             if self.is_live(request) {
-                self.request_mut(request.slot).resume_action = true;
+                self.request_mut(request.slot).stage = Stage::Acting;
                 self.runnable.push_back(request);
             }
         }
@@ -1142,24 +1113,40 @@ impl<'s> Simulator<'s> {
             StepResult::Error(Outcome::ServerError) => Failure::Server,
             _ => return false,
         };
-        let (now, scenario) = (self.now, self.scenario);
+        let now = self.now;
         let effect = self
             .reconnect_slots
             .on_failure(now, connection, &lease, failure);
-        if effect == FailureEffect::Evicted {
-            self.redis.retire_link(link_of(&lease));
+        let lease_link = link_of(&lease);
+        let victim = match effect {
+            FailureEffect::Evicted => Some(lease_link),
+            // A slot without its generation check would evict whatever link is live now.
+            FailureEffect::NotCurrent if self.bugs.slot_ignores_generation => {
+                self.reconnect_slots.live_link(connection)
+            }
+            _ => None,
+        };
+        if let Some(victim) = victim {
+            let scenario = self.scenario;
+            self.monitors
+                .link_retired(scenario, now, connection, lease_link, victim);
+            self.redis.retire_link(victim);
         }
-        let request = self.request_mut(slot);
-        let step = &scenario.flows[request.flow.index()].steps[request.step as usize];
-        let command = match step.action {
+        let command = match self.step_of(slot).action {
             StepAction::Redis { command, .. } => command,
             _ => RedisCommand::Incr, // a rate limiter's check-and-charge script writes
         };
+        let lease = if self.bugs.slot_replays_every_write {
+            lease.with_replay_writes()
+        } else {
+            lease
+        };
+        let request = self.request_mut(slot);
         if request.replayed || !should_replay(&[command.replay_kind()], failure, &lease) {
             return false;
         }
         request.replayed = true;
-        request.resume_action = true;
+        request.stage = Stage::Acting;
         self.reconnect_slots.record_replay(connection);
         let again = self.current_ref(slot);
         self.runnable.push_back(again);
@@ -1174,84 +1161,73 @@ impl<'s> Simulator<'s> {
         if self.slot_command_ended(request.slot, result) {
             return; // replayed on a fresh connection
         }
-        if let Next::Continue = self.end_step(request.slot, result) {
+        if let Next::Continue = self.finish_step(request.slot, result) {
             let next = self.current_ref(request.slot);
             self.runnable.push_back(next);
         }
     }
 
-    /// Ends the current step of the request in `slot`: returns its permit, reports to its
-    /// breaker, and applies the step's routing.
-    fn end_step(&mut self, slot: u32, result: StepResult) -> Next {
-        let (now, scenario) = (self.now, self.scenario);
+    /// Ends the current step of the request in `slot` with what its action (or a refusing
+    /// layer) returned: the request leaves the layers it is inside, innermost first (a retry
+    /// may send it back in), and the step's routing applies.
+    fn finish_step(&mut self, slot: u32, io_result: StepResult) -> Next {
+        let now = self.now;
         let waited_as = self.current_ref(slot);
         self.slots[slot as usize].token = self.slots[slot as usize].token.wrapping_add(1);
+        let step = self.step_of(slot);
         let request = self.request_mut(slot);
         request.lease = None;
         request.replayed = false;
-        if let Some(origin) = request.origin.take() {
+        let origin = request.origin.take();
+        // A Retry-After belongs to the step that was refused, retried or not.
+        let retry_after = request.retry_after.take();
+        if let Some(origin) = origin {
             self.redis.close_origin(origin); // no further copy of this write will be sent
         }
-        let request = self.request_mut(slot);
-        let (permit, ticket) = (request.permit.take(), request.ticket.take());
-        if let Some((semaphore, permit)) = request.semaphore_permit.take() {
-            self.semaphores[semaphore.index()].semaphore.release(permit);
-        }
-        let request = self.request_mut(slot);
-        let step_action = scenario.flows[request.flow.index()].steps[request.step as usize].action;
-        if let Some((bulkhead, permit)) = permit {
-            let query_still_running = matches!(step_action, StepAction::Database { .. })
-                && result == StepResult::Error(Outcome::Timeout);
-            if query_still_running {
-                // A bulkhead on a database step stands for its connection pool: a query whose
-                // caller gave up still holds its connection until the database finishes it.
-                self.held_by_queries
-                    .insert((waited_as.slot, waited_as.token), (bulkhead, permit));
-            } else {
-                self.release(bulkhead, permit);
-            }
-        }
-        if let Some((breaker, ticket)) = ticket {
-            let entry = &mut self.breakers[breaker.index()];
-            let outcome = match result {
-                StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
-                StepResult::Error(kind) if entry.counts.contains(kind) => CallOutcome::Failure,
-                StepResult::Error(_) => CallOutcome::Ignored,
-            };
-            entry.breaker.on_result(now, ticket, outcome);
-            entry.drain_transitions();
-        }
-        let result = match step_action {
-            StepAction::RateLimit { limiter, .. } => self.rate_limit_decision(limiter, result),
-            _ => result,
+        // What the step returns: for a rate-limit step, the limiter's decision on what its
+        // store answered.
+        let result = match step.action {
+            StepAction::RateLimit { limiter, .. } => self.rate_limit_decision(limiter, io_result),
+            _ => io_result,
         };
-        let step = &scenario.flows[self.request_mut(slot).flow.index()].steps
-            [self.request_mut(slot).step as usize];
-        // A Retry-After belongs to the step that was refused, retried or not.
-        let retry_after = self.request_mut(slot).retry_after.take();
-        if let Some(retry) = step.retry
-            && let Some(mut state) = self.request_mut(slot).retry.take()
-        {
-            let entry = &mut self.retries[retry.index()];
-            if let StepResult::Error(kind) = result
-                && entry.retry_on.contains(kind)
-            {
-                let decision =
-                    entry
-                        .policy
-                        .on_failure(now, &mut state, retry_after, &mut entry.random);
-                if let RetryDecision::Retry { at } = decision {
-                    let request = self.request_mut(slot);
-                    request.retry = Some(state);
-                    request.retry_waiting = true;
-                    let waiter = self.current_ref(slot);
-                    self.events.schedule(at, Event::RequestTimer(waiter));
+        let leaving = Leaving {
+            result,
+            io_result,
+            retry_after,
+            work_still_running: matches!(step.action, StepAction::Database { .. })
+                && io_result == StepResult::Error(Outcome::Timeout),
+        };
+        while let Some(hold) = self.slots[slot as usize].holds.pop() {
+            let depth = self.slots[slot as usize].holds.len();
+            let policy = step.policies[depth];
+            match self.policies.layer(policy).exit(now, hold, &leaving) {
+                Exit::Left(handover) => {
+                    self.monitors.left(policy);
+                    if let Some(handover) = handover {
+                        self.hand_over(policy, handover);
+                    }
+                }
+                Exit::Again { at, hold } => {
+                    self.slots[slot as usize].holds.push(hold);
+                    let next = u8::try_from(depth + 1).expect("a step has few layers");
+                    self.request_mut(slot).stage = Stage::Backoff { next };
+                    self.set_timer(slot, at, TimerKind::Backoff);
                     return Next::Stop;
+                }
+                Exit::Kept(hold) => {
+                    let key = (waited_as.slot, waited_as.token);
+                    let previous = self.kept_by_queries.insert(key, (policy, hold));
+                    debug_assert!(previous.is_none(), "one kept hold per query");
                 }
             }
         }
-        let request = self.request_mut(slot);
-        if request.background {
+        self.route(slot, step, result)
+    }
+
+    /// After its layers: the request goes on, finishes, or fails by the step's rules.
+    fn route(&mut self, slot: u32, step: &StepSpec, result: StepResult) -> Next {
+        let request = self.request(slot);
+        if request.role == Role::Background {
             let outcome = match result {
                 StepResult::Error(kind) => kind,
                 StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
@@ -1261,7 +1237,6 @@ impl<'s> Simulator<'s> {
             self.free(slot);
             return Next::Stop;
         }
-        let step = &scenario.flows[request.flow.index()].steps[request.step as usize];
         if let (StepResult::Error(kind), OnError::Next, StepAction::Redis { connection, .. }) =
             (result, step.on_error, step.action)
             && !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
@@ -1275,7 +1250,6 @@ impl<'s> Simulator<'s> {
                 self.reconnect_slots.record_fail_open(connection);
             }
         }
-        let request = self.request_mut(slot);
         match (result, step.on_hit) {
             (StepResult::Hit, OnHit::Finish) => {
                 self.end_request(slot, Outcome::Ok);
@@ -1283,10 +1257,19 @@ impl<'s> Simulator<'s> {
             }
             (StepResult::Hit, OnHit::Goto(target)) => {
                 // A jump over a `finally` step does not skip it: it runs in the background.
+                let request = self.request(slot);
                 let (flow, from) = (request.flow, usize::from(request.step));
                 self.run_skipped_finally(slot, flow, from + 1..usize::from(target));
-                self.request_mut(slot).step = target;
+                let request = self.request_mut(slot);
+                request.step = target;
+                request.stage = Stage::Start;
                 return Next::Continue;
+            }
+            (StepResult::Error(Outcome::Shed), _)
+                if step.on_error == OnError::Fail && self.bugs.shed_request_vanishes =>
+            {
+                self.free(slot); // the planted bug: gone without a trace
+                return Next::Stop;
             }
             (StepResult::Error(kind), _) if step.on_error == OnError::Fail => {
                 self.end_request(slot, kind);
@@ -1294,7 +1277,7 @@ impl<'s> Simulator<'s> {
             }
             _ => {}
         }
-        request.step += 1;
+        self.next_step(slot);
         Next::Continue
     }
 
@@ -1320,18 +1303,36 @@ impl<'s> Simulator<'s> {
         }
     }
 
-    fn release(&mut self, bulkhead: BulkheadId, permit: Permit) {
-        let entry = &mut self.bulkheads[bulkhead.index()];
-        if let Some(grant) = entry.bulkhead.release(permit) {
-            let waiter = RequestRef::from_waiter(grant.waiter);
-            if self.is_live(waiter) {
-                self.request_mut(waiter.slot).permit = Some((bulkhead, grant.permit));
-                self.runnable.push_back(waiter);
-            } else {
-                // Waiters never leave the queue early today; if one did, pass the permit on.
-                self.release(bulkhead, grant.permit);
-            }
+    /// Gives back a hold that outlived its step.
+    fn release_kept(&mut self, policy: PolicyRef, hold: Hold) {
+        self.monitors.left(policy);
+        if let Some(handover) = self.policies.layer(policy).release_kept(hold) {
+            self.hand_over(policy, handover);
         }
+    }
+
+    /// A request queued in `policy` gets its place: it goes on entering its step's layers.
+    fn hand_over(&mut self, policy: PolicyRef, handover: Handover) {
+        let Handover { waiter, hold } = handover;
+        if !self.is_live(waiter) {
+            // Waiters never leave a queue early today; if one did, pass the place on.
+            let layer = self.policies.layer(policy);
+            let ceiling = layer.ceiling();
+            self.monitors
+                .entered(self.scenario, self.now, policy, ceiling);
+            self.release_kept(policy, hold);
+            return;
+        }
+        let ceiling = self.policies.layer(policy).ceiling();
+        self.monitors
+            .entered(self.scenario, self.now, policy, ceiling);
+        let &Stage::Queued { layer } = &self.request(waiter.slot).stage else {
+            unreachable!("a handover goes to a queued request");
+        };
+        self.slots[waiter.slot as usize].holds.push(hold);
+        let next = layer + 1;
+        self.request_mut(waiter.slot).stage = Stage::Entering { next };
+        self.runnable.push_back(waiter);
     }
 
     /// Starts, in the background, every `finally` step of `steps` that the request in `slot`
@@ -1347,8 +1348,8 @@ impl<'s> Simulator<'s> {
 
     fn end_request(&mut self, slot: u32, outcome: Outcome) {
         let (now, scenario) = (self.now, self.scenario);
-        let request = self.request_mut(slot);
-        debug_assert!(!request.background);
+        let request = self.request(slot);
+        debug_assert_eq!(request.role, Role::Main);
         // The request ends at this step (failed, or finished early by a hit): the `finally`
         // steps after it still run, in the background.
         let (flow, ended_at) = (request.flow, usize::from(request.step));
@@ -1357,28 +1358,27 @@ impl<'s> Simulator<'s> {
             flow,
             ended_at + 1..scenario.flows[flow.index()].steps.len(),
         );
-        let request = self.request_mut(slot);
+        let request = self.request(slot);
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
         self.metrics
             .record_end(flow.index(), outcome, latency.as_nanos());
         self.in_flight -= 1;
+        self.monitors.ended();
         self.free(slot);
     }
 
     fn free(&mut self, slot: u32) {
         let entry = &mut self.slots[slot as usize];
         let mut request = entry.request.take().expect("freeing a live request");
+        debug_assert!(entry.holds.is_empty(), "a request ends outside its layers");
+        entry.token = entry.token.wrapping_add(1);
+        self.free_slots.push(slot);
+        if request.role == Role::Main {
+            self.monitors.went_away();
+        }
         for held in request.throttle_held.drain(..) {
             self.throttles.leak(self.now, held); // ended without releasing its slot
         }
-        let entry = &mut self.slots[slot as usize];
-        debug_assert!(
-            request.permit.is_none()
-                && request.semaphore_permit.is_none()
-                && request.ticket.is_none()
-        );
-        entry.token = entry.token.wrapping_add(1);
-        self.free_slots.push(slot);
     }
 
     fn summary(&self) -> Summary {
@@ -1386,13 +1386,12 @@ impl<'s> Simulator<'s> {
         let flows = scenario.flows.len();
         let (mut unfinished, mut background_unfinished) = (vec![0u64; flows], vec![0u64; flows]);
         for request in self.slots.iter().filter_map(|slot| slot.request.as_ref()) {
-            if request.background {
-                background_unfinished[request.flow.index()] += 1;
-            } else {
-                unfinished[request.flow.index()] += 1;
+            match request.role {
+                Role::Background => background_unfinished[request.flow.index()] += 1,
+                Role::Main => unfinished[request.flow.index()] += 1,
             }
         }
-        Summary {
+        let mut summary = Summary {
             requests: self.metrics.requests(),
             outcomes: self.metrics.outcome_counts(),
             unfinished: self.in_flight,
@@ -1418,52 +1417,6 @@ impl<'s> Simulator<'s> {
                     let mut summary = self.databases.summary(DatabaseId(index as u32));
                     summary.lock_wait_ms = self.metrics.lock_wait_stats(index);
                     (db.name.clone(), summary)
-                })
-                .collect(),
-            bulkheads: scenario
-                .bulkheads
-                .iter()
-                .zip(&self.bulkheads)
-                .map(|(spec, slot)| {
-                    let summary = BulkheadSummary {
-                        enabled: slot.enabled,
-                        peak_in_use: slot.peak_in_use,
-                        peak_queued: slot.peak_queued,
-                        shed: slot.shed,
-                    };
-                    (spec.name.clone(), summary)
-                })
-                .collect(),
-            semaphores: scenario
-                .semaphores
-                .iter()
-                .zip(&self.semaphores)
-                .map(|(spec, slot)| {
-                    let counters = slot.semaphore.counters();
-                    let summary = SemaphoreSummary {
-                        enabled: slot.enabled,
-                        acquired: counters.acquired,
-                        peak_in_flight: u64::from(counters.in_flight_peak),
-                        peak_bytes: counters.bytes_in_flight_peak,
-                        rejected: counters.rejected_total(),
-                    };
-                    (spec.name.clone(), summary)
-                })
-                .collect(),
-            retries: scenario
-                .retries
-                .iter()
-                .zip(&self.retries)
-                .map(|(spec, slot)| {
-                    let counters = slot.policy.counters();
-                    let summary = RetrySummary {
-                        enabled: slot.enabled,
-                        requests: counters.requests,
-                        retries: counters.retries_granted,
-                        gave_up_attempts: counters.attempts_exhausted,
-                        gave_up_budget: counters.budget_exhausted,
-                    };
-                    (spec.name.clone(), summary)
                 })
                 .collect(),
             caches: scenario
@@ -1508,27 +1461,6 @@ impl<'s> Simulator<'s> {
                     (spec.name.clone(), summary)
                 })
                 .collect(),
-            breakers: scenario
-                .breakers
-                .iter()
-                .zip(&self.breakers)
-                .map(|(spec, slot)| {
-                    let state = match slot.breaker.state_at(self.now) {
-                        BreakerState::Closed => "closed",
-                        BreakerState::Open => "open",
-                        BreakerState::HalfOpen => "half_open",
-                    };
-                    let summary = BreakerSummary {
-                        enabled: slot.enabled,
-                        opened: slot.breaker.opened_total(),
-                        half_opened: slot.half_opened,
-                        closed: slot.closed,
-                        rejected: slot.rejected,
-                        final_state: state.to_owned(),
-                    };
-                    (spec.name.clone(), summary)
-                })
-                .collect(),
             connections: scenario
                 .connections
                 .iter()
@@ -1543,7 +1475,10 @@ impl<'s> Simulator<'s> {
                     (c.name.clone(), summary)
                 })
                 .collect(),
-        }
+            ..Summary::default()
+        };
+        self.policies.summarize(scenario, self.now, &mut summary);
+        summary
     }
 
     fn report(mut self, verdict: Verdict) -> VariantReport {

@@ -47,12 +47,27 @@ impl RequestRef {
     }
 }
 
+/// What a request's timer is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimerKind {
+    /// A work step's local work is done.
+    Work,
+    /// A retry's backoff is over: enter the step's inner layers again.
+    Backoff,
+    /// A throttle's KV round trip is over: take its next step.
+    ThrottleKv,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
     /// The next arrival (or burst) of a load generator.
     Arrival(LoadId),
-    /// A request's local work finished.
-    RequestTimer(RequestRef),
+    /// A timer a request set: what it means is its kind, and the request's stage says the
+    /// same (the two are checked against each other).
+    RequestTimer {
+        request: RequestRef,
+        kind: TimerKind,
+    },
     /// The client-side timeout of the oldest command on a connection that may be due.
     CommandTimeout {
         connection: ConnectionId,

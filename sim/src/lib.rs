@@ -11,19 +11,27 @@
 //!   links of `redis`;
 //! - `throttles`: seed 004's cascade throttles and the KV stores they count in;
 //! - `database`: queries with drawn latency, counted concurrency, optional degradation;
-//! - `engine`: the event loop, request flows, and the policies from `outagelab-model`;
+//! - `engine`: the event loop and request flows, each request an explicit stage;
+//! - `policies`: the policy layers a step passes, in its declared order, driven through one
+//!   interface over the state machines of `outagelab-model`;
+//! - `monitors`: the invariants checked in every run;
 //! - `metrics`: streaming counts, histograms and time series.
 
 mod database;
 mod engine;
+mod error;
 mod kernel;
 mod metrics;
+mod monitors;
+mod policies;
 mod reconnect_slots;
 mod redis;
 mod rng;
 pub mod scenario;
 mod throttles;
 
-pub use engine::{run, summary_shape};
+pub use engine::{Bugs, run, run_with_bugs, summary_shape};
+pub use error::SimError;
 pub use metrics::BUCKETS_MAX;
+pub use monitors::{Invariant, Violation};
 pub use scenario::Scenario;

@@ -33,6 +33,8 @@ struct SlotEntry {
     attempt: Option<(AttemptTicket, ConnectionId)>,
     /// Callers waiting for the attempt in progress, in the order they asked.
     parked: Vec<RequestRef>,
+    /// The link the slot holds now, as this module saw it connect and be evicted.
+    live: Option<ConnectionId>,
     stats: SlotSummary,
 }
 
@@ -70,6 +72,9 @@ impl ReconnectSlots {
                     return None;
                 };
                 let mut slot = ReconnectSlot::new(config);
+                let live = spec
+                    .connected_at_start
+                    .then_some(ConnectionId(index as u32));
                 if spec.connected_at_start {
                     let Acquire::Connect(ticket) = slot.acquire(SimTime::ZERO) else {
                         unreachable!("a new slot is empty");
@@ -80,6 +85,7 @@ impl ReconnectSlots {
                     slot,
                     attempt: None,
                     parked: Vec::new(),
+                    live,
                     stats: SlotSummary::default(),
                 })
             })
@@ -145,6 +151,7 @@ impl ReconnectSlots {
             LinkEvent::Connected(ended) => {
                 debug_assert_eq!(ended, link);
                 entry.slot.on_connected(now, ticket, u64::from(link.0));
+                entry.live = Some(link);
             }
             LinkEvent::ConnectFailed(ended) => {
                 debug_assert_eq!(ended, link);
@@ -164,10 +171,19 @@ impl ReconnectSlots {
     ) -> FailureEffect {
         let entry = self.entry(connection);
         let effect = entry.slot.on_failure(now, lease, failure);
-        if effect == FailureEffect::NotCurrent {
-            entry.stats.stale_failures += 1;
+        match effect {
+            FailureEffect::NotCurrent => entry.stats.stale_failures += 1,
+            FailureEffect::Evicted => entry.live = None,
+            FailureEffect::ConnectionKept => {}
         }
         effect
+    }
+
+    /// The link the slot of `connection` holds now, if any.
+    pub fn live_link(&self, connection: ConnectionId) -> Option<ConnectionId> {
+        self.slots[connection.index()]
+            .as_ref()
+            .and_then(|entry| entry.live)
     }
 
     pub fn record_replay(&mut self, connection: ConnectionId) {

@@ -488,16 +488,11 @@ pub struct FlowSpec {
 #[derive(Clone, Debug)]
 pub struct StepSpec {
     pub action: StepAction,
-    /// Checked before the action; a rejection is a `breaker_open` error of this step.
-    pub breaker: Option<BreakerId>,
-    /// Entered before the breaker is asked; a full queue is a `shed` error of this step.
-    pub bulkhead: Option<BulkheadId>,
-    /// Taken (with the step's request bytes) after the bulkhead and before the breaker; over
-    /// its cap the step fails with `shed` at once. Held until the step ends.
-    pub semaphore: Option<SemaphoreId>,
-    /// Tries the whole step again (bulkhead, semaphore, breaker, action) when it fails with
-    /// an error the policy retries on; the last error is routed by `on_error` as usual.
-    pub retry: Option<RetryId>,
+    /// The policies a request passes through before the action, outermost first: it enters
+    /// each in this order, and leaves them in the reverse order when the step ends. At most one
+    /// of each kind. See [`PolicyKind::DEFAULT_ORDER`] for the order a file gets when it does
+    /// not say.
+    pub policies: Vec<PolicyRef>,
     pub on_error: OnError,
     pub on_hit: OnHit,
     /// Runs even when the request does not reach it: an earlier step failed it, a hit finished
@@ -508,6 +503,62 @@ pub struct StepSpec {
     /// failure even if it writes (seed 001's opt-in for the rate-limit admission script): the
     /// write may then be applied twice, which `writes_applied_twice` counts.
     pub replay_writes: bool,
+}
+
+/// A policy instance a step passes through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyRef {
+    /// Tries the layers inside it and the action again, after a backoff and with its budget's
+    /// permission, when the step fails with an error the policy retries on.
+    Retry(RetryId),
+    /// A full bulkhead queues the request; a full queue refuses it with `shed`.
+    Bulkhead(BulkheadId),
+    /// Taken with the step's request bytes; over a cap the step fails with `shed` at once.
+    Semaphore(SemaphoreId),
+    /// An open breaker refuses the step with `breaker_open` before any I/O.
+    Breaker(BreakerId),
+}
+
+impl PolicyRef {
+    pub fn kind(self) -> PolicyKind {
+        match self {
+            PolicyRef::Retry(_) => PolicyKind::Retry,
+            PolicyRef::Bulkhead(_) => PolicyKind::Bulkhead,
+            PolicyRef::Semaphore(_) => PolicyKind::Semaphore,
+            PolicyRef::Breaker(_) => PolicyKind::Breaker,
+        }
+    }
+}
+
+/// The kinds of policy a step can list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PolicyKind {
+    Retry,
+    Bulkhead,
+    Semaphore,
+    Breaker,
+}
+
+impl PolicyKind {
+    /// The order of a step that does not list its policies, outermost first: a retry tries the
+    /// whole step again; the bulkhead is entered before the semaphore and the breaker, so a
+    /// request queued in it holds nothing else, and a shed is not a breaker failure.
+    pub const DEFAULT_ORDER: [PolicyKind; 4] = [
+        PolicyKind::Retry,
+        PolicyKind::Bulkhead,
+        PolicyKind::Semaphore,
+        PolicyKind::Breaker,
+    ];
+
+    /// The name a scenario file uses for the kind (its step key).
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Retry => "retry",
+            PolicyKind::Bulkhead => "bulkhead",
+            PolicyKind::Semaphore => "semaphore",
+            PolicyKind::Breaker => "breaker",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -737,17 +788,31 @@ impl Scenario {
                         flow.name
                     ));
                 }
-                if let Some(breaker) = step.breaker {
-                    within("breaker", breaker.index(), self.breakers.len())?;
-                }
-                if let Some(bulkhead) = step.bulkhead {
-                    within("bulkhead", bulkhead.index(), self.bulkheads.len())?;
-                }
-                if let Some(semaphore) = step.semaphore {
-                    within("semaphore", semaphore.index(), self.semaphores.len())?;
-                }
-                if let Some(retry) = step.retry {
-                    within("retry policy", retry.index(), self.retries.len())?;
+                for (position, policy) in step.policies.iter().enumerate() {
+                    match *policy {
+                        PolicyRef::Breaker(id) => {
+                            within("breaker", id.index(), self.breakers.len())?
+                        }
+                        PolicyRef::Bulkhead(id) => {
+                            within("bulkhead", id.index(), self.bulkheads.len())?
+                        }
+                        PolicyRef::Semaphore(id) => {
+                            within("semaphore", id.index(), self.semaphores.len())?
+                        }
+                        PolicyRef::Retry(id) => {
+                            within("retry policy", id.index(), self.retries.len())?
+                        }
+                    }
+                    if step.policies[..position]
+                        .iter()
+                        .any(|earlier| earlier.kind() == policy.kind())
+                    {
+                        return Err(format!(
+                            "step {index} of flow {} lists two policies of kind {}",
+                            flow.name,
+                            policy.kind().name()
+                        ));
+                    }
                 }
                 match step.action {
                     StepAction::Redis {
@@ -818,6 +883,60 @@ impl Scenario {
 }
 
 #[cfg(test)]
+impl Scenario {
+    /// A scenario with nothing in it, for unit tests to fill.
+    pub(crate) fn empty_for_tests() -> Scenario {
+        Scenario {
+            name: "test".into(),
+            seed: 1,
+            limits: RunLimits {
+                horizon: None,
+                time_max: RunLimits::TIME_MAX_DEFAULT,
+                events_max: RunLimits::EVENTS_MAX_DEFAULT,
+            },
+            bucket: SimDuration::from_millis(100),
+            percentile_rule: Default::default(),
+            servers: vec![],
+            connections: vec![],
+            databases: vec![],
+            keys: vec![],
+            breakers: vec![],
+            bulkheads: vec![],
+            semaphores: vec![],
+            retries: vec![],
+            caches: vec![],
+            rate_limits: vec![],
+            kv_stores: vec![],
+            throttles: vec![],
+            flows: vec![],
+            loads: vec![],
+            faults: vec![],
+        }
+    }
+}
+
+#[cfg(test)]
+impl ConnectionSpec {
+    /// A connection to server 0 with ioredis' defaults and no latency, for unit tests.
+    pub(crate) fn for_tests(name: &str) -> ConnectionSpec {
+        ConnectionSpec {
+            name: name.into(),
+            server: ServerId(0),
+            latency: SimDuration::ZERO,
+            bandwidth: None,
+            command_timeout: None,
+            offline_queue: true,
+            max_retries: None,
+            connect_timeout: SimDuration::from_secs(10),
+            reconnect_delay: SimDuration::from_millis(50),
+            reconnect_delay_max: SimDuration::from_secs(2),
+            connected_at_start: true,
+            reconnect: Reconnect::Always,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -851,20 +970,7 @@ mod tests {
 
     #[test]
     fn reconnect_delay_grows_linearly_to_its_cap() {
-        let spec = ConnectionSpec {
-            name: "c".into(),
-            server: ServerId(0),
-            latency: SimDuration::ZERO,
-            bandwidth: None,
-            command_timeout: None,
-            offline_queue: true,
-            max_retries: None,
-            connect_timeout: SimDuration::from_secs(10),
-            reconnect_delay: SimDuration::from_millis(50),
-            reconnect_delay_max: SimDuration::from_secs(2),
-            connected_at_start: true,
-            reconnect: Reconnect::Always,
-        };
+        let spec = ConnectionSpec::for_tests("c");
         assert_eq!(spec.reconnect_delay_for(1), SimDuration::from_millis(50));
         assert_eq!(spec.reconnect_delay_for(3), SimDuration::from_millis(150));
         assert_eq!(spec.reconnect_delay_for(100), SimDuration::from_secs(2));

@@ -314,7 +314,7 @@ fn a_lock_step_with_a_retry_policy_waits_for_the_holder() {
         ttl: SimDuration::from_secs(30),
     };
     let mut acquire = redis_step(0, lock, 0);
-    acquire.retry = Some(RetryId(0));
+    acquire.policies.push(PolicyRef::Retry(RetryId(0)));
     let hold = StepSpec {
         action: StepAction::Work { duration: ms(22) },
         ..db_step(0)

@@ -135,10 +135,10 @@ fn scenario(k: &Knobs) -> Scenario {
     get.on_hit = OnHit::Finish;
     if let Some(failures) = k.breaker_failures {
         s.breakers.push(breaker("redis", failures, ms(300)));
-        get.breaker = Some(BreakerId(0));
+        get.policies.push(PolicyRef::Breaker(BreakerId(0)));
     }
     let mut query = db_step(0);
-    query.bulkhead = Some(BulkheadId(0));
+    query.policies.push(PolicyRef::Bulkhead(BulkheadId(0)));
     query.action = StepAction::Database {
         database: DatabaseId(0),
         timeout: k.db_timeout_ms.map(ms),

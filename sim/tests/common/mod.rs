@@ -85,10 +85,7 @@ pub fn redis_step(connection: u32, command: RedisCommand, key: u32) -> StepSpec 
             command,
             key: KeyFamilyId(key),
         },
-        breaker: None,
-        bulkhead: None,
-        semaphore: None,
-        retry: None,
+        policies: Vec::new(),
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
         finally: false,
@@ -104,10 +101,7 @@ pub fn db_step(database: u32) -> StepSpec {
             latency: None,
             lock: None,
         },
-        breaker: None,
-        bulkhead: None,
-        semaphore: None,
-        retry: None,
+        policies: Vec::new(),
         on_error: OnError::Fail,
         on_hit: OnHit::Next,
         finally: false,
@@ -203,11 +197,11 @@ pub fn seed003(with_breaker: bool, with_bulkhead: bool, requests: u64) -> Scenar
     if with_breaker {
         s.breakers
             .push(breaker("redis", 5, SimDuration::from_secs(5)));
-        get.breaker = Some(BreakerId(0));
+        get.policies.push(PolicyRef::Breaker(BreakerId(0)));
     }
     if with_bulkhead {
         s.bulkheads.push(bulkhead("db", 20, 50));
-        query.bulkhead = Some(BulkheadId(0));
+        query.policies.push(PolicyRef::Bulkhead(BulkheadId(0)));
     }
     s.flows.push(flow("read", vec![get, query]));
     s.loads.push(even("reads", 0, 500.0, requests));

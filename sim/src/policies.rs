@@ -1,0 +1,503 @@
+//! Policy layers: the policies a step's request passes through, in the order the step lists
+//! them (outermost first), like tower's layers.
+//!
+//! Every policy is driven through one small interface, [`Layer`]: a request *enters* it (and
+//! passes holding something, is queued, or is refused with an outcome), and later *exits* it
+//! with the step's result (the layer is left, or a retry asks to run the inner layers again
+//! after a delay, or the layer is kept until work that outlives the step ends). The engine
+//! iterates a step's list and knows no policy by name; what differs between policies lives in
+//! their `impl Layer` below, and the decisions themselves in `outagelab-model`.
+//!
+//! Order is a real choice: with a breaker outside a bulkhead, a request the bulkhead sheds is
+//! reported to the breaker (and counts as a failure when the breaker counts `shed`); with the
+//! breaker inside, the breaker never hears of it. A retry outside a bulkhead gives its permit
+//! back while it waits out the backoff; inside, it keeps the permit.
+//!
+//! Adding a policy: its state machine in `outagelab-model`, a slot type here with an
+//! `impl Layer`, a variant of [`PolicyRef`], one line in [`Policies::layer`], and its section
+//! of the summary in [`Policies::summarize`].
+
+use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
+use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
+use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
+use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::{
+    BreakerSummary, BulkheadSummary, Outcome, RetrySummary, SemaphoreSummary, Summary,
+};
+
+use crate::kernel::{RequestRef, StepResult};
+use crate::metrics::{GaugeId, Metrics};
+use crate::rng::Stream;
+use crate::scenario::{OutcomeSet, PolicyRef, Scenario};
+
+/// What a request holds for a layer it passed, until it exits it.
+#[derive(Debug)]
+pub(crate) enum Hold {
+    /// Passed a disabled policy: nothing to give back.
+    Open,
+    Bulkhead(Permit),
+    Semaphore(SemaphorePermit),
+    Breaker(Ticket),
+    Retry(RetryState),
+}
+
+/// Who asks to enter a layer.
+pub(crate) struct Entrant {
+    /// Where to hand a permit that frees up later (a queued bulkhead waiter).
+    pub waiter: RequestRef,
+    /// Bytes the step sends (a Redis command's request), for byte caps.
+    pub bytes: u64,
+}
+
+/// A layer's answer to a request that enters it.
+#[derive(Debug)]
+pub(crate) enum Enter {
+    Pass(Hold),
+    /// Queued: the layer hands the request its hold later, through a [`Handover`].
+    Queued,
+    /// Refused: the step ends with this error, reported to the layers outside this one.
+    Refused(Outcome),
+}
+
+/// How the step ended, as the layers see it on the way out.
+pub(crate) struct Leaving {
+    /// What the step returns: what a retry reacts to.
+    pub result: StepResult,
+    /// What the step's I/O returned: what a breaker judges the called service by. It differs
+    /// from `result` on a rate-limit step, whose result is the limiter's decision on what its
+    /// store answered (a 429 is not a failure of Redis; a fail-open admission hides one).
+    pub io_result: StepResult,
+    /// A wait the refusing server asked for (HTTP Retry-After), for retry policies.
+    pub retry_after: Option<SimDuration>,
+    /// The step's work goes on after the step ended: a database query whose caller timed
+    /// out still holds its connection until the database finishes it.
+    pub work_still_running: bool,
+}
+
+/// A queued request that now passes a layer, holding `hold`.
+#[derive(Debug)]
+pub(crate) struct Handover {
+    pub waiter: RequestRef,
+    pub hold: Hold,
+}
+
+/// A layer's answer to a request that exits it.
+#[derive(Debug)]
+pub(crate) enum Exit {
+    /// Left; a queued request may pass in its place.
+    Left(Option<Handover>),
+    /// Run the layers inside this one (and the action) again at `at`; the request keeps
+    /// `hold` for this layer meanwhile.
+    Again { at: SimTime, hold: Hold },
+    /// Still held until the step's work ends ([`Policies::release_kept`]).
+    Kept(Hold),
+}
+
+/// One policy as the engine drives it.
+///
+/// Call order per request and layer: `enter`; then, if it passed (or was handed over after a
+/// queue), exactly one `exit` with what it was given, or `Again` and later another `exit`.
+pub(crate) trait Layer {
+    fn enter(&mut self, now: SimTime, entrant: &Entrant) -> Enter;
+    fn exit(&mut self, now: SimTime, hold: Hold, leaving: &Leaving) -> Exit;
+    /// Gives back a hold kept past its step ([`Exit::Kept`]).
+    fn release_kept(&mut self, hold: Hold) -> Option<Handover> {
+        let _ = hold;
+        None
+    }
+    /// The most requests that may be inside the layer at once, when it bounds them: what the
+    /// limit monitor checks the engine's own count against.
+    fn ceiling(&self) -> Option<u64> {
+        None
+    }
+    /// Sets this layer's gauges for the instant `now`.
+    fn observe(&mut self, now: SimTime, metrics: &mut Metrics);
+}
+
+pub(crate) struct BreakerSlot {
+    breaker: Breaker,
+    enabled: bool,
+    counts: OutcomeSet,
+    rejected: u64,
+    /// Transitions into half-open and into closed (openings are counted by the breaker).
+    half_opened: u64,
+    closed: u64,
+    /// 0 closed, 1 half-open, 2 open: the series shows the worst state in each bucket.
+    state_gauge: GaugeId,
+}
+
+impl BreakerSlot {
+    /// Takes the breaker's transitions as they happen and counts them.
+    fn drain_transitions(&mut self) {
+        while let Some(transition) = self.breaker.poll_transition() {
+            match transition.to {
+                BreakerState::HalfOpen => self.half_opened += 1,
+                BreakerState::Closed => self.closed += 1,
+                BreakerState::Open => {}
+            }
+        }
+    }
+}
+
+impl Layer for BreakerSlot {
+    fn enter(&mut self, now: SimTime, _: &Entrant) -> Enter {
+        if !self.enabled {
+            return Enter::Pass(Hold::Open);
+        }
+        let admit = self.breaker.try_admit(now);
+        self.drain_transitions();
+        match admit {
+            Admit::Yes(ticket) => Enter::Pass(Hold::Breaker(ticket)),
+            Admit::No(_) => {
+                self.rejected += 1;
+                Enter::Refused(Outcome::BreakerOpen)
+            }
+        }
+    }
+
+    fn exit(&mut self, now: SimTime, hold: Hold, leaving: &Leaving) -> Exit {
+        let Hold::Breaker(ticket) = hold else {
+            return Exit::Left(None);
+        };
+        let outcome = match leaving.io_result {
+            StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
+            StepResult::Error(kind) if self.counts.contains(kind) => CallOutcome::Failure,
+            StepResult::Error(_) => CallOutcome::Ignored,
+        };
+        self.breaker.on_result(now, ticket, outcome);
+        self.drain_transitions();
+        Exit::Left(None)
+    }
+
+    fn observe(&mut self, now: SimTime, metrics: &mut Metrics) {
+        let level = match self.breaker.state_at(now) {
+            BreakerState::Closed => 0,
+            BreakerState::HalfOpen => 1,
+            BreakerState::Open => 2,
+        };
+        metrics.set_gauge(self.state_gauge, level);
+    }
+}
+
+pub(crate) struct BulkheadSlot {
+    bulkhead: Bulkhead,
+    enabled: bool,
+    shed: u64,
+    peak_in_use: u64,
+    peak_queued: u64,
+    in_use_gauge: GaugeId,
+    queued_gauge: GaugeId,
+    /// Test-only sabotage: admit one request more than the limit.
+    admits_one_too_many: bool,
+    /// Requests let in past the limit by the sabotage, still inside.
+    smuggled: u32,
+}
+
+impl Layer for BulkheadSlot {
+    fn enter(&mut self, _: SimTime, entrant: &Entrant) -> Enter {
+        if !self.enabled {
+            return Enter::Pass(Hold::Open);
+        }
+        if self.admits_one_too_many
+            && self.smuggled == 0
+            && self.bulkhead.in_use() == self.bulkhead.config().max_concurrent()
+        {
+            self.smuggled += 1;
+            return Enter::Pass(Hold::Open);
+        }
+        match self.bulkhead.try_acquire(entrant.waiter.to_waiter()) {
+            Acquire::Granted(permit) => {
+                self.peak_in_use = self.peak_in_use.max(u64::from(self.bulkhead.in_use()));
+                Enter::Pass(Hold::Bulkhead(permit))
+            }
+            Acquire::Queued => {
+                self.peak_queued = self.peak_queued.max(u64::from(self.bulkhead.queued()));
+                Enter::Queued
+            }
+            Acquire::Shed => {
+                self.shed += 1;
+                Enter::Refused(Outcome::Shed)
+            }
+        }
+    }
+
+    fn exit(&mut self, _: SimTime, hold: Hold, leaving: &Leaving) -> Exit {
+        if leaving.work_still_running {
+            // A bulkhead in front of a database stands for its connection pool: a query
+            // whose caller gave up holds its connection until the database finishes it.
+            return Exit::Kept(hold);
+        }
+        Exit::Left(self.release_kept(hold))
+    }
+
+    fn release_kept(&mut self, hold: Hold) -> Option<Handover> {
+        let Hold::Bulkhead(permit) = hold else {
+            if self.smuggled > 0 && matches!(hold, Hold::Open) && self.enabled {
+                self.smuggled -= 1;
+            }
+            return None;
+        };
+        let grant = self.bulkhead.release(permit)?;
+        Some(Handover {
+            waiter: RequestRef::from_waiter(grant.waiter),
+            hold: Hold::Bulkhead(grant.permit),
+        })
+    }
+
+    fn ceiling(&self) -> Option<u64> {
+        self.enabled
+            .then(|| u64::from(self.bulkhead.config().max_concurrent()))
+    }
+
+    fn observe(&mut self, _: SimTime, metrics: &mut Metrics) {
+        metrics.set_gauge(self.in_use_gauge, u64::from(self.bulkhead.in_use()));
+        metrics.set_gauge(self.queued_gauge, u64::from(self.bulkhead.queued()));
+    }
+}
+
+pub(crate) struct SemaphoreSlot {
+    semaphore: Semaphore,
+    enabled: bool,
+    in_flight_gauge: GaugeId,
+    bytes_gauge: GaugeId,
+}
+
+impl Layer for SemaphoreSlot {
+    fn enter(&mut self, _: SimTime, entrant: &Entrant) -> Enter {
+        if !self.enabled {
+            return Enter::Pass(Hold::Open);
+        }
+        match self.semaphore.try_acquire(entrant.bytes) {
+            Ok(permit) => Enter::Pass(Hold::Semaphore(permit)),
+            Err(_) => Enter::Refused(Outcome::Shed),
+        }
+    }
+
+    fn exit(&mut self, _: SimTime, hold: Hold, _: &Leaving) -> Exit {
+        if let Hold::Semaphore(permit) = hold {
+            self.semaphore.release(permit);
+        }
+        Exit::Left(None)
+    }
+
+    fn ceiling(&self) -> Option<u64> {
+        self.semaphore
+            .config()
+            .max_in_flight()
+            .filter(|_| self.enabled)
+            .map(u64::from)
+    }
+
+    fn observe(&mut self, _: SimTime, metrics: &mut Metrics) {
+        let in_flight = self.semaphore.in_flight();
+        metrics.set_gauge(self.in_flight_gauge, u64::from(in_flight));
+        metrics.set_gauge(self.bytes_gauge, self.semaphore.bytes_in_flight());
+    }
+}
+
+pub(crate) struct RetrySlot {
+    policy: RetryPolicy,
+    enabled: bool,
+    retry_on: OutcomeSet,
+    /// Draws the backoff's jitter.
+    random: Stream,
+}
+
+impl Layer for RetrySlot {
+    fn enter(&mut self, now: SimTime, _: &Entrant) -> Enter {
+        if !self.enabled {
+            return Enter::Pass(Hold::Open);
+        }
+        Enter::Pass(Hold::Retry(self.policy.on_request(now)))
+    }
+
+    fn exit(&mut self, now: SimTime, hold: Hold, leaving: &Leaving) -> Exit {
+        let Hold::Retry(mut state) = hold else {
+            return Exit::Left(None);
+        };
+        if let StepResult::Error(kind) = leaving.result
+            && self.retry_on.contains(kind)
+        {
+            let decision =
+                self.policy
+                    .on_failure(now, &mut state, leaving.retry_after, &mut self.random);
+            if let RetryDecision::Retry { at } = decision {
+                return Exit::Again {
+                    at,
+                    hold: Hold::Retry(state),
+                };
+            }
+        }
+        Exit::Left(None)
+    }
+
+    fn observe(&mut self, _: SimTime, _: &mut Metrics) {}
+}
+
+/// Every policy instance of a run, by kind, addressed by [`PolicyRef`].
+pub(crate) struct Policies {
+    breakers: Vec<BreakerSlot>,
+    bulkheads: Vec<BulkheadSlot>,
+    semaphores: Vec<SemaphoreSlot>,
+    retries: Vec<RetrySlot>,
+}
+
+/// Bugs a test may plant in the policies, to show that the monitors catch them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PlantedBugs {
+    pub bulkhead_admits_one_too_many: bool,
+}
+
+impl Policies {
+    pub fn new(scenario: &Scenario, metrics: &mut Metrics, bugs: PlantedBugs) -> Policies {
+        let gauge = |metrics: &mut Metrics, kind: &str, name: &str, what: &str| {
+            metrics.add_gauge(format!("{kind}.{name}.{what}"))
+        };
+        let bulkheads = scenario
+            .bulkheads
+            .iter()
+            .map(|spec| BulkheadSlot {
+                bulkhead: Bulkhead::new(spec.config),
+                enabled: spec.enabled,
+                shed: 0,
+                peak_in_use: 0,
+                peak_queued: 0,
+                in_use_gauge: gauge(metrics, "bulkheads", &spec.name, "in_use"),
+                queued_gauge: gauge(metrics, "bulkheads", &spec.name, "queued"),
+                admits_one_too_many: bugs.bulkhead_admits_one_too_many,
+                smuggled: 0,
+            })
+            .collect();
+        let semaphores = scenario
+            .semaphores
+            .iter()
+            .map(|spec| SemaphoreSlot {
+                semaphore: Semaphore::new(spec.config),
+                enabled: spec.enabled,
+                in_flight_gauge: gauge(metrics, "semaphores", &spec.name, "in_flight"),
+                bytes_gauge: gauge(metrics, "semaphores", &spec.name, "bytes"),
+            })
+            .collect();
+        let retries = scenario
+            .retries
+            .iter()
+            .map(|spec| RetrySlot {
+                policy: RetryPolicy::new(spec.config),
+                enabled: spec.enabled,
+                retry_on: spec.retry_on,
+                random: Stream::derive(scenario.seed, "retry", &spec.name),
+            })
+            .collect();
+        let breakers = scenario
+            .breakers
+            .iter()
+            .map(|spec| BreakerSlot {
+                breaker: Breaker::new(spec.config),
+                enabled: spec.enabled,
+                counts: spec.counts,
+                rejected: 0,
+                half_opened: 0,
+                closed: 0,
+                state_gauge: gauge(metrics, "breakers", &spec.name, "state"),
+            })
+            .collect();
+        Policies {
+            breakers,
+            bulkheads,
+            semaphores,
+            retries,
+        }
+    }
+
+    /// The layer a step names.
+    pub fn layer(&mut self, policy: PolicyRef) -> &mut dyn Layer {
+        match policy {
+            PolicyRef::Breaker(id) => &mut self.breakers[id.index()],
+            PolicyRef::Bulkhead(id) => &mut self.bulkheads[id.index()],
+            PolicyRef::Semaphore(id) => &mut self.semaphores[id.index()],
+            PolicyRef::Retry(id) => &mut self.retries[id.index()],
+        }
+    }
+
+    /// Every layer, for gauges.
+    pub fn observe(&mut self, now: SimTime, metrics: &mut Metrics) {
+        let layers = (self.semaphores.iter_mut().map(|l| l as &mut dyn Layer))
+            .chain(self.breakers.iter_mut().map(|l| l as &mut dyn Layer))
+            .chain(self.bulkheads.iter_mut().map(|l| l as &mut dyn Layer));
+        for layer in layers {
+            layer.observe(now, metrics);
+        }
+    }
+
+    /// Writes every policy's section of the summary.
+    pub fn summarize(&self, scenario: &Scenario, now: SimTime, summary: &mut Summary) {
+        summary.bulkheads = scenario
+            .bulkheads
+            .iter()
+            .zip(&self.bulkheads)
+            .map(|(spec, slot)| {
+                let summary = BulkheadSummary {
+                    enabled: slot.enabled,
+                    peak_in_use: slot.peak_in_use,
+                    peak_queued: slot.peak_queued,
+                    shed: slot.shed,
+                };
+                (spec.name.clone(), summary)
+            })
+            .collect();
+        summary.semaphores = scenario
+            .semaphores
+            .iter()
+            .zip(&self.semaphores)
+            .map(|(spec, slot)| {
+                let counters = slot.semaphore.counters();
+                let summary = SemaphoreSummary {
+                    enabled: slot.enabled,
+                    acquired: counters.acquired,
+                    peak_in_flight: u64::from(counters.in_flight_peak),
+                    peak_bytes: counters.bytes_in_flight_peak,
+                    rejected: counters.rejected_total(),
+                };
+                (spec.name.clone(), summary)
+            })
+            .collect();
+        summary.retries = scenario
+            .retries
+            .iter()
+            .zip(&self.retries)
+            .map(|(spec, slot)| {
+                let counters = slot.policy.counters();
+                let summary = RetrySummary {
+                    enabled: slot.enabled,
+                    requests: counters.requests,
+                    retries: counters.retries_granted,
+                    gave_up_attempts: counters.attempts_exhausted,
+                    gave_up_budget: counters.budget_exhausted,
+                };
+                (spec.name.clone(), summary)
+            })
+            .collect();
+        summary.breakers = scenario
+            .breakers
+            .iter()
+            .zip(&self.breakers)
+            .map(|(spec, slot)| {
+                let state = match slot.breaker.state_at(now) {
+                    BreakerState::Closed => "closed",
+                    BreakerState::Open => "open",
+                    BreakerState::HalfOpen => "half_open",
+                };
+                let summary = BreakerSummary {
+                    enabled: slot.enabled,
+                    opened: slot.breaker.opened_total(),
+                    half_opened: slot.half_opened,
+                    closed: slot.closed,
+                    rejected: slot.rejected,
+                    final_state: state.to_owned(),
+                };
+                (spec.name.clone(), summary)
+            })
+            .collect();
+    }
+}
