@@ -398,11 +398,12 @@ impl<'a> Validator<'a> {
             .iter()
             .filter_map(|(name, throttle)| self.throttle(name, throttle, &names, &kv_stores))
             .collect();
-        let flows = raw
+        let flows: Vec<FlowSpec> = raw
             .flows
             .iter()
             .filter_map(|(name, flow)| self.flow(name, flow, &names))
             .collect();
+        self.check_sheds_reach_breakers(raw, &names, &flows);
         if raw.loads.is_empty() {
             self.error(
                 None,
@@ -466,6 +467,46 @@ impl<'a> Validator<'a> {
             .check_references()
             .expect("validated references always resolve");
         Some(scenario)
+    }
+
+    /// A breaker that counts `shed` hears of a shed only from a bulkhead or semaphore that a
+    /// step lists inside it (`policies = ["breaker", "bulkhead"]`); in the default order sheds
+    /// happen before the breaker is asked. Counting `shed` where no step can deliver one is a
+    /// silent mistake, so it is an error.
+    fn check_sheds_reach_breakers(&mut self, raw: &RawScenario, names: &Names, flows: &[FlowSpec]) {
+        let sheds_reach = |breaker: u32| {
+            flows.iter().flat_map(|flow| &flow.steps).any(|step| {
+                let at = step
+                    .policies
+                    .iter()
+                    .position(|p| *p == PolicyRef::Breaker(BreakerId(breaker)));
+                at.is_some_and(|at| {
+                    step.policies[at + 1..]
+                        .iter()
+                        .any(|p| matches!(p.kind(), PolicyKind::Bulkhead | PolicyKind::Semaphore))
+                })
+            })
+        };
+        for (name, breaker) in &raw.breakers {
+            let Some(&index) = names.breakers.get(name.as_str()) else {
+                continue;
+            };
+            let Some(counts) = &breaker.counts else {
+                continue;
+            };
+            for entry in counts.get_ref() {
+                if Outcome::from_name(entry.get_ref()) == Some(Outcome::Shed) && !sheds_reach(index)
+                {
+                    self.error(
+                        Some(entry.span()),
+                        format!("breakers.{name}.counts"),
+                        "`shed` reaches a breaker only from a bulkhead or semaphore listed inside \
+                         it, and no step does that: list the breaker first, e.g. \
+                         policies = [\"breaker\", \"bulkhead\"]",
+                    );
+                }
+            }
+        }
     }
 
     fn limits(&mut self, run: &RawRun) -> RunLimits {
@@ -959,10 +1000,10 @@ impl<'a> Validator<'a> {
                         Some(Outcome::Ok) => {
                             self.error(Some(entry.span()), key, "`ok` is a success, not a failure to count")
                         }
-                        Some(outcome @ (Outcome::BreakerOpen | Outcome::Shed)) => self.error(
+                        Some(Outcome::BreakerOpen) => self.error(
                             Some(entry.span()),
                             key,
-                            format!("`{outcome}` is decided before the breaker is asked, so it never reaches it"),
+                            "`breaker_open` is the breaker's own refusal: it never reaches the breaker",
                         ),
                         Some(outcome) => outcomes.push(outcome),
                         None => {
@@ -2129,7 +2170,10 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        for &(kind, policy) in named {
+        // Unlisted kinds are reported only when the list itself was understood: a misspelt
+        // kind would otherwise be reported twice.
+        let understood = ok;
+        for &(kind, policy) in named.iter().filter(|_| understood) {
             if policy.is_some() && !listed.contains(&kind) {
                 self.error(
                     Some(order.span()),

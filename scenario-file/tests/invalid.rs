@@ -387,3 +387,58 @@ fn a_fault_targets_the_server_even_when_a_database_shares_its_name() {
         .unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
     assert_eq!(file.variants[0].scenario.faults.len(), 1);
 }
+
+/// BASE with a bulkhead `b` and a breaker `x`, and its database step written as `step`.
+fn with_policies(step: &str, counts: &str) -> String {
+    let text = with("{ db = \"db\" }", step);
+    format!(
+        "{text}\n[bulkheads.b]\nmax_concurrent = 2\nqueue = 0\n\n[breakers.x]\nfailures = 5\nopen_for = \"5s\"\ncounts = {counts}\n"
+    )
+}
+
+#[test]
+fn policy_order_mistakes() {
+    let network = r#"["timeout"]"#;
+    let sheds = r#"["timeout", "shed"]"#;
+    let cases: Vec<(String, &str)> = vec![
+        (
+            with_policies(
+                r#"{ db = "db", bulkhead = "b", policies = ["bulkhed"] }"#,
+                network,
+            ),
+            "16:118: flows.f.steps[1].policies[0]: \"bulkhed\" is not a policy kind; the kinds are retry, bulkhead, semaphore, breaker",
+        ),
+        (
+            with_policies(
+                r#"{ db = "db", bulkhead = "b", policies = ["bulkhead", "bulkhead"] }"#,
+                network,
+            ),
+            "16:130: flows.f.steps[1].policies[1]: bulkhead is listed twice",
+        ),
+        (
+            with_policies(r#"{ db = "db", policies = ["breaker"] }"#, network),
+            "16:102: flows.f.steps[1].policies[0]: the step lists breaker but names no breaker: add breaker = \"...\" to the step",
+        ),
+        (
+            with_policies(
+                r#"{ db = "db", bulkhead = "b", breaker = "x", policies = ["breaker"] }"#,
+                network,
+            ),
+            "16:132: flows.f.steps[1].policies: the step names a bulkhead but `policies` does not list it: add \"bulkhead\" where a request meets it",
+        ),
+        (
+            // In the default order the bulkhead sheds before the breaker is asked.
+            with_policies(r#"{ db = "db", bulkhead = "b", breaker = "x" }"#, sheds),
+            "31:22: breakers.x.counts: `shed` reaches a breaker only from a bulkhead or semaphore listed inside it, and no step does that: list the breaker first, e.g. policies = [\"breaker\", \"bulkhead\"]",
+        ),
+    ];
+    for (text, expected) in &cases {
+        check(text, expected);
+    }
+    // Listed outside the bulkhead, the breaker does hear of sheds.
+    let outside = with_policies(
+        r#"{ db = "db", bulkhead = "b", breaker = "x", policies = ["breaker", "bulkhead"] }"#,
+        sheds,
+    );
+    outagelab_scenario_file::parse(&outside, Path::new("t.toml")).expect("sheds reach it");
+}
