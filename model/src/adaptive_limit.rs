@@ -845,6 +845,48 @@ mod tests {
         );
     }
 
+    /// Threads hammer a shared AIMD limit of at most 4, with a drop now and then, tracking
+    /// who is inside in their own atomic: never more than the maximum inside, every permit
+    /// admitted within its limit, and every permit back at the end.
+    #[test]
+    fn threads_never_exceed_the_shared_limit() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let config = AdaptiveLimitConfig::new(4, 1, 4, aimd(0.5, ms(100))).unwrap();
+        let shared = Arc::new(SharedAdaptiveLimit::new(config));
+        let inside = Arc::new(AtomicU32::new(0));
+        let threads: Vec<_> = (0..6u64)
+            .map(|thread| {
+                let (shared, inside) = (shared.clone(), inside.clone());
+                std::thread::spawn(move || {
+                    for round in 0..2000u64 {
+                        let now = SimTime::from_nanos(round);
+                        if let Acquire::Granted(permit) = shared.try_acquire(now) {
+                            assert!(permit.in_flight_at_acquire() <= permit.limit_at_acquire());
+                            let now_inside = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                            assert!(now_inside <= 4, "{now_inside} inside a limit of at most 4");
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                            let outcome = if (thread + round) % 7 == 0 {
+                                dropped(1)
+                            } else {
+                                success(1)
+                            };
+                            shared.release(now, permit, outcome);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let counters = shared.counters();
+        assert_eq!(counters.in_flight, 0);
+        assert_eq!(counters.admitted + counters.rejected, 6 * 2000);
+        assert_eq!(counters.admitted, counters.succeeded + counters.dropped);
+        assert!(counters.in_flight_peak <= 4 && counters.limit_max_seen <= 4);
+    }
+
     // ---- AIMD ----
 
     #[test]
@@ -1227,6 +1269,231 @@ mod tests {
                 assert_eq!(config.limit_initial(), initial);
                 assert_eq!(config.algorithm(), algorithm);
             }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Let this many nanoseconds pass.
+        Wait(u64),
+        Acquire,
+        /// End the held call at this index (modulo the number held), if any.
+        Release(usize, Outcome),
+    }
+
+    fn rtt() -> impl Strategy<Value = SimDuration> {
+        let nanos_extra = prop_oneof![Just(0u64), Just(1), Just(999_999)];
+        (0u64..=120, nanos_extra)
+            .prop_map(|(millis, extra)| SimDuration::from_nanos(millis * 1_000_000 + extra))
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let outcome = prop_oneof![
+            3 => rtt().prop_map(|rtt| Outcome::Success { rtt }),
+            2 => rtt().prop_map(|rtt| Outcome::Dropped { rtt }),
+            1 => Just(Outcome::Ignored),
+        ];
+        prop_oneof![
+            1 => (0u64..=5_000_000).prop_map(Op::Wait),
+            5 => Just(Op::Acquire),
+            4 => (any::<usize>(), outcome).prop_map(|(index, outcome)| Op::Release(index, outcome)),
+        ]
+    }
+
+    /// `(initial, min, max)` with `1 <= min <= initial <= max <= 10`.
+    fn limits() -> impl Strategy<Value = (u32, u32, u32)> {
+        (1u32..=4, 0u32..=6)
+            .prop_flat_map(|(min, spread)| (min..=min + spread, Just(min), Just(min + spread)))
+    }
+
+    fn aimd_config() -> impl Strategy<Value = AdaptiveLimitConfig> {
+        let ratio = prop_oneof![0.5f64..1.0, Just(0.5), Just(0.9), Just(0.999)];
+        (limits(), ratio, 1u64..=100).prop_map(|((initial, min, max), backoff_ratio, millis)| {
+            let timeout = SimDuration::from_millis(millis);
+            let algorithm = Algorithm::Aimd {
+                backoff_ratio,
+                timeout,
+            };
+            AdaptiveLimitConfig::new(initial, min, max, algorithm).unwrap()
+        })
+    }
+
+    fn gradient2_config() -> impl Strategy<Value = AdaptiveLimitConfig> {
+        let rtt_tolerance = prop_oneof![1.0f64..3.0, Just(1.0), Just(1.5)];
+        let smoothing = (1u32..=100).prop_map(|percent| f64::from(percent) / 100.0);
+        let queue_size = prop_oneof![
+            (1u32..=4).prop_map(QueueSize::Fixed),
+            (0u32..=2).prop_map(|baseline| QueueSize::Log10Root { baseline }),
+        ];
+        (limits(), rtt_tolerance, smoothing, 1u32..=20, queue_size).prop_map(
+            |((initial, min, max), rtt_tolerance, smoothing, long_window, queue_size)| {
+                let algorithm = Algorithm::Gradient2 {
+                    rtt_tolerance,
+                    smoothing,
+                    long_window,
+                    queue_size,
+                };
+                AdaptiveLimitConfig::new(initial, min, max, algorithm).unwrap()
+            },
+        )
+    }
+
+    /// `AIMDLimit._update`, read straight off the Java: the limit after a sample from a call
+    /// admitted with `in_flight` in flight, when the limit is `limit`.
+    fn aimd_reference(
+        config: &AdaptiveLimitConfig,
+        limit: u32,
+        in_flight: u32,
+        outcome: Outcome,
+    ) -> u32 {
+        let Algorithm::Aimd {
+            backoff_ratio,
+            timeout,
+        } = config.algorithm()
+        else {
+            unreachable!("an AIMD config");
+        };
+        let next = match outcome {
+            Outcome::Ignored => return limit,
+            Outcome::Success { rtt } if rtt <= timeout => {
+                if in_flight * 2 >= limit {
+                    limit + 1
+                } else {
+                    limit
+                }
+            }
+            Outcome::Success { .. } | Outcome::Dropped { .. } => {
+                (f64::from(limit) * backoff_ratio).floor() as u32
+            }
+        };
+        next.max(config.limit_min()).min(config.limit_max())
+    }
+
+    /// Drives the sequential form and the shared form with the same operations and checks,
+    /// after every step, the invariants of the module documentation and that the counters add
+    /// up; for AIMD, also every new limit against the reference.
+    fn check(config: AdaptiveLimitConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
+        let (min, max) = (config.limit_min(), config.limit_max());
+        let mut limit = AdaptiveLimit::new(config);
+        let shared = SharedAdaptiveLimit::new(config);
+        // Calls in flight: the sequential form's permit and the shared form's.
+        let mut held: Vec<(Permit, Permit)> = Vec::new();
+        let mut now = SimTime::ZERO;
+        let (mut acquires, mut held_peak) = (0u64, 0u32);
+        let (mut increases, mut decreases) = (0u64, 0u64);
+        for op in ops {
+            let limit_before = limit.limit();
+            match op {
+                Op::Wait(nanos) => now = SimTime::from_nanos(now.as_nanos() + nanos),
+                Op::Acquire => {
+                    acquires += 1;
+                    match (limit.try_acquire(now), shared.try_acquire(now)) {
+                        (Acquire::Granted(permit), Acquire::Granted(twin)) => {
+                            let in_flight = held.len() as u32 + 1;
+                            prop_assert!(in_flight <= limit_before, "admitted over the limit");
+                            prop_assert_eq!(permit.in_flight_at_acquire(), in_flight);
+                            prop_assert_eq!(permit.limit_at_acquire(), limit_before);
+                            prop_assert_eq!(permit.acquired_at(), now);
+                            held.push((permit, twin));
+                            held_peak = held_peak.max(in_flight);
+                        }
+                        (Acquire::Rejected, Acquire::Rejected) => {
+                            prop_assert!(held.len() as u32 >= limit_before, "rejected with room");
+                        }
+                        (sequential, shared) => {
+                            prop_assert!(false, "the forms disagree: {sequential:?} and {shared:?}")
+                        }
+                    }
+                }
+                Op::Release(index, outcome) => {
+                    if !held.is_empty() {
+                        let (permit, twin) = held.swap_remove(index % held.len());
+                        let in_flight = permit.in_flight_at_acquire();
+                        limit.release(now, permit, outcome);
+                        shared.release(now, twin, outcome);
+                        if outcome == Outcome::Ignored {
+                            prop_assert_eq!(
+                                limit.limit(),
+                                limit_before,
+                                "an ignored call moved it"
+                            );
+                        }
+                        if let Algorithm::Aimd { .. } = config.algorithm() {
+                            let expected =
+                                aimd_reference(&config, limit_before, in_flight, outcome);
+                            prop_assert_eq!(
+                                limit.limit(),
+                                expected,
+                                "{:?} from {}",
+                                outcome,
+                                limit_before
+                            );
+                        }
+                    }
+                }
+            }
+            let counters = limit.counters();
+            prop_assert_eq!(shared.counters(), counters);
+            prop_assert!(
+                (min..=max).contains(&counters.limit),
+                "limit {} outside",
+                counters.limit
+            );
+            increases += u64::from(counters.limit > limit_before);
+            decreases += u64::from(counters.limit < limit_before);
+            prop_assert_eq!(
+                (counters.limit_increases, counters.limit_decreases),
+                (increases, decreases)
+            );
+            prop_assert!(
+                min <= counters.limit_min_seen && counters.limit_min_seen <= counters.limit
+            );
+            prop_assert!(
+                counters.limit <= counters.limit_max_seen && counters.limit_max_seen <= max
+            );
+            prop_assert_eq!(counters.in_flight as usize, held.len());
+            prop_assert_eq!(counters.in_flight_peak, held_peak);
+            prop_assert_eq!(counters.admitted + counters.rejected, acquires);
+            prop_assert_eq!(
+                counters.admitted,
+                counters.succeeded
+                    + counters.dropped
+                    + counters.ignored
+                    + u64::from(counters.in_flight)
+            );
+        }
+        for (permit, twin) in held {
+            limit.release(now, permit, Outcome::Ignored);
+            shared.release(now, twin, Outcome::Ignored);
+        }
+        prop_assert_eq!(limit.in_flight(), 0);
+        prop_assert_eq!(shared.counters(), limit.counters());
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn aimd_keeps_its_invariants_and_matches_the_reference(
+            config in aimd_config(),
+            ops in prop::collection::vec(op(), 1..150),
+        ) {
+            check(config, ops)?;
+        }
+
+        #[test]
+        fn gradient2_keeps_its_invariants(
+            config in gradient2_config(),
+            ops in prop::collection::vec(op(), 1..150),
+        ) {
+            check(config, ops)?;
         }
     }
 }
