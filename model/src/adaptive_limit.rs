@@ -1497,3 +1497,146 @@ mod properties {
         }
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicU32, Ordering};
+
+    /// The bug [`SharedAdaptiveLimit`] is written to avoid: the check against the limit and
+    /// the increment of the calls in flight in two critical sections, as a caller would get by
+    /// asking "is there room?" and then "take a place" under a lock taken twice. Test-only: it
+    /// exists to show that loom finds the race.
+    struct CheckThenIncrement {
+        limit: Mutex<AdaptiveLimit>,
+    }
+
+    impl CheckThenIncrement {
+        fn try_acquire(&self, now: SimTime) -> Acquire {
+            let has_room = lock(&self.limit).has_room();
+            // Another thread can take the last place here.
+            if has_room {
+                Acquire::Granted(lock(&self.limit).grant(now))
+            } else {
+                Acquire::Rejected
+            }
+        }
+    }
+
+    /// Three threads through a shared AIMD limit of 2 (min 1, ratio 0.5); the first ends its
+    /// call with a drop, which lowers the limit to 1 while the others may be inside, and the
+    /// others' successes may raise it back. Whatever the interleaving: every admission is
+    /// within the limit of its moment, never more than the maximum are inside, the limit
+    /// moves by exactly the recorded steps, and every permit comes back.
+    ///
+    /// Each call runs under the one mutex, so loom varies the order in which the calls take
+    /// the lock (and where the threads' own counting falls between them); the counterexample
+    /// below shows that a split check and increment would not survive that.
+    #[test]
+    fn loom_adaptive_limit_never_admits_over_the_limit() {
+        crate::sync::loom_model(|| {
+            let algorithm = Algorithm::Aimd {
+                backoff_ratio: 0.5,
+                timeout: SimDuration::from_secs(1),
+            };
+            let config = AdaptiveLimitConfig::new(2, 1, 2, algorithm).unwrap();
+            let shared = Arc::new(SharedAdaptiveLimit::new(config));
+            let inside = Arc::new(AtomicU32::new(0));
+            let threads: Vec<_> = (0..3u64)
+                .map(|thread| {
+                    let (shared, inside) = (shared.clone(), inside.clone());
+                    loom::thread::spawn(move || {
+                        let now = SimTime::from_nanos(thread);
+                        let Acquire::Granted(permit) = shared.try_acquire(now) else {
+                            return false;
+                        };
+                        assert!(
+                            permit.in_flight_at_acquire() <= permit.limit_at_acquire(),
+                            "admitted as call {} under a limit of {}",
+                            permit.in_flight_at_acquire(),
+                            permit.limit_at_acquire()
+                        );
+                        let now_inside = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                        assert!(now_inside <= 2, "{now_inside} inside a limit of at most 2");
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        let rtt = SimDuration::from_millis(1);
+                        let outcome = if thread == 0 {
+                            Outcome::Dropped { rtt }
+                        } else {
+                            Outcome::Success { rtt }
+                        };
+                        shared.release(now, permit, outcome);
+                        true
+                    })
+                })
+                .collect();
+            let admitted: Vec<bool> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+            let counters = shared.counters();
+            assert_eq!(counters.in_flight, 0, "a permit was not given back");
+            assert_eq!(counters.admitted + counters.rejected, 3);
+            assert_eq!(counters.admitted, counters.succeeded + counters.dropped);
+            // Only a place held by another thread can turn a caller away, and a limit of 1
+            // needs the drop, whose call had then ended: at most one is refused.
+            assert!(counters.admitted >= 2, "{counters:?}");
+            // The drop lowers 2 to 1 (only the first thread drops, so the limit is 2 before);
+            // a later success raises it back (in flight at admission × 2 >= 1).
+            assert_eq!(counters.limit_decreases, u64::from(admitted[0]));
+            assert!(counters.limit_increases <= counters.limit_decreases);
+            assert_eq!(
+                u64::from(counters.limit),
+                2 - counters.limit_decreases + counters.limit_increases
+            );
+        });
+    }
+
+    /// Two threads, a limit of 1, places held until both are done, through the split check
+    /// and increment: loom must find the interleaving where both see room and both are
+    /// admitted, and also executions where one is turned away. The test fails if loom stops
+    /// finding the counterexample.
+    #[test]
+    fn loom_adaptive_limit_check_then_increment_exceeds_the_limit() {
+        let (executions, over_limit) = crate::sync::loom_count_executions(1, || {
+            let config = AdaptiveLimitConfig::new(1, 1, 1, Algorithm::AIMD_NETFLIX).unwrap();
+            let racy = Arc::new(CheckThenIncrement {
+                limit: Mutex::new(AdaptiveLimit::new(config)),
+            });
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let racy = racy.clone();
+                    loom::thread::spawn(move || match racy.try_acquire(SimTime::ZERO) {
+                        Acquire::Granted(permit) => Some(permit),
+                        Acquire::Rejected => None,
+                    })
+                })
+                .collect();
+            let permits: Vec<Permit> = threads
+                .into_iter()
+                .filter_map(|thread| thread.join().unwrap())
+                .collect();
+            // No permit was released before both threads finished: these were held at once.
+            let held_at_once = permits.len();
+            let mut limit = lock(&racy.limit);
+            let over_limit = permits
+                .iter()
+                .any(|permit| permit.in_flight_at_acquire() > permit.limit_at_acquire());
+            assert_eq!(
+                over_limit,
+                held_at_once > 1,
+                "the permits tell the same story"
+            );
+            for permit in permits {
+                limit.release(SimTime::ZERO, permit, Outcome::Ignored);
+            }
+            held_at_once > 1
+        });
+        assert!(
+            over_limit > 0,
+            "loom found no execution over the limit in {executions} executions"
+        );
+        assert!(
+            over_limit < executions,
+            "every one of {executions} executions went over the limit"
+        );
+    }
+}
