@@ -51,7 +51,8 @@
 //! fuses a multiply and an add on its own. So a sequence of calls gives bit-identical limits
 //! on every platform whose `f64` is IEEE-754 binary64 (every Rust tier-1 target; not a 32-bit
 //! x86 without SSE2, whose x87 registers round differently), and the same limits as the Java
-//! for the same samples, since Java evaluates the same operations in the same order.
+//! for the same samples (but for the zero rtt above), since Java evaluates the same operations
+//! in the same order.
 //!
 //! # Call order and invariants
 //!
@@ -73,8 +74,8 @@
 //!   `now` it has seen instead ([`LatestTime`]). Neither algorithm reads the time (Netflix's
 //!   take a start time and ignore it); `now` stamps each permit ([`Permit::acquired_at`]), so
 //!   a caller can measure the rtt it reports as `now − acquired_at`.
-//! - Memory is constant: the limiter keeps counters and, for Gradient2, two averages, never a
-//!   list of samples.
+//! - Memory is constant: the limiter keeps counters and, for Gradient2, its estimate and one
+//!   average, never a list of samples.
 
 use crate::config::ConfigError;
 use crate::instance::InstanceId;
@@ -621,7 +622,7 @@ impl AdaptiveLimit {
     /// check of what `try_acquire` wrote); both are checked before anything changes.
     pub fn release(&mut self, now: SimTime, permit: Permit, outcome: Outcome) {
         self.id
-            .assert_issued(permit.owner, "a permit", "adaptive limit");
+            .assert_issued(permit.owner, "a permit", "concurrency limiter");
         assert!(
             self.counters.in_flight >= 1,
             "released a permit with no call in flight: it was not granted by this limiter"
@@ -832,7 +833,9 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "a permit was handed back to a adaptive limit that did not issue it")]
+    #[should_panic(
+        expected = "a permit was handed back to a concurrency limiter that did not issue it"
+    )]
     fn a_permit_from_another_limiter_panics() {
         let mut issuer = limiter(1, 1, 1, Algorithm::AIMD_NETFLIX);
         let mut other = limiter(1, 1, 1, Algorithm::AIMD_NETFLIX);
