@@ -9,6 +9,7 @@
 //! Architecture invariant: this crate depends on no other crate of the workspace, and nothing in
 //! it reads a clock or owns a thread.
 
+pub mod adaptive_limit;
 pub mod backoff;
 pub mod breaker;
 pub mod bulkhead;
