@@ -115,6 +115,7 @@ pub struct Summary {
     pub databases: BTreeMap<String, DatabaseSummary>,
     pub bulkheads: BTreeMap<String, BulkheadSummary>,
     pub semaphores: BTreeMap<String, SemaphoreSummary>,
+    pub adaptive_limits: BTreeMap<String, AdaptiveLimitSummary>,
     pub retries: BTreeMap<String, RetrySummary>,
     pub caches: BTreeMap<String, CacheSummary>,
     pub rate_limits: BTreeMap<String, RateLimitSummary>,
@@ -259,6 +260,22 @@ pub struct ThrottleSummary {
     /// Releases that never landed (lost fire-and-forget decrements, or requests that ended
     /// holding a slot).
     pub releases_lost: u64,
+}
+
+/// An adaptive concurrency limit's run: what it admitted and where its limit went.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AdaptiveLimitSummary {
+    pub enabled: bool,
+    pub admitted: u64,
+    /// Calls refused (with `shed`) because the limit was reached.
+    pub rejected: u64,
+    /// Admitted calls that ended as drops (the errors the limit counts), lowering it.
+    pub dropped: u64,
+    /// The limit when the run ended, and the lowest and highest it reached.
+    pub final_limit: u64,
+    pub limit_min_seen: u64,
+    pub limit_max_seen: u64,
+    pub peak_in_flight: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -454,6 +454,7 @@ impl<'a> Validator<'a> {
             breakers,
             bulkheads,
             semaphores,
+            adaptive_limits: Vec::new(),
             retries,
             caches,
             rate_limits,

@@ -362,40 +362,16 @@ impl Database {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{DatabaseSpec, RunLimits};
+    use crate::scenario::DatabaseSpec;
     use outagelab_model::time::SimDuration;
 
     fn databases(capacity: Option<u32>) -> Databases {
-        let scenario = Scenario {
-            name: "db".into(),
-            seed: 1,
-            limits: RunLimits {
-                horizon: None,
-                time_max: RunLimits::TIME_MAX_DEFAULT,
-                events_max: 1000,
-            },
-            bucket: SimDuration::from_millis(100),
-            percentile_rule: Default::default(),
-            servers: vec![],
-            connections: vec![],
-            databases: vec![DatabaseSpec {
-                name: "main".into(),
-                latency: Distribution::Constant(SimDuration::from_millis(10)),
-                capacity,
-            }],
-            keys: vec![],
-            breakers: vec![],
-            bulkheads: vec![],
-            semaphores: vec![],
-            retries: vec![],
-            caches: vec![],
-            rate_limits: vec![],
-            kv_stores: vec![],
-            throttles: vec![],
-            flows: vec![],
-            loads: vec![],
-            faults: vec![],
-        };
+        let mut scenario = Scenario::empty_for_tests();
+        scenario.databases.push(DatabaseSpec {
+            name: "main".into(),
+            latency: Distribution::Constant(SimDuration::from_millis(10)),
+            capacity,
+        });
         Databases::new(&scenario)
     }
 

@@ -21,7 +21,7 @@ use std::fmt;
 
 use outagelab_model::time::SimTime;
 
-use crate::scenario::{ConnectionId, PolicyRef, Scenario};
+use crate::scenario::{ConnectionId, PolicyKind, PolicyRef, Scenario};
 
 /// The invariants the monitors check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +72,7 @@ impl fmt::Display for Violation {
 
 /// The monitors' own counts.
 pub(crate) struct Monitors {
-    /// Per policy instance, by kind then index: requests inside it.
+    /// Per policy instance, by kind (indexed by `kind as usize`, see `PolicyKind::ALL`) then index: requests inside it.
     inside: Vec<Vec<u64>>,
     arrived: u64,
     ended: u64,
@@ -82,35 +82,13 @@ pub(crate) struct Monitors {
     violation: Option<Violation>,
 }
 
-fn kind_index(policy: PolicyRef) -> (usize, usize) {
-    match policy {
-        PolicyRef::Retry(id) => (0, id.index()),
-        PolicyRef::Bulkhead(id) => (1, id.index()),
-        PolicyRef::Semaphore(id) => (2, id.index()),
-        PolicyRef::Breaker(id) => (3, id.index()),
-    }
-}
-
-fn policy_name(scenario: &Scenario, policy: PolicyRef) -> String {
-    match policy {
-        PolicyRef::Retry(id) => format!("retry policy {}", scenario.retries[id.index()].name),
-        PolicyRef::Bulkhead(id) => format!("bulkhead {}", scenario.bulkheads[id.index()].name),
-        PolicyRef::Semaphore(id) => {
-            format!("semaphore {}", scenario.semaphores[id.index()].name)
-        }
-        PolicyRef::Breaker(id) => format!("breaker {}", scenario.breakers[id.index()].name),
-    }
-}
-
 impl Monitors {
     pub fn new(scenario: &Scenario) -> Monitors {
         Monitors {
-            inside: vec![
-                vec![0; scenario.retries.len()],
-                vec![0; scenario.bulkheads.len()],
-                vec![0; scenario.semaphores.len()],
-                vec![0; scenario.breakers.len()],
-            ],
+            inside: PolicyKind::ALL
+                .iter()
+                .map(|&kind| vec![0; scenario.policy_count(kind)])
+                .collect(),
             arrived: 0,
             ended: 0,
             live: 0,
@@ -140,8 +118,7 @@ impl Monitors {
         policy: PolicyRef,
         ceiling: Option<u64>,
     ) {
-        let (kind, index) = kind_index(policy);
-        let inside = &mut self.inside[kind][index];
+        let inside = &mut self.inside[policy.kind() as usize][policy.index()];
         *inside += 1;
         if let Some(ceiling) = ceiling
             && *inside > ceiling
@@ -150,7 +127,7 @@ impl Monitors {
             self.report(Violation {
                 invariant: Invariant::LimitExceeded,
                 at: now,
-                entity: policy_name(scenario, policy),
+                entity: scenario.policy_name(policy),
                 detail: format!("{inside} requests inside, limit {ceiling}"),
             });
         }
@@ -158,8 +135,7 @@ impl Monitors {
 
     /// A request left `policy`.
     pub fn left(&mut self, policy: PolicyRef) {
-        let (kind, index) = kind_index(policy);
-        let inside = &mut self.inside[kind][index];
+        let inside = &mut self.inside[policy.kind() as usize][policy.index()];
         debug_assert!(*inside > 0, "left a layer nobody was inside");
         *inside = inside.saturating_sub(1);
     }

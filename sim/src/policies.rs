@@ -13,17 +13,22 @@
 //! breaker inside, the breaker never hears of it. A retry outside a bulkhead gives its permit
 //! back while it waits out the backoff; inside, it keeps the permit.
 //!
-//! Adding a policy: its state machine in `outagelab-model`, a slot type here with an
-//! `impl Layer`, a variant of [`PolicyRef`], one line in [`Policies::layer`], and its section
-//! of the summary in [`Policies::summarize`].
+//! Adding a policy: its state machine in `outagelab-model`; its spec, id and [`PolicyRef`]
+//! variant in `scenario.rs`; here a slot type with an `impl Layer`, its construction in
+//! [`Policies::new`], one line in [`Policies::layer`], and its section of the summary in
+//! [`Policies::summarize`]; its report type in `outagelab-report`.
 
+use outagelab_model::adaptive_limit::{
+    Acquire as AdaptiveAcquire, AdaptiveLimit, Outcome as Sample, Permit as AdaptivePermit,
+};
 use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    BreakerSummary, BulkheadSummary, Outcome, RetrySummary, SemaphoreSummary, Summary,
+    AdaptiveLimitSummary, BreakerSummary, BulkheadSummary, Outcome, RetrySummary, SemaphoreSummary,
+    Summary,
 };
 
 use crate::kernel::{RequestRef, StepResult};
@@ -40,6 +45,7 @@ pub(crate) enum Hold {
     Semaphore(SemaphorePermit),
     Breaker(Ticket),
     Retry(RetryState),
+    AdaptiveLimit(AdaptivePermit),
 }
 
 /// Who asks to enter a layer.
@@ -335,12 +341,60 @@ impl Layer for RetrySlot {
     fn observe(&mut self, _: SimTime, _: &mut Metrics) {}
 }
 
+pub(crate) struct AdaptiveLimitSlot {
+    limit: AdaptiveLimit,
+    enabled: bool,
+    drops: OutcomeSet,
+    limit_gauge: GaugeId,
+    in_flight_gauge: GaugeId,
+}
+
+impl Layer for AdaptiveLimitSlot {
+    fn enter(&mut self, now: SimTime, _: &Entrant) -> Enter {
+        if !self.enabled {
+            return Enter::Pass(Hold::Open);
+        }
+        match self.limit.try_acquire(now) {
+            AdaptiveAcquire::Granted(permit) => Enter::Pass(Hold::AdaptiveLimit(permit)),
+            AdaptiveAcquire::Rejected => Enter::Refused(Outcome::Shed),
+        }
+    }
+
+    fn exit(&mut self, now: SimTime, hold: Hold, leaving: &Leaving) -> Exit {
+        let Hold::AdaptiveLimit(permit) = hold else {
+            return Exit::Left(None);
+        };
+        // The latency of the call it admitted, from admission to the step's end.
+        let rtt = now.saturating_since(permit.acquired_at());
+        let sample = match leaving.io_result {
+            StepResult::Ok | StepResult::Hit | StepResult::Miss => Sample::Success { rtt },
+            StepResult::Error(kind) if self.drops.contains(kind) => Sample::Dropped { rtt },
+            StepResult::Error(_) => Sample::Ignored,
+        };
+        self.limit.release(now, permit, sample);
+        Exit::Left(None)
+    }
+
+    /// The hard ceiling: the limit moves, but never above its maximum (the model checks each
+    /// admission against the limit of its moment).
+    fn ceiling(&self) -> Option<u64> {
+        self.enabled
+            .then(|| u64::from(self.limit.config().limit_max()))
+    }
+
+    fn observe(&mut self, _: SimTime, metrics: &mut Metrics) {
+        metrics.set_gauge(self.limit_gauge, u64::from(self.limit.limit()));
+        metrics.set_gauge(self.in_flight_gauge, u64::from(self.limit.in_flight()));
+    }
+}
+
 /// Every policy instance of a run, by kind, addressed by [`PolicyRef`].
 pub(crate) struct Policies {
     breakers: Vec<BreakerSlot>,
     bulkheads: Vec<BulkheadSlot>,
     semaphores: Vec<SemaphoreSlot>,
     retries: Vec<RetrySlot>,
+    adaptive_limits: Vec<AdaptiveLimitSlot>,
 }
 
 /// Bugs a test may plant in the policies, to show that the monitors catch them.
@@ -402,11 +456,23 @@ impl Policies {
                 state_gauge: gauge(metrics, "breakers", &spec.name, "state"),
             })
             .collect();
+        let adaptive_limits = scenario
+            .adaptive_limits
+            .iter()
+            .map(|spec| AdaptiveLimitSlot {
+                limit: AdaptiveLimit::new(spec.config),
+                enabled: spec.enabled,
+                drops: spec.drops,
+                limit_gauge: gauge(metrics, "adaptive_limits", &spec.name, "limit"),
+                in_flight_gauge: gauge(metrics, "adaptive_limits", &spec.name, "in_flight"),
+            })
+            .collect();
         Policies {
             breakers,
             bulkheads,
             semaphores,
             retries,
+            adaptive_limits,
         }
     }
 
@@ -417,6 +483,7 @@ impl Policies {
             PolicyRef::Bulkhead(id) => &mut self.bulkheads[id.index()],
             PolicyRef::Semaphore(id) => &mut self.semaphores[id.index()],
             PolicyRef::Retry(id) => &mut self.retries[id.index()],
+            PolicyRef::AdaptiveLimit(id) => &mut self.adaptive_limits[id.index()],
         }
     }
 
@@ -424,7 +491,8 @@ impl Policies {
     pub fn observe(&mut self, now: SimTime, metrics: &mut Metrics) {
         let layers = (self.semaphores.iter_mut().map(|l| l as &mut dyn Layer))
             .chain(self.breakers.iter_mut().map(|l| l as &mut dyn Layer))
-            .chain(self.bulkheads.iter_mut().map(|l| l as &mut dyn Layer));
+            .chain(self.bulkheads.iter_mut().map(|l| l as &mut dyn Layer))
+            .chain(self.adaptive_limits.iter_mut().map(|l| l as &mut dyn Layer));
         for layer in layers {
             layer.observe(now, metrics);
         }
@@ -432,6 +500,25 @@ impl Policies {
 
     /// Writes every policy's section of the summary.
     pub fn summarize(&self, scenario: &Scenario, now: SimTime, summary: &mut Summary) {
+        summary.adaptive_limits = scenario
+            .adaptive_limits
+            .iter()
+            .zip(&self.adaptive_limits)
+            .map(|(spec, slot)| {
+                let counters = slot.limit.counters();
+                let summary = AdaptiveLimitSummary {
+                    enabled: slot.enabled,
+                    admitted: counters.admitted,
+                    rejected: counters.rejected,
+                    dropped: counters.dropped,
+                    final_limit: u64::from(counters.limit),
+                    limit_min_seen: u64::from(counters.limit_min_seen),
+                    limit_max_seen: u64::from(counters.limit_max_seen),
+                    peak_in_flight: u64::from(counters.in_flight_peak),
+                };
+                (spec.name.clone(), summary)
+            })
+            .collect();
         summary.bulkheads = scenario
             .bulkheads
             .iter()

@@ -9,6 +9,7 @@
 use std::num::NonZeroU64;
 
 use outagelab_model::ConfigError;
+use outagelab_model::adaptive_limit::AdaptiveLimitConfig;
 use outagelab_model::breaker::BreakerConfig;
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
@@ -58,6 +59,8 @@ id!(/// Index into [`Scenario::throttles`].
     ThrottleId);
 id!(/// Index into [`Scenario::kv_stores`].
     KvStoreId);
+id!(/// Index into [`Scenario::adaptive_limits`].
+    AdaptiveLimitId);
 id!(/// Index into [`Scenario::flows`].
     FlowId);
 id!(/// Index into [`Scenario::loads`].
@@ -83,6 +86,7 @@ pub struct Scenario {
     pub breakers: Vec<BreakerSpec>,
     pub bulkheads: Vec<BulkheadSpec>,
     pub semaphores: Vec<SemaphoreSpec>,
+    pub adaptive_limits: Vec<AdaptiveLimitSpec>,
     pub retries: Vec<RetrySpec>,
     pub caches: Vec<CacheSpec>,
     pub rate_limits: Vec<RateLimitSpec>,
@@ -392,6 +396,20 @@ pub struct SemaphoreSpec {
     pub config: SemaphoreConfig,
 }
 
+/// An adaptive concurrency limit (Netflix's concurrency-limits): a cap on calls in flight that
+/// grows while calls succeed and shrinks when they are dropped; over it a call is refused with
+/// `shed` at once.
+#[derive(Clone, Debug)]
+pub struct AdaptiveLimitSpec {
+    pub name: String,
+    /// A disabled limit admits every call.
+    pub enabled: bool,
+    pub config: AdaptiveLimitConfig,
+    /// Which errors are drops (the signal of too much load that lowers the limit); other
+    /// errors are ignored, successes are samples of their latency.
+    pub drops: OutcomeSet,
+}
+
 /// A client's retry policy: a step that names it tries again, after a backoff and with the
 /// budget's permission, when it fails with one of `retry_on`. One budget per policy: steps
 /// that name the same policy share it.
@@ -517,6 +535,8 @@ pub enum PolicyRef {
     Semaphore(SemaphoreId),
     /// An open breaker refuses the step with `breaker_open` before any I/O.
     Breaker(BreakerId),
+    /// Over its current limit, the step is refused with `shed` at once.
+    AdaptiveLimit(AdaptiveLimitId),
 }
 
 impl PolicyRef {
@@ -526,6 +546,18 @@ impl PolicyRef {
             PolicyRef::Bulkhead(_) => PolicyKind::Bulkhead,
             PolicyRef::Semaphore(_) => PolicyKind::Semaphore,
             PolicyRef::Breaker(_) => PolicyKind::Breaker,
+            PolicyRef::AdaptiveLimit(_) => PolicyKind::AdaptiveLimit,
+        }
+    }
+
+    /// Its index among the policies of its kind.
+    pub fn index(self) -> usize {
+        match self {
+            PolicyRef::Retry(id) => id.index(),
+            PolicyRef::Bulkhead(id) => id.index(),
+            PolicyRef::Semaphore(id) => id.index(),
+            PolicyRef::Breaker(id) => id.index(),
+            PolicyRef::AdaptiveLimit(id) => id.index(),
         }
     }
 }
@@ -537,17 +569,31 @@ pub enum PolicyKind {
     Bulkhead,
     Semaphore,
     Breaker,
+    AdaptiveLimit,
 }
 
 impl PolicyKind {
-    /// The order of a step that does not list its policies, outermost first: a retry tries the
-    /// whole step again; the bulkhead is entered before the semaphore and the breaker, so a
-    /// request queued in it holds nothing else, and a shed is not a breaker failure.
-    pub const DEFAULT_ORDER: [PolicyKind; 4] = [
+    /// Every kind, in declaration order: `kind as usize` is its index here.
+    pub const ALL: [PolicyKind; 5] = [
         PolicyKind::Retry,
         PolicyKind::Bulkhead,
         PolicyKind::Semaphore,
         PolicyKind::Breaker,
+        PolicyKind::AdaptiveLimit,
+    ];
+
+    /// The order of a step that does not list its policies, outermost first: a retry tries the
+    /// whole step again; the bulkhead is entered before the semaphore and the breaker, so a
+    /// request queued in it holds nothing else, and a shed is not a breaker failure.
+    ///
+    /// An adaptive limit comes last: it measures the latency of the call it admits, so
+    /// nothing else should stand between them.
+    pub const DEFAULT_ORDER: [PolicyKind; 5] = [
+        PolicyKind::Retry,
+        PolicyKind::Bulkhead,
+        PolicyKind::Semaphore,
+        PolicyKind::Breaker,
+        PolicyKind::AdaptiveLimit,
     ];
 
     /// The name a scenario file uses for the kind (its step key).
@@ -557,7 +603,33 @@ impl PolicyKind {
             PolicyKind::Bulkhead => "bulkhead",
             PolicyKind::Semaphore => "semaphore",
             PolicyKind::Breaker => "breaker",
+            PolicyKind::AdaptiveLimit => "adaptive_limit",
         }
+    }
+}
+
+impl Scenario {
+    /// How many policies of `kind` the scenario declares.
+    pub fn policy_count(&self, kind: PolicyKind) -> usize {
+        match kind {
+            PolicyKind::Retry => self.retries.len(),
+            PolicyKind::Bulkhead => self.bulkheads.len(),
+            PolicyKind::Semaphore => self.semaphores.len(),
+            PolicyKind::Breaker => self.breakers.len(),
+            PolicyKind::AdaptiveLimit => self.adaptive_limits.len(),
+        }
+    }
+
+    /// A policy as messages name it: `bulkhead db`.
+    pub fn policy_name(&self, policy: PolicyRef) -> String {
+        let name = match policy {
+            PolicyRef::Retry(id) => &self.retries[id.index()].name,
+            PolicyRef::Bulkhead(id) => &self.bulkheads[id.index()].name,
+            PolicyRef::Semaphore(id) => &self.semaphores[id.index()].name,
+            PolicyRef::Breaker(id) => &self.breakers[id.index()].name,
+            PolicyRef::AdaptiveLimit(id) => &self.adaptive_limits[id.index()].name,
+        };
+        format!("{} {name}", policy.kind().name().replace('_', " "))
     }
 }
 
@@ -789,20 +861,11 @@ impl Scenario {
                     ));
                 }
                 for (position, policy) in step.policies.iter().enumerate() {
-                    match *policy {
-                        PolicyRef::Breaker(id) => {
-                            within("breaker", id.index(), self.breakers.len())?
-                        }
-                        PolicyRef::Bulkhead(id) => {
-                            within("bulkhead", id.index(), self.bulkheads.len())?
-                        }
-                        PolicyRef::Semaphore(id) => {
-                            within("semaphore", id.index(), self.semaphores.len())?
-                        }
-                        PolicyRef::Retry(id) => {
-                            within("retry policy", id.index(), self.retries.len())?
-                        }
-                    }
+                    within(
+                        policy.kind().name(),
+                        policy.index(),
+                        self.policy_count(policy.kind()),
+                    )?;
                     if step.policies[..position]
                         .iter()
                         .any(|earlier| earlier.kind() == policy.kind())
@@ -903,6 +966,7 @@ impl Scenario {
             breakers: vec![],
             bulkheads: vec![],
             semaphores: vec![],
+            adaptive_limits: vec![],
             retries: vec![],
             caches: vec![],
             rate_limits: vec![],
@@ -939,6 +1003,20 @@ impl ConnectionSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_kind_indexes_the_list_of_all_kinds() {
+        for (index, kind) in PolicyKind::ALL.into_iter().enumerate() {
+            assert_eq!(kind as usize, index);
+        }
+        let mut sorted = PolicyKind::DEFAULT_ORDER;
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            PolicyKind::ALL,
+            "the default order lists every kind once"
+        );
+    }
 
     #[test]
     fn even_arrivals_are_exact_in_integers() {

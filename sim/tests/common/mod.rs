@@ -32,6 +32,7 @@ pub fn empty(name: &str) -> Scenario {
         breakers: vec![],
         bulkheads: vec![],
         semaphores: vec![],
+        adaptive_limits: vec![],
         retries: vec![],
         caches: vec![],
         rate_limits: vec![],
