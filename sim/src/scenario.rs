@@ -644,7 +644,7 @@ pub enum LoadEnd {
 #[derive(Clone, Debug)]
 pub struct FaultSpec {
     pub name: String,
-    pub target: ServerId,
+    pub target: FaultTarget,
     pub kind: FaultKind,
     pub at: SimTime,
     /// `None` lasts to the end of the run.
@@ -655,6 +655,13 @@ impl FaultSpec {
     pub fn end(&self) -> Option<SimTime> {
         self.duration.map(|d| self.at.saturating_add(d))
     }
+}
+
+/// What a fault acts on. Only Redis servers today; links and databases are the next targets,
+/// each a variant here with its own kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultTarget {
+    Server(ServerId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -803,7 +810,11 @@ impl Scenario {
             within("flow", load.flow.index(), self.flows.len())?;
         }
         for fault in &self.faults {
-            within("server", fault.target.index(), self.servers.len())?;
+            match fault.target {
+                FaultTarget::Server(server) => {
+                    within("server", server.index(), self.servers.len())?
+                }
+            }
         }
         for family in &self.keys {
             if family.count == 0 {
@@ -814,6 +825,44 @@ impl Scenario {
             return Err("the series bucket width is zero".into());
         }
         Ok(())
+    }
+
+    /// The name of what a fault acts on. `target` must pass [`Scenario::check_references`].
+    pub fn target_name(&self, target: FaultTarget) -> &str {
+        match target {
+            FaultTarget::Server(server) => &self.servers[server.index()].name,
+        }
+    }
+
+    /// A scenario with nothing in it (seed 1, 100 ms buckets, default limits), for code that
+    /// builds scenarios without a file, such as tests, to fill in.
+    pub fn empty(name: &str) -> Scenario {
+        Scenario {
+            name: name.into(),
+            seed: 1,
+            limits: RunLimits {
+                horizon: None,
+                time_max: RunLimits::TIME_MAX_DEFAULT,
+                events_max: RunLimits::EVENTS_MAX_DEFAULT,
+            },
+            bucket: SimDuration::from_millis(100),
+            percentile_rule: Default::default(),
+            servers: vec![],
+            connections: vec![],
+            databases: vec![],
+            keys: vec![],
+            breakers: vec![],
+            bulkheads: vec![],
+            semaphores: vec![],
+            retries: vec![],
+            caches: vec![],
+            rate_limits: vec![],
+            kv_stores: vec![],
+            throttles: vec![],
+            flows: vec![],
+            loads: vec![],
+            faults: vec![],
+        }
     }
 }
 
