@@ -2358,7 +2358,7 @@ impl<'a> Validator<'a> {
         };
         Some(FaultSpec {
             name: name.to_owned(),
-            target: ServerId(target?),
+            target: FaultTarget::Server(ServerId(target?)),
             kind,
             at,
             duration,

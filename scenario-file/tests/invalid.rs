@@ -406,7 +406,7 @@ fn policy_order_mistakes() {
                 r#"{ db = "db", bulkhead = "b", policies = ["bulkhed"] }"#,
                 network,
             ),
-            "16:118: flows.f.steps[1].policies[0]: \"bulkhed\" is not a policy kind; the kinds are retry, bulkhead, semaphore, breaker",
+            "16:118: flows.f.steps[1].policies[0]: \"bulkhed\" is not a policy kind; the kinds are retry, bulkhead, semaphore, breaker, adaptive_limit",
         ),
         (
             with_policies(

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::DatabaseSummary;
 
-use crate::kernel::{Event, EventQueue, RequestRef};
+use crate::kernel::{EventQueue, RequestRef};
 use crate::rng::Stream;
 use crate::scenario::{DatabaseId, Distribution, Scenario};
 
@@ -37,6 +37,23 @@ const ONE_Q32: u128 = 1 << 32;
 
 /// An advisory lock's key: (key family, key index).
 pub(crate) type LockKey = (u32, u32);
+
+/// What happens next to a database; scheduled by [`Databases`] and handed back to
+/// [`Databases::handle`]. An event of an older `generation` than the database's was replaced
+/// by a later one and is dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DatabaseEvent {
+    /// A database's next query may have finished.
+    Wake {
+        database: DatabaseId,
+        generation: u32,
+    },
+    /// A database's earliest query timeout may be due.
+    Timeout {
+        database: DatabaseId,
+        generation: u32,
+    },
+}
 
 /// A query handed to a database.
 #[derive(Clone, Copy, Debug)]
@@ -145,7 +162,7 @@ impl Database {
         if let Some(at) = wake_at {
             events.schedule(
                 at,
-                Event::DatabaseWake {
+                DatabaseEvent::Wake {
                     database: id,
                     generation: self.generation,
                 },
@@ -215,6 +232,20 @@ impl Databases {
         }
     }
 
+    /// Runs an event these databases scheduled, now that it is due.
+    pub fn handle(&mut self, now: SimTime, event: DatabaseEvent, events: &mut EventQueue) {
+        match event {
+            DatabaseEvent::Wake {
+                database,
+                generation,
+            } => self.on_wake(now, database, generation, events),
+            DatabaseEvent::Timeout {
+                database,
+                generation,
+            } => self.on_timeout_wake(now, database, generation, events),
+        }
+    }
+
     /// Hands a query to the database: it runs at once, or waits for its lock.
     pub fn start(&mut self, now: SimTime, id: DatabaseId, query: Query, events: &mut EventQueue) {
         let database = &mut self.databases[id.index()];
@@ -275,13 +306,7 @@ impl Databases {
         database.reschedule(now, id, events);
     }
 
-    pub fn on_wake(
-        &mut self,
-        now: SimTime,
-        id: DatabaseId,
-        generation: u32,
-        events: &mut EventQueue,
-    ) {
+    fn on_wake(&mut self, now: SimTime, id: DatabaseId, generation: u32, events: &mut EventQueue) {
         let database = &mut self.databases[id.index()];
         if database.generation != generation {
             return;
@@ -322,7 +347,7 @@ impl Databases {
     }
 
     /// Times out every waiter whose deadline has passed; their queries keep running.
-    pub fn on_timeout_wake(
+    fn on_timeout_wake(
         &mut self,
         now: SimTime,
         id: DatabaseId,
@@ -351,7 +376,7 @@ impl Database {
         self.timeout_wake_at = Some(at);
         events.schedule(
             at,
-            Event::DatabaseTimeout {
+            DatabaseEvent::Timeout {
                 database: id,
                 generation: self.timeout_generation,
             },
@@ -362,11 +387,12 @@ impl Database {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::Event;
     use crate::scenario::DatabaseSpec;
     use outagelab_model::time::SimDuration;
 
     fn databases(capacity: Option<u32>) -> Databases {
-        let mut scenario = Scenario::empty_for_tests();
+        let mut scenario = Scenario::empty("db");
         scenario.databases.push(DatabaseSpec {
             name: "main".into(),
             latency: Distribution::Constant(SimDuration::from_millis(10)),
@@ -398,14 +424,10 @@ mod tests {
     fn run_to_end(dbs: &mut Databases, events: &mut EventQueue) -> Vec<(u32, u64)> {
         let mut finished = Vec::new();
         while let Some((at, event)) = events.pop() {
-            let Event::DatabaseWake {
-                database,
-                generation,
-            } = event
-            else {
-                unreachable!("only databases schedule here")
+            let Event::Database(event @ DatabaseEvent::Wake { .. }) = event else {
+                unreachable!("only databases schedule here, and no query has a timeout")
             };
-            dbs.on_wake(at, database, generation, events);
+            dbs.handle(at, event, events);
             for done in dbs.completions.drain(..) {
                 finished.push((done.slot, at.as_nanos() / 1_000_000));
             }

@@ -38,7 +38,7 @@ use crate::reconnect_slots::{ReconnectSlots, SlotAcquire, link_of};
 use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
-    Arrivals, CacheOp, ConnectionId, DatabaseId, FaultKind, FlowId, KeyFamilyId, LoadEnd, LoadId,
+    Arrivals, CacheOp, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId,
     OnError, OnHit, PolicyRef, RateLimitId, RedisCommand, Scenario, StepAction, StepSpec,
     ThrottleId, ThrottleOp,
 };
@@ -490,56 +490,15 @@ impl<'s> Simulator<'s> {
         match event {
             Event::Arrival(load) => self.on_arrival(load),
             Event::RequestTimer { request, kind } => self.on_request_timer(request, kind),
-            Event::CommandTimeout { connection } => {
-                self.redis.on_command_timeout(now, connection, events)
-            }
-            Event::CommandArrives { connection, epoch } => self
-                .redis
-                .on_command_arrives(now, connection, epoch, events),
-            Event::ServerDone { server, epoch } => {
-                self.redis.on_server_done(now, server, epoch, events)
-            }
-            Event::ReplyArrives { connection, epoch } => {
-                self.redis.on_reply_arrives(connection, epoch)
-            }
-            Event::ConnectArrives { connection, epoch } => self
-                .redis
-                .on_connect_arrives(now, connection, epoch, events),
-            Event::ConnectAnswered {
-                connection,
-                epoch,
-                accepted,
-            } => self
-                .redis
-                .on_connect_answered(now, connection, epoch, accepted, events),
-            Event::ConnectTimeout { connection, epoch } => self
-                .redis
-                .on_connect_timeout(now, connection, epoch, events),
-            Event::ReconnectDue { connection, epoch } => {
-                self.redis.on_reconnect_due(now, connection, epoch, events)
-            }
-            Event::ConnectionClosed { connection, epoch } => self
-                .redis
-                .on_connection_closed(now, connection, epoch, events),
-            Event::DatabaseWake {
-                database,
-                generation,
-            } => self.databases.on_wake(now, database, generation, events),
-            Event::DatabaseTimeout {
-                database,
-                generation,
-            } => self
-                .databases
-                .on_timeout_wake(now, database, generation, events),
+            Event::Redis(event) => self.redis.handle(now, event, events),
+            Event::Database(event) => self.databases.handle(now, event, events),
             Event::FaultStarts(fault) | Event::FaultEnds(fault) => {
                 let on = matches!(event, Event::FaultStarts(_));
                 let spec = &self.scenario.faults[fault.index()];
-                match spec.kind {
-                    FaultKind::Pause => self.redis.pause(now, spec.target, on, events),
-                    FaultKind::Hang => self.redis.hang(now, spec.target, on, events),
-                    FaultKind::Stop => self.redis.stop(now, spec.target, on, events),
-                    FaultKind::Kill if on => self.redis.kill(now, spec.target, events),
-                    FaultKind::Kill => {} // an instant: nothing ends
+                match spec.target {
+                    FaultTarget::Server(server) => {
+                        self.redis.fault(now, server, spec.kind, on, events)
+                    }
                 }
             }
         }
@@ -1493,7 +1452,7 @@ impl<'s> Simulator<'s> {
             .filter(|fault| fault.at <= end)
             .map(|fault| FaultWindow {
                 name: fault.name.clone(),
-                target: scenario.servers[fault.target.index()].name.clone(),
+                target: scenario.target_name(fault.target).to_owned(),
                 kind: fault.kind.name().to_owned(),
                 start_ms: ms(fault.at),
                 end_ms: fault.end().filter(|&e| e <= end).map(ms),

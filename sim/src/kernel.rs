@@ -11,7 +11,9 @@ use outagelab_model::time::SimTime;
 
 use outagelab_report::Outcome;
 
-use crate::scenario::{ConnectionId, DatabaseId, FaultId, LoadId, ServerId};
+use crate::database::DatabaseEvent;
+use crate::redis::RedisEvent;
+use crate::scenario::{FaultId, LoadId};
 
 /// How one step of a request ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +60,8 @@ pub(crate) enum TimerKind {
     ThrottleKv,
 }
 
+/// Everything the queue holds: the engine's own events, and each mechanism's, which the engine
+/// hands back to that mechanism's `handle`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
     /// The next arrival (or burst) of a load generator.
@@ -68,63 +72,22 @@ pub(crate) enum Event {
         request: RequestRef,
         kind: TimerKind,
     },
-    /// The client-side timeout of the oldest command on a connection that may be due.
-    CommandTimeout {
-        connection: ConnectionId,
-    },
-    /// The oldest command in the connection's outbound pipe reaches the server.
-    CommandArrives {
-        connection: ConnectionId,
-        epoch: u32,
-    },
-    /// The server finishes executing its current command.
-    ServerDone {
-        server: ServerId,
-        epoch: u32,
-    },
-    /// The oldest reply in the connection's inbound pipe reaches the client.
-    ReplyArrives {
-        connection: ConnectionId,
-        epoch: u32,
-    },
-    /// A connection attempt reaches the server.
-    ConnectArrives {
-        connection: ConnectionId,
-        epoch: u32,
-    },
-    /// The answer to a connection attempt reaches the client.
-    ConnectAnswered {
-        connection: ConnectionId,
-        epoch: u32,
-        accepted: bool,
-    },
-    /// A connection attempt has had no answer for the connect timeout.
-    ConnectTimeout {
-        connection: ConnectionId,
-        epoch: u32,
-    },
-    /// Time to attempt a reconnect.
-    ReconnectDue {
-        connection: ConnectionId,
-        epoch: u32,
-    },
-    /// The client learns that the server closed the connection.
-    ConnectionClosed {
-        connection: ConnectionId,
-        epoch: u32,
-    },
-    /// A database's next query may have finished.
-    DatabaseWake {
-        database: DatabaseId,
-        generation: u32,
-    },
-    /// A database's earliest query timeout may be due.
-    DatabaseTimeout {
-        database: DatabaseId,
-        generation: u32,
-    },
     FaultStarts(FaultId),
     FaultEnds(FaultId),
+    Redis(RedisEvent),
+    Database(DatabaseEvent),
+}
+
+impl From<RedisEvent> for Event {
+    fn from(event: RedisEvent) -> Event {
+        Event::Redis(event)
+    }
+}
+
+impl From<DatabaseEvent> for Event {
+    fn from(event: DatabaseEvent) -> Event {
+        Event::Database(event)
+    }
 }
 
 struct Scheduled {
@@ -161,11 +124,11 @@ pub(crate) struct EventQueue {
 }
 
 impl EventQueue {
-    pub fn schedule(&mut self, at: SimTime, event: Event) {
+    pub fn schedule(&mut self, at: SimTime, event: impl Into<Event>) {
         self.heap.push(Scheduled {
             at,
             seq: self.next_seq,
-            event,
+            event: event.into(),
         });
         self.next_seq += 1;
     }

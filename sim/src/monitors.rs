@@ -225,7 +225,7 @@ mod tests {
     use crate::scenario::{BulkheadId, BulkheadSpec, ConnectionSpec};
 
     fn scenario() -> Scenario {
-        let mut scenario = Scenario::empty_for_tests();
+        let mut scenario = Scenario::empty("test");
         scenario.bulkheads.push(BulkheadSpec {
             name: "pool".into(),
             config: outagelab_model::bulkhead::BulkheadConfig::new(2, 0).unwrap(),

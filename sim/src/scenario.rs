@@ -767,7 +767,7 @@ pub enum LoadEnd {
 #[derive(Clone, Debug)]
 pub struct FaultSpec {
     pub name: String,
-    pub target: ServerId,
+    pub target: FaultTarget,
     pub kind: FaultKind,
     pub at: SimTime,
     /// `None` lasts to the end of the run.
@@ -778,6 +778,13 @@ impl FaultSpec {
     pub fn end(&self) -> Option<SimTime> {
         self.duration.map(|d| self.at.saturating_add(d))
     }
+}
+
+/// What a fault acts on. Only Redis servers today; links and databases are the next targets,
+/// each a variant here with its own kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultTarget {
+    Server(ServerId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -931,7 +938,11 @@ impl Scenario {
             within("flow", load.flow.index(), self.flows.len())?;
         }
         for fault in &self.faults {
-            within("server", fault.target.index(), self.servers.len())?;
+            match fault.target {
+                FaultTarget::Server(server) => {
+                    within("server", server.index(), self.servers.len())?
+                }
+            }
         }
         for family in &self.keys {
             if family.count == 0 {
@@ -943,14 +954,19 @@ impl Scenario {
         }
         Ok(())
     }
-}
 
-#[cfg(test)]
-impl Scenario {
-    /// A scenario with nothing in it, for unit tests to fill.
-    pub(crate) fn empty_for_tests() -> Scenario {
+    /// The name of what a fault acts on. `target` must pass [`Scenario::check_references`].
+    pub fn target_name(&self, target: FaultTarget) -> &str {
+        match target {
+            FaultTarget::Server(server) => &self.servers[server.index()].name,
+        }
+    }
+
+    /// A scenario with nothing in it (seed 1, 100 ms buckets, default limits), for code that
+    /// builds scenarios without a file, such as tests, to fill in.
+    pub fn empty(name: &str) -> Scenario {
         Scenario {
-            name: "test".into(),
+            name: name.into(),
             seed: 1,
             limits: RunLimits {
                 horizon: None,

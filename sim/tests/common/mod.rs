@@ -15,33 +15,7 @@ pub fn at_ms(millis: u64) -> SimTime {
 }
 
 pub fn empty(name: &str) -> Scenario {
-    Scenario {
-        name: name.into(),
-        seed: 1,
-        limits: RunLimits {
-            horizon: None,
-            time_max: RunLimits::TIME_MAX_DEFAULT,
-            events_max: RunLimits::EVENTS_MAX_DEFAULT,
-        },
-        bucket: ms(100),
-        percentile_rule: Default::default(),
-        servers: vec![],
-        connections: vec![],
-        databases: vec![],
-        keys: vec![],
-        breakers: vec![],
-        bulkheads: vec![],
-        semaphores: vec![],
-        adaptive_limits: vec![],
-        retries: vec![],
-        caches: vec![],
-        rate_limits: vec![],
-        kv_stores: vec![],
-        throttles: vec![],
-        flows: vec![],
-        loads: vec![],
-        faults: vec![],
-    }
+    Scenario::empty(name)
 }
 
 pub fn server(name: &str) -> ServerSpec {
@@ -164,7 +138,7 @@ pub fn fault(
 ) -> FaultSpec {
     FaultSpec {
         name: name.into(),
-        target: ServerId(server),
+        target: FaultTarget::Server(ServerId(server)),
         kind,
         at,
         duration,

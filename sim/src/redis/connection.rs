@@ -1,0 +1,522 @@
+//! The client side of a connection: commands waiting for replies, timeouts, and the link's
+//! life (connect, lose, reconnect).
+//!
+//! A connection is multiplexed, as in ioredis and redis-rs: the client writes commands in FIFO
+//! order into an outbound [`Pipe`]; the server reads them in that order; replies come back
+//! through an inbound pipe, in order. A small command written behind large ones waits for
+//! their bytes: head-of-line blocking.
+//!
+//! The client keeps every command it has not had a reply for, in order: the first `sent` were
+//! written to the current link, the rest wait offline. A command whose client-side timeout
+//! fires stays there: a real server still executes a command whose caller gave up. Every
+//! change of link (lost, attempt failed, connected) bumps the connection's `epoch`, and events
+//! of an older epoch are dropped.
+//!
+//! Events: `CommandTimeout` (one armed per connection, for its oldest command that may be due),
+//! `ReplyArrives`, `ConnectAnswered`, `ConnectTimeout`, `ReconnectDue` and `ConnectionClosed`.
+
+use std::collections::VecDeque;
+
+use outagelab_model::time::SimTime;
+use outagelab_report::{ConnectionSummary, Outcome};
+
+use super::keyspace::{Op, Reply};
+use super::pipe::Pipe;
+use super::{LinkEvent, Redis, RedisEvent, is_slot, is_write};
+use crate::kernel::{EventQueue, RequestRef, StepResult};
+use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Link {
+    Connected,
+    Connecting,
+    /// Waiting for the reconnect delay to pass.
+    Down,
+}
+
+pub(super) struct Command {
+    pub(super) seq: u64,
+    op: Op,
+    waiter: RequestRef,
+    /// When the client-side timeout fires (`SimTime::MAX` without one). Every command on a
+    /// connection has the same timeout, so deadlines grow with `seq`.
+    deadline: SimTime,
+    timed_out: bool,
+    /// Links this command has outlived (lost connections and failed attempts).
+    retries: u32,
+    /// Times the server executed it (more than once after a resend).
+    pub(super) executions: u32,
+    /// The write this command is a copy of, when a slot may replay it (see `slot_links`).
+    pub(super) origin: Option<u64>,
+}
+
+pub(super) struct Connection {
+    pub(super) spec: ConnectionSpec,
+    /// The logical connection this is a link of (itself, but for a slot's later links).
+    pub(super) owner: ConnectionId,
+    /// A slot evicted this link: it takes no new command and closes once drained.
+    pub(super) retired: bool,
+    pub(super) link: Link,
+    pub(super) epoch: u32,
+    /// Commands with `seq` below this have timed out or ended; the next timeout to fire is
+    /// that of the first command at or after it.
+    timeout_cursor: u64,
+    /// Whether a `CommandTimeout` event is scheduled. There is at most one per connection, so
+    /// the event queue holds no timer for commands that were answered in time.
+    timeout_armed: bool,
+    /// Commands without a reply, in issue order: `commands[..sent]` were written to the
+    /// current link, the rest wait offline. Never holds a command twice.
+    pub(super) commands: VecDeque<Command>,
+    sent: usize,
+    next_seq: u64,
+    /// Consecutive failed connection attempts (1 right after losing a working link).
+    attempts_failed: u32,
+    /// Commands on the wire to the server.
+    pub(super) outbound: Pipe<(u64, Op)>,
+    /// Whether the server holds this connection open.
+    pub(super) server_open: bool,
+    /// Commands that reached the server and wait for its thread.
+    pub(super) input: VecDeque<(u64, Op)>,
+    /// Whether the server has this connection in its ready ring or is executing its command;
+    /// a connection is put back in the ring only when its command is done.
+    pub(super) scheduled: bool,
+    /// Replies on the wire to the client.
+    pub(super) inbound: Pipe<(u64, Reply)>,
+    pub(super) stats: ConnectionSummary,
+}
+
+impl Connection {
+    /// A link of `owner`, down, with nothing on it.
+    pub(super) fn new(spec: ConnectionSpec, owner: ConnectionId) -> Connection {
+        Connection {
+            owner,
+            retired: false,
+            link: Link::Down,
+            epoch: 0,
+            timeout_cursor: 0,
+            timeout_armed: false,
+            commands: VecDeque::new(),
+            sent: 0,
+            next_seq: 0,
+            attempts_failed: 0,
+            outbound: Pipe::new(spec.bandwidth, spec.latency),
+            server_open: false,
+            input: VecDeque::new(),
+            scheduled: false,
+            inbound: Pipe::new(spec.bandwidth, spec.latency),
+            stats: ConnectionSummary::default(),
+            spec,
+        }
+    }
+
+    /// The connection, if `epoch` is its current link's: an event of an older link is stale.
+    pub(super) fn of_epoch(&mut self, epoch: u32) -> Option<&mut Connection> {
+        (self.epoch == epoch).then_some(self)
+    }
+
+    /// The link is gone: its wires and the server's unread input are dropped, the server no
+    /// longer holds it open, and events of the old link become stale. Commands stay for the
+    /// caller to carry over or fail.
+    pub(super) fn drop_link(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.link = Link::Down;
+        self.outbound.reset();
+        self.inbound.reset();
+        self.input.clear();
+        self.server_open = false;
+        self.sent = 0;
+    }
+
+    /// Writes a command to the current link.
+    fn transmit(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        seq: u64,
+        op: Op,
+        events: &mut EventQueue,
+    ) {
+        let arrives = self.outbound.send(now, (seq, op), op.request_bytes());
+        events.schedule(
+            arrives,
+            RedisEvent::CommandArrives {
+                connection: id,
+                epoch: self.epoch,
+            },
+        );
+    }
+}
+
+impl Redis {
+    /// A request issues a command. Returns the result at once when the connection cannot take
+    /// it (down, with the offline queue off); otherwise the result comes later through
+    /// `completions`.
+    pub fn issue(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        op: Op,
+        waiter: RequestRef,
+        origin: Option<u64>,
+        events: &mut EventQueue,
+    ) -> Option<StepResult> {
+        let connection = &mut self.connections[id.index()];
+        if connection.link != Link::Connected && !connection.spec.offline_queue {
+            // A slot's link that was lost: writing to it fails like a broken pipe.
+            let error = if is_slot(&connection.spec) {
+                Outcome::ConnectionLost
+            } else {
+                Outcome::Refused
+            };
+            return Some(StepResult::Error(error));
+        }
+        if let Some(entry) = origin.and_then(|origin| self.origins.get_mut(&origin)) {
+            entry.copies += 1;
+        }
+        let connection = &mut self.connections[id.index()];
+        let seq = connection.next_seq;
+        connection.next_seq += 1;
+        let deadline = connection
+            .spec
+            .command_timeout
+            .map_or(SimTime::MAX, |timeout| now.saturating_add(timeout));
+        connection.commands.push_back(Command {
+            seq,
+            op,
+            waiter,
+            deadline,
+            timed_out: false,
+            retries: 0,
+            executions: 0,
+            origin,
+        });
+        connection.stats.commands += 1;
+        let owner = connection.owner;
+        let (pending, peak) = &mut self.pending[owner.index()];
+        *pending += 1;
+        *peak = (*peak).max(*pending);
+        let connection = &mut self.connections[id.index()];
+        if deadline != SimTime::MAX && !connection.timeout_armed {
+            connection.timeout_armed = true;
+            events.schedule(deadline, RedisEvent::CommandTimeout { connection: id });
+        }
+        if connection.link == Link::Connected {
+            connection.sent += 1;
+            connection.transmit(now, id, seq, op, events);
+        }
+        None
+    }
+
+    pub(super) fn on_reply_arrives(&mut self, id: ConnectionId, epoch: u32) {
+        let Some(connection) = self.connections[id.index()].of_epoch(epoch) else {
+            return; // an event of a link since gone
+        };
+        let (seq, reply) = connection.inbound.receive();
+        let command = connection
+            .commands
+            .pop_front()
+            .expect("a reply answers a sent command");
+        assert_eq!(command.seq, seq, "replies come back in order");
+        connection.sent -= 1;
+        connection.stats.replies += 1;
+        if !command.timed_out {
+            self.completions.push((command.waiter, reply.result()));
+        }
+        self.command_gone(id, &command);
+        self.close_if_drained(id);
+    }
+
+    /// Times out every command whose deadline has passed, then arms the timer for the next.
+    pub(super) fn on_command_timeout(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        connection.timeout_armed = false;
+        let cursor = connection.timeout_cursor;
+        let start = connection
+            .commands
+            .partition_point(|command| command.seq < cursor);
+        for index in start..connection.commands.len() {
+            let command = &mut connection.commands[index];
+            if command.deadline > now {
+                if command.deadline != SimTime::MAX {
+                    connection.timeout_armed = true;
+                    events.schedule(
+                        command.deadline,
+                        RedisEvent::CommandTimeout { connection: id },
+                    );
+                }
+                return;
+            }
+            connection.timeout_cursor = command.seq + 1;
+            command.timed_out = true;
+            connection.stats.timeouts += 1;
+            self.completions
+                .push((command.waiter, StepResult::Error(Outcome::Timeout)));
+        }
+    }
+
+    /// A command leaves its link (answered, or failed with the link): a write the server
+    /// applied more than once is counted now, or when its last copy goes.
+    fn command_gone(&mut self, id: ConnectionId, command: &Command) {
+        let owner = self.connections[id.index()].owner;
+        self.pending[owner.index()].0 -= 1;
+        match command.origin {
+            Some(origin) => self.origin_copy_gone(origin),
+            None => {
+                if command.executions > 1 && is_write(command.op.command) {
+                    self.connections[id.index()].stats.writes_applied_twice += 1;
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_connection_closed(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        if connection.epoch != epoch || connection.link != Link::Connected {
+            return;
+        }
+        connection.stats.disconnects += 1;
+        connection.attempts_failed = 0;
+        self.link_lost(now, id, false, events);
+    }
+
+    /// The link is gone (closed, or an attempt refused or timed out): drop the wires, carry
+    /// each command over or fail it, and schedule the next attempt; a slot's link instead
+    /// tells the slot that its attempt failed.
+    fn link_lost(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        attempt_failed: bool,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        connection.drop_link();
+        let (offline_queue, max_retries) =
+            (connection.spec.offline_queue, connection.spec.max_retries);
+        let mut gone = Vec::new();
+        let commands = std::mem::take(&mut connection.commands);
+        for mut command in commands {
+            command.retries = command.retries.saturating_add(1);
+            let keep = offline_queue && max_retries.is_none_or(|max| command.retries <= max);
+            if keep {
+                connection.commands.push_back(command);
+            } else {
+                if !command.timed_out {
+                    self.completions
+                        .push((command.waiter, StepResult::Error(Outcome::ConnectionLost)));
+                }
+                gone.push(command);
+            }
+        }
+        connection.attempts_failed += 1;
+        let reconnect = connection.spec.reconnect;
+        for command in &gone {
+            self.command_gone(id, command);
+        }
+        match reconnect {
+            Reconnect::Always => {}
+            Reconnect::Never => return, // the link stays down for good
+            Reconnect::Slot(_) => {
+                // A slot's link never reconnects itself: the slot opens a new one.
+                if attempt_failed {
+                    self.link_events.push(LinkEvent::ConnectFailed(id));
+                }
+                self.close_if_drained(id);
+                return;
+            }
+        }
+        let connection = &mut self.connections[id.index()];
+        let delay = connection
+            .spec
+            .reconnect_delay_for(connection.attempts_failed);
+        events.schedule(
+            now.saturating_add(delay),
+            RedisEvent::ReconnectDue {
+                connection: id,
+                epoch: connection.epoch,
+            },
+        );
+    }
+
+    pub(super) fn on_reconnect_due(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        if self.connections[id.index()].epoch == epoch {
+            self.start_connect(now, id, events);
+        }
+    }
+
+    pub(super) fn start_connect(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        connection.link = Link::Connecting;
+        connection.stats.connect_attempts += 1;
+        let epoch = connection.epoch;
+        events.schedule(
+            now.saturating_add(connection.spec.latency),
+            RedisEvent::ConnectArrives {
+                connection: id,
+                epoch,
+            },
+        );
+        events.schedule(
+            now.saturating_add(connection.spec.connect_timeout),
+            RedisEvent::ConnectTimeout {
+                connection: id,
+                epoch,
+            },
+        );
+    }
+
+    pub(super) fn on_connect_answered(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        accepted: bool,
+        events: &mut EventQueue,
+    ) {
+        let Some(connection) = self.connections[id.index()].of_epoch(epoch) else {
+            return; // an event of a link since gone
+        };
+        // The server may have stopped while the acceptance was on its way.
+        if !(accepted && connection.server_open) {
+            connection.stats.connect_failures += 1;
+            self.link_lost(now, id, true, events);
+            return;
+        }
+        connection.epoch = connection.epoch.wrapping_add(1);
+        connection.link = Link::Connected;
+        connection.attempts_failed = 0;
+        if is_slot(&connection.spec) {
+            self.link_events.push(LinkEvent::Connected(id));
+        }
+        connection.sent = connection.commands.len();
+        for index in 0..connection.commands.len() {
+            let (seq, op) = (
+                connection.commands[index].seq,
+                connection.commands[index].op,
+            );
+            connection.transmit(now, id, seq, op, events);
+        }
+    }
+
+    pub(super) fn on_connect_timeout(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let connection = &mut self.connections[id.index()];
+        if connection.epoch == epoch && connection.link == Link::Connecting {
+            connection.stats.connect_failures += 1;
+            self.link_lost(now, id, true, events);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use outagelab_model::time::SimDuration;
+    use outagelab_report::Outcome;
+
+    use super::super::testing::{Harness, get};
+    use crate::kernel::StepResult;
+    use crate::scenario::FaultKind;
+
+    const TIMEOUT: StepResult = StepResult::Error(Outcome::Timeout);
+
+    /// One connection whose commands time out after 50 ms, to a server paused from the start.
+    fn paused_with_timeout() -> Harness {
+        let mut redis = Harness::with(1, |scenario| {
+            scenario.connections[0].command_timeout = Some(SimDuration::from_millis(50));
+        });
+        redis.fault_at(0, FaultKind::Pause, true);
+        redis
+    }
+
+    #[test]
+    fn the_oldest_command_times_out_first_and_each_at_its_own_deadline() {
+        // Commands issued at 0, 10 and 20 ms to a paused server.
+        let mut redis = paused_with_timeout();
+        for slot in 0..3 {
+            redis.issue_at(u64::from(slot) * 10_000, 0, get(slot), slot);
+        }
+        redis.run_until(65_000);
+        assert_eq!(
+            redis.finished(),
+            vec![(0, 50_000, TIMEOUT), (1, 60_000, TIMEOUT)]
+        );
+        assert_eq!(redis.summary().timeouts, 2);
+    }
+
+    #[test]
+    fn a_command_that_timed_out_is_still_executed_and_its_late_reply_is_dropped() {
+        let mut redis = paused_with_timeout();
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(80_000, FaultKind::Pause, false);
+        redis.issue_at(80_000, 0, get(1), 1);
+        redis.run();
+        // The first command runs when the pause ends (80 ms), but its caller gave up at 50.
+        // The second, issued at 80 ms, runs from 80.1 to 80.105 ms and is answered at 80.205.
+        assert_eq!(
+            redis.finished(),
+            vec![(0, 50_000, TIMEOUT), (1, 80_205, StepResult::Miss)]
+        );
+        let summary = redis.summary();
+        assert_eq!((summary.executed, summary.replies), (2, 2));
+        assert_eq!(redis.pending(), 0);
+    }
+
+    #[test]
+    fn a_lost_link_carries_its_commands_over_and_resends_them_on_the_next() {
+        // CLIENT KILL at 50 us, while the command is on its way: the close reaches the client
+        // at 150 us; it reconnects after 50 ms (at 50.15 ms), the handshake takes 200 us, and
+        // the command goes again: 100 us there, 5 us of work, 100 us back.
+        let mut redis = Harness::new(1);
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(50, FaultKind::Kill, true);
+        redis.run();
+        assert_eq!(redis.finished(), vec![(0, 50_555, StepResult::Miss)]);
+        let summary = redis.summary();
+        assert_eq!((summary.disconnects, summary.connect_attempts), (1, 1));
+    }
+
+    #[test]
+    fn without_an_offline_queue_a_lost_link_fails_its_commands_and_refuses_new_ones() {
+        let mut redis = Harness::with(1, |scenario| {
+            scenario.connections[0].offline_queue = false;
+        });
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(50, FaultKind::Kill, true);
+        redis.issue_at(1_000, 0, get(1), 1);
+        redis.run();
+        assert_eq!(
+            redis.finished(),
+            vec![
+                (0, 150, StepResult::Error(Outcome::ConnectionLost)),
+                (1, 1_000, StepResult::Error(Outcome::Refused)),
+            ]
+        );
+    }
+}

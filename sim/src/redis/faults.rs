@@ -1,0 +1,199 @@
+//! Faults of a Redis server: pause, hang, stop and kill.
+//!
+//! Faults nest: a server is paused (hung, stopped) while at least one fault of that kind is in
+//! force. What each kind does is documented on [`FaultKind`].
+
+use outagelab_model::time::SimTime;
+
+use super::{Redis, RedisEvent};
+use crate::kernel::EventQueue;
+use crate::scenario::{FaultKind, ServerId};
+
+impl Redis {
+    /// A fault of `kind` on server `id` starts (`on`) or ends. A kill is an instant: its end
+    /// does nothing.
+    pub fn fault(
+        &mut self,
+        now: SimTime,
+        id: ServerId,
+        kind: FaultKind,
+        on: bool,
+        events: &mut EventQueue,
+    ) {
+        match kind {
+            FaultKind::Pause => self.pause(now, id, on, events),
+            FaultKind::Hang => self.hang(now, id, on, events),
+            FaultKind::Stop => self.stop(now, id, on, events),
+            FaultKind::Kill if on => self.kill(now, id, events),
+            FaultKind::Kill => {}
+        }
+    }
+
+    fn pause(&mut self, now: SimTime, id: ServerId, on: bool, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        adjust(&mut server.paused, on);
+        self.try_execute(now, id, events);
+    }
+
+    fn hang(&mut self, now: SimTime, id: ServerId, on: bool, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        adjust(&mut server.hung, on);
+        if server.hung == 0
+            && let Some(done) = server.parked.take()
+        {
+            self.send_reply(now, id, done, events);
+        }
+        self.try_execute(now, id, events);
+    }
+
+    /// Stops (`on`) or starts the process.
+    fn stop(&mut self, now: SimTime, id: ServerId, on: bool, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        adjust(&mut server.stopped, on);
+        if !on {
+            if server.stopped == 0 && !server.persistence {
+                server.keyspace.clear();
+            }
+            return;
+        }
+        if server.stopped > 1 {
+            return;
+        }
+        server.epoch = server.epoch.wrapping_add(1);
+        server.executing = None;
+        server.parked = None;
+        server.ready.clear();
+        self.drop_clients(now, id, events);
+    }
+
+    /// `CLIENT KILL` of every client: the server drops each connection (input not yet
+    /// executed, and the reply of a command it is executing, are lost) and keeps running.
+    ///
+    /// CLIENT KILL is itself a command: a hung or stopped process cannot run it, so then it
+    /// does nothing.
+    fn kill(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        if server.hung > 0 || server.stopped > 0 {
+            return;
+        }
+        // Every client goes, so none stays in the ring; a command being executed finishes,
+        // and its reply is dropped with its connection.
+        server.ready.clear();
+        self.drop_clients(now, id, events);
+    }
+
+    /// The server closes every connection it holds open; each client hears it after the
+    /// replies already on the wire.
+    fn drop_clients(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
+        let server = &self.servers[id.index()];
+        let executing = server.executing.as_ref().map(|done| done.connection);
+        for &connection_id in &server.connections {
+            let connection = &mut self.connections[connection_id.index()];
+            // The connection whose command is being executed stays scheduled until that
+            // command is done, which puts it back in the ring only if it has more input.
+            connection.scheduled = executing == Some(connection_id);
+            connection.input.clear();
+            if connection.server_open {
+                connection.server_open = false;
+                // The close reaches the client after the replies already on the wire.
+                let closed_at = connection.inbound.arrival_after_queue(now);
+                events.schedule(
+                    closed_at,
+                    RedisEvent::ConnectionClosed {
+                        connection: connection_id,
+                        epoch: connection.epoch,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// One more (`on`) or one fewer fault of a kind in force.
+fn adjust(depth: &mut u32, on: bool) {
+    if on {
+        *depth += 1;
+    } else {
+        *depth = depth.saturating_sub(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{Harness, get, set};
+    use crate::kernel::StepResult;
+    use crate::scenario::FaultKind::{Hang, Kill, Pause, Stop};
+
+    #[test]
+    fn a_paused_server_holds_its_input_until_the_pause_ends() {
+        // The command reaches the server at 100 us and runs when the pause ends at 10 ms.
+        let mut redis = Harness::new(1);
+        redis.fault_at(0, Pause, true);
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(10_000, Pause, false);
+        redis.run();
+        assert_eq!(redis.finished_us(), vec![(0, 10_105)]);
+    }
+
+    #[test]
+    fn pauses_nest_and_the_server_resumes_when_the_last_one_ends() {
+        let mut redis = Harness::new(1);
+        redis.fault_at(0, Pause, true);
+        redis.fault_at(0, Pause, true);
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(10_000, Pause, false);
+        redis.fault_at(20_000, Pause, false);
+        redis.run();
+        assert_eq!(redis.finished_us(), vec![(0, 20_105)]);
+    }
+
+    #[test]
+    fn a_hung_server_keeps_the_reply_it_finished_and_runs_nothing_more() {
+        // The first command runs from 100 to 105 us; the hang from 102 us holds its reply
+        // until 20 ms. The second arrives at 1.1 ms and runs after the hang.
+        let mut redis = Harness::new(1);
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(102, Hang, true);
+        redis.issue_at(1_000, 0, get(1), 1);
+        redis.fault_at(20_000, Hang, false);
+        redis.run();
+        assert_eq!(redis.finished_us(), vec![(0, 20_100), (1, 20_105)]);
+    }
+
+    /// A SET at 0, a stop from 1 ms to 11 ms, a GET of the key at 60 ms (after the client
+    /// reconnected at 51.3 ms): the reply the GET gets.
+    fn get_after_restart(persistence: bool) -> StepResult {
+        let mut redis = Harness::with(1, |scenario| {
+            scenario.servers[0].persistence = persistence;
+        });
+        redis.issue_at(0, 0, set(0, 10), 0);
+        redis.fault_at(1_000, Stop, true);
+        redis.fault_at(11_000, Stop, false);
+        redis.issue_at(60_000, 0, get(0), 1);
+        redis.run();
+        let finished = redis.finished();
+        assert_eq!(finished.len(), 2);
+        assert_eq!(finished[1].1, 60_205);
+        finished[1].2
+    }
+
+    #[test]
+    fn a_restart_keeps_the_keys_only_with_persistence() {
+        assert_eq!(get_after_restart(false), StepResult::Miss);
+        assert_eq!(get_after_restart(true), StepResult::Hit);
+    }
+
+    #[test]
+    fn a_kill_cannot_run_on_a_hung_server() {
+        // The kill during the hang does nothing: the command's reply comes when the hang ends.
+        let mut redis = Harness::new(1);
+        redis.fault_at(0, Hang, true);
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(5_000, Kill, true);
+        redis.fault_at(10_000, Hang, false);
+        redis.run();
+        assert_eq!(redis.finished_us(), vec![(0, 10_105)]);
+        let summary = redis.summary();
+        assert_eq!(summary.disconnects, 0);
+    }
+}

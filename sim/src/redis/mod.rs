@@ -1,0 +1,433 @@
+//! Redis servers and the client connections to them.
+//!
+//! [`Redis`] is the facade the engine drives: requests issue commands through it
+//! ([`Redis::issue`]), every event it scheduled comes back through [`Redis::handle`], faults go
+//! in through [`Redis::fault`], and results come out through `completions` (and, for reconnect
+//! slots, `link_events`). It knows nothing of flows or policies.
+//!
+//! The mechanisms, one module each:
+//! - [`keyspace`]: a server's keys, the commands that read and write them and their replies;
+//! - [`pipe`]: one direction of a connection, with a bandwidth and a latency;
+//! - [`server`]: one thread, one command at a time, round-robin over connections;
+//! - [`connection`]: the client side: commands awaiting replies, timeouts, reconnects;
+//! - [`faults`]: pause, hang, stop and kill of a server;
+//! - [`slot_links`]: the links of reconnect slots and the writes a slot may replay.
+//!
+//! Summaries add up every link of a connection. Writes applied twice: each command counts the
+//! times the server executed it. A write executed more than once (resent after a lost link, as
+//! ioredis' offline queue does) is counted in `writes_applied_twice` when it leaves the client;
+//! a slot's replayed copies are added up through their origin (see [`slot_links`]).
+
+mod connection;
+mod faults;
+mod keyspace;
+mod pipe;
+mod server;
+mod slot_links;
+
+use std::collections::BTreeMap;
+
+use outagelab_model::time::SimTime;
+use outagelab_report::ConnectionSummary;
+
+use crate::kernel::{EventQueue, RequestRef, StepResult};
+use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect, RedisCommand, Scenario, ServerId};
+use connection::{Connection, Link};
+pub(crate) use keyspace::Op;
+use server::Server;
+use slot_links::Origin;
+
+/// What happens next to a Redis server or connection; scheduled by [`Redis`] and handed back
+/// to [`Redis::handle`]. An `epoch` is that of the connection's link (or of the server's
+/// process) when the event was scheduled: an event of an older one is dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RedisEvent {
+    /// The client-side timeout of the oldest command on a connection that may be due.
+    CommandTimeout { connection: ConnectionId },
+    /// The oldest command in the connection's outbound pipe reaches the server.
+    CommandArrives {
+        connection: ConnectionId,
+        epoch: u32,
+    },
+    /// The server finishes executing its current command.
+    ServerDone { server: ServerId, epoch: u32 },
+    /// The oldest reply in the connection's inbound pipe reaches the client.
+    ReplyArrives {
+        connection: ConnectionId,
+        epoch: u32,
+    },
+    /// A connection attempt reaches the server.
+    ConnectArrives {
+        connection: ConnectionId,
+        epoch: u32,
+    },
+    /// The answer to a connection attempt reaches the client.
+    ConnectAnswered {
+        connection: ConnectionId,
+        epoch: u32,
+        accepted: bool,
+    },
+    /// A connection attempt has had no answer for the connect timeout.
+    ConnectTimeout {
+        connection: ConnectionId,
+        epoch: u32,
+    },
+    /// Time to attempt a reconnect.
+    ReconnectDue {
+        connection: ConnectionId,
+        epoch: u32,
+    },
+    /// The client learns that the server closed the connection.
+    ConnectionClosed {
+        connection: ConnectionId,
+        epoch: u32,
+    },
+}
+
+/// How a slot link's connection attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LinkEvent {
+    Connected(ConnectionId),
+    ConnectFailed(ConnectionId),
+}
+
+/// All servers and connections of a run.
+pub(crate) struct Redis {
+    servers: Vec<Server>,
+    /// The scenario's connections first (index = `ConnectionId`), then the later links of
+    /// reconnect slots.
+    connections: Vec<Connection>,
+    /// Closed slot links, per owner, ready to be reused by the next attempt.
+    free_links: Vec<Vec<ConnectionId>>,
+    /// Per connection (over all its links): commands waiting now, and the most at once.
+    pending: Vec<(u64, u64)>,
+    origins: BTreeMap<u64, Origin>,
+    next_origin: u64,
+    /// Results for waiting requests, produced by the last call; the engine drains it.
+    pub completions: Vec<(RequestRef, StepResult)>,
+    /// Ends of slot links' connection attempts, produced by the last call; the engine drains it.
+    pub link_events: Vec<LinkEvent>,
+}
+
+fn is_slot(spec: &ConnectionSpec) -> bool {
+    matches!(spec.reconnect, Reconnect::Slot(_))
+}
+
+fn is_write(command: RedisCommand) -> bool {
+    !command.is_read_only()
+}
+
+impl Redis {
+    /// Every server running; every connection connected at the start, or its first attempt
+    /// scheduled (a slot's waits for its first caller).
+    pub fn new(scenario: &Scenario, events: &mut EventQueue) -> Redis {
+        let key_counts: Vec<u32> = scenario.keys.iter().map(|family| family.count).collect();
+        let mut servers: Vec<Server> = scenario
+            .servers
+            .iter()
+            .map(|spec| Server::new(spec, key_counts.clone()))
+            .collect();
+        let mut redis = Redis {
+            servers: Vec::new(),
+            connections: Vec::new(),
+            free_links: vec![Vec::new(); scenario.connections.len()],
+            pending: vec![(0, 0); scenario.connections.len()],
+            origins: BTreeMap::new(),
+            next_origin: 0,
+            completions: Vec::new(),
+            link_events: Vec::new(),
+        };
+        for (index, spec) in scenario.connections.iter().enumerate() {
+            let id = ConnectionId(index as u32);
+            servers[spec.server.index()].connections.push(id);
+            redis.connections.push(Connection::new(spec.clone(), id));
+        }
+        redis.servers = servers;
+        for index in 0..redis.connections.len() {
+            let id = ConnectionId(index as u32);
+            let connection = &mut redis.connections[index];
+            if connection.spec.connected_at_start {
+                connection.link = Link::Connected;
+                connection.server_open = true;
+            } else if is_slot(&connection.spec) {
+                // A slot that starts unconnected connects on its first caller, on this entry.
+                redis.free_links[index].push(id);
+            } else {
+                redis.start_connect(SimTime::ZERO, id, events);
+            }
+        }
+        redis
+    }
+
+    /// Runs an event this `Redis` scheduled, now that it is due.
+    pub fn handle(&mut self, now: SimTime, event: RedisEvent, events: &mut EventQueue) {
+        match event {
+            RedisEvent::CommandTimeout { connection } => {
+                self.on_command_timeout(now, connection, events)
+            }
+            RedisEvent::CommandArrives { connection, epoch } => {
+                self.on_command_arrives(now, connection, epoch, events)
+            }
+            RedisEvent::ServerDone { server, epoch } => {
+                self.on_server_done(now, server, epoch, events)
+            }
+            RedisEvent::ReplyArrives { connection, epoch } => {
+                self.on_reply_arrives(connection, epoch)
+            }
+            RedisEvent::ConnectArrives { connection, epoch } => {
+                self.on_connect_arrives(now, connection, epoch, events)
+            }
+            RedisEvent::ConnectAnswered {
+                connection,
+                epoch,
+                accepted,
+            } => self.on_connect_answered(now, connection, epoch, accepted, events),
+            RedisEvent::ConnectTimeout { connection, epoch } => {
+                self.on_connect_timeout(now, connection, epoch, events)
+            }
+            RedisEvent::ReconnectDue { connection, epoch } => {
+                self.on_reconnect_due(now, connection, epoch, events)
+            }
+            RedisEvent::ConnectionClosed { connection, epoch } => {
+                self.on_connection_closed(now, connection, epoch, events)
+            }
+        }
+    }
+
+    /// The links of logical connection `owner`: itself, then a slot's later links.
+    fn links_of(&self, owner: ConnectionId) -> impl Iterator<Item = &Connection> {
+        std::iter::once(&self.connections[owner.index()]).chain(
+            self.connections[self.free_links.len()..]
+                .iter()
+                .filter(move |link| link.owner == owner),
+        )
+    }
+
+    /// Commands waiting on a connection (sent or offline), over all its links.
+    pub fn pending(&self, connection: ConnectionId) -> u64 {
+        self.pending[connection.index()].0
+    }
+
+    /// A connection's counters, added up over all its links.
+    pub fn connection_summary(&self, connection: ConnectionId) -> ConnectionSummary {
+        let mut total = ConnectionSummary::default();
+        for link in self.links_of(connection) {
+            let stats = &link.stats;
+            total.commands += stats.commands;
+            total.executed += stats.executed;
+            total.replies += stats.replies;
+            total.timeouts += stats.timeouts;
+            total.disconnects += stats.disconnects;
+            total.connect_attempts += stats.connect_attempts;
+            total.connect_failures += stats.connect_failures;
+            total.writes_applied_twice += stats.writes_applied_twice;
+        }
+        total.peak_pending = self.pending[connection.index()].1;
+        total
+    }
+
+    /// The logical connection `link` belongs to.
+    pub fn owner_of(&self, link: ConnectionId) -> ConnectionId {
+        self.connections[link.index()].owner
+    }
+}
+
+/// A small Redis driven by hand, for the mechanisms' unit tests.
+#[cfg(test)]
+mod testing {
+    use outagelab_model::time::SimDuration;
+
+    use super::*;
+    use crate::kernel::Event;
+    use crate::scenario::{FaultKind, KeyDistribution, KeyFamilySpec};
+
+    /// A `GET` of key `index` of family 0.
+    pub fn get(index: u32) -> Op {
+        Op {
+            command: RedisCommand::Get,
+            family: 0,
+            index,
+        }
+    }
+
+    /// A `SET` of key `index` of family 0, without expiry.
+    pub fn set(index: u32, value_bytes: u32) -> Op {
+        Op {
+            command: RedisCommand::Set {
+                value_bytes,
+                ttl: None,
+            },
+            family: 0,
+            index,
+        }
+    }
+
+    fn us(micros: u64) -> SimTime {
+        SimTime::from_nanos(micros * 1_000)
+    }
+
+    /// Requests are named by their slot; times are in microseconds.
+    pub struct Harness {
+        redis: Redis,
+        events: EventQueue,
+        now: SimTime,
+        /// (slot, when, result), in the order results came.
+        finished: Vec<(u32, SimTime, StepResult)>,
+        /// (when, what) of every slot link's attempt that ended.
+        link_events: Vec<(SimTime, LinkEvent)>,
+    }
+
+    impl Harness {
+        /// One server (5 us per command), `connections` connections to it (100 us one way,
+        /// unlimited bandwidth, no timeout, offline queue, connected at the start), one
+        /// family of 16 keys.
+        pub fn new(connections: u32) -> Harness {
+            Self::with(connections, |_| {})
+        }
+
+        /// As [`Harness::new`], with the scenario changed by `edit` first.
+        pub fn with(connections: u32, edit: impl FnOnce(&mut Scenario)) -> Harness {
+            let mut scenario = Scenario::empty("redis");
+            scenario.servers.push(crate::scenario::ServerSpec {
+                name: "redis".into(),
+                command_cost: SimDuration::from_micros(5),
+                byte_rate: None,
+                persistence: false,
+                preload: vec![],
+            });
+            for index in 0..connections {
+                scenario.connections.push(ConnectionSpec {
+                    name: format!("c{index}"),
+                    server: ServerId(0),
+                    latency: SimDuration::from_micros(100),
+                    bandwidth: None,
+                    command_timeout: None,
+                    offline_queue: true,
+                    max_retries: Some(20),
+                    connect_timeout: SimDuration::from_secs(10),
+                    reconnect_delay: SimDuration::from_millis(50),
+                    reconnect_delay_max: SimDuration::from_secs(2),
+                    connected_at_start: true,
+                    reconnect: Reconnect::Always,
+                });
+            }
+            scenario.keys.push(KeyFamilySpec {
+                name: "key".into(),
+                count: 16,
+                distribution: KeyDistribution::Uniform,
+            });
+            edit(&mut scenario);
+            let mut events = EventQueue::default();
+            let redis = Redis::new(&scenario, &mut events);
+            Harness {
+                redis,
+                events,
+                now: SimTime::ZERO,
+                finished: Vec::new(),
+                link_events: Vec::new(),
+            }
+        }
+
+        /// Runs every event due at or before `at_us`.
+        pub fn run_until(&mut self, at_us: u64) {
+            while self.events.peek_time().is_some_and(|t| t <= us(at_us)) {
+                let (now, event) = self.events.pop().expect("peeked");
+                let Event::Redis(event) = event else {
+                    unreachable!("only Redis schedules here")
+                };
+                self.now = now;
+                self.redis.handle(now, event, &mut self.events);
+                self.collect();
+            }
+            self.now = self.now.max(us(at_us));
+        }
+
+        /// Runs every event left.
+        pub fn run(&mut self) {
+            self.run_until(u64::MAX / 1_000);
+        }
+
+        /// At `at_us`, request `slot` issues `op` on connection `connection`.
+        pub fn issue_at(&mut self, at_us: u64, connection: u32, op: Op, slot: u32) {
+            self.run_until(at_us);
+            let waiter = RequestRef { slot, token: 0 };
+            let now = self.now;
+            if let Some(result) = self.redis.issue(
+                now,
+                ConnectionId(connection),
+                op,
+                waiter,
+                None,
+                &mut self.events,
+            ) {
+                self.finished.push((slot, now, result));
+            }
+        }
+
+        /// At `at_us`, a fault of `kind` on the server starts (`on`) or ends.
+        pub fn fault_at(&mut self, at_us: u64, kind: FaultKind, on: bool) {
+            self.run_until(at_us);
+            let now = self.now;
+            self.redis
+                .fault(now, ServerId(0), kind, on, &mut self.events);
+            self.collect();
+        }
+
+        /// At `at_us`, slot `owner` opens a link for an attempt.
+        pub fn open_link_at(&mut self, at_us: u64, owner: u32) -> ConnectionId {
+            self.run_until(at_us);
+            let now = self.now;
+            self.redis
+                .open_link(now, ConnectionId(owner), &mut self.events)
+        }
+
+        /// At `at_us`, a slot retires `link`.
+        pub fn retire_link_at(&mut self, at_us: u64, link: ConnectionId) {
+            self.run_until(at_us);
+            self.redis.retire_link(link);
+        }
+
+        fn collect(&mut self) {
+            for (waiter, result) in self.redis.completions.drain(..) {
+                self.finished.push((waiter.slot, self.now, result));
+            }
+            for event in self.redis.link_events.drain(..) {
+                self.link_events.push((self.now, event));
+            }
+        }
+
+        /// (microseconds, event) of every slot link's attempt that ended.
+        pub fn link_events(&self) -> Vec<(u64, LinkEvent)> {
+            self.link_events
+                .iter()
+                .map(|&(at, event)| (at.as_nanos() / 1_000, event))
+                .collect()
+        }
+
+        /// Connection 0's counters.
+        pub fn summary(&self) -> ConnectionSummary {
+            self.redis.connection_summary(ConnectionId(0))
+        }
+
+        /// Commands waiting on connection 0.
+        pub fn pending(&self) -> u64 {
+            self.redis.pending(ConnectionId(0))
+        }
+
+        /// (slot, microseconds, result) of every request that has its result.
+        pub fn finished(&self) -> Vec<(u32, u64, StepResult)> {
+            self.finished
+                .iter()
+                .map(|&(slot, at, result)| (slot, at.as_nanos() / 1_000, result))
+                .collect()
+        }
+
+        /// (slot, microseconds) of every request that has its result.
+        pub fn finished_us(&self) -> Vec<(u32, u64)> {
+            self.finished()
+                .into_iter()
+                .map(|(slot, at, _)| (slot, at))
+                .collect()
+        }
+    }
+}

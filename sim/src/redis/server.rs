@@ -1,0 +1,288 @@
+//! A Redis server: one thread executing one command at a time, round-robin over connections.
+//!
+//! A command costs a fixed part plus a per-byte part (request and reply bytes). The server
+//! serves its connections round-robin: a command on one connection waits for the command
+//! being executed, not for another connection's backlog. Commands on one connection run in
+//! the order they arrived.
+//!
+//! Events: `CommandArrives` (a command reaches the server's input for its connection),
+//! `ServerDone` (the thread finished a command; its reply goes on the wire), and
+//! `ConnectArrives` (a connection attempt reaches the server, which accepts, refuses or, hung,
+//! says nothing).
+
+use std::collections::VecDeque;
+
+use outagelab_model::time::{SimDuration, SimTime};
+
+use super::keyspace::{Keyspace, Reply};
+use super::{Redis, RedisEvent};
+use crate::kernel::EventQueue;
+use crate::scenario::{ByteRate, ConnectionId, ServerId, ServerSpec};
+
+/// The command the thread is executing (or, hung, has finished but not answered).
+pub(super) struct Executing {
+    pub(super) connection: ConnectionId,
+    /// The connection's link when the command started: a reply to an older link is dropped.
+    connection_epoch: u32,
+    seq: u64,
+    reply: Reply,
+}
+
+pub(super) struct Server {
+    command_cost: SimDuration,
+    byte_rate: Option<ByteRate>,
+    pub(super) persistence: bool,
+    /// Nesting depth of each fault kind in force.
+    pub(super) paused: u32,
+    pub(super) hung: u32,
+    pub(super) stopped: u32,
+    /// Bumped when the process stops, so the completion of an aborted command is dropped.
+    pub(super) epoch: u32,
+    pub(super) executing: Option<Executing>,
+    /// A command that finished while the process was hung: its reply goes out when the hang
+    /// ends (a frozen process sends nothing).
+    pub(super) parked: Option<Executing>,
+    /// Connections with a command waiting, in round-robin order. May hold connections whose
+    /// input was since dropped; they are skipped. Bound: each connection at most once (see
+    /// `Connection::scheduled`).
+    pub(super) ready: VecDeque<ConnectionId>,
+    pub(super) keyspace: Keyspace,
+    /// Every connection (and slot link) made to this server.
+    pub(super) connections: Vec<ConnectionId>,
+}
+
+impl Server {
+    /// A server running, idle, with its preloaded keys; `key_counts` is keys per family.
+    pub(super) fn new(spec: &ServerSpec, key_counts: Vec<u32>) -> Server {
+        let mut keyspace = Keyspace::new(key_counts);
+        spec.preload.iter().for_each(|&p| keyspace.preload(p));
+        Server {
+            command_cost: spec.command_cost,
+            byte_rate: spec.byte_rate,
+            persistence: spec.persistence,
+            paused: 0,
+            hung: 0,
+            stopped: 0,
+            epoch: 0,
+            executing: None,
+            parked: None,
+            ready: VecDeque::new(),
+            keyspace,
+            connections: Vec::new(),
+        }
+    }
+
+    pub(super) fn accepts_work(&self) -> bool {
+        self.paused == 0 && self.hung == 0 && self.stopped == 0
+    }
+
+    /// Time the thread spends on a command that moves `bytes` (request and reply).
+    fn cost(&self, bytes: u64) -> SimDuration {
+        self.command_cost.saturating_add(
+            self.byte_rate
+                .map_or(SimDuration::ZERO, |rate| rate.time_for(bytes)),
+        )
+    }
+}
+
+impl Redis {
+    pub(super) fn on_command_arrives(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let Some(connection) = self.connections[id.index()].of_epoch(epoch) else {
+            return; // an event of a link since gone
+        };
+        let wire = connection.outbound.receive();
+        if !connection.server_open {
+            return; // the server is gone; the client will find out and resend
+        }
+        connection.input.push_back(wire);
+        let server = connection.spec.server;
+        if !connection.scheduled {
+            connection.scheduled = true;
+            self.servers[server.index()].ready.push_back(id);
+        }
+        self.try_execute(now, server, events);
+    }
+
+    /// Starts the next command, round-robin across connections, if the thread is free. A
+    /// connection with more commands goes back to the end of the ring when this one is done,
+    /// so a command arriving on another connection waits only for the command being executed.
+    pub(super) fn try_execute(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        if server.executing.is_some() || !server.accepts_work() {
+            return;
+        }
+        while let Some(connection_id) = server.ready.pop_front() {
+            let connection = &mut self.connections[connection_id.index()];
+            let Some((seq, op)) = connection.input.pop_front() else {
+                connection.scheduled = false;
+                continue; // its input was dropped with its link
+            };
+            let reply = server.keyspace.apply(now, op);
+            let index = connection.commands.partition_point(|c| c.seq < seq);
+            if let Some(command) = connection.commands.get_mut(index)
+                && command.seq == seq
+            {
+                command.executions += 1;
+                if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o)) {
+                    entry.executions += 1;
+                }
+            }
+            let cost = server.cost(op.request_bytes() + reply.bytes());
+            server.executing = Some(Executing {
+                connection: connection_id,
+                connection_epoch: connection.epoch,
+                seq,
+                reply,
+            });
+            connection.stats.executed += 1;
+            events.schedule(
+                now.saturating_add(cost),
+                RedisEvent::ServerDone {
+                    server: id,
+                    epoch: server.epoch,
+                },
+            );
+            return;
+        }
+    }
+
+    pub(super) fn on_server_done(
+        &mut self,
+        now: SimTime,
+        id: ServerId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let server = &mut self.servers[id.index()];
+        if server.epoch != epoch {
+            return;
+        }
+        let done = server
+            .executing
+            .take()
+            .expect("a completion per started command");
+        if server.hung > 0 {
+            server.parked = Some(done);
+            return;
+        }
+        self.send_reply(now, id, done, events);
+        self.try_execute(now, id, events);
+    }
+
+    /// The server thread is done with a command: its reply goes on the wire, and its
+    /// connection goes back in the ring if it has more.
+    pub(super) fn send_reply(
+        &mut self,
+        now: SimTime,
+        id: ServerId,
+        done: Executing,
+        events: &mut EventQueue,
+    ) {
+        let server = &mut self.servers[id.index()];
+        let connection = &mut self.connections[done.connection.index()];
+        if connection.input.is_empty() {
+            connection.scheduled = false;
+        } else {
+            server.ready.push_back(done.connection);
+        }
+        if connection.epoch == done.connection_epoch && connection.server_open {
+            let reply = (done.seq, done.reply);
+            let arrives = connection.inbound.send(now, reply, done.reply.bytes());
+            events.schedule(
+                arrives,
+                RedisEvent::ReplyArrives {
+                    connection: done.connection,
+                    epoch: connection.epoch,
+                },
+            );
+        }
+    }
+
+    /// A connection attempt reaches the server: a stopped one refuses it, a hung one says
+    /// nothing (the client's connect timeout decides), a running one accepts it.
+    pub(super) fn on_connect_arrives(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        epoch: u32,
+        events: &mut EventQueue,
+    ) {
+        let Some(connection) = self.connections[id.index()].of_epoch(epoch) else {
+            return; // an event of a link since gone
+        };
+        let server = &self.servers[connection.spec.server.index()];
+        let accepted = if server.stopped > 0 {
+            false
+        } else if server.hung > 0 {
+            return; // no answer: the connect timeout decides
+        } else {
+            connection.server_open = true;
+            true
+        };
+        events.schedule(
+            now.saturating_add(connection.spec.latency),
+            RedisEvent::ConnectAnswered {
+                connection: id,
+                epoch,
+                accepted,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{Harness, get, set};
+    use crate::scenario::ByteRate;
+
+    #[test]
+    fn one_connection_is_served_in_arrival_order_one_command_at_a_time() {
+        // 100 us each way, 5 us per command: three commands issued at 0 reach the server at
+        // 100 us and end at 105, 110, 115 us; each reply takes 100 us back.
+        let mut redis = Harness::new(1);
+        for slot in 0..3 {
+            redis.issue_at(0, 0, get(slot), slot);
+        }
+        redis.run();
+        assert_eq!(redis.finished_us(), vec![(0, 205), (1, 210), (2, 215)]);
+    }
+
+    #[test]
+    fn connections_take_turns_so_a_backlog_does_not_block_another_connection() {
+        // Connection 0 sends three commands, connection 1 one, all at 0. Round-robin runs
+        // c0, c1, c0, c0: connection 1's command ends second, not fourth.
+        let mut redis = Harness::new(2);
+        for slot in 0..3 {
+            redis.issue_at(0, 0, get(slot), slot);
+        }
+        redis.issue_at(0, 1, get(3), 3);
+        redis.run();
+        assert_eq!(
+            redis.finished_us(),
+            vec![(0, 205), (3, 210), (1, 215), (2, 220)]
+        );
+    }
+
+    #[test]
+    fn a_large_value_costs_its_bytes_on_the_server_thread_and_the_next_command_waits() {
+        // A server at 1 byte per microsecond: a SET of 999 960 bytes moves 1 000 000 bytes
+        // (32 of command, 8 of reply), so it runs from 100 us to 100 + 5 + 1 000 000 us. The
+        // GET of another key behind it (40 bytes) runs next, for 5 + 40 us.
+        let mut redis = Harness::with(1, |scenario| {
+            scenario.servers[0].byte_rate = ByteRate::new(1_000_000);
+        });
+        redis.issue_at(0, 0, set(0, 999_960), 0);
+        redis.issue_at(0, 0, get(1), 1);
+        redis.run();
+        assert_eq!(
+            redis.finished_us(),
+            vec![(0, 1_000_105 + 100), (1, 1_000_150 + 100)]
+        );
+    }
+}
