@@ -55,3 +55,13 @@ fn a_slot_without_its_generation_check_is_caught_evicting_the_replacement() {
         "connection cache",
     );
 }
+
+#[test]
+fn a_slot_that_replays_a_write_nobody_opted_into_is_caught_applying_it_twice() {
+    check(
+        "scenarios/reconnect-slot.toml",
+        "slot-replays-every-write",
+        "no write applied twice",
+        "connection budgets",
+    );
+}

@@ -515,6 +515,15 @@ impl<'s> Simulator<'s> {
                 }
                 self.redis.link_events = link_events;
                 self.redis.link_events.clear();
+            } else if let Some(link) = self.redis.applied_twice.pop() {
+                let owner = self.redis.owner_of(link);
+                let name = &self.scenario.connections[owner.index()].name;
+                let detail = format!(
+                    "the server executed a write a second time on link {} (a replay of a write \
+                     whose step did not set replay_writes)",
+                    link.0
+                );
+                self.monitors.write_applied_twice(self.now, name, detail);
             } else if !self.redis.completions.is_empty() {
                 let completions = std::mem::take(&mut self.redis.completions);
                 for &(request, result) in &completions {
@@ -1015,14 +1024,17 @@ impl<'s> Simulator<'s> {
             }
             SlotAcquire::Unavailable => return Some(StepResult::Error(Outcome::Refused)),
         };
-        let (lease, origin) = if replay_writes && !op.command.is_read_only() {
-            let origin = match self.request_mut(slot).origin {
-                Some(origin) => origin,
-                None => self.redis.open_origin(connection),
-            };
-            (lease.with_replay_writes(), Some(origin))
+        // Every write is tied to an origin, so that its copies' executions add up whatever the
+        // step opted into: a second one without `replay_writes` is a monitor's violation.
+        let origin = match (op.command.is_read_only(), self.request(slot).origin) {
+            (true, _) => None,
+            (false, Some(origin)) => Some(origin),
+            (false, None) => Some(self.redis.open_origin(connection, replay_writes)),
+        };
+        let lease = if replay_writes && origin.is_some() {
+            lease.with_replay_writes()
         } else {
-            (lease, None)
+            lease
         };
         let request = self.request_mut(slot);
         request.lease = Some((connection, lease));

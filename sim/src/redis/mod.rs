@@ -107,6 +107,9 @@ pub(crate) struct Redis {
     pub completions: Vec<(RequestRef, StepResult)>,
     /// Ends of slot links' connection attempts, produced by the last call; the engine drains it.
     pub link_events: Vec<LinkEvent>,
+    /// Links on which the server just executed, a second time, a write whose step did not
+    /// opt into replaying it; the engine drains it into the monitors.
+    pub applied_twice: Vec<ConnectionId>,
 }
 
 fn is_slot(spec: &ConnectionSpec) -> bool {
@@ -136,6 +139,7 @@ impl Redis {
             next_origin: 0,
             completions: Vec::new(),
             link_events: Vec::new(),
+            applied_twice: Vec::new(),
         };
         for (index, spec) in scenario.connections.iter().enumerate() {
             let id = ConnectionId(index as u32);

@@ -129,8 +129,10 @@ impl Redis {
                 && command.seq == seq
             {
                 command.executions += 1;
-                if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o)) {
-                    entry.executions += 1;
+                if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o))
+                    && entry.executed()
+                {
+                    self.applied_twice.push(connection_id);
                 }
             }
             let cost = server.cost(op.request_bytes() + reply.bytes());

@@ -25,6 +25,18 @@ pub(super) struct Origin {
     pub(super) copies: u32,
     pub(super) executions: u32,
     open: bool,
+    /// Whether the step opted into replaying this write (`replay_writes`): a second execution
+    /// is then a figure (`writes_applied_twice`); otherwise it is a bug the monitor reports.
+    pub(super) replay_allowed: bool,
+}
+
+impl Origin {
+    /// Counts one execution by the server; true when it is a second execution of a write
+    /// nobody allowed to be replayed.
+    pub(super) fn executed(&mut self) -> bool {
+        self.executions += 1;
+        self.executions == 2 && !self.replay_allowed
+    }
 }
 
 impl Redis {
@@ -72,9 +84,11 @@ impl Redis {
         self.free_links[connection.owner.index()].push(id);
     }
 
-    /// A new write that a slot may replay: its copies are tied together under the id returned.
-    /// Close it with [`Redis::close_origin`] when its request can send no further copy.
-    pub fn open_origin(&mut self, owner: ConnectionId) -> u64 {
+    /// A new write on slot `owner`: its copies (a replay makes a second one) are tied together
+    /// under the id returned, so the server's executions of it are counted together whatever
+    /// the step opted into. Close it with [`Redis::close_origin`] when its request can send no
+    /// further copy.
+    pub fn open_origin(&mut self, owner: ConnectionId, replay_allowed: bool) -> u64 {
         let id = self.next_origin;
         self.next_origin += 1;
         self.origins.insert(
@@ -84,6 +98,7 @@ impl Redis {
                 copies: 0,
                 executions: 0,
                 open: true,
+                replay_allowed,
             },
         );
         id
