@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use outagelab_report::{RunReport, write};
+use outagelab_report::{RunReport, Verdict, write};
 use outagelab_scenario_file::ScenarioFile;
 use outagelab_sim::{Bugs, SimError};
 
@@ -152,9 +152,17 @@ fn run(
     for variant in &report.variants {
         if variant.verdict.is_budget() {
             failed = true;
+            let advice = match variant.verdict {
+                Verdict::MemoryBudget => {
+                    "what it holds (requests in flight, queued commands, its series) passed \
+                     [run] memory_max: raise it, shorten the run or widen [metrics] bucket, or \
+                     look for work that piles up without end"
+                }
+                _ => "raise [run] events_max or time_max, or look for a feedback loop",
+            };
             eprintln!(
-                "variant \"{}\" was stopped by its run budget ({}) at {} ms: its figures are incomplete; \
-                 raise [run] events_max or time_max, or look for a feedback loop",
+                "variant \"{}\" was stopped by its run budget ({}) at {} ms: its figures are \
+                 incomplete; {advice}",
                 variant.name,
                 variant.verdict.name(),
                 variant.end_ms

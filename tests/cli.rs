@@ -169,3 +169,49 @@ fn validate_accepts_every_bundled_scenario() {
         assert!(output.status.success(), "{file}: {}", text(&output.stderr));
     }
 }
+
+#[test]
+fn a_run_that_outgrows_its_memory_budget_exits_1_naming_the_budget() {
+    // Redis hangs and every read times out, but the commands stay queued on the connection
+    // (a hung server never answers them): what the run holds grows with every request.
+    let dir = scratch("memory-budget");
+    let file = dir.join("hung.toml");
+    std::fs::write(
+        &file,
+        r#"[scenario]
+name = "hung"
+
+[run]
+memory_max = "8MiB"
+
+[servers.redis]
+
+[connections.cache]
+server = "redis"
+command_timeout = "100ms"
+
+[keys.k]
+
+[flows.read]
+steps = [{ redis = "GET", connection = "cache", key = "k", on_error = "next" }]
+
+[loads.l]
+flow = "read"
+arrivals = "even"
+rate = 100000
+count = 10000000
+
+[faults.hang]
+target = "redis"
+kind = "hang"
+at = "0s"
+"#,
+    )
+    .unwrap();
+    let output = outagelab(&["run", file.to_str().unwrap()]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("(memory_budget)"), "{stderr}");
+    assert!(stderr.contains("[run] memory_max"), "{stderr}");
+    assert!(stderr.contains("reproduce with: outagelab run"), "{stderr}");
+}

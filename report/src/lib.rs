@@ -69,12 +69,17 @@ pub enum Verdict {
     TimeBudget,
     /// The run hit its event budget: a runaway scenario, stopped instead of hanging.
     EventBudget,
+    /// The run's memory estimate passed its budget: stopped before the allocator fails.
+    MemoryBudget,
 }
 
 impl Verdict {
     /// Whether the run was cut short by a budget (its figures are not trustworthy).
     pub fn is_budget(self) -> bool {
-        matches!(self, Verdict::TimeBudget | Verdict::EventBudget)
+        matches!(
+            self,
+            Verdict::TimeBudget | Verdict::EventBudget | Verdict::MemoryBudget
+        )
     }
 
     pub fn name(self) -> &'static str {
@@ -84,6 +89,7 @@ impl Verdict {
             Verdict::Stalled => "stalled",
             Verdict::TimeBudget => "time_budget",
             Verdict::EventBudget => "event_budget",
+            Verdict::MemoryBudget => "memory_budget",
         }
     }
 }

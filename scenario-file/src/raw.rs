@@ -67,6 +67,7 @@ pub struct RawRun {
     pub horizon: Option<Spanned<Text>>,
     pub time_max: Option<Spanned<Text>>,
     pub events_max: Option<Spanned<u64>>,
+    pub memory_max: Option<Spanned<Size>>,
 }
 
 #[derive(Default, Deserialize)]

@@ -564,10 +564,26 @@ impl<'a> Validator<'a> {
                 .unwrap_or(1),
             None => RunLimits::EVENTS_MAX_DEFAULT,
         };
+        let memory_max = match &run.memory_max {
+            Some(value) => match self.size_any(value, "run.memory_max") {
+                Some(0) => {
+                    self.error(
+                        Some(value.span()),
+                        "run.memory_max",
+                        "must be more than zero (a run holds its requests and its series)",
+                    );
+                    RunLimits::MEMORY_MAX_DEFAULT
+                }
+                Some(bytes) => bytes,
+                None => RunLimits::MEMORY_MAX_DEFAULT,
+            },
+            None => RunLimits::MEMORY_MAX_DEFAULT,
+        };
         RunLimits {
             horizon: horizon.map(|h| SimTime::ZERO.saturating_add(h)),
             time_max,
             events_max,
+            memory_max,
         }
     }
 

@@ -115,6 +115,10 @@ fn rejected_files() {
             "27:10: metrics.bucket: 3600001 buckets to the horizon, more than the 1000000 a series keeps: use a wider bucket",
         ),
         (
+            format!("{BASE}\n[run]\nmemory_max = \"0MiB\"\n"),
+            "25:14: run.memory_max: must be more than zero (a run holds its requests and its series)",
+        ),
+        (
             format!("{BASE}\n[bulkheads.b]\nmax_concurrent = 0\nqueue = 5\n"),
             "25:18: bulkheads.b.max_concurrent: must be at least 1 (a bulkhead of zero sheds everything)",
         ),

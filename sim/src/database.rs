@@ -218,6 +218,16 @@ impl Databases {
         self.databases[id.index()].lock_waiting
     }
 
+    /// Bytes the queries in flight take (running, or waiting for a lock, with its entry).
+    pub fn memory_bytes(&self) -> u64 {
+        let running = std::mem::size_of::<Running>() as u64;
+        let waiting = std::mem::size_of::<LockWaiter>() as u64 + 64;
+        self.databases
+            .iter()
+            .map(|db| db.running.len() as u64 * running + db.lock_waiting * waiting)
+            .sum()
+    }
+
     pub fn running(&self, id: DatabaseId) -> usize {
         self.databases[id.index()].running.len()
     }

@@ -39,8 +39,8 @@ use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, CacheOp, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId,
-    OnError, OnHit, PolicyRef, RateLimitId, RedisCommand, Scenario, StepAction, StepSpec,
-    ThrottleId, ThrottleOp,
+    OnError, OnHit, PolicyKind, PolicyRef, RateLimitId, RedisCommand, Scenario, StepAction,
+    StepSpec, ThrottleId, ThrottleOp,
 };
 use crate::throttles::{Held, Phase, Progress, Throttles};
 
@@ -248,6 +248,11 @@ struct LoadState {
     /// shorter than a nanosecond still add up to the right rate.
     next_arrival_q32: u128,
 }
+
+/// Every this many events, a run's memory estimate is checked against its budget: often
+/// enough that a run cannot outgrow it by much in between (an event adds a few hundred bytes
+/// at most), rarely enough to cost nothing.
+const MEMORY_CHECK_EVERY: u64 = 4096;
 
 /// What a step's end means for its request.
 enum Next {
@@ -469,6 +474,11 @@ impl<'s> Simulator<'s> {
             if self.events_processed >= limits.events_max {
                 return Verdict::EventBudget;
             }
+            if self.events_processed % MEMORY_CHECK_EVERY == 0
+                && self.memory_estimate() > limits.memory_max
+            {
+                return Verdict::MemoryBudget;
+            }
             let (at, event) = self.events.pop().expect("peeked");
             self.now = at;
             self.metrics.advance_to(at);
@@ -482,6 +492,24 @@ impl<'s> Simulator<'s> {
                 return Verdict::Stalled;
             }
         }
+    }
+
+    /// What the run holds now, in bytes: the parts that grow with what is in flight or with
+    /// the length of the run (everything else is fixed by the scenario's size).
+    fn memory_estimate(&self) -> u64 {
+        // A slot with its request, and room for a hold of every kind and a throttle slot.
+        let per_slot = std::mem::size_of::<Slot>()
+            + PolicyKind::ALL.len() * std::mem::size_of::<Hold>()
+            + std::mem::size_of::<Held>();
+        let slots = (self.slots.capacity() * per_slot) as u64;
+        let queues = (self.free_slots.capacity() * 4 + self.runnable.capacity() * 8) as u64;
+        slots
+            + queues
+            + self.events.len() as u64 * EventQueue::ENTRY_BYTES
+            + self.redis.memory_bytes()
+            + self.databases.memory_bytes()
+            + self.kept_by_queries.len() as u64 * 64
+            + self.metrics.series_bytes()
     }
 
     fn dispatch(&mut self, event: Event) {

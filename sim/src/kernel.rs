@@ -133,6 +133,14 @@ impl EventQueue {
         self.next_seq += 1;
     }
 
+    /// Events waiting.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// Bytes one waiting event takes in the queue.
+    pub const ENTRY_BYTES: u64 = std::mem::size_of::<Scheduled>() as u64;
+
     pub fn peek_time(&self) -> Option<SimTime> {
         self.heap.peek().map(|scheduled| scheduled.at)
     }

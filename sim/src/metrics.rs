@@ -205,6 +205,14 @@ impl Metrics {
         }
     }
 
+    /// Bytes the time series holds so far (start, outcomes, two percentiles, every gauge and
+    /// counter column, per closed bucket): what grows with the length of a run.
+    pub fn series_bytes(&self) -> u64 {
+        let values = Outcome::COUNT + self.gauges.len() + self.counters.len();
+        let per_bucket = 8 + 2 * 16 + 8 * values as u64;
+        self.bucket.min(BUCKETS_MAX) * per_bucket
+    }
+
     /// Registers a gauge (before the run starts); its series is named `name` in reports.
     pub fn add_gauge(&mut self, name: String) -> GaugeId {
         self.gauges.push(Gauge {

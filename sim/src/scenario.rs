@@ -107,6 +107,11 @@ pub struct RunLimits {
     pub time_max: SimTime,
     /// Budget: the most events a run may process.
     pub events_max: u64,
+    /// Budget: the most memory a run may hold, in bytes, as the simulator estimates it from
+    /// what it keeps (requests in flight, queued commands and events, running queries, the
+    /// time series so far). The estimate is a count, not a reading of the allocator, so a run
+    /// stops at the same instant on every machine.
+    pub memory_max: u64,
 }
 
 impl RunLimits {
@@ -114,6 +119,9 @@ impl RunLimits {
     pub const TIME_MAX_DEFAULT: SimTime = SimTime::from_nanos(86_400 * 1_000_000_000);
     /// Events a run may process unless the scenario says otherwise.
     pub const EVENTS_MAX_DEFAULT: u64 = 200_000_000;
+    /// Memory a run may hold unless the scenario says otherwise: 4 GiB, a sixth of the
+    /// project's 24 GiB machines, so a few variants in one process still fit.
+    pub const MEMORY_MAX_DEFAULT: u64 = 4 << 30;
     /// The longest run (horizon or time budget) the simulator accepts: 2^62 ns, about 146
     /// years; latencies up to this length are measured without saturating.
     pub const LENGTH_MAX: SimDuration = SimDuration::from_nanos(1 << 62);
@@ -972,6 +980,7 @@ impl Scenario {
                 horizon: None,
                 time_max: RunLimits::TIME_MAX_DEFAULT,
                 events_max: RunLimits::EVENTS_MAX_DEFAULT,
+                memory_max: RunLimits::MEMORY_MAX_DEFAULT,
             },
             bucket: SimDuration::from_millis(100),
             percentile_rule: Default::default(),

@@ -212,6 +212,15 @@ impl Redis {
         self.pending[connection.index()].0
     }
 
+    /// Bytes the commands in flight take: each is held by its connection until it ends, and
+    /// may sit in a pipe and in the server's input too; plus the writes' origins.
+    pub fn memory_bytes(&self) -> u64 {
+        let pending: u64 = self.pending.iter().map(|&(now, _)| now).sum();
+        let per_command =
+            std::mem::size_of::<connection::Command>() + 2 * std::mem::size_of::<(u64, Op)>();
+        pending * per_command as u64 + self.origins.len() as u64 * 64
+    }
+
     /// A connection's counters, added up over all its links.
     pub fn connection_summary(&self, connection: ConnectionId) -> ConnectionSummary {
         let mut total = ConnectionSummary::default();
