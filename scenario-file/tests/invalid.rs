@@ -50,6 +50,19 @@ fn with(old: &str, new: &str) -> String {
     BASE.replacen(old, new, 1)
 }
 
+/// `count` `[[variant]]` entries, two lines each: `name = "v0"`, `"v1"`, ...
+fn variants(count: usize) -> String {
+    (0..count)
+        .map(|index| format!("[[variant]]\nname = \"v{index}\"\n"))
+        .collect()
+}
+
+/// A one-line array of `count` swept counts: `[0, 1, 2, ...]`.
+fn sweep_values(count: usize) -> String {
+    let values: Vec<String> = (0..count).map(|value| value.to_string()).collect();
+    format!("[{}]", values.join(", "))
+}
+
 #[test]
 fn the_base_is_valid() {
     let file = outagelab_scenario_file::parse(BASE, Path::new("t.toml")).unwrap();
@@ -361,6 +374,35 @@ fn rejected_files() {
                 "count = 5\n\n[faults.k]\ntarget = \"redis\"\nkind = \"kill\"\nat = \"1s\"\nduration = \"1s\"",
             ),
             "28:12: faults.k.duration: a kill happens at one instant (the server keeps running): leave duration out",
+        ),
+        (
+            // 200 variants of a 1 500-value sweep: refused before any of the 300 000 runs is
+            // built (it took minutes and gigabytes to validate).
+            format!(
+                "{BASE}\n[sweep]\nparameter = \"loads.l.count\"\nvalues = {}\n{}",
+                sweep_values(1500),
+                variants(200)
+            ),
+            "26:10: sweep.values: 200 variants × 1500 swept values = 300000 runs, more than the 10000 a file may expand to: sweep fewer values, or split the variants over several files",
+        ),
+        (
+            format!(
+                "{BASE}\n[sweep]\nparameter = \"loads.l.count\"\nvalues = {}\n{}",
+                sweep_values(5001),
+                variants(2)
+            ),
+            "26:10: sweep.values: 2 variants × 5001 swept values = 10002 runs, more than the 10000 a file may expand to: sweep fewer values, or split the variants over several files",
+        ),
+        (
+            format!(
+                "{BASE}\n[sweep]\nparameter = \"loads.l.count\"\nvalues = {}\n",
+                sweep_values(10_001),
+            ),
+            "26:10: sweep.values: 1 variant × 10001 swept values = 10001 runs, more than the 10000 a file may expand to: sweep fewer values, or split the variants over several files",
+        ),
+        (
+            format!("{BASE}\n{}", variants(10_001)),
+            "20024:1: variant[10000]: 10001 variants are more than the 10000 runs a file may expand to: split them over several files",
         ),
     ];
     assert!(cases.len() >= 15);
