@@ -14,6 +14,7 @@
 
 mod diagnostic;
 mod document;
+mod one_of;
 mod raw;
 pub mod units;
 mod validate;

@@ -9,6 +9,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
+use crate::one_of::{OneOf, fields_of};
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawScenario {
@@ -148,21 +150,95 @@ pub enum KeyDistributionName {
     Hot,
 }
 
+/// A breaker: the rule that opens it (exactly one of `failures` or `failure_rate`) and what
+/// it does once open.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct RawBreaker {
     pub enabled: Option<bool>,
-    /// Consecutive-failure rule.
-    pub failures: Option<Spanned<u64>>,
-    /// Failure-rate rule: the rate, and a window of calls or of time.
-    pub failure_rate_percent: Option<Spanned<f64>>,
-    pub window_calls: Option<Spanned<u64>>,
-    pub window: Option<Spanned<Text>>,
-    pub window_slots: Option<Spanned<u64>>,
-    pub min_calls: Option<Spanned<u64>>,
+    /// The consecutive-failure rule.
+    failures: Option<Spanned<i64>>,
+    /// The failure-rate rule.
+    failure_rate: Option<Spanned<RawFailureRate>>,
     pub open_for: Spanned<Text>,
-    pub half_open_probes: Option<Spanned<u64>>,
+    pub half_open_probes: Option<Spanned<i64>>,
     pub counts: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// What opens a breaker, as written.
+#[derive(Clone, Copy)]
+pub enum RawTripRule<'a> {
+    /// This many consecutive counted failures.
+    Failures(&'a Spanned<i64>),
+    FailureRate(&'a Spanned<RawFailureRate>),
+}
+
+const BREAKER_RULES: OneOf = OneOf {
+    tags: &[
+        ("failures", || &[]),
+        ("failure_rate", fields_of::<RawFailureRate>),
+    ],
+    what: "a breaker",
+    tag_noun: "rule",
+    advice: "give failures (consecutive) or failure_rate, not both",
+};
+
+impl RawBreaker {
+    pub fn rule(&self) -> RawTripRule<'_> {
+        (self.failures.as_ref().map(RawTripRule::Failures))
+            .or(self.failure_rate.as_ref().map(RawTripRule::FailureRate))
+            .expect("a breaker is read only with one rule")
+    }
+}
+
+impl<'de> Deserialize<'de> for RawBreaker {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        BREAKER_RULES.read(deserializer, |table| RawBreaker::deserialize(table))
+    }
+}
+
+/// `failure_rate = { percent = 50, window_calls = 20, min_calls = 20 }`: open when at least
+/// `percent` of the calls in the window failed, once it holds `min_calls`.
+#[derive(Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct RawFailureRate {
+    pub percent: Spanned<f64>,
+    // The window: exactly one of these.
+    window_calls: Option<Spanned<i64>>,
+    window: Option<Spanned<Text>>,
+    /// A time window is kept in this many slots.
+    pub window_slots: Option<Spanned<i64>>,
+    pub min_calls: Spanned<i64>,
+}
+
+/// A failure-rate window, as written.
+#[derive(Clone, Copy)]
+pub enum RawWindow<'a> {
+    /// The last N calls.
+    Calls(&'a Spanned<i64>),
+    /// The calls of the last duration.
+    Time(&'a Spanned<Text>),
+}
+
+const WINDOWS: OneOf = OneOf {
+    tags: &[("window_calls", || &[]), ("window", || &[])],
+    what: "a failure rate",
+    tag_noun: "window",
+    advice: "give window_calls (the last N calls) or window (a duration), not both",
+};
+
+impl RawFailureRate {
+    pub fn window(&self) -> RawWindow<'_> {
+        (self.window_calls.as_ref().map(RawWindow::Calls))
+            .or(self.window.as_ref().map(RawWindow::Time))
+            .expect("a failure rate is read only with one window")
+    }
+}
+
+impl<'de> Deserialize<'de> for RawFailureRate {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        WINDOWS.read(deserializer, |table| RawFailureRate::deserialize(table))
+    }
 }
 
 #[derive(Deserialize)]
@@ -215,7 +291,8 @@ pub struct RawCache {
     pub ttl: Spanned<Text>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CacheOpName {
     Get,
     Put,
@@ -288,27 +365,20 @@ pub struct RawFlow {
     pub steps: Spanned<Vec<Spanned<RawStep>>>,
 }
 
+/// A flow step as written: one action, in a table under the action's name, and the keys
+/// that steer the request around it. The action's own keys live in its table, so a key of
+/// another action cannot be written by mistake: it is an unknown field of that table.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct RawStep {
-    pub redis: Option<Spanned<RedisCommandName>>,
-    pub db: Option<Spanned<String>>,
-    pub work: Option<Spanned<Text>>,
-    pub cache: Option<Spanned<String>>,
-    /// A cache op (`get`, `put`, `invalidate`, `flush`) or a throttle op (`acquire`,
-    /// `release`).
-    pub op: Option<Spanned<String>>,
-    pub throttle: Option<Spanned<String>>,
-    pub rate_limit: Option<Spanned<String>>,
-    pub connection: Option<Spanned<String>>,
-    pub key: Option<Spanned<String>>,
-    pub value: Option<Spanned<Size>>,
-    pub ttl: Option<Spanned<Text>>,
-    pub timeout: Option<Spanned<Text>>,
-    /// A database step's own latency (else the database's).
-    pub latency: Option<Spanned<RawLatency>>,
-    /// A database step's advisory lock: a key family.
-    pub lock: Option<Spanned<String>>,
+    // The action: exactly one of these (see `STEP_ACTIONS`).
+    redis: Option<Spanned<RawRedisStep>>,
+    db: Option<Spanned<RawDbStep>>,
+    work: Option<Spanned<Text>>,
+    cache: Option<Spanned<RawCacheStep>>,
+    throttle: Option<Spanned<RawThrottleStep>>,
+    rate_limit: Option<Spanned<RawRateLimitStep>>,
+    // Around the action.
     pub breaker: Option<Spanned<String>>,
     pub bulkhead: Option<Spanned<String>>,
     pub semaphore: Option<Spanned<String>>,
@@ -320,8 +390,126 @@ pub struct RawStep {
     pub label: Option<Spanned<String>>,
     /// Runs even when an earlier step failed the request.
     pub finally: Option<bool>,
+}
+
+/// A step's action, as written.
+#[derive(Clone, Copy)]
+pub enum RawAction<'a> {
+    Redis(&'a Spanned<RawRedisStep>),
+    Database(&'a Spanned<RawDbStep>),
+    Work(&'a Spanned<Text>),
+    Cache(&'a Spanned<RawCacheStep>),
+    Throttle(&'a Spanned<RawThrottleStep>),
+    RateLimit(&'a Spanned<RawRateLimitStep>),
+}
+
+const STEP_ACTIONS: OneOf = OneOf {
+    tags: &[
+        ("redis", fields_of::<RawRedisStep>),
+        ("db", fields_of::<RawDbStep>),
+        ("work", || &[]),
+        ("cache", fields_of::<RawCacheStep>),
+        ("throttle", fields_of::<RawThrottleStep>),
+        ("rate_limit", fields_of::<RawRateLimitStep>),
+    ],
+    what: "a step",
+    tag_noun: "action",
+    advice: "give each action a step of its own",
+};
+
+impl RawStep {
+    /// The step's one action (a step without one, or with two, is not read).
+    pub fn action(&self) -> RawAction<'_> {
+        (self.redis.as_ref().map(RawAction::Redis))
+            .or(self.db.as_ref().map(RawAction::Database))
+            .or(self.work.as_ref().map(RawAction::Work))
+            .or(self.cache.as_ref().map(RawAction::Cache))
+            .or(self.throttle.as_ref().map(RawAction::Throttle))
+            .or(self.rate_limit.as_ref().map(RawAction::RateLimit))
+            .expect("a step is read only with one action")
+    }
+}
+
+impl<'de> Deserialize<'de> for RawStep {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        STEP_ACTIONS.read(deserializer, |table| RawStep::deserialize(table))
+    }
+}
+
+/// `redis = { command = "GET", connection = "cache", key = "product" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as redis = { command = \"GET\", connection = \"cache\", key = \"product\" }"
+)]
+pub struct RawRedisStep {
+    pub command: Spanned<RedisCommandName>,
+    pub connection: Spanned<String>,
+    pub key: Spanned<String>,
+    pub value: Option<Spanned<Size>>,
+    pub ttl: Option<Spanned<Text>>,
     /// On a reconnect slot, replay the step's write after a connection-level failure too.
     pub replay_writes: Option<Spanned<bool>>,
+}
+
+/// `db = { name = "main", timeout = "1s" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as db = { name = \"main\", timeout = \"1s\" }"
+)]
+pub struct RawDbStep {
+    pub name: Spanned<String>,
+    pub timeout: Option<Spanned<Text>>,
+    /// This query's own latency (else the database's).
+    pub latency: Option<Spanned<RawLatency>>,
+    /// An advisory lock: a key family.
+    pub lock: Option<Spanned<String>>,
+}
+
+/// `cache = { name = "l1", op = "get", key = "product" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as cache = { name = \"l1\", op = \"get\", key = \"product\" }"
+)]
+pub struct RawCacheStep {
+    pub name: Spanned<String>,
+    pub op: Spanned<CacheOpName>,
+    pub key: Option<Spanned<String>>,
+    pub value: Option<Spanned<Size>>,
+}
+
+/// `throttle = { name = "cascade", op = "acquire", key = "space" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as throttle = { name = \"cascade\", op = \"acquire\", key = \"space\" }"
+)]
+pub struct RawThrottleStep {
+    pub name: Spanned<String>,
+    pub op: ThrottleOpName,
+    pub key: Spanned<String>,
+}
+
+/// `rate_limit = { name = "api", key = "bucket" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as rate_limit = { name = \"api\", key = \"bucket\" }"
+)]
+pub struct RawRateLimitStep {
+    pub name: Spanned<String>,
+    pub key: Option<Spanned<String>>,
+    /// On a reconnect slot, replay the check (a write) after a connection-level failure too.
+    pub replay_writes: Option<Spanned<bool>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThrottleOpName {
+    Acquire,
+    Release,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

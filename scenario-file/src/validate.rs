@@ -3,7 +3,8 @@
 //! collected, each pointing at the value (or key) at fault, rather than stopping at the first.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Range;
+use std::fmt;
+use std::ops::{Range, RangeInclusive};
 
 use outagelab_model::ConfigError;
 use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
@@ -231,6 +232,41 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// A whole number in `range`, as `T`; out of it, a located error naming the range (`why`
+    /// says what a value below the range would mean; empty, the range is enough).
+    fn whole<T>(
+        &mut self,
+        value: &Spanned<i64>,
+        key: &str,
+        range: RangeInclusive<T>,
+        why: &str,
+    ) -> Option<T>
+    where
+        T: Copy + PartialOrd + fmt::Display + Into<i128> + TryFrom<i64>,
+    {
+        let number = *value.get_ref();
+        let (min, max) = (*range.start(), *range.end());
+        if i128::from(number) < min.into() && !why.is_empty() {
+            self.error(
+                Some(value.span()),
+                key,
+                format!("must be at least {min} ({why})"),
+            );
+            return None;
+        }
+        match T::try_from(number) {
+            Ok(whole) if range.contains(&whole) => Some(whole),
+            _ => {
+                self.error(
+                    Some(value.span()),
+                    key,
+                    format!("{number} is out of range: must be from {min} to {max}"),
+                );
+                None
+            }
+        }
+    }
+
     fn reference(
         &mut self,
         value: &Spanned<String>,
@@ -251,24 +287,14 @@ impl<'a> Validator<'a> {
         })
     }
 
-    /// Reports a policy's rejected config at the key it came from. Policies name their fields
-    /// in their own units; the few that the file writes differently are renamed here.
+    /// Reports a policy's rejected config at the key it came from, for policies whose fields
+    /// have the names the file gives them.
     fn config_error(&mut self, error: ConfigError, prefix: &str, spans: &[(&str, Range<usize>)]) {
         let span = spans
             .iter()
             .find(|(field, _)| *field == error.field)
             .map(|(_, span)| span.clone());
-        let key = match error.field {
-            "failure_rate_permille" => "failure_rate_percent",
-            "window_length" => "window",
-            field => field,
-        };
-        let reason = if error.field == "failure_rate_permille" {
-            format!("{} (in tenths of a percent)", error.reason)
-        } else {
-            error.reason
-        };
-        self.error(span, format!("{prefix}.{key}"), reason);
+        self.error(span, format!("{prefix}.{}", error.field), error.reason);
     }
 
     fn check_names<V>(&mut self, section: &str, map: &BTreeMap<String, V>) {
@@ -831,121 +857,84 @@ impl<'a> Validator<'a> {
 
     fn breaker(&mut self, name: &str, raw: &RawBreaker) -> Option<BreakerSpec> {
         let prefix = format!("breakers.{name}");
-        let open_for = self.duration(&raw.open_for, &format!("{prefix}.open_for"))?;
-        let probes = raw
-            .half_open_probes
-            .as_ref()
-            .map_or(1, |p| u32::try_from(*p.get_ref()).unwrap_or(u32::MAX));
-        let clamp = |value: &Spanned<u64>| u32::try_from(*value.get_ref()).unwrap_or(u32::MAX);
-        let mut spans = vec![("open_for", raw.open_for.span())];
-        if let Some(p) = &raw.half_open_probes {
-            spans.push(("half_open_probes", p.span()));
+        let key = |field: &str| format!("{prefix}.{field}");
+        let open_for = self.duration(&raw.open_for, &key("open_for"))?;
+        let probes = match &raw.half_open_probes {
+            Some(probes) => self.whole(probes, &key("half_open_probes"), 0..=u32::MAX, "")?,
+            None => 1,
+        };
+        // The breaker's config names its fields in its own units: (its name, the file's key,
+        // where the file wrote it).
+        let mut fields = vec![("open_for", key("open_for"), raw.open_for.span())];
+        if let Some(probes) = &raw.half_open_probes {
+            fields.push(("half_open_probes", key("half_open_probes"), probes.span()));
         }
-        let rate_keys = [
-            ("window_calls", raw.window_calls.as_ref().map(Spanned::span)),
-            ("window", raw.window.as_ref().map(Spanned::span)),
-            ("window_slots", raw.window_slots.as_ref().map(Spanned::span)),
-            ("min_calls", raw.min_calls.as_ref().map(Spanned::span)),
-        ];
-        let config = match (&raw.failures, &raw.failure_rate_percent) {
-            (Some(failures), None) => {
-                for (key, span) in rate_keys {
-                    if let Some(span) = span {
-                        self.error(
-                            Some(span),
-                            format!("{prefix}.{key}"),
-                            "belongs to a failure-rate breaker (failure_rate_percent), not to one \
-                             that counts consecutive failures",
-                        );
-                    }
-                }
-                spans.push(("failures", failures.span()));
-                BreakerConfig::new(clamp(failures), open_for, probes)
+        let config = match raw.rule() {
+            RawTripRule::Failures(failures) => {
+                fields.push(("failures", key("failures"), failures.span()));
+                let failures = self.whole(failures, &key("failures"), 0..=u32::MAX, "")?;
+                BreakerConfig::new(failures, open_for, probes)
             }
-            (None, Some(rate)) => {
-                let permille = rate.get_ref() * 10.0;
-                if !(permille.is_finite() && permille == permille.round()) {
-                    self.error(
-                        Some(rate.span()),
-                        format!("{prefix}.failure_rate_percent"),
-                        format!(
-                            "{} is not a percentage to one decimal place",
-                            rate.get_ref()
-                        ),
-                    );
-                    return None;
-                }
-                spans.push(("failure_rate_permille", rate.span()));
-                let window = match (&raw.window_calls, &raw.window) {
-                    (Some(calls), None) => {
-                        if let Some(slots) = &raw.window_slots {
+            RawTripRule::FailureRate(rate) => {
+                let rate_key = |field: &str| format!("{prefix}.failure_rate.{field}");
+                let rate = rate.get_ref();
+                fields.push((
+                    "failure_rate_permille",
+                    rate_key("percent"),
+                    rate.percent.span(),
+                ));
+                fields.push(("min_calls", rate_key("min_calls"), rate.min_calls.span()));
+                let permille = self.percent_permille(&rate.percent, &rate_key("percent"));
+                let min_calls =
+                    self.whole(&rate.min_calls, &rate_key("min_calls"), 0..=u32::MAX, "");
+                let window = match rate.window() {
+                    RawWindow::Calls(calls) => {
+                        if let Some(slots) = &rate.window_slots {
                             self.error(
                                 Some(slots.span()),
-                                format!("{prefix}.window_slots"),
+                                rate_key("window_slots"),
                                 "applies to a time window (window), not to window_calls",
                             );
                         }
-                        spans.push(("window_calls", calls.span()));
-                        Window::Calls(clamp(calls))
+                        fields.push(("window_calls", rate_key("window_calls"), calls.span()));
+                        let calls = self.whole(calls, &rate_key("window_calls"), 0..=u32::MAX, "");
+                        calls.map(Window::Calls)
                     }
-                    (None, Some(length)) => {
-                        let length = self.duration(length, &format!("{prefix}.window"))?;
-                        let slots = raw.window_slots.as_ref().map_or(10, clamp);
-                        spans.push(("window_length", raw.window.as_ref().expect("set").span()));
-                        if let Some(slots) = &raw.window_slots {
-                            spans.push(("window_slots", slots.span()));
-                        }
-                        Window::Time { length, slots }
-                    }
-                    _ => {
-                        self.error(
-                            Some(rate.span()),
-                            format!("{prefix}.window_calls"),
-                            "a failure-rate breaker needs exactly one window: window_calls (the \
-                             last N calls) or window (a duration)",
-                        );
-                        return None;
+                    RawWindow::Time(length) => {
+                        fields.push(("window_length", rate_key("window"), length.span()));
+                        let length = self.duration(length, &rate_key("window"));
+                        let slots = match &rate.window_slots {
+                            Some(slots) => {
+                                fields.push((
+                                    "window_slots",
+                                    rate_key("window_slots"),
+                                    slots.span(),
+                                ));
+                                self.whole(slots, &rate_key("window_slots"), 0..=u32::MAX, "")
+                            }
+                            None => Some(10),
+                        };
+                        length
+                            .zip(slots)
+                            .map(|(length, slots)| Window::Time { length, slots })
                     }
                 };
-                let Some(min_calls) = &raw.min_calls else {
-                    self.error(
-                        Some(rate.span()),
-                        format!("{prefix}.min_calls"),
-                        "a failure-rate breaker needs min_calls, the calls the window must hold \
-                         before the rate counts",
-                    );
-                    return None;
-                };
-                spans.push(("min_calls", min_calls.span()));
-                let permille = if permille < 0.0 {
-                    u32::MAX
-                } else {
-                    permille.min(f64::from(u32::MAX)) as u32
-                };
-                BreakerConfig::failure_rate(permille, window, clamp(min_calls), open_for, probes)
-            }
-            (Some(failures), Some(_)) => {
-                self.error(
-                    Some(failures.span()),
-                    format!("{prefix}.failures"),
-                    "give failures (consecutive) or failure_rate_percent, not both",
-                );
-                return None;
-            }
-            (None, None) => {
-                self.error(
-                    Some(raw.open_for.span()),
-                    format!("{prefix}.failures"),
-                    "a breaker needs a rule to open: failures (consecutive) or \
-                     failure_rate_percent with a window",
-                );
-                return None;
+                BreakerConfig::failure_rate(permille?, window?, min_calls?, open_for, probes)
             }
         };
         let config = match config {
             Ok(config) => config,
             Err(error) => {
-                self.config_error(error, &prefix, &spans);
+                let (_, key, span) = fields
+                    .iter()
+                    .find(|(field, _, _)| *field == error.field)
+                    .expect("every field a breaker config checks was written in the file");
+                let reason = if error.field == "failure_rate_permille" {
+                    format!("{} (in tenths of a percent)", error.reason)
+                } else {
+                    error.reason
+                };
+                self.error(Some(span.clone()), key.clone(), reason);
                 return None;
             }
         };
@@ -1571,38 +1560,6 @@ impl<'a> Validator<'a> {
     ) -> Option<StepSpec> {
         let raw = spanned.get_ref();
         let key = |field: &str| format!("{prefix}.{field}");
-        let actions = [
-            raw.redis.is_some(),
-            raw.db.is_some(),
-            raw.work.is_some(),
-            raw.cache.is_some(),
-            raw.rate_limit.is_some(),
-            raw.throttle.is_some(),
-        ];
-        if actions.iter().filter(|&&set| set).count() != 1 {
-            self.error(
-                Some(spanned.span()),
-                prefix,
-                "a step does exactly one thing: set one of `redis`, `db`, `work`, `cache`, \
-                 `rate_limit` or `throttle`",
-            );
-            return None;
-        }
-        if raw.cache.is_none()
-            && raw.throttle.is_none()
-            && let Some(op) = &raw.op
-        {
-            self.error(
-                Some(op.span()),
-                key("op"),
-                "applies to a cache or throttle step only",
-            );
-        }
-        let not_here = |this: &mut Self, span: Option<Range<usize>>, field: &str, what: &str| {
-            if let Some(span) = span {
-                this.error(Some(span), key(field), format!("does not apply to {what}"));
-            }
-        };
         let on_hit = match raw.on_hit.as_ref() {
             None => None,
             Some(hit) => {
@@ -1644,339 +1601,38 @@ impl<'a> Validator<'a> {
                 Some((hit.span(), target))
             }
         };
-        let action = if let Some(command) = &raw.redis {
-            let command_name = *command.get_ref();
-            if raw.timeout.is_some() {
-                not_here(
-                    self,
-                    raw.timeout.as_ref().map(Spanned::span),
-                    "timeout",
-                    "a Redis step (its timeout is the connection's command_timeout)",
-                );
+        let action = match raw.action() {
+            RawAction::Redis(redis) => self.redis_step(&key("redis"), redis, names)?,
+            RawAction::Database(query) => self.db_step(&key("db"), query, names)?,
+            RawAction::Work(work) => StepAction::Work {
+                duration: self.duration(work, &key("work"))?,
+            },
+            RawAction::Cache(cache) => self.cache_step(&key("cache"), cache, names)?,
+            RawAction::Throttle(throttle) => {
+                self.throttle_step(&key("throttle"), throttle, names)?
             }
-            if command_name != RedisCommandName::Get {
-                not_here(
-                    self,
-                    on_hit.as_ref().map(|h| h.0.clone()),
-                    "on_hit",
-                    "a command other than GET",
-                );
-            }
-            let takes_value = matches!(
-                command_name,
-                RedisCommandName::Set | RedisCommandName::SetNxPx
-            );
-            if !takes_value {
-                not_here(
-                    self,
-                    raw.value.as_ref().map(Spanned::span),
-                    "value",
-                    "a command that writes no value",
-                );
-                not_here(
-                    self,
-                    raw.ttl.as_ref().map(Spanned::span),
-                    "ttl",
-                    "a command that sets no expiry",
-                );
-            }
-            let connection = match &raw.connection {
-                Some(c) => self.reference(c, &key("connection"), "connection", &names.connections),
-                None => {
-                    self.error(
-                        Some(command.span()),
-                        key("connection"),
-                        "a Redis step needs a connection",
-                    );
-                    None
-                }
-            };
-            let family = match &raw.key {
-                Some(k) => self.reference(k, &key("key"), "key family", &names.keys),
-                None => {
-                    self.error(
-                        Some(command.span()),
-                        key("key"),
-                        "a Redis step needs a key (a [keys.<name>] family)",
-                    );
-                    None
-                }
-            };
-            let value_bytes = match &raw.value {
-                Some(value) if takes_value => self.size(value, &key("value"))?,
-                _ => default::VALUE as u32,
-            };
-            let ttl = match &raw.ttl {
-                Some(ttl) if takes_value => Some(self.positive_duration(
-                    ttl,
-                    &key("ttl"),
-                    "the key would expire as it is written",
-                )?),
-                _ => None,
-            };
-            let command = match command_name {
-                RedisCommandName::Get => RedisCommand::Get,
-                RedisCommandName::Incr => RedisCommand::Incr,
-                RedisCommandName::Del => RedisCommand::Del,
-                RedisCommandName::Set => RedisCommand::Set { value_bytes, ttl },
-                RedisCommandName::SetNxPx => {
-                    let Some(ttl) = ttl else {
-                        self.error(
-                            Some(command.span()),
-                            key("ttl"),
-                            "SET NX PX needs a ttl (the PX argument)",
-                        );
-                        return None;
-                    };
-                    RedisCommand::SetNxPx { value_bytes, ttl }
-                }
-            };
-            StepAction::Redis {
-                connection: ConnectionId(connection?),
-                command,
-                key: KeyFamilyId(family?),
-            }
-        } else if let Some(throttle) = &raw.throttle {
-            let what = "a throttle step";
-            for (field, span) in [
-                ("connection", raw.connection.as_ref().map(Spanned::span)),
-                ("value", raw.value.as_ref().map(Spanned::span)),
-                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
-                ("timeout", raw.timeout.as_ref().map(Spanned::span)),
-                ("on_hit", on_hit.as_ref().map(|h| h.0.clone())),
-            ] {
-                not_here(self, span, field, what);
-            }
-            let id = self.reference(throttle, &key("throttle"), "throttle", &names.throttles);
-            let op = match raw.op.as_ref().map(|op| (op.span(), op.get_ref().as_str())) {
-                Some((_, "acquire")) => ThrottleOp::Acquire,
-                Some((_, "release")) => ThrottleOp::Release,
-                Some((span, other)) => {
-                    self.error(
-                        Some(span),
-                        key("op"),
-                        format!("`{other}` is not a throttle op: \"acquire\" or \"release\""),
-                    );
-                    return None;
-                }
-                None => {
-                    self.error(
-                        Some(throttle.span()),
-                        key("op"),
-                        "a throttle step needs op: \"acquire\" or \"release\"",
-                    );
-                    return None;
-                }
-            };
-            let Some(family) = &raw.key else {
-                self.error(
-                    Some(throttle.span()),
-                    key("key"),
-                    "a throttle counts per key: name a [keys.<name>] family",
-                );
-                return None;
-            };
-            let family = self.reference(family, &key("key"), "key family", &names.keys);
-            StepAction::Throttle {
-                throttle: ThrottleId(id?),
-                op,
-                key: KeyFamilyId(family?),
-            }
-        } else if let Some(limit) = &raw.rate_limit {
-            let what = "a rate-limit step";
-            for (field, span) in [
-                ("connection", raw.connection.as_ref().map(Spanned::span)),
-                ("value", raw.value.as_ref().map(Spanned::span)),
-                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
-                ("timeout", raw.timeout.as_ref().map(Spanned::span)),
-                ("on_hit", on_hit.as_ref().map(|h| h.0.clone())),
-            ] {
-                not_here(self, span, field, what);
-            }
-            let limiter = self.reference(
-                limit,
-                &key("rate_limit"),
-                "rate limiter",
-                &names.rate_limits,
-            )?;
-            let has_store = names
-                .rate_limits_with_store
-                .contains(limit.get_ref().as_str());
-            let family = match (&raw.key, has_store) {
-                (Some(k), true) => {
-                    Some(self.reference(k, &key("key"), "key family", &names.keys)?)
-                }
-                (None, false) => None,
-                (Some(k), false) => {
-                    self.error(
-                        Some(k.span()),
-                        key("key"),
-                        "a limiter without a store keeps no keys",
-                    );
-                    return None;
-                }
-                (None, true) => {
-                    self.error(
-                        Some(limit.span()),
-                        key("key"),
-                        "a limiter with a store checks a key: name a [keys.<name>] family",
-                    );
-                    return None;
-                }
-            };
-            StepAction::RateLimit {
-                limiter: RateLimitId(limiter),
-                key: family.map(KeyFamilyId),
-            }
-        } else if let Some(cache) = &raw.cache {
-            let what = "a cache step";
-            for (field, span) in [
-                ("connection", raw.connection.as_ref().map(Spanned::span)),
-                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
-                ("timeout", raw.timeout.as_ref().map(Spanned::span)),
-            ] {
-                not_here(self, span, field, what);
-            }
-            let cache_id = self.reference(cache, &key("cache"), "cache", &names.caches);
-            let Some(op) = &raw.op else {
-                self.error(
-                    Some(cache.span()),
-                    key("op"),
-                    "a cache step needs op: \"get\", \"put\", \"invalidate\" or \"flush\"",
-                );
-                return None;
-            };
-            let op_name = match op.get_ref().as_str() {
-                "get" => CacheOpName::Get,
-                "put" => CacheOpName::Put,
-                "invalidate" => CacheOpName::Invalidate,
-                "flush" => CacheOpName::Flush,
-                other => {
-                    self.error(
-                        Some(op.span()),
-                        key("op"),
-                        format!("`{other}` is not a cache op: \"get\", \"put\", \"invalidate\" or \"flush\""),
-                    );
-                    return None;
-                }
-            };
-            if op_name != CacheOpName::Get {
-                not_here(
-                    self,
-                    on_hit.as_ref().map(|h| h.0.clone()),
-                    "on_hit",
-                    "a cache op other than get",
-                );
-            }
-            if op_name != CacheOpName::Put {
-                not_here(
-                    self,
-                    raw.value.as_ref().map(Spanned::span),
-                    "value",
-                    "a cache op other than put",
-                );
-            }
-            let family = match (&raw.key, op_name) {
-                (Some(_), CacheOpName::Flush) => {
-                    not_here(
-                        self,
-                        raw.key.as_ref().map(Spanned::span),
-                        "key",
-                        "a flush (it empties the cache)",
-                    );
-                    None
-                }
-                (Some(k), _) => Some(self.reference(k, &key("key"), "key family", &names.keys)?),
-                (None, CacheOpName::Flush) => None,
-                (None, _) => {
-                    self.error(
-                        Some(op.span()),
-                        key("key"),
-                        "this cache op needs a key (a [keys.<name>] family)",
-                    );
-                    return None;
-                }
-            };
-            let op = match op_name {
-                CacheOpName::Get => CacheOp::Get,
-                CacheOpName::Put => CacheOp::Put {
-                    value_bytes: match &raw.value {
-                        Some(value) => self.size(value, &key("value"))?,
-                        None => default::VALUE as u32,
-                    },
-                },
-                CacheOpName::Invalidate => CacheOp::Invalidate,
-                CacheOpName::Flush => CacheOp::Flush,
-            };
-            StepAction::Cache {
-                cache: CacheId(cache_id?),
-                op,
-                key: family.map(KeyFamilyId),
-            }
-        } else {
-            let what = if raw.db.is_some() {
-                "a database step"
-            } else {
-                "a work step"
-            };
-            for (field, span) in [
-                ("connection", raw.connection.as_ref().map(Spanned::span)),
-                ("key", raw.key.as_ref().map(Spanned::span)),
-                ("value", raw.value.as_ref().map(Spanned::span)),
-                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
-                ("on_hit", on_hit.as_ref().map(|h| h.0.clone())),
-            ] {
-                not_here(self, span, field, what);
-            }
-            if let Some(database) = &raw.db {
-                let database = self.reference(database, &key("db"), "database", &names.databases);
-                let timeout = match &raw.timeout {
-                    Some(t) => Some(self.positive_duration(
-                        t,
-                        &key("timeout"),
-                        "every query would time out",
-                    )?),
-                    None => None,
-                };
-                let latency = match &raw.latency {
-                    Some(latency) => Some(self.latency(latency, &key("latency"))?),
-                    None => None,
-                };
-                let lock = match &raw.lock {
-                    Some(lock) => Some(KeyFamilyId(self.reference(
-                        lock,
-                        &key("lock"),
-                        "key family",
-                        &names.keys,
-                    )?)),
-                    None => None,
-                };
-                StepAction::Database {
-                    database: DatabaseId(database?),
-                    timeout,
-                    latency,
-                    lock,
-                }
-            } else {
-                not_here(
-                    self,
-                    raw.timeout.as_ref().map(Spanned::span),
-                    "timeout",
-                    what,
-                );
-                let work = raw.work.as_ref().expect("one action is set");
-                StepAction::Work {
-                    duration: self.duration(work, &key("work"))?,
-                }
+            RawAction::RateLimit(limit) => {
+                self.rate_limit_step(&key("rate_limit"), limit, names)?
             }
         };
-        if !matches!(action, StepAction::Database { .. }) {
-            for (field, span) in [
-                ("latency", raw.latency.as_ref().map(Spanned::span)),
-                ("lock", raw.lock.as_ref().map(Spanned::span)),
-            ] {
-                not_here(self, span, field, "a step other than a database query");
+        let can_hit = matches!(
+            action,
+            StepAction::Redis {
+                command: RedisCommand::Get,
+                ..
+            } | StepAction::Cache {
+                op: CacheOp::Get,
+                ..
             }
+        );
+        if let Some((span, _)) = &on_hit
+            && !can_hit
+        {
+            self.error(
+                Some(span.clone()),
+                key("on_hit"),
+                "applies to a step that can hit only: a Redis GET or a cache get",
+            );
         }
         let on_error = match raw.on_error {
             None | Some(OnErrorName::Fail) => OnError::Fail,
@@ -2008,29 +1664,7 @@ impl<'a> Validator<'a> {
             .retry
             .as_ref()
             .and_then(|r| self.reference(r, &key("retry"), "retry policy", &names.retries));
-        // Meaningful on a reconnect slot only, but allowed on any connection, so that variants
-        // can compare a slot with other reconnect designs.
-        let replay_writes = match &raw.replay_writes {
-            None => false,
-            Some(flag) => {
-                let sends_command = match action {
-                    StepAction::Redis { .. } => true,
-                    StepAction::RateLimit { .. } => raw.rate_limit.as_ref().is_some_and(|l| {
-                        names.rate_limits_with_store.contains(l.get_ref().as_str())
-                    }),
-                    _ => false,
-                };
-                if !sends_command {
-                    self.error(
-                        Some(flag.span()),
-                        key("replay_writes"),
-                        "applies to a Redis step, or a rate-limit step with a store: the steps \
-                         that send a command a reconnect slot could replay",
-                    );
-                }
-                *flag.get_ref()
-            }
-        };
+        let replay_writes = self.replay_writes(raw.action(), prefix, names);
         Some(StepSpec {
             action,
             breaker: breaker.map(BreakerId),
@@ -2041,6 +1675,271 @@ impl<'a> Validator<'a> {
             on_hit: on_hit.map_or(OnHit::Next, |(_, target)| target),
             finally: raw.finally.unwrap_or(false),
             replay_writes,
+        })
+    }
+
+    /// `replay_writes`, in the table of an action that sends a command a reconnect slot
+    /// could replay: a Redis step, or a rate-limit step with a store. Meaningful on a slot
+    /// only, but allowed on any connection, so that variants can compare a slot with other
+    /// reconnect designs.
+    fn replay_writes(&mut self, action: RawAction, prefix: &str, names: &Names) -> bool {
+        match action {
+            RawAction::Redis(redis) => redis
+                .get_ref()
+                .replay_writes
+                .as_ref()
+                .is_some_and(|flag| *flag.get_ref()),
+            RawAction::RateLimit(limit) => {
+                let limit = limit.get_ref();
+                let Some(flag) = &limit.replay_writes else {
+                    return false;
+                };
+                if !names
+                    .rate_limits_with_store
+                    .contains(limit.name.get_ref().as_str())
+                {
+                    self.error(
+                        Some(flag.span()),
+                        format!("{prefix}.rate_limit.replay_writes"),
+                        "applies to a rate limiter with a store: a local one sends no command \
+                         a reconnect slot could replay",
+                    );
+                }
+                *flag.get_ref()
+            }
+            _ => false,
+        }
+    }
+
+    fn redis_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawRedisStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let command_name = *table.command.get_ref();
+        let takes_value = matches!(
+            command_name,
+            RedisCommandName::Set | RedisCommandName::SetNxPx
+        );
+        if !takes_value {
+            for (field, value) in [
+                ("value", table.value.as_ref().map(Spanned::span)),
+                ("ttl", table.ttl.as_ref().map(Spanned::span)),
+            ] {
+                if let Some(span) = value {
+                    self.error(
+                        Some(span),
+                        key(field),
+                        "applies to SET and SET NX PX only: this command writes no value",
+                    );
+                }
+            }
+        }
+        let connection = self.reference(
+            &table.connection,
+            &key("connection"),
+            "connection",
+            &names.connections,
+        );
+        let family = self.reference(&table.key, &key("key"), "key family", &names.keys);
+        let value_bytes = match &table.value {
+            Some(value) if takes_value => self.size(value, &key("value"))?,
+            _ => default::VALUE as u32,
+        };
+        let ttl = match &table.ttl {
+            Some(ttl) if takes_value => Some(self.positive_duration(
+                ttl,
+                &key("ttl"),
+                "the key would expire as it is written",
+            )?),
+            _ => None,
+        };
+        let command = match command_name {
+            RedisCommandName::Get => RedisCommand::Get,
+            RedisCommandName::Incr => RedisCommand::Incr,
+            RedisCommandName::Del => RedisCommand::Del,
+            RedisCommandName::Set => RedisCommand::Set { value_bytes, ttl },
+            RedisCommandName::SetNxPx => {
+                let Some(ttl) = ttl else {
+                    self.error(
+                        Some(table.command.span()),
+                        key("ttl"),
+                        "SET NX PX needs a ttl (the PX argument)",
+                    );
+                    return None;
+                };
+                RedisCommand::SetNxPx { value_bytes, ttl }
+            }
+        };
+        Some(StepAction::Redis {
+            connection: ConnectionId(connection?),
+            command,
+            key: KeyFamilyId(family?),
+        })
+    }
+
+    fn db_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawDbStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let database = self.reference(&table.name, &key("name"), "database", &names.databases);
+        let timeout = match &table.timeout {
+            Some(timeout) => Some(self.positive_duration(
+                timeout,
+                &key("timeout"),
+                "every query would time out",
+            )?),
+            None => None,
+        };
+        let latency = match &table.latency {
+            Some(latency) => Some(self.latency(latency, &key("latency"))?),
+            None => None,
+        };
+        let lock = match &table.lock {
+            Some(lock) => Some(KeyFamilyId(self.reference(
+                lock,
+                &key("lock"),
+                "key family",
+                &names.keys,
+            )?)),
+            None => None,
+        };
+        Some(StepAction::Database {
+            database: DatabaseId(database?),
+            timeout,
+            latency,
+            lock,
+        })
+    }
+
+    fn cache_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawCacheStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let cache = self.reference(&table.name, &key("name"), "cache", &names.caches);
+        let op_name = *table.op.get_ref();
+        if let Some(value) = &table.value
+            && op_name != CacheOpName::Put
+        {
+            self.error(
+                Some(value.span()),
+                key("value"),
+                "applies to op = \"put\" only: no other cache op writes a value",
+            );
+        }
+        let family = match (&table.key, op_name) {
+            (Some(family), CacheOpName::Flush) => {
+                self.error(
+                    Some(family.span()),
+                    key("key"),
+                    "a flush empties the whole cache: it takes no key",
+                );
+                return None;
+            }
+            (Some(family), _) => {
+                Some(self.reference(family, &key("key"), "key family", &names.keys)?)
+            }
+            (None, CacheOpName::Flush) => None,
+            (None, _) => {
+                self.error(
+                    Some(table.op.span()),
+                    key("key"),
+                    "this cache op needs a key (a [keys.<name>] family)",
+                );
+                return None;
+            }
+        };
+        let op = match op_name {
+            CacheOpName::Get => CacheOp::Get,
+            CacheOpName::Put => CacheOp::Put {
+                value_bytes: match &table.value {
+                    Some(value) => self.size(value, &key("value"))?,
+                    None => default::VALUE as u32,
+                },
+            },
+            CacheOpName::Invalidate => CacheOp::Invalidate,
+            CacheOpName::Flush => CacheOp::Flush,
+        };
+        Some(StepAction::Cache {
+            cache: CacheId(cache?),
+            op,
+            key: family.map(KeyFamilyId),
+        })
+    }
+
+    fn throttle_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawThrottleStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let throttle = self.reference(&table.name, &key("name"), "throttle", &names.throttles);
+        let family = self.reference(&table.key, &key("key"), "key family", &names.keys);
+        Some(StepAction::Throttle {
+            throttle: ThrottleId(throttle?),
+            op: match table.op {
+                ThrottleOpName::Acquire => ThrottleOp::Acquire,
+                ThrottleOpName::Release => ThrottleOp::Release,
+            },
+            key: KeyFamilyId(family?),
+        })
+    }
+
+    fn rate_limit_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawRateLimitStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let limiter = self.reference(
+            &table.name,
+            &key("name"),
+            "rate limiter",
+            &names.rate_limits,
+        )?;
+        let has_store = names
+            .rate_limits_with_store
+            .contains(table.name.get_ref().as_str());
+        let family = match (&table.key, has_store) {
+            (Some(family), true) => {
+                Some(self.reference(family, &key("key"), "key family", &names.keys)?)
+            }
+            (None, false) => None,
+            (Some(family), false) => {
+                self.error(
+                    Some(family.span()),
+                    key("key"),
+                    "a limiter without a store keeps no keys",
+                );
+                return None;
+            }
+            (None, true) => {
+                self.error(
+                    Some(raw.span()),
+                    key("key"),
+                    "a limiter with a store checks a key: name a [keys.<name>] family",
+                );
+                return None;
+            }
+        };
+        Some(StepAction::RateLimit {
+            limiter: RateLimitId(limiter),
+            key: family.map(KeyFamilyId),
         })
     }
 
