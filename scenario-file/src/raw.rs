@@ -57,7 +57,7 @@ pub struct RawHeader {
     pub name: Spanned<String>,
     #[allow(dead_code)] // shown to readers of the file, not used by the run
     pub description: Option<String>,
-    pub seed: Option<Spanned<u64>>,
+    pub seed: Option<Spanned<Whole>>,
     /// Expectations every variant must meet.
     #[serde(default)]
     pub expect: Vec<Spanned<String>>,
@@ -68,7 +68,7 @@ pub struct RawHeader {
 pub struct RawRun {
     pub horizon: Option<Spanned<Text>>,
     pub time_max: Option<Spanned<Text>>,
-    pub events_max: Option<Spanned<u64>>,
+    pub events_max: Option<Spanned<Whole>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -99,7 +99,7 @@ pub struct RawServer {
 #[serde(deny_unknown_fields)]
 pub struct RawPreload {
     pub key: Spanned<String>,
-    pub count: Option<Spanned<u64>>,
+    pub count: Option<Spanned<Whole>>,
     pub value: Option<Spanned<Size>>,
 }
 
@@ -131,15 +131,15 @@ pub enum ReconnectName {
 #[serde(deny_unknown_fields)]
 pub struct RawDatabase {
     pub latency: Spanned<RawLatency>,
-    pub capacity: Option<Spanned<u64>>,
+    pub capacity: Option<Spanned<Whole>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawKeys {
-    pub count: Option<Spanned<u64>>,
+    pub count: Option<Spanned<Whole>>,
     pub distribution: Option<Spanned<KeyDistributionName>>,
-    pub hot_keys: Option<Spanned<u64>>,
+    pub hot_keys: Option<Spanned<Whole>>,
     pub hot_share_percent: Option<Spanned<f64>>,
 }
 
@@ -157,11 +157,11 @@ pub enum KeyDistributionName {
 pub struct RawBreaker {
     pub enabled: Option<bool>,
     /// The consecutive-failure rule.
-    failures: Option<Spanned<i64>>,
+    failures: Option<Spanned<Whole>>,
     /// The failure-rate rule.
     failure_rate: Option<Spanned<RawFailureRate>>,
     pub open_for: Spanned<Text>,
-    pub half_open_probes: Option<Spanned<i64>>,
+    pub half_open_probes: Option<Spanned<Whole>>,
     pub counts: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
@@ -169,7 +169,7 @@ pub struct RawBreaker {
 #[derive(Clone, Copy)]
 pub enum RawTripRule<'a> {
     /// This many consecutive counted failures.
-    Failures(&'a Spanned<i64>),
+    Failures(&'a Spanned<Whole>),
     FailureRate(&'a Spanned<RawFailureRate>),
 }
 
@@ -204,18 +204,18 @@ impl<'de> Deserialize<'de> for RawBreaker {
 pub struct RawFailureRate {
     pub percent: Spanned<f64>,
     // The window: exactly one of these.
-    window_calls: Option<Spanned<i64>>,
+    window_calls: Option<Spanned<Whole>>,
     window: Option<Spanned<Text>>,
     /// A time window is kept in this many slots.
-    pub window_slots: Option<Spanned<i64>>,
-    pub min_calls: Spanned<i64>,
+    pub window_slots: Option<Spanned<Whole>>,
+    pub min_calls: Spanned<Whole>,
 }
 
 /// A failure-rate window, as written.
 #[derive(Clone, Copy)]
 pub enum RawWindow<'a> {
     /// The last N calls.
-    Calls(&'a Spanned<i64>),
+    Calls(&'a Spanned<Whole>),
     /// The calls of the last duration.
     Time(&'a Spanned<Text>),
 }
@@ -245,15 +245,15 @@ impl<'de> Deserialize<'de> for RawFailureRate {
 #[serde(deny_unknown_fields)]
 pub struct RawBulkhead {
     pub enabled: Option<bool>,
-    pub max_concurrent: Spanned<u64>,
-    pub queue: Spanned<u64>,
+    pub max_concurrent: Spanned<Whole>,
+    pub queue: Spanned<Whole>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSemaphore {
     pub enabled: Option<bool>,
-    pub max_in_flight: Option<Spanned<u64>>,
+    pub max_in_flight: Option<Spanned<Whole>>,
     pub max_bytes: Option<Spanned<Size>>,
 }
 
@@ -262,7 +262,7 @@ pub struct RawSemaphore {
 pub struct RawRateLimit {
     pub enabled: Option<bool>,
     pub algorithm: Option<RateAlgorithmName>,
-    pub capacity: Spanned<u64>,
+    pub capacity: Spanned<Whole>,
     pub rate: Spanned<f64>,
     pub store: Option<Spanned<String>>,
     pub when_unreachable: Option<WhenUnreachableName>,
@@ -286,7 +286,7 @@ pub enum WhenUnreachableName {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCache {
-    pub max_entries: Spanned<u64>,
+    pub max_entries: Spanned<Whole>,
     pub max_bytes: Spanned<Size>,
     pub ttl: Spanned<Text>,
 }
@@ -313,7 +313,7 @@ pub struct RawKvStore {
 pub struct RawThrottle {
     pub enabled: Option<bool>,
     pub form: Spanned<ThrottleFormName>,
-    pub inflight_max: Spanned<u64>,
+    pub inflight_max: Spanned<Whole>,
     pub retry_after: Option<Spanned<Text>>,
     pub counter_ttl: Option<Spanned<Text>>,
     pub ttl_mode: Option<Spanned<TtlModeName>>,
@@ -339,13 +339,13 @@ pub enum TtlModeName {
 #[serde(deny_unknown_fields)]
 pub struct RawRetry {
     pub enabled: Option<bool>,
-    pub max_attempts: Spanned<u64>,
+    pub max_attempts: Spanned<Whole>,
     pub backoff: Spanned<Text>,
     pub backoff_factor: Option<Spanned<f64>>,
     pub backoff_max: Option<Spanned<Text>>,
     pub jitter: Option<JitterName>,
     pub budget_percent: Option<Spanned<f64>>,
-    pub budget_min_per_second: Option<Spanned<u64>>,
+    pub budget_min_per_second: Option<Spanned<Whole>>,
     pub budget_window: Option<Spanned<Text>>,
     pub retry_on: Option<Spanned<Vec<Spanned<String>>>>,
 }
@@ -541,7 +541,7 @@ pub struct RawLoad {
     pub flow: Spanned<String>,
     pub arrivals: Spanned<ArrivalsName>,
     pub rate: Option<Spanned<f64>>,
-    pub count: Option<Spanned<u64>>,
+    pub count: Option<Spanned<Whole>>,
     pub duration: Option<Spanned<Text>>,
     pub start: Option<Spanned<Text>>,
 }
@@ -625,6 +625,34 @@ impl<'de> Deserialize<'de> for Text {
             }
         }
         deserializer.deserialize_any(TextVisitor)
+    }
+}
+
+/// A whole number as TOML writes it (signed, 64 bits); `validate.rs` checks it against the
+/// range of what it counts.
+pub struct Whole(pub i64);
+
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct WholeVisitor;
+        impl Visitor<'_> for WholeVisitor {
+            type Value = Whole;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a whole number")
+            }
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<Whole, E> {
+                Ok(Whole(number))
+            }
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<Whole, E> {
+                i64::try_from(number)
+                    .map(Whole)
+                    .map_err(|_| E::custom(format!("{number} is too large for a TOML integer")))
+            }
+            fn visit_f64<E: de::Error>(self, number: f64) -> Result<Whole, E> {
+                Err(E::custom(format!("`{number}` is not a whole number")))
+            }
+        }
+        deserializer.deserialize_any(WholeVisitor)
     }
 }
 

@@ -48,10 +48,10 @@ mod default {
 
 /// Bounds on sizes that would exhaust memory rather than describe a system.
 mod limit {
-    pub const KEYS_PER_FAMILY: u64 = 10_000_000;
+    pub const KEYS_PER_FAMILY: u32 = 10_000_000;
     pub const VALUE_BYTES: u64 = 512 * 1024 * 1024;
     pub const BURST: u64 = 10_000_000;
-    pub const QUEUE: u64 = 10_000_000;
+    pub const QUEUE: u32 = 10_000_000;
 }
 
 pub(crate) struct Validator<'a> {
@@ -203,40 +203,12 @@ impl<'a> Validator<'a> {
         Some(bytes as u32)
     }
 
-    /// A count that must be in `min..=max`.
-    fn count(
-        &mut self,
-        value: &Spanned<u64>,
-        key: &str,
-        min: u64,
-        max: u64,
-        why: &str,
-    ) -> Option<u64> {
-        let count = *value.get_ref();
-        if count < min {
-            self.error(
-                Some(value.span()),
-                key,
-                format!("must be at least {min} ({why})"),
-            );
-            None
-        } else if count > max {
-            self.error(
-                Some(value.span()),
-                key,
-                format!("{count} is above the limit of {max}"),
-            );
-            None
-        } else {
-            Some(count)
-        }
-    }
-
-    /// A whole number in `range`, as `T`; out of it, a located error naming the range (`why`
-    /// says what a value below the range would mean; empty, the range is enough).
+    /// A whole number in `range`, as `T`; out of it, a located error naming the bound it
+    /// crosses (`why` says what a value below the range would mean). Nothing is clamped: a
+    /// number that does not fit `T` is out of range.
     fn whole<T>(
         &mut self,
-        value: &Spanned<i64>,
+        value: &Spanned<Whole>,
         key: &str,
         range: RangeInclusive<T>,
         why: &str,
@@ -244,27 +216,22 @@ impl<'a> Validator<'a> {
     where
         T: Copy + PartialOrd + fmt::Display + Into<i128> + TryFrom<i64>,
     {
-        let number = *value.get_ref();
+        let number = value.get_ref().0;
         let (min, max) = (*range.start(), *range.end());
-        if i128::from(number) < min.into() && !why.is_empty() {
-            self.error(
-                Some(value.span()),
-                key,
-                format!("must be at least {min} ({why})"),
-            );
-            return None;
-        }
-        match T::try_from(number) {
-            Ok(whole) if range.contains(&whole) => Some(whole),
-            _ => {
-                self.error(
-                    Some(value.span()),
-                    key,
-                    format!("{number} is out of range: must be from {min} to {max}"),
-                );
-                None
+        let message = if i128::from(number) < min.into() {
+            if why.is_empty() {
+                format!("must be at least {min}, not {number}")
+            } else {
+                format!("must be at least {min} ({why})")
             }
-        }
+        } else {
+            match T::try_from(number) {
+                Ok(whole) if range.contains(&whole) => return Some(whole),
+                _ => format!("must be at most {max}, not {number}"),
+            }
+        };
+        self.error(Some(value.span()), key, message);
+        None
     }
 
     fn reference(
@@ -459,16 +426,19 @@ impl<'a> Validator<'a> {
                 self.fault(name, fault, &names, &raw.databases, limits.horizon)
             })
             .collect();
+        let seed = match &raw.scenario.seed {
+            // TOML's integers are signed: the largest seed a file can write is i64::MAX.
+            Some(seed) => self
+                .whole(seed, "scenario.seed", 0..=i64::MAX.unsigned_abs(), "")
+                .unwrap_or(default::SEED),
+            None => default::SEED,
+        };
         if self.errors.len() > errors_before {
             return None;
         }
         let scenario = Scenario {
             name: name.to_owned(),
-            seed: raw
-                .scenario
-                .seed
-                .as_ref()
-                .map_or(default::SEED, |s| *s.get_ref()),
+            seed,
             limits,
             bucket,
             percentile_rule,
@@ -538,11 +508,10 @@ impl<'a> Validator<'a> {
         };
         let events_max = match &run.events_max {
             Some(value) => self
-                .count(
+                .whole(
                     value,
                     "run.events_max",
-                    1,
-                    u64::MAX,
+                    1..=u64::MAX,
                     "a run needs at least one event",
                 )
                 .unwrap_or(1),
@@ -606,16 +575,12 @@ impl<'a> Validator<'a> {
                 .find(|k| k.name == *raw_entry.key.get_ref())
                 .map_or(0, |k| k.count);
             let count = match &raw_entry.count {
-                Some(count) => match self.count(
-                    count,
-                    &format!("{prefix}.count"),
-                    1,
-                    u64::from(family_count),
-                    "",
-                ) {
-                    Some(count) => count as u32,
-                    None => continue,
-                },
+                Some(count) => {
+                    match self.whole(count, &format!("{prefix}.count"), 1..=family_count, "") {
+                        Some(count) => count,
+                        None => continue,
+                    }
+                }
                 None => family_count,
             };
             let value_bytes = match &raw_entry.value {
@@ -685,7 +650,21 @@ impl<'a> Validator<'a> {
         let max_retries = match raw.max_retries.as_ref().map(Spanned::get_ref) {
             None => Some(default::MAX_RETRIES),
             Some(RetryLimit::Unlimited) => None,
-            Some(RetryLimit::Count(count)) => Some(u32::try_from(*count).unwrap_or(u32::MAX)),
+            Some(RetryLimit::Count(count)) => match u32::try_from(*count) {
+                Ok(count) => Some(count),
+                Err(_) => {
+                    let span = raw.max_retries.as_ref().map(Spanned::span);
+                    self.error(
+                        span,
+                        key("max_retries"),
+                        format!(
+                            "must be at most {} (or \"unlimited\"), not {count}",
+                            u32::MAX
+                        ),
+                    );
+                    return None;
+                }
+            },
         };
         let connect_timeout = match &raw.connect_timeout {
             Some(t) => self.positive_duration(
@@ -767,13 +746,12 @@ impl<'a> Validator<'a> {
         let key = |field: &str| format!("databases.{name}.{field}");
         let latency = self.latency(&raw.latency, &key("latency"))?;
         let capacity = match &raw.capacity {
-            Some(capacity) => Some(self.count(
+            Some(capacity) => Some(self.whole(
                 capacity,
                 &key("capacity"),
-                1,
-                u64::from(u32::MAX),
+                1..=u32::MAX,
                 "a database of zero capacity runs nothing; leave it out for no limit",
-            )? as u32),
+            )?),
             None => None,
         };
         Some(DatabaseSpec {
@@ -977,9 +955,14 @@ impl<'a> Validator<'a> {
 
     fn bulkhead(&mut self, name: &str, raw: &RawBulkhead) -> Option<BulkheadSpec> {
         let prefix = format!("bulkheads.{name}");
-        let queue = self.count(&raw.queue, &format!("{prefix}.queue"), 0, limit::QUEUE, "")?;
-        let max_concurrent = u32::try_from(*raw.max_concurrent.get_ref()).unwrap_or(u32::MAX);
-        match BulkheadConfig::new(max_concurrent, queue as u32) {
+        let queue = self.whole(&raw.queue, &format!("{prefix}.queue"), 0..=limit::QUEUE, "");
+        let max_concurrent = self.whole(
+            &raw.max_concurrent,
+            &format!("{prefix}.max_concurrent"),
+            0..=u32::MAX,
+            "",
+        );
+        match BulkheadConfig::new(max_concurrent?, queue?) {
             Ok(config) => Some(BulkheadSpec {
                 name: name.to_owned(),
                 enabled: raw.enabled.unwrap_or(true),
@@ -998,10 +981,10 @@ impl<'a> Validator<'a> {
 
     fn semaphore(&mut self, name: &str, raw: &RawSemaphore) -> Option<SemaphoreSpec> {
         let prefix = format!("semaphores.{name}");
-        let max_in_flight = raw
-            .max_in_flight
-            .as_ref()
-            .map(|n| u32::try_from(*n.get_ref()).unwrap_or(u32::MAX));
+        let max_in_flight = match &raw.max_in_flight {
+            Some(n) => Some(self.whole(n, &format!("{prefix}.max_in_flight"), 0..=u32::MAX, "")?),
+            None => None,
+        };
         let max_bytes = match &raw.max_bytes {
             Some(size) => Some(self.size_any(size, &format!("{prefix}.max_bytes"))?),
             None => None,
@@ -1037,15 +1020,14 @@ impl<'a> Validator<'a> {
     fn key_family(&mut self, name: &str, raw: &RawKeys) -> Option<KeyFamilySpec> {
         let key = |field: &str| format!("keys.{name}.{field}");
         let count = match &raw.count {
-            Some(count) => self.count(
+            Some(count) => self.whole(
                 count,
                 &key("count"),
-                1,
-                limit::KEYS_PER_FAMILY,
+                1..=limit::KEYS_PER_FAMILY,
                 "a family needs a key",
             )?,
             None => 1,
-        } as u32;
+        };
         let hot_fields = [
             ("hot_keys", raw.hot_keys.as_ref().map(Spanned::span)),
             (
@@ -1075,8 +1057,11 @@ impl<'a> Validator<'a> {
                     );
                     return None;
                 };
-                let hot = *hot_keys.get_ref();
-                if hot == 0 || hot >= u64::from(count) {
+                let hot = hot_keys.get_ref().0;
+                let Some(hot) = u32::try_from(hot)
+                    .ok()
+                    .filter(|&hot| hot >= 1 && hot < count)
+                else {
                     self.error(
                         Some(hot_keys.span()),
                         key("hot_keys"),
@@ -1086,9 +1071,9 @@ impl<'a> Validator<'a> {
                         ),
                     );
                     return None;
-                }
+                };
                 KeyDistribution::Hot {
-                    hot_keys: hot as u32,
+                    hot_keys: hot,
                     share_permille: self.percent_permille(share, &key("hot_share_percent"))?,
                 }
             }
@@ -1132,7 +1117,8 @@ impl<'a> Validator<'a> {
                 return None;
             }
         };
-        let bucket = match BucketConfig::new(*raw.capacity.get_ref(), token_rate) {
+        let capacity = self.whole(&raw.capacity, &key("capacity"), 0..=u64::MAX, "")?;
+        let bucket = match BucketConfig::new(capacity, token_rate) {
             Ok(bucket) => bucket,
             Err(error) => {
                 self.config_error(error, &prefix, &spans);
@@ -1248,7 +1234,7 @@ impl<'a> Validator<'a> {
             Some(percent) => self.percent_permille(percent, &key("release_loss_percent"))?,
             None => 0,
         };
-        let inflight_max = u32::try_from(*raw.inflight_max.get_ref()).unwrap_or(u32::MAX);
+        let inflight_max = self.whole(&raw.inflight_max, &key("inflight_max"), 0..=u32::MAX, "")?;
         match ThrottleConfig::new(inflight_max, retry_after, counter_ttl, staleness) {
             Ok(config) => Some(ThrottleSpec {
                 name: name.to_owned(),
@@ -1272,7 +1258,12 @@ impl<'a> Validator<'a> {
         let prefix = format!("caches.{name}");
         let ttl = self.duration(&raw.ttl, &format!("{prefix}.ttl"))?;
         let max_bytes = self.size_any(&raw.max_bytes, &format!("{prefix}.max_bytes"))?;
-        let max_entries = u32::try_from(*raw.max_entries.get_ref()).unwrap_or(u32::MAX);
+        let max_entries = self.whole(
+            &raw.max_entries,
+            &format!("{prefix}.max_entries"),
+            0..=u32::MAX,
+            "",
+        )?;
         match CacheConfig::new(max_entries, max_bytes, ttl) {
             Ok(config) => Some(CacheSpec {
                 name: name.to_owned(),
@@ -1405,10 +1396,12 @@ impl<'a> Validator<'a> {
                 }
                 let ratio_permille = thousandths / 100;
                 let window = self.duration_or(&raw.budget_window, &key("budget_window"), "10s");
-                let floor = raw
-                    .budget_min_per_second
-                    .as_ref()
-                    .map_or(0, |m| u32::try_from(*m.get_ref()).unwrap_or(u32::MAX));
+                let floor = match &raw.budget_min_per_second {
+                    Some(floor) => {
+                        self.whole(floor, &key("budget_min_per_second"), 0..=u32::MAX, "")?
+                    }
+                    None => 0,
+                };
                 match RetryBudgetConfig::new(ratio_permille, floor, window) {
                     Ok(budget) => Some(budget),
                     Err(error) => {
@@ -1418,7 +1411,7 @@ impl<'a> Validator<'a> {
                 }
             }
         };
-        let max_attempts = u32::try_from(*raw.max_attempts.get_ref()).unwrap_or(u32::MAX);
+        let max_attempts = self.whole(&raw.max_attempts, &key("max_attempts"), 0..=u32::MAX, "")?;
         let config = match RetryConfig::new(max_attempts, backoff, budget, None) {
             Ok(config) => config,
             Err(error) => {
@@ -1521,11 +1514,25 @@ impl<'a> Validator<'a> {
             );
             return None;
         }
+        // Steps are numbered in 16 bits (a hit may jump to a step by number).
+        let steps_max = usize::from(u16::MAX);
+        if raw.steps.get_ref().len() > steps_max {
+            self.error(
+                Some(raw.steps.span()),
+                format!("flows.{name}.steps"),
+                format!(
+                    "{} steps are more than the {steps_max} a flow may have",
+                    raw.steps.get_ref().len()
+                ),
+            );
+            return None;
+        }
         let errors_before = self.errors.len();
         let mut labels: BTreeMap<&str, u16> = BTreeMap::new();
         for (index, step) in raw.steps.get_ref().iter().enumerate() {
+            let index = u16::try_from(index).expect("the number of steps was checked");
             if let Some(label) = &step.get_ref().label
-                && labels.insert(label.get_ref(), index as u16).is_some()
+                && labels.insert(label.get_ref(), index).is_some()
             {
                 self.error(
                     Some(label.span()),
@@ -1989,7 +1996,7 @@ impl<'a> Validator<'a> {
                     return None;
                 };
                 Arrivals::Burst {
-                    count: self.count(count, &key("count"), 0, limit::BURST, "")?,
+                    count: self.whole(count, &key("count"), 0..=limit::BURST, "")?,
                 }
             }
             kind @ (ArrivalsName::Even | ArrivalsName::Poisson) => {
@@ -2011,7 +2018,9 @@ impl<'a> Validator<'a> {
                     }
                 };
                 let end = match (&raw.count, &raw.duration) {
-                    (Some(count), None) => Some(LoadEnd::Count(*count.get_ref())),
+                    (Some(count), None) => self
+                        .whole(count, &key("count"), 0..=u64::MAX, "")
+                        .map(LoadEnd::Count),
                     (None, Some(duration)) => self
                         .positive_duration(
                             duration,

@@ -504,6 +504,63 @@ fn rejected_files() {
             ),
             "25:28: breakers.b.failure_rate.percent: 12.34 is not a percentage from 0 to 100, to 0.1%",
         ),
+        // Whole numbers out of range are refused where they are written, never clamped.
+        (
+            format!("{BASE}\n[bulkheads.b]\nmax_concurrent = 5000000000\nqueue = 5\n"),
+            "25:18: bulkheads.b.max_concurrent: must be at most 4294967295, not 5000000000",
+        ),
+        (
+            format!("{BASE}\n[bulkheads.b]\nmax_concurrent = 5\nqueue = -1\n"),
+            "26:9: bulkheads.b.queue: must be at least 0, not -1",
+        ),
+        (
+            format!("{BASE}\n[bulkheads.b]\nmax_concurrent = 5\nqueue = 1.5\n"),
+            "26:9: bulkheads.b.queue: `1.5` is not a whole number",
+        ),
+        (
+            with(
+                "command_timeout = \"100ms\"",
+                "command_timeout = \"100ms\"\nmax_retries = 5000000000",
+            ),
+            "9:15: connections.c.max_retries: must be at most 4294967295 (or \"unlimited\"), not 5000000000",
+        ),
+        (
+            with("name = \"t\"", "name = \"t\"\nseed = -1"),
+            "3:8: scenario.seed: must be at least 0, not -1",
+        ),
+        (
+            with("[keys.k]", "[keys.k]\ncount = 20000000"),
+            "11:9: keys.k.count: must be at most 10000000, not 20000000",
+        ),
+        (
+            with("count = 5", "count = -5"),
+            "22:9: loads.l.count: must be at least 0, not -5",
+        ),
+        (
+            with(
+                "[servers.redis]",
+                "[servers.redis]\npreload = [{ key = \"k\", count = 2 }]",
+            ),
+            "5:33: servers.redis.preload[0].count: must be at most 1, not 2",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, window_calls = 99999999999, min_calls = 20 }}\nopen_for = \"5s\"\n"
+            ),
+            "25:47: breakers.b.failure_rate.window_calls: must be at most 4294967295, not 99999999999",
+        ),
+        (
+            format!("{BASE}\n[retries.r]\nmax_attempts = 4294967296\nbackoff = \"1s\"\n"),
+            "25:16: retries.r.max_attempts: must be at most 4294967295, not 4294967296",
+        ),
+        (
+            // Steps are numbered in 16 bits: one more was truncated, then panicked.
+            format!(
+                "{BASE}\n[flows.long]\nsteps = [{}]\n",
+                vec!["{ work = \"1ms\" }"; 65_536].join(", ")
+            ),
+            "25:9: flows.long.steps: 65536 steps are more than the 65535 a flow may have",
+        ),
         (
             // 200 variants of a 1 500-value sweep: refused before any of the 300 000 runs is
             // built (it took minutes and gigabytes to validate).
