@@ -6,7 +6,10 @@
 //! 1. parse the TOML into a tree that keeps the byte span of every key and value;
 //! 2. build one document per variant: take out `[[variant]]` and `[sweep]`, merge each
 //!    variant's `patch` into the base, set each swept value;
-//! 3. deserialise each document into raw types (`raw.rs`, unknown keys rejected), then
+//! 3. deserialise each document into raw types (`raw.rs`, unknown keys rejected; the root
+//!    table and the name index come from the one list of resource kinds in `kinds.rs`, and
+//!    tables with a choice of exactly one key, such as a step's action, are read through
+//!    `one_of.rs`), then
 //!    validate into [`outagelab_sim::Scenario`] (`validate.rs`), and parse and check the
 //!    expectations against the shape of that scenario's report.
 //!
@@ -14,6 +17,7 @@
 
 mod diagnostic;
 mod document;
+mod kinds;
 mod one_of;
 mod raw;
 pub mod units;
@@ -33,7 +37,8 @@ pub use diagnostic::{Diagnostic, Diagnostics};
 
 use diagnostic::{Source, key_path_at};
 use document::{Table, Value, deserialize_table, merge, set_path, take};
-use raw::{RawScenario, RawSweep, RawVariant};
+use kinds::RawScenario;
+use raw::{RawSweep, RawVariant};
 use validate::Validator;
 
 /// The most runs (variants times swept values) one file may expand to. Every run is a document

@@ -1,6 +1,7 @@
 //! The scenario file as written: serde types that mirror the TOML, with spans where a later
 //! check needs to point at a value. Nothing here is validated beyond its TOML type; see
-//! `validate.rs` for the rules.
+//! `validate.rs` for the rules. The root table, `RawScenario`, is made in `kinds.rs` from the
+//! list of resource kinds.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,46 +11,6 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
 use crate::one_of::{OneOf, fields_of};
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawScenario {
-    pub scenario: RawHeader,
-    #[serde(default)]
-    pub run: RawRun,
-    #[serde(default)]
-    pub metrics: RawMetrics,
-    #[serde(default)]
-    pub servers: BTreeMap<String, RawServer>,
-    #[serde(default)]
-    pub connections: BTreeMap<String, RawConnection>,
-    #[serde(default)]
-    pub databases: BTreeMap<String, RawDatabase>,
-    #[serde(default)]
-    pub keys: BTreeMap<String, RawKeys>,
-    #[serde(default)]
-    pub breakers: BTreeMap<String, RawBreaker>,
-    #[serde(default)]
-    pub bulkheads: BTreeMap<String, RawBulkhead>,
-    #[serde(default)]
-    pub semaphores: BTreeMap<String, RawSemaphore>,
-    #[serde(default)]
-    pub retries: BTreeMap<String, RawRetry>,
-    #[serde(default)]
-    pub caches: BTreeMap<String, RawCache>,
-    #[serde(default)]
-    pub rate_limits: BTreeMap<String, RawRateLimit>,
-    #[serde(default)]
-    pub kv_stores: BTreeMap<String, RawKvStore>,
-    #[serde(default)]
-    pub throttles: BTreeMap<String, RawThrottle>,
-    #[serde(default)]
-    pub flows: BTreeMap<String, RawFlow>,
-    #[serde(default)]
-    pub loads: BTreeMap<String, RawLoad>,
-    #[serde(default)]
-    pub faults: BTreeMap<String, RawFault>,
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

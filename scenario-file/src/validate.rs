@@ -2,7 +2,7 @@
 //! ([`Scenario`]): defaults applied, names resolved to ids, every value checked. Problems are
 //! collected, each pointing at the value (or key) at fault, rather than stopping at the first.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::{Range, RangeInclusive};
 
@@ -27,6 +27,7 @@ use toml::de::DeValue;
 
 use crate::diagnostic::{Diagnostic, Source};
 use crate::document::Table;
+use crate::kinds::{NameIndex, Names, RawScenario};
 use crate::raw::*;
 use crate::units::{parse_bandwidth, parse_duration, parse_size};
 
@@ -58,32 +59,6 @@ pub(crate) struct Validator<'a> {
     source: &'a Source<'a>,
     root: &'a Table<'a>,
     pub errors: Vec<Diagnostic>,
-}
-
-/// Names of every resource, each mapped to its index (resources are numbered in name order).
-struct Names<'r> {
-    servers: BTreeMap<&'r str, u32>,
-    connections: BTreeMap<&'r str, u32>,
-    databases: BTreeMap<&'r str, u32>,
-    keys: BTreeMap<&'r str, u32>,
-    breakers: BTreeMap<&'r str, u32>,
-    bulkheads: BTreeMap<&'r str, u32>,
-    semaphores: BTreeMap<&'r str, u32>,
-    retries: BTreeMap<&'r str, u32>,
-    caches: BTreeMap<&'r str, u32>,
-    rate_limits: BTreeMap<&'r str, u32>,
-    /// Rate limiters that keep their buckets in a store (their steps name a key).
-    rate_limits_with_store: BTreeSet<&'r str>,
-    kv_stores: BTreeMap<&'r str, u32>,
-    throttles: BTreeMap<&'r str, u32>,
-    flows: BTreeMap<&'r str, u32>,
-}
-
-fn index<V>(map: &BTreeMap<String, V>) -> BTreeMap<&str, u32> {
-    map.keys()
-        .enumerate()
-        .map(|(index, name)| (name.as_str(), index as u32))
-        .collect()
 }
 
 impl<'a> Validator<'a> {
@@ -234,24 +209,28 @@ impl<'a> Validator<'a> {
         None
     }
 
-    fn reference(
+    /// The id of the resource `value` names, or a located error listing the names there are.
+    fn resolve<Raw, Id>(
         &mut self,
+        index: &NameIndex<Raw, Id>,
         value: &Spanned<String>,
         key: &str,
-        kind: &str,
-        names: &BTreeMap<&str, u32>,
-    ) -> Option<u32> {
+    ) -> Option<Id> {
         let name = value.get_ref().as_str();
-        names.get(name).copied().or_else(|| {
-            let known: Vec<&str> = names.keys().copied().collect();
-            let message = if known.is_empty() {
-                format!("unknown {kind} `{name}`: the scenario defines none")
-            } else {
-                format!("unknown {kind} `{name}` (defined: {})", known.join(", "))
-            };
-            self.error(Some(value.span()), key, message);
-            None
-        })
+        match index.get(name) {
+            Some((id, _)) => Some(id),
+            None => {
+                let known: Vec<&str> = index.names().collect();
+                let kind = index.noun;
+                let message = if known.is_empty() {
+                    format!("unknown {kind} `{name}`: the scenario defines none")
+                } else {
+                    format!("unknown {kind} `{name}` (defined: {})", known.join(", "))
+                };
+                self.error(Some(value.span()), key, message);
+                None
+            }
+        }
     }
 
     /// Reports a policy's rejected config at the key it came from, for policies whose fields
@@ -264,8 +243,8 @@ impl<'a> Validator<'a> {
         self.error(span, format!("{prefix}.{}", error.field), error.reason);
     }
 
-    fn check_names<V>(&mut self, section: &str, map: &BTreeMap<String, V>) {
-        for name in map.keys() {
+    fn check_names(&mut self, section: &str, names: &[&str]) {
+        for &name in names {
             let valid = !name.is_empty()
                 && name
                     .chars()
@@ -283,119 +262,39 @@ impl<'a> Validator<'a> {
 
     pub fn scenario(&mut self, raw: &RawScenario, name: &str) -> Option<Scenario> {
         let errors_before = self.errors.len();
-        let sections: [(&str, Vec<&String>); 15] = [
-            ("servers", raw.servers.keys().collect()),
-            ("connections", raw.connections.keys().collect()),
-            ("databases", raw.databases.keys().collect()),
-            ("keys", raw.keys.keys().collect()),
-            ("breakers", raw.breakers.keys().collect()),
-            ("bulkheads", raw.bulkheads.keys().collect()),
-            ("semaphores", raw.semaphores.keys().collect()),
-            ("retries", raw.retries.keys().collect()),
-            ("caches", raw.caches.keys().collect()),
-            ("rate_limits", raw.rate_limits.keys().collect()),
-            ("kv_stores", raw.kv_stores.keys().collect()),
-            ("throttles", raw.throttles.keys().collect()),
-            ("flows", raw.flows.keys().collect()),
-            ("loads", raw.loads.keys().collect()),
-            ("faults", raw.faults.keys().collect()),
-        ];
-        for (section, names) in &sections {
-            let map: BTreeMap<String, ()> = names.iter().map(|n| ((*n).clone(), ())).collect();
-            self.check_names(section, &map);
+        for (section, names) in raw.sections() {
+            self.check_names(section, &names);
         }
-        let names = Names {
-            servers: index(&raw.servers),
-            connections: index(&raw.connections),
-            databases: index(&raw.databases),
-            keys: index(&raw.keys),
-            breakers: index(&raw.breakers),
-            bulkheads: index(&raw.bulkheads),
-            semaphores: index(&raw.semaphores),
-            retries: index(&raw.retries),
-            caches: index(&raw.caches),
-            rate_limits: index(&raw.rate_limits),
-            kv_stores: index(&raw.kv_stores),
-            throttles: index(&raw.throttles),
-            rate_limits_with_store: raw
-                .rate_limits
-                .iter()
-                .filter(|(_, limit)| limit.store.is_some())
-                .map(|(name, _)| name.as_str())
-                .collect(),
-            flows: index(&raw.flows),
-        };
+        let names = Names::new(raw);
         let limits = self.limits(&raw.run);
         let bucket = self.bucket(&raw.metrics, limits.horizon);
         let percentile_rule = match raw.metrics.percentile_rule {
             None | Some(PercentileRuleName::NearestRank) => PercentileRule::NearestRank,
             Some(PercentileRuleName::FloorIndex) => PercentileRule::FloorIndex,
         };
-        let keys: Vec<KeyFamilySpec> = raw
-            .keys
-            .iter()
-            .filter_map(|(name, keys)| self.key_family(name, keys))
-            .collect();
-        let servers = raw
-            .servers
-            .iter()
-            .map(|(name, server)| self.server(name, server, &names, &keys))
-            .collect();
-        let connections = raw
-            .connections
-            .iter()
-            .filter_map(|(name, c)| self.connection(name, c, &names))
-            .collect();
-        let databases = raw
-            .databases
-            .iter()
-            .filter_map(|(name, db)| self.database(name, db))
-            .collect();
-        let breakers = raw
-            .breakers
-            .iter()
-            .filter_map(|(name, b)| self.breaker(name, b))
-            .collect();
-        let bulkheads = raw
-            .bulkheads
-            .iter()
-            .filter_map(|(name, b)| self.bulkhead(name, b))
-            .collect();
-        let semaphores = raw
-            .semaphores
-            .iter()
-            .filter_map(|(name, semaphore)| self.semaphore(name, semaphore))
-            .collect();
-        let retries = raw
-            .retries
-            .iter()
-            .filter_map(|(name, retry)| self.retry(name, retry))
-            .collect();
-        let caches = raw
-            .caches
-            .iter()
-            .filter_map(|(name, cache)| self.cache(name, cache))
-            .collect();
-        let rate_limits = raw
-            .rate_limits
-            .iter()
-            .filter_map(|(name, limit)| self.rate_limit(name, limit, &names))
-            .collect();
-        let kv_stores: Vec<KvStoreSpec> = raw
-            .kv_stores
-            .iter()
-            .filter_map(|(name, store)| self.kv_store(name, store))
-            .collect();
-        let throttles = raw
-            .throttles
-            .iter()
-            .filter_map(|(name, throttle)| self.throttle(name, throttle, &names, &kv_stores))
-            .collect();
-        let flows = raw
-            .flows
-            .iter()
-            .filter_map(|(name, flow)| self.flow(name, flow, &names))
-            .collect();
+        // Each kind in the order its checks need: a server's preload needs the key families,
+        // a throttle its KV store.
+        let keys = self.each(&raw.keys, Self::key_family);
+        let servers = self.each(&raw.servers, |v, name, server| {
+            Some(v.server(name, server, &names, &keys))
+        });
+        let connections = self.each(&raw.connections, |v, name, connection| {
+            v.connection(name, connection, &names)
+        });
+        let databases = self.each(&raw.databases, Self::database);
+        let breakers = self.each(&raw.breakers, Self::breaker);
+        let bulkheads = self.each(&raw.bulkheads, Self::bulkhead);
+        let semaphores = self.each(&raw.semaphores, Self::semaphore);
+        let retries = self.each(&raw.retries, Self::retry);
+        let caches = self.each(&raw.caches, Self::cache);
+        let rate_limits = self.each(&raw.rate_limits, |v, name, limit| {
+            v.rate_limit(name, limit, &names)
+        });
+        let kv_stores = self.each(&raw.kv_stores, Self::kv_store);
+        let throttles = self.each(&raw.throttles, |v, name, throttle| {
+            v.throttle(name, throttle, &names, &kv_stores)
+        });
+        let flows = self.each(&raw.flows, |v, name, flow| v.flow(name, flow, &names));
         if raw.loads.is_empty() {
             self.error(
                 None,
@@ -419,13 +318,9 @@ impl<'a> Validator<'a> {
                 "every load is disabled (`enabled = false`): nothing would run",
             );
         }
-        let faults = raw
-            .faults
-            .iter()
-            .filter_map(|(name, fault)| {
-                self.fault(name, fault, &names, &raw.databases, limits.horizon)
-            })
-            .collect();
+        let faults = self.each(&raw.faults, |v, name, fault| {
+            v.fault(name, fault, &names, limits.horizon)
+        });
         let seed = match &raw.scenario.seed {
             // TOML's integers are signed: the largest seed a file can write is i64::MAX.
             Some(seed) => self
@@ -462,6 +357,19 @@ impl<'a> Validator<'a> {
             .check_references()
             .expect("validated references always resolve");
         Some(scenario)
+    }
+
+    /// Validates every resource of one kind, in name order (their ids), keeping those that
+    /// pass (the scenario is dropped if any failed).
+    fn each<Raw, Spec>(
+        &mut self,
+        tables: &BTreeMap<String, Raw>,
+        mut validate: impl FnMut(&mut Self, &str, &Raw) -> Option<Spec>,
+    ) -> Vec<Spec> {
+        tables
+            .iter()
+            .filter_map(|(name, table)| validate(self, name, table))
+            .collect()
     }
 
     fn limits(&mut self, run: &RawRun) -> RunLimits {
@@ -562,12 +470,8 @@ impl<'a> Validator<'a> {
         for (index, entry) in raw.preload.iter().enumerate() {
             let raw_entry = entry.get_ref();
             let prefix = format!("servers.{name}.preload[{index}]");
-            let Some(family) = self.reference(
-                &raw_entry.key,
-                &format!("{prefix}.key"),
-                "key family",
-                &names.keys,
-            ) else {
+            let Some(family) = self.resolve(&names.keys, &raw_entry.key, &format!("{prefix}.key"))
+            else {
                 continue;
             };
             let family_count = keys
@@ -591,7 +495,7 @@ impl<'a> Validator<'a> {
                 None => default::VALUE as u32,
             };
             preload.push(Preload {
-                family: KeyFamilyId(family),
+                family,
                 count,
                 value_bytes,
             });
@@ -619,7 +523,7 @@ impl<'a> Validator<'a> {
         names: &Names,
     ) -> Option<ConnectionSpec> {
         let key = |field: &str| format!("connections.{name}.{field}");
-        let server = self.reference(&raw.server, &key("server"), "server", &names.servers);
+        let server = self.resolve(&names.servers, &raw.server, &key("server"));
         let command_timeout = raw.command_timeout.as_ref().and_then(|t| {
             self.positive_duration(
                 t,
@@ -708,7 +612,7 @@ impl<'a> Validator<'a> {
         }
         Some(ConnectionSpec {
             name: name.to_owned(),
-            server: ServerId(server?),
+            server: server?,
             latency: self.duration_or(&raw.latency, &key("latency"), default::LATENCY),
             bandwidth: raw
                 .bandwidth
@@ -1094,12 +998,7 @@ impl<'a> Validator<'a> {
         let prefix = format!("rate_limits.{name}");
         let key = |field: &str| format!("{prefix}.{field}");
         let store = match &raw.store {
-            Some(store) => Some(ConnectionId(self.reference(
-                store,
-                &key("store"),
-                "connection",
-                &names.connections,
-            )?)),
+            Some(store) => Some(self.resolve(&names.connections, store, &key("store"))?),
             None => None,
         };
         let rate = match Rate::per_second(*raw.rate.get_ref()) {
@@ -1202,17 +1101,12 @@ impl<'a> Validator<'a> {
                     );
                     return None;
                 };
-                let id = self.reference(store, &key("store"), "KV store", &names.kv_stores)?;
+                let id = self.resolve(&names.kv_stores, store, &key("store"))?;
                 let staleness = stores
                     .iter()
                     .find(|spec| spec.name == *store.get_ref())
                     .map_or(SimDuration::ZERO, |spec| spec.staleness_max);
-                (
-                    ThrottleForm::Kv {
-                        store: KvStoreId(id),
-                    },
-                    staleness,
-                )
+                (ThrottleForm::Kv { store: id }, staleness)
             }
         };
         let retry_after = self.duration_or(&raw.retry_after, &key("retry_after"), "1s");
@@ -1658,26 +1552,26 @@ impl<'a> Validator<'a> {
         let breaker = raw
             .breaker
             .as_ref()
-            .and_then(|b| self.reference(b, &key("breaker"), "breaker", &names.breakers));
+            .and_then(|b| self.resolve(&names.breakers, b, &key("breaker")));
         let bulkhead = raw
             .bulkhead
             .as_ref()
-            .and_then(|b| self.reference(b, &key("bulkhead"), "bulkhead", &names.bulkheads));
+            .and_then(|b| self.resolve(&names.bulkheads, b, &key("bulkhead")));
         let semaphore = raw
             .semaphore
             .as_ref()
-            .and_then(|b| self.reference(b, &key("semaphore"), "semaphore", &names.semaphores));
+            .and_then(|b| self.resolve(&names.semaphores, b, &key("semaphore")));
         let retry = raw
             .retry
             .as_ref()
-            .and_then(|r| self.reference(r, &key("retry"), "retry policy", &names.retries));
+            .and_then(|r| self.resolve(&names.retries, r, &key("retry")));
         let replay_writes = self.replay_writes(raw.action(), prefix, names);
         Some(StepSpec {
             action,
-            breaker: breaker.map(BreakerId),
-            bulkhead: bulkhead.map(BulkheadId),
-            semaphore: semaphore.map(SemaphoreId),
-            retry: retry.map(RetryId),
+            breaker,
+            bulkhead,
+            semaphore,
+            retry,
             on_error,
             on_hit: on_hit.map_or(OnHit::Next, |(_, target)| target),
             finally: raw.finally.unwrap_or(false),
@@ -1701,10 +1595,7 @@ impl<'a> Validator<'a> {
                 let Some(flag) = &limit.replay_writes else {
                     return false;
                 };
-                if !names
-                    .rate_limits_with_store
-                    .contains(limit.name.get_ref().as_str())
-                {
+                if !names.has_store(limit.name.get_ref()) {
                     self.error(
                         Some(flag.span()),
                         format!("{prefix}.rate_limit.replay_writes"),
@@ -1745,13 +1636,8 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        let connection = self.reference(
-            &table.connection,
-            &key("connection"),
-            "connection",
-            &names.connections,
-        );
-        let family = self.reference(&table.key, &key("key"), "key family", &names.keys);
+        let connection = self.resolve(&names.connections, &table.connection, &key("connection"));
+        let family = self.resolve(&names.keys, &table.key, &key("key"));
         let value_bytes = match &table.value {
             Some(value) if takes_value => self.size(value, &key("value"))?,
             _ => default::VALUE as u32,
@@ -1782,9 +1668,9 @@ impl<'a> Validator<'a> {
             }
         };
         Some(StepAction::Redis {
-            connection: ConnectionId(connection?),
+            connection: connection?,
             command,
-            key: KeyFamilyId(family?),
+            key: family?,
         })
     }
 
@@ -1796,7 +1682,7 @@ impl<'a> Validator<'a> {
     ) -> Option<StepAction> {
         let table = raw.get_ref();
         let key = |field: &str| format!("{prefix}.{field}");
-        let database = self.reference(&table.name, &key("name"), "database", &names.databases);
+        let database = self.resolve(&names.databases, &table.name, &key("name"));
         let timeout = match &table.timeout {
             Some(timeout) => Some(self.positive_duration(
                 timeout,
@@ -1810,16 +1696,11 @@ impl<'a> Validator<'a> {
             None => None,
         };
         let lock = match &table.lock {
-            Some(lock) => Some(KeyFamilyId(self.reference(
-                lock,
-                &key("lock"),
-                "key family",
-                &names.keys,
-            )?)),
+            Some(lock) => Some(self.resolve(&names.keys, lock, &key("lock"))?),
             None => None,
         };
         Some(StepAction::Database {
-            database: DatabaseId(database?),
+            database: database?,
             timeout,
             latency,
             lock,
@@ -1834,7 +1715,7 @@ impl<'a> Validator<'a> {
     ) -> Option<StepAction> {
         let table = raw.get_ref();
         let key = |field: &str| format!("{prefix}.{field}");
-        let cache = self.reference(&table.name, &key("name"), "cache", &names.caches);
+        let cache = self.resolve(&names.caches, &table.name, &key("name"));
         let op_name = *table.op.get_ref();
         if let Some(value) = &table.value
             && op_name != CacheOpName::Put
@@ -1854,9 +1735,7 @@ impl<'a> Validator<'a> {
                 );
                 return None;
             }
-            (Some(family), _) => {
-                Some(self.reference(family, &key("key"), "key family", &names.keys)?)
-            }
+            (Some(family), _) => Some(self.resolve(&names.keys, family, &key("key"))?),
             (None, CacheOpName::Flush) => None,
             (None, _) => {
                 self.error(
@@ -1879,9 +1758,9 @@ impl<'a> Validator<'a> {
             CacheOpName::Flush => CacheOp::Flush,
         };
         Some(StepAction::Cache {
-            cache: CacheId(cache?),
+            cache: cache?,
             op,
-            key: family.map(KeyFamilyId),
+            key: family,
         })
     }
 
@@ -1893,15 +1772,15 @@ impl<'a> Validator<'a> {
     ) -> Option<StepAction> {
         let table = raw.get_ref();
         let key = |field: &str| format!("{prefix}.{field}");
-        let throttle = self.reference(&table.name, &key("name"), "throttle", &names.throttles);
-        let family = self.reference(&table.key, &key("key"), "key family", &names.keys);
+        let throttle = self.resolve(&names.throttles, &table.name, &key("name"));
+        let family = self.resolve(&names.keys, &table.key, &key("key"));
         Some(StepAction::Throttle {
-            throttle: ThrottleId(throttle?),
+            throttle: throttle?,
             op: match table.op {
                 ThrottleOpName::Acquire => ThrottleOp::Acquire,
                 ThrottleOpName::Release => ThrottleOp::Release,
             },
-            key: KeyFamilyId(family?),
+            key: family?,
         })
     }
 
@@ -1913,19 +1792,10 @@ impl<'a> Validator<'a> {
     ) -> Option<StepAction> {
         let table = raw.get_ref();
         let key = |field: &str| format!("{prefix}.{field}");
-        let limiter = self.reference(
-            &table.name,
-            &key("name"),
-            "rate limiter",
-            &names.rate_limits,
-        )?;
-        let has_store = names
-            .rate_limits_with_store
-            .contains(table.name.get_ref().as_str());
+        let limiter = self.resolve(&names.rate_limits, &table.name, &key("name"))?;
+        let has_store = names.has_store(table.name.get_ref());
         let family = match (&table.key, has_store) {
-            (Some(family), true) => {
-                Some(self.reference(family, &key("key"), "key family", &names.keys)?)
-            }
+            (Some(family), true) => Some(self.resolve(&names.keys, family, &key("key"))?),
             (None, false) => None,
             (Some(family), false) => {
                 self.error(
@@ -1945,8 +1815,8 @@ impl<'a> Validator<'a> {
             }
         };
         Some(StepAction::RateLimit {
-            limiter: RateLimitId(limiter),
-            key: family.map(KeyFamilyId),
+            limiter,
+            key: family,
         })
     }
 
@@ -1958,7 +1828,7 @@ impl<'a> Validator<'a> {
         horizon: Option<SimTime>,
     ) -> Option<LoadSpec> {
         let key = |field: &str| format!("loads.{name}.{field}");
-        let flow = self.reference(&raw.flow, &key("flow"), "flow", &names.flows);
+        let flow = self.resolve(&names.flows, &raw.flow, &key("flow"));
         let start = SimTime::ZERO.saturating_add(self.duration_or(&raw.start, &key("start"), "0s"));
         if let (Some(horizon), Some(start_value)) = (horizon, &raw.start)
             && start > horizon
@@ -2050,7 +1920,7 @@ impl<'a> Validator<'a> {
         };
         Some(LoadSpec {
             name: name.to_owned(),
-            flow: FlowId(flow?),
+            flow: flow?,
             start,
             arrivals,
         })
@@ -2061,24 +1931,24 @@ impl<'a> Validator<'a> {
         name: &str,
         raw: &RawFault,
         names: &Names,
-        databases: &BTreeMap<String, RawDatabase>,
         horizon: Option<SimTime>,
     ) -> Option<FaultSpec> {
         let key = |field: &str| format!("faults.{name}.{field}");
-        let is_server = names.servers.contains_key(raw.target.get_ref().as_str());
-        let target = if !is_server && databases.contains_key(raw.target.get_ref()) {
-            self.error(
-                Some(raw.target.span()),
-                key("target"),
-                format!(
-                    "`{}` is a database: faults can target Redis servers only",
-                    raw.target.get_ref()
-                ),
-            );
-            None
-        } else {
-            self.reference(&raw.target, &key("target"), "server", &names.servers)
-        };
+        let target_name = raw.target.get_ref();
+        let target =
+            if !names.servers.contains(target_name) && names.databases.contains(target_name) {
+                self.error(
+                    Some(raw.target.span()),
+                    key("target"),
+                    format!(
+                        "`{}` is a database: faults can target Redis servers only",
+                        raw.target.get_ref()
+                    ),
+                );
+                None
+            } else {
+                self.resolve(&names.servers, &raw.target, &key("target"))
+            };
         let at = SimTime::ZERO.saturating_add(self.duration(&raw.at, &key("at"))?);
         if let Some(horizon) = horizon
             && at > horizon
@@ -2119,7 +1989,7 @@ impl<'a> Validator<'a> {
         };
         Some(FaultSpec {
             name: name.to_owned(),
-            target: ServerId(target?),
+            target: target?,
             kind,
             at,
             duration,
