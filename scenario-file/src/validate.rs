@@ -783,6 +783,7 @@ impl<'a> Validator<'a> {
                         calls.map(Window::Calls)
                     }
                     RawWindow::Time(length) => {
+                        let length_span = length.span();
                         fields.push(("window_length", rate_key("window"), length.span()));
                         let length = self.duration(length, &rate_key("window"));
                         let slots = match &rate.window_slots {
@@ -794,7 +795,12 @@ impl<'a> Validator<'a> {
                                 ));
                                 self.whole(slots, &rate_key("window_slots"), 0..=u32::MAX, "")
                             }
-                            None => Some(10),
+                            None => {
+                                // The default must divide the window too: point at the window.
+                                let span = length_span.clone();
+                                fields.push(("window_slots", rate_key("window_slots"), span));
+                                Some(10)
+                            }
                         };
                         length
                             .zip(slots)

@@ -504,6 +504,13 @@ fn rejected_files() {
             ),
             "25:28: breakers.b.failure_rate.percent: 12.34 is not a percentage from 0 to 100, to 0.1%",
         ),
+        (
+            // The default of 10 slots must divide the window too; the error points at the window.
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, window = \"15ns\", min_calls = 1 }}\nopen_for = \"5s\"\n"
+            ),
+            "25:41: breakers.b.failure_rate.window_slots: 10 slots do not divide window_length 15ns into whole nanoseconds",
+        ),
         // Whole numbers out of range are refused where they are written, never clamped.
         (
             format!("{BASE}\n[bulkheads.b]\nmax_concurrent = 5000000000\nqueue = 5\n"),
