@@ -270,3 +270,90 @@ impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeySeed<'_, K> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    /// A table that is a `circle` or a `square`, with a colour.
+    #[derive(Deserialize)]
+    #[serde(remote = "Self", deny_unknown_fields)]
+    struct Shape {
+        circle: Option<Circle>,
+        square: Option<u32>,
+        #[allow(dead_code)]
+        colour: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Circle {
+        #[allow(dead_code)]
+        radius: u32,
+    }
+
+    const SHAPES: OneOf = OneOf {
+        tags: &[("circle", fields_of::<Circle>), ("square", || &[])],
+        what: "a shape",
+        tag_noun: "form",
+        advice: "draw two shapes",
+    };
+
+    impl<'de> Deserialize<'de> for Shape {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            SHAPES.read(deserializer, |table| Shape::deserialize(table))
+        }
+    }
+
+    /// The error for `text`, with the text it points at.
+    fn error(text: &str) -> (String, String) {
+        let error = toml::from_str::<Shape>(text).err().expect("refused");
+        let span = error.span().expect("located");
+        (error.message().to_owned(), text[span].to_owned())
+    }
+
+    #[test]
+    fn one_tag_is_read() {
+        let shape: Shape = toml::from_str("circle = { radius = 2 }\ncolour = \"red\"").unwrap();
+        assert!(shape.circle.is_some() && shape.square.is_none());
+    }
+
+    #[test]
+    fn a_second_tag_is_refused_at_its_key() {
+        let (message, at) = error("circle = { radius = 2 }\nsquare = 3");
+        assert_eq!(at, "square");
+        assert_eq!(
+            message,
+            "a shape has one form (`circle`, `square`), and this one already has `circle`: \
+             draw two shapes"
+        );
+    }
+
+    #[test]
+    fn a_key_of_a_tags_table_is_refused_outside_it() {
+        let (message, at) = error("radius = 2\nsquare = 3");
+        assert_eq!(at, "radius");
+        assert_eq!(
+            message,
+            "belongs inside the form's table (`circle`), e.g. circle = { …, radius = … }"
+        );
+    }
+
+    #[test]
+    fn a_table_without_a_tag_is_refused() {
+        let (message, _) = error("colour = \"red\"");
+        assert_eq!(
+            message,
+            "a shape has no form: give it one of `circle`, `square`"
+        );
+    }
+
+    #[test]
+    fn other_keys_keep_serde_s_message() {
+        let (message, at) = error("square = 3\ncolor = \"red\"");
+        assert_eq!(at, "color");
+        assert!(message.starts_with("unknown field `color`"), "{message}");
+    }
+}
