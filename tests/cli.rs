@@ -193,7 +193,7 @@ command_timeout = "100ms"
 [keys.k]
 
 [flows.read]
-steps = [{ redis = "GET", connection = "cache", key = "k", on_error = "next" }]
+steps = [{ redis = { command = "GET", connection = "cache", key = "k" }, on_error = "next" }]
 
 [loads.l]
 flow = "read"

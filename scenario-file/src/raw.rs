@@ -1,6 +1,7 @@
 //! The scenario file as written: serde types that mirror the TOML, with spans where a later
 //! check needs to point at a value. Nothing here is validated beyond its TOML type; see
-//! `validate.rs` for the rules.
+//! `validate.rs` for the rules. The root table, `RawScenario`, is made in `kinds.rs` from the
+//! list of resource kinds.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,45 +10,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawScenario {
-    pub scenario: RawHeader,
-    #[serde(default)]
-    pub run: RawRun,
-    #[serde(default)]
-    pub metrics: RawMetrics,
-    #[serde(default)]
-    pub servers: BTreeMap<String, RawServer>,
-    #[serde(default)]
-    pub connections: BTreeMap<String, RawConnection>,
-    #[serde(default)]
-    pub databases: BTreeMap<String, RawDatabase>,
-    #[serde(default)]
-    pub keys: BTreeMap<String, RawKeys>,
-    #[serde(default)]
-    pub breakers: BTreeMap<String, RawBreaker>,
-    #[serde(default)]
-    pub bulkheads: BTreeMap<String, RawBulkhead>,
-    #[serde(default)]
-    pub semaphores: BTreeMap<String, RawSemaphore>,
-    #[serde(default)]
-    pub retries: BTreeMap<String, RawRetry>,
-    #[serde(default)]
-    pub caches: BTreeMap<String, RawCache>,
-    #[serde(default)]
-    pub rate_limits: BTreeMap<String, RawRateLimit>,
-    #[serde(default)]
-    pub kv_stores: BTreeMap<String, RawKvStore>,
-    #[serde(default)]
-    pub throttles: BTreeMap<String, RawThrottle>,
-    #[serde(default)]
-    pub flows: BTreeMap<String, RawFlow>,
-    #[serde(default)]
-    pub loads: BTreeMap<String, RawLoad>,
-    #[serde(default)]
-    pub faults: BTreeMap<String, RawFault>,
-}
+use crate::one_of::{OneOf, fields_of};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,7 +18,7 @@ pub struct RawHeader {
     pub name: Spanned<String>,
     #[allow(dead_code)] // shown to readers of the file, not used by the run
     pub description: Option<String>,
-    pub seed: Option<Spanned<u64>>,
+    pub seed: Option<Spanned<Whole>>,
     /// Expectations every variant must meet.
     #[serde(default)]
     pub expect: Vec<Spanned<String>>,
@@ -66,7 +29,7 @@ pub struct RawHeader {
 pub struct RawRun {
     pub horizon: Option<Spanned<Text>>,
     pub time_max: Option<Spanned<Text>>,
-    pub events_max: Option<Spanned<u64>>,
+    pub events_max: Option<Spanned<Whole>>,
     pub memory_max: Option<Spanned<Size>>,
 }
 
@@ -98,7 +61,7 @@ pub struct RawServer {
 #[serde(deny_unknown_fields)]
 pub struct RawPreload {
     pub key: Spanned<String>,
-    pub count: Option<Spanned<u64>>,
+    pub count: Option<Spanned<Whole>>,
     pub value: Option<Spanned<Size>>,
 }
 
@@ -130,15 +93,15 @@ pub enum ReconnectName {
 #[serde(deny_unknown_fields)]
 pub struct RawDatabase {
     pub latency: Spanned<RawLatency>,
-    pub capacity: Option<Spanned<u64>>,
+    pub capacity: Option<Spanned<Whole>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawKeys {
-    pub count: Option<Spanned<u64>>,
+    pub count: Option<Spanned<Whole>>,
     pub distribution: Option<Spanned<KeyDistributionName>>,
-    pub hot_keys: Option<Spanned<u64>>,
+    pub hot_keys: Option<Spanned<Whole>>,
     pub hot_share_percent: Option<Spanned<f64>>,
 }
 
@@ -149,36 +112,110 @@ pub enum KeyDistributionName {
     Hot,
 }
 
+/// A breaker: the rule that opens it (exactly one of `failures` or `failure_rate`) and what
+/// it does once open.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct RawBreaker {
     pub enabled: Option<bool>,
-    /// Consecutive-failure rule.
-    pub failures: Option<Spanned<u64>>,
-    /// Failure-rate rule: the rate, and a window of calls or of time.
-    pub failure_rate_percent: Option<Spanned<f64>>,
-    pub window_calls: Option<Spanned<u64>>,
-    pub window: Option<Spanned<Text>>,
-    pub window_slots: Option<Spanned<u64>>,
-    pub min_calls: Option<Spanned<u64>>,
+    /// The consecutive-failure rule.
+    failures: Option<Spanned<Whole>>,
+    /// The failure-rate rule.
+    failure_rate: Option<Spanned<RawFailureRate>>,
     pub open_for: Spanned<Text>,
-    pub half_open_probes: Option<Spanned<u64>>,
+    pub half_open_probes: Option<Spanned<Whole>>,
     pub counts: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// What opens a breaker, as written.
+#[derive(Clone, Copy)]
+pub enum RawTripRule<'a> {
+    /// This many consecutive counted failures.
+    Failures(&'a Spanned<Whole>),
+    FailureRate(&'a Spanned<RawFailureRate>),
+}
+
+const BREAKER_RULES: OneOf = OneOf {
+    tags: &[
+        ("failures", || &[]),
+        ("failure_rate", fields_of::<RawFailureRate>),
+    ],
+    what: "a breaker",
+    tag_noun: "rule",
+    advice: "give failures (consecutive) or failure_rate, not both",
+};
+
+impl RawBreaker {
+    pub fn rule(&self) -> RawTripRule<'_> {
+        (self.failures.as_ref().map(RawTripRule::Failures))
+            .or(self.failure_rate.as_ref().map(RawTripRule::FailureRate))
+            .expect("a breaker is read only with one rule")
+    }
+}
+
+impl<'de> Deserialize<'de> for RawBreaker {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        BREAKER_RULES.read(deserializer, |table| RawBreaker::deserialize(table))
+    }
+}
+
+/// `failure_rate = { percent = 50, window_calls = 20, min_calls = 20 }`: open when at least
+/// `percent` of the calls in the window failed, once it holds `min_calls`.
+#[derive(Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct RawFailureRate {
+    pub percent: Spanned<f64>,
+    // The window: exactly one of these.
+    window_calls: Option<Spanned<Whole>>,
+    window: Option<Spanned<Text>>,
+    /// A time window is kept in this many slots.
+    pub window_slots: Option<Spanned<Whole>>,
+    pub min_calls: Spanned<Whole>,
+}
+
+/// A failure-rate window, as written.
+#[derive(Clone, Copy)]
+pub enum RawWindow<'a> {
+    /// The last N calls.
+    Calls(&'a Spanned<Whole>),
+    /// The calls of the last duration.
+    Time(&'a Spanned<Text>),
+}
+
+const WINDOWS: OneOf = OneOf {
+    tags: &[("window_calls", || &[]), ("window", || &[])],
+    what: "a failure rate",
+    tag_noun: "window",
+    advice: "give window_calls (the last N calls) or window (a duration), not both",
+};
+
+impl RawFailureRate {
+    pub fn window(&self) -> RawWindow<'_> {
+        (self.window_calls.as_ref().map(RawWindow::Calls))
+            .or(self.window.as_ref().map(RawWindow::Time))
+            .expect("a failure rate is read only with one window")
+    }
+}
+
+impl<'de> Deserialize<'de> for RawFailureRate {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        WINDOWS.read(deserializer, |table| RawFailureRate::deserialize(table))
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawBulkhead {
     pub enabled: Option<bool>,
-    pub max_concurrent: Spanned<u64>,
-    pub queue: Spanned<u64>,
+    pub max_concurrent: Spanned<Whole>,
+    pub queue: Spanned<Whole>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSemaphore {
     pub enabled: Option<bool>,
-    pub max_in_flight: Option<Spanned<u64>>,
+    pub max_in_flight: Option<Spanned<Whole>>,
     pub max_bytes: Option<Spanned<Size>>,
 }
 
@@ -187,7 +224,7 @@ pub struct RawSemaphore {
 pub struct RawRateLimit {
     pub enabled: Option<bool>,
     pub algorithm: Option<RateAlgorithmName>,
-    pub capacity: Spanned<u64>,
+    pub capacity: Spanned<Whole>,
     pub rate: Spanned<f64>,
     pub store: Option<Spanned<String>>,
     pub when_unreachable: Option<WhenUnreachableName>,
@@ -211,12 +248,13 @@ pub enum WhenUnreachableName {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCache {
-    pub max_entries: Spanned<u64>,
+    pub max_entries: Spanned<Whole>,
     pub max_bytes: Spanned<Size>,
     pub ttl: Spanned<Text>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CacheOpName {
     Get,
     Put,
@@ -237,7 +275,7 @@ pub struct RawKvStore {
 pub struct RawThrottle {
     pub enabled: Option<bool>,
     pub form: Spanned<ThrottleFormName>,
-    pub inflight_max: Spanned<u64>,
+    pub inflight_max: Spanned<Whole>,
     pub retry_after: Option<Spanned<Text>>,
     pub counter_ttl: Option<Spanned<Text>>,
     pub ttl_mode: Option<Spanned<TtlModeName>>,
@@ -263,13 +301,13 @@ pub enum TtlModeName {
 #[serde(deny_unknown_fields)]
 pub struct RawRetry {
     pub enabled: Option<bool>,
-    pub max_attempts: Spanned<u64>,
+    pub max_attempts: Spanned<Whole>,
     pub backoff: Spanned<Text>,
     pub backoff_factor: Option<Spanned<f64>>,
     pub backoff_max: Option<Spanned<Text>>,
     pub jitter: Option<JitterName>,
     pub budget_percent: Option<Spanned<f64>>,
-    pub budget_min_per_second: Option<Spanned<u64>>,
+    pub budget_min_per_second: Option<Spanned<Whole>>,
     pub budget_window: Option<Spanned<Text>>,
     pub retry_on: Option<Spanned<Vec<Spanned<String>>>>,
 }
@@ -289,27 +327,20 @@ pub struct RawFlow {
     pub steps: Spanned<Vec<Spanned<RawStep>>>,
 }
 
+/// A flow step as written: one action, in a table under the action's name, and the keys
+/// that steer the request around it. The action's own keys live in its table, so a key of
+/// another action cannot be written by mistake: it is an unknown field of that table.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct RawStep {
-    pub redis: Option<Spanned<RedisCommandName>>,
-    pub db: Option<Spanned<String>>,
-    pub work: Option<Spanned<Text>>,
-    pub cache: Option<Spanned<String>>,
-    /// A cache op (`get`, `put`, `invalidate`, `flush`) or a throttle op (`acquire`,
-    /// `release`).
-    pub op: Option<Spanned<String>>,
-    pub throttle: Option<Spanned<String>>,
-    pub rate_limit: Option<Spanned<String>>,
-    pub connection: Option<Spanned<String>>,
-    pub key: Option<Spanned<String>>,
-    pub value: Option<Spanned<Size>>,
-    pub ttl: Option<Spanned<Text>>,
-    pub timeout: Option<Spanned<Text>>,
-    /// A database step's own latency (else the database's).
-    pub latency: Option<Spanned<RawLatency>>,
-    /// A database step's advisory lock: a key family.
-    pub lock: Option<Spanned<String>>,
+    // The action: exactly one of these (see `STEP_ACTIONS`).
+    redis: Option<Spanned<RawRedisStep>>,
+    db: Option<Spanned<RawDbStep>>,
+    work: Option<Spanned<Text>>,
+    cache: Option<Spanned<RawCacheStep>>,
+    throttle: Option<Spanned<RawThrottleStep>>,
+    rate_limit: Option<Spanned<RawRateLimitStep>>,
+    // Around the action.
     pub breaker: Option<Spanned<String>>,
     pub bulkhead: Option<Spanned<String>>,
     pub semaphore: Option<Spanned<String>>,
@@ -324,8 +355,126 @@ pub struct RawStep {
     pub label: Option<Spanned<String>>,
     /// Runs even when an earlier step failed the request.
     pub finally: Option<bool>,
+}
+
+/// A step's action, as written.
+#[derive(Clone, Copy)]
+pub enum RawAction<'a> {
+    Redis(&'a Spanned<RawRedisStep>),
+    Database(&'a Spanned<RawDbStep>),
+    Work(&'a Spanned<Text>),
+    Cache(&'a Spanned<RawCacheStep>),
+    Throttle(&'a Spanned<RawThrottleStep>),
+    RateLimit(&'a Spanned<RawRateLimitStep>),
+}
+
+const STEP_ACTIONS: OneOf = OneOf {
+    tags: &[
+        ("redis", fields_of::<RawRedisStep>),
+        ("db", fields_of::<RawDbStep>),
+        ("work", || &[]),
+        ("cache", fields_of::<RawCacheStep>),
+        ("throttle", fields_of::<RawThrottleStep>),
+        ("rate_limit", fields_of::<RawRateLimitStep>),
+    ],
+    what: "a step",
+    tag_noun: "action",
+    advice: "give each action a step of its own",
+};
+
+impl RawStep {
+    /// The step's one action (a step without one, or with two, is not read).
+    pub fn action(&self) -> RawAction<'_> {
+        (self.redis.as_ref().map(RawAction::Redis))
+            .or(self.db.as_ref().map(RawAction::Database))
+            .or(self.work.as_ref().map(RawAction::Work))
+            .or(self.cache.as_ref().map(RawAction::Cache))
+            .or(self.throttle.as_ref().map(RawAction::Throttle))
+            .or(self.rate_limit.as_ref().map(RawAction::RateLimit))
+            .expect("a step is read only with one action")
+    }
+}
+
+impl<'de> Deserialize<'de> for RawStep {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        STEP_ACTIONS.read(deserializer, |table| RawStep::deserialize(table))
+    }
+}
+
+/// `redis = { command = "GET", connection = "cache", key = "product" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as redis = { command = \"GET\", connection = \"cache\", key = \"product\" }"
+)]
+pub struct RawRedisStep {
+    pub command: Spanned<RedisCommandName>,
+    pub connection: Spanned<String>,
+    pub key: Spanned<String>,
+    pub value: Option<Spanned<Size>>,
+    pub ttl: Option<Spanned<Text>>,
     /// On a reconnect slot, replay the step's write after a connection-level failure too.
     pub replay_writes: Option<Spanned<bool>>,
+}
+
+/// `db = { name = "main", timeout = "1s" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as db = { name = \"main\", timeout = \"1s\" }"
+)]
+pub struct RawDbStep {
+    pub name: Spanned<String>,
+    pub timeout: Option<Spanned<Text>>,
+    /// This query's own latency (else the database's).
+    pub latency: Option<Spanned<RawLatency>>,
+    /// An advisory lock: a key family.
+    pub lock: Option<Spanned<String>>,
+}
+
+/// `cache = { name = "l1", op = "get", key = "product" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as cache = { name = \"l1\", op = \"get\", key = \"product\" }"
+)]
+pub struct RawCacheStep {
+    pub name: Spanned<String>,
+    pub op: Spanned<CacheOpName>,
+    pub key: Option<Spanned<String>>,
+    pub value: Option<Spanned<Size>>,
+}
+
+/// `throttle = { name = "cascade", op = "acquire", key = "space" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as throttle = { name = \"cascade\", op = \"acquire\", key = \"space\" }"
+)]
+pub struct RawThrottleStep {
+    pub name: Spanned<String>,
+    pub op: ThrottleOpName,
+    pub key: Spanned<String>,
+}
+
+/// `rate_limit = { name = "api", key = "bucket" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as rate_limit = { name = \"api\", key = \"bucket\" }"
+)]
+pub struct RawRateLimitStep {
+    pub name: Spanned<String>,
+    pub key: Option<Spanned<String>>,
+    /// On a reconnect slot, replay the check (a write) after a connection-level failure too.
+    pub replay_writes: Option<Spanned<bool>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThrottleOpName {
+    Acquire,
+    Release,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -357,7 +506,7 @@ pub struct RawLoad {
     pub flow: Spanned<String>,
     pub arrivals: Spanned<ArrivalsName>,
     pub rate: Option<Spanned<f64>>,
-    pub count: Option<Spanned<u64>>,
+    pub count: Option<Spanned<Whole>>,
     pub duration: Option<Spanned<Text>>,
     pub start: Option<Spanned<Text>>,
 }
@@ -441,6 +590,34 @@ impl<'de> Deserialize<'de> for Text {
             }
         }
         deserializer.deserialize_any(TextVisitor)
+    }
+}
+
+/// A whole number as TOML writes it (signed, 64 bits); `validate.rs` checks it against the
+/// range of what it counts.
+pub struct Whole(pub i64);
+
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct WholeVisitor;
+        impl Visitor<'_> for WholeVisitor {
+            type Value = Whole;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a whole number")
+            }
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<Whole, E> {
+                Ok(Whole(number))
+            }
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<Whole, E> {
+                i64::try_from(number)
+                    .map(Whole)
+                    .map_err(|_| E::custom(format!("{number} is too large for a TOML integer")))
+            }
+            fn visit_f64<E: de::Error>(self, number: f64) -> Result<Whole, E> {
+                Err(E::custom(format!("`{number}` is not a whole number")))
+            }
+        }
+        deserializer.deserialize_any(WholeVisitor)
     }
 }
 

@@ -2,8 +2,9 @@
 //! ([`Scenario`]): defaults applied, names resolved to ids, every value checked. Problems are
 //! collected, each pointing at the value (or key) at fault, rather than stopping at the first.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Range;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::{Range, RangeInclusive};
 
 use outagelab_model::ConfigError;
 use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
@@ -26,6 +27,7 @@ use toml::de::DeValue;
 
 use crate::diagnostic::{Diagnostic, Source};
 use crate::document::Table;
+use crate::kinds::{NameIndex, Names, RawScenario};
 use crate::raw::*;
 use crate::units::{parse_bandwidth, parse_duration, parse_size};
 
@@ -47,42 +49,16 @@ mod default {
 
 /// Bounds on sizes that would exhaust memory rather than describe a system.
 mod limit {
-    pub const KEYS_PER_FAMILY: u64 = 10_000_000;
+    pub const KEYS_PER_FAMILY: u32 = 10_000_000;
     pub const VALUE_BYTES: u64 = 512 * 1024 * 1024;
     pub const BURST: u64 = 10_000_000;
-    pub const QUEUE: u64 = 10_000_000;
+    pub const QUEUE: u32 = 10_000_000;
 }
 
 pub(crate) struct Validator<'a> {
     source: &'a Source<'a>,
     root: &'a Table<'a>,
     pub errors: Vec<Diagnostic>,
-}
-
-/// Names of every resource, each mapped to its index (resources are numbered in name order).
-struct Names<'r> {
-    servers: BTreeMap<&'r str, u32>,
-    connections: BTreeMap<&'r str, u32>,
-    databases: BTreeMap<&'r str, u32>,
-    keys: BTreeMap<&'r str, u32>,
-    breakers: BTreeMap<&'r str, u32>,
-    bulkheads: BTreeMap<&'r str, u32>,
-    semaphores: BTreeMap<&'r str, u32>,
-    retries: BTreeMap<&'r str, u32>,
-    caches: BTreeMap<&'r str, u32>,
-    rate_limits: BTreeMap<&'r str, u32>,
-    /// Rate limiters that keep their buckets in a store (their steps name a key).
-    rate_limits_with_store: BTreeSet<&'r str>,
-    kv_stores: BTreeMap<&'r str, u32>,
-    throttles: BTreeMap<&'r str, u32>,
-    flows: BTreeMap<&'r str, u32>,
-}
-
-fn index<V>(map: &BTreeMap<String, V>) -> BTreeMap<&str, u32> {
-    map.keys()
-        .enumerate()
-        .map(|(index, name)| (name.as_str(), index as u32))
-        .collect()
 }
 
 impl<'a> Validator<'a> {
@@ -202,77 +178,73 @@ impl<'a> Validator<'a> {
         Some(bytes as u32)
     }
 
-    /// A count that must be in `min..=max`.
-    fn count(
+    /// A whole number in `range`, as `T`; out of it, a located error naming the bound it
+    /// crosses (`why` says what a value below the range would mean). Nothing is clamped: a
+    /// number that does not fit `T` is out of range.
+    fn whole<T>(
         &mut self,
-        value: &Spanned<u64>,
+        value: &Spanned<Whole>,
         key: &str,
-        min: u64,
-        max: u64,
+        range: RangeInclusive<T>,
         why: &str,
-    ) -> Option<u64> {
-        let count = *value.get_ref();
-        if count < min {
-            self.error(
-                Some(value.span()),
-                key,
-                format!("must be at least {min} ({why})"),
-            );
-            None
-        } else if count > max {
-            self.error(
-                Some(value.span()),
-                key,
-                format!("{count} is above the limit of {max}"),
-            );
-            None
+    ) -> Option<T>
+    where
+        T: Copy + PartialOrd + fmt::Display + Into<i128> + TryFrom<i64>,
+    {
+        let number = value.get_ref().0;
+        let (min, max) = (*range.start(), *range.end());
+        let message = if i128::from(number) < min.into() {
+            if why.is_empty() {
+                format!("must be at least {min}, not {number}")
+            } else {
+                format!("must be at least {min} ({why})")
+            }
         } else {
-            Some(count)
+            match T::try_from(number) {
+                Ok(whole) if range.contains(&whole) => return Some(whole),
+                _ => format!("must be at most {max}, not {number}"),
+            }
+        };
+        self.error(Some(value.span()), key, message);
+        None
+    }
+
+    /// The id of the resource `value` names, or a located error listing the names there are.
+    fn resolve<Raw, Id>(
+        &mut self,
+        index: &NameIndex<Raw, Id>,
+        value: &Spanned<String>,
+        key: &str,
+    ) -> Option<Id> {
+        let name = value.get_ref().as_str();
+        match index.get(name) {
+            Some((id, _)) => Some(id),
+            None => {
+                let known: Vec<&str> = index.names().collect();
+                let kind = index.noun;
+                let message = if known.is_empty() {
+                    format!("unknown {kind} `{name}`: the scenario defines none")
+                } else {
+                    format!("unknown {kind} `{name}` (defined: {})", known.join(", "))
+                };
+                self.error(Some(value.span()), key, message);
+                None
+            }
         }
     }
 
-    fn reference(
-        &mut self,
-        value: &Spanned<String>,
-        key: &str,
-        kind: &str,
-        names: &BTreeMap<&str, u32>,
-    ) -> Option<u32> {
-        let name = value.get_ref().as_str();
-        names.get(name).copied().or_else(|| {
-            let known: Vec<&str> = names.keys().copied().collect();
-            let message = if known.is_empty() {
-                format!("unknown {kind} `{name}`: the scenario defines none")
-            } else {
-                format!("unknown {kind} `{name}` (defined: {})", known.join(", "))
-            };
-            self.error(Some(value.span()), key, message);
-            None
-        })
-    }
-
-    /// Reports a policy's rejected config at the key it came from. Policies name their fields
-    /// in their own units; the few that the file writes differently are renamed here.
+    /// Reports a policy's rejected config at the key it came from, for policies whose fields
+    /// have the names the file gives them.
     fn config_error(&mut self, error: ConfigError, prefix: &str, spans: &[(&str, Range<usize>)]) {
         let span = spans
             .iter()
             .find(|(field, _)| *field == error.field)
             .map(|(_, span)| span.clone());
-        let key = match error.field {
-            "failure_rate_permille" => "failure_rate_percent",
-            "window_length" => "window",
-            field => field,
-        };
-        let reason = if error.field == "failure_rate_permille" {
-            format!("{} (in tenths of a percent)", error.reason)
-        } else {
-            error.reason
-        };
-        self.error(span, format!("{prefix}.{key}"), reason);
+        self.error(span, format!("{prefix}.{}", error.field), error.reason);
     }
 
-    fn check_names<V>(&mut self, section: &str, map: &BTreeMap<String, V>) {
-        for name in map.keys() {
+    fn check_names(&mut self, section: &str, names: &[&str]) {
+        for &name in names {
             let valid = !name.is_empty()
                 && name
                     .chars()
@@ -290,119 +262,39 @@ impl<'a> Validator<'a> {
 
     pub fn scenario(&mut self, raw: &RawScenario, name: &str) -> Option<Scenario> {
         let errors_before = self.errors.len();
-        let sections: [(&str, Vec<&String>); 15] = [
-            ("servers", raw.servers.keys().collect()),
-            ("connections", raw.connections.keys().collect()),
-            ("databases", raw.databases.keys().collect()),
-            ("keys", raw.keys.keys().collect()),
-            ("breakers", raw.breakers.keys().collect()),
-            ("bulkheads", raw.bulkheads.keys().collect()),
-            ("semaphores", raw.semaphores.keys().collect()),
-            ("retries", raw.retries.keys().collect()),
-            ("caches", raw.caches.keys().collect()),
-            ("rate_limits", raw.rate_limits.keys().collect()),
-            ("kv_stores", raw.kv_stores.keys().collect()),
-            ("throttles", raw.throttles.keys().collect()),
-            ("flows", raw.flows.keys().collect()),
-            ("loads", raw.loads.keys().collect()),
-            ("faults", raw.faults.keys().collect()),
-        ];
-        for (section, names) in &sections {
-            let map: BTreeMap<String, ()> = names.iter().map(|n| ((*n).clone(), ())).collect();
-            self.check_names(section, &map);
+        for (section, names) in raw.sections() {
+            self.check_names(section, &names);
         }
-        let names = Names {
-            servers: index(&raw.servers),
-            connections: index(&raw.connections),
-            databases: index(&raw.databases),
-            keys: index(&raw.keys),
-            breakers: index(&raw.breakers),
-            bulkheads: index(&raw.bulkheads),
-            semaphores: index(&raw.semaphores),
-            retries: index(&raw.retries),
-            caches: index(&raw.caches),
-            rate_limits: index(&raw.rate_limits),
-            kv_stores: index(&raw.kv_stores),
-            throttles: index(&raw.throttles),
-            rate_limits_with_store: raw
-                .rate_limits
-                .iter()
-                .filter(|(_, limit)| limit.store.is_some())
-                .map(|(name, _)| name.as_str())
-                .collect(),
-            flows: index(&raw.flows),
-        };
+        let names = Names::new(raw);
         let limits = self.limits(&raw.run);
         let bucket = self.bucket(&raw.metrics, limits.horizon);
         let percentile_rule = match raw.metrics.percentile_rule {
             None | Some(PercentileRuleName::NearestRank) => PercentileRule::NearestRank,
             Some(PercentileRuleName::FloorIndex) => PercentileRule::FloorIndex,
         };
-        let keys: Vec<KeyFamilySpec> = raw
-            .keys
-            .iter()
-            .filter_map(|(name, keys)| self.key_family(name, keys))
-            .collect();
-        let servers = raw
-            .servers
-            .iter()
-            .map(|(name, server)| self.server(name, server, &names, &keys))
-            .collect();
-        let connections = raw
-            .connections
-            .iter()
-            .filter_map(|(name, c)| self.connection(name, c, &names))
-            .collect();
-        let databases = raw
-            .databases
-            .iter()
-            .filter_map(|(name, db)| self.database(name, db))
-            .collect();
-        let breakers = raw
-            .breakers
-            .iter()
-            .filter_map(|(name, b)| self.breaker(name, b))
-            .collect();
-        let bulkheads = raw
-            .bulkheads
-            .iter()
-            .filter_map(|(name, b)| self.bulkhead(name, b))
-            .collect();
-        let semaphores = raw
-            .semaphores
-            .iter()
-            .filter_map(|(name, semaphore)| self.semaphore(name, semaphore))
-            .collect();
-        let retries = raw
-            .retries
-            .iter()
-            .filter_map(|(name, retry)| self.retry(name, retry))
-            .collect();
-        let caches = raw
-            .caches
-            .iter()
-            .filter_map(|(name, cache)| self.cache(name, cache))
-            .collect();
-        let rate_limits = raw
-            .rate_limits
-            .iter()
-            .filter_map(|(name, limit)| self.rate_limit(name, limit, &names))
-            .collect();
-        let kv_stores: Vec<KvStoreSpec> = raw
-            .kv_stores
-            .iter()
-            .filter_map(|(name, store)| self.kv_store(name, store))
-            .collect();
-        let throttles = raw
-            .throttles
-            .iter()
-            .filter_map(|(name, throttle)| self.throttle(name, throttle, &names, &kv_stores))
-            .collect();
-        let flows: Vec<FlowSpec> = raw
-            .flows
-            .iter()
-            .filter_map(|(name, flow)| self.flow(name, flow, &names))
-            .collect();
+        // Each kind in the order its checks need: a server's preload needs the key families,
+        // a throttle its KV store.
+        let keys = self.each(&raw.keys, Self::key_family);
+        let servers = self.each(&raw.servers, |v, name, server| {
+            Some(v.server(name, server, &names, &keys))
+        });
+        let connections = self.each(&raw.connections, |v, name, connection| {
+            v.connection(name, connection, &names)
+        });
+        let databases = self.each(&raw.databases, Self::database);
+        let breakers = self.each(&raw.breakers, Self::breaker);
+        let bulkheads = self.each(&raw.bulkheads, Self::bulkhead);
+        let semaphores = self.each(&raw.semaphores, Self::semaphore);
+        let retries = self.each(&raw.retries, Self::retry);
+        let caches = self.each(&raw.caches, Self::cache);
+        let rate_limits = self.each(&raw.rate_limits, |v, name, limit| {
+            v.rate_limit(name, limit, &names)
+        });
+        let kv_stores = self.each(&raw.kv_stores, Self::kv_store);
+        let throttles = self.each(&raw.throttles, |v, name, throttle| {
+            v.throttle(name, throttle, &names, &kv_stores)
+        });
+        let flows = self.each(&raw.flows, |v, name, flow| v.flow(name, flow, &names));
         self.check_sheds_reach_breakers(raw, &names, &flows);
         if raw.loads.is_empty() {
             self.error(
@@ -427,23 +319,22 @@ impl<'a> Validator<'a> {
                 "every load is disabled (`enabled = false`): nothing would run",
             );
         }
-        let faults = raw
-            .faults
-            .iter()
-            .filter_map(|(name, fault)| {
-                self.fault(name, fault, &names, &raw.databases, limits.horizon)
-            })
-            .collect();
+        let faults = self.each(&raw.faults, |v, name, fault| {
+            v.fault(name, fault, &names, limits.horizon)
+        });
+        let seed = match &raw.scenario.seed {
+            // TOML's integers are signed: the largest seed a file can write is i64::MAX.
+            Some(seed) => self
+                .whole(seed, "scenario.seed", 0..=i64::MAX.unsigned_abs(), "")
+                .unwrap_or(default::SEED),
+            None => default::SEED,
+        };
         if self.errors.len() > errors_before {
             return None;
         }
         let scenario = Scenario {
             name: name.to_owned(),
-            seed: raw
-                .scenario
-                .seed
-                .as_ref()
-                .map_or(default::SEED, |s| *s.get_ref()),
+            seed,
             limits,
             bucket,
             percentile_rule,
@@ -475,12 +366,12 @@ impl<'a> Validator<'a> {
     /// happen before the breaker is asked. Counting `shed` where no step can deliver one is a
     /// silent mistake, so it is an error.
     fn check_sheds_reach_breakers(&mut self, raw: &RawScenario, names: &Names, flows: &[FlowSpec]) {
-        let sheds_reach = |breaker: u32| {
+        let sheds_reach = |breaker: BreakerId| {
             flows.iter().flat_map(|flow| &flow.steps).any(|step| {
                 let at = step
                     .policies
                     .iter()
-                    .position(|p| *p == PolicyRef::Breaker(BreakerId(breaker)));
+                    .position(|p| *p == PolicyRef::Breaker(breaker));
                 at.is_some_and(|at| {
                     step.policies[at + 1..]
                         .iter()
@@ -489,7 +380,7 @@ impl<'a> Validator<'a> {
             })
         };
         for (name, breaker) in &raw.breakers {
-            let Some(&index) = names.breakers.get(name.as_str()) else {
+            let Some((index, _)) = names.breakers.get(name.as_str()) else {
                 continue;
             };
             let Some(counts) = &breaker.counts else {
@@ -508,6 +399,19 @@ impl<'a> Validator<'a> {
                 }
             }
         }
+    }
+
+    /// Validates every resource of one kind, in name order (their ids), keeping those that
+    /// pass (the scenario is dropped if any failed).
+    fn each<Raw, Spec>(
+        &mut self,
+        tables: &BTreeMap<String, Raw>,
+        mut validate: impl FnMut(&mut Self, &str, &Raw) -> Option<Spec>,
+    ) -> Vec<Spec> {
+        tables
+            .iter()
+            .filter_map(|(name, table)| validate(self, name, table))
+            .collect()
     }
 
     fn limits(&mut self, run: &RawRun) -> RunLimits {
@@ -554,11 +458,10 @@ impl<'a> Validator<'a> {
         };
         let events_max = match &run.events_max {
             Some(value) => self
-                .count(
+                .whole(
                     value,
                     "run.events_max",
-                    1,
-                    u64::MAX,
+                    1..=u64::MAX,
                     "a run needs at least one event",
                 )
                 .unwrap_or(1),
@@ -625,12 +528,8 @@ impl<'a> Validator<'a> {
         for (index, entry) in raw.preload.iter().enumerate() {
             let raw_entry = entry.get_ref();
             let prefix = format!("servers.{name}.preload[{index}]");
-            let Some(family) = self.reference(
-                &raw_entry.key,
-                &format!("{prefix}.key"),
-                "key family",
-                &names.keys,
-            ) else {
+            let Some(family) = self.resolve(&names.keys, &raw_entry.key, &format!("{prefix}.key"))
+            else {
                 continue;
             };
             let family_count = keys
@@ -638,16 +537,12 @@ impl<'a> Validator<'a> {
                 .find(|k| k.name == *raw_entry.key.get_ref())
                 .map_or(0, |k| k.count);
             let count = match &raw_entry.count {
-                Some(count) => match self.count(
-                    count,
-                    &format!("{prefix}.count"),
-                    1,
-                    u64::from(family_count),
-                    "",
-                ) {
-                    Some(count) => count as u32,
-                    None => continue,
-                },
+                Some(count) => {
+                    match self.whole(count, &format!("{prefix}.count"), 1..=family_count, "") {
+                        Some(count) => count,
+                        None => continue,
+                    }
+                }
                 None => family_count,
             };
             let value_bytes = match &raw_entry.value {
@@ -658,7 +553,7 @@ impl<'a> Validator<'a> {
                 None => default::VALUE as u32,
             };
             preload.push(Preload {
-                family: KeyFamilyId(family),
+                family,
                 count,
                 value_bytes,
             });
@@ -686,7 +581,7 @@ impl<'a> Validator<'a> {
         names: &Names,
     ) -> Option<ConnectionSpec> {
         let key = |field: &str| format!("connections.{name}.{field}");
-        let server = self.reference(&raw.server, &key("server"), "server", &names.servers);
+        let server = self.resolve(&names.servers, &raw.server, &key("server"));
         let command_timeout = raw.command_timeout.as_ref().and_then(|t| {
             self.positive_duration(
                 t,
@@ -717,7 +612,21 @@ impl<'a> Validator<'a> {
         let max_retries = match raw.max_retries.as_ref().map(Spanned::get_ref) {
             None => Some(default::MAX_RETRIES),
             Some(RetryLimit::Unlimited) => None,
-            Some(RetryLimit::Count(count)) => Some(u32::try_from(*count).unwrap_or(u32::MAX)),
+            Some(RetryLimit::Count(count)) => match u32::try_from(*count) {
+                Ok(count) => Some(count),
+                Err(_) => {
+                    let span = raw.max_retries.as_ref().map(Spanned::span);
+                    self.error(
+                        span,
+                        key("max_retries"),
+                        format!(
+                            "must be at most {} (or \"unlimited\"), not {count}",
+                            u32::MAX
+                        ),
+                    );
+                    return None;
+                }
+            },
         };
         let connect_timeout = match &raw.connect_timeout {
             Some(t) => self.positive_duration(
@@ -761,7 +670,7 @@ impl<'a> Validator<'a> {
         }
         Some(ConnectionSpec {
             name: name.to_owned(),
-            server: ServerId(server?),
+            server: server?,
             latency: self.duration_or(&raw.latency, &key("latency"), default::LATENCY),
             bandwidth: raw
                 .bandwidth
@@ -799,13 +708,12 @@ impl<'a> Validator<'a> {
         let key = |field: &str| format!("databases.{name}.{field}");
         let latency = self.latency(&raw.latency, &key("latency"))?;
         let capacity = match &raw.capacity {
-            Some(capacity) => Some(self.count(
+            Some(capacity) => Some(self.whole(
                 capacity,
                 &key("capacity"),
-                1,
-                u64::from(u32::MAX),
+                1..=u32::MAX,
                 "a database of zero capacity runs nothing; leave it out for no limit",
-            )? as u32),
+            )?),
             None => None,
         };
         Some(DatabaseSpec {
@@ -889,121 +797,90 @@ impl<'a> Validator<'a> {
 
     fn breaker(&mut self, name: &str, raw: &RawBreaker) -> Option<BreakerSpec> {
         let prefix = format!("breakers.{name}");
-        let open_for = self.duration(&raw.open_for, &format!("{prefix}.open_for"))?;
-        let probes = raw
-            .half_open_probes
-            .as_ref()
-            .map_or(1, |p| u32::try_from(*p.get_ref()).unwrap_or(u32::MAX));
-        let clamp = |value: &Spanned<u64>| u32::try_from(*value.get_ref()).unwrap_or(u32::MAX);
-        let mut spans = vec![("open_for", raw.open_for.span())];
-        if let Some(p) = &raw.half_open_probes {
-            spans.push(("half_open_probes", p.span()));
+        let key = |field: &str| format!("{prefix}.{field}");
+        let open_for = self.duration(&raw.open_for, &key("open_for"))?;
+        let probes = match &raw.half_open_probes {
+            Some(probes) => self.whole(probes, &key("half_open_probes"), 0..=u32::MAX, "")?,
+            None => 1,
+        };
+        // The breaker's config names its fields in its own units: (its name, the file's key,
+        // where the file wrote it).
+        let mut fields = vec![("open_for", key("open_for"), raw.open_for.span())];
+        if let Some(probes) = &raw.half_open_probes {
+            fields.push(("half_open_probes", key("half_open_probes"), probes.span()));
         }
-        let rate_keys = [
-            ("window_calls", raw.window_calls.as_ref().map(Spanned::span)),
-            ("window", raw.window.as_ref().map(Spanned::span)),
-            ("window_slots", raw.window_slots.as_ref().map(Spanned::span)),
-            ("min_calls", raw.min_calls.as_ref().map(Spanned::span)),
-        ];
-        let config = match (&raw.failures, &raw.failure_rate_percent) {
-            (Some(failures), None) => {
-                for (key, span) in rate_keys {
-                    if let Some(span) = span {
-                        self.error(
-                            Some(span),
-                            format!("{prefix}.{key}"),
-                            "belongs to a failure-rate breaker (failure_rate_percent), not to one \
-                             that counts consecutive failures",
-                        );
-                    }
-                }
-                spans.push(("failures", failures.span()));
-                BreakerConfig::new(clamp(failures), open_for, probes)
+        let config = match raw.rule() {
+            RawTripRule::Failures(failures) => {
+                fields.push(("failures", key("failures"), failures.span()));
+                let failures = self.whole(failures, &key("failures"), 0..=u32::MAX, "")?;
+                BreakerConfig::new(failures, open_for, probes)
             }
-            (None, Some(rate)) => {
-                let permille = rate.get_ref() * 10.0;
-                if !(permille.is_finite() && permille == permille.round()) {
-                    self.error(
-                        Some(rate.span()),
-                        format!("{prefix}.failure_rate_percent"),
-                        format!(
-                            "{} is not a percentage to one decimal place",
-                            rate.get_ref()
-                        ),
-                    );
-                    return None;
-                }
-                spans.push(("failure_rate_permille", rate.span()));
-                let window = match (&raw.window_calls, &raw.window) {
-                    (Some(calls), None) => {
-                        if let Some(slots) = &raw.window_slots {
+            RawTripRule::FailureRate(rate) => {
+                let rate_key = |field: &str| format!("{prefix}.failure_rate.{field}");
+                let rate = rate.get_ref();
+                fields.push((
+                    "failure_rate_permille",
+                    rate_key("percent"),
+                    rate.percent.span(),
+                ));
+                fields.push(("min_calls", rate_key("min_calls"), rate.min_calls.span()));
+                let permille = self.percent_permille(&rate.percent, &rate_key("percent"));
+                let min_calls =
+                    self.whole(&rate.min_calls, &rate_key("min_calls"), 0..=u32::MAX, "");
+                let window = match rate.window() {
+                    RawWindow::Calls(calls) => {
+                        if let Some(slots) = &rate.window_slots {
                             self.error(
                                 Some(slots.span()),
-                                format!("{prefix}.window_slots"),
+                                rate_key("window_slots"),
                                 "applies to a time window (window), not to window_calls",
                             );
                         }
-                        spans.push(("window_calls", calls.span()));
-                        Window::Calls(clamp(calls))
+                        fields.push(("window_calls", rate_key("window_calls"), calls.span()));
+                        let calls = self.whole(calls, &rate_key("window_calls"), 0..=u32::MAX, "");
+                        calls.map(Window::Calls)
                     }
-                    (None, Some(length)) => {
-                        let length = self.duration(length, &format!("{prefix}.window"))?;
-                        let slots = raw.window_slots.as_ref().map_or(10, clamp);
-                        spans.push(("window_length", raw.window.as_ref().expect("set").span()));
-                        if let Some(slots) = &raw.window_slots {
-                            spans.push(("window_slots", slots.span()));
-                        }
-                        Window::Time { length, slots }
-                    }
-                    _ => {
-                        self.error(
-                            Some(rate.span()),
-                            format!("{prefix}.window_calls"),
-                            "a failure-rate breaker needs exactly one window: window_calls (the \
-                             last N calls) or window (a duration)",
-                        );
-                        return None;
+                    RawWindow::Time(length) => {
+                        let length_span = length.span();
+                        fields.push(("window_length", rate_key("window"), length.span()));
+                        let length = self.duration(length, &rate_key("window"));
+                        let slots = match &rate.window_slots {
+                            Some(slots) => {
+                                fields.push((
+                                    "window_slots",
+                                    rate_key("window_slots"),
+                                    slots.span(),
+                                ));
+                                self.whole(slots, &rate_key("window_slots"), 0..=u32::MAX, "")
+                            }
+                            None => {
+                                // The default must divide the window too: point at the window.
+                                let span = length_span.clone();
+                                fields.push(("window_slots", rate_key("window_slots"), span));
+                                Some(10)
+                            }
+                        };
+                        length
+                            .zip(slots)
+                            .map(|(length, slots)| Window::Time { length, slots })
                     }
                 };
-                let Some(min_calls) = &raw.min_calls else {
-                    self.error(
-                        Some(rate.span()),
-                        format!("{prefix}.min_calls"),
-                        "a failure-rate breaker needs min_calls, the calls the window must hold \
-                         before the rate counts",
-                    );
-                    return None;
-                };
-                spans.push(("min_calls", min_calls.span()));
-                let permille = if permille < 0.0 {
-                    u32::MAX
-                } else {
-                    permille.min(f64::from(u32::MAX)) as u32
-                };
-                BreakerConfig::failure_rate(permille, window, clamp(min_calls), open_for, probes)
-            }
-            (Some(failures), Some(_)) => {
-                self.error(
-                    Some(failures.span()),
-                    format!("{prefix}.failures"),
-                    "give failures (consecutive) or failure_rate_percent, not both",
-                );
-                return None;
-            }
-            (None, None) => {
-                self.error(
-                    Some(raw.open_for.span()),
-                    format!("{prefix}.failures"),
-                    "a breaker needs a rule to open: failures (consecutive) or \
-                     failure_rate_percent with a window",
-                );
-                return None;
+                BreakerConfig::failure_rate(permille?, window?, min_calls?, open_for, probes)
             }
         };
         let config = match config {
             Ok(config) => config,
             Err(error) => {
-                self.config_error(error, &prefix, &spans);
+                let (_, key, span) = fields
+                    .iter()
+                    .find(|(field, _, _)| *field == error.field)
+                    .expect("every field a breaker config checks was written in the file");
+                let reason = if error.field == "failure_rate_permille" {
+                    format!("{} (in tenths of a percent)", error.reason)
+                } else {
+                    error.reason
+                };
+                self.error(Some(span.clone()), key.clone(), reason);
                 return None;
             }
         };
@@ -1046,9 +923,14 @@ impl<'a> Validator<'a> {
 
     fn bulkhead(&mut self, name: &str, raw: &RawBulkhead) -> Option<BulkheadSpec> {
         let prefix = format!("bulkheads.{name}");
-        let queue = self.count(&raw.queue, &format!("{prefix}.queue"), 0, limit::QUEUE, "")?;
-        let max_concurrent = u32::try_from(*raw.max_concurrent.get_ref()).unwrap_or(u32::MAX);
-        match BulkheadConfig::new(max_concurrent, queue as u32) {
+        let queue = self.whole(&raw.queue, &format!("{prefix}.queue"), 0..=limit::QUEUE, "");
+        let max_concurrent = self.whole(
+            &raw.max_concurrent,
+            &format!("{prefix}.max_concurrent"),
+            0..=u32::MAX,
+            "",
+        );
+        match BulkheadConfig::new(max_concurrent?, queue?) {
             Ok(config) => Some(BulkheadSpec {
                 name: name.to_owned(),
                 enabled: raw.enabled.unwrap_or(true),
@@ -1067,10 +949,10 @@ impl<'a> Validator<'a> {
 
     fn semaphore(&mut self, name: &str, raw: &RawSemaphore) -> Option<SemaphoreSpec> {
         let prefix = format!("semaphores.{name}");
-        let max_in_flight = raw
-            .max_in_flight
-            .as_ref()
-            .map(|n| u32::try_from(*n.get_ref()).unwrap_or(u32::MAX));
+        let max_in_flight = match &raw.max_in_flight {
+            Some(n) => Some(self.whole(n, &format!("{prefix}.max_in_flight"), 0..=u32::MAX, "")?),
+            None => None,
+        };
         let max_bytes = match &raw.max_bytes {
             Some(size) => Some(self.size_any(size, &format!("{prefix}.max_bytes"))?),
             None => None,
@@ -1106,15 +988,14 @@ impl<'a> Validator<'a> {
     fn key_family(&mut self, name: &str, raw: &RawKeys) -> Option<KeyFamilySpec> {
         let key = |field: &str| format!("keys.{name}.{field}");
         let count = match &raw.count {
-            Some(count) => self.count(
+            Some(count) => self.whole(
                 count,
                 &key("count"),
-                1,
-                limit::KEYS_PER_FAMILY,
+                1..=limit::KEYS_PER_FAMILY,
                 "a family needs a key",
             )?,
             None => 1,
-        } as u32;
+        };
         let hot_fields = [
             ("hot_keys", raw.hot_keys.as_ref().map(Spanned::span)),
             (
@@ -1144,8 +1025,11 @@ impl<'a> Validator<'a> {
                     );
                     return None;
                 };
-                let hot = *hot_keys.get_ref();
-                if hot == 0 || hot >= u64::from(count) {
+                let hot = hot_keys.get_ref().0;
+                let Some(hot) = u32::try_from(hot)
+                    .ok()
+                    .filter(|&hot| hot >= 1 && hot < count)
+                else {
                     self.error(
                         Some(hot_keys.span()),
                         key("hot_keys"),
@@ -1155,9 +1039,9 @@ impl<'a> Validator<'a> {
                         ),
                     );
                     return None;
-                }
+                };
                 KeyDistribution::Hot {
-                    hot_keys: hot as u32,
+                    hot_keys: hot,
                     share_permille: self.percent_permille(share, &key("hot_share_percent"))?,
                 }
             }
@@ -1178,12 +1062,7 @@ impl<'a> Validator<'a> {
         let prefix = format!("rate_limits.{name}");
         let key = |field: &str| format!("{prefix}.{field}");
         let store = match &raw.store {
-            Some(store) => Some(ConnectionId(self.reference(
-                store,
-                &key("store"),
-                "connection",
-                &names.connections,
-            )?)),
+            Some(store) => Some(self.resolve(&names.connections, store, &key("store"))?),
             None => None,
         };
         let rate = match Rate::per_second(*raw.rate.get_ref()) {
@@ -1201,7 +1080,8 @@ impl<'a> Validator<'a> {
                 return None;
             }
         };
-        let bucket = match BucketConfig::new(*raw.capacity.get_ref(), token_rate) {
+        let capacity = self.whole(&raw.capacity, &key("capacity"), 0..=u64::MAX, "")?;
+        let bucket = match BucketConfig::new(capacity, token_rate) {
             Ok(bucket) => bucket,
             Err(error) => {
                 self.config_error(error, &prefix, &spans);
@@ -1285,17 +1165,12 @@ impl<'a> Validator<'a> {
                     );
                     return None;
                 };
-                let id = self.reference(store, &key("store"), "KV store", &names.kv_stores)?;
+                let id = self.resolve(&names.kv_stores, store, &key("store"))?;
                 let staleness = stores
                     .iter()
                     .find(|spec| spec.name == *store.get_ref())
                     .map_or(SimDuration::ZERO, |spec| spec.staleness_max);
-                (
-                    ThrottleForm::Kv {
-                        store: KvStoreId(id),
-                    },
-                    staleness,
-                )
+                (ThrottleForm::Kv { store: id }, staleness)
             }
         };
         let retry_after = self.duration_or(&raw.retry_after, &key("retry_after"), "1s");
@@ -1317,7 +1192,7 @@ impl<'a> Validator<'a> {
             Some(percent) => self.percent_permille(percent, &key("release_loss_percent"))?,
             None => 0,
         };
-        let inflight_max = u32::try_from(*raw.inflight_max.get_ref()).unwrap_or(u32::MAX);
+        let inflight_max = self.whole(&raw.inflight_max, &key("inflight_max"), 0..=u32::MAX, "")?;
         match ThrottleConfig::new(inflight_max, retry_after, counter_ttl, staleness) {
             Ok(config) => Some(ThrottleSpec {
                 name: name.to_owned(),
@@ -1341,7 +1216,12 @@ impl<'a> Validator<'a> {
         let prefix = format!("caches.{name}");
         let ttl = self.duration(&raw.ttl, &format!("{prefix}.ttl"))?;
         let max_bytes = self.size_any(&raw.max_bytes, &format!("{prefix}.max_bytes"))?;
-        let max_entries = u32::try_from(*raw.max_entries.get_ref()).unwrap_or(u32::MAX);
+        let max_entries = self.whole(
+            &raw.max_entries,
+            &format!("{prefix}.max_entries"),
+            0..=u32::MAX,
+            "",
+        )?;
         match CacheConfig::new(max_entries, max_bytes, ttl) {
             Ok(config) => Some(CacheSpec {
                 name: name.to_owned(),
@@ -1474,10 +1354,12 @@ impl<'a> Validator<'a> {
                 }
                 let ratio_permille = thousandths / 100;
                 let window = self.duration_or(&raw.budget_window, &key("budget_window"), "10s");
-                let floor = raw
-                    .budget_min_per_second
-                    .as_ref()
-                    .map_or(0, |m| u32::try_from(*m.get_ref()).unwrap_or(u32::MAX));
+                let floor = match &raw.budget_min_per_second {
+                    Some(floor) => {
+                        self.whole(floor, &key("budget_min_per_second"), 0..=u32::MAX, "")?
+                    }
+                    None => 0,
+                };
                 match RetryBudgetConfig::new(ratio_permille, floor, window) {
                     Ok(budget) => Some(budget),
                     Err(error) => {
@@ -1487,7 +1369,7 @@ impl<'a> Validator<'a> {
                 }
             }
         };
-        let max_attempts = u32::try_from(*raw.max_attempts.get_ref()).unwrap_or(u32::MAX);
+        let max_attempts = self.whole(&raw.max_attempts, &key("max_attempts"), 0..=u32::MAX, "")?;
         let config = match RetryConfig::new(max_attempts, backoff, budget, None) {
             Ok(config) => config,
             Err(error) => {
@@ -1590,11 +1472,25 @@ impl<'a> Validator<'a> {
             );
             return None;
         }
+        // Steps are numbered in 16 bits (a hit may jump to a step by number).
+        let steps_max = usize::from(u16::MAX);
+        if raw.steps.get_ref().len() > steps_max {
+            self.error(
+                Some(raw.steps.span()),
+                format!("flows.{name}.steps"),
+                format!(
+                    "{} steps are more than the {steps_max} a flow may have",
+                    raw.steps.get_ref().len()
+                ),
+            );
+            return None;
+        }
         let errors_before = self.errors.len();
         let mut labels: BTreeMap<&str, u16> = BTreeMap::new();
         for (index, step) in raw.steps.get_ref().iter().enumerate() {
+            let index = u16::try_from(index).expect("the number of steps was checked");
             if let Some(label) = &step.get_ref().label
-                && labels.insert(label.get_ref(), index as u16).is_some()
+                && labels.insert(label.get_ref(), index).is_some()
             {
                 self.error(
                     Some(label.span()),
@@ -1629,38 +1525,6 @@ impl<'a> Validator<'a> {
     ) -> Option<StepSpec> {
         let raw = spanned.get_ref();
         let key = |field: &str| format!("{prefix}.{field}");
-        let actions = [
-            raw.redis.is_some(),
-            raw.db.is_some(),
-            raw.work.is_some(),
-            raw.cache.is_some(),
-            raw.rate_limit.is_some(),
-            raw.throttle.is_some(),
-        ];
-        if actions.iter().filter(|&&set| set).count() != 1 {
-            self.error(
-                Some(spanned.span()),
-                prefix,
-                "a step does exactly one thing: set one of `redis`, `db`, `work`, `cache`, \
-                 `rate_limit` or `throttle`",
-            );
-            return None;
-        }
-        if raw.cache.is_none()
-            && raw.throttle.is_none()
-            && let Some(op) = &raw.op
-        {
-            self.error(
-                Some(op.span()),
-                key("op"),
-                "applies to a cache or throttle step only",
-            );
-        }
-        let not_here = |this: &mut Self, span: Option<Range<usize>>, field: &str, what: &str| {
-            if let Some(span) = span {
-                this.error(Some(span), key(field), format!("does not apply to {what}"));
-            }
-        };
         let on_hit = match raw.on_hit.as_ref() {
             None => None,
             Some(hit) => {
@@ -1702,339 +1566,38 @@ impl<'a> Validator<'a> {
                 Some((hit.span(), target))
             }
         };
-        let action = if let Some(command) = &raw.redis {
-            let command_name = *command.get_ref();
-            if raw.timeout.is_some() {
-                not_here(
-                    self,
-                    raw.timeout.as_ref().map(Spanned::span),
-                    "timeout",
-                    "a Redis step (its timeout is the connection's command_timeout)",
-                );
+        let action = match raw.action() {
+            RawAction::Redis(redis) => self.redis_step(&key("redis"), redis, names)?,
+            RawAction::Database(query) => self.db_step(&key("db"), query, names)?,
+            RawAction::Work(work) => StepAction::Work {
+                duration: self.duration(work, &key("work"))?,
+            },
+            RawAction::Cache(cache) => self.cache_step(&key("cache"), cache, names)?,
+            RawAction::Throttle(throttle) => {
+                self.throttle_step(&key("throttle"), throttle, names)?
             }
-            if command_name != RedisCommandName::Get {
-                not_here(
-                    self,
-                    on_hit.as_ref().map(|h| h.0.clone()),
-                    "on_hit",
-                    "a command other than GET",
-                );
-            }
-            let takes_value = matches!(
-                command_name,
-                RedisCommandName::Set | RedisCommandName::SetNxPx
-            );
-            if !takes_value {
-                not_here(
-                    self,
-                    raw.value.as_ref().map(Spanned::span),
-                    "value",
-                    "a command that writes no value",
-                );
-                not_here(
-                    self,
-                    raw.ttl.as_ref().map(Spanned::span),
-                    "ttl",
-                    "a command that sets no expiry",
-                );
-            }
-            let connection = match &raw.connection {
-                Some(c) => self.reference(c, &key("connection"), "connection", &names.connections),
-                None => {
-                    self.error(
-                        Some(command.span()),
-                        key("connection"),
-                        "a Redis step needs a connection",
-                    );
-                    None
-                }
-            };
-            let family = match &raw.key {
-                Some(k) => self.reference(k, &key("key"), "key family", &names.keys),
-                None => {
-                    self.error(
-                        Some(command.span()),
-                        key("key"),
-                        "a Redis step needs a key (a [keys.<name>] family)",
-                    );
-                    None
-                }
-            };
-            let value_bytes = match &raw.value {
-                Some(value) if takes_value => self.size(value, &key("value"))?,
-                _ => default::VALUE as u32,
-            };
-            let ttl = match &raw.ttl {
-                Some(ttl) if takes_value => Some(self.positive_duration(
-                    ttl,
-                    &key("ttl"),
-                    "the key would expire as it is written",
-                )?),
-                _ => None,
-            };
-            let command = match command_name {
-                RedisCommandName::Get => RedisCommand::Get,
-                RedisCommandName::Incr => RedisCommand::Incr,
-                RedisCommandName::Del => RedisCommand::Del,
-                RedisCommandName::Set => RedisCommand::Set { value_bytes, ttl },
-                RedisCommandName::SetNxPx => {
-                    let Some(ttl) = ttl else {
-                        self.error(
-                            Some(command.span()),
-                            key("ttl"),
-                            "SET NX PX needs a ttl (the PX argument)",
-                        );
-                        return None;
-                    };
-                    RedisCommand::SetNxPx { value_bytes, ttl }
-                }
-            };
-            StepAction::Redis {
-                connection: ConnectionId(connection?),
-                command,
-                key: KeyFamilyId(family?),
-            }
-        } else if let Some(throttle) = &raw.throttle {
-            let what = "a throttle step";
-            for (field, span) in [
-                ("connection", raw.connection.as_ref().map(Spanned::span)),
-                ("value", raw.value.as_ref().map(Spanned::span)),
-                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
-                ("timeout", raw.timeout.as_ref().map(Spanned::span)),
-                ("on_hit", on_hit.as_ref().map(|h| h.0.clone())),
-            ] {
-                not_here(self, span, field, what);
-            }
-            let id = self.reference(throttle, &key("throttle"), "throttle", &names.throttles);
-            let op = match raw.op.as_ref().map(|op| (op.span(), op.get_ref().as_str())) {
-                Some((_, "acquire")) => ThrottleOp::Acquire,
-                Some((_, "release")) => ThrottleOp::Release,
-                Some((span, other)) => {
-                    self.error(
-                        Some(span),
-                        key("op"),
-                        format!("`{other}` is not a throttle op: \"acquire\" or \"release\""),
-                    );
-                    return None;
-                }
-                None => {
-                    self.error(
-                        Some(throttle.span()),
-                        key("op"),
-                        "a throttle step needs op: \"acquire\" or \"release\"",
-                    );
-                    return None;
-                }
-            };
-            let Some(family) = &raw.key else {
-                self.error(
-                    Some(throttle.span()),
-                    key("key"),
-                    "a throttle counts per key: name a [keys.<name>] family",
-                );
-                return None;
-            };
-            let family = self.reference(family, &key("key"), "key family", &names.keys);
-            StepAction::Throttle {
-                throttle: ThrottleId(id?),
-                op,
-                key: KeyFamilyId(family?),
-            }
-        } else if let Some(limit) = &raw.rate_limit {
-            let what = "a rate-limit step";
-            for (field, span) in [
-                ("connection", raw.connection.as_ref().map(Spanned::span)),
-                ("value", raw.value.as_ref().map(Spanned::span)),
-                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
-                ("timeout", raw.timeout.as_ref().map(Spanned::span)),
-                ("on_hit", on_hit.as_ref().map(|h| h.0.clone())),
-            ] {
-                not_here(self, span, field, what);
-            }
-            let limiter = self.reference(
-                limit,
-                &key("rate_limit"),
-                "rate limiter",
-                &names.rate_limits,
-            )?;
-            let has_store = names
-                .rate_limits_with_store
-                .contains(limit.get_ref().as_str());
-            let family = match (&raw.key, has_store) {
-                (Some(k), true) => {
-                    Some(self.reference(k, &key("key"), "key family", &names.keys)?)
-                }
-                (None, false) => None,
-                (Some(k), false) => {
-                    self.error(
-                        Some(k.span()),
-                        key("key"),
-                        "a limiter without a store keeps no keys",
-                    );
-                    return None;
-                }
-                (None, true) => {
-                    self.error(
-                        Some(limit.span()),
-                        key("key"),
-                        "a limiter with a store checks a key: name a [keys.<name>] family",
-                    );
-                    return None;
-                }
-            };
-            StepAction::RateLimit {
-                limiter: RateLimitId(limiter),
-                key: family.map(KeyFamilyId),
-            }
-        } else if let Some(cache) = &raw.cache {
-            let what = "a cache step";
-            for (field, span) in [
-                ("connection", raw.connection.as_ref().map(Spanned::span)),
-                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
-                ("timeout", raw.timeout.as_ref().map(Spanned::span)),
-            ] {
-                not_here(self, span, field, what);
-            }
-            let cache_id = self.reference(cache, &key("cache"), "cache", &names.caches);
-            let Some(op) = &raw.op else {
-                self.error(
-                    Some(cache.span()),
-                    key("op"),
-                    "a cache step needs op: \"get\", \"put\", \"invalidate\" or \"flush\"",
-                );
-                return None;
-            };
-            let op_name = match op.get_ref().as_str() {
-                "get" => CacheOpName::Get,
-                "put" => CacheOpName::Put,
-                "invalidate" => CacheOpName::Invalidate,
-                "flush" => CacheOpName::Flush,
-                other => {
-                    self.error(
-                        Some(op.span()),
-                        key("op"),
-                        format!("`{other}` is not a cache op: \"get\", \"put\", \"invalidate\" or \"flush\""),
-                    );
-                    return None;
-                }
-            };
-            if op_name != CacheOpName::Get {
-                not_here(
-                    self,
-                    on_hit.as_ref().map(|h| h.0.clone()),
-                    "on_hit",
-                    "a cache op other than get",
-                );
-            }
-            if op_name != CacheOpName::Put {
-                not_here(
-                    self,
-                    raw.value.as_ref().map(Spanned::span),
-                    "value",
-                    "a cache op other than put",
-                );
-            }
-            let family = match (&raw.key, op_name) {
-                (Some(_), CacheOpName::Flush) => {
-                    not_here(
-                        self,
-                        raw.key.as_ref().map(Spanned::span),
-                        "key",
-                        "a flush (it empties the cache)",
-                    );
-                    None
-                }
-                (Some(k), _) => Some(self.reference(k, &key("key"), "key family", &names.keys)?),
-                (None, CacheOpName::Flush) => None,
-                (None, _) => {
-                    self.error(
-                        Some(op.span()),
-                        key("key"),
-                        "this cache op needs a key (a [keys.<name>] family)",
-                    );
-                    return None;
-                }
-            };
-            let op = match op_name {
-                CacheOpName::Get => CacheOp::Get,
-                CacheOpName::Put => CacheOp::Put {
-                    value_bytes: match &raw.value {
-                        Some(value) => self.size(value, &key("value"))?,
-                        None => default::VALUE as u32,
-                    },
-                },
-                CacheOpName::Invalidate => CacheOp::Invalidate,
-                CacheOpName::Flush => CacheOp::Flush,
-            };
-            StepAction::Cache {
-                cache: CacheId(cache_id?),
-                op,
-                key: family.map(KeyFamilyId),
-            }
-        } else {
-            let what = if raw.db.is_some() {
-                "a database step"
-            } else {
-                "a work step"
-            };
-            for (field, span) in [
-                ("connection", raw.connection.as_ref().map(Spanned::span)),
-                ("key", raw.key.as_ref().map(Spanned::span)),
-                ("value", raw.value.as_ref().map(Spanned::span)),
-                ("ttl", raw.ttl.as_ref().map(Spanned::span)),
-                ("on_hit", on_hit.as_ref().map(|h| h.0.clone())),
-            ] {
-                not_here(self, span, field, what);
-            }
-            if let Some(database) = &raw.db {
-                let database = self.reference(database, &key("db"), "database", &names.databases);
-                let timeout = match &raw.timeout {
-                    Some(t) => Some(self.positive_duration(
-                        t,
-                        &key("timeout"),
-                        "every query would time out",
-                    )?),
-                    None => None,
-                };
-                let latency = match &raw.latency {
-                    Some(latency) => Some(self.latency(latency, &key("latency"))?),
-                    None => None,
-                };
-                let lock = match &raw.lock {
-                    Some(lock) => Some(KeyFamilyId(self.reference(
-                        lock,
-                        &key("lock"),
-                        "key family",
-                        &names.keys,
-                    )?)),
-                    None => None,
-                };
-                StepAction::Database {
-                    database: DatabaseId(database?),
-                    timeout,
-                    latency,
-                    lock,
-                }
-            } else {
-                not_here(
-                    self,
-                    raw.timeout.as_ref().map(Spanned::span),
-                    "timeout",
-                    what,
-                );
-                let work = raw.work.as_ref().expect("one action is set");
-                StepAction::Work {
-                    duration: self.duration(work, &key("work"))?,
-                }
+            RawAction::RateLimit(limit) => {
+                self.rate_limit_step(&key("rate_limit"), limit, names)?
             }
         };
-        if !matches!(action, StepAction::Database { .. }) {
-            for (field, span) in [
-                ("latency", raw.latency.as_ref().map(Spanned::span)),
-                ("lock", raw.lock.as_ref().map(Spanned::span)),
-            ] {
-                not_here(self, span, field, "a step other than a database query");
+        let can_hit = matches!(
+            action,
+            StepAction::Redis {
+                command: RedisCommand::Get,
+                ..
+            } | StepAction::Cache {
+                op: CacheOp::Get,
+                ..
             }
+        );
+        if let Some((span, _)) = &on_hit
+            && !can_hit
+        {
+            self.error(
+                Some(span.clone()),
+                key("on_hit"),
+                "applies to a step that can hit only: a Redis GET or a cache get",
+            );
         }
         let on_error = match raw.on_error {
             None | Some(OnErrorName::Fail) => OnError::Fail,
@@ -2053,59 +1616,25 @@ impl<'a> Validator<'a> {
         let breaker = raw
             .breaker
             .as_ref()
-            .and_then(|b| self.reference(b, &key("breaker"), "breaker", &names.breakers));
+            .and_then(|b| self.resolve(&names.breakers, b, &key("breaker")));
         let bulkhead = raw
             .bulkhead
             .as_ref()
-            .and_then(|b| self.reference(b, &key("bulkhead"), "bulkhead", &names.bulkheads));
+            .and_then(|b| self.resolve(&names.bulkheads, b, &key("bulkhead")));
         let semaphore = raw
             .semaphore
             .as_ref()
-            .and_then(|b| self.reference(b, &key("semaphore"), "semaphore", &names.semaphores));
+            .and_then(|b| self.resolve(&names.semaphores, b, &key("semaphore")));
         let retry = raw
             .retry
             .as_ref()
-            .and_then(|r| self.reference(r, &key("retry"), "retry policy", &names.retries));
-        // Meaningful on a reconnect slot only, but allowed on any connection, so that variants
-        // can compare a slot with other reconnect designs.
-        let replay_writes = match &raw.replay_writes {
-            None => false,
-            Some(flag) => {
-                let sends_command = match action {
-                    StepAction::Redis { .. } => true,
-                    StepAction::RateLimit { .. } => raw.rate_limit.as_ref().is_some_and(|l| {
-                        names.rate_limits_with_store.contains(l.get_ref().as_str())
-                    }),
-                    _ => false,
-                };
-                if !sends_command {
-                    self.error(
-                        Some(flag.span()),
-                        key("replay_writes"),
-                        "applies to a Redis step, or a rate-limit step with a store: the steps \
-                         that send a command a reconnect slot could replay",
-                    );
-                }
-                *flag.get_ref()
-            }
-        };
+            .and_then(|r| self.resolve(&names.retries, r, &key("retry")));
+        let replay_writes = self.replay_writes(raw.action(), prefix, names);
         let named = [
-            (
-                PolicyKind::Retry,
-                retry.map(|i| PolicyRef::Retry(RetryId(i))),
-            ),
-            (
-                PolicyKind::Bulkhead,
-                bulkhead.map(|i| PolicyRef::Bulkhead(BulkheadId(i))),
-            ),
-            (
-                PolicyKind::Semaphore,
-                semaphore.map(|i| PolicyRef::Semaphore(SemaphoreId(i))),
-            ),
-            (
-                PolicyKind::Breaker,
-                breaker.map(|i| PolicyRef::Breaker(BreakerId(i))),
-            ),
+            (PolicyKind::Retry, retry.map(PolicyRef::Retry)),
+            (PolicyKind::Bulkhead, bulkhead.map(PolicyRef::Bulkhead)),
+            (PolicyKind::Semaphore, semaphore.map(PolicyRef::Semaphore)),
+            (PolicyKind::Breaker, breaker.map(PolicyRef::Breaker)),
         ];
         let policies = self.policy_order(raw, &key("policies"), &named)?;
         Some(StepSpec {
@@ -2207,6 +1736,247 @@ impl<'a> Validator<'a> {
         ok.then_some(policies)
     }
 
+    /// `replay_writes`, in the table of an action that sends a command a reconnect slot
+    /// could replay: a Redis step, or a rate-limit step with a store. Meaningful on a slot
+    /// only, but allowed on any connection, so that variants can compare a slot with other
+    /// reconnect designs.
+    fn replay_writes(&mut self, action: RawAction, prefix: &str, names: &Names) -> bool {
+        match action {
+            RawAction::Redis(redis) => redis
+                .get_ref()
+                .replay_writes
+                .as_ref()
+                .is_some_and(|flag| *flag.get_ref()),
+            RawAction::RateLimit(limit) => {
+                let limit = limit.get_ref();
+                let Some(flag) = &limit.replay_writes else {
+                    return false;
+                };
+                if !names.has_store(limit.name.get_ref()) {
+                    self.error(
+                        Some(flag.span()),
+                        format!("{prefix}.rate_limit.replay_writes"),
+                        "applies to a rate limiter with a store: a local one sends no command \
+                         a reconnect slot could replay",
+                    );
+                }
+                *flag.get_ref()
+            }
+            _ => false,
+        }
+    }
+
+    fn redis_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawRedisStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let command_name = *table.command.get_ref();
+        let takes_value = matches!(
+            command_name,
+            RedisCommandName::Set | RedisCommandName::SetNxPx
+        );
+        if !takes_value {
+            for (field, value) in [
+                ("value", table.value.as_ref().map(Spanned::span)),
+                ("ttl", table.ttl.as_ref().map(Spanned::span)),
+            ] {
+                if let Some(span) = value {
+                    self.error(
+                        Some(span),
+                        key(field),
+                        "applies to SET and SET NX PX only: this command writes no value",
+                    );
+                }
+            }
+        }
+        let connection = self.resolve(&names.connections, &table.connection, &key("connection"));
+        let family = self.resolve(&names.keys, &table.key, &key("key"));
+        let value_bytes = match &table.value {
+            Some(value) if takes_value => self.size(value, &key("value"))?,
+            _ => default::VALUE as u32,
+        };
+        let ttl = match &table.ttl {
+            Some(ttl) if takes_value => Some(self.positive_duration(
+                ttl,
+                &key("ttl"),
+                "the key would expire as it is written",
+            )?),
+            _ => None,
+        };
+        let command = match command_name {
+            RedisCommandName::Get => RedisCommand::Get,
+            RedisCommandName::Incr => RedisCommand::Incr,
+            RedisCommandName::Del => RedisCommand::Del,
+            RedisCommandName::Set => RedisCommand::Set { value_bytes, ttl },
+            RedisCommandName::SetNxPx => {
+                let Some(ttl) = ttl else {
+                    self.error(
+                        Some(table.command.span()),
+                        key("ttl"),
+                        "SET NX PX needs a ttl (the PX argument)",
+                    );
+                    return None;
+                };
+                RedisCommand::SetNxPx { value_bytes, ttl }
+            }
+        };
+        Some(StepAction::Redis {
+            connection: connection?,
+            command,
+            key: family?,
+        })
+    }
+
+    fn db_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawDbStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let database = self.resolve(&names.databases, &table.name, &key("name"));
+        let timeout = match &table.timeout {
+            Some(timeout) => Some(self.positive_duration(
+                timeout,
+                &key("timeout"),
+                "every query would time out",
+            )?),
+            None => None,
+        };
+        let latency = match &table.latency {
+            Some(latency) => Some(self.latency(latency, &key("latency"))?),
+            None => None,
+        };
+        let lock = match &table.lock {
+            Some(lock) => Some(self.resolve(&names.keys, lock, &key("lock"))?),
+            None => None,
+        };
+        Some(StepAction::Database {
+            database: database?,
+            timeout,
+            latency,
+            lock,
+        })
+    }
+
+    fn cache_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawCacheStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let cache = self.resolve(&names.caches, &table.name, &key("name"));
+        let op_name = *table.op.get_ref();
+        if let Some(value) = &table.value
+            && op_name != CacheOpName::Put
+        {
+            self.error(
+                Some(value.span()),
+                key("value"),
+                "applies to op = \"put\" only: no other cache op writes a value",
+            );
+        }
+        let family = match (&table.key, op_name) {
+            (Some(family), CacheOpName::Flush) => {
+                self.error(
+                    Some(family.span()),
+                    key("key"),
+                    "a flush empties the whole cache: it takes no key",
+                );
+                return None;
+            }
+            (Some(family), _) => Some(self.resolve(&names.keys, family, &key("key"))?),
+            (None, CacheOpName::Flush) => None,
+            (None, _) => {
+                self.error(
+                    Some(table.op.span()),
+                    key("key"),
+                    "this cache op needs a key (a [keys.<name>] family)",
+                );
+                return None;
+            }
+        };
+        let op = match op_name {
+            CacheOpName::Get => CacheOp::Get,
+            CacheOpName::Put => CacheOp::Put {
+                value_bytes: match &table.value {
+                    Some(value) => self.size(value, &key("value"))?,
+                    None => default::VALUE as u32,
+                },
+            },
+            CacheOpName::Invalidate => CacheOp::Invalidate,
+            CacheOpName::Flush => CacheOp::Flush,
+        };
+        Some(StepAction::Cache {
+            cache: cache?,
+            op,
+            key: family,
+        })
+    }
+
+    fn throttle_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawThrottleStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let throttle = self.resolve(&names.throttles, &table.name, &key("name"));
+        let family = self.resolve(&names.keys, &table.key, &key("key"));
+        Some(StepAction::Throttle {
+            throttle: throttle?,
+            op: match table.op {
+                ThrottleOpName::Acquire => ThrottleOp::Acquire,
+                ThrottleOpName::Release => ThrottleOp::Release,
+            },
+            key: family?,
+        })
+    }
+
+    fn rate_limit_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawRateLimitStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let limiter = self.resolve(&names.rate_limits, &table.name, &key("name"))?;
+        let has_store = names.has_store(table.name.get_ref());
+        let family = match (&table.key, has_store) {
+            (Some(family), true) => Some(self.resolve(&names.keys, family, &key("key"))?),
+            (None, false) => None,
+            (Some(family), false) => {
+                self.error(
+                    Some(family.span()),
+                    key("key"),
+                    "a limiter without a store keeps no keys",
+                );
+                return None;
+            }
+            (None, true) => {
+                self.error(
+                    Some(raw.span()),
+                    key("key"),
+                    "a limiter with a store checks a key: name a [keys.<name>] family",
+                );
+                return None;
+            }
+        };
+        Some(StepAction::RateLimit {
+            limiter,
+            key: family,
+        })
+    }
+
     fn load(
         &mut self,
         name: &str,
@@ -2215,7 +1985,7 @@ impl<'a> Validator<'a> {
         horizon: Option<SimTime>,
     ) -> Option<LoadSpec> {
         let key = |field: &str| format!("loads.{name}.{field}");
-        let flow = self.reference(&raw.flow, &key("flow"), "flow", &names.flows);
+        let flow = self.resolve(&names.flows, &raw.flow, &key("flow"));
         let start = SimTime::ZERO.saturating_add(self.duration_or(&raw.start, &key("start"), "0s"));
         if let (Some(horizon), Some(start_value)) = (horizon, &raw.start)
             && start > horizon
@@ -2253,7 +2023,7 @@ impl<'a> Validator<'a> {
                     return None;
                 };
                 Arrivals::Burst {
-                    count: self.count(count, &key("count"), 0, limit::BURST, "")?,
+                    count: self.whole(count, &key("count"), 0..=limit::BURST, "")?,
                 }
             }
             kind @ (ArrivalsName::Even | ArrivalsName::Poisson) => {
@@ -2275,7 +2045,9 @@ impl<'a> Validator<'a> {
                     }
                 };
                 let end = match (&raw.count, &raw.duration) {
-                    (Some(count), None) => Some(LoadEnd::Count(*count.get_ref())),
+                    (Some(count), None) => self
+                        .whole(count, &key("count"), 0..=u64::MAX, "")
+                        .map(LoadEnd::Count),
                     (None, Some(duration)) => self
                         .positive_duration(
                             duration,
@@ -2305,7 +2077,7 @@ impl<'a> Validator<'a> {
         };
         Some(LoadSpec {
             name: name.to_owned(),
-            flow: FlowId(flow?),
+            flow: flow?,
             start,
             arrivals,
         })
@@ -2316,24 +2088,24 @@ impl<'a> Validator<'a> {
         name: &str,
         raw: &RawFault,
         names: &Names,
-        databases: &BTreeMap<String, RawDatabase>,
         horizon: Option<SimTime>,
     ) -> Option<FaultSpec> {
         let key = |field: &str| format!("faults.{name}.{field}");
-        let is_server = names.servers.contains_key(raw.target.get_ref().as_str());
-        let target = if !is_server && databases.contains_key(raw.target.get_ref()) {
-            self.error(
-                Some(raw.target.span()),
-                key("target"),
-                format!(
-                    "`{}` is a database: faults can target Redis servers only",
-                    raw.target.get_ref()
-                ),
-            );
-            None
-        } else {
-            self.reference(&raw.target, &key("target"), "server", &names.servers)
-        };
+        let target_name = raw.target.get_ref();
+        let target =
+            if !names.servers.contains(target_name) && names.databases.contains(target_name) {
+                self.error(
+                    Some(raw.target.span()),
+                    key("target"),
+                    format!(
+                        "`{}` is a database: faults can target Redis servers only",
+                        raw.target.get_ref()
+                    ),
+                );
+                None
+            } else {
+                self.resolve(&names.servers, &raw.target, &key("target"))
+            };
         let at = SimTime::ZERO.saturating_add(self.duration(&raw.at, &key("at"))?);
         if let Some(horizon) = horizon
             && at > horizon
@@ -2374,7 +2146,7 @@ impl<'a> Validator<'a> {
         };
         Some(FaultSpec {
             name: name.to_owned(),
-            target: FaultTarget::Server(ServerId(target?)),
+            target: FaultTarget::Server(target?),
             kind,
             at,
             duration,

@@ -19,7 +19,7 @@ command_timeout = "100ms"
 latency = "10ms"
 
 [flows.f]
-steps = [{ redis = "GET", connection = "c", key = "k", on_error = "next" }, { db = "db" }]
+steps = [{ redis = { command = "GET", connection = "c", key = "k" }, on_error = "next" }, { db = { name = "db" } }]
 
 [loads.l]
 flow = "f"
@@ -48,6 +48,19 @@ fn check(text: &str, expected: &str) {
 fn with(old: &str, new: &str) -> String {
     assert!(BASE.contains(old), "BASE has no `{old}`");
     BASE.replacen(old, new, 1)
+}
+
+/// `count` `[[variant]]` entries, two lines each: `name = "v0"`, `"v1"`, ...
+fn variants(count: usize) -> String {
+    (0..count)
+        .map(|index| format!("[[variant]]\nname = \"v{index}\"\n"))
+        .collect()
+}
+
+/// A one-line array of `count` swept counts: `[0, 1, 2, ...]`.
+fn sweep_values(count: usize) -> String {
+    let values: Vec<String> = (0..count).map(|value| value.to_string()).collect();
+    format!("[{}]", values.join(", "))
 }
 
 #[test]
@@ -133,23 +146,29 @@ fn rejected_files() {
             "27:22: breakers.b.counts: `ok` is a success, not a failure to count",
         ),
         (
-            with("{ db = \"db\" }", "{ db = \"db\", redis = \"GET\" }"),
-            "16:77: flows.f.steps[1]: a step does exactly one thing: set one of `redis`, `db`, `work`, `cache`, `rate_limit` or `throttle`",
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\" }, redis = { command = \"GET\", connection = \"c\", key = \"k\" } }",
+            ),
+            "16:115: flows.f.steps[1].redis: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`), and this one already has `db`: give each action a step of its own",
         ),
         (
             with(
-                "{ db = \"db\" }",
-                "{ redis = \"SET NX PX\", connection = \"c\", key = \"k\" }",
+                "{ db = { name = \"db\" } }",
+                "{ redis = { command = \"SET NX PX\", connection = \"c\", key = \"k\" } }",
             ),
-            "16:87: flows.f.steps[1].ttl: SET NX PX needs a ttl (the PX argument)",
+            "16:113: flows.f.steps[1].redis.ttl: SET NX PX needs a ttl (the PX argument)",
         ),
         (
-            with("redis = \"GET\"", "redis = \"GETT\""),
-            "16:20: flows.f.steps[0].redis: unknown variant `GETT`, expected one of `GET`, `SET`, `SET NX PX`, `INCR`, `DEL`",
+            with("command = \"GET\"", "command = \"GETT\""),
+            "16:32: flows.f.steps[0].redis.command: unknown variant `GETT`, expected one of `GET`, `SET`, `SET NX PX`, `INCR`, `DEL`",
         ),
         (
-            with("{ db = \"db\" }", "{ db = \"db\", on_hit = \"finish\" }"),
-            "16:99: flows.f.steps[1].on_hit: does not apply to a database step",
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\" }, on_hit = \"finish\" }",
+            ),
+            "16:124: flows.f.steps[1].on_hit: applies to a step that can hit only: a Redis GET or a cache get",
         ),
         (
             with(
@@ -243,8 +262,11 @@ fn rejected_files() {
             "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited)",
         ),
         (
-            with("{ db = \"db\" }", "{ db = \"db\", retry = \"nope\" }"),
-            "16:98: flows.f.steps[1].retry: unknown retry policy `nope`: the scenario defines none",
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\" }, retry = \"nope\" }",
+            ),
+            "16:123: flows.f.steps[1].retry: unknown retry policy `nope`: the scenario defines none",
         ),
         (
             format!("{BASE}\n[caches.l1]\nmax_entries = 0\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n"),
@@ -252,9 +274,9 @@ fn rejected_files() {
         ),
         (
             format!(
-                "{BASE}\n[caches.l1]\nmax_entries = 10\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n[flows.g]\nsteps = [{{ cache = \"l1\", op = \"fetch\", key = \"k\" }}]\n"
+                "{BASE}\n[caches.l1]\nmax_entries = 10\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n[flows.g]\nsteps = [{{ cache = {{ name = \"l1\", op = \"fetch\", key = \"k\" }} }}]\n"
             ),
-            "29:31: flows.g.steps[0].op: `fetch` is not a cache op: \"get\", \"put\", \"invalidate\" or \"flush\"",
+            "29:40: flows.g.steps[0].cache.op: unknown variant `fetch`, expected one of `get`, `put`, `invalidate`, `flush`",
         ),
         (
             format!("{BASE}\n[rate_limits.rl]\ncapacity = 10\nrate = -1\n"),
@@ -300,35 +322,41 @@ fn rejected_files() {
         ),
         (
             format!(
-                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = \"t\", key = \"k\" }}]\n"
+                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = {{ name = \"t\", key = \"k\" }} }}]\n"
             ),
-            "28:23: flows.g.steps[0].op: a throttle step needs op: \"acquire\" or \"release\"",
+            "28:23: flows.g.steps[0].throttle: missing field `op`",
         ),
         (
             format!(
-                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = \"t\", op = \"get\", key = \"k\" }}]\n"
+                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = {{ name = \"t\", op = \"get\", key = \"k\" }} }}]\n"
             ),
-            "28:33: flows.g.steps[0].op: `get` is not a throttle op: \"acquire\" or \"release\"",
+            "28:42: flows.g.steps[0].throttle.op: unknown variant `get`, expected `acquire` or `release`",
         ),
         (
             format!(
-                "{BASE}\n[flows.g]\nsteps = [{{ throttle = \"t\", op = \"acquire\", key = \"k\" }}]\n"
+                "{BASE}\n[flows.g]\nsteps = [{{ throttle = {{ name = \"t\", op = \"acquire\", key = \"k\" }} }}]\n"
             ),
-            "25:23: flows.g.steps[0].throttle: unknown throttle `t`: the scenario defines none",
+            "25:32: flows.g.steps[0].throttle.name: unknown throttle `t`: the scenario defines none",
         ),
         (
             format!(
-                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = \"t\", op = \"acquire\" }}]\n"
+                "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = {{ name = \"t\", op = \"acquire\" }} }}]\n"
             ),
-            "28:23: flows.g.steps[0].key: a throttle counts per key: name a [keys.<name>] family",
+            "28:23: flows.g.steps[0].throttle: missing field `key`",
         ),
         (
-            with("{ db = \"db\" }", "{ db = \"db\", op = \"get\" }"),
-            "16:95: flows.f.steps[1].op: applies to a cache or throttle step only",
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\" }, op = \"get\" }",
+            ),
+            "16:115: flows.f.steps[1].op: belongs inside the action's table (`cache`, `throttle`), e.g. cache = { …, op = … }",
         ),
         (
-            with("{ db = \"db\" }", "{ db = \"db\", lock = \"nope\" }"),
-            "16:97: flows.f.steps[1].lock: unknown key family `nope` (defined: k)",
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\", lock = \"nope\" } }",
+            ),
+            "16:120: flows.f.steps[1].db.lock: unknown key family `nope` (defined: k)",
         ),
         (
             with("[loads.l]", "[loads.l]\nenabled = false"),
@@ -356,8 +384,11 @@ fn rejected_files() {
             "10:19: connections.c.reconnect_delay: 10s is above reconnect_delay_max 5s",
         ),
         (
-            with("{ db = \"db\" }", "{ db = \"db\", replay_writes = true }"),
-            "16:106: flows.f.steps[1].replay_writes: applies to a Redis step, or a rate-limit step with a store: the steps that send a command a reconnect slot could replay",
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\" }, replay_writes = true }",
+            ),
+            "16:115: flows.f.steps[1].replay_writes: belongs inside the action's table (`redis`, `rate_limit`), e.g. redis = { …, replay_writes = … }",
         ),
         (
             with(
@@ -365,6 +396,210 @@ fn rejected_files() {
                 "count = 5\n\n[faults.k]\ntarget = \"redis\"\nkind = \"kill\"\nat = \"1s\"\nduration = \"1s\"",
             ),
             "28:12: faults.k.duration: a kill happens at one instant (the server keeps running): leave duration out",
+        ),
+        // A step's action is a table under the action's name; its keys go nowhere else.
+        (
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ redis = \"GET\", connection = \"c\", key = \"k\" }",
+            ),
+            "16:108: flows.f.steps[1].connection: belongs inside the action's table (`redis`), e.g. redis = { …, connection = … }",
+        ),
+        (
+            with("{ db = { name = \"db\" } }", "{ redis = \"GET\" }"),
+            "16:101: flows.f.steps[1].redis: invalid type: string \"GET\", expected a table such as redis = { command = \"GET\", connection = \"cache\", key = \"product\" }",
+        ),
+        (
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\", connection = \"c\" } }",
+            ),
+            "16:113: flows.f.steps[1].db.connection: unknown field `connection`, expected one of `name`, `timeout`, `latency`, `lock`",
+        ),
+        (
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\" }, timeout = \"1s\" }",
+            ),
+            "16:115: flows.f.steps[1].timeout: belongs inside the action's table (`db`), e.g. db = { …, timeout = … }",
+        ),
+        (
+            with("{ db = { name = \"db\" } }", "{ on_error = \"next\" }"),
+            "16:91: flows.f.steps[1]: a step has no action: give it one of `redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`",
+        ),
+        (
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { timeout = \"1s\" } }",
+            ),
+            "16:98: flows.f.steps[1].db: missing field `name`",
+        ),
+        (
+            with("key = \"k\" }", "key = \"k\", value = \"1KiB\" }"),
+            "16:76: flows.f.steps[0].redis.value: applies to SET and SET NX PX only: this command writes no value",
+        ),
+        (
+            format!(
+                "{BASE}\n[rate_limits.rl]\ncapacity = 10\nrate = 1\n[flows.g]\nsteps = [{{ rate_limit = {{ name = \"rl\", replay_writes = true }} }}]\n"
+            ),
+            "28:56: flows.g.steps[0].rate_limit.replay_writes: applies to a rate limiter with a store: a local one sends no command a reconnect slot could replay",
+        ),
+        (
+            format!(
+                "{BASE}\n[caches.l1]\nmax_entries = 10\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n[flows.g]\nsteps = [{{ cache = {{ name = \"l1\", op = \"flush\", key = \"k\" }} }}]\n"
+            ),
+            "29:55: flows.g.steps[0].cache.key: a flush empties the whole cache: it takes no key",
+        ),
+        // A patch of one step's action merges into the action's table.
+        (
+            format!(
+                "{BASE}\n[[variant]]\nname = \"a\"\n[variant.patch.flows.f.steps.0.redis]\nconnection = \"nope\"\n"
+            ),
+            "27:14: flows.f.steps[0].redis.connection: unknown connection `nope` (defined: c)",
+        ),
+        (
+            format!(
+                "{BASE}\n[[variant]]\nname = \"a\"\n[variant.patch.flows.f.steps.1]\nwork = \"1ms\"\n"
+            ),
+            "27:1: flows.f.steps[1].work: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`), and this one already has `db`: give each action a step of its own",
+        ),
+        // A breaker has one rule: `failures` or `failure_rate`, whose window is one of two.
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nfailure_rate = {{ percent = 50, window_calls = 20, min_calls = 20 }}\nopen_for = \"5s\"\n"
+            ),
+            "25:1: breakers.b.failures: a breaker has one rule (`failures`, `failure_rate`), and this one already has `failure_rate`: give failures (consecutive) or failure_rate, not both",
+        ),
+        (
+            format!("{BASE}\n[breakers.b]\nopen_for = \"5s\"\n"),
+            "24:1: breakers.b: a breaker has no rule: give it one of `failures`, `failure_rate`",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate_percent = 50\nwindow_calls = 20\nmin_calls = 20\nopen_for = \"5s\"\n"
+            ),
+            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`",
+        ),
+        (
+            format!("{BASE}\n[breakers.b]\nfailures = 5\nmin_calls = 20\nopen_for = \"5s\"\n"),
+            "26:1: breakers.b.min_calls: belongs inside the rule's table (`failure_rate`), e.g. failure_rate = { …, min_calls = … }",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, window_calls = 20, window = \"10s\", min_calls = 20 }}\nopen_for = \"5s\"\n"
+            ),
+            "25:32: breakers.b.failure_rate.window_calls: a failure rate has one window (`window_calls`, `window`), and this one already has `window`: give window_calls (the last N calls) or window (a duration), not both",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, min_calls = 20 }}\nopen_for = \"5s\"\n"
+            ),
+            "25:16: breakers.b.failure_rate: a failure rate has no window: give it one of `window_calls`, `window`",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, window_calls = 20, window_slots = 5, min_calls = 20 }}\nopen_for = \"5s\"\n"
+            ),
+            "25:66: breakers.b.failure_rate.window_slots: applies to a time window (window), not to window_calls",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 12.34, window_calls = 20, min_calls = 20 }}\nopen_for = \"5s\"\n"
+            ),
+            "25:28: breakers.b.failure_rate.percent: 12.34 is not a percentage from 0 to 100, to 0.1%",
+        ),
+        (
+            // The default of 10 slots must divide the window too; the error points at the window.
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, window = \"15ns\", min_calls = 1 }}\nopen_for = \"5s\"\n"
+            ),
+            "25:41: breakers.b.failure_rate.window_slots: 10 slots do not divide window_length 15ns into whole nanoseconds",
+        ),
+        // Whole numbers out of range are refused where they are written, never clamped.
+        (
+            format!("{BASE}\n[bulkheads.b]\nmax_concurrent = 5000000000\nqueue = 5\n"),
+            "25:18: bulkheads.b.max_concurrent: must be at most 4294967295, not 5000000000",
+        ),
+        (
+            format!("{BASE}\n[bulkheads.b]\nmax_concurrent = 5\nqueue = -1\n"),
+            "26:9: bulkheads.b.queue: must be at least 0, not -1",
+        ),
+        (
+            format!("{BASE}\n[bulkheads.b]\nmax_concurrent = 5\nqueue = 1.5\n"),
+            "26:9: bulkheads.b.queue: `1.5` is not a whole number",
+        ),
+        (
+            with(
+                "command_timeout = \"100ms\"",
+                "command_timeout = \"100ms\"\nmax_retries = 5000000000",
+            ),
+            "9:15: connections.c.max_retries: must be at most 4294967295 (or \"unlimited\"), not 5000000000",
+        ),
+        (
+            with("name = \"t\"", "name = \"t\"\nseed = -1"),
+            "3:8: scenario.seed: must be at least 0, not -1",
+        ),
+        (
+            with("[keys.k]", "[keys.k]\ncount = 20000000"),
+            "11:9: keys.k.count: must be at most 10000000, not 20000000",
+        ),
+        (
+            with("count = 5", "count = -5"),
+            "22:9: loads.l.count: must be at least 0, not -5",
+        ),
+        (
+            with(
+                "[servers.redis]",
+                "[servers.redis]\npreload = [{ key = \"k\", count = 2 }]",
+            ),
+            "5:33: servers.redis.preload[0].count: must be at most 1, not 2",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, window_calls = 99999999999, min_calls = 20 }}\nopen_for = \"5s\"\n"
+            ),
+            "25:47: breakers.b.failure_rate.window_calls: must be at most 4294967295, not 99999999999",
+        ),
+        (
+            format!("{BASE}\n[retries.r]\nmax_attempts = 4294967296\nbackoff = \"1s\"\n"),
+            "25:16: retries.r.max_attempts: must be at most 4294967295, not 4294967296",
+        ),
+        (
+            // Steps are numbered in 16 bits: one more was truncated, then panicked.
+            format!(
+                "{BASE}\n[flows.long]\nsteps = [{}]\n",
+                vec!["{ work = \"1ms\" }"; 65_536].join(", ")
+            ),
+            "25:9: flows.long.steps: 65536 steps are more than the 65535 a flow may have",
+        ),
+        (
+            // 200 variants of a 1 500-value sweep: refused before any of the 300 000 runs is
+            // built (it took minutes and gigabytes to validate).
+            format!(
+                "{BASE}\n[sweep]\nparameter = \"loads.l.count\"\nvalues = {}\n{}",
+                sweep_values(1500),
+                variants(200)
+            ),
+            "26:10: sweep.values: 200 variants × 1500 swept values = 300000 runs, more than the 10000 a file may expand to: sweep fewer values, or split the variants over several files",
+        ),
+        (
+            format!(
+                "{BASE}\n[sweep]\nparameter = \"loads.l.count\"\nvalues = {}\n{}",
+                sweep_values(5001),
+                variants(2)
+            ),
+            "26:10: sweep.values: 2 variants × 5001 swept values = 10002 runs, more than the 10000 a file may expand to: sweep fewer values, or split the variants over several files",
+        ),
+        (
+            format!(
+                "{BASE}\n[sweep]\nparameter = \"loads.l.count\"\nvalues = {}\n",
+                sweep_values(10_001),
+            ),
+            "26:10: sweep.values: 1 variant × 10001 swept values = 10001 runs, more than the 10000 a file may expand to: sweep fewer values, or split the variants over several files",
+        ),
+        (
+            format!("{BASE}\n{}", variants(10_001)),
+            "20024:1: variant[10000]: 10001 variants are more than the 10000 runs a file may expand to: split them over several files",
         ),
     ];
     assert!(cases.len() >= 15);
@@ -394,7 +629,7 @@ fn a_fault_targets_the_server_even_when_a_database_shares_its_name() {
 
 /// BASE with a bulkhead `b` and a breaker `x`, and its database step written as `step`.
 fn with_policies(step: &str, counts: &str) -> String {
-    let text = with("{ db = \"db\" }", step);
+    let text = with("{ db = { name = \"db\" } }", step);
     format!(
         "{text}\n[bulkheads.b]\nmax_concurrent = 2\nqueue = 0\n\n[breakers.x]\nfailures = 5\nopen_for = \"5s\"\ncounts = {counts}\n"
     )
@@ -407,32 +642,38 @@ fn policy_order_mistakes() {
     let cases: Vec<(String, &str)> = vec![
         (
             with_policies(
-                r#"{ db = "db", bulkhead = "b", policies = ["bulkhed"] }"#,
+                r#"{ db = { name = "db" }, bulkhead = "b", policies = ["bulkhed"] }"#,
                 network,
             ),
-            "16:118: flows.f.steps[1].policies[0]: \"bulkhed\" is not a policy kind; the kinds are retry, bulkhead, semaphore, breaker, adaptive_limit",
+            "16:143: flows.f.steps[1].policies[0]: \"bulkhed\" is not a policy kind; the kinds are retry, bulkhead, semaphore, breaker, adaptive_limit",
         ),
         (
             with_policies(
-                r#"{ db = "db", bulkhead = "b", policies = ["bulkhead", "bulkhead"] }"#,
+                r#"{ db = { name = "db" }, bulkhead = "b", policies = ["bulkhead", "bulkhead"] }"#,
                 network,
             ),
-            "16:130: flows.f.steps[1].policies[1]: bulkhead is listed twice",
-        ),
-        (
-            with_policies(r#"{ db = "db", policies = ["breaker"] }"#, network),
-            "16:102: flows.f.steps[1].policies[0]: the step lists breaker but names no breaker: add breaker = \"...\" to the step",
+            "16:155: flows.f.steps[1].policies[1]: bulkhead is listed twice",
         ),
         (
             with_policies(
-                r#"{ db = "db", bulkhead = "b", breaker = "x", policies = ["breaker"] }"#,
+                r#"{ db = { name = "db" }, policies = ["breaker"] }"#,
                 network,
             ),
-            "16:132: flows.f.steps[1].policies: the step names a bulkhead but `policies` does not list it: add \"bulkhead\" where a request meets it",
+            "16:127: flows.f.steps[1].policies[0]: the step lists breaker but names no breaker: add breaker = \"...\" to the step",
+        ),
+        (
+            with_policies(
+                r#"{ db = { name = "db" }, bulkhead = "b", breaker = "x", policies = ["breaker"] }"#,
+                network,
+            ),
+            "16:157: flows.f.steps[1].policies: the step names a bulkhead but `policies` does not list it: add \"bulkhead\" where a request meets it",
         ),
         (
             // In the default order the bulkhead sheds before the breaker is asked.
-            with_policies(r#"{ db = "db", bulkhead = "b", breaker = "x" }"#, sheds),
+            with_policies(
+                r#"{ db = { name = "db" }, bulkhead = "b", breaker = "x" }"#,
+                sheds,
+            ),
             "31:22: breakers.x.counts: `shed` reaches a breaker only from a bulkhead or semaphore listed inside it, and no step does that: list the breaker first, e.g. policies = [\"breaker\", \"bulkhead\"]",
         ),
     ];
@@ -441,7 +682,7 @@ fn policy_order_mistakes() {
     }
     // Listed outside the bulkhead, the breaker does hear of sheds.
     let outside = with_policies(
-        r#"{ db = "db", bulkhead = "b", breaker = "x", policies = ["breaker", "bulkhead"] }"#,
+        r#"{ db = { name = "db" }, bulkhead = "b", breaker = "x", policies = ["breaker", "bulkhead"] }"#,
         sheds,
     );
     outagelab_scenario_file::parse(&outside, Path::new("t.toml")).expect("sheds reach it");
