@@ -70,6 +70,7 @@ resource_kinds! {
     breakers: RawBreaker => BreakerId, "breaker";
     bulkheads: RawBulkhead => BulkheadId, "bulkhead";
     semaphores: RawSemaphore => SemaphoreId, "semaphore";
+    adaptive_limits: RawAdaptiveLimit => AdaptiveLimitId, "adaptive limit";
     retries: RawRetry => RetryId, "retry policy";
     caches: RawCache => CacheId, "cache";
     rate_limits: RawRateLimit => RateLimitId, "rate limiter";

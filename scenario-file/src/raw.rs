@@ -160,6 +160,70 @@ impl<'de> Deserialize<'de> for RawBreaker {
 }
 
 /// `failure_rate = { percent = 50, window_calls = 20, min_calls = 20 }`: open when at least
+/// An adaptive concurrency limit (Netflix's concurrency-limits): its bounds and exactly one
+/// algorithm, `aimd` or `gradient2`, each a table of its own parameters.
+#[derive(Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct RawAdaptiveLimit {
+    pub enabled: Option<bool>,
+    pub limit_initial: Option<Spanned<Whole>>,
+    pub limit_min: Option<Spanned<Whole>>,
+    pub limit_max: Option<Spanned<Whole>>,
+    aimd: Option<Spanned<RawAimd>>,
+    gradient2: Option<Spanned<RawGradient2>>,
+    /// The errors that count as drops (the signal of overload that lowers the limit).
+    pub drops: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// How an adaptive limit moves, as written.
+#[derive(Clone, Copy)]
+pub enum RawLimitAlgorithm<'a> {
+    Aimd(&'a Spanned<RawAimd>),
+    Gradient2(&'a Spanned<RawGradient2>),
+}
+
+const LIMIT_ALGORITHMS: OneOf = OneOf {
+    tags: &[
+        ("aimd", fields_of::<RawAimd>),
+        ("gradient2", fields_of::<RawGradient2>),
+    ],
+    what: "an adaptive limit",
+    tag_noun: "algorithm",
+    advice: "give aimd or gradient2, not both",
+};
+
+impl RawAdaptiveLimit {
+    pub fn algorithm(&self) -> RawLimitAlgorithm<'_> {
+        (self.aimd.as_ref().map(RawLimitAlgorithm::Aimd))
+            .or(self.gradient2.as_ref().map(RawLimitAlgorithm::Gradient2))
+            .expect("an adaptive limit is read only with one algorithm")
+    }
+}
+
+impl<'de> Deserialize<'de> for RawAdaptiveLimit {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        LIMIT_ALGORITHMS.read(deserializer, |table| RawAdaptiveLimit::deserialize(table))
+    }
+}
+
+/// AIMD's parameters (Netflix's defaults when left out: 0.9 and 5 s).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAimd {
+    pub backoff_ratio: Option<Spanned<f64>>,
+    pub timeout: Option<Spanned<Text>>,
+}
+
+/// Gradient2's parameters (Netflix's defaults when left out: 1.5, 0.2, 600, 4).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGradient2 {
+    pub rtt_tolerance: Option<Spanned<f64>>,
+    pub smoothing: Option<Spanned<f64>>,
+    pub long_window: Option<Spanned<Whole>>,
+    pub queue_size: Option<Spanned<Whole>>,
+}
+
 /// `percent` of the calls in the window failed, once it holds `min_calls`.
 #[derive(Deserialize)]
 #[serde(remote = "Self", deny_unknown_fields)]
@@ -345,6 +409,7 @@ pub struct RawStep {
     pub bulkhead: Option<Spanned<String>>,
     pub semaphore: Option<Spanned<String>>,
     pub retry: Option<Spanned<String>>,
+    pub adaptive_limit: Option<Spanned<String>>,
     /// The order in which a request meets the step's policies, outermost first: kind names
     /// (`"retry"`, `"bulkhead"`, `"semaphore"`, `"breaker"`).
     pub policies: Option<Spanned<Vec<Spanned<String>>>>,

@@ -687,3 +687,52 @@ fn policy_order_mistakes() {
     );
     outagelab_scenario_file::parse(&outside, Path::new("t.toml")).expect("sheds reach it");
 }
+
+#[test]
+fn adaptive_limit_mistakes() {
+    let limit = |body: &str| format!("{BASE}\n[adaptive_limits.a]\n{body}\n");
+    let cases: Vec<(String, &str)> = vec![
+        (
+            limit("aimd = { backoff_ratio = 0.9 }\ngradient2 = { smoothing = 0.2 }"),
+            "26:1: adaptive_limits.a.gradient2: an adaptive limit has one algorithm (`aimd`, `gradient2`), and this one already has `aimd`: give aimd or gradient2, not both",
+        ),
+        (
+            limit("limit_max = 10"),
+            "24:1: adaptive_limits.a: an adaptive limit has no algorithm: give it one of `aimd`, `gradient2`",
+        ),
+        (
+            limit("aimd = { smoothing = 0.2 }"),
+            "25:10: adaptive_limits.a.aimd.smoothing: unknown field `smoothing`, expected `backoff_ratio` or `timeout`",
+        ),
+        (
+            // Bounds the other way round: refused, not a panic while picking a default.
+            limit("limit_min = 10\nlimit_max = 5\naimd = {}"),
+            "26:13: adaptive_limits.a.limit_max: 5 is below limit_min 10",
+        ),
+        (
+            limit("aimd = { backoff_ratio = 1.5 }"),
+            "25:26: adaptive_limits.a.aimd.backoff_ratio: must be in 0.5..1.0 (as AIMDLimit requires: below 0.5 one drop more than halves the limit, 1 never backs off), got 1.5",
+        ),
+        (
+            limit("gradient2 = { long_window = 0 }"),
+            "25:29: adaptive_limits.a.gradient2.long_window: must be at least 1 (the average's factor 2 / (n + 1) must not exceed 1)",
+        ),
+        (
+            limit("aimd = {}\ndrops = [\"ok\"]"),
+            "26:10: adaptive_limits.a.drops: `ok` is a success, not an error",
+        ),
+        (
+            format!(
+                "{}\n[adaptive_limits.a]\naimd = {{}}\n",
+                with(
+                    "{ db = { name = \"db\" } }",
+                    "{ db = { name = \"db\" }, adaptive_limit = \"b\" }"
+                )
+            ),
+            "16:132: flows.f.steps[1].adaptive_limit: unknown adaptive limit `b` (defined: a)",
+        ),
+    ];
+    for (text, expected) in &cases {
+        check(text, expected);
+    }
+}
