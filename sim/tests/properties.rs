@@ -8,12 +8,16 @@
 //! - the time series accounts for every ended request;
 //! - a reconnect slot never applies a write twice (it replays read-only commands only), and
 //!   makes at most one connection attempt at a time (asserted inside the simulator);
-//! - the same scenario gives the same report.
+//! - the same scenario gives the same report;
+//! - and, on every run, the simulator's own invariant monitors (`run` fails on a violation),
+//!   here with random policy orders (a breaker inside or outside the bulkhead) and an adaptive
+//!   limit.
 
 mod common;
 
 use common::*;
 use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::Outcome;
 use outagelab_sim::run;
 use outagelab_sim::scenario::*;
 use proptest::prelude::*;
@@ -38,6 +42,11 @@ struct Knobs {
     reconnect: u8,
     horizon_ms: u64,
     seed: u64,
+    /// A breaker on the query step too (counting sheds), and whether it is listed outside the
+    /// bulkhead.
+    db_breaker: Option<bool>,
+    /// An AIMD adaptive limit on the query step, innermost, starting here.
+    adaptive_initial: Option<u32>,
 }
 
 fn knobs() -> impl Strategy<Value = Knobs> {
@@ -67,6 +76,10 @@ fn knobs() -> impl Strategy<Value = Knobs> {
             100u64..3000,
             any::<u64>(),
         ),
+        (
+            proptest::option::of(any::<bool>()),
+            proptest::option::of(1u32..30),
+        ),
     )
         .prop_map(
             |(
@@ -74,6 +87,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 (bulkhead_max, bulkhead_queue, db_latency_ms, db_capacity, db_timeout_ms),
                 (timeout_ms, offline_queue, max_retries, breaker_failures, fall_through),
                 (fault, reconnect, horizon_ms, seed),
+                (db_breaker, adaptive_initial),
             )| Knobs {
                 arrivals,
                 rate,
@@ -92,6 +106,8 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 reconnect,
                 horizon_ms,
                 seed,
+                db_breaker,
+                adaptive_initial,
             },
         )
 }
@@ -139,6 +155,38 @@ fn scenario(k: &Knobs) -> Scenario {
     }
     let mut query = db_step(0);
     query.policies.push(PolicyRef::Bulkhead(BulkheadId(0)));
+    if let Some(outside) = k.db_breaker {
+        let mut db_breaker = breaker("db", 3, ms(200));
+        db_breaker.counts = OutcomeSet::new([Outcome::Timeout, Outcome::Shed]);
+        let id = BreakerId(s.breakers.len() as u32);
+        s.breakers.push(db_breaker);
+        if outside {
+            query.policies.insert(0, PolicyRef::Breaker(id));
+        } else {
+            query.policies.push(PolicyRef::Breaker(id));
+        }
+    }
+    if let Some(initial) = k.adaptive_initial {
+        let config = outagelab_model::adaptive_limit::AdaptiveLimitConfig::new(
+            initial,
+            1,
+            100.max(initial),
+            outagelab_model::adaptive_limit::Algorithm::Aimd {
+                backoff_ratio: 0.9,
+                timeout: ms(k.db_latency_ms * 2),
+            },
+        )
+        .unwrap();
+        s.adaptive_limits.push(AdaptiveLimitSpec {
+            name: "db".into(),
+            enabled: true,
+            config,
+            drops: OutcomeSet::new([Outcome::Timeout, Outcome::Shed]),
+        });
+        query
+            .policies
+            .push(PolicyRef::AdaptiveLimit(AdaptiveLimitId(0)));
+    }
     query.action = StepAction::Database {
         database: DatabaseId(0),
         timeout: k.db_timeout_ms.map(ms),
