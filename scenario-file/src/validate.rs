@@ -365,10 +365,10 @@ impl<'a> Validator<'a> {
         Some(scenario)
     }
 
-    /// A breaker that counts `shed` hears of a shed only from a bulkhead or semaphore that a
-    /// step lists inside it (`policies = ["breaker", "bulkhead"]`); in the default order sheds
-    /// happen before the breaker is asked. Counting `shed` where no step can deliver one is a
-    /// silent mistake, so it is an error.
+    /// A breaker that counts `shed` hears of a shed only from a layer that sheds (a bulkhead,
+    /// a semaphore, an adaptive limit) listed inside it on some step: in the default order a
+    /// bulkhead or semaphore sheds before the breaker is asked, an adaptive limit after.
+    /// Counting `shed` where no step can deliver one is a silent mistake, so it is an error.
     fn check_sheds_reach_breakers(&mut self, raw: &RawScenario, names: &Names, flows: &[FlowSpec]) {
         let sheds_reach = |breaker: BreakerId| {
             flows.iter().flat_map(|flow| &flow.steps).any(|step| {
@@ -377,9 +377,14 @@ impl<'a> Validator<'a> {
                     .iter()
                     .position(|p| *p == PolicyRef::Breaker(breaker));
                 at.is_some_and(|at| {
-                    step.policies[at + 1..]
-                        .iter()
-                        .any(|p| matches!(p.kind(), PolicyKind::Bulkhead | PolicyKind::Semaphore))
+                    step.policies[at + 1..].iter().any(|p| {
+                        matches!(
+                            p.kind(),
+                            PolicyKind::Bulkhead
+                                | PolicyKind::Semaphore
+                                | PolicyKind::AdaptiveLimit
+                        )
+                    })
                 })
             })
         };
@@ -396,8 +401,8 @@ impl<'a> Validator<'a> {
                     self.error(
                         Some(entry.span()),
                         format!("breakers.{name}.counts"),
-                        "`shed` reaches a breaker only from a bulkhead or semaphore listed inside \
-                         it, and no step does that: list the breaker first, e.g. \
+                        "`shed` reaches a breaker only from a bulkhead, semaphore or adaptive limit \
+                         listed inside it, and no step does that: list the breaker first, e.g. \
                          policies = [\"breaker\", \"bulkhead\"]",
                     );
                 }
@@ -1005,7 +1010,7 @@ impl<'a> Validator<'a> {
         // Defaults: initial 20 and max 200 as Netflix's builders, but min 1 (theirs is 20, which
         // would forbid shrinking below the start); a default never falls outside the bounds
         // the file gives.
-        let limit_min = limit_min.unwrap_or(1.min(limit_max.unwrap_or(1)));
+        let limit_min = limit_min.unwrap_or(1);
         let limit_max = limit_max.unwrap_or(200.max(limit_min));
         // Not `clamp`: it panics on bounds the config is about to refuse.
         let limit_initial = limit_initial.unwrap_or(20.max(limit_min).min(limit_max));
@@ -1862,9 +1867,14 @@ impl<'a> Validator<'a> {
                     Some(order.span()),
                     path.to_owned(),
                     format!(
-                        "the step names a {0} but `policies` does not list it: add \"{0}\" where \
-                         a request meets it",
-                        kind.name()
+                        "the step names {1} {0} but `policies` does not list it: add \"{0}\" \
+                         where a request meets it",
+                        kind.name(),
+                        if kind.name().starts_with('a') {
+                            "an"
+                        } else {
+                            "a"
+                        }
                     ),
                 );
                 ok = false;

@@ -674,12 +674,21 @@ fn policy_order_mistakes() {
                 r#"{ db = { name = "db" }, bulkhead = "b", breaker = "x" }"#,
                 sheds,
             ),
-            "31:22: breakers.x.counts: `shed` reaches a breaker only from a bulkhead or semaphore listed inside it, and no step does that: list the breaker first, e.g. policies = [\"breaker\", \"bulkhead\"]",
+            "31:22: breakers.x.counts: `shed` reaches a breaker only from a bulkhead, semaphore or adaptive limit listed inside it, and no step does that: list the breaker first, e.g. policies = [\"breaker\", \"bulkhead\"]",
         ),
     ];
     for (text, expected) in &cases {
         check(text, expected);
     }
+    // An adaptive limit is inside the breaker by default: its sheds reach it.
+    let adaptive = format!(
+        "{}\n[adaptive_limits.a]\naimd = {{}}\n",
+        with_policies(
+            r#"{ db = { name = "db" }, breaker = "x", adaptive_limit = "a" }"#,
+            sheds
+        )
+    );
+    outagelab_scenario_file::parse(&adaptive, Path::new("t.toml")).expect("sheds reach it");
     // Listed outside the bulkhead, the breaker does hear of sheds.
     let outside = with_policies(
         r#"{ db = { name = "db" }, bulkhead = "b", breaker = "x", policies = ["breaker", "bulkhead"] }"#,

@@ -254,6 +254,13 @@ struct LoadState {
 /// at most), rarely enough to cost nothing.
 const MEMORY_CHECK_EVERY: u64 = 4096;
 
+/// How a step ended: its action ran and returned, or a layer refused it before it ran.
+#[derive(Clone, Copy)]
+enum Ended {
+    Action(StepResult),
+    Refused(Outcome),
+}
+
 /// What a step's end means for its request.
 enum Next {
     /// Go on with the request's next step.
@@ -285,6 +292,9 @@ struct Simulator<'s> {
     /// reference the database still holds; given back when the query ends. Never larger than
     /// the number of running queries.
     kept_by_queries: BTreeMap<(u32, u32), (PolicyRef, Hold)>,
+    /// Retries waiting for a query their caller gave up on, by the same key: the request
+    /// (whose stage is `Backoff`) and when its backoff ends. It runs again when both are over.
+    retries_after_queries: BTreeMap<(u32, u32), (RequestRef, SimTime)>,
     metrics: Metrics,
     monitors: Monitors,
     in_flight_gauge: GaugeId,
@@ -428,6 +438,7 @@ impl<'s> Simulator<'s> {
             throttles: Throttles::new(scenario),
             throttle_gauges,
             kept_by_queries: BTreeMap::new(),
+            retries_after_queries: BTreeMap::new(),
             metrics,
             monitors,
             in_flight_gauge,
@@ -508,7 +519,7 @@ impl<'s> Simulator<'s> {
             + self.events.len() as u64 * EventQueue::ENTRY_BYTES
             + self.redis.memory_bytes()
             + self.databases.memory_bytes()
-            + self.kept_by_queries.len() as u64 * 64
+            + (self.kept_by_queries.len() + self.retries_after_queries.len()) as u64 * 64
             + self.metrics.series_bytes()
     }
 
@@ -562,10 +573,27 @@ impl<'s> Simulator<'s> {
             } else if !self.databases.completions.is_empty() {
                 let completions = std::mem::take(&mut self.databases.completions);
                 for &request in &completions {
-                    match self.kept_by_queries.remove(&(request.slot, request.token)) {
-                        // The caller timed out; what it kept is free only now.
-                        Some((policy, hold)) => self.release_kept(policy, hold),
-                        None => self.settle(request, StepResult::Ok),
+                    let key = (request.slot, request.token);
+                    let kept = self.kept_by_queries.remove(&key);
+                    let retry = self.retries_after_queries.remove(&key);
+                    if kept.is_none() && retry.is_none() {
+                        self.settle(request, StepResult::Ok);
+                        continue;
+                    }
+                    // The caller timed out; what it kept is free only now.
+                    if let Some((policy, hold)) = kept {
+                        self.release_kept(policy, hold);
+                    }
+                    if let Some((retry, at)) = retry
+                        && self.is_live(retry)
+                    {
+                        let at = at.max(self.now);
+                        let kind = TimerKind::Backoff;
+                        let event = Event::RequestTimer {
+                            request: retry,
+                            kind,
+                        };
+                        self.events.schedule(at, event);
                     }
                 }
                 self.databases.completions = completions;
@@ -797,7 +825,7 @@ impl<'s> Simulator<'s> {
                 self.request_mut(slot).stage = Stage::Queued { layer: next };
                 Next::Stop
             }
-            Enter::Refused(outcome) => self.finish_step(slot, StepResult::Error(outcome)),
+            Enter::Refused(outcome) => self.finish_step(slot, Ended::Refused(outcome)),
         }
     }
 
@@ -811,7 +839,7 @@ impl<'s> Simulator<'s> {
                     .expect("a Redis step has a command");
                 match self.issue_command(slot, connection, op, step.replay_writes) {
                     None => Next::Stop,
-                    Some(result) => self.finish_step(slot, result),
+                    Some(result) => self.finish_step(slot, Ended::Action(result)),
                 }
             }
             StepAction::Database {
@@ -848,11 +876,11 @@ impl<'s> Simulator<'s> {
                         };
                         match self.issue_command(slot, store, op, step.replay_writes) {
                             None => Next::Stop,
-                            Some(result) => self.finish_step(slot, result),
+                            Some(result) => self.finish_step(slot, Ended::Action(result)),
                         }
                     }
                     // A local limiter (or a disabled one) answers at once; finish_step asks it.
-                    _ => self.finish_step(slot, StepResult::Ok),
+                    _ => self.finish_step(slot, Ended::Action(StepResult::Ok)),
                 }
             }
             StepAction::Throttle { throttle, op, key } => {
@@ -894,7 +922,7 @@ impl<'s> Simulator<'s> {
                         StepResult::Ok
                     }
                 };
-                self.finish_step(slot, result)
+                self.finish_step(slot, Ended::Action(result))
             }
         }
     }
@@ -963,7 +991,7 @@ impl<'s> Simulator<'s> {
                 return Next::Stop;
             }
         };
-        self.finish_step(slot, result)
+        self.finish_step(slot, Ended::Action(result))
     }
 
     /// Starts step `step` of the request in `slot` as a background request of its own.
@@ -1160,7 +1188,7 @@ impl<'s> Simulator<'s> {
         if self.slot_command_ended(request.slot, result) {
             return; // replayed on a fresh connection
         }
-        if let Next::Continue = self.finish_step(request.slot, result) {
+        if let Next::Continue = self.finish_step(request.slot, Ended::Action(result)) {
             let next = self.current_ref(request.slot);
             self.runnable.push_back(next);
         }
@@ -1169,7 +1197,7 @@ impl<'s> Simulator<'s> {
     /// Ends the current step of the request in `slot` with what its action (or a refusing
     /// layer) returned: the request leaves the layers it is inside, innermost first (a retry
     /// may send it back in), and the step's routing applies.
-    fn finish_step(&mut self, slot: u32, io_result: StepResult) -> Next {
+    fn finish_step(&mut self, slot: u32, ended: Ended) -> Next {
         let now = self.now;
         let waited_as = self.current_ref(slot);
         self.slots[slot as usize].token = self.slots[slot as usize].token.wrapping_add(1);
@@ -1184,9 +1212,18 @@ impl<'s> Simulator<'s> {
             self.redis.close_origin(origin); // no further copy of this write will be sent
         }
         // What the step returns: for a rate-limit step, the limiter's decision on what its
-        // store answered.
-        let result = match step.action {
-            StepAction::RateLimit { limiter, .. } => self.rate_limit_decision(limiter, io_result),
+        // store answered. An open breaker around the store means the store was not asked,
+        // which the limiter's `when_unreachable` answers (as it would a timeout); a layer that
+        // sheds the step refuses the request itself, and the limiter is not consulted.
+        let io_result = match ended {
+            Ended::Action(result) => result,
+            Ended::Refused(outcome) => StepResult::Error(outcome),
+        };
+        let result = match (step.action, ended) {
+            (StepAction::RateLimit { limiter, .. }, Ended::Action(_))
+            | (StepAction::RateLimit { limiter, .. }, Ended::Refused(Outcome::BreakerOpen)) => {
+                self.rate_limit_decision(limiter, io_result)
+            }
             _ => io_result,
         };
         let leaving = Leaving {
@@ -1210,13 +1247,26 @@ impl<'s> Simulator<'s> {
                     self.slots[slot as usize].holds.push(hold);
                     let next = u8::try_from(depth + 1).expect("a step has few layers");
                     self.request_mut(slot).stage = Stage::Backoff { next };
-                    self.set_timer(slot, at, TimerKind::Backoff);
+                    let in_a_pool = step.policies[..depth]
+                        .iter()
+                        .any(|&outer| self.policies.layer(outer).pools_work());
+                    if leaving.work_still_running && in_a_pool {
+                        // The retry runs inside a pool whose connection the abandoned query
+                        // still holds: it goes again on that connection once the database has
+                        // finished the query, and not before its backoff ends.
+                        let key = (waited_as.slot, waited_as.token);
+                        let retry = (self.current_ref(slot), at);
+                        let previous = self.retries_after_queries.insert(key, retry);
+                        assert!(previous.is_none(), "one deferred retry per query");
+                    } else {
+                        self.set_timer(slot, at, TimerKind::Backoff);
+                    }
                     return Next::Stop;
                 }
                 Exit::Kept(hold) => {
                     let key = (waited_as.slot, waited_as.token);
                     let previous = self.kept_by_queries.insert(key, (policy, hold));
-                    debug_assert!(previous.is_none(), "one kept hold per query");
+                    assert!(previous.is_none(), "one kept hold per query");
                 }
             }
         }

@@ -113,9 +113,14 @@ pub(crate) trait Layer {
         None
     }
     /// The most requests that may be inside the layer at once, when it bounds them: what the
-    /// limit monitor checks the engine's own count against.
+    /// limit monitor checks the engine's own count against when a request enters.
     fn ceiling(&self) -> Option<u64> {
         None
+    }
+    /// Whether a hold of this layer stands for a resource the step's work occupies (a
+    /// connection of a pool), so that work which outlives its step keeps it busy.
+    fn pools_work(&self) -> bool {
+        false
     }
     /// Sets this layer's gauges for the instant `now`.
     fn observe(&mut self, now: SimTime, metrics: &mut Metrics);
@@ -229,7 +234,7 @@ impl Layer for BulkheadSlot {
     }
 
     fn exit(&mut self, _: SimTime, hold: Hold, leaving: &Leaving) -> Exit {
-        if leaving.work_still_running {
+        if leaving.work_still_running && self.pools_work() {
             // A bulkhead in front of a database stands for its connection pool: a query
             // whose caller gave up holds its connection until the database finishes it.
             return Exit::Kept(hold);
@@ -254,6 +259,10 @@ impl Layer for BulkheadSlot {
     fn ceiling(&self) -> Option<u64> {
         self.enabled
             .then(|| u64::from(self.bulkhead.config().max_concurrent()))
+    }
+
+    fn pools_work(&self) -> bool {
+        self.enabled
     }
 
     fn observe(&mut self, _: SimTime, metrics: &mut Metrics) {
@@ -375,11 +384,11 @@ impl Layer for AdaptiveLimitSlot {
         Exit::Left(None)
     }
 
-    /// The hard ceiling: the limit moves, but never above its maximum (the model checks each
-    /// admission against the limit of its moment).
+    /// The limit of the moment: checked when a request enters, which is when the model
+    /// admits only below it. (The limit may later fall below the calls in flight; a call in
+    /// flight is not revoked.)
     fn ceiling(&self) -> Option<u64> {
-        self.enabled
-            .then(|| u64::from(self.limit.config().limit_max()))
+        self.enabled.then(|| u64::from(self.limit.limit()))
     }
 
     fn observe(&mut self, _: SimTime, metrics: &mut Metrics) {

@@ -1,0 +1,112 @@
+//! Policy layers in declared order, through whole runs of small scenario files: the cases an
+//! independent review found, kept as regression tests.
+
+use std::path::Path;
+
+use outagelab_report::Summary;
+
+/// Runs every variant of `text`; returns each variant's name and summary.
+fn run(text: &str) -> Vec<(String, Summary)> {
+    let file = outagelab_scenario_file::parse(text, Path::new("layers.toml"))
+        .unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
+    file.variants
+        .iter()
+        .map(|variant| {
+            let report = outagelab_sim::run(&variant.scenario).expect("runs");
+            (variant.name.clone(), report.summary)
+        })
+        .collect()
+}
+
+/// A retry inside a bulkhead on a database step retries a timed-out query while the abandoned
+/// query still holds the pool's connection: the retry must wait for it, or the database runs
+/// more queries than the pool has connections (it reached 15 against a pool of 5).
+#[test]
+fn a_retry_inside_a_bulkhead_never_runs_more_queries_than_the_pool() {
+    let runs = run(r#"
+[scenario]
+name = "retry-in-pool"
+
+[databases.main]
+latency = { distribution = "uniform", min = "180ms", max = "220ms" }
+
+[bulkheads.pool]
+max_concurrent = 5
+queue = 20
+
+[retries.client]
+max_attempts = 3
+backoff = "10ms"
+
+[flows.read]
+steps = [{ db = { name = "main", timeout = "100ms" }, retry = "client", bulkhead = "pool", policies = ["bulkhead", "retry"] }]
+
+[loads.peak]
+flow = "read"
+arrivals = "even"
+rate = 100
+duration = "2s"
+
+[[variant]]
+name = "bulkhead outside retry"
+
+[[variant]]
+name = "retry outside bulkhead"
+[variant.patch.flows.read.steps.0]
+policies = ["retry", "bulkhead"]
+"#);
+    for (name, summary) in &runs {
+        let peak = summary.databases["main"].peak_concurrency;
+        assert!(peak <= 5, "{name}: {peak} queries at once in a pool of 5");
+        assert!(summary.retries["client"].retries > 0, "{name}: it retried");
+    }
+}
+
+/// A bulkhead that sheds a rate-limit step refuses the request; only an open breaker (the
+/// store not asked) lets the limiter's `when_unreachable` answer. A shed used to become a
+/// fail-open admission.
+#[test]
+fn a_shed_rate_limit_step_is_shed_not_admitted_unchecked() {
+    let runs = run(r#"
+[scenario]
+name = "shed-limit"
+
+[servers.redis]
+
+[connections.c]
+server = "redis"
+latency = "1ms"
+
+[databases.main]
+latency = "50ms"
+
+[bulkheads.pool]
+max_concurrent = 1
+queue = 0
+
+[rate_limits.rl]
+capacity = 1000
+rate = 1000
+store = "c"
+when_unreachable = "open"
+
+[keys.k]
+count = 1
+
+[flows.f]
+steps = [
+  { rate_limit = { name = "rl", key = "k" }, bulkhead = "pool" },
+  { db = { name = "main" } },
+]
+
+[loads.l]
+flow = "f"
+arrivals = "burst"
+count = 50
+"#);
+    let summary = &runs[0].1;
+    assert_eq!(summary.bulkheads["pool"].shed, 49);
+    assert_eq!(summary.outcomes["shed"], 49);
+    assert_eq!(summary.rate_limits["rl"].fail_open_admitted, 0);
+    assert_eq!(summary.databases["main"].queries, 1);
+}
