@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use outagelab_model::time::SimTime;
 use outagelab_report::ConnectionSummary;
 
-use crate::kernel::{EventQueue, RequestRef, StepResult};
+use crate::kernel::{Class, EventQueue, RequestRef, StepResult};
 use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect, RedisCommand, Scenario, ServerId};
 use connection::{Connection, Link};
 pub(crate) use keyspace::Op;
@@ -82,6 +82,25 @@ pub(crate) enum RedisEvent {
         connection: ConnectionId,
         epoch: u32,
     },
+}
+
+impl RedisEvent {
+    /// Its place among the events due at the same nanosecond: the two timeouts are deadlines,
+    /// everything else is something arriving or finishing.
+    pub fn class(&self) -> Class {
+        match self {
+            RedisEvent::CommandTimeout { .. } | RedisEvent::ConnectTimeout { .. } => {
+                Class::Deadline
+            }
+            RedisEvent::CommandArrives { .. }
+            | RedisEvent::ServerDone { .. }
+            | RedisEvent::ReplyArrives { .. }
+            | RedisEvent::ConnectArrives { .. }
+            | RedisEvent::ConnectAnswered { .. }
+            | RedisEvent::ReconnectDue { .. }
+            | RedisEvent::ConnectionClosed { .. } => Class::Finish,
+        }
+    }
 }
 
 /// How a slot link's connection attempt ended.
