@@ -36,7 +36,7 @@ pub(super) enum Link {
 
 pub(super) struct Command {
     pub(super) seq: u64,
-    op: Op,
+    pub(super) op: Op,
     waiter: RequestRef,
     /// When the client-side timeout fires (`SimTime::MAX` without one). Every command on a
     /// connection has the same timeout, so deadlines grow with `seq`.
@@ -71,12 +71,13 @@ pub(super) struct Connection {
     next_seq: u64,
     /// Consecutive failed connection attempts (1 right after losing a working link).
     attempts_failed: u32,
-    /// Commands on the wire to the server.
-    pub(super) outbound: Pipe<(u64, Op)>,
+    /// Commands on the wire to the server, by `seq`: the command itself stays in `commands`,
+    /// which holds every command of the link until its reply or the link's end.
+    pub(super) outbound: Pipe<u64>,
     /// Whether the server holds this connection open.
     pub(super) server_open: bool,
-    /// Commands that reached the server and wait for its thread.
-    pub(super) input: VecDeque<(u64, Op)>,
+    /// Commands that reached the server and wait for its thread, by `seq`.
+    pub(super) input: VecDeque<u64>,
     /// Whether the server has this connection in its ready ring or is executing its command;
     /// a connection is put back in the ring only when its command is done.
     pub(super) scheduled: bool,
@@ -114,6 +115,19 @@ impl Connection {
         (self.epoch == epoch).then_some(self)
     }
 
+    /// The command `seq`, on the wire or at the server: a link's commands leave `commands`
+    /// only after their reply, or all at once when the link is dropped with its wires and
+    /// input, so one that reached the server is still here.
+    pub(super) fn command_mut(&mut self, seq: u64) -> &mut Command {
+        let index = self.commands.partition_point(|command| command.seq < seq);
+        let command = &mut self.commands[index];
+        assert_eq!(
+            command.seq, seq,
+            "a command at the server is held by its client"
+        );
+        command
+    }
+
     /// The link is gone: its wires and the server's unread input are dropped, the server no
     /// longer holds it open, and events of the old link become stale. Commands stay for the
     /// caller to carry over or fail.
@@ -136,7 +150,7 @@ impl Connection {
         op: Op,
         events: &mut EventQueue,
     ) {
-        let arrives = self.outbound.send(now, (seq, op), op.request_bytes());
+        let arrives = self.outbound.send(now, seq, op.request_bytes());
         events.schedule(
             arrives,
             RedisEvent::CommandArrives {
