@@ -3,6 +3,7 @@
 //! collected, each pointing at the value (or key) at fault, rather than stopping at the first.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroU32;
 use std::ops::Range;
 
 use outagelab_model::ConfigError;
@@ -701,7 +702,21 @@ impl<'a> Validator<'a> {
                 format!("{reconnect_delay} is above reconnect_delay_max {reconnect_delay_max}"),
             );
         }
+        let pending_max = match &raw.pending_max {
+            Some(max) => Some(
+                self.count(
+                    max,
+                    &key("pending_max"),
+                    1,
+                    u64::from(u32::MAX),
+                    "every command would be shed; leave it out for no limit",
+                )
+                .and_then(|max| NonZeroU32::new(max as u32))?,
+            ),
+            None => None,
+        };
         Some(ConnectionSpec {
+            pending_max,
             name: name.to_owned(),
             server: ServerId(server?),
             latency: self.duration_or(&raw.latency, &key("latency"), default::LATENCY),

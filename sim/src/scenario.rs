@@ -6,7 +6,7 @@
 //! ([`ServerId`], [`FlowId`], ...), never by pointer or by name. Constructors that can fail
 //! return [`ConfigError`] naming the scenario-file key at fault.
 
-use std::num::NonZeroU64;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use outagelab_model::ConfigError;
 use outagelab_model::breaker::BreakerConfig;
@@ -246,6 +246,11 @@ pub struct ConnectionSpec {
     /// Whether the connection is established before the run starts.
     pub connected_at_start: bool,
     pub reconnect: Reconnect,
+    /// Most commands a link holds without a reply (sent, offline, or timed out and not yet
+    /// answered); one issued beyond it fails at once with `shed`, as lettuce's
+    /// `requestQueueSize` and node-redis' `commandsQueueMaxLength` do. `None` is unlimited
+    /// (ioredis has no such limit).
+    pub pending_max: Option<NonZeroU32>,
 }
 
 /// What a client does when its connection is lost.
@@ -913,6 +918,7 @@ mod tests {
             reconnect_delay_max: SimDuration::from_secs(2),
             connected_at_start: true,
             reconnect: Reconnect::Always,
+            pending_max: None,
         };
         assert_eq!(spec.reconnect_delay_for(1), SimDuration::from_millis(50));
         assert_eq!(spec.reconnect_delay_for(3), SimDuration::from_millis(150));

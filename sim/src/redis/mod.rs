@@ -120,6 +120,8 @@ pub(crate) struct Redis {
     free_links: Vec<Vec<ConnectionId>>,
     /// Per connection (over all its links): commands waiting now, and the most at once.
     pending: Vec<(u64, u64)>,
+    /// Commands waiting now over every connection: the sum of `pending`'s first halves.
+    queued: u64,
     origins: BTreeMap<u64, Origin>,
     next_origin: u64,
     /// Results for waiting requests, produced by the last call; the engine drains it.
@@ -151,6 +153,7 @@ impl Redis {
             connections: Vec::new(),
             free_links: vec![Vec::new(); scenario.connections.len()],
             pending: vec![(0, 0); scenario.connections.len()],
+            queued: 0,
             origins: BTreeMap::new(),
             next_origin: 0,
             completions: Vec::new(),
@@ -225,6 +228,15 @@ impl Redis {
     /// Commands waiting on a connection (sent or offline), over all its links.
     pub fn pending(&self, connection: ConnectionId) -> u64 {
         self.pending[connection.index()].0
+    }
+
+    /// Commands held now over every connection and link: issued and neither answered nor
+    /// failed with their link, timed-out ones included. What Redis's memory grows with: each
+    /// costs one `Command` on its client side and, at most, one entry on the wire or in the
+    /// server's input.
+    #[cfg_attr(not(test), allow(dead_code, reason = "for the run's memory budget"))]
+    pub fn queued_commands(&self) -> u64 {
+        self.queued
     }
 
     /// A connection's counters, added up over all its links.
@@ -328,6 +340,7 @@ mod testing {
                     reconnect_delay_max: SimDuration::from_secs(2),
                     connected_at_start: true,
                     reconnect: Reconnect::Always,
+                    pending_max: None,
                 });
             }
             scenario.keys.push(KeyFamilySpec {
@@ -431,6 +444,11 @@ mod testing {
         /// Commands waiting on connection 0.
         pub fn pending(&self) -> u64 {
             self.redis.pending(ConnectionId(0))
+        }
+
+        /// Commands held over every connection.
+        pub fn queued(&self) -> u64 {
+            self.redis.queued_commands()
         }
 
         /// (slot, microseconds, result) of every request that has its result.
