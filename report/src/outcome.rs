@@ -17,7 +17,7 @@ pub enum Outcome {
     ConnectionLost,
     /// A circuit breaker rejected the call before any I/O.
     BreakerOpen,
-    /// A bulkhead's queue was full.
+    /// A queue was full: a bulkhead's, or a Redis connection's pending commands.
     Shed,
     /// The server answered with an error.
     ServerError,

@@ -79,6 +79,7 @@ pub struct RawConnection {
     pub reconnect_delay_max: Option<Spanned<Text>>,
     pub connected_at_start: Option<bool>,
     pub reconnect: Option<Spanned<ReconnectName>>,
+    pub pending_max: Option<Spanned<Whole>>,
 }
 
 #[derive(Clone, Copy, Deserialize)]

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::num::NonZeroU32;
 use std::ops::{Range, RangeInclusive};
 
 use outagelab_model::ConfigError;
@@ -677,7 +678,20 @@ impl<'a> Validator<'a> {
                 format!("{reconnect_delay} is above reconnect_delay_max {reconnect_delay_max}"),
             );
         }
+        let pending_max = match &raw.pending_max {
+            Some(max) => Some(
+                self.whole(
+                    max,
+                    &key("pending_max"),
+                    1..=u32::MAX,
+                    "every command would be shed; leave it out for no limit",
+                )
+                .and_then(NonZeroU32::new)?,
+            ),
+            None => None,
+        };
         Some(ConnectionSpec {
+            pending_max,
             name: name.to_owned(),
             server: server?,
             latency: self.duration_or(&raw.latency, &key("latency"), default::LATENCY),

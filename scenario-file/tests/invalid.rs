@@ -100,6 +100,10 @@ fn rejected_files() {
             "8:19: connections.c.command_timeout: must be longer than zero (every command would fail; leave it out to wait forever)",
         ),
         (
+            with("command_timeout = \"100ms\"", "pending_max = 0"),
+            "8:15: connections.c.pending_max: must be at least 1 (every command would be shed; leave it out for no limit)",
+        ),
+        (
             with("latency = \"10ms\"", "latency = \"10ms\"\ncapacity = 0"),
             "14:12: databases.db.capacity: must be at least 1 (a database of zero capacity runs nothing; leave it out for no limit)",
         ),

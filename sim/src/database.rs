@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::DatabaseSummary;
 
-use crate::kernel::{EventQueue, RequestRef};
+use crate::kernel::{Class, EventQueue, RequestRef};
 use crate::rng::Stream;
 use crate::scenario::{DatabaseId, Distribution, Scenario};
 
@@ -53,6 +53,17 @@ pub(crate) enum DatabaseEvent {
         database: DatabaseId,
         generation: u32,
     },
+}
+
+impl DatabaseEvent {
+    /// Its place among the events due at the same nanosecond: a query that finishes exactly
+    /// at its deadline is in time.
+    pub fn class(&self) -> Class {
+        match self {
+            DatabaseEvent::Wake { .. } => Class::Finish,
+            DatabaseEvent::Timeout { .. } => Class::Deadline,
+        }
+    }
 }
 
 /// A query handed to a database.

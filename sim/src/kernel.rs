@@ -1,8 +1,9 @@
 //! The event queue: what happens next, in virtual time.
 //!
-//! Events are ordered by `(time, insertion sequence)`, so events at the same instant run in the
-//! order they were scheduled. Events are small `Copy` values naming entities by index; the
-//! heap's storage is reused, so a run in steady state allocates nothing per event.
+//! Events are ordered by `(time, class, insertion sequence)`: of the events due at the same
+//! nanosecond, those of a lower [`Class`] run first, and events of one class run in the order
+//! they were scheduled. Events are small `Copy` values naming entities by index; the heap's
+//! storage is reused, so a run in steady state allocates nothing per event.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -60,6 +61,32 @@ pub(crate) enum TimerKind {
     ThrottleKv,
 }
 
+/// Which of the events due at the same nanosecond runs first: the lower class, then the one
+/// scheduled first. The rule reads time as half-open intervals, `[start, end)`:
+///
+/// 1. [`Class::Finish`]: something in progress ends at this instant: a transfer arrives, work
+///    completes, a delay is over. What it held (a database's capacity, a bulkhead permit, a
+///    server's thread) is free *at* its end, so everything else due at the same instant sees
+///    it free: with a 10 ms query and a new request every 10 ms, each request finds the
+///    previous one done, as in a queue whose utilisation is exactly one.
+/// 2. [`Class::Deadline`]: a timeout. An answer that arrives exactly at its deadline is in
+///    time; the timeout fires only for what is still waiting after every finish of the instant.
+/// 3. [`Class::Fault`]: a fault starts or ends. A fault acts on the system as it stands once
+///    the instant's work and timeouts have run; its window is `[at, end)`, so a request arriving
+///    at `at` meets the fault and one arriving at `end` does not.
+/// 4. [`Class::Arrival`]: a new request from a load, last: it sees everything that happened at
+///    its instant.
+///
+/// An event scheduled for the current instant by an event of that instant runs after its cause
+/// (whatever its class), then by this rule among the events still due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Class {
+    Finish,
+    Deadline,
+    Fault,
+    Arrival,
+}
+
 /// Everything the queue holds: the engine's own events, and each mechanism's, which the engine
 /// hands back to that mechanism's `handle`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +105,19 @@ pub(crate) enum Event {
     Database(DatabaseEvent),
 }
 
+impl Event {
+    /// Its place among the events due at the same nanosecond.
+    pub fn class(&self) -> Class {
+        match self {
+            Event::RequestTimer { .. } => Class::Finish,
+            Event::Redis(event) => event.class(),
+            Event::Database(event) => event.class(),
+            Event::FaultStarts(_) | Event::FaultEnds(_) => Class::Fault,
+            Event::Arrival(_) => Class::Arrival,
+        }
+    }
+}
+
 impl From<RedisEvent> for Event {
     fn from(event: RedisEvent) -> Event {
         Event::Redis(event)
@@ -92,13 +132,20 @@ impl From<DatabaseEvent> for Event {
 
 struct Scheduled {
     at: SimTime,
+    class: Class,
     seq: u64,
     event: Event,
 }
 
+impl Scheduled {
+    fn key(&self) -> (SimTime, Class, u64) {
+        (self.at, self.class, self.seq)
+    }
+}
+
 impl PartialEq for Scheduled {
     fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
+        self.key() == other.key()
     }
 }
 
@@ -113,7 +160,7 @@ impl PartialOrd for Scheduled {
 impl Ord for Scheduled {
     /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event first.
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
+        other.key().cmp(&self.key())
     }
 }
 
@@ -125,10 +172,12 @@ pub(crate) struct EventQueue {
 
 impl EventQueue {
     pub fn schedule(&mut self, at: SimTime, event: impl Into<Event>) {
+        let event = event.into();
         self.heap.push(Scheduled {
             at,
+            class: event.class(),
             seq: self.next_seq,
-            event: event.into(),
+            event,
         });
         self.next_seq += 1;
     }
@@ -155,18 +204,25 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::{ConnectionId, DatabaseId, ServerId};
+
+    fn t(nanos: u64) -> SimTime {
+        SimTime::from_nanos(nanos)
+    }
+
+    fn drain(queue: &mut EventQueue) -> Vec<(SimTime, Event)> {
+        std::iter::from_fn(|| queue.pop()).collect()
+    }
 
     #[test]
-    fn same_instant_events_keep_their_insertion_order() {
+    fn same_instant_events_of_one_class_keep_their_insertion_order() {
         let mut queue = EventQueue::default();
-        let t = |nanos| SimTime::from_nanos(nanos);
         queue.schedule(t(5), Event::Arrival(LoadId(2)));
         queue.schedule(t(3), Event::Arrival(LoadId(0)));
         queue.schedule(t(5), Event::Arrival(LoadId(3)));
         queue.schedule(t(3), Event::Arrival(LoadId(1)));
-        let order: Vec<_> = std::iter::from_fn(|| queue.pop()).collect();
         assert_eq!(
-            order,
+            drain(&mut queue),
             vec![
                 (t(3), Event::Arrival(LoadId(0))),
                 (t(3), Event::Arrival(LoadId(1))),
@@ -174,6 +230,129 @@ mod tests {
                 (t(5), Event::Arrival(LoadId(3))),
             ]
         );
+    }
+
+    /// One event of each class (two finishes), in the order the rule runs them at one instant.
+    fn one_instant() -> Vec<Event> {
+        let request = RequestRef { slot: 0, token: 0 };
+        let database = DatabaseId(0);
+        vec![
+            Event::RequestTimer {
+                request,
+                kind: TimerKind::Work,
+            },
+            Event::Database(DatabaseEvent::Wake {
+                database,
+                generation: 1,
+            }),
+            Event::Database(DatabaseEvent::Timeout {
+                database,
+                generation: 1,
+            }),
+            Event::FaultStarts(FaultId(0)),
+            Event::Arrival(LoadId(0)),
+        ]
+    }
+
+    #[test]
+    fn at_one_instant_finishes_run_before_deadlines_before_faults_before_arrivals() {
+        let expected = one_instant();
+        let mut queue = EventQueue::default();
+        // Scheduled in the reverse order, and an earlier and a later event around them.
+        queue.schedule(t(9), Event::FaultEnds(FaultId(0)));
+        for &event in expected.iter().rev() {
+            queue.schedule(t(7), event);
+        }
+        queue.schedule(t(6), Event::Arrival(LoadId(1)));
+        let order: Vec<Event> = drain(&mut queue).into_iter().map(|(_, e)| e).collect();
+        let mut want = vec![Event::Arrival(LoadId(1))];
+        // The two finishes keep their scheduling order (the database's was scheduled first).
+        want.extend([expected[1], expected[0]]);
+        want.extend_from_slice(&expected[2..]);
+        want.push(Event::FaultEnds(FaultId(0)));
+        assert_eq!(order, want);
+    }
+
+    #[test]
+    fn the_order_at_one_instant_does_not_depend_on_the_order_of_scheduling() {
+        // One event per class: every one of the 24 scheduling orders pops in class order.
+        let events: Vec<Event> = one_instant().into_iter().skip(1).collect();
+        let classes: Vec<Class> = events.iter().map(Event::class).collect();
+        assert!(classes.is_sorted() && classes.windows(2).all(|w| w[0] != w[1]));
+        let mut order: Vec<usize> = (0..events.len()).collect();
+        let mut seen = 0;
+        permutations(&mut order, 0, &mut |permutation| {
+            let mut queue = EventQueue::default();
+            for &index in permutation {
+                queue.schedule(t(1), events[index]);
+            }
+            let popped: Vec<Event> = drain(&mut queue).into_iter().map(|(_, e)| e).collect();
+            assert_eq!(popped, events, "scheduled in the order {permutation:?}");
+            seen += 1;
+        });
+        assert_eq!(seen, 24);
+    }
+
+    /// Calls `visit` with every permutation of `items[at..]` (Heap-free, by swapping).
+    fn permutations(items: &mut [usize], at: usize, visit: &mut impl FnMut(&[usize])) {
+        if at == items.len() {
+            visit(items);
+            return;
+        }
+        for index in at..items.len() {
+            items.swap(at, index);
+            permutations(items, at + 1, visit);
+            items.swap(at, index);
+        }
+    }
+
+    #[test]
+    fn redis_events_are_finishes_but_for_the_two_timeouts() {
+        let connection = ConnectionId(0);
+        let deadlines = [
+            RedisEvent::CommandTimeout { connection },
+            RedisEvent::ConnectTimeout {
+                connection,
+                epoch: 0,
+            },
+        ];
+        for event in deadlines {
+            assert_eq!(Event::Redis(event).class(), Class::Deadline);
+        }
+        let finishes = [
+            RedisEvent::CommandArrives {
+                connection,
+                epoch: 0,
+            },
+            RedisEvent::ServerDone {
+                server: ServerId(0),
+                epoch: 0,
+            },
+            RedisEvent::ReplyArrives {
+                connection,
+                epoch: 0,
+            },
+            RedisEvent::ConnectArrives {
+                connection,
+                epoch: 0,
+            },
+            RedisEvent::ConnectAnswered {
+                connection,
+                epoch: 0,
+                accepted: true,
+            },
+            RedisEvent::ReconnectDue {
+                connection,
+                epoch: 0,
+            },
+            RedisEvent::ConnectionClosed {
+                connection,
+                epoch: 0,
+            },
+        ];
+        for event in finishes {
+            assert_eq!(Event::Redis(event).class(), Class::Finish);
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! ([`ServerId`], [`FlowId`], ...), never by pointer or by name. Constructors that can fail
 //! return [`ConfigError`] naming the scenario-file key at fault.
 
-use std::num::NonZeroU64;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use outagelab_model::ConfigError;
 use outagelab_model::adaptive_limit::AdaptiveLimitConfig;
@@ -258,6 +258,11 @@ pub struct ConnectionSpec {
     /// Whether the connection is established before the run starts.
     pub connected_at_start: bool,
     pub reconnect: Reconnect,
+    /// Most commands a link holds without a reply (sent, offline, or timed out and not yet
+    /// answered); one issued beyond it fails at once with `shed`, as lettuce's
+    /// `requestQueueSize` and node-redis' `commandsQueueMaxLength` do. `None` is unlimited
+    /// (ioredis has no such limit).
+    pub pending_max: Option<NonZeroU32>,
 }
 
 /// What a client does when its connection is lost.
@@ -1021,6 +1026,7 @@ impl ConnectionSpec {
             reconnect_delay_max: SimDuration::from_secs(2),
             connected_at_start: true,
             reconnect: Reconnect::Always,
+            pending_max: None,
         }
     }
 }

@@ -36,7 +36,7 @@ pub(super) enum Link {
 
 pub(super) struct Command {
     pub(super) seq: u64,
-    op: Op,
+    pub(super) op: Op,
     waiter: RequestRef,
     /// When the client-side timeout fires (`SimTime::MAX` without one). Every command on a
     /// connection has the same timeout, so deadlines grow with `seq`.
@@ -71,12 +71,13 @@ pub(super) struct Connection {
     next_seq: u64,
     /// Consecutive failed connection attempts (1 right after losing a working link).
     attempts_failed: u32,
-    /// Commands on the wire to the server.
-    pub(super) outbound: Pipe<(u64, Op)>,
+    /// Commands on the wire to the server, by `seq`: the command itself stays in `commands`,
+    /// which holds every command of the link until its reply or the link's end.
+    pub(super) outbound: Pipe<u64>,
     /// Whether the server holds this connection open.
     pub(super) server_open: bool,
-    /// Commands that reached the server and wait for its thread.
-    pub(super) input: VecDeque<(u64, Op)>,
+    /// Commands that reached the server and wait for its thread, by `seq`.
+    pub(super) input: VecDeque<u64>,
     /// Whether the server has this connection in its ready ring or is executing its command;
     /// a connection is put back in the ring only when its command is done.
     pub(super) scheduled: bool,
@@ -114,6 +115,19 @@ impl Connection {
         (self.epoch == epoch).then_some(self)
     }
 
+    /// The command `seq`, on the wire or at the server: a link's commands leave `commands`
+    /// only after their reply, or all at once when the link is dropped with its wires and
+    /// input, so one that reached the server is still here.
+    pub(super) fn command_mut(&mut self, seq: u64) -> &mut Command {
+        let index = self.commands.partition_point(|command| command.seq < seq);
+        let command = &mut self.commands[index];
+        assert_eq!(
+            command.seq, seq,
+            "a command at the server is held by its client"
+        );
+        command
+    }
+
     /// The link is gone: its wires and the server's unread input are dropped, the server no
     /// longer holds it open, and events of the old link become stale. Commands stay for the
     /// caller to carry over or fail.
@@ -136,7 +150,7 @@ impl Connection {
         op: Op,
         events: &mut EventQueue,
     ) {
-        let arrives = self.outbound.send(now, (seq, op), op.request_bytes());
+        let arrives = self.outbound.send(now, seq, op.request_bytes());
         events.schedule(
             arrives,
             RedisEvent::CommandArrives {
@@ -149,8 +163,8 @@ impl Connection {
 
 impl Redis {
     /// A request issues a command. Returns the result at once when the connection cannot take
-    /// it (down, with the offline queue off); otherwise the result comes later through
-    /// `completions`.
+    /// it (down, with the offline queue off: `refused`; holding `pending_max` commands:
+    /// `shed`); otherwise the result comes later through `completions`.
     pub fn issue(
         &mut self,
         now: SimTime,
@@ -169,6 +183,11 @@ impl Redis {
                 Outcome::Refused
             };
             return Some(StepResult::Error(error));
+        }
+        if let Some(max) = connection.spec.pending_max
+            && connection.commands.len() >= max.get() as usize
+        {
+            return Some(StepResult::Error(Outcome::Shed));
         }
         if let Some(entry) = origin.and_then(|origin| self.origins.get_mut(&origin)) {
             entry.copies += 1;
@@ -195,6 +214,7 @@ impl Redis {
         let (pending, peak) = &mut self.pending[owner.index()];
         *pending += 1;
         *peak = (*peak).max(*pending);
+        self.queued += 1;
         let connection = &mut self.connections[id.index()];
         if deadline != SimTime::MAX && !connection.timeout_armed {
             connection.timeout_armed = true;
@@ -264,6 +284,7 @@ impl Redis {
     fn command_gone(&mut self, id: ConnectionId, command: &Command) {
         let owner = self.connections[id.index()].owner;
         self.pending[owner.index()].0 -= 1;
+        self.queued -= 1;
         match command.origin {
             Some(origin) => self.origin_copy_gone(origin),
             None => {
@@ -445,6 +466,7 @@ mod tests {
     use crate::scenario::FaultKind;
 
     const TIMEOUT: StepResult = StepResult::Error(Outcome::Timeout);
+    const SHED: StepResult = StepResult::Error(Outcome::Shed);
 
     /// One connection whose commands time out after 50 ms, to a server paused from the start.
     fn paused_with_timeout() -> Harness {
@@ -486,6 +508,38 @@ mod tests {
         let summary = redis.summary();
         assert_eq!((summary.executed, summary.replies), (2, 2));
         assert_eq!(redis.pending(), 0);
+    }
+
+    #[test]
+    fn a_full_connection_sheds_new_commands_until_replies_free_it() {
+        // At most 2 pending. The server is paused until 80 ms; timeouts at 50 ms.
+        let mut redis = Harness::with(1, |scenario| {
+            let spec = &mut scenario.connections[0];
+            spec.command_timeout = Some(SimDuration::from_millis(50));
+            spec.pending_max = std::num::NonZeroU32::new(2);
+        });
+        redis.fault_at(0, FaultKind::Pause, true);
+        for slot in 0..3 {
+            redis.issue_at(0, 0, get(slot), slot);
+        }
+        // Timed out, the first two are still held: the server will execute them.
+        redis.issue_at(60_000, 0, get(3), 3);
+        assert_eq!(redis.queued(), 2);
+        redis.fault_at(80_000, FaultKind::Pause, false);
+        // Their replies land at 80.105 and 80.11 ms; then there is room again.
+        redis.issue_at(80_110, 0, get(4), 4);
+        redis.run();
+        assert_eq!(
+            redis.finished(),
+            vec![
+                (2, 0, SHED),
+                (0, 50_000, TIMEOUT),
+                (1, 50_000, TIMEOUT),
+                (3, 60_000, SHED),
+                (4, 80_315, StepResult::Miss),
+            ]
+        );
+        assert_eq!(redis.queued(), 0);
     }
 
     #[test]

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use outagelab_model::time::SimTime;
 use outagelab_report::ConnectionSummary;
 
-use crate::kernel::{EventQueue, RequestRef, StepResult};
+use crate::kernel::{Class, EventQueue, RequestRef, StepResult};
 use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect, RedisCommand, Scenario, ServerId};
 use connection::{Connection, Link};
 pub(crate) use keyspace::Op;
@@ -84,6 +84,25 @@ pub(crate) enum RedisEvent {
     },
 }
 
+impl RedisEvent {
+    /// Its place among the events due at the same nanosecond: the two timeouts are deadlines,
+    /// everything else is something arriving or finishing.
+    pub fn class(&self) -> Class {
+        match self {
+            RedisEvent::CommandTimeout { .. } | RedisEvent::ConnectTimeout { .. } => {
+                Class::Deadline
+            }
+            RedisEvent::CommandArrives { .. }
+            | RedisEvent::ServerDone { .. }
+            | RedisEvent::ReplyArrives { .. }
+            | RedisEvent::ConnectArrives { .. }
+            | RedisEvent::ConnectAnswered { .. }
+            | RedisEvent::ReconnectDue { .. }
+            | RedisEvent::ConnectionClosed { .. } => Class::Finish,
+        }
+    }
+}
+
 /// How a slot link's connection attempt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LinkEvent {
@@ -101,6 +120,8 @@ pub(crate) struct Redis {
     free_links: Vec<Vec<ConnectionId>>,
     /// Per connection (over all its links): commands waiting now, and the most at once.
     pending: Vec<(u64, u64)>,
+    /// Commands waiting now over every connection: the sum of `pending`'s first halves.
+    queued: u64,
     origins: BTreeMap<u64, Origin>,
     next_origin: u64,
     /// Results for waiting requests, produced by the last call; the engine drains it.
@@ -135,6 +156,7 @@ impl Redis {
             connections: Vec::new(),
             free_links: vec![Vec::new(); scenario.connections.len()],
             pending: vec![(0, 0); scenario.connections.len()],
+            queued: 0,
             origins: BTreeMap::new(),
             next_origin: 0,
             completions: Vec::new(),
@@ -212,13 +234,21 @@ impl Redis {
         self.pending[connection.index()].0
     }
 
-    /// Bytes the commands in flight take: each is held by its connection until it ends, and
-    /// may sit in a pipe and in the server's input too; plus the writes' origins.
+    /// Bytes the commands in flight take: each is held once, by its connection, until it
+    /// ends; the wire and the server's input hold only its sequence number. Plus the writes'
+    /// origins.
     pub fn memory_bytes(&self) -> u64 {
-        let pending: u64 = self.pending.iter().map(|&(now, _)| now).sum();
         let per_command =
-            std::mem::size_of::<connection::Command>() + 2 * std::mem::size_of::<(u64, Op)>();
-        pending * per_command as u64 + self.origins.len() as u64 * 64
+            std::mem::size_of::<connection::Command>() + 2 * std::mem::size_of::<u64>();
+        self.queued_commands() * per_command as u64 + self.origins.len() as u64 * 64
+    }
+
+    /// Commands held now over every connection and link: issued and neither answered nor
+    /// failed with their link, timed-out ones included. What Redis's memory grows with: each
+    /// costs one `Command` on its client side and, at most, one entry on the wire or in the
+    /// server's input.
+    pub fn queued_commands(&self) -> u64 {
+        self.queued
     }
 
     /// A connection's counters, added up over all its links.
@@ -322,6 +352,7 @@ mod testing {
                     reconnect_delay_max: SimDuration::from_secs(2),
                     connected_at_start: true,
                     reconnect: Reconnect::Always,
+                    pending_max: None,
                 });
             }
             scenario.keys.push(KeyFamilySpec {
@@ -425,6 +456,11 @@ mod testing {
         /// Commands waiting on connection 0.
         pub fn pending(&self) -> u64 {
             self.redis.pending(ConnectionId(0))
+        }
+
+        /// Commands held over every connection.
+        pub fn queued(&self) -> u64 {
+            self.redis.queued_commands()
         }
 
         /// (slot, microseconds, result) of every request that has its result.

@@ -96,11 +96,11 @@ impl Redis {
         let Some(connection) = self.connections[id.index()].of_epoch(epoch) else {
             return; // an event of a link since gone
         };
-        let wire = connection.outbound.receive();
+        let seq = connection.outbound.receive();
         if !connection.server_open {
             return; // the server is gone; the client will find out and resend
         }
-        connection.input.push_back(wire);
+        connection.input.push_back(seq);
         let server = connection.spec.server;
         if !connection.scheduled {
             connection.scheduled = true;
@@ -119,21 +119,18 @@ impl Redis {
         }
         while let Some(connection_id) = server.ready.pop_front() {
             let connection = &mut self.connections[connection_id.index()];
-            let Some((seq, op)) = connection.input.pop_front() else {
+            let Some(seq) = connection.input.pop_front() else {
                 connection.scheduled = false;
                 continue; // its input was dropped with its link
             };
+            let command = connection.command_mut(seq);
+            let op = command.op;
             let reply = server.keyspace.apply(now, op);
-            let index = connection.commands.partition_point(|c| c.seq < seq);
-            if let Some(command) = connection.commands.get_mut(index)
-                && command.seq == seq
+            command.executions += 1;
+            if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o))
+                && entry.executed()
             {
-                command.executions += 1;
-                if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o))
-                    && entry.executed()
-                {
-                    self.applied_twice.push(connection_id);
-                }
+                self.applied_twice.push(connection_id);
             }
             let cost = server.cost(op.request_bytes() + reply.bytes());
             server.executing = Some(Executing {

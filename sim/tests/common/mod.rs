@@ -42,6 +42,7 @@ pub fn connection(name: &str, server: u32) -> ConnectionSpec {
         reconnect_delay_max: ms(2000),
         connected_at_start: true,
         reconnect: Reconnect::Always,
+        pending_max: None,
     }
 }
 
