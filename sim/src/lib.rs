@@ -26,4 +26,7 @@ mod throttles;
 
 pub use engine::{run, summary_shape};
 pub use metrics::BUCKETS_MAX;
+/// The seeded streams, for code that must draw what the simulator draws (the bench's
+/// hand-written reference model).
+pub use rng::Stream;
 pub use scenario::Scenario;
