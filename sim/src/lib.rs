@@ -34,4 +34,7 @@ pub use engine::{Bugs, run, run_with_bugs, summary_shape};
 pub use error::SimError;
 pub use metrics::BUCKETS_MAX;
 pub use monitors::{Invariant, Violation};
+/// The seeded streams, for code that must draw what the simulator draws (the bench's
+/// hand-written reference model).
+pub use rng::Stream;
 pub use scenario::Scenario;

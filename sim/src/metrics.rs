@@ -4,8 +4,9 @@
 //! A request is recorded once, when it ends, in the bucket of the instant it ended. Latency
 //! totals use HDR histograms (three significant digits, nanoseconds), one per flow and outcome,
 //! merged into the per-flow, per-outcome and overall figures when the run ends; each bucket of
-//! the time series uses one reusable histogram with two significant digits (microseconds) to
-//! compute its p50 and p99 when the bucket closes. Gauges (in-flight requests, database concurrency,
+//! the time series computes its p50 and p99 when it closes as a histogram with two significant
+//! digits (microseconds) would: from the bucket's latencies themselves while there are at most
+//! [`BUCKET_SAMPLES_MAX`] of them, from one reusable histogram beyond that. Gauges (in-flight requests, database concurrency,
 //! bulkhead occupancy, pending commands) are kept as the maximum reached in each bucket. The
 //! series keeps at most [`BUCKETS_MAX`] buckets.
 
@@ -21,6 +22,10 @@ pub const BUCKETS_MAX: u64 = 1_000_000;
 /// Largest latency the histograms resolve: the longest run the simulator accepts
 /// (`RunLimits::LENGTH_MAX`, 2^62 ns), so no latency is ever clipped.
 const LATENCY_NANOS_MAX: u64 = 1 << 62;
+
+/// Most latencies the open bucket keeps one by one; beyond, it counts them in its histogram
+/// instead (whose 48 KB are then cleared when the bucket closes).
+const BUCKET_SAMPLES_MAX: usize = 4096;
 
 /// Index of a gauge registered with [`Metrics::add_gauge`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,17 +154,94 @@ struct Counter {
     in_bucket: u64,
 }
 
+/// The latencies of the open bucket, in microseconds, for its p50 and p99: two significant
+/// digits, each percentile the upper edge of the histogram bucket that holds its rank.
+struct BucketLatency {
+    /// Every latency of the bucket while there are at most [`BUCKET_SAMPLES_MAX`]; then empty.
+    samples: Vec<u64>,
+    /// Every latency of the bucket once there were more (`samples` spilled into it); empty
+    /// before. Its bucket edges are the edges of both ways.
+    histogram: Histogram<u64>,
+    /// Exact extremes.
+    min: u64,
+    max: u64,
+}
+
+impl BucketLatency {
+    fn new() -> Self {
+        BucketLatency {
+            samples: Vec::new(),
+            histogram: Histogram::new_with_bounds(1, LATENCY_NANOS_MAX / 1000, 2)
+                .expect("valid histogram bounds"),
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    fn record(&mut self, micros: u64) {
+        if !self.histogram.is_empty() {
+            self.histogram.saturating_record(micros);
+        } else if self.samples.len() < BUCKET_SAMPLES_MAX {
+            self.samples.push(micros);
+        } else {
+            for &sample in &self.samples {
+                self.histogram.saturating_record(sample);
+            }
+            self.samples.clear();
+            self.histogram.saturating_record(micros);
+        }
+        self.min = self.min.min(micros);
+        self.max = self.max.max(micros);
+    }
+
+    /// The p50 and p99 in milliseconds (`None` for an empty bucket), and empties it.
+    fn take_percentiles(&mut self, rule: PercentileRule) -> (Option<f64>, Option<f64>) {
+        let (min, max) = (self.min, self.max);
+        let ms = |micros: u64| Some(micros.clamp(min, max) as f64 / 1e3);
+        let percentiles = if !self.histogram.is_empty() {
+            let at = |thousandths| ms(percentile(&self.histogram, rule, thousandths));
+            (at(50_000), at(99_000))
+        } else if !self.samples.is_empty() {
+            // What the histogram would answer: the upper edge of the bucket that holds the
+            // value of the rank (every latency is at most the histogram's highest value, so
+            // none would have been clamped).
+            let count = self.samples.len() as u64;
+            let mut at = |thousandths| {
+                let rank = rule.rank(thousandths, count) as usize;
+                let (_, &mut value, _) = self.samples.select_nth_unstable(rank - 1);
+                debug_assert!(value <= self.histogram.high());
+                ms(self.histogram.highest_equivalent(value))
+            };
+            (at(50_000), at(99_000))
+        } else {
+            (None, None)
+        };
+        self.clear();
+        percentiles
+    }
+
+    fn clear(&mut self) {
+        if !self.histogram.is_empty() {
+            self.histogram.reset();
+        }
+        self.samples.clear();
+        self.min = u64::MAX;
+        self.max = 0;
+    }
+}
+
 pub(crate) struct Metrics {
     rule: PercentileRule,
     bucket_nanos: u64,
     /// Index of the bucket being filled.
     bucket: u64,
+    /// Where that bucket ends (saturating): before it, an event closes nothing.
+    bucket_end_nanos: u64,
     bucket_outcomes: [u64; Outcome::COUNT],
-    bucket_latency: Histogram<u64>,
-    /// Exact extremes of the open bucket's latencies, in microseconds.
-    bucket_latency_min: u64,
-    bucket_latency_max: u64,
+    bucket_latency: BucketLatency,
     series: Series,
+    /// The series' requests by outcome, one column per outcome (named when the series ends).
+    outcome_columns: [Vec<u64>; Outcome::COUNT],
     gauges: Vec<Gauge>,
     gauge_columns: Vec<Vec<u64>>,
     counters: Vec<Counter>,
@@ -178,15 +260,14 @@ impl Metrics {
             rule,
             bucket_nanos,
             bucket: 0,
+            bucket_end_nanos: bucket_nanos,
             bucket_outcomes: [0; Outcome::COUNT],
-            bucket_latency: Histogram::new_with_bounds(1, LATENCY_NANOS_MAX / 1000, 2)
-                .expect("valid histogram bounds"),
-            bucket_latency_min: u64::MAX,
-            bucket_latency_max: 0,
+            bucket_latency: BucketLatency::new(),
             series: Series {
                 bucket_ms: bucket_nanos as f64 / 1e6,
                 ..Series::default()
             },
+            outcome_columns: std::array::from_fn(|_| Vec::new()),
             gauges: Vec::new(),
             gauge_columns: Vec::new(),
             counters: Vec::new(),
@@ -246,12 +327,16 @@ impl Metrics {
     /// Closes every bucket that ends at or before `now`. Call before recording anything that
     /// happens at `now`.
     pub fn advance_to(&mut self, now: SimTime) {
+        if now.as_nanos() < self.bucket_end_nanos {
+            return; // most events: no division
+        }
         let bucket = now.as_nanos() / self.bucket_nanos;
         while self.bucket < bucket {
             self.close_bucket();
             if self.series.truncated {
                 // The series is full: nothing more is kept, so skip straight to `now`.
                 self.bucket = bucket;
+                self.bucket_end_nanos = (bucket + 1).saturating_mul(self.bucket_nanos);
             }
         }
     }
@@ -262,23 +347,10 @@ impl Metrics {
             series
                 .start_ms
                 .push((self.bucket * self.bucket_nanos) as f64 / 1e6);
-            for outcome in Outcome::ALL {
-                series
-                    .outcomes
-                    .entry(outcome.name().to_owned())
-                    .or_default()
-                    .push(self.bucket_outcomes[outcome.index()]);
+            for (column, &count) in self.outcome_columns.iter_mut().zip(&self.bucket_outcomes) {
+                column.push(count);
             }
-            let (p50, p99) = if self.bucket_latency.is_empty() {
-                (None, None)
-            } else {
-                let ms = |thousandths| {
-                    let micros = percentile(&self.bucket_latency, self.rule, thousandths)
-                        .clamp(self.bucket_latency_min, self.bucket_latency_max);
-                    Some(micros as f64 / 1e3)
-                };
-                (ms(50_000), ms(99_000))
-            };
+            let (p50, p99) = self.bucket_latency.take_percentiles(self.rule);
             series.p50_ms.push(p50);
             series.p99_ms.push(p99);
             for (gauge, column) in self.gauges.iter().zip(&mut self.gauge_columns) {
@@ -289,14 +361,11 @@ impl Metrics {
             }
         } else {
             self.series.truncated = true;
+            self.bucket_latency.clear();
         }
         self.bucket += 1;
+        self.bucket_end_nanos = (self.bucket + 1).saturating_mul(self.bucket_nanos);
         self.bucket_outcomes = [0; Outcome::COUNT];
-        if !self.bucket_latency.is_empty() {
-            self.bucket_latency.reset();
-            self.bucket_latency_min = u64::MAX;
-            self.bucket_latency_max = 0;
-        }
         for gauge in &mut self.gauges {
             gauge.max_in_bucket = gauge.current;
         }
@@ -313,10 +382,7 @@ impl Metrics {
     pub fn record_end(&mut self, flow: usize, outcome: Outcome, latency_nanos: u64) {
         self.outcomes[outcome.index()] += 1;
         self.bucket_outcomes[outcome.index()] += 1;
-        let micros = latency_nanos / 1000;
-        self.bucket_latency.saturating_record(micros);
-        self.bucket_latency_min = self.bucket_latency_min.min(micros);
-        self.bucket_latency_max = self.bucket_latency_max.max(micros);
+        self.bucket_latency.record(latency_nanos / 1000);
         let flow = &mut self.flows[flow];
         flow.outcomes[outcome.index()] += 1;
         flow.latency.record(outcome, latency_nanos);
@@ -375,6 +441,10 @@ impl Metrics {
         self.advance_to(end);
         self.close_bucket();
         let mut series = std::mem::take(&mut self.series);
+        for outcome in Outcome::ALL {
+            let column = std::mem::take(&mut self.outcome_columns[outcome.index()]);
+            series.outcomes.insert(outcome.name().to_owned(), column);
+        }
         for (gauge, column) in self.gauges.iter().zip(&mut self.gauge_columns) {
             series
                 .gauges_max
@@ -435,6 +505,24 @@ mod tests {
     }
 
     #[test]
+    fn a_full_series_drops_later_buckets_and_says_so() {
+        let mut metrics = Metrics::new(1, 1, 0, PercentileRule::NearestRank);
+        metrics.advance_to(SimTime::from_nanos(BUCKETS_MAX - 1));
+        metrics.record_end(0, Outcome::Ok, 5_000);
+        metrics.advance_to(SimTime::from_nanos(BUCKETS_MAX + 10));
+        metrics.record_end(0, Outcome::Ok, 7_000);
+        metrics.advance_to(SimTime::from_nanos(3 * BUCKETS_MAX));
+        metrics.record_end(0, Outcome::Timeout, 9_000);
+        let series = metrics.finish_series(SimTime::from_nanos(3 * BUCKETS_MAX + 1));
+        assert!(series.truncated);
+        assert_eq!(series.len() as u64, BUCKETS_MAX);
+        assert_eq!(series.outcomes["ok"].iter().sum::<u64>(), 1);
+        assert_eq!(series.outcomes["timeout"].len() as u64, BUCKETS_MAX);
+        assert_eq!(series.p50_ms.last(), Some(&Some(0.005)));
+        assert_eq!(metrics.outcome_counts()["ok"], 2);
+    }
+
+    #[test]
     fn latency_stats_follow_the_nearest_rank_rule() {
         let mut metrics = Metrics::new(100 * MS, 1, 0, PercentileRule::NearestRank);
         for ms in 1..=100 {
@@ -456,6 +544,60 @@ mod tests {
         assert_eq!(stats.min, Some(1.0));
         assert_eq!(stats.mean, Some(50.5));
         assert_eq!(metrics.latency_stats()["timeout"].count, 0);
+    }
+}
+
+#[cfg(test)]
+mod bucket_tests {
+    use super::*;
+
+    /// The p50 and p99 of `micros` as the bucket histogram of two significant digits gives them
+    /// (how every bucket was computed before it kept its samples).
+    fn by_histogram(micros: &[u64], rule: PercentileRule) -> (Option<f64>, Option<f64>) {
+        let mut histogram =
+            Histogram::<u64>::new_with_bounds(1, LATENCY_NANOS_MAX / 1000, 2).unwrap();
+        micros.iter().for_each(|&m| histogram.saturating_record(m));
+        let (min, max) = (*micros.iter().min().unwrap(), *micros.iter().max().unwrap());
+        let at = |thousandths| {
+            Some(percentile(&histogram, rule, thousandths).clamp(min, max) as f64 / 1e3)
+        };
+        (at(50_000), at(99_000))
+    }
+
+    #[test]
+    fn bucket_percentiles_are_what_the_histogram_gives() {
+        let mut stream = crate::rng::Stream::derive(5, "test", "bucket");
+        let mut bucket = BucketLatency::new();
+        for count in [
+            1,
+            2,
+            3,
+            7,
+            100,
+            999,
+            BUCKET_SAMPLES_MAX,
+            BUCKET_SAMPLES_MAX + 1,
+            9000,
+        ] {
+            for rule in [PercentileRule::NearestRank, PercentileRule::FloorIndex] {
+                // Latencies over every magnitude, zero and the largest included, and repeats.
+                let micros: Vec<u64> = (0..count)
+                    .map(|i| match i % 5 {
+                        0 => 0,
+                        1 => LATENCY_NANOS_MAX / 1000,
+                        2 => 50_000,
+                        _ => stream.next_u64() >> (10 + stream.below(54)),
+                    })
+                    .collect();
+                micros.iter().for_each(|&m| bucket.record(m));
+                let expected = by_histogram(&micros, rule);
+                assert_eq!(bucket.take_percentiles(rule), expected, "{count} {rule:?}");
+            }
+        }
+        assert_eq!(
+            bucket.take_percentiles(PercentileRule::NearestRank),
+            (None, None)
+        );
     }
 }
 
