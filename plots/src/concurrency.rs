@@ -4,9 +4,9 @@
 //! reached in each bucket. Colour says the variant, line style says the gauge; fault windows
 //! shaded.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
-use outagelab_report::RunReport;
+use outagelab_report::{GaugeKey, RunReport};
 
 use crate::chart::{
     Chart, Dash, LegendEntry, Line, Stroke, palette, segments, y_values, zero_based_axis,
@@ -16,13 +16,20 @@ use crate::timeline::{bucket_middles_s, one_panel_over_time, style_entry};
 const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
 
 pub(crate) fn chart(report: &RunReport) -> Chart {
-    let gauges: BTreeSet<&str> = report
+    // In name order (the order lines get their dash), as the series are stored.
+    let gauges: Vec<GaugeKey> = report
         .variants
         .iter()
-        .flat_map(|variant| variant.series.gauges_max.keys())
-        .map(String::as_str)
-        .filter(|key| gauge_label(key).is_some())
-        .filter(|key| !is_idle_lock_gauge(report, key))
+        .flat_map(|variant| {
+            variant
+                .series
+                .gauges()
+                .map(|(key, _)| (key.to_string(), key))
+        })
+        .filter(|(_, key)| gauge_label(key).is_some())
+        .filter(|(_, key)| !is_idle_lock_gauge(report, key))
+        .collect::<BTreeMap<String, GaugeKey>>()
+        .into_values()
         .collect();
     let stroke = |variant: usize, gauge: usize| Stroke {
         color: palette(variant),
@@ -34,7 +41,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
     for (variant_index, variant) in report.variants.iter().enumerate() {
         let series = &variant.series;
         for (gauge_index, gauge) in gauges.iter().enumerate() {
-            let Some(values) = series.gauges_max.get(*gauge) else {
+            let Some(values) = series.gauge(gauge) else {
                 continue;
             };
             if !gauge_enabled(variant, gauge) {
@@ -74,20 +81,21 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
 }
 
 /// Whether the resource behind a gauge was switched on in this variant.
-fn gauge_enabled(variant: &outagelab_report::VariantReport, key: &str) -> bool {
-    key.strip_prefix("bulkheads.")
-        .and_then(|rest| rest.strip_suffix(".in_use"))
-        .and_then(|name| variant.summary.bulkheads.get(name))
-        .is_none_or(|bulkhead| bulkhead.enabled)
+fn gauge_enabled(variant: &outagelab_report::VariantReport, key: &GaugeKey) -> bool {
+    match key {
+        GaugeKey::BulkheadInUse(name) => variant
+            .summary
+            .bulkheads
+            .get(name)
+            .is_none_or(|bulkhead| bulkhead.enabled),
+        _ => true,
+    }
 }
 
 /// A database's lock-waiting gauge when no variant ever had a query wait for a lock: every
 /// database has one, and a flat zero line for each would only crowd the chart.
-fn is_idle_lock_gauge(report: &RunReport, key: &str) -> bool {
-    let Some(name) = key
-        .strip_prefix("databases.")
-        .and_then(|rest| rest.strip_suffix(".lock_waiting"))
-    else {
+fn is_idle_lock_gauge(report: &RunReport, key: &GaugeKey) -> bool {
+    let GaugeKey::DatabaseLockWaiting(name) = key else {
         return false;
     };
     report.variants.iter().all(|variant| {
@@ -100,21 +108,11 @@ fn is_idle_lock_gauge(report: &RunReport, key: &str) -> bool {
 }
 
 /// The legend text of a gauge this chart shows; `None` for the gauges it leaves out.
-fn gauge_label(key: &str) -> Option<String> {
-    if let Some(name) = key
-        .strip_prefix("databases.")
-        .and_then(|rest| rest.strip_suffix(".concurrency"))
-    {
-        return Some(format!("database {name}: queries running"));
+fn gauge_label(key: &GaugeKey) -> Option<String> {
+    match key {
+        GaugeKey::DatabaseConcurrency(name) => Some(format!("database {name}: queries running")),
+        GaugeKey::DatabaseLockWaiting(name) => Some(format!("database {name}: waiting for a lock")),
+        GaugeKey::BulkheadInUse(name) => Some(format!("bulkhead {name}: permits in use")),
+        _ => None,
     }
-    if let Some(name) = key
-        .strip_prefix("databases.")
-        .and_then(|rest| rest.strip_suffix(".lock_waiting"))
-    {
-        return Some(format!("database {name}: waiting for a lock"));
-    }
-    let name = key
-        .strip_prefix("bulkheads.")
-        .and_then(|rest| rest.strip_suffix(".in_use"))?;
-    Some(format!("bulkhead {name}: permits in use"))
 }

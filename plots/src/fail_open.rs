@@ -5,9 +5,9 @@
 //! that failed open ends `ok`. Colour says the variant, line style says the control; fault
 //! windows shaded.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
-use outagelab_report::RunReport;
+use outagelab_report::{CountKey, RunReport};
 
 use crate::chart::{
     Chart, Dash, LegendEntry, Line, Stroke, palette, segments, y_values, zero_based_axis,
@@ -18,12 +18,15 @@ const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
 
 pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
     // Only the controls that failed open in some variant: the others are flat zero lines.
-    let controls: BTreeSet<&str> = report
+    // In name order (the order lines get their dash), as the series are stored.
+    let controls: Vec<CountKey> = report
         .variants
         .iter()
-        .flat_map(|variant| variant.series.counts.iter())
+        .flat_map(|variant| variant.series.counters())
         .filter(|(key, values)| label(key).is_some() && values.iter().any(|&v| v > 0))
-        .map(|(key, _)| key.as_str())
+        .map(|(key, _)| (key.to_string(), key))
+        .collect::<BTreeMap<String, CountKey>>()
+        .into_values()
         .collect();
     if controls.is_empty() {
         return None;
@@ -42,7 +45,7 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
             continue;
         }
         for (control_index, control) in controls.iter().enumerate() {
-            let Some(values) = series.counts.get(*control) else {
+            let Some(values) = series.count(control) else {
                 continue;
             };
             let rates = values.iter().map(|&count| Some(count as f64 / bucket_s));
@@ -69,15 +72,11 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
 }
 
 /// The legend text of a count this chart shows; `None` for counts it leaves out.
-fn label(key: &str) -> Option<String> {
-    if let Some(name) = key
-        .strip_prefix("connections.")
-        .and_then(|rest| rest.strip_suffix(".fail_open"))
-    {
-        return Some(format!("connection {name}: steps failed open"));
+fn label(key: &CountKey) -> Option<String> {
+    match key {
+        CountKey::ConnectionFailOpen(name) => Some(format!("connection {name}: steps failed open")),
+        CountKey::RateLimitFailOpenAdmitted(name) => {
+            Some(format!("rate limit {name}: admitted unchecked"))
+        }
     }
-    let name = key
-        .strip_prefix("rate_limits.")
-        .and_then(|rest| rest.strip_suffix(".fail_open_admitted"))?;
-    Some(format!("rate limit {name}: admitted unchecked"))
 }

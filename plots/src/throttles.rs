@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use outagelab_report::{RunReport, VariantReport};
+use outagelab_report::{GaugeKey, RunReport, VariantReport};
 
 use crate::chart::{
     Chart, Dash, LegendEntry, Line, Stroke, palette, segments, y_values, zero_based_axis,
@@ -14,9 +14,9 @@ use crate::chart::{
 use crate::timeline::{bucket_middles_s, one_panel_over_time, style_entry};
 
 /// The two gauges of a throttle, in legend order, with their line style.
-const GAUGES: [(&str, Dash, &str); 2] = [
-    ("holders", Dash::Solid, "slots held"),
-    ("counter", Dash::Dashed, "counter says held"),
+const GAUGES: [(fn(String) -> GaugeKey, Dash, &str); 2] = [
+    (GaugeKey::ThrottleHolders, Dash::Solid, "slots held"),
+    (GaugeKey::ThrottleCounter, Dash::Dashed, "counter says held"),
 ];
 
 pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
@@ -48,8 +48,8 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
                 continue; // a switched-off throttle holds nothing: a flat zero says nothing
             }
             for (gauge, dash, _) in GAUGES {
-                let key = format!("throttles.{throttle}.{gauge}");
-                let Some(values) = variant.series.gauges_max.get(&key) else {
+                let key = gauge((*throttle).to_owned());
+                let Some(values) = variant.series.gauge(&key) else {
                     continue;
                 };
                 let points = bucket_middles_s(&variant.series)

@@ -6,6 +6,7 @@
 //! byte-identical for the same run.
 
 pub mod expect;
+pub mod keys;
 pub mod outcome;
 pub mod write;
 
@@ -13,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use keys::{CountKey, GaugeKey};
 pub use outcome::Outcome;
 
 /// Everything one `outagelab run` produced: one entry per variant, all on the same seed.
@@ -356,7 +358,8 @@ pub struct Series {
     /// empty bucket.
     pub p50_ms: Vec<Option<f64>>,
     pub p99_ms: Vec<Option<f64>>,
-    /// Gauges, as the maximum reached within each bucket, keyed by metric name:
+    /// Gauges, as the maximum reached within each bucket, keyed by the name a [`GaugeKey`]
+    /// prints (read them with [`Series::gauge`] or [`Series::gauges`]):
     /// `in_flight`, `databases.<name>.concurrency`, `bulkheads.<name>.in_use`,
     /// `bulkheads.<name>.queued`, `connections.<name>.pending`, and `breakers.<name>.state`
     /// (0 closed, 1 half-open, 2 open: the worst state the bucket saw),
@@ -364,7 +367,7 @@ pub struct Series {
     /// `caches.<name>.entries`, `throttles.<name>.holders` and `.counter`, and
     /// `connections.<name>.connected` for a reconnect slot (1 while it holds a connection).
     pub gauges_max: BTreeMap<String, Vec<u64>>,
-    /// Events counted in each bucket, keyed by name: `connections.<name>.fail_open` (steps on
+    /// Events counted in each bucket, keyed by the name a [`CountKey`] prints: `connections.<name>.fail_open` (steps on
     /// the connection that failed and went on: requests let through unchecked) and
     /// `rate_limits.<name>.fail_open_admitted` (checks admitted unchecked because the
     /// limiter's store could not be reached).
@@ -374,6 +377,30 @@ pub struct Series {
 }
 
 impl Series {
+    /// A gauge's series, if the run wrote it.
+    pub fn gauge(&self, key: &GaugeKey) -> Option<&[u64]> {
+        self.gauges_max.get(&key.to_string()).map(Vec::as_slice)
+    }
+
+    /// An event counter's series, if the run wrote it.
+    pub fn count(&self, key: &CountKey) -> Option<&[u64]> {
+        self.counts.get(&key.to_string()).map(Vec::as_slice)
+    }
+
+    /// Every gauge series with its key, in name order.
+    pub fn gauges(&self) -> impl Iterator<Item = (GaugeKey, &[u64])> {
+        self.gauges_max
+            .iter()
+            .filter_map(|(name, values)| Some((GaugeKey::parse(name)?, values.as_slice())))
+    }
+
+    /// Every event counter's series with its key, in name order.
+    pub fn counters(&self) -> impl Iterator<Item = (CountKey, &[u64])> {
+        self.counts
+            .iter()
+            .filter_map(|(name, values)| Some((CountKey::parse(name)?, values.as_slice())))
+    }
+
     pub fn len(&self) -> usize {
         self.start_ms.len()
     }

@@ -25,7 +25,8 @@ use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    CacheSummary, FaultWindow, Outcome, RateLimitSummary, Summary, VariantReport, Verdict,
+    CacheSummary, CountKey, FaultWindow, GaugeKey, Outcome, RateLimitSummary, Summary,
+    VariantReport, Verdict,
 };
 
 use crate::database::{Databases, Query};
@@ -317,21 +318,21 @@ impl<'s> Simulator<'s> {
             scenario.databases.len(),
             scenario.percentile_rule,
         );
-        let in_flight_gauge = metrics.add_gauge("in_flight".to_owned());
+        let in_flight_gauge = metrics.add_gauge(GaugeKey::InFlight);
         let database_gauges = scenario
             .databases
             .iter()
             .map(|db| {
                 (
-                    metrics.add_gauge(format!("databases.{}.concurrency", db.name)),
-                    metrics.add_gauge(format!("databases.{}.lock_waiting", db.name)),
+                    metrics.add_gauge(GaugeKey::DatabaseConcurrency(db.name.clone())),
+                    metrics.add_gauge(GaugeKey::DatabaseLockWaiting(db.name.clone())),
                 )
             })
             .collect();
         let connection_gauges = scenario
             .connections
             .iter()
-            .map(|c| metrics.add_gauge(format!("connections.{}.pending", c.name)))
+            .map(|c| metrics.add_gauge(GaugeKey::ConnectionPending(c.name.clone())))
             .collect();
         let fail_open = scenario
             .connections
@@ -339,7 +340,7 @@ impl<'s> Simulator<'s> {
             .map(|c| {
                 (
                     0,
-                    metrics.add_counter(format!("connections.{}.fail_open", c.name)),
+                    metrics.add_counter(CountKey::ConnectionFailOpen(c.name.clone())),
                 )
             })
             .collect();
@@ -355,7 +356,7 @@ impl<'s> Simulator<'s> {
                     // The slot holds the connection's own entry as its first link.
                     monitors.link_connected(id, id);
                 }
-                let gauge = metrics.add_gauge(format!("connections.{}.connected", c.name));
+                let gauge = metrics.add_gauge(GaugeKey::ConnectionConnected(c.name.clone()));
                 (id, gauge)
             })
             .collect();
@@ -367,8 +368,8 @@ impl<'s> Simulator<'s> {
             .throttles
             .iter()
             .map(|spec| ThrottleGauges {
-                holders: metrics.add_gauge(format!("throttles.{}.holders", spec.name)),
-                counter: metrics.add_gauge(format!("throttles.{}.counter", spec.name)),
+                holders: metrics.add_gauge(GaugeKey::ThrottleHolders(spec.name.clone())),
+                counter: metrics.add_gauge(GaugeKey::ThrottleCounter(spec.name.clone())),
             })
             .collect();
         let rate_limits = scenario
@@ -376,7 +377,7 @@ impl<'s> Simulator<'s> {
             .iter()
             .map(|spec| RateLimitSlot {
                 fail_open_counter: metrics
-                    .add_counter(format!("rate_limits.{}.fail_open_admitted", spec.name)),
+                    .add_counter(CountKey::RateLimitFailOpenAdmitted(spec.name.clone())),
                 limiter: RateLimiter::new(spec.config),
                 enabled: spec.enabled,
                 store: spec.store,
@@ -387,7 +388,7 @@ impl<'s> Simulator<'s> {
             .iter()
             .map(|spec| CacheSlot {
                 cache: Cache::new(spec.config),
-                entries_gauge: metrics.add_gauge(format!("caches.{}.entries", spec.name)),
+                entries_gauge: metrics.add_gauge(GaugeKey::CacheEntries(spec.name.clone())),
             })
             .collect();
         let mut loads = Vec::with_capacity(scenario.loads.len());

@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use outagelab_model::time::SimTime;
-use outagelab_report::{FlowSummary, LatencyStats, Outcome, PercentileRule, Series};
+use outagelab_report::{
+    CountKey, FlowSummary, GaugeKey, LatencyStats, Outcome, PercentileRule, Series,
+};
 
 /// Most buckets a series keeps; later buckets are dropped and the series marked truncated.
 pub const BUCKETS_MAX: u64 = 1_000_000;
@@ -295,9 +297,9 @@ impl Metrics {
     }
 
     /// Registers a gauge (before the run starts); its series is named `name` in reports.
-    pub fn add_gauge(&mut self, name: String) -> GaugeId {
+    pub fn add_gauge(&mut self, key: GaugeKey) -> GaugeId {
         self.gauges.push(Gauge {
-            name,
+            name: key.to_string(),
             current: 0,
             max_in_bucket: 0,
         });
@@ -307,8 +309,11 @@ impl Metrics {
 
     /// Registers an event counter (before the run starts); its series, the events of each
     /// bucket, is named `name` in reports.
-    pub fn add_counter(&mut self, name: String) -> CounterId {
-        self.counters.push(Counter { name, in_bucket: 0 });
+    pub fn add_counter(&mut self, key: CountKey) -> CounterId {
+        self.counters.push(Counter {
+            name: key.to_string(),
+            in_bucket: 0,
+        });
         self.counter_columns.push(Vec::new());
         CounterId(self.counters.len() - 1)
     }
@@ -486,7 +491,7 @@ mod tests {
     #[test]
     fn requests_land_in_the_bucket_where_they_end() {
         let mut metrics = Metrics::new(100 * MS, 1, 0, PercentileRule::NearestRank);
-        let gauge = metrics.add_gauge("in_flight".into());
+        let gauge = metrics.add_gauge(GaugeKey::InFlight);
         metrics.set_gauge(gauge, 3);
         metrics.record_arrival(0);
         metrics.advance_to(SimTime::from_nanos(50 * MS));

@@ -27,8 +27,8 @@ use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    AdaptiveLimitSummary, BreakerSummary, BulkheadSummary, Outcome, RetrySummary, SemaphoreSummary,
-    Summary,
+    AdaptiveLimitSummary, BreakerSummary, BulkheadSummary, GaugeKey, Outcome, RetrySummary,
+    SemaphoreSummary, Summary,
 };
 
 use crate::kernel::{RequestRef, StepResult};
@@ -414,8 +414,8 @@ pub(crate) struct PlantedBugs {
 
 impl Policies {
     pub fn new(scenario: &Scenario, metrics: &mut Metrics, bugs: PlantedBugs) -> Policies {
-        let gauge = |metrics: &mut Metrics, kind: &str, name: &str, what: &str| {
-            metrics.add_gauge(format!("{kind}.{name}.{what}"))
+        let gauge = |metrics: &mut Metrics, key: fn(String) -> GaugeKey, name: &str| {
+            metrics.add_gauge(key(name.to_owned()))
         };
         let bulkheads = scenario
             .bulkheads
@@ -426,8 +426,8 @@ impl Policies {
                 shed: 0,
                 peak_in_use: 0,
                 peak_queued: 0,
-                in_use_gauge: gauge(metrics, "bulkheads", &spec.name, "in_use"),
-                queued_gauge: gauge(metrics, "bulkheads", &spec.name, "queued"),
+                in_use_gauge: gauge(metrics, GaugeKey::BulkheadInUse, &spec.name),
+                queued_gauge: gauge(metrics, GaugeKey::BulkheadQueued, &spec.name),
                 admits_one_too_many: bugs.bulkhead_admits_one_too_many,
                 smuggled: 0,
             })
@@ -438,8 +438,8 @@ impl Policies {
             .map(|spec| SemaphoreSlot {
                 semaphore: Semaphore::new(spec.config),
                 enabled: spec.enabled,
-                in_flight_gauge: gauge(metrics, "semaphores", &spec.name, "in_flight"),
-                bytes_gauge: gauge(metrics, "semaphores", &spec.name, "bytes"),
+                in_flight_gauge: gauge(metrics, GaugeKey::SemaphoreInFlight, &spec.name),
+                bytes_gauge: gauge(metrics, GaugeKey::SemaphoreBytes, &spec.name),
             })
             .collect();
         let retries = scenario
@@ -462,7 +462,7 @@ impl Policies {
                 rejected: 0,
                 half_opened: 0,
                 closed: 0,
-                state_gauge: gauge(metrics, "breakers", &spec.name, "state"),
+                state_gauge: gauge(metrics, GaugeKey::BreakerState, &spec.name),
             })
             .collect();
         let adaptive_limits = scenario
@@ -472,8 +472,8 @@ impl Policies {
                 limit: AdaptiveLimit::new(spec.config),
                 enabled: spec.enabled,
                 drops: spec.drops,
-                limit_gauge: gauge(metrics, "adaptive_limits", &spec.name, "limit"),
-                in_flight_gauge: gauge(metrics, "adaptive_limits", &spec.name, "in_flight"),
+                limit_gauge: gauge(metrics, GaugeKey::AdaptiveLimit, &spec.name),
+                in_flight_gauge: gauge(metrics, GaugeKey::AdaptiveLimitInFlight, &spec.name),
             })
             .collect();
         Policies {
