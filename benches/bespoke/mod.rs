@@ -14,8 +14,8 @@
 //! Events at the same instant run in the order they were scheduled, as in the engine; the one
 //! place the two could order ties differently is two events at the same nanosecond where one
 //! is a query's end, since the engine keeps one wake-up per database and this loop one event
-//! per query (none happens in the bundled runs; the assertion would catch one that changed
-//! a count).
+//! per query. Such a tie needs two instants equal to the nanosecond; the assertion would catch
+//! one that changed a count, and none does in the bench's runs.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
