@@ -214,4 +214,17 @@ at = "0s"
     assert!(stderr.contains("(memory_budget)"), "{stderr}");
     assert!(stderr.contains("[run] memory_max"), "{stderr}");
     assert!(stderr.contains("reproduce with: outagelab run"), "{stderr}");
+    // One event that spawns a burst of a million requests is stopped inside the burst, not
+    // after it: the check counts requests spawned and advanced, not only events.
+    let burst = dir.join("burst.toml");
+    let text_of_file = std::fs::read_to_string(&file).unwrap().replace(
+        "arrivals = \"even\"\nrate = 100000\ncount = 10000000",
+        "arrivals = \"burst\"\ncount = 1000000",
+    );
+    assert!(text_of_file.contains("\"burst\""));
+    std::fs::write(&burst, text_of_file).unwrap();
+    let output = outagelab(&["run", burst.to_str().unwrap()]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("(memory_budget) at 0 ms"), "{stderr}");
 }

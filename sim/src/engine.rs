@@ -40,8 +40,8 @@ use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, CacheOp, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId,
-    OnError, OnHit, PolicyKind, PolicyRef, RateLimitId, RedisCommand, Scenario, StepAction,
-    StepSpec, ThrottleId, ThrottleOp,
+    OnError, OnHit, PolicyRef, RateLimitId, RedisCommand, Scenario, StepAction, StepSpec,
+    ThrottleId, ThrottleOp,
 };
 use crate::throttles::{Held, Phase, Progress, Throttles};
 
@@ -250,9 +250,9 @@ struct LoadState {
     next_arrival_q32: u128,
 }
 
-/// Every this many events, a run's memory estimate is checked against its budget: often
-/// enough that a run cannot outgrow it by much in between (an event adds a few hundred bytes
-/// at most), rarely enough to cost nothing.
+/// Every this much work (events, requests spawned or advanced), a run's memory estimate is
+/// checked against its budget: often enough that a run cannot outgrow it by much in between
+/// (each adds a few hundred bytes at most), rarely enough to cost nothing.
 const MEMORY_CHECK_EVERY: u64 = 4096;
 
 /// How a step ended: its action ran and returned, or a layer refused it before it ran.
@@ -298,6 +298,11 @@ struct Simulator<'s> {
     retries_after_queries: BTreeMap<(u32, u32), (RequestRef, SimTime)>,
     metrics: Metrics,
     monitors: Monitors,
+    /// Work since the memory estimate was last checked, and whether it was over the budget.
+    work_since_memory_check: u64,
+    memory_exceeded: bool,
+    /// The most policy layers a step of the scenario has (for the memory estimate).
+    layers_max: usize,
     in_flight_gauge: GaugeId,
     /// Per database: queries running, and queries waiting for a lock.
     database_gauges: Vec<(GaugeId, GaugeId)>,
@@ -442,6 +447,15 @@ impl<'s> Simulator<'s> {
             retries_after_queries: BTreeMap::new(),
             metrics,
             monitors,
+            work_since_memory_check: 0,
+            memory_exceeded: false,
+            layers_max: scenario
+                .flows
+                .iter()
+                .flat_map(|flow| &flow.steps)
+                .map(|step| step.policies.len())
+                .max()
+                .unwrap_or(0),
             in_flight_gauge,
             database_gauges,
             connection_gauges,
@@ -464,6 +478,9 @@ impl<'s> Simulator<'s> {
             }
         };
         loop {
+            if self.over_memory_budget() {
+                return Verdict::MemoryBudget;
+            }
             if limits.horizon.is_none() && self.loads_active == 0 && self.in_flight == 0 {
                 return Verdict::Completed;
             }
@@ -486,11 +503,6 @@ impl<'s> Simulator<'s> {
             if self.events_processed >= limits.events_max {
                 return Verdict::EventBudget;
             }
-            if self.events_processed % MEMORY_CHECK_EVERY == 0
-                && self.memory_estimate() > limits.memory_max
-            {
-                return Verdict::MemoryBudget;
-            }
             let (at, event) = self.events.pop().expect("peeked");
             self.now = at;
             self.metrics.advance_to(at);
@@ -506,13 +518,26 @@ impl<'s> Simulator<'s> {
         }
     }
 
+    /// Counts one piece of work that may grow what the run holds (an event, a request spawned
+    /// or advanced) and, every [`MEMORY_CHECK_EVERY`] of them, checks the estimate against
+    /// the budget: true from the first check over it on. Counting work rather than events
+    /// catches a single event that spawns a burst of millions.
+    fn over_memory_budget(&mut self) -> bool {
+        if !self.memory_exceeded {
+            self.work_since_memory_check += 1;
+            if self.work_since_memory_check >= MEMORY_CHECK_EVERY {
+                self.work_since_memory_check = 0;
+                self.memory_exceeded = self.memory_estimate() > self.scenario.limits.memory_max;
+            }
+        }
+        self.memory_exceeded
+    }
+
     /// What the run holds now, in bytes: the parts that grow with what is in flight or with
     /// the length of the run (everything else is fixed by the scenario's size).
     fn memory_estimate(&self) -> u64 {
-        // A slot with its request, and room for a hold of every kind and a throttle slot.
-        let per_slot = std::mem::size_of::<Slot>()
-            + PolicyKind::ALL.len() * std::mem::size_of::<Hold>()
-            + std::mem::size_of::<Held>();
+        // A slot with its request, and room for a hold of every layer of the deepest step.
+        let per_slot = std::mem::size_of::<Slot>() + self.layers_max * std::mem::size_of::<Hold>();
         let slots = (self.slots.capacity() * per_slot) as u64;
         let queues = (self.free_slots.capacity() * 4 + self.runnable.capacity() * 8) as u64;
         slots
@@ -609,6 +634,9 @@ impl<'s> Simulator<'s> {
                 self.databases.timeouts = timeouts;
                 self.databases.timeouts.clear();
             } else if let Some(request) = self.runnable.pop_front() {
+                if self.over_memory_budget() {
+                    return; // the run stops at its next turn
+                }
                 if self.is_live(request) {
                     self.advance(request.slot);
                 }
@@ -658,6 +686,9 @@ impl<'s> Simulator<'s> {
         let (rate, end, poisson) = match spec.arrivals {
             Arrivals::Burst { count } => {
                 for _ in 0..count {
+                    if self.over_memory_budget() {
+                        break; // the run stops at its next turn
+                    }
                     self.spawn(id);
                 }
                 self.loads_active -= 1;
