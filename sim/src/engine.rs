@@ -114,6 +114,12 @@ pub fn summary_shape(scenario: &Scenario) -> Result<Summary, SimError> {
 }
 
 /// Whether a request counts as one of the run's requests, or is a step running on its own.
+///
+/// Fan-out (hedged requests, parallel reads) fits this shape without touching the rest: a
+/// `Child { parent: RequestRef }` role for the copies a step spawns, and a
+/// `Wait::Children { pending }` stage in which the parent waits until enough children have
+/// settled it, the others being abandoned through their tokens like a reply after a timeout.
+/// No policy uses it yet, so it is not built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
     Main,
