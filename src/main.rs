@@ -10,6 +10,7 @@ mod table;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
 use outagelab_report::{RunReport, Verdict, write};
@@ -113,6 +114,13 @@ fn run(
     csv: Option<&Path>,
     plot: Option<&Path>,
 ) -> ExitCode {
+    if let Err(message) = check_outputs(file, json, csv, plot) {
+        eprintln!("{message}");
+        return ExitCode::from(2);
+    }
+    if json == Some(Path::new("-")) {
+        STDOUT_IS_JSON.store(true, Ordering::Relaxed);
+    }
     let mut scenario = match outagelab_scenario_file::load(file) {
         Ok(scenario) => scenario,
         Err(diagnostics) => {
@@ -177,7 +185,7 @@ fn run(
             match writer(&report, target) {
                 Ok(paths) => {
                     for path in paths {
-                        say(&format!("wrote {}\n", path.display()));
+                        eprintln!("wrote {}", path.display());
                     }
                 }
                 Err(message) => {
@@ -199,9 +207,73 @@ fn run(
     }
 }
 
-/// Writes to standard output. A reader that went away (`outagelab run ... | head`) is not an
+/// Set when `--json -` sends the report to standard output: everything else goes to standard
+/// error then, so the output stays one JSON document.
+static STDOUT_IS_JSON: AtomicBool = AtomicBool::new(false);
+
+/// Refuses outputs that would overwrite the scenario file or each other, before anything runs.
+fn check_outputs(
+    file: &Path,
+    json: Option<&Path>,
+    csv: Option<&Path>,
+    plot: Option<&Path>,
+) -> Result<(), String> {
+    // Compared as absolute paths, with `.` and `..` resolved where the path exists.
+    let absolute = |path: &Path| {
+        std::fs::canonicalize(path)
+            .or_else(|_| std::path::absolute(path))
+            .unwrap_or_else(|_| path.to_owned())
+    };
+    let input = absolute(file);
+    let Some(json) = json.filter(|json| *json != Path::new("-")) else {
+        return Ok(());
+    };
+    let json_path = absolute(json);
+    if json_path == input {
+        return Err(format!(
+            "--json {} is the scenario file itself: writing the report there would destroy it",
+            json.display()
+        ));
+    }
+    if json_path.is_dir() {
+        return Err(format!(
+            "--json {} is a directory: give a file name (or - for standard output)",
+            json.display()
+        ));
+    }
+    if let Some(dir) = csv {
+        let dir = absolute(dir);
+        for name in ["series.csv", "summary.csv"] {
+            if json_path == dir.join(name) {
+                return Err(format!(
+                    "--json {} is where --csv writes {name}: choose another name",
+                    json.display()
+                ));
+            }
+        }
+    }
+    if let Some(dir) = plot
+        && json_path.parent() == Some(absolute(dir).as_path())
+        && json_path
+            .extension()
+            .is_some_and(|extension| extension == "png" || extension == "svg")
+    {
+        return Err(format!(
+            "--json {} is in the --plot directory with a chart's extension: a chart may \
+             overwrite it",
+            json.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Writes to standard output (to standard error when it carries the JSON). A reader that went away (`outagelab run ... | head`) is not an
 /// error worth a panic: the rest of the output is dropped and the exit code stays meaningful.
 fn say(text: &str) {
+    if STDOUT_IS_JSON.load(Ordering::Relaxed) {
+        eprint!("{text}");
+        return;
+    }
     let mut stdout = std::io::stdout().lock();
     let _ = stdout
         .write_all(text.as_bytes())
@@ -269,11 +341,21 @@ fn check_expectations(scenario: &ScenarioFile, report: &RunReport) -> bool {
 }
 
 fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    if let Some(parent) = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && path != Path::new("-"))
+    {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    std::fs::write(path, write::to_json(report))
+    if path == Path::new("-") {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout
+            .write_all(write::to_json(report).as_bytes())
+            .and_then(|()| stdout.flush());
+        return Ok(Vec::new());
+    }
+    write::replace_file(path, write::to_json(report).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(vec![path.to_owned()])
 }
@@ -286,7 +368,8 @@ fn write_csv(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, String> {
     ];
     let mut written = Vec::new();
     for (path, text) in files {
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        write::replace_file(&path, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         written.push(path);
     }
     Ok(written)

@@ -228,3 +228,85 @@ at = "0s"
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("(memory_budget) at 0 ms"), "{stderr}");
 }
+
+#[test]
+fn outputs_never_overwrite_the_scenario_or_each_other() {
+    let dir = scratch("unsafe-outputs");
+    let input = dir.join("scenario.toml");
+    let original = std::fs::read("scenarios/redis-dead-protection.toml").unwrap();
+    std::fs::write(&input, &original).unwrap();
+    let input = input.to_str().unwrap();
+    let csv = dir.join("csv");
+    let series = csv.join("series.csv");
+    let cases: [(Vec<&str>, &str); 3] = [
+        (
+            vec!["run", input, "--json", input],
+            "is the scenario file itself",
+        ),
+        (
+            vec![
+                "run",
+                input,
+                "--csv",
+                csv.to_str().unwrap(),
+                "--json",
+                series.to_str().unwrap(),
+            ],
+            "is where --csv writes series.csv",
+        ),
+        (
+            vec!["run", input, "--json", dir.to_str().unwrap()],
+            "is a directory",
+        ),
+    ];
+    for (args, message) in cases {
+        let output = outagelab(&args);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "refused before running");
+    }
+    assert_eq!(
+        std::fs::read(input).unwrap(),
+        original,
+        "the scenario is intact"
+    );
+}
+
+#[test]
+fn json_to_standard_output_keeps_it_one_document_and_files_appear_whole() {
+    let output = outagelab(&["run", "scenarios/redis-dead-protection.toml", "--json", "-"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("standard output is one JSON document");
+    assert_eq!(report["variants"].as_array().unwrap().len(), 3);
+    assert!(text(&output.stderr).contains("expectations: 19 held"));
+    assert!(!Path::new(env!("CARGO_MANIFEST_DIR")).join("-").exists());
+
+    let dir = scratch("whole-files");
+    let (json, csv, plot) = (dir.join("r.json"), dir.join("csv"), dir.join("charts"));
+    let output = outagelab(&[
+        "run",
+        "scenarios/redis-dead-protection.toml",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    // Status lines go to standard error; standard output is the table.
+    assert!(!text(&output.stdout).contains("wrote "));
+    assert!(text(&output.stderr).contains(&format!("wrote {}", json.display())));
+    for folder in [&dir, &csv, &plot] {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            assert!(
+                !name.contains(".partial"),
+                "a partial file was left: {name}"
+            );
+        }
+    }
+    assert!(std::fs::metadata(plot.join("outage.png")).unwrap().len() > 1000);
+}

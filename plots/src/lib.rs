@@ -81,13 +81,22 @@ pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, Plot
     }
     let mut written = Vec::new();
     for chart in charts(report) {
+        // Each chart is drawn beside its name and renamed into place, so an interrupted run
+        // leaves no truncated image under the real name.
         let png = dir.join(format!("{}.png", chart.name));
-        render::write_png(&chart, &png).map_err(|reason| PlotError::new(&png, reason))?;
+        let partial = outagelab_report::write::partial_path(&png);
+        render::write_png(&chart, &partial)
+            .and_then(|()| std::fs::rename(&partial, &png).map_err(|error| error.to_string()))
+            .map_err(|reason| {
+                let _ = std::fs::remove_file(&partial);
+                PlotError::new(&png, reason)
+            })?;
         written.push(png);
 
         let svg = dir.join(format!("{}.svg", chart.name));
         let document = render::svg(&chart).map_err(|reason| PlotError::new(&svg, reason))?;
-        std::fs::write(&svg, document).map_err(|error| PlotError::new(&svg, error.to_string()))?;
+        outagelab_report::write::replace_file(&svg, document.as_bytes())
+            .map_err(|error| PlotError::new(&svg, error.to_string()))?;
         written.push(svg);
     }
     Ok(written)

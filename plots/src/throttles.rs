@@ -13,8 +13,11 @@ use crate::chart::{
 };
 use crate::timeline::{bucket_middles_s, one_panel_over_time, style_entry};
 
+/// Makes a throttle's gauge key from its name.
+type GaugeOf = fn(String) -> GaugeKey;
+
 /// The two gauges of a throttle, in legend order, with their line style.
-const GAUGES: [(fn(String) -> GaugeKey, Dash, &str); 2] = [
+const GAUGES: [(GaugeOf, Dash, &str); 2] = [
     (GaugeKey::ThrottleHolders, Dash::Solid, "slots held"),
     (GaugeKey::ThrottleCounter, Dash::Dashed, "counter says held"),
 ];

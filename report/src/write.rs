@@ -3,8 +3,43 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 use crate::{LatencyStats, Outcome, RunReport};
+
+/// Where [`replace_file`] writes before it renames: beside `path`, hidden, with the same
+/// extension (an image encoder picks its format by it), so a reader of the directory never
+/// sees a half-written file under the real name: `charts/.outage.partial.png`.
+pub fn partial_path(path: &Path) -> PathBuf {
+    let stem = path.file_stem().map_or_else(
+        || "output".into(),
+        |stem| stem.to_string_lossy().into_owned(),
+    );
+    let name = match path.extension() {
+        Some(extension) => format!(".{stem}.partial.{}", extension.to_string_lossy()),
+        None => format!(".{stem}.partial"),
+    };
+    path.with_file_name(name)
+}
+
+/// Replaces the file at `path` with `bytes` all at once: writes them beside it, flushes them to
+/// the disk, then renames over it. A full disk or a killed process leaves the old file (or
+/// none), never a truncated one.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let partial = partial_path(path);
+    let written = std::fs::File::create(&partial).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&partial, path)) {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            let _ = std::fs::remove_file(&partial);
+            Err(error)
+        }
+    }
+}
 
 /// The whole report as pretty-printed JSON, ending in a newline.
 pub fn to_json(report: &RunReport) -> String {
