@@ -121,6 +121,12 @@ struct Reader<'a> {
     errors: Vec<Diagnostic>,
 }
 
+/// Why neither a variant nor a sweep may set the seed.
+const SEED_IS_A_RUN_PARAMETER: &str = "the seed is a parameter of the run, not of a variant: \
+     every variant runs on the same seed so that they compare on the same random draws, and \
+     the header's seed and `--seed` reproduce the run only if no variant changes it; use \
+     --seed N for another draw";
+
 /// A `[[variant]]` entry: its header and its patch.
 struct VariantEntry<'t> {
     header: RawVariant,
@@ -189,7 +195,23 @@ impl<'t> Reader<'_> {
                 Some((_, patch)) => {
                     let patch_span = patch.span();
                     match patch.into_inner() {
-                        DeValue::Table(patch) => Some(patch),
+                        DeValue::Table(patch) => {
+                            let seed = patch.get("scenario").and_then(|scenario| {
+                                match scenario.get_ref() {
+                                    DeValue::Table(scenario) => scenario.get_key_value("seed"),
+                                    _ => None,
+                                }
+                            });
+                            if let Some((key, _)) = seed {
+                                self.errors.push(self.source.diagnostic(
+                                    Some(key.span()),
+                                    format!("variant[{index}].patch.scenario.seed"),
+                                    SEED_IS_A_RUN_PARAMETER,
+                                ));
+                                continue;
+                            }
+                            Some(patch)
+                        }
                         _ => {
                             let message = "a patch is a table of the keys to change, e.g. \
                                            [variant.patch.breakers.redis]";
@@ -270,6 +292,14 @@ impl<'t> Reader<'_> {
                 Some(header.parameter.span()),
                 "sweep.parameter",
                 message,
+            ));
+            return None;
+        }
+        if header.parameter.get_ref() == "scenario.seed" {
+            self.errors.push(self.source.diagnostic(
+                Some(header.parameter.span()),
+                "sweep.parameter",
+                SEED_IS_A_RUN_PARAMETER,
             ));
             return None;
         }

@@ -749,3 +749,18 @@ fn adaptive_limit_mistakes() {
         check(text, expected);
     }
 }
+
+#[test]
+fn no_variant_or_sweep_may_change_the_seed() {
+    let why = "the seed is a parameter of the run, not of a variant: every variant runs on the \
+               same seed so that they compare on the same random draws, and the header's seed \
+               and `--seed` reproduce the run only if no variant changes it; use --seed N for \
+               another draw";
+    let patch = format!("{BASE}\n[[variant]]\nname = \"a\"\n[variant.patch.scenario]\nseed = 7\n");
+    check(
+        &patch,
+        &format!("27:1: variant[0].patch.scenario.seed: {why}"),
+    );
+    let sweep = format!("{BASE}\n[sweep]\nparameter = \"scenario.seed\"\nvalues = [1, 2]\n");
+    check(&sweep, &format!("25:13: sweep.parameter: {why}"));
+}
