@@ -45,6 +45,11 @@ macro_rules! resource_kinds {
             }
         }
 
+        /// Whether `table` is the root table of a resource kind (`servers`, `flows`, ...).
+        pub fn is_resource_section(table: &str) -> bool {
+            [$(stringify!($table),)*].contains(&table)
+        }
+
         /// The names of every resource, by kind. (Nothing refers to a load or a fault by
         /// name, but they are numbered like every kind.)
         #[allow(dead_code)]

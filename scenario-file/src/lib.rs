@@ -20,6 +20,7 @@ mod document;
 mod kinds;
 mod one_of;
 mod raw;
+mod suggest;
 pub mod units;
 mod validate;
 
@@ -141,6 +142,41 @@ struct SweepEntry<'t> {
 }
 
 impl<'t> Reader<'_> {
+    /// A patch that names a resource the base file does not have creates it, which is what a
+    /// typo does too (`servers = { rediss = ... }` makes an unused server and the variant runs
+    /// as the base). A new name one or two edits from an existing one is refused as a typo.
+    fn check_patch_names(&mut self, base: &Table<'_>, patch: &Table<'_>, variant: &str) {
+        for (section, names) in patch.iter() {
+            let (DeValue::Table(names), Some(DeValue::Table(existing))) = (
+                names.get_ref(),
+                base.get(section.get_ref().as_ref()).map(Spanned::get_ref),
+            ) else {
+                continue;
+            };
+            if !kinds::is_resource_section(section.get_ref()) {
+                continue;
+            }
+            for (name, _) in names.iter() {
+                let name_text = name.get_ref().as_ref();
+                if existing.contains_key(name_text) {
+                    continue;
+                }
+                let known = existing.iter().map(|(key, _)| key.get_ref().as_ref());
+                if let Some(near) = suggest::closest(name_text, known) {
+                    let section = section.get_ref();
+                    self.errors.push(self.source.diagnostic(
+                        Some(name.span()),
+                        format!("variant \"{variant}\" patch.{section}.{name_text}"),
+                        format!(
+                            "the base file has no {section}.{name_text}: did you mean `{near}`? \
+                             (a patch that names a new resource creates it)"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
     fn toml_error(&mut self, root: Option<&Table<'_>>, error: toml::de::Error) {
         let span = error.span();
         let key = match (root, &span) {
@@ -427,6 +463,9 @@ impl<'t> Reader<'_> {
         let mut documents = Vec::new();
         for entry in entries {
             let mut document = base.clone();
+            if let Some(patch) = &entry.patch {
+                self.check_patch_names(&base, patch, entry.header.name.get_ref());
+            }
             if let Some(patch) = &entry.patch
                 && let Err((span, reason)) = merge(&mut document, patch)
             {

@@ -228,6 +228,11 @@ impl<'a> Validator<'a> {
                 let kind = index.noun;
                 let message = if known.is_empty() {
                     format!("unknown {kind} `{name}`: the scenario defines none")
+                } else if let Some(near) = crate::suggest::closest(name, known.iter().copied()) {
+                    format!(
+                        "unknown {kind} `{name}`: did you mean `{near}`? (defined: {})",
+                        known.join(", ")
+                    )
                 } else {
                     format!("unknown {kind} `{name}` (defined: {})", known.join(", "))
                 };

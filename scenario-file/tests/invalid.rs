@@ -117,7 +117,7 @@ fn rejected_files() {
         ),
         (
             with("server = \"redis\"", "server = \"redsi\""),
-            "7:10: connections.c.server: unknown server `redsi` (defined: redis)",
+            "7:10: connections.c.server: unknown server `redsi`: did you mean `redis`? (defined: redis)",
         ),
         (
             with("flow = \"f\"", "flow = \"g\""),
@@ -763,4 +763,20 @@ fn no_variant_or_sweep_may_change_the_seed() {
     );
     let sweep = format!("{BASE}\n[sweep]\nparameter = \"scenario.seed\"\nvalues = [1, 2]\n");
     check(&sweep, &format!("25:13: sweep.parameter: {why}"));
+}
+
+#[test]
+fn a_patch_that_misspells_a_resource_is_refused_not_run_as_a_new_one() {
+    let typo = format!(
+        "{BASE}\n[[variant]]\nname = \"typo\"\npatch = {{ servers = {{ rediss = {{ command_cost = \"1ms\" }} }} }}\n"
+    );
+    check(
+        &typo,
+        "26:23: variant \"typo\" patch.servers.rediss: the base file has no servers.rediss: did you mean `redis`? (a patch that names a new resource creates it)",
+    );
+    // A new resource whose name is not a near miss is created as before.
+    let new = format!(
+        "{BASE}\n[[variant]]\nname = \"new\"\npatch = {{ servers = {{ replica = {{ command_cost = \"1ms\" }} }} }}\n"
+    );
+    outagelab_scenario_file::parse(&new, Path::new("t.toml")).expect("a new server");
 }
