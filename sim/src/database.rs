@@ -191,6 +191,9 @@ pub(crate) struct Databases {
     /// How long each query that got its lock in the last call waited for it, in nanoseconds;
     /// the engine drains it.
     pub lock_waits: Vec<(DatabaseId, u64)>,
+    /// A query started or an event ran since the last [`Databases::take_changed`]: the
+    /// running and lock-waiting counts may have moved.
+    changed: bool,
 }
 
 impl Databases {
@@ -221,7 +224,14 @@ impl Databases {
             completions: Vec::new(),
             timeouts: Vec::new(),
             lock_waits: Vec::new(),
+            changed: true,
         }
+    }
+
+    /// Whether the counts [`Databases::running`] and [`Databases::lock_waiting`] report may
+    /// have changed since the last call (they change only in `start` and `handle`).
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::replace(&mut self.changed, false)
     }
 
     /// Queries waiting for an advisory lock.
@@ -255,6 +265,7 @@ impl Databases {
 
     /// Runs an event these databases scheduled, now that it is due.
     pub fn handle(&mut self, now: SimTime, event: DatabaseEvent, events: &mut EventQueue) {
+        self.changed = true;
         match event {
             DatabaseEvent::Wake {
                 database,
@@ -269,6 +280,7 @@ impl Databases {
 
     /// Hands a query to the database: it runs at once, or waits for its lock.
     pub fn start(&mut self, now: SimTime, id: DatabaseId, query: Query, events: &mut EventQueue) {
+        self.changed = true;
         let database = &mut self.databases[id.index()];
         let order = database.started_total;
         database.started_total += 1;

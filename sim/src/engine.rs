@@ -624,14 +624,20 @@ impl<'s> Simulator<'s> {
         }
     }
 
+    /// Sets every gauge to its value at the end of an event (a gauge's series is the largest
+    /// of these in each bucket). A gauge whose source cannot have changed in the event is left
+    /// as it is: setting a gauge to the value it holds changes nothing.
     fn refresh_gauges(&mut self) {
         self.metrics.set_gauge(self.in_flight_gauge, self.in_flight);
-        for (index, &(running_gauge, waiting_gauge)) in self.database_gauges.iter().enumerate() {
-            let id = DatabaseId(index as u32);
-            let running = self.databases.running(id) as u64;
-            self.metrics.set_gauge(running_gauge, running);
-            self.metrics
-                .set_gauge(waiting_gauge, self.databases.lock_waiting(id));
+        if self.databases.take_changed() {
+            for (index, &(running_gauge, waiting_gauge)) in self.database_gauges.iter().enumerate()
+            {
+                let id = DatabaseId(index as u32);
+                let running = self.databases.running(id) as u64;
+                self.metrics.set_gauge(running_gauge, running);
+                self.metrics
+                    .set_gauge(waiting_gauge, self.databases.lock_waiting(id));
+            }
         }
         for (index, &gauge) in self.connection_gauges.iter().enumerate() {
             let pending = self.redis.pending(ConnectionId(index as u32));
