@@ -352,7 +352,10 @@ impl Databases {
                 break;
             }
             database.running.pop();
-            database.deadlines.remove(&(done.deadline, done.order));
+            if done.deadline != SimTime::MAX {
+                // Only a query with a timeout has a deadline entry (see `start`).
+                database.deadlines.remove(&(done.deadline, done.order));
+            }
             self.completions.push(done.waiter);
             if let Some(key) = done.lock {
                 // The transaction ends: the lock passes to the oldest waiter, if any.

@@ -816,7 +816,10 @@ impl<'s> Simulator<'s> {
         };
         let entrant = Entrant {
             waiter: self.current_ref(slot),
-            bytes: self.redis_op(slot, step).map_or(0, Op::request_bytes),
+            bytes: match step.action {
+                StepAction::Redis { command, .. } => Op::command_bytes(command),
+                _ => 0,
+            },
         };
         let layer = self.policies.layer(policy);
         match layer.enter(self.now, &entrant) {
@@ -1425,14 +1428,17 @@ impl<'s> Simulator<'s> {
 
     fn free(&mut self, slot: u32) {
         let entry = &mut self.slots[slot as usize];
-        let mut request = entry.request.take().expect("freeing a live request");
+        // Not `take`n out of its slot: a request is large, and only two fields are needed.
+        let request = entry.request.as_mut().expect("freeing a live request");
+        let (role, throttle_held) = (request.role, std::mem::take(&mut request.throttle_held));
+        entry.request = None;
         debug_assert!(entry.holds.is_empty(), "a request ends outside its layers");
         entry.token = entry.token.wrapping_add(1);
         self.free_slots.push(slot);
-        if request.role == Role::Main {
+        if role == Role::Main {
             self.monitors.went_away();
         }
-        for held in request.throttle_held.drain(..) {
+        for held in throttle_held {
             self.throttles.leak(self.now, held); // ended without releasing its slot
         }
     }
