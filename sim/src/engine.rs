@@ -821,10 +821,9 @@ impl<'s> Simulator<'s> {
                 _ => 0,
             },
         };
-        let layer = self.policies.layer(policy);
-        match layer.enter(self.now, &entrant) {
+        match self.policies.enter(policy, self.now, &entrant) {
             Enter::Pass(hold) => {
-                let ceiling = layer.ceiling();
+                let ceiling = self.policies.ceiling(policy);
                 self.monitors
                     .entered(self.scenario, self.now, policy, ceiling);
                 self.slots[slot as usize].holds.push(hold);
@@ -1246,7 +1245,7 @@ impl<'s> Simulator<'s> {
         while let Some(hold) = self.slots[slot as usize].holds.pop() {
             let depth = self.slots[slot as usize].holds.len();
             let policy = step.policies[depth];
-            match self.policies.layer(policy).exit(now, hold, &leaving) {
+            match self.policies.exit(policy, now, hold, &leaving) {
                 Exit::Left(handover) => {
                     self.monitors.left(policy);
                     if let Some(handover) = handover {
@@ -1382,7 +1381,7 @@ impl<'s> Simulator<'s> {
             self.release_kept(policy, hold);
             return;
         }
-        let ceiling = self.policies.layer(policy).ceiling();
+        let ceiling = self.policies.ceiling(policy);
         self.monitors
             .entered(self.scenario, self.now, policy, ceiling);
         let &Stage::Queued { layer } = &self.request(waiter.slot).stage else {
