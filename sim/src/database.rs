@@ -99,6 +99,23 @@ impl PartialOrd for Running {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
+
+    // The heap compares with these on every push and pop: one test each, not an `Ordering`.
+    fn lt(&self, other: &Self) -> bool {
+        self.target < other.target || (self.target == other.target && self.order < other.order)
+    }
+
+    fn le(&self, other: &Self) -> bool {
+        !other.lt(self)
+    }
+
+    fn gt(&self, other: &Self) -> bool {
+        other.lt(self)
+    }
+
+    fn ge(&self, other: &Self) -> bool {
+        !self.lt(other)
+    }
 }
 
 /// A query waiting for a lock, and since when.
@@ -454,6 +471,33 @@ mod tests {
             .into_iter()
             .map(|(_, ms)| ms)
             .collect()
+    }
+
+    #[test]
+    fn running_comparisons_agree_with_the_order() {
+        let running = |target, order| Running {
+            target,
+            order,
+            waiter: RequestRef { slot: 0, token: 0 },
+            deadline: SimTime::MAX,
+            lock: None,
+        };
+        let all = [
+            running(5, 1),
+            running(5, 2),
+            running(1 << 70, 0),
+            running((1 << 70) + 1, 0),
+            running(6, 0),
+        ];
+        for a in &all {
+            for b in &all {
+                let order = a.cmp(b);
+                assert_eq!(a < b, order.is_lt(), "{a:?} < {b:?}");
+                assert_eq!(a <= b, order.is_le(), "{a:?} <= {b:?}");
+                assert_eq!(a > b, order.is_gt(), "{a:?} > {b:?}");
+                assert_eq!(a >= b, order.is_ge(), "{a:?} >= {b:?}");
+            }
+        }
     }
 
     /// Runs every wake-up until none is left; returns which query finished when (slot, ms).
