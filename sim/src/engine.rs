@@ -1198,9 +1198,21 @@ impl<'s> Simulator<'s> {
             return; // replayed on a fresh connection
         }
         if let Next::Continue = self.finish_step(request.slot, Ended::Action(result)) {
-            let next = self.current_ref(request.slot);
-            self.runnable.push_back(next);
+            if self.past_last_step(request.slot) {
+                // Nothing is left for it to do: it ends now rather than after a trip through
+                // the runnable queue (ending touches nothing another request waits on).
+                self.end_request(request.slot, Outcome::Ok);
+            } else {
+                let next = self.current_ref(request.slot);
+                self.runnable.push_back(next);
+            }
         }
+    }
+
+    /// Whether the request in `slot` has run every step of its flow.
+    fn past_last_step(&self, slot: u32) -> bool {
+        let request = self.request(slot);
+        usize::from(request.step) == self.scenario.flows[request.flow.index()].steps.len()
     }
 
     /// Ends the current step of the request in `slot` with what its action (or a refusing
