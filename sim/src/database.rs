@@ -99,6 +99,23 @@ impl PartialOrd for Running {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
+
+    // The heap compares with these on every push and pop: one test each, not an `Ordering`.
+    fn lt(&self, other: &Self) -> bool {
+        self.target < other.target || (self.target == other.target && self.order < other.order)
+    }
+
+    fn le(&self, other: &Self) -> bool {
+        !other.lt(self)
+    }
+
+    fn gt(&self, other: &Self) -> bool {
+        other.lt(self)
+    }
+
+    fn ge(&self, other: &Self) -> bool {
+        !self.lt(other)
+    }
 }
 
 /// A query waiting for a lock, and since when.
@@ -191,6 +208,9 @@ pub(crate) struct Databases {
     /// How long each query that got its lock in the last call waited for it, in nanoseconds;
     /// the engine drains it.
     pub lock_waits: Vec<(DatabaseId, u64)>,
+    /// A query started or an event ran since the last [`Databases::take_changed`]: the
+    /// running and lock-waiting counts may have moved.
+    changed: bool,
 }
 
 impl Databases {
@@ -221,7 +241,14 @@ impl Databases {
             completions: Vec::new(),
             timeouts: Vec::new(),
             lock_waits: Vec::new(),
+            changed: true,
         }
+    }
+
+    /// Whether the counts [`Databases::running`] and [`Databases::lock_waiting`] report may
+    /// have changed since the last call (they change only in `start` and `handle`).
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::replace(&mut self.changed, false)
     }
 
     /// Queries waiting for an advisory lock.
@@ -255,6 +282,7 @@ impl Databases {
 
     /// Runs an event these databases scheduled, now that it is due.
     pub fn handle(&mut self, now: SimTime, event: DatabaseEvent, events: &mut EventQueue) {
+        self.changed = true;
         match event {
             DatabaseEvent::Wake {
                 database,
@@ -269,6 +297,7 @@ impl Databases {
 
     /// Hands a query to the database: it runs at once, or waits for its lock.
     pub fn start(&mut self, now: SimTime, id: DatabaseId, query: Query, events: &mut EventQueue) {
+        self.changed = true;
         let database = &mut self.databases[id.index()];
         let order = database.started_total;
         database.started_total += 1;
@@ -340,7 +369,10 @@ impl Databases {
                 break;
             }
             database.running.pop();
-            database.deadlines.remove(&(done.deadline, done.order));
+            if done.deadline != SimTime::MAX {
+                // Only a query with a timeout has a deadline entry (see `start`).
+                database.deadlines.remove(&(done.deadline, done.order));
+            }
             self.completions.push(done.waiter);
             if let Some(key) = done.lock {
                 // The transaction ends: the lock passes to the oldest waiter, if any.
@@ -439,6 +471,33 @@ mod tests {
             .into_iter()
             .map(|(_, ms)| ms)
             .collect()
+    }
+
+    #[test]
+    fn running_comparisons_agree_with_the_order() {
+        let running = |target, order| Running {
+            target,
+            order,
+            waiter: RequestRef { slot: 0, token: 0 },
+            deadline: SimTime::MAX,
+            lock: None,
+        };
+        let all = [
+            running(5, 1),
+            running(5, 2),
+            running(1 << 70, 0),
+            running((1 << 70) + 1, 0),
+            running(6, 0),
+        ];
+        for a in &all {
+            for b in &all {
+                let order = a.cmp(b);
+                assert_eq!(a < b, order.is_lt(), "{a:?} < {b:?}");
+                assert_eq!(a <= b, order.is_le(), "{a:?} <= {b:?}");
+                assert_eq!(a > b, order.is_gt(), "{a:?} > {b:?}");
+                assert_eq!(a >= b, order.is_ge(), "{a:?} >= {b:?}");
+            }
+        }
     }
 
     /// Runs every wake-up until none is left; returns which query finished when (slot, ms).

@@ -658,14 +658,20 @@ impl<'s> Simulator<'s> {
         }
     }
 
+    /// Sets every gauge to its value at the end of an event (a gauge's series is the largest
+    /// of these in each bucket). A gauge whose source cannot have changed in the event is left
+    /// as it is: setting a gauge to the value it holds changes nothing.
     fn refresh_gauges(&mut self) {
         self.metrics.set_gauge(self.in_flight_gauge, self.in_flight);
-        for (index, &(running_gauge, waiting_gauge)) in self.database_gauges.iter().enumerate() {
-            let id = DatabaseId(index as u32);
-            let running = self.databases.running(id) as u64;
-            self.metrics.set_gauge(running_gauge, running);
-            self.metrics
-                .set_gauge(waiting_gauge, self.databases.lock_waiting(id));
+        if self.databases.take_changed() {
+            for (index, &(running_gauge, waiting_gauge)) in self.database_gauges.iter().enumerate()
+            {
+                let id = DatabaseId(index as u32);
+                let running = self.databases.running(id) as u64;
+                self.metrics.set_gauge(running_gauge, running);
+                self.metrics
+                    .set_gauge(waiting_gauge, self.databases.lock_waiting(id));
+            }
         }
         for (index, &gauge) in self.connection_gauges.iter().enumerate() {
             let pending = self.redis.pending(ConnectionId(index as u32));
@@ -847,12 +853,14 @@ impl<'s> Simulator<'s> {
         };
         let entrant = Entrant {
             waiter: self.current_ref(slot),
-            bytes: self.redis_op(slot, step).map_or(0, Op::request_bytes),
+            bytes: match step.action {
+                StepAction::Redis { command, .. } => Op::command_bytes(command),
+                _ => 0,
+            },
         };
-        let layer = self.policies.layer(policy);
-        match layer.enter(self.now, &entrant) {
+        match self.policies.enter(policy, self.now, &entrant) {
             Enter::Pass(hold) => {
-                let ceiling = layer.ceiling();
+                let ceiling = self.policies.ceiling(policy);
                 self.monitors
                     .entered(self.scenario, self.now, policy, ceiling);
                 self.slots[slot as usize].holds.push(hold);
@@ -1227,9 +1235,21 @@ impl<'s> Simulator<'s> {
             return; // replayed on a fresh connection
         }
         if let Next::Continue = self.finish_step(request.slot, Ended::Action(result)) {
-            let next = self.current_ref(request.slot);
-            self.runnable.push_back(next);
+            if self.past_last_step(request.slot) {
+                // Nothing is left for it to do: it ends now rather than after a trip through
+                // the runnable queue (ending touches nothing another request waits on).
+                self.end_request(request.slot, Outcome::Ok);
+            } else {
+                let next = self.current_ref(request.slot);
+                self.runnable.push_back(next);
+            }
         }
+    }
+
+    /// Whether the request in `slot` has run every step of its flow.
+    fn past_last_step(&self, slot: u32) -> bool {
+        let request = self.request(slot);
+        usize::from(request.step) == self.scenario.flows[request.flow.index()].steps.len()
     }
 
     /// Ends the current step of the request in `slot` with what its action (or a refusing
@@ -1274,7 +1294,7 @@ impl<'s> Simulator<'s> {
         while let Some(hold) = self.slots[slot as usize].holds.pop() {
             let depth = self.slots[slot as usize].holds.len();
             let policy = step.policies[depth];
-            match self.policies.layer(policy).exit(now, hold, &leaving) {
+            match self.policies.exit(policy, now, hold, &leaving) {
                 Exit::Left(handover) => {
                     self.monitors.left(policy);
                     if let Some(handover) = handover {
@@ -1410,7 +1430,7 @@ impl<'s> Simulator<'s> {
             self.release_kept(policy, hold);
             return;
         }
-        let ceiling = self.policies.layer(policy).ceiling();
+        let ceiling = self.policies.ceiling(policy);
         self.monitors
             .entered(self.scenario, self.now, policy, ceiling);
         let &Stage::Queued { layer } = &self.request(waiter.slot).stage else {
@@ -1456,14 +1476,17 @@ impl<'s> Simulator<'s> {
 
     fn free(&mut self, slot: u32) {
         let entry = &mut self.slots[slot as usize];
-        let mut request = entry.request.take().expect("freeing a live request");
+        // Not `take`n out of its slot: a request is large, and only two fields are needed.
+        let request = entry.request.as_mut().expect("freeing a live request");
+        let (role, throttle_held) = (request.role, std::mem::take(&mut request.throttle_held));
+        entry.request = None;
         debug_assert!(entry.holds.is_empty(), "a request ends outside its layers");
         entry.token = entry.token.wrapping_add(1);
         self.free_slots.push(slot);
-        if request.role == Role::Main {
+        if role == Role::Main {
             self.monitors.went_away();
         }
-        for held in request.throttle_held.drain(..) {
+        for held in throttle_held {
             self.throttles.leak(self.now, held); // ended without releasing its slot
         }
     }

@@ -15,7 +15,7 @@
 //!
 //! Adding a policy: its state machine in `outagelab-model`; its spec, id and [`PolicyRef`]
 //! variant in `scenario.rs`; here a slot type with an `impl Layer`, its construction in
-//! [`Policies::new`], one line in [`Policies::layer`], and its section of the summary in
+//! [`Policies::new`], one entry in the list of `on_layer!`, and its section of the summary in
 //! [`Policies::summarize`]; its report type in `outagelab-report`.
 
 use outagelab_model::adaptive_limit::{
@@ -398,12 +398,34 @@ impl Layer for AdaptiveLimitSlot {
 }
 
 /// Every policy instance of a run, by kind, addressed by [`PolicyRef`].
+/// Runs `$call` with `$layer` bound to the slot `$policy` names, with its own type: the one
+/// place that maps a [`PolicyRef`] to its slot (a new policy adds its arm here).
+macro_rules! on_layer {
+    ($policies:expr, $policy:expr, $layer:ident => $call:expr) => {
+        on_layer!(@arms $policies, $policy, $layer => $call;
+            Breaker breakers, Bulkhead bulkheads, Semaphore semaphores, Retry retries,
+            AdaptiveLimit adaptive_limits)
+    };
+    (@arms $policies:expr, $policy:expr, $layer:ident => $call:expr;
+        $($variant:ident $slots:ident),*) => {
+        match $policy {
+            $(PolicyRef::$variant(id) => {
+                let $layer = &mut $policies.$slots[id.index()];
+                $call
+            })*
+        }
+    };
+}
+
 pub(crate) struct Policies {
     breakers: Vec<BreakerSlot>,
     bulkheads: Vec<BulkheadSlot>,
     semaphores: Vec<SemaphoreSlot>,
     retries: Vec<RetrySlot>,
     adaptive_limits: Vec<AdaptiveLimitSlot>,
+    /// A layer was called through `Policies` (`layer`, `enter`, `exit`) since the last
+    /// [`Policies::observe`]: its state may have changed.
+    touched: bool,
 }
 
 /// Bugs a test may plant in the policies, to show that the monitors catch them.
@@ -482,27 +504,54 @@ impl Policies {
             semaphores,
             retries,
             adaptive_limits,
+            touched: true,
         }
     }
 
     /// The layer a step names.
     pub fn layer(&mut self, policy: PolicyRef) -> &mut dyn Layer {
-        match policy {
-            PolicyRef::Breaker(id) => &mut self.breakers[id.index()],
-            PolicyRef::Bulkhead(id) => &mut self.bulkheads[id.index()],
-            PolicyRef::Semaphore(id) => &mut self.semaphores[id.index()],
-            PolicyRef::Retry(id) => &mut self.retries[id.index()],
-            PolicyRef::AdaptiveLimit(id) => &mut self.adaptive_limits[id.index()],
-        }
+        self.touched = true;
+        on_layer!(self, policy, layer => layer as &mut dyn Layer)
+    }
+
+    /// [`Layer::enter`] of the layer `policy` names, called without `dyn` (every request
+    /// enters and exits its layers: this is the engine's hot path).
+    pub fn enter(&mut self, policy: PolicyRef, now: SimTime, entrant: &Entrant) -> Enter {
+        self.touched = true;
+        on_layer!(self, policy, layer => layer.enter(now, entrant))
+    }
+
+    /// [`Layer::exit`] of the layer `policy` names, called without `dyn`.
+    pub fn exit(&mut self, policy: PolicyRef, now: SimTime, hold: Hold, leaving: &Leaving) -> Exit {
+        self.touched = true;
+        on_layer!(self, policy, layer => layer.exit(now, hold, leaving))
+    }
+
+    /// [`Layer::ceiling`] of the layer `policy` names, called without `dyn`.
+    pub fn ceiling(&mut self, policy: PolicyRef) -> Option<u64> {
+        on_layer!(self, policy, layer => layer.ceiling())
     }
 
     /// Every layer, for gauges.
     pub fn observe(&mut self, now: SimTime, metrics: &mut Metrics) {
-        let layers = (self.semaphores.iter_mut().map(|l| l as &mut dyn Layer))
-            .chain(self.breakers.iter_mut().map(|l| l as &mut dyn Layer))
-            .chain(self.bulkheads.iter_mut().map(|l| l as &mut dyn Layer))
-            .chain(self.adaptive_limits.iter_mut().map(|l| l as &mut dyn Layer));
-        for layer in layers {
+        // One loop per kind (not a chain of `dyn Layer`): this runs after every event, and
+        // each call is then direct and inlined. A breaker's state moves with time alone (open
+        // turns half-open); the other gauges move only in calls, which all go through
+        // `layer`, so they are set only after one (setting a gauge to its value is a no-op).
+        let touched = std::mem::replace(&mut self.touched, false);
+        for layer in &mut self.breakers {
+            layer.observe(now, metrics);
+        }
+        if !touched {
+            return;
+        }
+        for layer in &mut self.semaphores {
+            layer.observe(now, metrics);
+        }
+        for layer in &mut self.bulkheads {
+            layer.observe(now, metrics);
+        }
+        for layer in &mut self.adaptive_limits {
             layer.observe(now, metrics);
         }
     }

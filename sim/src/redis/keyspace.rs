@@ -25,8 +25,14 @@ pub(crate) struct Op {
 impl Op {
     /// Bytes the command puts on the wire (its value included).
     pub fn request_bytes(self) -> u64 {
+        Op::command_bytes(self.command)
+    }
+
+    /// Bytes a command puts on the wire, whatever its key: what a step sends can be known
+    /// before its key is drawn.
+    pub fn command_bytes(command: RedisCommand) -> u64 {
         COMMAND_OVERHEAD_BYTES
-            + match self.command {
+            + match command {
                 RedisCommand::Set { value_bytes, .. }
                 | RedisCommand::SetNxPx { value_bytes, .. } => u64::from(value_bytes),
                 RedisCommand::Get | RedisCommand::Incr | RedisCommand::Del => 0,
