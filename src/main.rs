@@ -46,6 +46,9 @@ enum Command {
         /// Write the charts (PNG and SVG) into this directory.
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
+        /// Show no progress bar (it shows on a terminal for variants that run over a second).
+        #[arg(long)]
+        quiet: bool,
         /// Plant a bug on purpose, to see an invariant monitor catch it (for tests).
         #[arg(long, hide = true, value_name = "BUG", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
         plant_bug: Option<String>,
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
             json,
             csv,
             plot,
+            quiet,
             plant_bug,
         } => {
             let bugs = plant_bug
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
                 &file,
                 seed,
                 bugs,
+                quiet,
                 json.as_deref(),
                 csv.as_deref(),
                 plot.as_deref(),
@@ -110,6 +115,7 @@ fn run(
     file: &Path,
     seed: Option<u64>,
     bugs: Bugs,
+    quiet: bool,
     json: Option<&Path>,
     csv: Option<&Path>,
     plot: Option<&Path>,
@@ -134,7 +140,7 @@ fn run(
             variant.scenario.seed = seed;
         }
     }
-    let report = match simulate(&scenario, bugs) {
+    let report = match simulate(&scenario, bugs, quiet) {
         Ok(report) => report,
         Err((variant, error)) => {
             eprintln!("variant \"{variant}\": {error}");
@@ -285,13 +291,25 @@ type Writer = fn(&RunReport, &Path) -> Result<Vec<PathBuf>, String>;
 
 /// Runs every variant on the file's seed. Fails with the first variant whose run broke an
 /// invariant.
-fn simulate(scenario: &ScenarioFile, bugs: Bugs) -> Result<RunReport, (String, SimError)> {
+fn simulate(
+    scenario: &ScenarioFile,
+    bugs: Bugs,
+    quiet: bool,
+) -> Result<RunReport, (String, SimError)> {
+    let count = scenario.variants.len();
     let variants = scenario
         .variants
         .iter()
-        .map(|variant| {
-            let mut report = outagelab_sim::run_with_bugs(&variant.scenario, bugs)
-                .map_err(|error| (variant.name.clone(), error))?;
+        .enumerate()
+        .map(|(index, variant)| {
+            let label = format!("variant {}/{count}: {}", index + 1, variant.name);
+            let horizon = variant.scenario.limits.horizon.map(|h| h.as_nanos());
+            let mut progress = Progress::new(label, horizon, quiet);
+            let mut report = outagelab_sim::run_observed(&variant.scenario, bugs, &mut |now| {
+                progress.at(now.as_nanos())
+            })
+            .map_err(|error| (variant.name.clone(), error))?;
+            progress.done();
             report.sweep_x = variant.sweep_x;
             Ok(report)
         })
@@ -302,6 +320,61 @@ fn simulate(scenario: &ScenarioFile, bugs: Bugs) -> Result<RunReport, (String, S
         sweep: scenario.sweep.clone(),
         variants,
     })
+}
+
+/// A progress bar on standard error for one variant's run: shown only on a terminal, only
+/// once the run has taken a second (a quick run prints nothing), and never with `--quiet`. It
+/// reads the wall clock, which the simulation never does: it cannot change a result.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    label: String,
+    /// Nanoseconds of virtual time the run goes to, when it has a horizon.
+    end_nanos: Option<u64>,
+    started: std::time::Instant,
+}
+
+impl Progress {
+    fn new(label: String, end_nanos: Option<u64>, quiet: bool) -> Progress {
+        use std::io::IsTerminal;
+        let shown = !quiet && std::io::stderr().is_terminal();
+        Progress {
+            bar: shown.then(indicatif::ProgressBar::hidden),
+            label,
+            end_nanos,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// The run has reached `now_nanos` of virtual time.
+    fn at(&mut self, now_nanos: u64) {
+        let Some(bar) = &self.bar else {
+            return;
+        };
+        if bar.is_hidden() {
+            if self.started.elapsed() < std::time::Duration::from_secs(1) {
+                return;
+            }
+            let style = match self.end_nanos {
+                Some(end) => {
+                    bar.set_length(end / 1_000_000);
+                    "{msg} [{bar:30}] {pos}/{len} ms simulated, {elapsed}"
+                }
+                None => "{spinner} {msg}: {pos} ms simulated, {elapsed}",
+            };
+            if let Ok(style) = indicatif::ProgressStyle::with_template(style) {
+                bar.set_style(style);
+            }
+            bar.set_message(self.label.clone());
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+        bar.set_position(now_nanos / 1_000_000);
+    }
+
+    fn done(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// Prints a count of the expectations that held and every one that did not; returns whether

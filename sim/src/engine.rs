@@ -93,11 +93,25 @@ impl Bugs {
 
 /// [`run`] with bugs planted on purpose (see [`Bugs`]).
 pub fn run_with_bugs(scenario: &Scenario, bugs: Bugs) -> Result<VariantReport, SimError> {
+    run_observed(scenario, bugs, &mut |_| {})
+}
+
+/// How often [`run_observed`] reports progress, in events.
+pub const PROGRESS_EVERY_EVENTS: u64 = 1 << 16;
+
+/// [`run_with_bugs`], calling `progress` with the virtual time reached every
+/// [`PROGRESS_EVERY_EVENTS`] events, for a caller that shows progress. What it does with it
+/// cannot change the run.
+pub fn run_observed(
+    scenario: &Scenario,
+    bugs: Bugs,
+    progress: &mut dyn FnMut(SimTime),
+) -> Result<VariantReport, SimError> {
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
     let mut simulator = Simulator::new(scenario, bugs);
-    let verdict = simulator.run_to_end();
+    let verdict = simulator.run_to_end(progress);
     if let Some(violation) = simulator.monitors.take_violation() {
         return Err(SimError::InvariantViolated(violation));
     }
@@ -474,7 +488,7 @@ impl<'s> Simulator<'s> {
     /// Runs until the horizon if there is one (background work such as reconnects and late
     /// replies goes on after the last request ended), otherwise until every request has
     /// ended; a budget, a stall or a broken invariant stops it earlier.
-    fn run_to_end(&mut self) -> Verdict {
+    fn run_to_end(&mut self, progress: &mut dyn FnMut(SimTime)) -> Verdict {
         let limits = self.scenario.limits;
         let ended = |simulator: &Self| {
             if simulator.in_flight == 0 && simulator.loads_active == 0 {
@@ -508,6 +522,9 @@ impl<'s> Simulator<'s> {
             }
             if self.events_processed >= limits.events_max {
                 return Verdict::EventBudget;
+            }
+            if self.events_processed.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+                progress(self.now);
             }
             let (at, event) = self.events.pop().expect("peeked");
             self.now = at;

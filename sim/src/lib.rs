@@ -30,7 +30,7 @@ mod rng;
 pub mod scenario;
 mod throttles;
 
-pub use engine::{Bugs, run, run_with_bugs, summary_shape};
+pub use engine::{Bugs, PROGRESS_EVERY_EVENTS, run, run_observed, run_with_bugs, summary_shape};
 pub use error::SimError;
 pub use metrics::BUCKETS_MAX;
 pub use monitors::{Invariant, Violation};
