@@ -66,7 +66,11 @@ pub fn render(report: &RunReport) -> String {
     if any_unfinished {
         header.push("unfinished".to_owned());
     }
-    header.extend(["p50 ms".to_owned(), "p99 ms".to_owned()]);
+    header.extend([
+        "p50 ms".to_owned(),
+        "p95 ms".to_owned(),
+        "p99 ms".to_owned(),
+    ]);
     header.extend(databases.iter().map(|db| format!("peak {db}")));
     let rows = variants
         .iter()
@@ -83,6 +87,7 @@ pub fn render(report: &RunReport) -> String {
             }
             let all = summary.latency_ms.get("all");
             row.push(ms(all.and_then(|l| l.p50)));
+            row.push(ms(all.and_then(|l| l.p95)));
             row.push(ms(all.and_then(|l| l.p99)));
             row.extend(databases.iter().map(|db| {
                 summary

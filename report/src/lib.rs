@@ -172,6 +172,7 @@ pub struct LatencyStats {
     pub min: Option<f64>,
     pub p50: Option<f64>,
     pub p90: Option<f64>,
+    pub p95: Option<f64>,
     pub p99: Option<f64>,
     pub p999: Option<f64>,
     pub max: Option<f64>,
@@ -353,10 +354,11 @@ pub struct Series {
     pub start_ms: Vec<f64>,
     /// Requests that ended in each bucket, by outcome.
     pub outcomes: BTreeMap<String, Vec<u64>>,
-    /// Median and 99th percentile latency of the requests that ended in each bucket (all
+    /// Median, 95th and 99th percentile latency of the requests that ended in each bucket (all
     /// outcomes), with two significant digits, by the run's percentile rule; `None` for an
     /// empty bucket.
     pub p50_ms: Vec<Option<f64>>,
+    pub p95_ms: Vec<Option<f64>>,
     pub p99_ms: Vec<Option<f64>>,
     /// Gauges, as the maximum reached within each bucket, keyed by the name a [`GaugeKey`]
     /// prints (read them with [`Series::gauge`] or [`Series::gauges`]):

@@ -50,7 +50,7 @@ pub fn to_json(report: &RunReport) -> String {
 
 /// The time series of every variant in long form: one row per variant and bucket.
 ///
-/// Columns: `variant`, `start_ms`, one count per outcome, `p50_ms`, `p99_ms`, every gauge
+/// Columns: `variant`, `start_ms`, one count per outcome, `p50_ms`, `p95_ms`, `p99_ms`, every gauge
 /// (`<name>_max`), then every event count (`<name>`); an empty cell means "no value" (an empty
 /// bucket's percentiles, or a gauge or count that variant does not have).
 pub fn series_csv(report: &RunReport) -> String {
@@ -68,7 +68,7 @@ pub fn series_csv(report: &RunReport) -> String {
     for outcome in Outcome::ALL {
         write!(out, ",{outcome}").unwrap();
     }
-    out.push_str(",p50_ms,p99_ms");
+    out.push_str(",p50_ms,p95_ms,p99_ms");
     for gauge in &gauges {
         write!(out, ",{gauge}_max").unwrap();
     }
@@ -85,13 +85,9 @@ pub fn series_csv(report: &RunReport) -> String {
                 let count = series.outcomes.get(outcome.name()).map_or(0, |c| c[index]);
                 write!(out, ",{count}").unwrap();
             }
-            write!(
-                out,
-                ",{},{}",
-                cell(series.p50_ms[index]),
-                cell(series.p99_ms[index])
-            )
-            .unwrap();
+            for column in [&series.p50_ms, &series.p95_ms, &series.p99_ms] {
+                write!(out, ",{}", cell(column[index])).unwrap();
+            }
             for gauge in &gauges {
                 match series.gauges_max.get(*gauge) {
                     Some(values) => write!(out, ",{}", values[index]).unwrap(),
@@ -128,7 +124,7 @@ pub fn summary_csv(report: &RunReport) -> String {
         write!(out, ",{outcome}").unwrap();
     }
     for group in ["all", "ok"] {
-        for stat in ["p50", "p99", "max"] {
+        for stat in ["p50", "p95", "p99", "max"] {
             write!(out, ",{group}_{stat}_ms").unwrap();
         }
     }
@@ -157,7 +153,7 @@ pub fn summary_csv(report: &RunReport) -> String {
         let empty = LatencyStats::default();
         for group in ["all", "ok"] {
             let stats = summary.latency_ms.get(group).unwrap_or(&empty);
-            for value in [stats.p50, stats.p99, stats.max] {
+            for value in [stats.p50, stats.p95, stats.p99, stats.max] {
                 write!(out, ",{}", cell(value)).unwrap();
             }
         }
@@ -202,6 +198,7 @@ mod tests {
             bucket_ms: 100.0,
             start_ms: vec![0.0, 100.0],
             p50_ms: vec![Some(1.5), None],
+            p95_ms: vec![Some(1.9), None],
             p99_ms: vec![Some(2.0), None],
             ..Series::default()
         };
@@ -242,16 +239,16 @@ mod tests {
         assert_eq!(
             lines[0],
             "variant,start_ms,ok,timeout,refused,connection_lost,breaker_open,shed,\
-             server_error,lock_busy,rate_limited,p50_ms,p99_ms,databases.main.concurrency_max,\
+             server_error,lock_busy,rate_limited,p50_ms,p95_ms,p99_ms,databases.main.concurrency_max,\
              connections.cache.fail_open"
         );
         assert_eq!(
             lines[1],
-            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,0,1.5,2,4,0"
+            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,0,1.5,1.9,2,4,0"
         );
         assert_eq!(
             lines[2],
-            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,0,,,0,7"
+            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,0,,,,0,7"
         );
         assert_eq!(lines.len(), 3);
     }

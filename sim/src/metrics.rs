@@ -4,7 +4,7 @@
 //! A request is recorded once, when it ends, in the bucket of the instant it ended. Latency
 //! totals use HDR histograms (three significant digits, nanoseconds), one per flow and outcome,
 //! merged into the per-flow, per-outcome and overall figures when the run ends; each bucket of
-//! the time series computes its p50 and p99 when it closes as a histogram with two significant
+//! the time series computes its p50, p95 and p99 when it closes as a histogram with two significant
 //! digits (microseconds) would: from the bucket's latencies themselves while there are at most
 //! [`BUCKET_SAMPLES_MAX`] of them, from one reusable histogram beyond that. Gauges (in-flight requests, database concurrency,
 //! bulkhead occupancy, pending commands) are kept as the maximum reached in each bucket. The
@@ -87,6 +87,7 @@ impl Latency {
             min: ms(self.min),
             p50: percentile(50_000),
             p90: percentile(90_000),
+            p95: percentile(95_000),
             p99: percentile(99_000),
             p999: percentile(99_900),
             max: ms(self.max),
@@ -156,7 +157,10 @@ struct Counter {
     in_bucket: u64,
 }
 
-/// The latencies of the open bucket, in microseconds, for its p50 and p99: two significant
+/// The percentiles each bucket of the time series reports, in thousandths: p50, p95, p99.
+const BUCKET_PERCENTILES: [u32; 3] = [50_000, 95_000, 99_000];
+
+/// The latencies of the open bucket, in microseconds, for its percentiles: two significant
 /// digits, each percentile the upper edge of the histogram bucket that holds its rank.
 struct BucketLatency {
     /// Every latency of the bucket while there are at most [`BUCKET_SAMPLES_MAX`]; then empty.
@@ -196,13 +200,13 @@ impl BucketLatency {
         self.max = self.max.max(micros);
     }
 
-    /// The p50 and p99 in milliseconds (`None` for an empty bucket), and empties it.
-    fn take_percentiles(&mut self, rule: PercentileRule) -> (Option<f64>, Option<f64>) {
+    /// The p50, p95 and p99 in milliseconds (`None` for an empty bucket), and empties it.
+    fn take_percentiles(&mut self, rule: PercentileRule) -> [Option<f64>; 3] {
         let (min, max) = (self.min, self.max);
         let ms = |micros: u64| Some(micros.clamp(min, max) as f64 / 1e3);
         let percentiles = if !self.histogram.is_empty() {
             let at = |thousandths| ms(percentile(&self.histogram, rule, thousandths));
-            (at(50_000), at(99_000))
+            BUCKET_PERCENTILES.map(at)
         } else if !self.samples.is_empty() {
             // What the histogram would answer: the upper edge of the bucket that holds the
             // value of the rank (every latency is at most the histogram's highest value, so
@@ -214,9 +218,9 @@ impl BucketLatency {
                 debug_assert!(value <= self.histogram.high());
                 ms(self.histogram.highest_equivalent(value))
             };
-            (at(50_000), at(99_000))
+            BUCKET_PERCENTILES.map(&mut at)
         } else {
-            (None, None)
+            [None; 3]
         };
         self.clear();
         percentiles
@@ -355,8 +359,9 @@ impl Metrics {
             for (column, &count) in self.outcome_columns.iter_mut().zip(&self.bucket_outcomes) {
                 column.push(count);
             }
-            let (p50, p99) = self.bucket_latency.take_percentiles(self.rule);
+            let [p50, p95, p99] = self.bucket_latency.take_percentiles(self.rule);
             series.p50_ms.push(p50);
+            series.p95_ms.push(p95);
             series.p99_ms.push(p99);
             for (gauge, column) in self.gauges.iter().zip(&mut self.gauge_columns) {
                 column.push(gauge.max_in_bucket);
@@ -556,9 +561,9 @@ mod tests {
 mod bucket_tests {
     use super::*;
 
-    /// The p50 and p99 of `micros` as the bucket histogram of two significant digits gives them
-    /// (how every bucket was computed before it kept its samples).
-    fn by_histogram(micros: &[u64], rule: PercentileRule) -> (Option<f64>, Option<f64>) {
+    /// The p50, p95 and p99 of `micros` as the bucket histogram of two significant digits
+    /// gives them (how every bucket was computed before it kept its samples).
+    fn by_histogram(micros: &[u64], rule: PercentileRule) -> [Option<f64>; 3] {
         let mut histogram =
             Histogram::<u64>::new_with_bounds(1, LATENCY_NANOS_MAX / 1000, 2).unwrap();
         micros.iter().for_each(|&m| histogram.saturating_record(m));
@@ -566,7 +571,7 @@ mod bucket_tests {
         let at = |thousandths| {
             Some(percentile(&histogram, rule, thousandths).clamp(min, max) as f64 / 1e3)
         };
-        (at(50_000), at(99_000))
+        [at(50_000), at(95_000), at(99_000)]
     }
 
     #[test]
@@ -601,7 +606,7 @@ mod bucket_tests {
         }
         assert_eq!(
             bucket.take_percentiles(PercentileRule::NearestRank),
-            (None, None)
+            [None; 3]
         );
     }
 }
