@@ -233,7 +233,7 @@ mod tests {
         });
         scenario
             .connections
-            .push(ConnectionSpec::for_tests("cache"));
+            .push(ConnectionSpec::new("cache", crate::scenario::ServerId(0)));
         scenario
     }
 

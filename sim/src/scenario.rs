@@ -1009,18 +1009,34 @@ impl Scenario {
     }
 }
 
-#[cfg(test)]
+impl ServerSpec {
+    /// A server costing 5 us a command, with no byte rate, no persistence and nothing
+    /// preloaded, for code that builds scenarios without a file (tests).
+    pub fn new(name: &str) -> ServerSpec {
+        ServerSpec {
+            name: name.into(),
+            command_cost: SimDuration::from_micros(5),
+            byte_rate: None,
+            persistence: false,
+            preload: vec![],
+        }
+    }
+}
+
 impl ConnectionSpec {
-    /// A connection to server 0 with ioredis' defaults and no latency, for unit tests.
-    pub(crate) fn for_tests(name: &str) -> ConnectionSpec {
+    /// A connection to `server`, 100 us one way, with ioredis' defaults (no command timeout,
+    /// an offline queue, 20 retries, reconnects 50 ms apart per attempt up to 2 s, a 10 s
+    /// connect timeout), connected at the start, for code that builds scenarios without a file
+    /// (tests).
+    pub fn new(name: &str, server: ServerId) -> ConnectionSpec {
         ConnectionSpec {
             name: name.into(),
-            server: ServerId(0),
-            latency: SimDuration::ZERO,
+            server,
+            latency: SimDuration::from_micros(100),
             bandwidth: None,
             command_timeout: None,
             offline_queue: true,
-            max_retries: None,
+            max_retries: Some(20),
             connect_timeout: SimDuration::from_secs(10),
             reconnect_delay: SimDuration::from_millis(50),
             reconnect_delay_max: SimDuration::from_secs(2),
@@ -1079,7 +1095,7 @@ mod tests {
 
     #[test]
     fn reconnect_delay_grows_linearly_to_its_cap() {
-        let spec = ConnectionSpec::for_tests("c");
+        let spec = ConnectionSpec::new("c", ServerId(0));
         assert_eq!(spec.reconnect_delay_for(1), SimDuration::from_millis(50));
         assert_eq!(spec.reconnect_delay_for(3), SimDuration::from_millis(150));
         assert_eq!(spec.reconnect_delay_for(100), SimDuration::from_secs(2));

@@ -278,8 +278,6 @@ impl Redis {
 /// A small Redis driven by hand, for the mechanisms' unit tests.
 #[cfg(test)]
 mod testing {
-    use outagelab_model::time::SimDuration;
-
     use super::*;
     use crate::kernel::Event;
     use crate::scenario::{FaultKind, KeyDistribution, KeyFamilySpec};
@@ -331,29 +329,14 @@ mod testing {
         /// As [`Harness::new`], with the scenario changed by `edit` first.
         pub fn with(connections: u32, edit: impl FnOnce(&mut Scenario)) -> Harness {
             let mut scenario = Scenario::empty("redis");
-            scenario.servers.push(crate::scenario::ServerSpec {
-                name: "redis".into(),
-                command_cost: SimDuration::from_micros(5),
-                byte_rate: None,
-                persistence: false,
-                preload: vec![],
-            });
+            scenario
+                .servers
+                .push(crate::scenario::ServerSpec::new("redis"));
             for index in 0..connections {
-                scenario.connections.push(ConnectionSpec {
-                    name: format!("c{index}"),
-                    server: ServerId(0),
-                    latency: SimDuration::from_micros(100),
-                    bandwidth: None,
-                    command_timeout: None,
-                    offline_queue: true,
-                    max_retries: Some(20),
-                    connect_timeout: SimDuration::from_secs(10),
-                    reconnect_delay: SimDuration::from_millis(50),
-                    reconnect_delay_max: SimDuration::from_secs(2),
-                    connected_at_start: true,
-                    reconnect: Reconnect::Always,
-                    pending_max: None,
-                });
+                let name = format!("c{index}");
+                scenario
+                    .connections
+                    .push(ConnectionSpec::new(&name, ServerId(0)));
             }
             scenario.keys.push(KeyFamilySpec {
                 name: "key".into(),

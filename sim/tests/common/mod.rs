@@ -19,31 +19,11 @@ pub fn empty(name: &str) -> Scenario {
 }
 
 pub fn server(name: &str) -> ServerSpec {
-    ServerSpec {
-        name: name.into(),
-        command_cost: SimDuration::from_micros(5),
-        byte_rate: None,
-        persistence: false,
-        preload: vec![],
-    }
+    ServerSpec::new(name)
 }
 
 pub fn connection(name: &str, server: u32) -> ConnectionSpec {
-    ConnectionSpec {
-        name: name.into(),
-        server: ServerId(server),
-        latency: SimDuration::from_micros(100),
-        bandwidth: None,
-        command_timeout: None,
-        offline_queue: true,
-        max_retries: Some(20),
-        connect_timeout: SimDuration::from_secs(10),
-        reconnect_delay: ms(50),
-        reconnect_delay_max: ms(2000),
-        connected_at_start: true,
-        reconnect: Reconnect::Always,
-        pending_max: None,
-    }
+    ConnectionSpec::new(name, ServerId(server))
 }
 
 pub fn key(name: &str, count: u32) -> KeyFamilySpec {
