@@ -440,6 +440,14 @@ impl ReconnectSlot {
         }
     }
 
+    /// The connection the slot holds now, if any (what the next lease will name).
+    pub fn live_connection(&self) -> Option<ConnectionId> {
+        match self.state {
+            SlotState::Live { connection, .. } => Some(connection),
+            _ => None,
+        }
+    }
+
     /// The attempt in progress, if any. A caller told to [`Acquire::Wait`] for attempt `N` may
     /// go on once this is no longer `Some(N)` (which is when the report of attempt `N`
     /// returns).

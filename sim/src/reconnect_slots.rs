@@ -33,8 +33,6 @@ struct SlotEntry {
     attempt: Option<(AttemptTicket, ConnectionId)>,
     /// Callers waiting for the attempt in progress, in the order they asked.
     parked: Vec<RequestRef>,
-    /// The link the slot holds now, as this module saw it connect and be evicted.
-    live: Option<ConnectionId>,
     stats: SlotSummary,
 }
 
@@ -56,7 +54,12 @@ pub(crate) struct ReconnectSlots {
 
 /// The link a lease runs on.
 pub(crate) fn link_of(lease: &Lease) -> ConnectionId {
-    ConnectionId(u32::try_from(lease.connection()).expect("link ids are u32"))
+    link(lease.connection())
+}
+
+/// A link as the model's slot names it.
+fn link(id: outagelab_model::reconnect::ConnectionId) -> ConnectionId {
+    ConnectionId(u32::try_from(id).expect("link ids are u32"))
 }
 
 impl ReconnectSlots {
@@ -72,9 +75,6 @@ impl ReconnectSlots {
                     return None;
                 };
                 let mut slot = ReconnectSlot::new(config);
-                let live = spec
-                    .connected_at_start
-                    .then_some(ConnectionId(index as u32));
                 if spec.connected_at_start {
                     let Acquire::Connect(ticket) = slot.acquire(SimTime::ZERO) else {
                         unreachable!("a new slot is empty");
@@ -85,7 +85,6 @@ impl ReconnectSlots {
                     slot,
                     attempt: None,
                     parked: Vec::new(),
-                    live,
                     stats: SlotSummary::default(),
                 })
             })
@@ -151,7 +150,6 @@ impl ReconnectSlots {
             LinkEvent::Connected(ended) => {
                 debug_assert_eq!(ended, link);
                 entry.slot.on_connected(now, ticket, u64::from(link.0));
-                entry.live = Some(link);
             }
             LinkEvent::ConnectFailed(ended) => {
                 debug_assert_eq!(ended, link);
@@ -171,19 +169,16 @@ impl ReconnectSlots {
     ) -> FailureEffect {
         let entry = self.entry(connection);
         let effect = entry.slot.on_failure(now, lease, failure);
-        match effect {
-            FailureEffect::NotCurrent => entry.stats.stale_failures += 1,
-            FailureEffect::Evicted => entry.live = None,
-            FailureEffect::ConnectionKept => {}
+        if effect == FailureEffect::NotCurrent {
+            entry.stats.stale_failures += 1;
         }
         effect
     }
 
     /// The link the slot of `connection` holds now, if any.
     pub fn live_link(&self, connection: ConnectionId) -> Option<ConnectionId> {
-        self.slots[connection.index()]
-            .as_ref()
-            .and_then(|entry| entry.live)
+        let entry = self.slots[connection.index()].as_ref()?;
+        entry.slot.live_connection().map(link)
     }
 
     pub fn record_replay(&mut self, connection: ConnectionId) {
