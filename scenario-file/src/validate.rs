@@ -382,16 +382,7 @@ impl<'a> Validator<'a> {
                     .policies
                     .iter()
                     .position(|p| *p == PolicyRef::Breaker(breaker));
-                at.is_some_and(|at| {
-                    step.policies[at + 1..].iter().any(|p| {
-                        matches!(
-                            p.kind(),
-                            PolicyKind::Bulkhead
-                                | PolicyKind::Semaphore
-                                | PolicyKind::AdaptiveLimit
-                        )
-                    })
-                })
+                at.is_some_and(|at| step.policies[at + 1..].iter().any(|p| p.kind().sheds()))
             })
         };
         for (name, breaker) in &raw.breakers {

@@ -609,6 +609,15 @@ impl PolicyKind {
         PolicyKind::AdaptiveLimit,
     ];
 
+    /// Whether a policy of this kind can refuse a request with `shed` (what a breaker listed
+    /// outside it may count). Exhaustive, so a new kind must say.
+    pub fn sheds(self) -> bool {
+        match self {
+            PolicyKind::Bulkhead | PolicyKind::Semaphore | PolicyKind::AdaptiveLimit => true,
+            PolicyKind::Retry | PolicyKind::Breaker => false,
+        }
+    }
+
     /// The name a scenario file uses for the kind (its step key).
     pub fn name(self) -> &'static str {
         match self {
