@@ -282,6 +282,15 @@ enum Ended {
     Refused(Outcome),
 }
 
+/// What waits for a database query whose caller timed out.
+enum AfterQuery {
+    /// A hold kept past its step (a bulkhead's permit, for its connection): given back.
+    Release(PolicyRef, Hold),
+    /// A retry inside a pool, parked on the abandoned query's connection: it runs again when
+    /// the query ends and its backoff (until the time given) is over.
+    Retry(RequestRef, SimTime),
+}
+
 /// What a step's end means for its request.
 enum Next {
     /// Go on with the request's next step.
@@ -309,13 +318,9 @@ struct Simulator<'s> {
     rate_limits: Vec<RateLimitSlot>,
     throttles: Throttles,
     throttle_gauges: Vec<ThrottleGauges>,
-    /// Holds kept past their step by database queries whose caller timed out, by the waiter
-    /// reference the database still holds; given back when the query ends. Never larger than
-    /// the number of running queries.
-    kept_by_queries: BTreeMap<(u32, u32), (PolicyRef, Hold)>,
-    /// Retries waiting for a query their caller gave up on, by the same key: the request
-    /// (whose stage is `Backoff`) and when its backoff ends. It runs again when both are over.
-    retries_after_queries: BTreeMap<(u32, u32), (RequestRef, SimTime)>,
+    /// What waits for a database query whose caller timed out, by the waiter reference the
+    /// database still holds. Never larger than the number of running queries.
+    after_queries: BTreeMap<(u32, u32), AfterQuery>,
     metrics: Metrics,
     monitors: Monitors,
     /// Work since the memory estimate was last checked, and whether it was over the budget.
@@ -463,8 +468,7 @@ impl<'s> Simulator<'s> {
             rate_limits,
             throttles: Throttles::new(scenario),
             throttle_gauges,
-            kept_by_queries: BTreeMap::new(),
-            retries_after_queries: BTreeMap::new(),
+            after_queries: BTreeMap::new(),
             metrics,
             monitors,
             work_since_memory_check: 0,
@@ -568,7 +572,7 @@ impl<'s> Simulator<'s> {
             + self.events.len() as u64 * EventQueue::ENTRY_BYTES
             + self.redis.memory_bytes()
             + self.databases.memory_bytes()
-            + (self.kept_by_queries.len() + self.retries_after_queries.len()) as u64 * 64
+            + self.after_queries.len() as u64 * 64
             + self.metrics.series_bytes()
     }
 
@@ -622,27 +626,20 @@ impl<'s> Simulator<'s> {
             } else if !self.databases.completions.is_empty() {
                 let completions = std::mem::take(&mut self.databases.completions);
                 for &request in &completions {
-                    let key = (request.slot, request.token);
-                    let kept = self.kept_by_queries.remove(&key);
-                    let retry = self.retries_after_queries.remove(&key);
-                    if kept.is_none() && retry.is_none() {
-                        self.settle(request, StepResult::Ok);
-                        continue;
-                    }
-                    // The caller timed out; what it kept is free only now.
-                    if let Some((policy, hold)) = kept {
-                        self.release_kept(policy, hold);
-                    }
-                    if let Some((retry, at)) = retry
-                        && self.is_live(retry)
-                    {
-                        let at = at.max(self.now);
-                        let kind = TimerKind::Backoff;
-                        let event = Event::RequestTimer {
-                            request: retry,
-                            kind,
-                        };
-                        self.events.schedule(at, event);
+                    match self.after_queries.remove(&(request.slot, request.token)) {
+                        None => self.settle(request, StepResult::Ok),
+                        // The caller timed out; what it kept is free only now.
+                        Some(AfterQuery::Release(policy, hold)) => self.release_kept(policy, hold),
+                        Some(AfterQuery::Retry(retry, at)) => {
+                            if self.is_live(retry) {
+                                let (at, kind) = (at.max(self.now), TimerKind::Backoff);
+                                let event = Event::RequestTimer {
+                                    request: retry,
+                                    kind,
+                                };
+                                self.events.schedule(at, event);
+                            }
+                        }
                     }
                 }
                 self.databases.completions = completions;
@@ -1329,23 +1326,27 @@ impl<'s> Simulator<'s> {
                         // The retry runs inside a pool whose connection the abandoned query
                         // still holds: it goes again on that connection once the database has
                         // finished the query, and not before its backoff ends.
-                        let key = (waited_as.slot, waited_as.token);
-                        let retry = (self.current_ref(slot), at);
-                        let previous = self.retries_after_queries.insert(key, retry);
-                        assert!(previous.is_none(), "one deferred retry per query");
+                        let retry = AfterQuery::Retry(self.current_ref(slot), at);
+                        self.after_query(waited_as, retry);
                     } else {
                         self.set_timer(slot, at, TimerKind::Backoff);
                     }
                     return Next::Stop;
                 }
-                Exit::Kept(hold) => {
-                    let key = (waited_as.slot, waited_as.token);
-                    let previous = self.kept_by_queries.insert(key, (policy, hold));
-                    assert!(previous.is_none(), "one kept hold per query");
-                }
+                Exit::Kept(hold) => self.after_query(waited_as, AfterQuery::Release(policy, hold)),
             }
         }
         self.route(slot, step, result)
+    }
+
+    /// Records what waits for the query `waited_as` was waiting on.
+    fn after_query(&mut self, waited_as: RequestRef, what: AfterQuery) {
+        let previous = self
+            .after_queries
+            .insert((waited_as.slot, waited_as.token), what);
+        // A bulkhead keeps its hold only when it is inside the retry, and the retry waits only
+        // when it is inside the bulkhead: never both for one query.
+        assert!(previous.is_none(), "one thing waits for a query");
     }
 
     /// After its layers: the request goes on, finishes, or fails by the step's rules.
