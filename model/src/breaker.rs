@@ -75,7 +75,9 @@
 //! [`Breaker::try_admit`] before each call; for every [`Admit::Yes`] exactly one
 //! [`Breaker::on_result`] with the ticket it returned. A result whose ticket belongs to an
 //! earlier state (for example a failure that arrives after the breaker opened, or a result of
-//! a call admitted before the breaker last closed) changes nothing.
+//! a call admitted before the breaker last closed) changes nothing, unless the config says
+//! [`LateFailures::Counted`]: then such a failure counts as a fresh one (it restarts an open
+//! breaker's `open_for`, reopens a half-open one, enters a closed one's tally).
 //!
 //! - `now` never goes backwards between calls. Should a caller break this (threads that read
 //!   a clock and then race for the lock of [`crate::concurrent::SharedBreaker`]), the breaker
@@ -152,6 +154,22 @@ pub struct BreakerConfig {
     trip: Trip,
     open_for: SimDuration,
     probes_max: u32,
+    late_failures: LateFailures,
+}
+
+/// What a counted failure does when the call it ends was admitted in an earlier state (a call
+/// that started while closed and timed out after the breaker opened, say).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LateFailures {
+    /// Changes nothing (resilience4j, Polly: a result belongs to the state that admitted it).
+    #[default]
+    Ignored,
+    /// Counts as if the call had just been admitted and failed: while closed it enters the
+    /// tally, while open it restarts `open_for` from now, while half-open it reopens the
+    /// breaker. This is the breaker that stamps `openedAt = now` on every recorded failure
+    /// past its threshold, as seed 000's `circuit-breaker.ts` does: failures still arriving
+    /// from calls that were in flight when it opened keep it open.
+    Counted,
 }
 
 impl BreakerConfig {
@@ -291,7 +309,21 @@ impl BreakerConfig {
             trip,
             open_for,
             probes_max,
+            late_failures: LateFailures::Ignored,
         })
+    }
+
+    /// The same config with `late_failures` as given (the default is
+    /// [`LateFailures::Ignored`]).
+    pub fn with_late_failures(self, late_failures: LateFailures) -> Self {
+        BreakerConfig {
+            late_failures,
+            ..self
+        }
+    }
+
+    pub fn late_failures(&self) -> LateFailures {
+        self.late_failures
     }
 
     /// When the closed breaker opens.
@@ -519,6 +551,10 @@ impl Breaker {
         self.id.assert_issued(ticket.owner, "a ticket", "breaker");
         let now = self.observe(now);
         if ticket.epoch != self.epoch {
+            if outcome == CallOutcome::Failure && self.config.late_failures == LateFailures::Counted
+            {
+                self.late_failure(now);
+            }
             return;
         }
         match (self.state, outcome) {
@@ -570,6 +606,22 @@ impl Breaker {
             self.move_to(deadline, BreakerState::HalfOpen);
         }
         now
+    }
+
+    /// A counted failure of a call admitted in an earlier state, under
+    /// [`LateFailures::Counted`].
+    fn late_failure(&mut self, now: SimTime) {
+        match self.state {
+            BreakerState::Closed => {
+                if self.tally.record(now, true) {
+                    self.open(now);
+                }
+            }
+            // Still open: open for a full `open_for` from this failure (no new transition,
+            // no new opening counted: the breaker never closed).
+            BreakerState::Open => self.opened_at = now,
+            BreakerState::HalfOpen => self.open(now),
+        }
     }
 
     fn open(&mut self, now: SimTime) {
@@ -897,6 +949,74 @@ mod tests {
         assert_eq!(b.state(), BreakerState::HalfOpen);
         b.on_result(ms(103), probe, CallOutcome::Success);
         assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    fn counting_late_failures(failures: u32, open_for_ms: u64) -> Breaker {
+        let config = BreakerConfig::new(failures, SimDuration::from_millis(open_for_ms), 1)
+            .unwrap()
+            .with_late_failures(LateFailures::Counted);
+        Breaker::new(config)
+    }
+
+    #[test]
+    fn a_counted_late_failure_while_open_restarts_the_open_period() {
+        // Seed 000's breaker: calls in flight when it opened keep failing for two seconds,
+        // and each failure stamps a new opening time.
+        let mut b = counting_late_failures(1, 5000);
+        let late = admit(&mut b, ms(0));
+        let first = admit(&mut b, ms(0));
+        b.on_result(ms(2000), first, CallOutcome::Failure);
+        assert_eq!(b.next_deadline(), Some(ms(7000)));
+        b.on_result(ms(3500), late, CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.next_deadline(), Some(ms(8500)));
+        assert_eq!(b.try_admit(ms(8499)), Admit::No(Rejection::Open));
+        assert!(admit(&mut b, ms(8500)).is_probe());
+        // Re-arming is not a new opening.
+        assert_eq!(b.opened_total(), 1);
+        let seen: Vec<_> = std::iter::from_fn(|| b.poll_transition()).collect();
+        assert_eq!(
+            seen.len(),
+            2,
+            "closed -> open, then open -> half-open: {seen:?}"
+        );
+        assert_eq!(seen[1].at, ms(8500));
+    }
+
+    #[test]
+    fn a_counted_late_failure_reopens_a_half_open_breaker_and_enters_a_closed_tally() {
+        let mut b = counting_late_failures(2, 100);
+        let early = admit(&mut b, ms(0));
+        for _ in 0..2 {
+            let t = admit(&mut b, ms(0));
+            b.on_result(ms(1), t, CallOutcome::Failure);
+        }
+        let probe = admit(&mut b, ms(101));
+        b.on_result(ms(102), early, CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.opened_total(), 2);
+        // The probe admitted before the reopening no longer decides anything.
+        b.on_result(ms(103), probe, CallOutcome::Success);
+        assert_eq!(b.state(), BreakerState::Open);
+    }
+
+    #[test]
+    fn a_counted_late_failure_enters_the_tally_of_a_breaker_that_closed_since() {
+        let mut b = counting_late_failures(2, 100);
+        let old = admit(&mut b, ms(0));
+        for _ in 0..2 {
+            let t = admit(&mut b, ms(0));
+            b.on_result(ms(1), t, CallOutcome::Failure);
+        }
+        let probe = admit(&mut b, ms(101));
+        b.on_result(ms(102), probe, CallOutcome::Success);
+        assert_eq!(b.state(), BreakerState::Closed);
+        // `old` was admitted two states ago; its failure is one of the two that reopen it.
+        b.on_result(ms(103), old, CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Closed);
+        let t = admit(&mut b, ms(104));
+        b.on_result(ms(105), t, CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open);
     }
 
     #[test]

@@ -126,6 +126,15 @@ pub struct RawBreaker {
     pub open_for: Spanned<Text>,
     pub half_open_probes: Option<Spanned<Whole>>,
     pub counts: Option<Spanned<Vec<Spanned<String>>>>,
+    /// What a failure of a call admitted in an earlier state does.
+    pub late_failures: Option<LateFailuresName>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LateFailuresName {
+    Ignored,
+    Counted,
 }
 
 /// What opens a breaker, as written.

@@ -12,7 +12,7 @@ use outagelab_model::adaptive_limit::{
     AdaptiveLimitConfig, Algorithm as LimitAlgorithm, QueueSize,
 };
 use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
-use outagelab_model::breaker::{BreakerConfig, Window};
+use outagelab_model::breaker::{BreakerConfig, LateFailures, Window};
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
 use outagelab_model::rate_limit::{
@@ -903,6 +903,10 @@ impl<'a> Validator<'a> {
                 return None;
             }
         };
+        let config = config.with_late_failures(match raw.late_failures {
+            None | Some(LateFailuresName::Ignored) => LateFailures::Ignored,
+            Some(LateFailuresName::Counted) => LateFailures::Counted,
+        });
         let counts = match &raw.counts {
             None => OutcomeSet::network_errors(),
             Some(list) => {

@@ -482,7 +482,13 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[breakers.b]\nfailure_rate_percent = 50\nwindow_calls = 20\nmin_calls = 20\nopen_for = \"5s\"\n"
             ),
-            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`",
+            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `late_failures`",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\nlate_failures = \"reopen\"\n"
+            ),
+            "27:17: breakers.b.late_failures: unknown variant `reopen`, expected `ignored` or `counted`",
         ),
         (
             format!("{BASE}\n[breakers.b]\nfailures = 5\nmin_calls = 20\nopen_for = \"5s\"\n"),
