@@ -66,6 +66,10 @@ pub fn render(report: &RunReport) -> String {
     if any_unfinished {
         header.push("unfinished".to_owned());
     }
+    let http = variants.iter().any(|v| v.summary.http.is_some());
+    if http {
+        header.extend(["5xx %".to_owned(), "5xx window s".to_owned()]);
+    }
     header.extend([
         "p50 ms".to_owned(),
         "p95 ms".to_owned(),
@@ -84,6 +88,20 @@ pub fn render(report: &RunReport) -> String {
             row.extend(errors.iter().map(|&o| count(v, o).to_string()));
             if any_unfinished {
                 row.push(summary.unfinished.to_string());
+            }
+            if http {
+                let http = summary.http.as_ref();
+                let share = http.and_then(|h| h.share_5xx_percent);
+                row.push(share.map_or_else(|| "-".to_owned(), |p| format!("{p:.1}")));
+                row.push(match http {
+                    Some(h) if h.class_5xx > 0 && h.ok_after_last_5xx == 0 => {
+                        "not recovered".to_owned()
+                    }
+                    Some(h) => h
+                        .window_5xx_ms
+                        .map_or_else(|| "-".to_owned(), |w| format!("{:.1}", w / 1000.0)),
+                    None => "-".to_owned(),
+                });
             }
             let all = summary.latency_ms.get("all");
             row.push(ms(all.and_then(|l| l.p50)));

@@ -130,6 +130,35 @@ pub struct Summary {
     pub throttles: BTreeMap<String, ThrottleSummary>,
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
+    /// Requests as HTTP answers; only when the scenario has an `[http]` table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpSummary>,
+}
+
+/// Ended requests as the HTTP answers a service gives (`[http]` in the scenario maps each
+/// outcome to a status), and the 5xx window seed 000's fault table reports.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HttpSummary {
+    /// Ended requests by status code (`"200"`, `"503"`, ...), only codes that occurred.
+    pub status: BTreeMap<String, u64>,
+    /// Ended requests by class.
+    #[serde(rename = "2xx")]
+    pub class_2xx: u64,
+    #[serde(rename = "4xx")]
+    pub class_4xx: u64,
+    #[serde(rename = "5xx")]
+    pub class_5xx: u64,
+    /// 5xx answers as a percentage of ended requests; `None` when none ended.
+    pub share_5xx_percent: Option<f64>,
+    /// When the first and the last 5xx answers were given (request end times, ms); `None`
+    /// without a 5xx.
+    pub first_5xx_ms: Option<f64>,
+    pub last_5xx_ms: Option<f64>,
+    /// `last_5xx_ms - first_5xx_ms`: the "window" of seed 000's table.
+    pub window_5xx_ms: Option<f64>,
+    /// 2xx answers given after the last 5xx: zero when the service was still failing when
+    /// the run ended (never recovered), however long the run.
+    pub ok_after_last_5xx: u64,
 }
 
 /// Which sorted latency a percentile reports. With `n` latencies sorted ascending and counted

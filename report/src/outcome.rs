@@ -68,6 +68,22 @@ impl Outcome {
     pub fn is_error(self) -> bool {
         self != Outcome::Ok
     }
+
+    /// The HTTP status a service answers with when a request ends this way, unless the
+    /// scenario's `[http] status` table says otherwise: 200 for ok, 429 for a rate limit, 503
+    /// for a refusal before the work (an open breaker, a full queue), 500 for any other error.
+    pub const fn default_http_status(self) -> u16 {
+        match self {
+            Outcome::Ok => 200,
+            Outcome::RateLimited => 429,
+            Outcome::BreakerOpen | Outcome::Shed => 503,
+            Outcome::Timeout
+            | Outcome::Refused
+            | Outcome::ConnectionLost
+            | Outcome::ServerError
+            | Outcome::LockBusy => 500,
+        }
+    }
 }
 
 impl fmt::Display for Outcome {

@@ -27,6 +27,8 @@ macro_rules! resource_kinds {
             pub run: RawRun,
             #[serde(default)]
             pub metrics: RawMetrics,
+            /// How ended requests are answered over HTTP; no table, no HTTP view.
+            pub http: Option<RawHttp>,
             $(
                 #[serde(default)]
                 pub $table: BTreeMap<String, $raw>,

@@ -40,6 +40,15 @@ pub struct RawMetrics {
     pub percentile_rule: Option<PercentileRuleName>,
 }
 
+/// `[http]`: the status each outcome is answered with.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawHttp {
+    /// Outcome name to status code; outcomes left out keep their default status.
+    #[serde(default)]
+    pub status: BTreeMap<String, Spanned<Whole>>,
+}
+
 #[derive(Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PercentileRuleName {
@@ -410,7 +419,7 @@ pub struct RawStep {
     // The action: exactly one of these (see `STEP_ACTIONS`).
     redis: Option<Spanned<RawRedisStep>>,
     db: Option<Spanned<RawDbStep>>,
-    work: Option<Spanned<Text>>,
+    work: Option<Spanned<RawLatency>>,
     cache: Option<Spanned<RawCacheStep>>,
     throttle: Option<Spanned<RawThrottleStep>>,
     rate_limit: Option<Spanned<RawRateLimitStep>>,
@@ -437,7 +446,7 @@ pub struct RawStep {
 pub enum RawAction<'a> {
     Redis(&'a Spanned<RawRedisStep>),
     Database(&'a Spanned<RawDbStep>),
-    Work(&'a Spanned<Text>),
+    Work(&'a Spanned<RawLatency>),
     Cache(&'a Spanned<RawCacheStep>),
     Throttle(&'a Spanned<RawThrottleStep>),
     RateLimit(&'a Spanned<RawRateLimitStep>),
@@ -447,7 +456,7 @@ const STEP_ACTIONS: OneOf = OneOf {
     tags: &[
         ("redis", fields_of::<RawRedisStep>),
         ("db", fields_of::<RawDbStep>),
-        ("work", || &[]),
+        ("work", fields_of::<RawDistribution>),
         ("cache", fields_of::<RawCacheStep>),
         ("throttle", fields_of::<RawThrottleStep>),
         ("rate_limit", fields_of::<RawRateLimitStep>),
@@ -761,7 +770,7 @@ impl<'de> Deserialize<'de> for RetryLimit {
     }
 }
 
-/// A database latency: a constant duration (`"50ms"`) or a table naming a distribution.
+/// A latency (of a database, a query, a `work` step): a constant duration (`"50ms"`) or a table naming a distribution.
 pub enum RawLatency {
     Constant(Text),
     Distribution(RawDistribution),

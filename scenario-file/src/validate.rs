@@ -24,8 +24,8 @@ use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::throttle::{CounterTtl, ThrottleConfig};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
-use outagelab_sim::BUCKETS_MAX;
 use outagelab_sim::scenario::*;
+use outagelab_sim::{BUCKETS_MAX, HttpSpec};
 use toml::Spanned;
 use toml::de::DeValue;
 
@@ -332,6 +332,7 @@ impl<'a> Validator<'a> {
         let faults = self.each(&raw.faults, |v, name, fault| {
             v.fault(name, fault, &names, limits.horizon)
         });
+        let http = raw.http.as_ref().map(|http| self.http(http));
         let seed = match &raw.scenario.seed {
             // TOML's integers are signed: the largest seed a file can write is i64::MAX.
             Some(seed) => self
@@ -364,6 +365,7 @@ impl<'a> Validator<'a> {
             flows,
             loads,
             faults,
+            http,
         };
         scenario
             .check_references()
@@ -494,6 +496,38 @@ impl<'a> Validator<'a> {
             events_max,
             memory_max,
         }
+    }
+
+    /// `[http]`: the defaults (`Outcome::default_http_status`) with the file's statuses.
+    fn http(&mut self, raw: &RawHttp) -> HttpSpec {
+        let mut spec = HttpSpec::default();
+        for (name, code) in &raw.status {
+            let key = format!("http.status.{name}");
+            let Some(outcome) = Outcome::from_name(name) else {
+                let known = Outcome::ALL.iter().map(|o| o.name());
+                let reason = match crate::suggest::closest(name, known) {
+                    Some(near) => format!("unknown outcome `{name}`; did you mean `{near}`?"),
+                    None => {
+                        let known: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
+                        format!("unknown outcome `{name}` (outcomes: {})", known.join(", "))
+                    }
+                };
+                self.error(Some(code.span()), key, reason);
+                continue;
+            };
+            let (range, why) = if outcome == Outcome::Ok {
+                (
+                    200u16..=299,
+                    "a request that ended ok is answered with a 2xx status",
+                )
+            } else {
+                (200u16..=599, "an HTTP status code")
+            };
+            if let Some(code) = self.whole(code, &key, range, why) {
+                spec.status[outcome.index()] = code;
+            }
+        }
+        spec
     }
 
     fn bucket(&mut self, metrics: &RawMetrics, horizon: Option<SimTime>) -> SimDuration {
@@ -1718,7 +1752,7 @@ impl<'a> Validator<'a> {
             RawAction::Redis(redis) => self.redis_step(&key("redis"), redis, names)?,
             RawAction::Database(query) => self.db_step(&key("db"), query, names)?,
             RawAction::Work(work) => StepAction::Work {
-                duration: self.duration(work, &key("work"))?,
+                duration: self.latency(work, &key("work"))?,
             },
             RawAction::Cache(cache) => self.cache_step(&key("cache"), cache, names)?,
             RawAction::Throttle(throttle) => {

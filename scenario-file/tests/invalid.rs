@@ -491,6 +491,18 @@ fn rejected_files() {
             "27:17: breakers.b.late_failures: unknown variant `reopen`, expected `ignored` or `counted`",
         ),
         (
+            format!("{BASE}\n[http]\nstatus = {{ timout = 504 }}\n"),
+            "25:21: http.status.timout: unknown outcome `timout`; did you mean `timeout`?",
+        ),
+        (
+            format!("{BASE}\n[http]\nstatus = {{ ok = 503 }}\n"),
+            "25:17: http.status.ok: must be at most 299, not 503",
+        ),
+        (
+            format!("{BASE}\n[http]\nstatus = {{ timeout = 99 }}\n"),
+            "25:22: http.status.timeout: must be at least 200 (an HTTP status code)",
+        ),
+        (
             format!("{BASE}\n[breakers.b]\nfailures = 5\nmin_calls = 20\nopen_for = \"5s\"\n"),
             "26:1: breakers.b.min_calls: belongs inside the rule's table (`failure_rate`), e.g. failure_rate = { …, min_calls = … }",
         ),

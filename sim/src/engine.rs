@@ -31,6 +31,7 @@ use outagelab_report::{
 
 use crate::database::{Databases, Query};
 use crate::error::SimError;
+use crate::http::HttpTally;
 use crate::kernel::{Event, EventQueue, RequestRef, StepResult, TimerKind};
 use crate::metrics::{CounterId, GaugeId, Metrics};
 use crate::monitors::Monitors;
@@ -322,6 +323,10 @@ struct Simulator<'s> {
     /// database still holds. Never larger than the number of running queries.
     after_queries: BTreeMap<(u32, u32), AfterQuery>,
     metrics: Metrics,
+    /// Ended requests as HTTP answers, when the scenario maps outcomes to statuses.
+    http: Option<HttpTally>,
+    /// Per flow, the draws of its `work` steps' durations (a constant draws nothing).
+    work_rngs: Vec<Stream>,
     monitors: Monitors,
     /// Work since the memory estimate was last checked, and whether it was over the budget.
     work_since_memory_check: u64,
@@ -470,6 +475,12 @@ impl<'s> Simulator<'s> {
             throttle_gauges,
             after_queries: BTreeMap::new(),
             metrics,
+            http: scenario.http.map(HttpTally::new),
+            work_rngs: scenario
+                .flows
+                .iter()
+                .map(|flow| Stream::derive(scenario.seed, "work", &flow.name))
+                .collect(),
             monitors,
             work_since_memory_check: 0,
             memory_exceeded: false,
@@ -921,6 +932,8 @@ impl<'s> Simulator<'s> {
                 Next::Stop
             }
             StepAction::Work { duration } => {
+                let flow = self.request(slot).flow.index();
+                let duration = self.work_rngs[flow].duration(&duration);
                 self.request_mut(slot).stage = Stage::Waiting(Wait::Work);
                 self.set_timer(slot, self.now.saturating_add(duration), TimerKind::Work);
                 Next::Stop
@@ -1487,6 +1500,9 @@ impl<'s> Simulator<'s> {
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
         self.metrics
             .record_end(flow.index(), outcome, latency.as_nanos());
+        if let Some(http) = &mut self.http {
+            http.record(now, outcome);
+        }
         self.in_flight -= 1;
         self.monitors.ended();
         self.free(slot);
@@ -1605,6 +1621,7 @@ impl<'s> Simulator<'s> {
                 .collect(),
             ..Summary::default()
         };
+        summary.http = self.http.as_ref().map(HttpTally::summary);
         self.policies.summarize(scenario, self.now, &mut summary);
         summary
     }

@@ -20,6 +20,7 @@
 mod database;
 mod engine;
 mod error;
+mod http;
 mod kernel;
 mod metrics;
 mod monitors;
@@ -32,6 +33,7 @@ mod throttles;
 
 pub use engine::{Bugs, PROGRESS_EVERY_EVENTS, run, run_observed, run_with_bugs, summary_shape};
 pub use error::SimError;
+pub use http::HttpSpec;
 pub use metrics::BUCKETS_MAX;
 pub use monitors::{Invariant, Violation};
 /// The seeded streams, for code that must draw what the simulator draws (the bench's

@@ -95,6 +95,8 @@ pub struct Scenario {
     pub flows: Vec<FlowSpec>,
     pub loads: Vec<LoadSpec>,
     pub faults: Vec<FaultSpec>,
+    /// How ended requests are answered, when the file has an `[http]` table.
+    pub http: Option<crate::HttpSpec>,
 }
 
 /// Bounds that end a run. A run always ends: at `horizon` if set, when every request has
@@ -671,8 +673,9 @@ pub enum StepAction {
         /// An advisory lock (a key of this family) the query holds while it runs.
         lock: Option<KeyFamilyId>,
     },
-    /// Local work that takes a fixed time and cannot fail.
-    Work { duration: SimDuration },
+    /// Local work (the service's own time: parsing, auth, rendering) that cannot fail; its
+    /// duration is drawn per request from the flow's own random stream.
+    Work { duration: Distribution },
     /// A rate-limit check, costing one token: `rate_limited` when refused. A limiter with a
     /// store checks under `key` on its connection.
     RateLimit {
@@ -1014,6 +1017,7 @@ impl Scenario {
             flows: vec![],
             loads: vec![],
             faults: vec![],
+            http: None,
         }
     }
 }

@@ -210,7 +210,7 @@ fn a_restart_without_persistence_empties_the_keyspace() {
         read.on_hit = OnHit::Finish;
         let failing_db = StepSpec {
             action: StepAction::Work {
-                duration: SimDuration::from_secs(1),
+                duration: Distribution::Constant(SimDuration::from_secs(1)),
             },
             ..db_step(0)
         };
@@ -247,7 +247,9 @@ fn a_lock_is_refused_while_held_and_granted_once_released() {
         vec![
             redis_step(0, lock, 0),
             StepSpec {
-                action: StepAction::Work { duration: ms(10) },
+                action: StepAction::Work {
+                    duration: Distribution::Constant(ms(10)),
+                },
                 ..db_step(0)
             },
             redis_step(0, RedisCommand::Del, 0),
@@ -316,7 +318,9 @@ fn a_lock_step_with_a_retry_policy_waits_for_the_holder() {
     let mut acquire = redis_step(0, lock, 0);
     acquire.policies.push(PolicyRef::Retry(RetryId(0)));
     let hold = StepSpec {
-        action: StepAction::Work { duration: ms(22) },
+        action: StepAction::Work {
+            duration: Distribution::Constant(ms(22)),
+        },
         ..db_step(0)
     };
     s.flows.push(flow(
