@@ -40,6 +40,10 @@ enum Command {
         /// Write the full report (summaries and time series) as JSON to this file.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
+        /// Write the log of state changes (breaker transitions, reconnect-slot links, faults)
+        /// as JSON lines to this file.
+        #[arg(long, value_name = "PATH")]
+        events: Option<PathBuf>,
         /// Write series.csv and summary.csv into this directory.
         #[arg(long, value_name = "DIR")]
         csv: Option<PathBuf>,
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
             file,
             seed,
             json,
+            events,
             csv,
             plot,
             quiet,
@@ -103,24 +108,34 @@ fn main() -> ExitCode {
                 seed,
                 bugs,
                 quiet,
-                json.as_deref(),
-                csv.as_deref(),
-                plot.as_deref(),
+                Outputs {
+                    json: json.as_deref(),
+                    events: events.as_deref(),
+                    csv: csv.as_deref(),
+                    plot: plot.as_deref(),
+                },
             )
         }
     }
 }
 
-fn run(
-    file: &Path,
-    seed: Option<u64>,
-    bugs: Bugs,
-    quiet: bool,
-    json: Option<&Path>,
-    csv: Option<&Path>,
-    plot: Option<&Path>,
-) -> ExitCode {
-    if let Err(message) = check_outputs(file, json, csv, plot) {
+/// Where `run` writes what it writes besides the table.
+#[derive(Clone, Copy)]
+struct Outputs<'a> {
+    json: Option<&'a Path>,
+    events: Option<&'a Path>,
+    csv: Option<&'a Path>,
+    plot: Option<&'a Path>,
+}
+
+fn run(file: &Path, seed: Option<u64>, bugs: Bugs, quiet: bool, outputs: Outputs) -> ExitCode {
+    let Outputs {
+        json,
+        events,
+        csv,
+        plot,
+    } = outputs;
+    if let Err(message) = check_outputs(file, outputs) {
         eprintln!("{message}");
         return ExitCode::from(2);
     }
@@ -184,8 +199,12 @@ fn run(
         }
     }
     failed |= !check_expectations(&scenario, &report);
-    let outputs: [(Option<&Path>, Writer); 3] =
-        [(json, write_json), (csv, write_csv), (plot, write_plots)];
+    let outputs: [(Option<&Path>, Writer); 4] = [
+        (json, write_json),
+        (events, write_events),
+        (csv, write_csv),
+        (plot, write_plots),
+    ];
     for (target, writer) in outputs {
         if let Some(target) = target {
             match writer(&report, target) {
@@ -218,12 +237,7 @@ fn run(
 static STDOUT_IS_JSON: AtomicBool = AtomicBool::new(false);
 
 /// Refuses outputs that would overwrite the scenario file or each other, before anything runs.
-fn check_outputs(
-    file: &Path,
-    json: Option<&Path>,
-    csv: Option<&Path>,
-    plot: Option<&Path>,
-) -> Result<(), String> {
+fn check_outputs(file: &Path, outputs: Outputs) -> Result<(), String> {
     // Compared as absolute paths, with `.` and `..` resolved where the path exists.
     let absolute = |path: &Path| {
         std::fs::canonicalize(path)
@@ -231,44 +245,55 @@ fn check_outputs(
             .unwrap_or_else(|_| path.to_owned())
     };
     let input = absolute(file);
-    let Some(json) = json.filter(|json| *json != Path::new("-")) else {
-        return Ok(());
-    };
-    let json_path = absolute(json);
-    if json_path == input {
-        return Err(format!(
-            "--json {} is the scenario file itself: writing the report there would destroy it",
-            json.display()
-        ));
-    }
-    if json_path.is_dir() {
-        return Err(format!(
-            "--json {} is a directory: give a file name (or - for standard output)",
-            json.display()
-        ));
-    }
-    if let Some(dir) = csv {
-        let dir = absolute(dir);
-        for name in ["series.csv", "summary.csv"] {
-            if json_path == dir.join(name) {
-                return Err(format!(
-                    "--json {} is where --csv writes {name}: choose another name",
-                    json.display()
-                ));
+    let files = [("--json", outputs.json), ("--events", outputs.events)];
+    let files: Vec<(&str, &Path, PathBuf)> = files
+        .into_iter()
+        .filter_map(|(flag, path)| Some((flag, path.filter(|p| *p != Path::new("-"))?)))
+        .map(|(flag, path)| (flag, path, absolute(path)))
+        .collect();
+    for (index, (flag, path, absolute_path)) in files.iter().enumerate() {
+        let shown = path.display();
+        if *absolute_path == input {
+            return Err(format!(
+                "{flag} {shown} is the scenario file itself: writing there would destroy it"
+            ));
+        }
+        if absolute_path.is_dir() {
+            let dash = if *flag == "--json" {
+                " (or - for standard output)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "{flag} {shown} is a directory: give a file name{dash}"
+            ));
+        }
+        if let Some((other, _, _)) = files[..index].iter().find(|(_, _, p)| p == absolute_path) {
+            return Err(format!(
+                "{flag} {shown} is where {other} writes: choose another name"
+            ));
+        }
+        if let Some(dir) = outputs.csv {
+            let dir = absolute(dir);
+            for name in ["series.csv", "summary.csv"] {
+                if *absolute_path == dir.join(name) {
+                    return Err(format!(
+                        "{flag} {shown} is where --csv writes {name}: choose another name"
+                    ));
+                }
             }
         }
-    }
-    if let Some(dir) = plot
-        && json_path.parent() == Some(absolute(dir).as_path())
-        && json_path
-            .extension()
-            .is_some_and(|extension| extension == "png" || extension == "svg")
-    {
-        return Err(format!(
-            "--json {} is in the --plot directory with a chart's extension: a chart may \
-             overwrite it",
-            json.display()
-        ));
+        if let Some(dir) = outputs.plot
+            && absolute_path.parent() == Some(absolute(dir).as_path())
+            && absolute_path
+                .extension()
+                .is_some_and(|extension| extension == "png" || extension == "svg")
+        {
+            return Err(format!(
+                "{flag} {shown} is in the --plot directory with a chart's extension: a chart \
+                 may overwrite it"
+            ));
+        }
     }
     Ok(())
 }
@@ -429,6 +454,16 @@ fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
         return Ok(Vec::new());
     }
     write::replace_file(path, write::to_json(report).as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(vec![path.to_owned()])
+}
+
+fn write_events(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    write::replace_file(path, write::events_jsonl(report).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(vec![path.to_owned()])
 }

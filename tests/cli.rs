@@ -238,10 +238,17 @@ fn outputs_never_overwrite_the_scenario_or_each_other() {
     let input = input.to_str().unwrap();
     let csv = dir.join("csv");
     let series = csv.join("series.csv");
-    let cases: [(Vec<&str>, &str); 3] = [
+    let events = dir.join("events.jsonl");
+    let events = events.to_str().unwrap();
+    let cases: [(Vec<&str>, &str); 5] = [
         (
             vec!["run", input, "--json", input],
             "is the scenario file itself",
+        ),
+        (vec!["run", input, "--events", input], "--events"),
+        (
+            vec!["run", input, "--json", events, "--events", events],
+            "is where --json writes",
         ),
         (
             vec![
@@ -309,4 +316,65 @@ fn json_to_standard_output_keeps_it_one_document_and_files_appear_whole() {
         }
     }
     assert!(std::fs::metadata(plot.join("outage.png")).unwrap().len() > 1000);
+}
+
+#[test]
+fn the_events_log_holds_every_breaker_transition_the_summary_counts() {
+    let dir = scratch("events");
+    let (json, events) = (dir.join("r.json"), dir.join("events.jsonl"));
+    let output = outagelab(&[
+        "run",
+        "scenarios/redis-dead-protection.toml",
+        "--json",
+        json.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
+        .collect();
+    let mut transitions = 0;
+    for variant in report["variants"].as_array().unwrap() {
+        let name = variant["name"].as_str().unwrap();
+        let of_variant: Vec<&serde_json::Value> =
+            lines.iter().filter(|l| l["variant"] == name).collect();
+        let times: Vec<f64> = of_variant
+            .iter()
+            .map(|l| l["at_ms"].as_f64().unwrap())
+            .collect();
+        assert!(times.is_sorted(), "{name}: in time order");
+        for (breaker, summary) in variant["summary"]["breakers"].as_object().unwrap() {
+            let count = |event: &str| {
+                let matching = of_variant.iter().filter(|l| {
+                    l["event"] == event && l["target_kind"] == "breaker" && l["target"] == **breaker
+                });
+                matching.count() as u64
+            };
+            for (event, field) in [
+                ("breaker_open", "opened"),
+                ("breaker_half_open", "half_opened"),
+                ("breaker_closed", "closed"),
+            ] {
+                let counted = summary[field].as_u64().unwrap();
+                assert_eq!(count(event), counted, "{name}: {breaker} {event}");
+                transitions += counted;
+            }
+        }
+        let fault_lines = of_variant.iter().filter(|l| l["target_kind"] == "fault");
+        let faults = variant["faults"].as_array().unwrap();
+        let ends = faults.iter().filter(|f| !f["end_ms"].is_null()).count();
+        assert_eq!(
+            fault_lines.count(),
+            faults.len() + ends,
+            "{name}: a line per start and end"
+        );
+    }
+    assert!(
+        transitions > 0,
+        "the scenario's breakers open: the test compares something"
+    );
 }

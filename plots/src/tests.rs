@@ -36,6 +36,8 @@ fn variant(name: &str, faults: Vec<FaultWindow>, series: Series) -> VariantRepor
         faults,
         summary: Summary::default(),
         series,
+        log: Vec::new(),
+        log_dropped: 0,
     }
 }
 
@@ -408,6 +410,41 @@ fn outage_curve_plots_rates_per_second() {
     assert_eq!(at_10_s(succeeded), (10.05, 30.0));
     assert_eq!(failed.y.description, "failed requests per second");
     assert_eq!(succeeded.x.range, 0.0..30.0);
+}
+
+#[test]
+fn a_breaker_that_left_closed_gets_a_state_panel_under_the_outage_curve() {
+    let mut report = demo_report();
+    // The protected variant's breaker opens at 10 s and half-opens at 20 s; a second breaker
+    // never leaves closed and gets no line.
+    let opening: Vec<u64> = (0..300)
+        .map(|i| match i {
+            100..200 => 2,
+            200 => 1,
+            _ => 0,
+        })
+        .collect();
+    let gauges = &mut report.variants[1].series.gauges_max;
+    gauges.insert("breakers.redis.state".into(), opening);
+    gauges.insert("breakers.idle.state".into(), vec![0; 300]);
+    let chart = outage::chart(&report);
+    let [_, _, state] = &chart.panels[..] else {
+        panic!("three panels")
+    };
+    assert_eq!(
+        state.lines.len(),
+        1,
+        "one variant has the breaker that opened"
+    );
+    let points = &state.lines[0].segments[0];
+    assert_eq!(
+        (points[99].1, points[100].1, points[200].1),
+        (0.0, 2.0, 1.0)
+    );
+    assert!(chart.legend.iter().any(|entry| entry.label == "redis"));
+    assert!(!chart.legend.iter().any(|entry| entry.label == "idle"));
+    // Without an opening, the chart keeps its two panels.
+    assert_eq!(outage::chart(&demo_report()).panels.len(), 2);
 }
 
 #[test]

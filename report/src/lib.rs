@@ -54,6 +54,32 @@ pub struct VariantReport {
     pub faults: Vec<FaultWindow>,
     pub summary: Summary,
     pub series: Series,
+    /// State changes in time order (`--events` writes them as JSON lines; not in the JSON
+    /// report).
+    #[serde(skip)]
+    pub log: Vec<LogEntry>,
+    /// Log entries a source could not keep (it keeps a bounded number).
+    #[serde(skip)]
+    pub log_dropped: u64,
+}
+
+/// One state change of a run: a breaker's transition, a reconnect slot's link made or lost, a
+/// fault starting or ending, a server's memory full. One line of `--events`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LogEntry {
+    pub at_ms: f64,
+    /// `breaker_open`, `breaker_half_open`, `breaker_closed`, `slot_connected`,
+    /// `slot_connect_failed`, `slot_lost`, `fault_started`, `fault_ended`, ...
+    pub event: String,
+    /// What changed: `breaker`, `connection`, `fault`, `server`.
+    pub target_kind: &'static str,
+    pub target: String,
+    /// A breaker's state before the transition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<&'static str>,
+    /// A reconnect slot's link (each connection the slot makes is a new link).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<u64>,
 }
 
 /// How a run ended.

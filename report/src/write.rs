@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 use crate::{LatencyStats, Outcome, RunReport};
 
 /// Where [`replace_file`] writes before it renames: beside `path`, hidden, with the same
@@ -45,6 +47,41 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub fn to_json(report: &RunReport) -> String {
     let mut text = serde_json::to_string_pretty(report).expect("a report always serialises");
     text.push('\n');
+    text
+}
+
+/// Every variant's log of state changes as JSON lines (`--events`): one object per change,
+/// `{"variant": ..., "at_ms": ..., "event": ..., "target_kind": ..., "target": ...}` (with
+/// `from` for a breaker, `link` for a reconnect slot), in time order within each variant and
+/// variants in report order; a variant whose sources dropped entries ends with a
+/// `log_truncated` line saying how many.
+pub fn events_jsonl(report: &RunReport) -> String {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        variant: &'a str,
+        #[serde(flatten)]
+        entry: &'a crate::LogEntry,
+    }
+    let mut text = String::new();
+    for variant in &report.variants {
+        for entry in &variant.log {
+            let line = Line {
+                variant: &variant.name,
+                entry,
+            };
+            text.push_str(&serde_json::to_string(&line).expect("a log entry serialises"));
+            text.push('\n');
+        }
+        if variant.log_dropped > 0 {
+            let line = serde_json::json!({
+                "variant": variant.name,
+                "event": "log_truncated",
+                "dropped": variant.log_dropped,
+            });
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+    }
     text
 }
 
@@ -228,6 +265,8 @@ mod tests {
                     ..Summary::default()
                 },
                 series,
+                log: Vec::new(),
+                log_dropped: 0,
             }],
         }
     }

@@ -25,13 +25,14 @@ use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    CacheSummary, CountKey, FaultWindow, GaugeKey, Outcome, RateLimitSummary, Summary,
+    CacheSummary, CountKey, FaultWindow, GaugeKey, LogEntry, Outcome, RateLimitSummary, Summary,
     VariantReport, Verdict,
 };
 
 use crate::database::{Databases, Query};
 use crate::error::SimError;
 use crate::http::HttpTally;
+use crate::journal;
 use crate::kernel::{Event, EventQueue, RequestRef, StepResult, TimerKind};
 use crate::metrics::{CounterId, GaugeId, Metrics};
 use crate::monitors::Monitors;
@@ -1632,7 +1633,7 @@ impl<'s> Simulator<'s> {
         let series = self.metrics.finish_series(end);
         let scenario = self.scenario;
         let ms = |t: SimTime| t.as_nanos() as f64 / 1e6;
-        let faults = scenario
+        let faults: Vec<FaultWindow> = scenario
             .faults
             .iter()
             .filter(|fault| fault.at <= end)
@@ -1644,6 +1645,7 @@ impl<'s> Simulator<'s> {
                 end_ms: fault.end().filter(|&e| e <= end).map(ms),
             })
             .collect();
+        let (log, log_dropped) = self.log(&faults);
         VariantReport {
             name: scenario.name.clone(),
             sweep_x: None,
@@ -1654,6 +1656,31 @@ impl<'s> Simulator<'s> {
             faults,
             summary,
             series,
+            log,
+            log_dropped,
         }
+    }
+
+    /// The run's state changes in time order: faults, then breakers, then reconnect slots at
+    /// the same instant (see `journal`).
+    fn log(&self, faults: &[FaultWindow]) -> (Vec<LogEntry>, u64) {
+        let mut entries = Vec::new();
+        for fault in faults {
+            let entry = |at_ms: f64, event: &str| LogEntry {
+                at_ms,
+                event: event.to_owned(),
+                target_kind: "fault",
+                target: fault.name.clone(),
+                from: None,
+                link: None,
+            };
+            entries.push(entry(fault.start_ms, "fault_started"));
+            if let Some(end_ms) = fault.end_ms {
+                entries.push(entry(end_ms, "fault_ended"));
+            }
+        }
+        let mut dropped = self.policies.log(self.scenario, &mut entries);
+        dropped += self.reconnect_slots.log(self.scenario, &mut entries);
+        (journal::merge(entries), dropped)
     }
 }

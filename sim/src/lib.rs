@@ -21,6 +21,7 @@ mod database;
 mod engine;
 mod error;
 mod http;
+mod journal;
 mod kernel;
 mod metrics;
 mod monitors;

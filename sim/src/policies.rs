@@ -21,16 +21,17 @@
 use outagelab_model::adaptive_limit::{
     Acquire as AdaptiveAcquire, AdaptiveLimit, Outcome as Sample, Permit as AdaptivePermit,
 };
-use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket};
+use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket, Transition};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    AdaptiveLimitSummary, BreakerSummary, BulkheadSummary, GaugeKey, Outcome, RetrySummary,
-    SemaphoreSummary, Summary,
+    AdaptiveLimitSummary, BreakerSummary, BulkheadSummary, GaugeKey, LogEntry, Outcome,
+    RetrySummary, SemaphoreSummary, Summary,
 };
 
+use crate::journal::{self, Journal};
 use crate::kernel::{RequestRef, StepResult};
 use crate::metrics::{GaugeId, Metrics};
 use crate::rng::Stream;
@@ -136,12 +137,15 @@ pub(crate) struct BreakerSlot {
     closed: u64,
     /// 0 closed, 1 half-open, 2 open: the series shows the worst state in each bucket.
     state_gauge: GaugeId,
+    /// Every transition, for the run's log.
+    log: Journal<Transition>,
 }
 
 impl BreakerSlot {
-    /// Takes the breaker's transitions as they happen and counts them.
+    /// Takes the breaker's transitions as they happen, counts and logs them.
     fn drain_transitions(&mut self) {
         while let Some(transition) = self.breaker.poll_transition() {
+            self.log.record(transition.at, transition);
             match transition.to {
                 BreakerState::HalfOpen => self.half_opened += 1,
                 BreakerState::Closed => self.closed += 1,
@@ -485,6 +489,7 @@ impl Policies {
                 half_opened: 0,
                 closed: 0,
                 state_gauge: gauge(metrics, GaugeKey::BreakerState, &spec.name),
+                log: Journal::default(),
             })
             .collect();
         let adaptive_limits = scenario
@@ -557,6 +562,18 @@ impl Policies {
     }
 
     /// Writes every policy's section of the summary.
+    /// Each breaker's transitions (in breaker order) for the run's log, and how many could
+    /// not be kept.
+    pub fn log(&self, scenario: &Scenario, entries: &mut Vec<LogEntry>) -> u64 {
+        let mut dropped = 0;
+        for (spec, slot) in scenario.breakers.iter().zip(&self.breakers) {
+            let transitions = slot.log.entries();
+            entries.extend(transitions.map(|(_, t)| journal::breaker_entry(&spec.name, t)));
+            dropped += slot.log.dropped();
+        }
+        dropped
+    }
+
     pub fn summarize(&self, scenario: &Scenario, now: SimTime, summary: &mut Summary) {
         summary.adaptive_limits = scenario
             .adaptive_limits

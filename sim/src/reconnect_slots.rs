@@ -21,8 +21,9 @@ use outagelab_model::reconnect::{
     Acquire, AttemptTicket, Failure, FailureEffect, Lease, ReconnectSlot,
 };
 use outagelab_model::time::SimTime;
-use outagelab_report::SlotSummary;
+use outagelab_report::{LogEntry, SlotSummary};
 
+use crate::journal::{self, Journal, SlotChange};
 use crate::kernel::{EventQueue, RequestRef};
 use crate::redis::{LinkEvent, Redis};
 use crate::scenario::{ConnectionId, Reconnect, Scenario};
@@ -34,6 +35,8 @@ struct SlotEntry {
     /// Callers waiting for the attempt in progress, in the order they asked.
     parked: Vec<RequestRef>,
     stats: SlotSummary,
+    /// Links made, failed and lost, for the run's log.
+    log: Journal<SlotChange>,
 }
 
 /// What a caller of [`ReconnectSlots::acquire`] does next.
@@ -86,6 +89,7 @@ impl ReconnectSlots {
                     attempt: None,
                     parked: Vec::new(),
                     stats: SlotSummary::default(),
+                    log: Journal::default(),
                 })
             })
             .collect();
@@ -150,10 +154,13 @@ impl ReconnectSlots {
             LinkEvent::Connected(ended) => {
                 debug_assert_eq!(ended, link);
                 entry.slot.on_connected(now, ticket, u64::from(link.0));
+                let link = u64::from(link.0);
+                entry.log.record(now, SlotChange::Connected { link });
             }
             LinkEvent::ConnectFailed(ended) => {
                 debug_assert_eq!(ended, link);
                 entry.slot.on_connect_failed(now, ticket);
+                entry.log.record(now, SlotChange::ConnectFailed);
             }
         }
         std::mem::take(&mut entry.parked)
@@ -169,8 +176,13 @@ impl ReconnectSlots {
     ) -> FailureEffect {
         let entry = self.entry(connection);
         let effect = entry.slot.on_failure(now, lease, failure);
-        if effect == FailureEffect::NotCurrent {
-            entry.stats.stale_failures += 1;
+        match effect {
+            FailureEffect::NotCurrent => entry.stats.stale_failures += 1,
+            FailureEffect::Evicted => {
+                let link = lease.connection();
+                entry.log.record(now, SlotChange::Lost { link });
+            }
+            FailureEffect::ConnectionKept => {}
         }
         effect
     }
@@ -194,6 +206,19 @@ impl ReconnectSlots {
         self.slots[connection.index()]
             .as_ref()
             .is_some_and(|entry| entry.slot.stats().connected)
+    }
+
+    /// Every slot's log entries (in connection order), and how many could not be kept.
+    pub fn log(&self, scenario: &Scenario, entries: &mut Vec<LogEntry>) -> u64 {
+        let mut dropped = 0;
+        for (spec, entry) in scenario.connections.iter().zip(&self.slots) {
+            let Some(entry) = entry else { continue };
+            let changes = entry.log.entries();
+            entries
+                .extend(changes.map(|&(at, change)| journal::slot_entry(&spec.name, at, change)));
+            dropped += entry.log.dropped();
+        }
+        dropped
     }
 
     /// The slot's counters, if `connection` is a slot.
