@@ -5,6 +5,7 @@
 //! failed, a run was cut short by its budget, or a run broke an invariant (a monitor fired);
 //! 2 when the file or the command line is wrong.
 
+mod seeds;
 mod table;
 
 use std::io::Write as _;
@@ -35,8 +36,12 @@ enum Command {
         /// The scenario file (TOML).
         file: PathBuf,
         /// Use this seed instead of the file's.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "seeds")]
         seed: Option<u64>,
+        /// Run on every seed of a range, `A..B`, or `stated` for the range the file states
+        /// (`[scenario] seeds`), and show each expectation across them (no other output).
+        #[arg(long, value_name = "RANGE", conflicts_with_all = ["json", "events", "csv", "plot"])]
+        seeds: Option<String>,
         /// Write the full report (summaries and time series) as JSON to this file.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
@@ -54,7 +59,7 @@ enum Command {
         #[arg(long)]
         quiet: bool,
         /// Plant a bug on purpose, to see an invariant monitor catch it (for tests).
-        #[arg(long, hide = true, value_name = "BUG", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
+        #[arg(long, hide = true, value_name = "BUG", conflicts_with = "seeds", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
         plant_bug: Option<String>,
     },
     /// Check a scenario file without running it.
@@ -92,6 +97,17 @@ fn main() -> ExitCode {
         Command::Run {
             file,
             seed,
+            seeds: Some(range),
+            quiet,
+            ..
+        } => {
+            debug_assert!(seed.is_none(), "clap refuses --seed with --seeds");
+            run_seeds(&file, &range, quiet)
+        }
+        Command::Run {
+            file,
+            seed,
+            seeds: _,
             json,
             events,
             csv,
@@ -115,6 +131,62 @@ fn main() -> ExitCode {
                     plot: plot.as_deref(),
                 },
             )
+        }
+    }
+}
+
+/// `run --seeds`: every variant on every seed of a range; exit 1 if an expectation failed on
+/// any of them.
+fn run_seeds(file: &Path, range: &str, quiet: bool) -> ExitCode {
+    let scenario = match outagelab_scenario_file::load(file) {
+        Ok(scenario) => scenario,
+        Err(diagnostics) => {
+            eprintln!("{diagnostics}");
+            return ExitCode::from(2);
+        }
+    };
+    let seeds = if range == "stated" {
+        match &scenario.seeds {
+            Some(seeds) => seeds.clone(),
+            None => {
+                eprintln!(
+                    "--seeds stated: {} states no seed range (add `seeds = \"1..20\"` to its \
+                     [scenario] table once its expectations hold on those seeds)",
+                    file.display()
+                );
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        match outagelab_scenario_file::parse_seed_range(range) {
+            Ok(seeds) => seeds,
+            Err(reason) => {
+                eprintln!("--seeds: {reason} (or `stated` for the file's own range)");
+                return ExitCode::from(2);
+            }
+        }
+    };
+    match seeds::run(&scenario, seeds, quiet) {
+        Ok(outcome) => {
+            say(&outcome.text);
+            match outcome.failed_seeds.first() {
+                None => ExitCode::SUCCESS,
+                Some(seed) => {
+                    eprintln!(
+                        "reproduce with: outagelab run {} --seed {seed}",
+                        file.display()
+                    );
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Err((variant, seed, error)) => {
+            eprintln!("variant \"{variant}\" on seed {seed}: {error}");
+            eprintln!(
+                "reproduce with: outagelab run {} --seed {seed}",
+                file.display()
+            );
+            ExitCode::from(1)
         }
     }
 }

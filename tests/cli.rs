@@ -378,3 +378,57 @@ fn the_events_log_holds_every_breaker_transition_the_summary_counts() {
         "the scenario's breakers open: the test compares something"
     );
 }
+
+#[test]
+fn a_seed_range_runs_every_seed_and_names_the_first_that_fails() {
+    let output = outagelab(&["run", "scenarios/retry-storm.toml", "--seeds", "stated"]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(stdout.contains("on seeds 1..20 (20 seeds x "), "{stdout}");
+    assert!(stdout.contains("seeds with a failure: none"), "{stdout}");
+
+    // An expectation that holds on some seeds only: the run says which seed broke it first.
+    let dir = scratch("seed-range");
+    let file = dir.join("fragile.toml");
+    let original = std::fs::read_to_string("scenarios/gateway-rate-limit.toml").unwrap();
+    let fragile = original.replace(
+        "expect = [\"requests in 4300..4700\"]",
+        "expect = [\"requests in 4480..4520\"]",
+    );
+    assert_ne!(
+        fragile, original,
+        "the test edits the expectation it means to"
+    );
+    std::fs::write(&file, fragile).unwrap();
+    let output = outagelab(&["run", file.to_str().unwrap(), "--seeds", "1..6"]);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("requests in 4480..4520"), "{stdout}");
+    assert!(stderr.contains("reproduce with: outagelab run"), "{stderr}");
+    assert!(stderr.contains("--seed "), "{stderr}");
+
+    for (args, message) in [
+        (vec!["--seeds", "5..1"], "the range 5..1 is empty"),
+        (vec!["--seeds", "1..2000"], "is more than 1000"),
+        (
+            vec!["--seeds", "1..2", "--json", "x.json"],
+            "cannot be used with",
+        ),
+        (
+            vec!["--seeds", "1..2", "--seed", "3"],
+            "cannot be used with",
+        ),
+    ] {
+        let mut all = vec!["run", "scenarios/retry-storm.toml"];
+        all.extend(args);
+        let output = outagelab(&all);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{all:?}: {stderr}");
+        assert!(stderr.contains(message), "{all:?}: {stderr}");
+    }
+    let without = dir.join("no-range.toml");
+    std::fs::write(&without, original.replace("seeds = \"1..20\"\n", "")).unwrap();
+    let output = outagelab(&["run", without.to_str().unwrap(), "--seeds", "stated"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("states no seed range"));
+}

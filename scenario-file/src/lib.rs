@@ -25,7 +25,7 @@ pub mod units;
 mod validate;
 
 use std::collections::BTreeMap;
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 
 use outagelab_report::SweepInfo;
@@ -52,6 +52,9 @@ pub const RUNS_MAX: usize = 10_000;
 pub struct ScenarioFile {
     pub name: String,
     pub seed: u64,
+    /// `[scenario] seeds`: the seeds on which the file says its expectations hold (`run
+    /// --seeds stated` checks every one).
+    pub seeds: Option<RangeInclusive<u64>>,
     pub sweep: Option<SweepInfo>,
     pub variants: Vec<Variant>,
 }
@@ -120,6 +123,33 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
 struct Reader<'a> {
     source: &'a Source<'a>,
     errors: Vec<Diagnostic>,
+}
+
+/// The most seeds a range may hold: each is a whole run of every variant.
+pub const SEEDS_MAX: u64 = 1000;
+
+/// Reads a seed range `A..B` (both included), as `[scenario] seeds` and `run --seeds` write
+/// it: `A <= B`, at most [`SEEDS_MAX`] seeds, each at most `i64::MAX` (the largest seed a
+/// file can write).
+pub fn parse_seed_range(text: &str) -> Result<RangeInclusive<u64>, String> {
+    let shape = || format!("`{text}` is not a seed range: write it as A..B, e.g. 1..20");
+    let (low, high) = text.split_once("..").ok_or_else(shape)?;
+    let number = |part: &str| part.trim().parse::<u64>().map_err(|_| shape());
+    let (low, high) = (number(low)?, number(high)?);
+    let largest = i64::MAX.unsigned_abs();
+    if high > largest {
+        return Err(format!("seeds go up to {largest}, not {high}"));
+    }
+    if low > high {
+        return Err(format!("the range {text} is empty: {low} is above {high}"));
+    }
+    if high - low >= SEEDS_MAX {
+        return Err(format!(
+            "{} seeds is more than {SEEDS_MAX}: each is a run of every variant",
+            high - low + 1
+        ));
+    }
+    Ok(low..=high)
 }
 
 /// Why neither a variant nor a sweep may set the seed.
@@ -234,14 +264,16 @@ impl<'t> Reader<'_> {
                         DeValue::Table(patch) => {
                             let seed = patch.get("scenario").and_then(|scenario| {
                                 match scenario.get_ref() {
-                                    DeValue::Table(scenario) => scenario.get_key_value("seed"),
+                                    DeValue::Table(scenario) => scenario
+                                        .get_key_value("seed")
+                                        .or_else(|| scenario.get_key_value("seeds")),
                                     _ => None,
                                 }
                             });
                             if let Some((key, _)) = seed {
                                 self.errors.push(self.source.diagnostic(
                                     Some(key.span()),
-                                    format!("variant[{index}].patch.scenario.seed"),
+                                    format!("variant[{index}].patch.scenario.{}", key.get_ref()),
                                     SEED_IS_A_RUN_PARAMETER,
                                 ));
                                 continue;
@@ -513,7 +545,7 @@ impl<'t> Reader<'_> {
                 }
             }
         }
-        let mut file: Option<(String, u64)> = None;
+        let mut file: Option<(String, u64, Option<RangeInclusive<u64>>)> = None;
         let mut built = Vec::new();
         for (name, sweep_x, document, entry, sweep_text) in documents {
             let errors_before = self.errors.len();
@@ -536,7 +568,14 @@ impl<'t> Reader<'_> {
                     lines.extend(sweep.header.expect.get(text).into_iter().flatten());
                 }
                 let expectations = self.expectations(&scenario, &lines);
-                file.get_or_insert_with(|| (raw.scenario.name.get_ref().clone(), scenario.seed));
+                if file.is_none() {
+                    let seeds = raw
+                        .scenario
+                        .seeds
+                        .as_ref()
+                        .and_then(|seeds| self.seeds(seeds));
+                    file = Some((raw.scenario.name.get_ref().clone(), scenario.seed, seeds));
+                }
                 built.push(Variant {
                     name: name.clone(),
                     sweep_x,
@@ -546,10 +585,11 @@ impl<'t> Reader<'_> {
             }
             tag(&mut self.errors[errors_before..], &name);
         }
-        let (name, seed) = file?;
+        let (name, seed, seeds) = file?;
         Some(ScenarioFile {
             name,
             seed,
+            seeds,
             sweep: sweep.map(|sweep| SweepInfo {
                 label: sweep.header.label.unwrap_or_else(|| "value".to_owned()),
                 parameter: sweep.header.parameter.into_inner(),
@@ -557,6 +597,20 @@ impl<'t> Reader<'_> {
             }),
             variants: built,
         })
+    }
+
+    /// `[scenario] seeds = "A..B"`: at least one seed, at most [`SEEDS_MAX`].
+    fn seeds(&mut self, text: &Spanned<String>) -> Option<RangeInclusive<u64>> {
+        match parse_seed_range(text.get_ref()) {
+            Ok(range) => Some(range),
+            Err(reason) => {
+                let diagnostic =
+                    self.source
+                        .diagnostic(Some(text.span()), "scenario.seeds", reason);
+                self.errors.push(diagnostic);
+                None
+            }
+        }
     }
 
     fn expectations(

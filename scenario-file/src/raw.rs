@@ -19,6 +19,8 @@ pub struct RawHeader {
     #[allow(dead_code)] // shown to readers of the file, not used by the run
     pub description: Option<String>,
     pub seed: Option<Spanned<Whole>>,
+    /// The seeds on which the file's expectations hold, `"A..B"` (inclusive).
+    pub seeds: Option<Spanned<String>>,
     /// Expectations every variant must meet.
     #[serde(default)]
     pub expect: Vec<Spanned<String>>,

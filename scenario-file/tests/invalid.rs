@@ -491,6 +491,10 @@ fn rejected_files() {
             "27:17: breakers.b.late_failures: unknown variant `reopen`, expected `ignored` or `counted`",
         ),
         (
+            BASE.replace("name = \"t\"\n", "name = \"t\"\nseeds = \"1-20\"\n"),
+            "3:9: scenario.seeds: `1-20` is not a seed range: write it as A..B, e.g. 1..20",
+        ),
+        (
             format!("{BASE}\n[http]\nstatus = {{ timout = 504 }}\n"),
             "25:21: http.status.timout: unknown outcome `timout`; did you mean `timeout`?",
         ),
