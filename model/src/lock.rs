@@ -121,17 +121,27 @@ pub enum Mode {
 }
 
 /// The value an acquire writes to the key, which only its holder knows: a release deletes the
-/// key's holder only if it carries this token.
+/// key's holder only if it carries this token. A client's tokens are its namespace times
+/// 2^[`LockToken::SERIAL_BITS`] plus a serial number, so clients of different namespaces never
+/// write the same token (a real client writes a random UUID).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LockToken(u64);
 
 impl LockToken {
+    /// Bits of a token's serial number: 2^40 acquires per client.
+    pub const SERIAL_BITS: u32 = 40;
+
     pub fn new(value: u64) -> Self {
         LockToken(value)
     }
 
     pub fn get(self) -> u64 {
         self.0
+    }
+
+    /// The namespace of the client that issued it.
+    pub fn namespace(self) -> u32 {
+        (self.0 >> Self::SERIAL_BITS) as u32
     }
 }
 
@@ -248,16 +258,26 @@ pub struct LockCounters {
 pub struct LockClient {
     id: InstanceId,
     config: LockConfig,
-    next_token: u64,
+    /// The high bits of every token it issues (at most 2^24 namespaces).
+    namespace: u32,
+    /// The serial number of the next token.
+    next_serial: u64,
     counters: LockCounters,
 }
 
 impl LockClient {
-    pub fn new(config: LockConfig) -> Self {
+    /// A client whose tokens are in `namespace` (below 2^24): give each client of a run its
+    /// own, and tokens never collide on a shared key.
+    pub fn new(config: LockConfig, namespace: u32) -> Self {
+        assert!(
+            namespace < 1 << (64 - LockToken::SERIAL_BITS),
+            "lock token namespace {namespace} is too large"
+        );
         LockClient {
             id: InstanceId::fresh(),
             config,
-            next_token: 1,
+            namespace,
+            next_serial: 1,
             counters: LockCounters::default(),
         }
     }
@@ -272,8 +292,13 @@ impl LockClient {
 
     /// Starts an acquire at `now` with a fresh token: send the first attempt now.
     pub fn begin(&mut self, now: SimTime, mode: Mode) -> (Acquiring, Attempt) {
-        let token = LockToken(self.next_token);
-        self.next_token += 1;
+        assert!(
+            self.next_serial < 1 << LockToken::SERIAL_BITS,
+            "a lock client ran out of tokens"
+        );
+        let token =
+            LockToken(u64::from(self.namespace) << LockToken::SERIAL_BITS | self.next_serial);
+        self.next_serial += 1;
         let acquiring = Acquiring {
             client: self.id,
             token,
@@ -523,7 +548,7 @@ mod tests {
 
     /// Drives one acquire begun at `begin_ms` through `events`; returns what each ended as.
     fn check_loop(config: LockConfig, begin_ms: u64, events: &[Event], expected: &[&str]) {
-        let mut client = LockClient::new(config);
+        let mut client = LockClient::new(config, 0);
         let (acquiring, attempt) = client.begin(ms(begin_ms), Mode::Exclusive);
         let mut state = Some((acquiring, Some(attempt)));
         let mut seen = Vec::new();
@@ -632,7 +657,7 @@ mod tests {
 
     #[test]
     fn counters_follow_the_loop_and_tokens_are_fresh() {
-        let mut client = LockClient::new(config(1000, 50, 100));
+        let mut client = LockClient::new(config(1000, 50, 100), 3);
         let (first, attempt) = client.begin(ms(0), Mode::Shared);
         let AttemptEnd::Sleep { acquiring, .. } =
             client.on_reply(ms(1), first, attempt, AttemptReply::Busy)
@@ -641,13 +666,15 @@ mod tests {
         };
         assert_eq!(client.wake(ms(100), acquiring), Wake::TimedOut);
         let (second, attempt) = client.begin(ms(200), Mode::Shared);
-        assert_eq!(second.token(), LockToken(2));
+        let second_token = second.token();
+        assert_eq!(second.token(), LockToken(3 << 40 | 2));
+        assert_eq!(second.token().namespace(), 3);
         let AttemptEnd::Held(held) =
             client.on_reply(ms(201), second, attempt, AttemptReply::Acquired)
         else {
             panic!("acquired holds");
         };
-        assert_eq!(client.release(held), (LockToken(2), Mode::Shared));
+        assert_eq!(client.release(held), (second_token, Mode::Shared));
         client.on_released(ReleaseReply::NotHolder);
         assert_eq!(
             client.counters(),
@@ -665,8 +692,8 @@ mod tests {
     #[test]
     #[should_panic(expected = "a held lock was handed back to a lock that did not issue it")]
     fn a_lock_held_from_another_client_panics() {
-        let mut one = LockClient::new(config(1000, 50, 100));
-        let mut other = LockClient::new(config(1000, 50, 100));
+        let mut one = LockClient::new(config(1000, 50, 100), 3);
+        let mut other = LockClient::new(config(1000, 50, 100), 3);
         let (acquiring, attempt) = one.begin(ms(0), Mode::Exclusive);
         let AttemptEnd::Held(held) =
             one.on_reply(ms(1), acquiring, attempt, AttemptReply::Acquired)

@@ -25,10 +25,13 @@ pub enum Outcome {
     LockBusy,
     /// A rate limiter said no (or could not reach its store and fails closed).
     RateLimited,
+    /// A distributed lock stayed taken until its acquire timeout (seed 000's `ELOCKTIMEOUT`,
+    /// which the service answers with 503).
+    LockTimeout,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Ok,
         Outcome::Timeout,
         Outcome::Refused,
@@ -38,6 +41,7 @@ impl Outcome {
         Outcome::ServerError,
         Outcome::LockBusy,
         Outcome::RateLimited,
+        Outcome::LockTimeout,
     ];
 
     /// Number of outcomes; `outcome.index()` is below it.
@@ -58,6 +62,7 @@ impl Outcome {
             Outcome::ServerError => "server_error",
             Outcome::LockBusy => "lock_busy",
             Outcome::RateLimited => "rate_limited",
+            Outcome::LockTimeout => "lock_timeout",
         }
     }
 

@@ -154,7 +154,7 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ db = { name = \"db\" }, redis = { command = \"GET\", connection = \"c\", key = \"k\" } }",
             ),
-            "16:115: flows.f.steps[1].redis: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`), and this one already has `db`: give each action a step of its own",
+            "16:115: flows.f.steps[1].redis: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`, `lock`), and this one already has `db`: give each action a step of its own",
         ),
         (
             with(
@@ -263,7 +263,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"okay\"]\n"
             ),
-            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited)",
+            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout)",
         ),
         (
             with(
@@ -353,7 +353,7 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ db = { name = \"db\" }, op = \"get\" }",
             ),
-            "16:115: flows.f.steps[1].op: belongs inside the action's table (`cache`, `throttle`), e.g. cache = { …, op = … }",
+            "16:115: flows.f.steps[1].op: belongs inside the action's table (`cache`, `throttle`, `lock`), e.g. cache = { …, op = … }",
         ),
         (
             with(
@@ -407,7 +407,7 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ redis = \"GET\", connection = \"c\", key = \"k\" }",
             ),
-            "16:108: flows.f.steps[1].connection: belongs inside the action's table (`redis`), e.g. redis = { …, connection = … }",
+            "16:108: flows.f.steps[1].connection: belongs inside the action's table (`redis`, `lock`), e.g. redis = { …, connection = … }",
         ),
         (
             with("{ db = { name = \"db\" } }", "{ redis = \"GET\" }"),
@@ -429,7 +429,7 @@ fn rejected_files() {
         ),
         (
             with("{ db = { name = \"db\" } }", "{ on_error = \"next\" }"),
-            "16:91: flows.f.steps[1]: a step has no action: give it one of `redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`",
+            "16:91: flows.f.steps[1]: a step has no action: give it one of `redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`, `lock`",
         ),
         (
             with(
@@ -465,7 +465,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[[variant]]\nname = \"a\"\n[variant.patch.flows.f.steps.1]\nwork = \"1ms\"\n"
             ),
-            "27:1: flows.f.steps[1].work: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`), and this one already has `db`: give each action a step of its own",
+            "27:1: flows.f.steps[1].work: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`, `lock`), and this one already has `db`: give each action a step of its own",
         ),
         // A breaker has one rule: `failures` or `failure_rate`, whose window is one of two.
         (

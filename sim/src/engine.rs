@@ -21,11 +21,14 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use outagelab_model::cache::{Cache, CacheKey, Lookup};
+use outagelab_model::lock::{
+    Acquiring, Attempt, AttemptEnd, AttemptReply, Held as LockHeld, LockClient, ReleaseReply, Wake,
+};
 use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    CacheSummary, CountKey, FaultWindow, GaugeKey, Outcome, RateLimitSummary, Summary,
+    CacheSummary, CountKey, FaultWindow, GaugeKey, LockSummary, Outcome, RateLimitSummary, Summary,
     VariantReport, Verdict,
 };
 
@@ -40,8 +43,8 @@ use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, CacheOp, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId,
-    OnError, OnHit, PolicyRef, RateLimitId, RedisCommand, Scenario, StepAction, StepSpec,
-    ThrottleId, ThrottleOp,
+    LockCommand, LockCommandKind, LockId, LockOp, OnError, OnHit, PolicyRef, RateLimitId,
+    RedisCommand, Scenario, StepAction, StepSpec, ThrottleId, ThrottleOp,
 };
 use crate::throttles::{Held, Phase, Progress, Throttles};
 
@@ -175,6 +178,8 @@ enum Wait {
         key: outagelab_model::throttle::KvKey,
         phase: Phase,
     },
+    /// A lock acquire's wait after a busy attempt.
+    LockRetry(Acquiring),
 }
 
 impl Stage {
@@ -190,6 +195,7 @@ impl Stage {
             Stage::Waiting(Wait::Work) => "working",
             Stage::Waiting(Wait::SlotConnect) => "waiting for a connection attempt",
             Stage::Waiting(Wait::ThrottleKv { .. }) => "waiting for a KV round trip",
+            Stage::Waiting(Wait::LockRetry(_)) => "waiting to try a lock again",
             Stage::Backoff { .. } => "backing off",
         }
     }
@@ -213,6 +219,10 @@ struct Request {
     replayed: bool,
     /// The write the current step's copies belong to, when a slot may replay it.
     origin: Option<u64>,
+    /// The lock acquire of the current step, and its attempt in flight.
+    acquiring: Option<(Acquiring, Attempt)>,
+    /// The locks the request holds, in the order it took them.
+    locks_held: Vec<(LockId, LockHeld)>,
 }
 
 impl Request {
@@ -229,6 +239,8 @@ impl Request {
             lease: None,
             replayed: false,
             origin: None,
+            acquiring: None,
+            locks_held: Vec::new(),
         }
     }
 }
@@ -318,6 +330,8 @@ struct Simulator<'s> {
     rate_limits: Vec<RateLimitSlot>,
     throttles: Throttles,
     throttle_gauges: Vec<ThrottleGauges>,
+    /// One client per lock, its tokens in the namespace of the lock's index.
+    locks: Vec<LockClient>,
     /// What waits for a database query whose caller timed out, by the waiter reference the
     /// database still holds. Never larger than the number of running queries.
     after_queries: BTreeMap<(u32, u32), AfterQuery>,
@@ -468,6 +482,12 @@ impl<'s> Simulator<'s> {
             rate_limits,
             throttles: Throttles::new(scenario),
             throttle_gauges,
+            locks: scenario
+                .locks
+                .iter()
+                .enumerate()
+                .map(|(index, spec)| LockClient::new(spec.config, index as u32))
+                .collect(),
             after_queries: BTreeMap::new(),
             metrics,
             monitors,
@@ -984,6 +1004,111 @@ impl<'s> Simulator<'s> {
                 };
                 self.finish_step(slot, Ended::Action(result))
             }
+            StepAction::Lock {
+                lock,
+                op,
+                connection,
+                key,
+            } => {
+                let (acquiring, attempt) = match op {
+                    // A replay on a fresh connection sends the same attempt again.
+                    LockOp::Acquire(_) if self.request(slot).acquiring.is_some() => {
+                        self.request_mut(slot).acquiring.take().expect("checked")
+                    }
+                    LockOp::Acquire(mode) => self.locks[lock.index()].begin(self.now, mode),
+                    LockOp::Release => {
+                        let held = &mut self.request_mut(slot).locks_held;
+                        let Some(index) = held.iter().rposition(|(id, _)| *id == lock) else {
+                            // Holds none: nothing to give back.
+                            return self.finish_step(slot, Ended::Action(StepResult::Ok));
+                        };
+                        let (_, held) = held.remove(index);
+                        let (token, _) = self.locks[lock.index()].release(held);
+                        let command = LockCommand {
+                            token,
+                            kind: LockCommandKind::Release,
+                        };
+                        return self.lock_command(slot, connection, key, command);
+                    }
+                };
+                let command = LockCommand {
+                    token: acquiring.token(),
+                    kind: LockCommandKind::Acquire {
+                        mode: acquiring.mode(),
+                        lease: self.locks[lock.index()].config().lease(),
+                    },
+                };
+                self.request_mut(slot).acquiring = Some((acquiring, attempt));
+                self.lock_command(slot, connection, key, command)
+            }
+        }
+    }
+
+    /// Sends a lock step's command for the request in `slot`; its result goes through
+    /// [`Simulator::lock_result`].
+    fn lock_command(
+        &mut self,
+        slot: u32,
+        connection: ConnectionId,
+        key: KeyFamilyId,
+        command: LockCommand,
+    ) -> Next {
+        let op = Op {
+            command: RedisCommand::Lock(command),
+            family: key.0,
+            index: self.key_of(slot, key),
+        };
+        match self.issue_command(slot, connection, op, false) {
+            None => Next::Stop,
+            Some(result) => match self.lock_result(slot, result) {
+                Some(result) => self.finish_step(slot, Ended::Action(result)),
+                None => Next::Stop,
+            },
+        }
+    }
+
+    /// A lock step's command ended with `result`: what the step returns, or `None` when the
+    /// request waits to try again (the lock was taken, before the acquire's deadline).
+    fn lock_result(&mut self, slot: u32, result: StepResult) -> Option<StepResult> {
+        let StepAction::Lock { lock, op, .. } = self.step_of(slot).action else {
+            return Some(result);
+        };
+        let (now, client) = (self.now, &mut self.locks[lock.index()]);
+        if op == LockOp::Release {
+            // A release that found no holder with its token (the lease had expired) is
+            // refused, and counted; the step itself succeeds.
+            client.on_released(match result {
+                StepResult::Ok => ReleaseReply::Released,
+                StepResult::Miss => ReleaseReply::NotHolder,
+                _ => ReleaseReply::Failed,
+            });
+            return Some(match result {
+                StepResult::Miss | StepResult::Hit => StepResult::Ok,
+                other => other,
+            });
+        }
+        let (acquiring, attempt) = self
+            .request_mut(slot)
+            .acquiring
+            .take()
+            .expect("an acquire's command carries its attempt");
+        let reply = match result {
+            StepResult::Ok => AttemptReply::Acquired,
+            StepResult::Error(Outcome::LockBusy) => AttemptReply::Busy,
+            _ => AttemptReply::Failed,
+        };
+        match self.locks[lock.index()].on_reply(now, acquiring, attempt, reply) {
+            AttemptEnd::Held(held) => {
+                self.request_mut(slot).locks_held.push((lock, held));
+                Some(StepResult::Ok)
+            }
+            AttemptEnd::Sleep { acquiring, until } => {
+                self.request_mut(slot).stage = Stage::Waiting(Wait::LockRetry(acquiring));
+                self.set_timer(slot, until, TimerKind::LockRetry);
+                None
+            }
+            AttemptEnd::TimedOut => Some(StepResult::Error(Outcome::LockTimeout)),
+            AttemptEnd::Failed => Some(result),
         }
     }
 
@@ -1069,8 +1194,24 @@ impl<'s> Simulator<'s> {
             } => self.take_held(slot, throttle).into_iter().collect(),
             _ => Vec::new(),
         };
+        // So does a lock release, with the lock the request holds.
+        let locks_held = match scenario.flows[flow.index()].steps[usize::from(step)].action {
+            StepAction::Lock {
+                op: LockOp::Release,
+                lock,
+                ..
+            } => {
+                let held = &mut self.request_mut(slot).locks_held;
+                match held.iter().rposition(|(id, _)| *id == lock) {
+                    Some(index) => vec![held.remove(index)],
+                    None => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        };
         let mut background = Request::new(flow, step, Role::Background, now, key_seed);
         background.throttle_held = throttle_held;
+        background.locks_held = locks_held;
         let background = self.allocate(background);
         // Run it now, so that its command is written before the request's next one.
         self.advance(background.slot);
@@ -1100,6 +1241,38 @@ impl<'s> Simulator<'s> {
             ) => {
                 let progress = self.throttles.resume(self.now, throttle, key, phase);
                 if let Next::Continue = self.throttle_progress(request.slot, progress) {
+                    let next = self.current_ref(request.slot);
+                    self.runnable.push_back(next);
+                }
+            }
+            (TimerKind::LockRetry, Stage::Waiting(Wait::LockRetry(acquiring))) => {
+                let StepAction::Lock {
+                    lock,
+                    connection,
+                    key,
+                    ..
+                } = self.step_of(request.slot).action
+                else {
+                    unreachable!("a lock retry on a lock step");
+                };
+                let next = match self.locks[lock.index()].wake(self.now, acquiring) {
+                    Wake::Attempt(acquiring, attempt) => {
+                        let command = LockCommand {
+                            token: acquiring.token(),
+                            kind: LockCommandKind::Acquire {
+                                mode: acquiring.mode(),
+                                lease: self.locks[lock.index()].config().lease(),
+                            },
+                        };
+                        self.request_mut(request.slot).acquiring = Some((acquiring, attempt));
+                        self.lock_command(request.slot, connection, key, command)
+                    }
+                    Wake::TimedOut => {
+                        let result = StepResult::Error(Outcome::LockTimeout);
+                        self.finish_step(request.slot, Ended::Action(result))
+                    }
+                };
+                if let Next::Continue = next {
                     let next = self.current_ref(request.slot);
                     self.runnable.push_back(next);
                 }
@@ -1248,6 +1421,9 @@ impl<'s> Simulator<'s> {
         if self.slot_command_ended(request.slot, result) {
             return; // replayed on a fresh connection
         }
+        let Some(result) = self.lock_result(request.slot, result) else {
+            return; // waits to try the lock again
+        };
         if let Next::Continue = self.finish_step(request.slot, Ended::Action(result)) {
             if self.past_last_step(request.slot) {
                 // Nothing is left for it to do: it ends now rather than after a trip through
@@ -1586,6 +1762,27 @@ impl<'s> Simulator<'s> {
                 .enumerate()
                 .map(|(index, spec)| {
                     let summary = self.throttles.summary(ThrottleId(index as u32));
+                    (spec.name.clone(), summary)
+                })
+                .collect(),
+            locks: scenario
+                .locks
+                .iter()
+                .zip(&self.locks)
+                .enumerate()
+                .map(|(index, (spec, client))| {
+                    let counters = client.counters();
+                    let server = self.redis.lock_stats(self.now, LockId(index as u32));
+                    let summary = LockSummary {
+                        acquired: counters.acquired,
+                        busy_retries: counters.busy_retries,
+                        timed_out: counters.timed_out,
+                        released: counters.released,
+                        release_refused: counters.release_refused,
+                        expired_leases: server.expired_leases,
+                        peak_writers: server.peak_writers,
+                        peak_readers: server.peak_readers,
+                    };
                     (spec.name.clone(), summary)
                 })
                 .collect(),
