@@ -786,3 +786,67 @@ fn a_patch_that_misspells_a_resource_is_refused_not_run_as_a_new_one() {
     );
     outagelab_scenario_file::parse(&new, Path::new("t.toml")).expect("a new server");
 }
+
+/// BASE with a lock `l` of `lock` (its keys, one a line) after the key family, and its database
+/// step replaced by `step`.
+fn with_lock(lock: &str, step: &str) -> String {
+    with("[keys.k]", &format!("[keys.k]\n\n[locks.l]\n{lock}")).replacen(
+        r#"{ db = { name = "db" } }"#,
+        step,
+        1,
+    )
+}
+
+#[test]
+fn bad_locks_are_refused_at_their_key() {
+    let lock = "lease = \"30s\"\nretry_delay = \"50ms\"\nacquire_timeout = \"200ms\"";
+    let acquire = r#"{ lock = { name = "l", op = "acquire", mode = "exclusive", connection = "c", key = "k" } }"#;
+    let cases: Vec<(String, &str)> = vec![
+        (
+            with_lock(&lock.replace("\"30s\"", "\"0s\""), acquire),
+            "13:9: locks.l.lease: must be longer than zero (a lock with a zero lease expires as it is taken and excludes nobody)",
+        ),
+        (
+            with_lock(&lock.replace("\"50ms\"", "\"300ms\""), acquire),
+            "14:15: locks.l.retry_delay: must be at most acquire_timeout (200ms), or the acquire never retries; it is 300ms",
+        ),
+        (
+            with_lock(&lock.replace("\"50ms\"", "\"0ms\""), acquire),
+            "14:15: locks.l.retry_delay: must be longer than zero (a zero delay spins on a taken lock)",
+        ),
+        (
+            with_lock(lock, &acquire.replace(r#"mode = "exclusive", "#, "")),
+            "21:119: flows.f.steps[1].lock.mode: an acquire says how it holds the lock: mode = \"exclusive\" (a writer) or \"shared\" (a reader)",
+        ),
+        (
+            with_lock(
+                lock,
+                r#"{ lock = { name = "l", op = "release", mode = "shared", connection = "c", key = "k" } }"#,
+            ),
+            "21:137: flows.f.steps[1].lock.mode: a release gives back the lock the request holds, in the mode it took it: leave mode out",
+        ),
+        (
+            with_lock(lock, &acquire.replace(r#"name = "l""#, r#"name = "m""#)),
+            "21:109: flows.f.steps[1].lock.name: unknown lock `m` (defined: l)",
+        ),
+        (
+            with_lock(
+                lock,
+                &acquire.replace(r#"mode = "exclusive""#, r#"mode = "write""#),
+            ),
+            "21:137: flows.f.steps[1].lock.mode: unknown variant `write`, expected `exclusive` or `shared`",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (text, expected) in &cases {
+        if std::panic::catch_unwind(|| check(text, expected)).is_err() {
+            wrong.push(expected);
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} cases failed: {wrong:#?}",
+        wrong.len(),
+        cases.len()
+    );
+}
