@@ -14,6 +14,7 @@ fn file(lock: &str, rest: &str) -> String {
         r#"
 [scenario]
 name = "locks"
+expect = ["locks.files.peak_writers <= 1", "outcomes.lock_timeout == locks.files.timed_out"]
 
 [servers.redis]
 
@@ -31,7 +32,8 @@ latency = "1ms"
     )
 }
 
-/// Runs every variant of `text`; returns each variant's name and summary.
+/// Runs every variant of `text` and checks its expectations; returns each variant's name and
+/// summary.
 fn run(text: &str) -> Vec<(String, Summary)> {
     let file = outagelab_scenario_file::parse(text, Path::new("locks.toml"))
         .unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
@@ -39,6 +41,14 @@ fn run(text: &str) -> Vec<(String, Summary)> {
         .iter()
         .map(|variant| {
             let report = outagelab_sim::run(&variant.scenario).expect("runs");
+            for located in &variant.expectations {
+                let evaluation = located.expectation.evaluate(&report.summary).unwrap();
+                assert!(
+                    evaluation.passed,
+                    "{}: {evaluation:?}",
+                    located.expectation.text()
+                );
+            }
             (variant.name.clone(), report.summary)
         })
         .collect()

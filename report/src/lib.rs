@@ -128,6 +128,9 @@ pub struct Summary {
     pub caches: BTreeMap<String, CacheSummary>,
     pub rate_limits: BTreeMap<String, RateLimitSummary>,
     pub throttles: BTreeMap<String, ThrottleSummary>,
+    /// Left out of the JSON when the scenario has no lock, so reports of files without one
+    /// read as they did before locks existed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub locks: BTreeMap<String, LockSummary>,
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
