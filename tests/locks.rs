@@ -284,3 +284,34 @@ acquire_timeout = "10s""#,
         (0, 0, 0)
     );
 }
+
+/// With jitter the waits are shorter than `retry_delay` (full: down to 1 ns; equal: down to
+/// half), so more attempts fit before the deadline; the acquire still fails at the deadline, or
+/// at the reply of an attempt in flight then (at most one round trip, 2.005 ms, later).
+#[test]
+fn jittered_retries_still_time_out_at_the_deadline() {
+    let text = file(
+        r#"lease = "30s"
+retry_delay = "50ms"
+acquire_timeout = "200ms""#,
+        &format!(
+            "[flows.hold]\nsteps = [{ACQUIRE}, {{ work = \"1s\" }}, {RELEASE}]\n\
+             [flows.contend]\nsteps = [{ACQUIRE}]\n\
+             {}\n{}\n\
+             [[variant]]\nname = \"full\"\npatch = {{ locks = {{ files = {{ retry_jitter = \"full\" }} }} }}\n\
+             [[variant]]\nname = \"equal\"\npatch = {{ locks = {{ files = {{ retry_jitter = \"equal\" }} }} }}\n",
+            burst("hold", "hold", "0s", 1),
+            burst("contend", "contend", "10ms", 20),
+        ),
+    );
+    for (name, summary) in run(&text) {
+        assert_eq!(summary.outcomes["lock_timeout"], 20, "{name}");
+        let latency = max_ms(&summary, "contend");
+        assert!((200.0..=202.01).contains(&latency), "{name}: {latency} ms");
+        let min = summary.flows["contend"].latency_ms["all"].min.unwrap();
+        assert!(min >= 200.0, "{name}: {min} ms");
+        // Without jitter each contender retries 4 times; with it, more often.
+        let retries = summary.locks["files"].busy_retries;
+        assert!(retries > 20 * 4, "{name}: {retries} retries");
+    }
+}

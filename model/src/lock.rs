@@ -21,7 +21,8 @@
 //! holder that never releases (its request failed) holds until its lease expires on the server.
 //!
 //! Timing: the acquire deadline is `begin`'s `now` plus `acquire_timeout`. A busy reply at
-//! `t` sleeps until `min(t + retry_delay, deadline)`; waking at the deadline is a timeout, so a
+//! `t` sleeps until `min(t + retry_delay, deadline)` (the delay jittered if the config says,
+//! [`RetryJitter`], with randomness the caller passes in); waking at the deadline is a timeout, so a
 //! lock that stays taken fails its acquire exactly `acquire_timeout` after it began (unless the
 //! last attempt's reply comes later: an attempt in flight is always waited for). A busy reply
 //! at or after the deadline is a timeout at once. A failed attempt (a Redis error) ends the
@@ -46,6 +47,7 @@
 
 use crate::config::ConfigError;
 use crate::instance::InstanceId;
+use crate::random::{RandomBits, below};
 use crate::sync::{Mutex, lock};
 use crate::time::{SimDuration, SimTime};
 
@@ -53,11 +55,25 @@ use crate::time::{SimDuration, SimTime};
 /// a key's memory on the server (a script that keeps readers in a capped sorted set).
 pub const READERS_MAX: usize = 4096;
 
+/// How the wait after a busy attempt varies, so that contenders that collided do not retry in
+/// step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RetryJitter {
+    /// Exactly `retry_delay`.
+    #[default]
+    None,
+    /// Uniform in `[1 ns, retry_delay]` (never zero: a retry always waits).
+    Full,
+    /// Uniform in `[retry_delay - retry_delay / 2, retry_delay]`.
+    Equal,
+}
+
 /// A validated lock configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LockConfig {
     lease: SimDuration,
     retry_delay: SimDuration,
+    jitter: RetryJitter,
     acquire_timeout: SimDuration,
 }
 
@@ -94,8 +110,30 @@ impl LockConfig {
         Ok(LockConfig {
             lease,
             retry_delay,
+            jitter: RetryJitter::None,
             acquire_timeout,
         })
+    }
+
+    /// The same, with the wait after a busy attempt jittered.
+    pub fn with_jitter(self, jitter: RetryJitter) -> Self {
+        LockConfig { jitter, ..self }
+    }
+
+    pub fn jitter(&self) -> RetryJitter {
+        self.jitter
+    }
+
+    /// The wait after a busy attempt: `retry_delay`, jittered with a draw from `random` (none
+    /// without jitter).
+    pub fn retry_wait(&self, random: &mut impl RandomBits) -> SimDuration {
+        let delay = self.retry_delay.as_nanos();
+        let nanos = match self.jitter {
+            RetryJitter::None => delay,
+            RetryJitter::Full => 1 + below(random, delay),
+            RetryJitter::Equal => delay - delay / 2 + below(random, delay / 2 + 1),
+        };
+        SimDuration::from_nanos(nanos)
     }
 
     pub fn lease(&self) -> SimDuration {
@@ -312,13 +350,14 @@ impl LockClient {
         (acquiring, attempt)
     }
 
-    /// The reply to `attempt` came at `now`.
+    /// The reply to `attempt` came at `now`; `random` jitters the wait if the lock was taken.
     pub fn on_reply(
         &mut self,
         now: SimTime,
         acquiring: Acquiring,
         attempt: Attempt,
         reply: AttemptReply,
+        random: &mut impl RandomBits,
     ) -> AttemptEnd {
         self.id
             .assert_issued(acquiring.client, "an acquire", "lock");
@@ -347,7 +386,7 @@ impl LockClient {
             AttemptReply::Busy => {
                 self.counters.busy_retries += 1;
                 let until = now
-                    .saturating_add(self.config.retry_delay)
+                    .saturating_add(self.config.retry_wait(random))
                     .min(acquiring.deadline);
                 AttemptEnd::Sleep { acquiring, until }
             }
@@ -515,6 +554,7 @@ impl SharedLockKey {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::random::SplitMix64;
 
     fn ms(millis: u64) -> SimTime {
         SimTime::from_nanos(millis * 1_000_000)
@@ -557,7 +597,7 @@ mod tests {
             match *event {
                 Event::Reply(at, reply) => {
                     let attempt = attempt.expect("an attempt in flight");
-                    match client.on_reply(ms(at), acquiring, attempt, reply) {
+                    match client.on_reply(ms(at), acquiring, attempt, reply, &mut SplitMix64(0)) {
                         AttemptEnd::Held(held) => seen.push(format!("held {}", held.token().get())),
                         AttemptEnd::Sleep { acquiring, until } => {
                             seen.push(format!("sleep until {}", until.as_nanos() / 1_000_000));
@@ -659,9 +699,13 @@ mod tests {
     fn counters_follow_the_loop_and_tokens_are_fresh() {
         let mut client = LockClient::new(config(1000, 50, 100), 3);
         let (first, attempt) = client.begin(ms(0), Mode::Shared);
-        let AttemptEnd::Sleep { acquiring, .. } =
-            client.on_reply(ms(1), first, attempt, AttemptReply::Busy)
-        else {
+        let AttemptEnd::Sleep { acquiring, .. } = client.on_reply(
+            ms(1),
+            first,
+            attempt,
+            AttemptReply::Busy,
+            &mut SplitMix64(0),
+        ) else {
             panic!("busy before the deadline sleeps");
         };
         assert_eq!(client.wake(ms(100), acquiring), Wake::TimedOut);
@@ -669,9 +713,13 @@ mod tests {
         let second_token = second.token();
         assert_eq!(second.token(), LockToken(3 << 40 | 2));
         assert_eq!(second.token().namespace(), 3);
-        let AttemptEnd::Held(held) =
-            client.on_reply(ms(201), second, attempt, AttemptReply::Acquired)
-        else {
+        let AttemptEnd::Held(held) = client.on_reply(
+            ms(201),
+            second,
+            attempt,
+            AttemptReply::Acquired,
+            &mut SplitMix64(0),
+        ) else {
             panic!("acquired holds");
         };
         assert_eq!(client.release(held), (second_token, Mode::Shared));
@@ -695,12 +743,53 @@ mod tests {
         let mut one = LockClient::new(config(1000, 50, 100), 3);
         let mut other = LockClient::new(config(1000, 50, 100), 3);
         let (acquiring, attempt) = one.begin(ms(0), Mode::Exclusive);
-        let AttemptEnd::Held(held) =
-            one.on_reply(ms(1), acquiring, attempt, AttemptReply::Acquired)
-        else {
+        let AttemptEnd::Held(held) = one.on_reply(
+            ms(1),
+            acquiring,
+            attempt,
+            AttemptReply::Acquired,
+            &mut SplitMix64(0),
+        ) else {
             panic!("acquired holds");
         };
         let _ = other.release(held);
+    }
+
+    #[test]
+    fn jittered_waits_stay_in_their_range_and_are_never_zero() {
+        let config = config(1000, 50, 200);
+        let mut random = SplitMix64(7);
+        let waits = |jitter, random: &mut SplitMix64| {
+            let config = config.with_jitter(jitter);
+            (0..1000)
+                .map(|_| config.retry_wait(random).as_nanos())
+                .collect::<Vec<u64>>()
+        };
+        assert!(
+            waits(RetryJitter::None, &mut random)
+                .iter()
+                .all(|&w| w == 50_000_000)
+        );
+        let full = waits(RetryJitter::Full, &mut random);
+        assert!(full.iter().all(|&w| (1..=50_000_000).contains(&w)));
+        assert!(
+            full.iter().any(|&w| w < 25_000_000),
+            "full jitter spans the range"
+        );
+        let equal = waits(RetryJitter::Equal, &mut random);
+        assert!(
+            equal
+                .iter()
+                .all(|&w| (25_000_000..=50_000_000).contains(&w))
+        );
+        // The smallest delay: full jitter still waits 1 ns, equal jitter 1 ns.
+        let tiny = LockConfig::new(d(1000), SimDuration::from_nanos(1), d(200)).unwrap();
+        for jitter in [RetryJitter::Full, RetryJitter::Equal] {
+            assert_eq!(
+                tiny.with_jitter(jitter).retry_wait(&mut random).as_nanos(),
+                1
+            );
+        }
     }
 
     fn t(value: u64) -> LockToken {

@@ -363,7 +363,16 @@ pub struct RawThrottle {
 pub struct RawLock {
     pub lease: Spanned<Text>,
     pub retry_delay: Option<Spanned<Text>>,
+    pub retry_jitter: Option<LockJitterName>,
     pub acquire_timeout: Spanned<Text>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockJitterName {
+    None,
+    Full,
+    Equal,
 }
 
 #[derive(Clone, Copy, Deserialize)]

@@ -15,7 +15,7 @@ use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use outagelab_model::breaker::{BreakerConfig, LateFailures, Window};
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
-use outagelab_model::lock::LockConfig;
+use outagelab_model::lock::{LockConfig, RetryJitter};
 use outagelab_model::rate_limit::{
     Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
 };
@@ -1369,10 +1369,15 @@ impl<'a> Validator<'a> {
         let lease = self.duration(&raw.lease, &key("lease"));
         let retry_delay = self.duration_or(&raw.retry_delay, &key("retry_delay"), "50ms");
         let acquire_timeout = self.duration(&raw.acquire_timeout, &key("acquire_timeout"));
+        let jitter = match raw.retry_jitter {
+            None | Some(LockJitterName::None) => RetryJitter::None,
+            Some(LockJitterName::Full) => RetryJitter::Full,
+            Some(LockJitterName::Equal) => RetryJitter::Equal,
+        };
         match LockConfig::new(lease?, retry_delay, acquire_timeout?) {
             Ok(config) => Some(LockSpec {
                 name: name.to_owned(),
-                config,
+                config: config.with_jitter(jitter),
             }),
             Err(error) => {
                 let mut spans = vec![("lease", raw.lease.span())];

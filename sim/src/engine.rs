@@ -262,6 +262,12 @@ struct RateLimitSlot {
     fail_open_counter: CounterId,
 }
 
+struct LockSlot {
+    client: LockClient,
+    /// Jitters the waits after busy attempts.
+    rng: Stream,
+}
+
 struct CacheSlot {
     cache: Cache,
     entries_gauge: GaugeId,
@@ -331,7 +337,7 @@ struct Simulator<'s> {
     throttles: Throttles,
     throttle_gauges: Vec<ThrottleGauges>,
     /// One client per lock, its tokens in the namespace of the lock's index.
-    locks: Vec<LockClient>,
+    locks: Vec<LockSlot>,
     /// What waits for a database query whose caller timed out, by the waiter reference the
     /// database still holds. Never larger than the number of running queries.
     after_queries: BTreeMap<(u32, u32), AfterQuery>,
@@ -486,7 +492,10 @@ impl<'s> Simulator<'s> {
                 .locks
                 .iter()
                 .enumerate()
-                .map(|(index, spec)| LockClient::new(spec.config, index as u32))
+                .map(|(index, spec)| LockSlot {
+                    client: LockClient::new(spec.config, index as u32),
+                    rng: Stream::derive(scenario.seed, "lock", &spec.name),
+                })
                 .collect(),
             after_queries: BTreeMap::new(),
             metrics,
@@ -1015,7 +1024,7 @@ impl<'s> Simulator<'s> {
                     LockOp::Acquire(_) if self.request(slot).acquiring.is_some() => {
                         self.request_mut(slot).acquiring.take().expect("checked")
                     }
-                    LockOp::Acquire(mode) => self.locks[lock.index()].begin(self.now, mode),
+                    LockOp::Acquire(mode) => self.locks[lock.index()].client.begin(self.now, mode),
                     LockOp::Release => {
                         let held = &mut self.request_mut(slot).locks_held;
                         let Some(index) = held.iter().rposition(|(id, _)| *id == lock) else {
@@ -1023,7 +1032,7 @@ impl<'s> Simulator<'s> {
                             return self.finish_step(slot, Ended::Action(StepResult::Ok));
                         };
                         let (_, held) = held.remove(index);
-                        let (token, _) = self.locks[lock.index()].release(held);
+                        let (token, _) = self.locks[lock.index()].client.release(held);
                         let command = LockCommand {
                             token,
                             kind: LockCommandKind::Release,
@@ -1035,7 +1044,7 @@ impl<'s> Simulator<'s> {
                     token: acquiring.token(),
                     kind: LockCommandKind::Acquire {
                         mode: acquiring.mode(),
-                        lease: self.locks[lock.index()].config().lease(),
+                        lease: self.locks[lock.index()].client.config().lease(),
                     },
                 };
                 self.request_mut(slot).acquiring = Some((acquiring, attempt));
@@ -1073,7 +1082,7 @@ impl<'s> Simulator<'s> {
         let StepAction::Lock { lock, op, .. } = self.step_of(slot).action else {
             return Some(result);
         };
-        let (now, client) = (self.now, &mut self.locks[lock.index()]);
+        let (now, client) = (self.now, &mut self.locks[lock.index()].client);
         if op == LockOp::Release {
             // A release that found no holder with its token (the lease had expired) is
             // refused, and counted; the step itself succeeds.
@@ -1097,7 +1106,12 @@ impl<'s> Simulator<'s> {
             StepResult::Error(Outcome::LockBusy) => AttemptReply::Busy,
             _ => AttemptReply::Failed,
         };
-        match self.locks[lock.index()].on_reply(now, acquiring, attempt, reply) {
+        let slot_of_lock = &mut self.locks[lock.index()];
+        let random = &mut slot_of_lock.rng;
+        match slot_of_lock
+            .client
+            .on_reply(now, acquiring, attempt, reply, random)
+        {
             AttemptEnd::Held(held) => {
                 self.request_mut(slot).locks_held.push((lock, held));
                 Some(StepResult::Ok)
@@ -1255,13 +1269,13 @@ impl<'s> Simulator<'s> {
                 else {
                     unreachable!("a lock retry on a lock step");
                 };
-                let next = match self.locks[lock.index()].wake(self.now, acquiring) {
+                let next = match self.locks[lock.index()].client.wake(self.now, acquiring) {
                     Wake::Attempt(acquiring, attempt) => {
                         let command = LockCommand {
                             token: acquiring.token(),
                             kind: LockCommandKind::Acquire {
                                 mode: acquiring.mode(),
-                                lease: self.locks[lock.index()].config().lease(),
+                                lease: self.locks[lock.index()].client.config().lease(),
                             },
                         };
                         self.request_mut(request.slot).acquiring = Some((acquiring, attempt));
@@ -1770,8 +1784,8 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .zip(&self.locks)
                 .enumerate()
-                .map(|(index, (spec, client))| {
-                    let counters = client.counters();
+                .map(|(index, (spec, slot))| {
+                    let counters = slot.client.counters();
                     let server = self.redis.lock_stats(self.now, LockId(index as u32));
                     let summary = LockSummary {
                         acquired: counters.acquired,
