@@ -315,3 +315,26 @@ acquire_timeout = "200ms""#,
         assert!(retries > 20 * 4, "{name}: {retries} retries");
     }
 }
+
+/// On a reconnect slot that connects on its first caller, the acquire waits for the
+/// connection attempt and is then sent: the attempt it made is kept, not begun again.
+#[test]
+fn an_acquire_on_an_unconnected_slot_waits_for_the_connection() {
+    let text = file(
+        r#"lease = "30s"
+acquire_timeout = "1s""#,
+        &format!(
+            "[flows.use]\nsteps = [{ACQUIRE}, {{ work = \"5ms\" }}, {RELEASE}]\n{}",
+            burst("use", "use", "0s", 2),
+        ),
+    )
+    .replace(
+        "latency = \"1ms\"",
+        "latency = \"1ms\"\nreconnect = \"slot\"\noffline_queue = false\nconnected_at_start = false",
+    );
+    let summary = run_one(&text);
+    assert_eq!(summary.outcomes["ok"], 2);
+    let lock = &summary.locks["files"];
+    assert_eq!((lock.acquired, lock.released, lock.busy_retries), (2, 2, 1));
+    assert_eq!(summary.connections["c"].slot.waited, 1);
+}

@@ -22,7 +22,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use outagelab_model::cache::{Cache, CacheKey, Lookup};
 use outagelab_model::lock::{
-    Acquiring, Attempt, AttemptEnd, AttemptReply, Held as LockHeld, LockClient, ReleaseReply, Wake,
+    Acquiring, Attempt, AttemptEnd, AttemptReply, Held as LockHeld, LockClient, LockToken,
+    ReleaseReply, Wake,
 };
 use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
@@ -219,8 +220,8 @@ struct Request {
     replayed: bool,
     /// The write the current step's copies belong to, when a slot may replay it.
     origin: Option<u64>,
-    /// The lock acquire of the current step, and its attempt in flight.
-    acquiring: Option<(Acquiring, Attempt)>,
+    /// The current lock step's command in flight (or waiting for a slot's connection).
+    lock_pending: Option<LockPending>,
     /// The locks the request holds, in the order it took them.
     locks_held: Vec<(LockId, LockHeld)>,
 }
@@ -239,10 +240,18 @@ impl Request {
             lease: None,
             replayed: false,
             origin: None,
-            acquiring: None,
+            lock_pending: None,
             locks_held: Vec::new(),
         }
     }
+}
+
+/// What a lock step's command in flight stands for.
+enum LockPending {
+    /// An acquire's attempt.
+    Attempt(Acquiring, Attempt),
+    /// A release of the holder with this token.
+    Release(LockToken),
 }
 
 struct Slot {
@@ -1019,13 +1028,15 @@ impl<'s> Simulator<'s> {
                 connection,
                 key,
             } => {
-                let (acquiring, attempt) = match op {
-                    // A replay on a fresh connection sends the same attempt again.
-                    LockOp::Acquire(_) if self.request(slot).acquiring.is_some() => {
-                        self.request_mut(slot).acquiring.take().expect("checked")
+                let pending = match (self.request_mut(slot).lock_pending.take(), op) {
+                    // Sent again: after a slot's connection attempt, or replayed.
+                    (Some(pending), _) => pending,
+                    (None, LockOp::Acquire(mode)) => {
+                        let (acquiring, attempt) =
+                            self.locks[lock.index()].client.begin(self.now, mode);
+                        LockPending::Attempt(acquiring, attempt)
                     }
-                    LockOp::Acquire(mode) => self.locks[lock.index()].client.begin(self.now, mode),
-                    LockOp::Release => {
+                    (None, LockOp::Release) => {
                         let held = &mut self.request_mut(slot).locks_held;
                         let Some(index) = held.iter().rposition(|(id, _)| *id == lock) else {
                             // Holds none: nothing to give back.
@@ -1033,35 +1044,38 @@ impl<'s> Simulator<'s> {
                         };
                         let (_, held) = held.remove(index);
                         let (token, _) = self.locks[lock.index()].client.release(held);
-                        let command = LockCommand {
-                            token,
-                            kind: LockCommandKind::Release,
-                        };
-                        return self.lock_command(slot, connection, key, command);
+                        LockPending::Release(token)
                     }
                 };
-                let command = LockCommand {
-                    token: acquiring.token(),
-                    kind: LockCommandKind::Acquire {
-                        mode: acquiring.mode(),
-                        lease: self.locks[lock.index()].client.config().lease(),
-                    },
-                };
-                self.request_mut(slot).acquiring = Some((acquiring, attempt));
-                self.lock_command(slot, connection, key, command)
+                self.lock_command(slot, lock, connection, key, pending)
             }
         }
     }
 
-    /// Sends a lock step's command for the request in `slot`; its result goes through
-    /// [`Simulator::lock_result`].
+    /// Sends a lock step's command for the request in `slot`, which keeps `pending` until the
+    /// result comes; the result goes through [`Simulator::lock_result`].
     fn lock_command(
         &mut self,
         slot: u32,
+        lock: LockId,
         connection: ConnectionId,
         key: KeyFamilyId,
-        command: LockCommand,
+        pending: LockPending,
     ) -> Next {
+        let command = match &pending {
+            LockPending::Attempt(acquiring, _) => LockCommand {
+                token: acquiring.token(),
+                kind: LockCommandKind::Acquire {
+                    mode: acquiring.mode(),
+                    lease: self.locks[lock.index()].client.config().lease(),
+                },
+            },
+            &LockPending::Release(token) => LockCommand {
+                token,
+                kind: LockCommandKind::Release,
+            },
+        };
+        self.request_mut(slot).lock_pending = Some(pending);
         let op = Op {
             command: RedisCommand::Lock(command),
             family: key.0,
@@ -1079,28 +1093,32 @@ impl<'s> Simulator<'s> {
     /// A lock step's command ended with `result`: what the step returns, or `None` when the
     /// request waits to try again (the lock was taken, before the acquire's deadline).
     fn lock_result(&mut self, slot: u32, result: StepResult) -> Option<StepResult> {
-        let StepAction::Lock { lock, op, .. } = self.step_of(slot).action else {
+        let StepAction::Lock { lock, .. } = self.step_of(slot).action else {
             return Some(result);
         };
-        let (now, client) = (self.now, &mut self.locks[lock.index()].client);
-        if op == LockOp::Release {
-            // A release that found no holder with its token (the lease had expired) is
-            // refused, and counted; the step itself succeeds.
-            client.on_released(match result {
-                StepResult::Ok => ReleaseReply::Released,
-                StepResult::Miss => ReleaseReply::NotHolder,
-                _ => ReleaseReply::Failed,
-            });
-            return Some(match result {
-                StepResult::Miss | StepResult::Hit => StepResult::Ok,
-                other => other,
-            });
+        let request = self.request_mut(slot);
+        let pending = request.lock_pending.take();
+        if let Some(origin) = request.origin.take() {
+            // Each attempt is a write of its own: the next one is not a copy of this one.
+            self.redis.close_origin(origin);
         }
-        let (acquiring, attempt) = self
-            .request_mut(slot)
-            .acquiring
-            .take()
-            .expect("an acquire's command carries its attempt");
+        let (now, client) = (self.now, &mut self.locks[lock.index()].client);
+        let (acquiring, attempt) = match pending.expect("a lock command keeps what it sent") {
+            LockPending::Attempt(acquiring, attempt) => (acquiring, attempt),
+            LockPending::Release(_) => {
+                // A release that found no holder with its token (the lease had expired) is
+                // refused, and counted; the step itself succeeds.
+                client.on_released(match result {
+                    StepResult::Ok => ReleaseReply::Released,
+                    StepResult::Miss => ReleaseReply::NotHolder,
+                    _ => ReleaseReply::Failed,
+                });
+                return Some(match result {
+                    StepResult::Miss | StepResult::Hit => StepResult::Ok,
+                    other => other,
+                });
+            }
+        };
         let reply = match result {
             StepResult::Ok => AttemptReply::Acquired,
             StepResult::Error(Outcome::LockBusy) => AttemptReply::Busy,
@@ -1271,15 +1289,8 @@ impl<'s> Simulator<'s> {
                 };
                 let next = match self.locks[lock.index()].client.wake(self.now, acquiring) {
                     Wake::Attempt(acquiring, attempt) => {
-                        let command = LockCommand {
-                            token: acquiring.token(),
-                            kind: LockCommandKind::Acquire {
-                                mode: acquiring.mode(),
-                                lease: self.locks[lock.index()].client.config().lease(),
-                            },
-                        };
-                        self.request_mut(request.slot).acquiring = Some((acquiring, attempt));
-                        self.lock_command(request.slot, connection, key, command)
+                        let pending = LockPending::Attempt(acquiring, attempt);
+                        self.lock_command(request.slot, lock, connection, key, pending)
                     }
                     Wake::TimedOut => {
                         let result = StepResult::Error(Outcome::LockTimeout);
