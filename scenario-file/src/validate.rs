@@ -1794,6 +1794,18 @@ impl<'a> Validator<'a> {
                 "a fire-and-forget step (on_error = \"ignore\") does not steer its request",
             );
         }
+        if let (OnError::Ignore, RawAction::Lock(lock)) = (on_error, raw.action())
+            && let StepAction::Lock {
+                op: LockOp::Acquire(_),
+                ..
+            } = action
+        {
+            self.error(
+                Some(lock.span()),
+                key("on_error"),
+                "a fire-and-forget acquire (on_error = \"ignore\") holds the lock for nobody until its lease ends: let the request wait for it",
+            );
+        }
         let breaker = raw
             .breaker
             .as_ref()

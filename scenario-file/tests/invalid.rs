@@ -836,6 +836,13 @@ fn bad_locks_are_refused_at_their_key() {
             ),
             "21:137: flows.f.steps[1].lock.mode: unknown variant `write`, expected `exclusive` or `shared`",
         ),
+        (
+            with_lock(
+                lock,
+                &acquire.replace(" } }", r#" }, on_error = "ignore" }"#),
+            ),
+            "21:100: flows.f.steps[1].on_error: a fire-and-forget acquire (on_error = \"ignore\") holds the lock for nobody until its lease ends: let the request wait for it",
+        ),
     ];
     let mut wrong = Vec::new();
     for (text, expected) in &cases {
