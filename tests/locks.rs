@@ -338,3 +338,36 @@ acquire_timeout = "1s""#,
     assert_eq!((lock.acquired, lock.released, lock.busy_retries), (2, 2, 1));
     assert_eq!(summary.connections["c"].slot.waited, 1);
 }
+
+/// An acquire that timed out on a paused server is still executed when the pause ends (at
+/// 500 ms): the lock is then held by nobody until its 1 s lease ends at 1500 ms. A request
+/// from 600 ms is busy every 52.005 ms until its attempt applied at 601 + 18 × 52.005 =
+/// 1537.09 ms, and ends at 1540.1 ms (940.1 ms).
+#[test]
+fn an_acquire_that_timed_out_still_takes_the_lock_for_nobody() {
+    let text = file(
+        r#"lease = "1s"
+retry_delay = "50ms"
+acquire_timeout = "2s""#,
+        &format!(
+            "[flows.use]\nsteps = [{ACQUIRE}, {RELEASE}]\n{}\n{}\n\
+             [faults.pause]\ntarget = \"redis\"\nkind = \"pause\"\nat = \"0s\"\nduration = \"500ms\"\n",
+            burst("first", "use", "0s", 1),
+            burst("second", "use", "600ms", 1),
+        ),
+    )
+    .replace("latency = \"1ms\"", "latency = \"1ms\"\ncommand_timeout = \"100ms\"");
+    let summary = run_one(&text);
+    assert_eq!(
+        (summary.outcomes["timeout"], summary.outcomes["ok"]),
+        (1, 1)
+    );
+    assert_near(
+        summary.latency_ms["ok"].max.unwrap(),
+        940.1,
+        "the second request",
+    );
+    let lock = &summary.locks["files"];
+    assert_eq!((lock.acquired, lock.busy_retries), (1, 18));
+    assert_eq!((lock.released, lock.expired_leases), (1, 1));
+}

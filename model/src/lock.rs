@@ -22,9 +22,10 @@
 //!
 //! Timing: the acquire deadline is `begin`'s `now` plus `acquire_timeout`. A busy reply at
 //! `t` sleeps until `min(t + retry_delay, deadline)` (the delay jittered if the config says,
-//! [`RetryJitter`], with randomness the caller passes in); waking at the deadline is a timeout, so a
-//! lock that stays taken fails its acquire exactly `acquire_timeout` after it began (unless the
-//! last attempt's reply comes later: an attempt in flight is always waited for). A busy reply
+//! [`RetryJitter`], with randomness the caller passes in); waking at the deadline is a
+//! timeout, so a lock that stays taken fails its acquire exactly `acquire_timeout` after it
+//! began (unless the last attempt's reply comes later: an attempt in flight is always waited
+//! for). A busy reply
 //! at or after the deadline is a timeout at once. A failed attempt (a Redis error) ends the
 //! acquire with that error, as the seed's acquire rethrows it.
 //!
