@@ -154,6 +154,10 @@ pub struct Summary {
     pub caches: BTreeMap<String, CacheSummary>,
     pub rate_limits: BTreeMap<String, RateLimitSummary>,
     pub throttles: BTreeMap<String, ThrottleSummary>,
+    /// Left out of the JSON when the scenario has no lock, so reports of files without one
+    /// read as they did before locks existed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub locks: BTreeMap<String, LockSummary>,
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
     /// Requests as HTTP answers; only when the scenario has an `[http]` table.
@@ -324,6 +328,28 @@ pub struct ThrottleSummary {
     /// Releases that never landed (lost fire-and-forget decrements, or requests that ended
     /// holding a slot).
     pub releases_lost: u64,
+}
+
+/// A distributed lock's run, over every key and server it was taken on.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LockSummary {
+    /// Acquires that got the lock.
+    pub acquired: u64,
+    /// Attempts that found the lock taken and were tried again after the retry delay.
+    pub busy_retries: u64,
+    /// Acquires that ended with `lock_timeout`.
+    pub timed_out: u64,
+    /// Releases that deleted their holder.
+    pub released: u64,
+    /// Releases that found no holder with their token: the lease had expired (and maybe
+    /// another holder had taken the lock, which the compare-and-delete kept).
+    pub release_refused: u64,
+    /// Holders whose lease ran out on the server before they released (a holder that died,
+    /// or released late).
+    pub expired_leases: u64,
+    /// The most holders of one key at once: exclusive holders, and readers.
+    pub peak_writers: u64,
+    pub peak_readers: u64,
 }
 
 /// An adaptive concurrency limit's run: what it admitted and where its limit went.

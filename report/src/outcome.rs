@@ -25,10 +25,13 @@ pub enum Outcome {
     LockBusy,
     /// A rate limiter said no (or could not reach its store and fails closed).
     RateLimited,
+    /// A distributed lock stayed taken until its acquire timeout (seed 000's `ELOCKTIMEOUT`,
+    /// which the service answers with 503).
+    LockTimeout,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Ok,
         Outcome::Timeout,
         Outcome::Refused,
@@ -38,6 +41,7 @@ impl Outcome {
         Outcome::ServerError,
         Outcome::LockBusy,
         Outcome::RateLimited,
+        Outcome::LockTimeout,
     ];
 
     /// Number of outcomes; `outcome.index()` is below it.
@@ -58,6 +62,7 @@ impl Outcome {
             Outcome::ServerError => "server_error",
             Outcome::LockBusy => "lock_busy",
             Outcome::RateLimited => "rate_limited",
+            Outcome::LockTimeout => "lock_timeout",
         }
     }
 
@@ -71,12 +76,13 @@ impl Outcome {
 
     /// The HTTP status a service answers with when a request ends this way, unless the
     /// scenario's `[http] status` table says otherwise: 200 for ok, 429 for a rate limit, 503
-    /// for a refusal before the work (an open breaker, a full queue), 500 for any other error.
+    /// for a refusal before the work (an open breaker, a full queue, a lock not acquired in
+    /// time: seed 000's `ELOCKTIMEOUT`), 500 for any other error.
     pub const fn default_http_status(self) -> u16 {
         match self {
             Outcome::Ok => 200,
             Outcome::RateLimited => 429,
-            Outcome::BreakerOpen | Outcome::Shed => 503,
+            Outcome::BreakerOpen | Outcome::Shed | Outcome::LockTimeout => 503,
             Outcome::Timeout
             | Outcome::Refused
             | Outcome::ConnectionLost

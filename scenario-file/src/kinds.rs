@@ -83,6 +83,7 @@ resource_kinds! {
     rate_limits: RawRateLimit => RateLimitId, "rate limiter";
     kv_stores: RawKvStore => KvStoreId, "KV store";
     throttles: RawThrottle => ThrottleId, "throttle";
+    locks: RawLock => LockId, "lock";
     flows: RawFlow => FlowId, "flow";
     loads: RawLoad => LoadId, "load";
     faults: RawFault => FaultId, "fault";

@@ -368,6 +368,24 @@ pub struct RawThrottle {
     pub release_loss_percent: Option<Spanned<f64>>,
 }
 
+/// `[locks.files]`: a distributed lock over Redis.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLock {
+    pub lease: Spanned<Text>,
+    pub retry_delay: Option<Spanned<Text>>,
+    pub retry_jitter: Option<LockJitterName>,
+    pub acquire_timeout: Spanned<Text>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockJitterName {
+    None,
+    Full,
+    Equal,
+}
+
 #[derive(Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ThrottleFormName {
@@ -425,6 +443,7 @@ pub struct RawStep {
     cache: Option<Spanned<RawCacheStep>>,
     throttle: Option<Spanned<RawThrottleStep>>,
     rate_limit: Option<Spanned<RawRateLimitStep>>,
+    lock: Option<Spanned<RawLockStep>>,
     // Around the action.
     pub breaker: Option<Spanned<String>>,
     pub bulkhead: Option<Spanned<String>>,
@@ -452,6 +471,7 @@ pub enum RawAction<'a> {
     Cache(&'a Spanned<RawCacheStep>),
     Throttle(&'a Spanned<RawThrottleStep>),
     RateLimit(&'a Spanned<RawRateLimitStep>),
+    Lock(&'a Spanned<RawLockStep>),
 }
 
 const STEP_ACTIONS: OneOf = OneOf {
@@ -462,6 +482,7 @@ const STEP_ACTIONS: OneOf = OneOf {
         ("cache", fields_of::<RawCacheStep>),
         ("throttle", fields_of::<RawThrottleStep>),
         ("rate_limit", fields_of::<RawRateLimitStep>),
+        ("lock", fields_of::<RawLockStep>),
     ],
     what: "a step",
     tag_noun: "action",
@@ -477,6 +498,7 @@ impl RawStep {
             .or(self.cache.as_ref().map(RawAction::Cache))
             .or(self.throttle.as_ref().map(RawAction::Throttle))
             .or(self.rate_limit.as_ref().map(RawAction::RateLimit))
+            .or(self.lock.as_ref().map(RawAction::Lock))
             .expect("a step is read only with one action")
     }
 }
@@ -554,6 +576,35 @@ pub struct RawRateLimitStep {
     pub key: Option<Spanned<String>>,
     /// On a reconnect slot, replay the check (a write) after a connection-level failure too.
     pub replay_writes: Option<Spanned<bool>>,
+}
+
+/// `lock = { name = "files", op = "acquire", mode = "shared", connection = "c", key = "lock" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as lock = { name = \"files\", op = \"acquire\", mode = \"exclusive\", connection = \"c\", key = \"lock\" }"
+)]
+pub struct RawLockStep {
+    pub name: Spanned<String>,
+    pub op: Spanned<LockOpName>,
+    /// For an acquire: `"exclusive"` or `"shared"`.
+    pub mode: Option<Spanned<LockModeName>>,
+    pub connection: Spanned<String>,
+    pub key: Spanned<String>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockOpName {
+    Acquire,
+    Release,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockModeName {
+    Exclusive,
+    Shared,
 }
 
 #[derive(Clone, Copy, Deserialize)]

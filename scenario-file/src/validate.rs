@@ -15,6 +15,7 @@ use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use outagelab_model::breaker::{BreakerConfig, LateFailures, Window};
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
+use outagelab_model::lock::{LockConfig, RetryJitter};
 use outagelab_model::rate_limit::{
     Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
 };
@@ -304,6 +305,7 @@ impl<'a> Validator<'a> {
         let throttles = self.each(&raw.throttles, |v, name, throttle| {
             v.throttle(name, throttle, &names, &kv_stores)
         });
+        let locks = self.each(&raw.locks, Self::lock);
         let flows = self.each(&raw.flows, |v, name, flow| v.flow(name, flow, &names));
         self.check_sheds_reach_breakers(raw, &names, &flows);
         if raw.loads.is_empty() {
@@ -362,6 +364,7 @@ impl<'a> Validator<'a> {
             rate_limits,
             kv_stores,
             throttles,
+            locks,
             flows,
             loads,
             faults,
@@ -1394,6 +1397,35 @@ impl<'a> Validator<'a> {
         }
     }
 
+    fn lock(&mut self, name: &str, raw: &RawLock) -> Option<LockSpec> {
+        let prefix = format!("locks.{name}");
+        let key = |field: &str| format!("{prefix}.{field}");
+        let lease = self.duration(&raw.lease, &key("lease"));
+        let retry_delay = self.duration_or(&raw.retry_delay, &key("retry_delay"), "50ms");
+        let acquire_timeout = self.duration(&raw.acquire_timeout, &key("acquire_timeout"));
+        let jitter = match raw.retry_jitter {
+            None | Some(LockJitterName::None) => RetryJitter::None,
+            Some(LockJitterName::Full) => RetryJitter::Full,
+            Some(LockJitterName::Equal) => RetryJitter::Equal,
+        };
+        match LockConfig::new(lease?, retry_delay, acquire_timeout?) {
+            Ok(config) => Some(LockSpec {
+                name: name.to_owned(),
+                config: config.with_jitter(jitter),
+            }),
+            Err(error) => {
+                let mut spans = vec![("lease", raw.lease.span())];
+                // A retry delay left at its default is refused at the timeout it exceeds.
+                spans.push(match &raw.retry_delay {
+                    Some(delay) => ("retry_delay", delay.span()),
+                    None => ("retry_delay", raw.acquire_timeout.span()),
+                });
+                self.config_error(error, &prefix, &spans);
+                None
+            }
+        }
+    }
+
     fn cache(&mut self, name: &str, raw: &RawCache) -> Option<CacheSpec> {
         let prefix = format!("caches.{name}");
         let ttl = self.duration(&raw.ttl, &format!("{prefix}.ttl"))?;
@@ -1761,6 +1793,7 @@ impl<'a> Validator<'a> {
             RawAction::RateLimit(limit) => {
                 self.rate_limit_step(&key("rate_limit"), limit, names)?
             }
+            RawAction::Lock(lock) => self.lock_step(&key("lock"), lock, names)?,
         };
         let can_hit = matches!(
             action,
@@ -1793,6 +1826,18 @@ impl<'a> Validator<'a> {
                 Some(span.clone()),
                 key("on_hit"),
                 "a fire-and-forget step (on_error = \"ignore\") does not steer its request",
+            );
+        }
+        if let (OnError::Ignore, RawAction::Lock(lock)) = (on_error, raw.action())
+            && let StepAction::Lock {
+                op: LockOp::Acquire(_),
+                ..
+            } = action
+        {
+            self.error(
+                Some(lock.span()),
+                key("on_error"),
+                "a fire-and-forget acquire (on_error = \"ignore\") holds the lock for nobody until its lease ends: let the request wait for it",
             );
         }
         let breaker = raw
@@ -2132,6 +2177,48 @@ impl<'a> Validator<'a> {
                 ThrottleOpName::Acquire => ThrottleOp::Acquire,
                 ThrottleOpName::Release => ThrottleOp::Release,
             },
+            key: family?,
+        })
+    }
+
+    fn lock_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawLockStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let table = raw.get_ref();
+        let key = |field: &str| format!("{prefix}.{field}");
+        let lock = self.resolve(&names.locks, &table.name, &key("name"));
+        let connection = self.resolve(&names.connections, &table.connection, &key("connection"));
+        let family = self.resolve(&names.keys, &table.key, &key("key"));
+        let op = match (table.op.get_ref(), &table.mode) {
+            (LockOpName::Acquire, Some(mode)) => LockOp::Acquire(match mode.get_ref() {
+                LockModeName::Exclusive => LockMode::Exclusive,
+                LockModeName::Shared => LockMode::Shared,
+            }),
+            (LockOpName::Acquire, None) => {
+                self.error(
+                    Some(table.op.span()),
+                    key("mode"),
+                    "an acquire says how it holds the lock: mode = \"exclusive\" (a writer) or \"shared\" (a reader)",
+                );
+                return None;
+            }
+            (LockOpName::Release, Some(mode)) => {
+                self.error(
+                    Some(mode.span()),
+                    key("mode"),
+                    "a release gives back the lock the request holds, in the mode it took it: leave mode out",
+                );
+                return None;
+            }
+            (LockOpName::Release, None) => LockOp::Release,
+        };
+        Some(StepAction::Lock {
+            lock: lock?,
+            op,
+            connection: connection?,
             key: family?,
         })
     }

@@ -154,7 +154,7 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ db = { name = \"db\" }, redis = { command = \"GET\", connection = \"c\", key = \"k\" } }",
             ),
-            "16:115: flows.f.steps[1].redis: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`), and this one already has `db`: give each action a step of its own",
+            "16:115: flows.f.steps[1].redis: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`, `lock`), and this one already has `db`: give each action a step of its own",
         ),
         (
             with(
@@ -263,7 +263,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"okay\"]\n"
             ),
-            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited)",
+            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout)",
         ),
         (
             with(
@@ -353,7 +353,7 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ db = { name = \"db\" }, op = \"get\" }",
             ),
-            "16:115: flows.f.steps[1].op: belongs inside the action's table (`cache`, `throttle`), e.g. cache = { …, op = … }",
+            "16:115: flows.f.steps[1].op: belongs inside the action's table (`cache`, `throttle`, `lock`), e.g. cache = { …, op = … }",
         ),
         (
             with(
@@ -407,7 +407,7 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ redis = \"GET\", connection = \"c\", key = \"k\" }",
             ),
-            "16:108: flows.f.steps[1].connection: belongs inside the action's table (`redis`), e.g. redis = { …, connection = … }",
+            "16:108: flows.f.steps[1].connection: belongs inside the action's table (`redis`, `lock`), e.g. redis = { …, connection = … }",
         ),
         (
             with("{ db = { name = \"db\" } }", "{ redis = \"GET\" }"),
@@ -429,7 +429,7 @@ fn rejected_files() {
         ),
         (
             with("{ db = { name = \"db\" } }", "{ on_error = \"next\" }"),
-            "16:91: flows.f.steps[1]: a step has no action: give it one of `redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`",
+            "16:91: flows.f.steps[1]: a step has no action: give it one of `redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`, `lock`",
         ),
         (
             with(
@@ -465,7 +465,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[[variant]]\nname = \"a\"\n[variant.patch.flows.f.steps.1]\nwork = \"1ms\"\n"
             ),
-            "27:1: flows.f.steps[1].work: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`), and this one already has `db`: give each action a step of its own",
+            "27:1: flows.f.steps[1].work: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`, `lock`), and this one already has `db`: give each action a step of its own",
         ),
         // A breaker has one rule: `failures` or `failure_rate`, whose window is one of two.
         (
@@ -801,4 +801,75 @@ fn a_patch_that_misspells_a_resource_is_refused_not_run_as_a_new_one() {
         "{BASE}\n[[variant]]\nname = \"new\"\npatch = {{ servers = {{ replica = {{ command_cost = \"1ms\" }} }} }}\n"
     );
     outagelab_scenario_file::parse(&new, Path::new("t.toml")).expect("a new server");
+}
+
+/// BASE with a lock `l` of `lock` (its keys, one a line) after the key family, and its database
+/// step replaced by `step`.
+fn with_lock(lock: &str, step: &str) -> String {
+    with("[keys.k]", &format!("[keys.k]\n\n[locks.l]\n{lock}")).replacen(
+        r#"{ db = { name = "db" } }"#,
+        step,
+        1,
+    )
+}
+
+#[test]
+fn bad_locks_are_refused_at_their_key() {
+    let lock = "lease = \"30s\"\nretry_delay = \"50ms\"\nacquire_timeout = \"200ms\"";
+    let acquire = r#"{ lock = { name = "l", op = "acquire", mode = "exclusive", connection = "c", key = "k" } }"#;
+    let cases: Vec<(String, &str)> = vec![
+        (
+            with_lock(&lock.replace("\"30s\"", "\"0s\""), acquire),
+            "13:9: locks.l.lease: must be longer than zero (a lock with a zero lease expires as it is taken and excludes nobody)",
+        ),
+        (
+            with_lock(&lock.replace("\"50ms\"", "\"300ms\""), acquire),
+            "14:15: locks.l.retry_delay: must be at most acquire_timeout (200ms), or the acquire never retries; it is 300ms",
+        ),
+        (
+            with_lock(&lock.replace("\"50ms\"", "\"0ms\""), acquire),
+            "14:15: locks.l.retry_delay: must be longer than zero (a zero delay spins on a taken lock)",
+        ),
+        (
+            with_lock(lock, &acquire.replace(r#"mode = "exclusive", "#, "")),
+            "21:119: flows.f.steps[1].lock.mode: an acquire says how it holds the lock: mode = \"exclusive\" (a writer) or \"shared\" (a reader)",
+        ),
+        (
+            with_lock(
+                lock,
+                r#"{ lock = { name = "l", op = "release", mode = "shared", connection = "c", key = "k" } }"#,
+            ),
+            "21:137: flows.f.steps[1].lock.mode: a release gives back the lock the request holds, in the mode it took it: leave mode out",
+        ),
+        (
+            with_lock(lock, &acquire.replace(r#"name = "l""#, r#"name = "m""#)),
+            "21:109: flows.f.steps[1].lock.name: unknown lock `m` (defined: l)",
+        ),
+        (
+            with_lock(
+                lock,
+                &acquire.replace(r#"mode = "exclusive""#, r#"mode = "write""#),
+            ),
+            "21:137: flows.f.steps[1].lock.mode: unknown variant `write`, expected `exclusive` or `shared`",
+        ),
+        (
+            with_lock(
+                lock,
+                &acquire.replace(" } }", r#" }, on_error = "ignore" }"#),
+            ),
+            "21:100: flows.f.steps[1].on_error: a fire-and-forget acquire (on_error = \"ignore\") holds the lock for nobody until its lease ends: let the request wait for it",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (text, expected) in &cases {
+        if std::panic::catch_unwind(|| check(text, expected)).is_err() {
+            wrong.push(expected);
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} cases failed: {wrong:#?}",
+        wrong.len(),
+        cases.len()
+    );
 }

@@ -21,12 +21,16 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use outagelab_model::cache::{Cache, CacheKey, Lookup};
+use outagelab_model::lock::{
+    Acquiring, Attempt, AttemptEnd, AttemptReply, Held as LockHeld, LockClient, LockToken,
+    ReleaseReply, Wake,
+};
 use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    CacheSummary, CountKey, FaultWindow, GaugeKey, LogEntry, Outcome, RateLimitSummary, Summary,
-    VariantReport, Verdict,
+    CacheSummary, CountKey, FaultWindow, GaugeKey, LockSummary, LogEntry, Outcome,
+    RateLimitSummary, Summary, VariantReport, Verdict,
 };
 
 use crate::database::{Databases, Query};
@@ -42,8 +46,8 @@ use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, CacheOp, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId,
-    OnError, OnHit, PolicyRef, RateLimitId, RedisCommand, Scenario, StepAction, StepSpec,
-    ThrottleId, ThrottleOp,
+    LockCommand, LockCommandKind, LockId, LockOp, OnError, OnHit, PolicyRef, RateLimitId,
+    RedisCommand, Scenario, StepAction, StepSpec, ThrottleId, ThrottleOp,
 };
 use crate::throttles::{Held, Phase, Progress, Throttles};
 
@@ -177,6 +181,8 @@ enum Wait {
         key: outagelab_model::throttle::KvKey,
         phase: Phase,
     },
+    /// A lock acquire's wait after a busy attempt.
+    LockRetry(Acquiring),
 }
 
 impl Stage {
@@ -192,6 +198,7 @@ impl Stage {
             Stage::Waiting(Wait::Work) => "working",
             Stage::Waiting(Wait::SlotConnect) => "waiting for a connection attempt",
             Stage::Waiting(Wait::ThrottleKv { .. }) => "waiting for a KV round trip",
+            Stage::Waiting(Wait::LockRetry(_)) => "waiting to try a lock again",
             Stage::Backoff { .. } => "backing off",
         }
     }
@@ -215,6 +222,10 @@ struct Request {
     replayed: bool,
     /// The write the current step's copies belong to, when a slot may replay it.
     origin: Option<u64>,
+    /// The current lock step's command in flight (or waiting for a slot's connection).
+    lock_pending: Option<LockPending>,
+    /// The locks the request holds, in the order it took them.
+    locks_held: Vec<(LockId, LockHeld)>,
 }
 
 impl Request {
@@ -231,8 +242,18 @@ impl Request {
             lease: None,
             replayed: false,
             origin: None,
+            lock_pending: None,
+            locks_held: Vec::new(),
         }
     }
+}
+
+/// What a lock step's command in flight stands for.
+enum LockPending {
+    /// An acquire's attempt.
+    Attempt(Acquiring, Attempt),
+    /// A release of the holder with this token.
+    Release(LockToken),
 }
 
 struct Slot {
@@ -250,6 +271,12 @@ struct RateLimitSlot {
     store: Option<ConnectionId>,
     /// Checks admitted unchecked because the store could not be reached, per bucket.
     fail_open_counter: CounterId,
+}
+
+struct LockSlot {
+    client: LockClient,
+    /// Jitters the waits after busy attempts.
+    rng: Stream,
 }
 
 struct CacheSlot {
@@ -320,6 +347,8 @@ struct Simulator<'s> {
     rate_limits: Vec<RateLimitSlot>,
     throttles: Throttles,
     throttle_gauges: Vec<ThrottleGauges>,
+    /// One client per lock, its tokens in the namespace of the lock's index.
+    locks: Vec<LockSlot>,
     /// What waits for a database query whose caller timed out, by the waiter reference the
     /// database still holds. Never larger than the number of running queries.
     after_queries: BTreeMap<(u32, u32), AfterQuery>,
@@ -474,6 +503,15 @@ impl<'s> Simulator<'s> {
             rate_limits,
             throttles: Throttles::new(scenario),
             throttle_gauges,
+            locks: scenario
+                .locks
+                .iter()
+                .enumerate()
+                .map(|(index, spec)| LockSlot {
+                    client: LockClient::new(spec.config, index as u32),
+                    rng: Stream::derive(scenario.seed, "lock", &spec.name),
+                })
+                .collect(),
             after_queries: BTreeMap::new(),
             metrics,
             http: scenario.http.map(HttpTally::new),
@@ -998,6 +1036,125 @@ impl<'s> Simulator<'s> {
                 };
                 self.finish_step(slot, Ended::Action(result))
             }
+            StepAction::Lock {
+                lock,
+                op,
+                connection,
+                key,
+            } => {
+                let pending = match (self.request_mut(slot).lock_pending.take(), op) {
+                    // Sent again: after a slot's connection attempt, or replayed.
+                    (Some(pending), _) => pending,
+                    (None, LockOp::Acquire(mode)) => {
+                        let (acquiring, attempt) =
+                            self.locks[lock.index()].client.begin(self.now, mode);
+                        LockPending::Attempt(acquiring, attempt)
+                    }
+                    (None, LockOp::Release) => {
+                        let held = &mut self.request_mut(slot).locks_held;
+                        let Some(index) = held.iter().rposition(|(id, _)| *id == lock) else {
+                            // Holds none: nothing to give back.
+                            return self.finish_step(slot, Ended::Action(StepResult::Ok));
+                        };
+                        let (_, held) = held.remove(index);
+                        let (token, _) = self.locks[lock.index()].client.release(held);
+                        LockPending::Release(token)
+                    }
+                };
+                self.lock_command(slot, lock, connection, key, pending)
+            }
+        }
+    }
+
+    /// Sends a lock step's command for the request in `slot`, which keeps `pending` until the
+    /// result comes; the result goes through [`Simulator::lock_result`].
+    fn lock_command(
+        &mut self,
+        slot: u32,
+        lock: LockId,
+        connection: ConnectionId,
+        key: KeyFamilyId,
+        pending: LockPending,
+    ) -> Next {
+        let command = match &pending {
+            LockPending::Attempt(acquiring, _) => LockCommand {
+                token: acquiring.token(),
+                kind: LockCommandKind::Acquire {
+                    mode: acquiring.mode(),
+                    lease: self.locks[lock.index()].client.config().lease(),
+                },
+            },
+            &LockPending::Release(token) => LockCommand {
+                token,
+                kind: LockCommandKind::Release,
+            },
+        };
+        self.request_mut(slot).lock_pending = Some(pending);
+        let op = Op {
+            command: RedisCommand::Lock(command),
+            family: key.0,
+            index: self.key_of(slot, key),
+        };
+        match self.issue_command(slot, connection, op, false) {
+            None => Next::Stop,
+            Some(result) => match self.lock_result(slot, result) {
+                Some(result) => self.finish_step(slot, Ended::Action(result)),
+                None => Next::Stop,
+            },
+        }
+    }
+
+    /// A lock step's command ended with `result`: what the step returns, or `None` when the
+    /// request waits to try again (the lock was taken, before the acquire's deadline).
+    fn lock_result(&mut self, slot: u32, result: StepResult) -> Option<StepResult> {
+        let StepAction::Lock { lock, .. } = self.step_of(slot).action else {
+            return Some(result);
+        };
+        let request = self.request_mut(slot);
+        let pending = request.lock_pending.take();
+        if let Some(origin) = request.origin.take() {
+            // Each attempt is a write of its own: the next one is not a copy of this one.
+            self.redis.close_origin(origin);
+        }
+        let (now, client) = (self.now, &mut self.locks[lock.index()].client);
+        let (acquiring, attempt) = match pending.expect("a lock command keeps what it sent") {
+            LockPending::Attempt(acquiring, attempt) => (acquiring, attempt),
+            LockPending::Release(_) => {
+                // A release that found no holder with its token (the lease had expired) is
+                // refused, and counted; the step itself succeeds.
+                client.on_released(match result {
+                    StepResult::Ok => ReleaseReply::Released,
+                    StepResult::Miss => ReleaseReply::NotHolder,
+                    _ => ReleaseReply::Failed,
+                });
+                return Some(match result {
+                    StepResult::Miss | StepResult::Hit => StepResult::Ok,
+                    other => other,
+                });
+            }
+        };
+        let reply = match result {
+            StepResult::Ok => AttemptReply::Acquired,
+            StepResult::Error(Outcome::LockBusy) => AttemptReply::Busy,
+            _ => AttemptReply::Failed,
+        };
+        let slot_of_lock = &mut self.locks[lock.index()];
+        let random = &mut slot_of_lock.rng;
+        match slot_of_lock
+            .client
+            .on_reply(now, acquiring, attempt, reply, random)
+        {
+            AttemptEnd::Held(held) => {
+                self.request_mut(slot).locks_held.push((lock, held));
+                Some(StepResult::Ok)
+            }
+            AttemptEnd::Sleep { acquiring, until } => {
+                self.request_mut(slot).stage = Stage::Waiting(Wait::LockRetry(acquiring));
+                self.set_timer(slot, until, TimerKind::LockRetry);
+                None
+            }
+            AttemptEnd::TimedOut => Some(StepResult::Error(Outcome::LockTimeout)),
+            AttemptEnd::Failed => Some(result),
         }
     }
 
@@ -1083,8 +1240,24 @@ impl<'s> Simulator<'s> {
             } => self.take_held(slot, throttle).into_iter().collect(),
             _ => Vec::new(),
         };
+        // So does a lock release, with the lock the request holds.
+        let locks_held = match scenario.flows[flow.index()].steps[usize::from(step)].action {
+            StepAction::Lock {
+                op: LockOp::Release,
+                lock,
+                ..
+            } => {
+                let held = &mut self.request_mut(slot).locks_held;
+                match held.iter().rposition(|(id, _)| *id == lock) {
+                    Some(index) => vec![held.remove(index)],
+                    None => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        };
         let mut background = Request::new(flow, step, Role::Background, now, key_seed);
         background.throttle_held = throttle_held;
+        background.locks_held = locks_held;
         let background = self.allocate(background);
         // Run it now, so that its command is written before the request's next one.
         self.advance(background.slot);
@@ -1114,6 +1287,31 @@ impl<'s> Simulator<'s> {
             ) => {
                 let progress = self.throttles.resume(self.now, throttle, key, phase);
                 if let Next::Continue = self.throttle_progress(request.slot, progress) {
+                    let next = self.current_ref(request.slot);
+                    self.runnable.push_back(next);
+                }
+            }
+            (TimerKind::LockRetry, Stage::Waiting(Wait::LockRetry(acquiring))) => {
+                let StepAction::Lock {
+                    lock,
+                    connection,
+                    key,
+                    ..
+                } = self.step_of(request.slot).action
+                else {
+                    unreachable!("a lock retry on a lock step");
+                };
+                let next = match self.locks[lock.index()].client.wake(self.now, acquiring) {
+                    Wake::Attempt(acquiring, attempt) => {
+                        let pending = LockPending::Attempt(acquiring, attempt);
+                        self.lock_command(request.slot, lock, connection, key, pending)
+                    }
+                    Wake::TimedOut => {
+                        let result = StepResult::Error(Outcome::LockTimeout);
+                        self.finish_step(request.slot, Ended::Action(result))
+                    }
+                };
+                if let Next::Continue = next {
                     let next = self.current_ref(request.slot);
                     self.runnable.push_back(next);
                 }
@@ -1262,6 +1460,9 @@ impl<'s> Simulator<'s> {
         if self.slot_command_ended(request.slot, result) {
             return; // replayed on a fresh connection
         }
+        let Some(result) = self.lock_result(request.slot, result) else {
+            return; // waits to try the lock again
+        };
         if let Next::Continue = self.finish_step(request.slot, Ended::Action(result)) {
             if self.past_last_step(request.slot) {
                 // Nothing is left for it to do: it ends now rather than after a trip through
@@ -1603,6 +1804,27 @@ impl<'s> Simulator<'s> {
                 .enumerate()
                 .map(|(index, spec)| {
                     let summary = self.throttles.summary(ThrottleId(index as u32));
+                    (spec.name.clone(), summary)
+                })
+                .collect(),
+            locks: scenario
+                .locks
+                .iter()
+                .zip(&self.locks)
+                .enumerate()
+                .map(|(index, (spec, slot))| {
+                    let counters = slot.client.counters();
+                    let server = self.redis.lock_stats(self.now, LockId(index as u32));
+                    let summary = LockSummary {
+                        acquired: counters.acquired,
+                        busy_retries: counters.busy_retries,
+                        timed_out: counters.timed_out,
+                        released: counters.released,
+                        release_refused: counters.release_refused,
+                        expired_leases: server.expired_leases,
+                        peak_writers: server.peak_writers,
+                        peak_readers: server.peak_readers,
+                    };
                     (spec.name.clone(), summary)
                 })
                 .collect(),

@@ -59,6 +59,8 @@ pub(crate) enum TimerKind {
     Backoff,
     /// A throttle's KV round trip is over: take its next step.
     ThrottleKv,
+    /// A lock acquire's wait after a busy attempt is over: attempt again, or time out.
+    LockRetry,
 }
 
 /// Which of the events due at the same nanosecond runs first: the lower class, then the one

@@ -13,6 +13,7 @@ use outagelab_model::adaptive_limit::AdaptiveLimitConfig;
 use outagelab_model::breaker::BreakerConfig;
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
+use outagelab_model::lock::{LockConfig, LockToken};
 use outagelab_model::rate_limit::RateLimiterConfig;
 use outagelab_model::reconnect::ReconnectConfig;
 use outagelab_model::retry::RetryConfig;
@@ -20,6 +21,8 @@ use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::throttle::ThrottleConfig;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
+
+pub use outagelab_model::lock::Mode as LockMode;
 
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident) => {
@@ -57,6 +60,8 @@ id!(/// Index into [`Scenario::rate_limits`].
     RateLimitId);
 id!(/// Index into [`Scenario::throttles`].
     ThrottleId);
+id!(/// Index into [`Scenario::locks`].
+    LockId);
 id!(/// Index into [`Scenario::kv_stores`].
     KvStoreId);
 id!(/// Index into [`Scenario::adaptive_limits`].
@@ -92,6 +97,7 @@ pub struct Scenario {
     pub rate_limits: Vec<RateLimitSpec>,
     pub kv_stores: Vec<KvStoreSpec>,
     pub throttles: Vec<ThrottleSpec>,
+    pub locks: Vec<LockSpec>,
     pub flows: Vec<FlowSpec>,
     pub loads: Vec<LoadSpec>,
     pub faults: Vec<FaultSpec>,
@@ -498,6 +504,50 @@ pub enum ThrottleOp {
     Release,
 }
 
+/// A distributed read-write lock over Redis (seed 000): its steps name the connection and the
+/// key family it lives on.
+#[derive(Clone, Debug)]
+pub struct LockSpec {
+    pub name: String,
+    pub config: LockConfig,
+}
+
+/// What a lock step does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockOp {
+    /// Take the lock on the request's key, retrying while it is taken, or fail with
+    /// `lock_timeout` after the lock's `acquire_timeout`.
+    Acquire(LockMode),
+    /// Give back the lock the request holds (a compare-and-delete with its token; nothing if it
+    /// holds none).
+    Release,
+}
+
+/// A lock command as it goes to the server, with the token of the acquire it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockCommand {
+    pub token: LockToken,
+    pub kind: LockCommandKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockCommandKind {
+    /// Exclusive: `SET key token NX PX lease`, taken also while a live reader holds the key;
+    /// shared: a script that adds a reader with its own lease unless a live writer holds it.
+    Acquire { mode: LockMode, lease: SimDuration },
+    /// A compare-and-delete script: removes the holder carrying the token.
+    Release,
+}
+
+impl LockCommand {
+    /// Whether it is a write that needs memory (refused when the server is out of memory and
+    /// does not evict). The one place that says so for the lock commands: an acquire stores a
+    /// key or a reader; a release only deletes, which a full server still runs.
+    pub fn needs_memory(self) -> bool {
+        matches!(self.kind, LockCommandKind::Acquire { .. })
+    }
+}
+
 /// What a cache step does to its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheOp {
@@ -694,6 +744,14 @@ pub enum StepAction {
         op: CacheOp,
         key: Option<KeyFamilyId>,
     },
+    /// A distributed lock step on the request's key of `key`, through `connection`: each
+    /// attempt and the release are Redis commands.
+    Lock {
+        lock: LockId,
+        op: LockOp,
+        connection: ConnectionId,
+        key: KeyFamilyId,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -710,6 +768,9 @@ pub enum RedisCommand {
     },
     Incr,
     Del,
+    /// A lock step's command (an acquire attempt or a release); a write (see
+    /// [`LockCommand::needs_memory`]).
+    Lock(LockCommand),
 }
 
 impl RedisCommand {
@@ -726,6 +787,13 @@ impl RedisCommand {
             RedisCommand::Set { .. } | RedisCommand::SetNxPx { .. } => Command::Set,
             RedisCommand::Incr => Command::IncrBy,
             RedisCommand::Del => Command::Del,
+            RedisCommand::Lock(lock) => match lock.kind {
+                LockCommandKind::Acquire {
+                    mode: LockMode::Exclusive,
+                    ..
+                } => Command::Set,
+                LockCommandKind::Acquire { .. } | LockCommandKind::Release => Command::EvalSha,
+            },
         }
     }
 
@@ -736,6 +804,14 @@ impl RedisCommand {
             RedisCommand::SetNxPx { .. } => "SET NX PX",
             RedisCommand::Incr => "INCR",
             RedisCommand::Del => "DEL",
+            RedisCommand::Lock(lock) => match lock.kind {
+                LockCommandKind::Acquire {
+                    mode: LockMode::Exclusive,
+                    ..
+                } => "SET NX PX (lock)",
+                LockCommandKind::Acquire { .. } => "EVALSHA (shared lock)",
+                LockCommandKind::Release => "EVALSHA (compare-and-delete)",
+            },
         }
     }
 }
@@ -943,6 +1019,16 @@ impl Scenario {
                         within("throttle", throttle.index(), self.throttles.len())?;
                         within("key family", key.index(), self.keys.len())?;
                     }
+                    StepAction::Lock {
+                        lock,
+                        connection,
+                        key,
+                        ..
+                    } => {
+                        within("lock", lock.index(), self.locks.len())?;
+                        within("connection", connection.index(), self.connections.len())?;
+                        within("key family", key.index(), self.keys.len())?;
+                    }
                     StepAction::Cache { cache, key, op } => {
                         within("cache", cache.index(), self.caches.len())?;
                         match key {
@@ -1014,6 +1100,7 @@ impl Scenario {
             rate_limits: vec![],
             kv_stores: vec![],
             throttles: vec![],
+            locks: vec![],
             flows: vec![],
             loads: vec![],
             faults: vec![],

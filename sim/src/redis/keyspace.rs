@@ -6,6 +6,7 @@
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::Outcome;
 
+use super::locks::{self, LockTable};
 use crate::kernel::StepResult;
 use crate::scenario::{Preload, RedisCommand};
 
@@ -36,6 +37,7 @@ impl Op {
                 RedisCommand::Set { value_bytes, .. }
                 | RedisCommand::SetNxPx { value_bytes, .. } => u64::from(value_bytes),
                 RedisCommand::Get | RedisCommand::Incr | RedisCommand::Del => 0,
+                RedisCommand::Lock(_) => locks::TOKEN_BYTES,
             }
     }
 }
@@ -90,6 +92,8 @@ pub(super) struct Keyspace {
     families: Vec<Vec<Entry>>,
     /// Keys per family (the size of its table once allocated).
     counts: Vec<u32>,
+    /// The lock keys, apart from the plain ones.
+    pub(super) locks: LockTable,
 }
 
 impl Keyspace {
@@ -97,6 +101,7 @@ impl Keyspace {
         Keyspace {
             families: counts.iter().map(|_| Vec::new()).collect(),
             counts,
+            locks: LockTable::default(),
         }
     }
 
@@ -105,6 +110,7 @@ impl Keyspace {
         for family in &mut self.families {
             *family = Vec::new();
         }
+        self.locks.clear();
     }
 
     /// Stores the first `count` keys of a family, without expiry.
@@ -128,6 +134,9 @@ impl Keyspace {
 
     /// Executes `op` at `now`.
     pub(super) fn apply(&mut self, now: SimTime, op: Op) -> Reply {
+        if let RedisCommand::Lock(command) = op.command {
+            return self.locks.apply(now, op.family, op.index, command);
+        }
         let expiry = |ttl: Option<SimDuration>| {
             ttl.map_or(u64::MAX, |ttl| now.saturating_add(ttl).as_nanos().max(1))
         };
@@ -170,6 +179,7 @@ impl Keyspace {
                 *entry = Entry::default();
                 Reply::Ok
             }
+            RedisCommand::Lock(_) => unreachable!("lock commands go to the lock table"),
         }
     }
 }

@@ -21,6 +21,7 @@
 mod connection;
 mod faults;
 mod keyspace;
+mod locks;
 mod pipe;
 mod server;
 mod slot_links;
@@ -31,9 +32,12 @@ use outagelab_model::time::SimTime;
 use outagelab_report::ConnectionSummary;
 
 use crate::kernel::{Class, EventQueue, RequestRef, StepResult};
-use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect, RedisCommand, Scenario, ServerId};
+use crate::scenario::{
+    ConnectionId, ConnectionSpec, LockId, Reconnect, RedisCommand, Scenario, ServerId,
+};
 use connection::{Connection, Link};
 pub(crate) use keyspace::Op;
+pub(crate) use locks::LockServerStats;
 use server::Server;
 use slot_links::Origin;
 
@@ -240,7 +244,27 @@ impl Redis {
     pub fn memory_bytes(&self) -> u64 {
         let per_command =
             std::mem::size_of::<connection::Command>() + 2 * std::mem::size_of::<u64>();
-        self.queued_commands() * per_command as u64 + self.origins.len() as u64 * 64
+        let lock_holders: usize = self
+            .servers
+            .iter()
+            .map(|s| s.keyspace.locks.holders())
+            .sum();
+        self.queued_commands() * per_command as u64
+            + self.origins.len() as u64 * 64
+            + lock_holders as u64 * 96
+    }
+
+    /// Lock `lock`'s counts over every server at `now`: expired leases added up, peaks the
+    /// largest.
+    pub fn lock_stats(&self, now: SimTime, lock: LockId) -> LockServerStats {
+        let mut total = LockServerStats::default();
+        for server in &self.servers {
+            let stats = server.keyspace.locks.stats(now, lock.0);
+            total.expired_leases += stats.expired_leases;
+            total.peak_writers = total.peak_writers.max(stats.peak_writers);
+            total.peak_readers = total.peak_readers.max(stats.peak_readers);
+        }
+        total
     }
 
     /// Commands held now over every connection and link: issued and neither answered nor
