@@ -78,5 +78,6 @@ fn label(key: &CountKey) -> Option<String> {
         CountKey::RateLimitFailOpenAdmitted(name) => {
             Some(format!("rate limit {name}: admitted unchecked"))
         }
+        CountKey::ServerEvictedKeys(_) | CountKey::ServerExpiredKeys(_) => None,
     }
 }

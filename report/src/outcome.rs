@@ -25,10 +25,20 @@ pub enum Outcome {
     LockBusy,
     /// A rate limiter said no (or could not reach its store and fails closed).
     RateLimited,
+    /// `OOM command not allowed when used memory > 'maxmemory'`: a command that may grow
+    /// memory, refused by a server over its limit that could not evict enough.
+    Oom,
+    /// `READONLY You can't write against a read only replica`: the server was demoted.
+    ReadOnly,
+    /// `LOADING Redis is loading the dataset in memory`: a restarting server.
+    Loading,
+    /// `WRONGTYPE Operation against a key holding the wrong kind of value`.
+    WrongType,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 9] = [
+    /// New kinds go at the end, so the columns of a series CSV keep their places.
+    pub const ALL: [Outcome; 13] = [
         Outcome::Ok,
         Outcome::Timeout,
         Outcome::Refused,
@@ -38,6 +48,10 @@ impl Outcome {
         Outcome::ServerError,
         Outcome::LockBusy,
         Outcome::RateLimited,
+        Outcome::Oom,
+        Outcome::ReadOnly,
+        Outcome::Loading,
+        Outcome::WrongType,
     ];
 
     /// Number of outcomes; `outcome.index()` is below it.
@@ -58,6 +72,10 @@ impl Outcome {
             Outcome::ServerError => "server_error",
             Outcome::LockBusy => "lock_busy",
             Outcome::RateLimited => "rate_limited",
+            Outcome::Oom => "oom",
+            Outcome::ReadOnly => "readonly",
+            Outcome::Loading => "loading",
+            Outcome::WrongType => "wrongtype",
         }
     }
 
@@ -67,6 +85,19 @@ impl Outcome {
 
     pub fn is_error(self) -> bool {
         self != Outcome::Ok
+    }
+
+    /// Whether the server answered with an error reply (the generic `server_error` or one of
+    /// the kinds Redis names): the command reached a working server, which refused it.
+    pub fn is_server_error(self) -> bool {
+        matches!(
+            self,
+            Outcome::ServerError
+                | Outcome::Oom
+                | Outcome::ReadOnly
+                | Outcome::Loading
+                | Outcome::WrongType
+        )
     }
 }
 
@@ -87,5 +118,18 @@ mod tests {
             assert_eq!(Outcome::from_name(outcome.name()), Some(outcome));
         }
         assert_eq!(Outcome::from_name("nope"), None);
+    }
+
+    #[test]
+    fn the_error_replies_are_server_errors_and_nothing_else_is() {
+        let server_errors: Vec<&str> = Outcome::ALL
+            .into_iter()
+            .filter(|outcome| outcome.is_server_error())
+            .map(Outcome::name)
+            .collect();
+        assert_eq!(
+            server_errors,
+            ["server_error", "oom", "readonly", "loading", "wrongtype"]
+        );
     }
 }

@@ -78,7 +78,7 @@ fn rejected_files() {
         ),
         (
             with("[servers.redis]", "[servers.redis]\ncost = \"5us\""),
-            "5:1: servers.redis.cost: unknown field `cost`, expected one of `command_cost`, `byte_rate`, `persistence`, `preload`",
+            "5:1: servers.redis.cost: unknown field `cost`, expected one of `command_cost`, `byte_rate`, `persistence`, `preload`, `key_bytes`, `key_overhead`, `maxmemory`, `maxmemory_policy`, `maxmemory_samples`, `maxmemory_exact`, `hz`",
         ),
         (
             with("name = \"t\"", "seed = 3"),
@@ -263,7 +263,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"okay\"]\n"
             ),
-            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited)",
+            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, oom, readonly, loading, wrongtype)",
         ),
         (
             with(
@@ -400,6 +400,64 @@ fn rejected_files() {
                 "count = 5\n\n[faults.k]\ntarget = \"redis\"\nkind = \"kill\"\nat = \"1s\"\nduration = \"1s\"",
             ),
             "28:12: faults.k.duration: a kill happens at one instant (the server keeps running): leave duration out",
+        ),
+        // Redis memory: the eviction settings and the memory faults.
+        (
+            with("[servers.redis]", "[servers.redis]\nmaxmemory_samples = 0"),
+            "5:21: servers.redis.maxmemory_samples: must be at least 1 (an eviction looks at one key at least)",
+        ),
+        (
+            with(
+                "[servers.redis]",
+                "[servers.redis]\nmaxmemory_policy = \"allkeys-lfu\"",
+            ),
+            "5:20: servers.redis.maxmemory_policy: unknown policy `allkeys-lfu`: did you mean `allkeys-lru`? (policies: noeviction, allkeys-lru, volatile-lru, allkeys-random, volatile-ttl)",
+        ),
+        (
+            with(
+                "[servers.redis]",
+                "[servers.redis]\nmaxmemory_samples = 10\nmaxmemory_exact = true",
+            ),
+            "6:19: servers.redis.maxmemory_exact: exact eviction looks at every candidate key: leave maxmemory_samples out",
+        ),
+        (
+            with("[servers.redis]", "[servers.redis]\nhz = 0"),
+            "5:6: servers.redis.hz: must be at least 1 (Redis' cron runs at least once a second)",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.m]\ntarget = \"redis\"\nkind = \"maxmemory\"\nat = \"1s\"\nmaxmemory = \"30MiB\"\nduration = \"1s\"",
+            ),
+            "29:12: faults.m.duration: a maxmemory change happens at one instant (the new limit stays): leave duration out",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.m]\ntarget = \"redis\"\nkind = \"maxmemory\"\nat = \"1s\"",
+            ),
+            "26:8: faults.m.maxmemory: a `maxmemory` fault sets a new limit: give it, e.g. `maxmemory = \"30MiB\"` (0 lifts the limit)",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.h]\ntarget = \"redis\"\nkind = \"hang\"\nat = \"1s\"\nmode = \"write\"",
+            ),
+            "28:8: faults.h.mode: only a `pause` fault takes `mode`, not a `hang` one",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.e]\ntarget = \"redis\"\nkind = \"error_reply\"\nat = \"1s\"",
+            ),
+            "26:8: faults.e.error: an `error_reply` fault needs the error it answers with: one of oom, readonly, loading, wrongtype",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.e]\ntarget = \"redis\"\nkind = \"error_reply\"\nat = \"1s\"\nerror = \"moved\"",
+            ),
+            "28:9: faults.e.error: unknown error reply `moved` (errors: oom, readonly, loading, wrongtype)",
         ),
         // A step's action is a table under the action's name; its keys go nowhere else.
         (

@@ -92,7 +92,7 @@ fn a_command_whose_caller_timed_out_is_still_executed() {
     s.faults.push(fault(
         "pause",
         0,
-        FaultKind::Pause,
+        FaultKind::Pause(PauseMode::All),
         SimTime::ZERO,
         Some(ms(50)),
     ));
@@ -115,7 +115,7 @@ fn a_pause_delays_commands_until_it_ends() {
     s.faults.push(fault(
         "pause",
         0,
-        FaultKind::Pause,
+        FaultKind::Pause(PauseMode::All),
         SimTime::ZERO,
         Some(ms(600)),
     ));

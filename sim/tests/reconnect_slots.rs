@@ -154,7 +154,7 @@ fn a_late_timeout_on_an_evicted_connection_leaves_its_replacement_alone() {
     s.faults.push(fault(
         "pause",
         0,
-        FaultKind::Pause,
+        FaultKind::Pause(PauseMode::All),
         at_ms(1000),
         Some(SimDuration::from_secs(1)),
     ));
@@ -185,7 +185,7 @@ fn only_an_opted_in_replay_applies_a_write_twice() {
         s.faults.push(fault(
             "pause",
             0,
-            FaultKind::Pause,
+            FaultKind::Pause(PauseMode::All),
             at_ms(500),
             Some(ms(500)),
         ));
@@ -251,8 +251,13 @@ fn peak_pending_adds_up_the_links_of_a_slot() {
     s.flows
         .push(flow("read", vec![fail_open(RedisCommand::Get)]));
     steady(&mut s, 200.0, SimTime::ZERO, at_ms(10_000));
-    s.faults
-        .push(fault("pause", 0, FaultKind::Pause, at_ms(1000), None));
+    s.faults.push(fault(
+        "pause",
+        0,
+        FaultKind::Pause(PauseMode::All),
+        at_ms(1000),
+        None,
+    ));
     s.limits.horizon = Some(at_ms(10_000));
     let report = run(&s).unwrap();
     let c = conn(&report);

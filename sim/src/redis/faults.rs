@@ -1,13 +1,18 @@
-//! Faults of a Redis server: pause, hang, stop and kill.
+//! Faults of a Redis server: pause, hang, stop and kill; a new `maxmemory`, `FLUSHALL`; error
+//! replies for a while.
 //!
 //! Faults nest: a server is paused (hung, stopped) while at least one fault of that kind is in
 //! force. What each kind does is documented on [`FaultKind`].
+//!
+//! A `CLIENT PAUSE` ends on the server's cron tick (`hz`), the first at or after its nominal
+//! end: its end is a `PauseEnds` event at that tick. A hang has no cron (the process is
+//! frozen) and ends exactly at its end.
 
-use outagelab_model::time::SimTime;
+use outagelab_model::time::{SimDuration, SimTime};
 
 use super::{Redis, RedisEvent};
 use crate::kernel::EventQueue;
-use crate::scenario::{FaultKind, ServerId};
+use crate::scenario::{FaultKind, PauseMode, ServerId};
 
 impl Redis {
     /// A fault of `kind` on server `id` starts (`on`) or ends. A kill is an instant: its end
@@ -20,18 +25,56 @@ impl Redis {
         on: bool,
         events: &mut EventQueue,
     ) {
+        let server = &mut self.servers[id.index()];
         match kind {
-            FaultKind::Pause => self.pause(now, id, on, events),
+            FaultKind::Pause(mode) if on => self.pause(now, id, mode, true, events),
+            FaultKind::Pause(mode) => {
+                let tick = server
+                    .cron_period
+                    .map_or(now, |period| next_tick(now, period));
+                if tick > now {
+                    events.schedule(tick, RedisEvent::PauseEnds { server: id, mode });
+                } else {
+                    self.pause(now, id, mode, false, events);
+                }
+            }
             FaultKind::Hang => self.hang(now, id, on, events),
             FaultKind::Stop => self.stop(now, id, on, events),
             FaultKind::Kill if on => self.kill(now, id, events),
-            FaultKind::Kill => {}
+            FaultKind::MaxMemory(limit) if on => server.keyspace.set_maxmemory(now, limit),
+            FaultKind::FlushAll if on => server.keyspace.clear(),
+            FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => {}
+            FaultKind::ErrorReply { error, commands } => {
+                let fault = (error, commands);
+                if on {
+                    server.error_replies.push(fault);
+                } else if let Some(position) = server.error_replies.iter().position(|&f| f == fault)
+                {
+                    server.error_replies.remove(position);
+                }
+            }
         }
     }
 
-    fn pause(&mut self, now: SimTime, id: ServerId, on: bool, events: &mut EventQueue) {
+    /// A pause of `mode` starts (`on`) or ends (on its cron tick). When the last write-only
+    /// pause ends, the connections it held go back in the ring.
+    pub(super) fn pause(
+        &mut self,
+        now: SimTime,
+        id: ServerId,
+        mode: PauseMode,
+        on: bool,
+        events: &mut EventQueue,
+    ) {
         let server = &mut self.servers[id.index()];
-        adjust(&mut server.paused, on);
+        match mode {
+            PauseMode::All => adjust(&mut server.paused, on),
+            PauseMode::Write => adjust(&mut server.paused_writes, on),
+        }
+        if server.paused_writes == 0 {
+            let blocked = std::mem::take(&mut server.blocked);
+            server.ready.extend(blocked);
+        }
         self.try_execute(now, id, events);
     }
 
@@ -85,6 +128,8 @@ impl Redis {
     /// The server closes every connection it holds open; each client hears it after the
     /// replies already on the wire.
     fn drop_clients(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        server.blocked.clear(); // their input goes with their connections
         let server = &self.servers[id.index()];
         let executing = server.executing.as_ref().map(|done| done.connection);
         for &connection_id in &server.connections {
@@ -109,6 +154,12 @@ impl Redis {
     }
 }
 
+/// The first cron tick at or after `now`: ticks fall at multiples of `period` from zero.
+fn next_tick(now: SimTime, period: SimDuration) -> SimTime {
+    let period = period.as_nanos().max(1);
+    SimTime::from_nanos(now.as_nanos().div_ceil(period).saturating_mul(period))
+}
+
 /// One more (`on`) or one fewer fault of a kind in force.
 fn adjust(depth: &mut u32, on: bool) {
     if on {
@@ -122,15 +173,18 @@ fn adjust(depth: &mut u32, on: bool) {
 mod tests {
     use super::super::testing::{Harness, get, set};
     use crate::kernel::StepResult;
-    use crate::scenario::FaultKind::{Hang, Kill, Pause, Stop};
+    use crate::scenario::FaultKind::{Hang, Kill, Stop};
+    use crate::scenario::PauseMode;
+
+    const PAUSE: crate::scenario::FaultKind = crate::scenario::FaultKind::Pause(PauseMode::All);
 
     #[test]
     fn a_paused_server_holds_its_input_until_the_pause_ends() {
         // The command reaches the server at 100 us and runs when the pause ends at 10 ms.
         let mut redis = Harness::new(1);
-        redis.fault_at(0, Pause, true);
+        redis.fault_at(0, PAUSE, true);
         redis.issue_at(0, 0, get(0), 0);
-        redis.fault_at(10_000, Pause, false);
+        redis.fault_at(10_000, PAUSE, false);
         redis.run();
         assert_eq!(redis.finished_us(), vec![(0, 10_105)]);
     }
@@ -138,11 +192,11 @@ mod tests {
     #[test]
     fn pauses_nest_and_the_server_resumes_when_the_last_one_ends() {
         let mut redis = Harness::new(1);
-        redis.fault_at(0, Pause, true);
-        redis.fault_at(0, Pause, true);
+        redis.fault_at(0, PAUSE, true);
+        redis.fault_at(0, PAUSE, true);
         redis.issue_at(0, 0, get(0), 0);
-        redis.fault_at(10_000, Pause, false);
-        redis.fault_at(20_000, Pause, false);
+        redis.fault_at(10_000, PAUSE, false);
+        redis.fault_at(20_000, PAUSE, false);
         redis.run();
         assert_eq!(redis.finished_us(), vec![(0, 20_105)]);
     }

@@ -28,10 +28,12 @@ mod slot_links;
 use std::collections::BTreeMap;
 
 use outagelab_model::time::SimTime;
-use outagelab_report::ConnectionSummary;
+use outagelab_report::{ConnectionSummary, ServerSummary};
 
 use crate::kernel::{Class, EventQueue, RequestRef, StepResult};
-use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect, RedisCommand, Scenario, ServerId};
+use crate::scenario::{
+    ConnectionId, ConnectionSpec, PauseMode, Reconnect, RedisCommand, Scenario, ServerId,
+};
 use connection::{Connection, Link};
 pub(crate) use keyspace::Op;
 use server::Server;
@@ -82,6 +84,8 @@ pub(crate) enum RedisEvent {
         connection: ConnectionId,
         epoch: u32,
     },
+    /// A `CLIENT PAUSE` whose fault ended is lifted on this cron tick.
+    PauseEnds { server: ServerId, mode: PauseMode },
 }
 
 impl RedisEvent {
@@ -99,6 +103,8 @@ impl RedisEvent {
             | RedisEvent::ConnectAnswered { .. }
             | RedisEvent::ReconnectDue { .. }
             | RedisEvent::ConnectionClosed { .. } => Class::Finish,
+            // The end of a fault, a little late.
+            RedisEvent::PauseEnds { .. } => Class::Fault,
         }
     }
 }
@@ -149,7 +155,7 @@ impl Redis {
         let mut servers: Vec<Server> = scenario
             .servers
             .iter()
-            .map(|spec| Server::new(spec, key_counts.clone()))
+            .map(|spec| Server::new(spec, key_counts.clone(), scenario.seed))
             .collect();
         let mut redis = Redis {
             servers: Vec::new(),
@@ -217,6 +223,7 @@ impl Redis {
             RedisEvent::ConnectionClosed { connection, epoch } => {
                 self.on_connection_closed(now, connection, epoch, events)
             }
+            RedisEvent::PauseEnds { server, mode } => self.pause(now, server, mode, false, events),
         }
     }
 
@@ -267,6 +274,22 @@ impl Redis {
         }
         total.peak_pending = self.pending[connection.index()].1;
         total
+    }
+
+    /// A server's memory now (keys whose expiry has come are removed first) and its memory
+    /// counters so far.
+    pub fn server_summary(&mut self, now: SimTime, server: ServerId) -> ServerSummary {
+        let keyspace = &mut self.servers[server.index()].keyspace;
+        keyspace.expire_due(now);
+        let stats = keyspace.stats;
+        ServerSummary {
+            used_memory: keyspace.used_memory(),
+            used_memory_peak: stats.used_memory_peak,
+            maxmemory: keyspace.maxmemory(),
+            evicted_keys: stats.evicted_keys,
+            expired_keys: stats.expired_keys,
+            oom_replies: stats.oom_replies,
+        }
     }
 
     /// The logical connection `link` belongs to.
