@@ -844,3 +844,59 @@ fn a_patch_that_misspells_a_resource_is_refused_not_run_as_a_new_one() {
     );
     outagelab_scenario_file::parse(&new, Path::new("t.toml")).expect("a new server");
 }
+
+#[test]
+fn memory_keys_memory_faults_and_the_error_reply_outcomes_are_read() {
+    use outagelab_sim::scenario::{
+        CommandScope, ErrorReply, EvictionPolicy, EvictionSamples, FaultKind, PauseMode,
+    };
+    let text = with(
+        "[servers.redis]",
+        "[servers.redis]\nmaxmemory = \"30MiB\"\nmaxmemory_policy = \"volatile-ttl\"\n\
+         maxmemory_exact = true\nkey_bytes = \"40B\"\nkey_overhead = 100\nhz = 100",
+    ) + "\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\ncounts = [\"oom\", \"readonly\", \"loading\", \"wrongtype\"]\n\
+         \n[faults.full]\ntarget = \"redis\"\nkind = \"maxmemory\"\nat = \"1s\"\nmaxmemory = 0\n\
+         \n[faults.flush]\ntarget = \"redis\"\nkind = \"flushall\"\nat = \"2s\"\n\
+         \n[faults.demoted]\ntarget = \"redis\"\nkind = \"error_reply\"\nerror = \"readonly\"\nat = \"3s\"\nduration = \"1s\"\n\
+         \n[faults.loading]\ntarget = \"redis\"\nkind = \"error_reply\"\nerror = \"loading\"\nat = \"3s\"\n\
+         \n[faults.writes]\ntarget = \"redis\"\nkind = \"pause\"\nmode = \"write\"\nat = \"4s\"\nduration = \"1s\"\n";
+    let file = outagelab_scenario_file::parse(&text, Path::new("t.toml")).unwrap();
+    let scenario = &file.variants[0].scenario;
+    let server = &scenario.servers[0];
+    assert_eq!(server.memory.maxmemory, Some(30 << 20));
+    assert_eq!(server.memory.policy, EvictionPolicy::VolatileTtl);
+    assert_eq!(server.memory.samples, EvictionSamples::Exact);
+    assert_eq!(
+        (server.memory.key_bytes, server.memory.key_overhead),
+        (40, 100)
+    );
+    assert_eq!(server.hz.map(|hz| hz.get()), Some(100));
+    let kinds: Vec<FaultKind> = scenario.faults.iter().map(|fault| fault.kind).collect();
+    assert_eq!(
+        kinds,
+        // In name order: demoted, flush, full, loading, writes.
+        [
+            // READONLY answers writes by default (a replica serves reads); LOADING everything.
+            FaultKind::ErrorReply {
+                error: ErrorReply::ReadOnly,
+                commands: CommandScope::Writes,
+            },
+            FaultKind::FlushAll,
+            FaultKind::MaxMemory(None), // 0 lifts the limit, as in Redis
+            FaultKind::ErrorReply {
+                error: ErrorReply::Loading,
+                commands: CommandScope::All,
+            },
+            FaultKind::Pause(PauseMode::Write),
+        ]
+    );
+    let counts = scenario.breakers[0].counts;
+    for outcome in ErrorReply::ALL.map(ErrorReply::outcome) {
+        assert!(counts.contains(outcome), "{outcome}");
+    }
+    // Defaults: no limit, noeviction, 5 samples, 16-byte keys, 64 bytes of overhead, 10 Hz.
+    let file = outagelab_scenario_file::parse(BASE, Path::new("t.toml")).unwrap();
+    let server = &file.variants[0].scenario.servers[0];
+    assert_eq!(server.memory, outagelab_sim::scenario::MemorySpec::DEFAULT);
+    assert_eq!(server.hz.map(|hz| hz.get()), Some(10));
+}

@@ -250,4 +250,115 @@ mod tests {
         let summary = redis.summary();
         assert_eq!(summary.disconnects, 0);
     }
+
+    use crate::scenario::{CommandScope, ErrorReply, EvictionPolicy, FaultKind, MemorySpec};
+    use outagelab_report::Outcome;
+
+    /// A server with a cron at 10 Hz (ticks every 100 ms), as a file's default.
+    fn with_cron() -> Harness {
+        Harness::with(1, |scenario| {
+            scenario.servers[0].hz = std::num::NonZeroU32::new(10);
+        })
+    }
+
+    #[test]
+    fn a_client_pause_ends_on_the_first_cron_tick_at_or_after_its_end() {
+        // A pause from 0 to 50 ms ends on the tick at 100 ms; one to 200 ms, on that tick.
+        for (end_us, runs_at_us) in [(50_000, 100_000), (200_000, 200_000)] {
+            let mut redis = with_cron();
+            redis.fault_at(0, PAUSE, true);
+            redis.issue_at(0, 0, get(0), 0);
+            redis.fault_at(end_us, PAUSE, false);
+            redis.run();
+            assert_eq!(redis.finished_us(), vec![(0, runs_at_us + 105)]);
+        }
+    }
+
+    #[test]
+    fn a_hang_ends_exactly_at_its_end_a_frozen_process_has_no_cron() {
+        let mut redis = with_cron();
+        redis.fault_at(0, Hang, true);
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(50_000, Hang, false);
+        redis.run();
+        assert_eq!(redis.finished_us(), vec![(0, 50_105)]);
+    }
+
+    #[test]
+    fn a_write_pause_serves_reads_and_holds_a_write_with_what_is_behind_it() {
+        // Connection 0 sends a SET then a GET; connection 1 a GET. The pause holds writes
+        // until 10 ms: connection 1's GET is served at once; connection 0's GET waits behind
+        // its SET, as a paused client's pipeline does.
+        let mut redis = Harness::new(2);
+        let write_pause = FaultKind::Pause(PauseMode::Write);
+        redis.fault_at(0, write_pause, true);
+        redis.issue_at(0, 0, set(0, 10), 0);
+        redis.issue_at(0, 0, get(1), 1);
+        redis.issue_at(0, 1, get(2), 2);
+        redis.fault_at(10_000, write_pause, false);
+        redis.run();
+        assert_eq!(
+            redis.finished_us(),
+            vec![(2, 205), (0, 10_105), (1, 10_110)]
+        );
+    }
+
+    #[test]
+    fn an_error_reply_fault_answers_the_commands_it_covers_while_it_lasts() {
+        // A demoted primary from 0 to 10 ms: writes get READONLY, reads are served.
+        let readonly = FaultKind::ErrorReply {
+            error: ErrorReply::ReadOnly,
+            commands: CommandScope::Writes,
+        };
+        let mut redis = Harness::new(1);
+        redis.fault_at(0, readonly, true);
+        redis.issue_at(0, 0, set(0, 10), 0);
+        redis.issue_at(0, 0, get(0), 1);
+        redis.fault_at(10_000, readonly, false);
+        redis.issue_at(20_000, 0, set(0, 10), 2);
+        redis.run();
+        assert_eq!(
+            redis.finished(),
+            vec![
+                (0, 205, StepResult::Error(Outcome::ReadOnly)),
+                (1, 210, StepResult::Miss),
+                (2, 20_205, StepResult::Ok),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_maxmemory_fault_brings_oom_and_flushall_frees_the_memory() {
+        // One key of 100 bytes takes 180; a limit of 100 under noeviction refuses the next
+        // SET; FLUSHALL empties the server, and the SET after it runs.
+        let mut redis = Harness::with(1, |scenario| {
+            scenario.servers[0].memory = MemorySpec {
+                policy: EvictionPolicy::NoEviction,
+                ..MemorySpec::DEFAULT
+            };
+        });
+        redis.issue_at(0, 0, set(0, 100), 0);
+        redis.run_until(1_000);
+        assert_eq!(redis.server().used_memory, 180);
+        redis.fault_at(1_000, FaultKind::MaxMemory(Some(100)), true);
+        redis.issue_at(2_000, 0, set(1, 100), 1);
+        redis.issue_at(2_000, 0, get(0), 2);
+        redis.fault_at(3_000, FaultKind::FlushAll, true);
+        assert_eq!(redis.server().used_memory, 0);
+        redis.issue_at(4_000, 0, set(1, 100), 3);
+        redis.run();
+        let results: Vec<StepResult> = redis.finished().into_iter().map(|f| f.2).collect();
+        assert_eq!(
+            results,
+            [
+                StepResult::Ok,
+                StepResult::Error(Outcome::Oom),
+                StepResult::Hit,
+                StepResult::Ok,
+            ]
+        );
+        let server = redis.server();
+        assert_eq!((server.used_memory, server.oom_replies), (180, 1));
+        assert_eq!(server.maxmemory, Some(100));
+    }
 }

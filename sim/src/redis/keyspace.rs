@@ -614,4 +614,393 @@ mod tests {
         assert_eq!(Reply::Hit { value_bytes: 100 }.bytes(), 108);
         assert_eq!(Reply::Miss.bytes(), 8);
     }
+
+    // Memory. Keys cost 16 bytes of name and 64 of overhead (the defaults): a SET of 100
+    // bytes takes 180.
+
+    /// A limit of `maxmemory` bytes with `policy`, sampling `samples` keys (`None`: exact).
+    fn limited(
+        count: u32,
+        maxmemory: u64,
+        policy: EvictionPolicy,
+        samples: Option<u32>,
+    ) -> Keyspace {
+        with_memory(
+            count,
+            MemorySpec {
+                maxmemory: Some(maxmemory),
+                policy,
+                samples: samples.map_or(EvictionSamples::Exact, |n| {
+                    EvictionSamples::Sampled(std::num::NonZeroU32::new(n).unwrap())
+                }),
+                ..MemorySpec::DEFAULT
+            },
+        )
+    }
+
+    /// Runs `(ms, command, key index)` through `execute`, as the server does.
+    fn run(keyspace: &mut Keyspace, steps: &[(u64, RedisCommand, u32)]) -> Vec<Reply> {
+        steps
+            .iter()
+            .map(|&(at, command, index)| keyspace.execute(ms(at), op(command, index)))
+            .collect()
+    }
+
+    /// The keyspace's books agree with its tables: memory, the live and volatile vectors and
+    /// their positions, the expiry and LRU indexes.
+    fn assert_consistent(keyspace: &Keyspace) {
+        let mut used = 0;
+        let (mut live, mut volatile) = (0, 0);
+        for (family, table) in keyspace.families.iter().enumerate() {
+            for (index, entry) in table.iter().enumerate() {
+                if !entry.present() {
+                    continue;
+                }
+                let key = Key {
+                    family: family as u32,
+                    index: index as u32,
+                };
+                used += keyspace.cost(entry.value_bytes);
+                live += 1;
+                assert_eq!(keyspace.live[entry.live_slot as usize], key);
+                if entry.volatile() {
+                    volatile += 1;
+                    assert_eq!(keyspace.volatile[entry.volatile_slot as usize], key);
+                    assert!(keyspace.expiries.contains(&(entry.expires_at, key)));
+                }
+                if keyspace.lru_tracks(entry.volatile()) {
+                    let lru = keyspace.lru.as_ref().unwrap();
+                    assert!(lru.contains(&(entry.last_access, key)));
+                }
+            }
+        }
+        assert_eq!(keyspace.used_memory(), used);
+        assert_eq!(keyspace.live.len(), live);
+        assert_eq!(keyspace.volatile.len(), volatile);
+        assert_eq!(keyspace.expiries.len(), volatile);
+        if let Some(lru) = &keyspace.lru {
+            let tracked = match keyspace.memory.policy {
+                EvictionPolicy::AllKeysLru => live,
+                _ => volatile,
+            };
+            assert_eq!(lru.len(), tracked);
+        }
+    }
+
+    #[test]
+    fn a_key_takes_its_name_its_value_and_the_overhead_until_it_is_deleted() {
+        let mut keyspace = keyspace(4);
+        keyspace.apply(ms(0), op(set(100, None), 0));
+        assert_eq!(keyspace.used_memory(), 180);
+        keyspace.apply(ms(1), op(set(50, None), 0)); // an overwrite: 130, not 310
+        assert_eq!(keyspace.used_memory(), 130);
+        keyspace.apply(ms(2), op(set(10, None), 1));
+        assert_eq!(keyspace.used_memory(), 220);
+        keyspace.apply(ms(3), op(RedisCommand::Incr, 2)); // a counter: 8 bytes of value
+        assert_eq!(keyspace.used_memory(), 308);
+        keyspace.apply(ms(4), op(RedisCommand::Del, 0));
+        keyspace.apply(ms(4), op(RedisCommand::Del, 3)); // no such key: nothing freed
+        assert_eq!(keyspace.used_memory(), 178);
+        assert_eq!(keyspace.stats.used_memory_peak, 308);
+        assert_consistent(&keyspace);
+    }
+
+    #[test]
+    fn an_expired_key_frees_its_memory_at_its_expiry_instant() {
+        let mut keyspace = keyspace(4);
+        keyspace.apply(ms(10), op(set(100, Some(20)), 0));
+        keyspace.apply(ms(10), op(set(100, Some(20)), 1));
+        keyspace.apply(ms(15), op(set(100, None), 1)); // a SET without TTL clears it
+        keyspace.expire_due(ms(29));
+        assert_eq!(keyspace.used_memory(), 360);
+        keyspace.expire_due(ms(30));
+        assert_eq!(keyspace.used_memory(), 180);
+        assert_eq!(keyspace.stats.expired_keys, 1);
+        assert_consistent(&keyspace);
+    }
+
+    #[test]
+    fn over_the_limit_noeviction_refuses_writes_but_serves_reads_and_del() {
+        use RedisCommand::{Del, Get, Incr};
+        let mut keyspace = limited(4, 200, EvictionPolicy::NoEviction, Some(5));
+        let oom = Reply::Error(ErrorReply::Oom);
+        let replies = run(
+            &mut keyspace,
+            &[
+                (0, set(100, None), 0), // 0 -> 180
+                (1, set(100, None), 1), // 180 is under 200: runs, 360
+                (2, set(100, None), 2), // over: refused
+                (3, Incr, 3),           // may grow memory: refused
+                (4, Get, 0),            // a read runs
+                (5, Del, 1),            // DEL runs and frees: 180
+                (6, set(100, None), 2), // under again: runs, 360
+            ],
+        );
+        assert_eq!(
+            replies,
+            [
+                Reply::Ok,
+                Reply::Ok,
+                oom,
+                oom,
+                Reply::Hit { value_bytes: 100 },
+                Reply::Ok,
+                Reply::Ok,
+            ]
+        );
+        assert_eq!(keyspace.stats.oom_replies, 2);
+        assert_eq!(keyspace.stats.evicted_keys, 0);
+        assert_eq!(oom.result(), StepResult::Error(Outcome::Oom));
+    }
+
+    #[test]
+    fn allkeys_lru_evicts_the_least_recently_used_key_exactly() {
+        use RedisCommand::Get;
+        // Values of 20 bytes cost 100 each; room for three.
+        let mut keyspace = limited(8, 300, EvictionPolicy::AllKeysLru, None);
+        let replies = run(
+            &mut keyspace,
+            &[
+                (0, set(20, None), 0),
+                (1, set(20, None), 1),
+                (2, set(20, None), 2),
+                (3, Get, 0),           // key 0 is now the most recently used
+                (4, set(20, None), 3), // 300 is not over 300: runs, 400
+                (5, Get, 1),           // over: key 1 (last used at 1 ms) goes first
+                (6, Get, 0),
+            ],
+        );
+        assert_eq!(replies[5], Reply::Miss);
+        assert_eq!(replies[6], Reply::Hit { value_bytes: 20 });
+        assert_eq!(keyspace.stats.evicted_keys, 1);
+        assert_eq!(keyspace.used_memory(), 300);
+        assert_consistent(&keyspace);
+    }
+
+    #[test]
+    fn sampled_lru_evicts_the_oldest_of_its_samples() {
+        // Two keys and 64 draws: both are drawn (with any seed, but with probability 2^-63),
+        // so the older goes. With one draw, some key goes.
+        for (samples, survivor) in [(64, Some(1)), (1, None)] {
+            let mut keyspace = limited(2, 100, EvictionPolicy::AllKeysLru, Some(samples));
+            run(
+                &mut keyspace,
+                &[(0, set(20, None), 0), (1, set(20, None), 1)],
+            );
+            keyspace.apply(ms(2), op(RedisCommand::Get, 1));
+            assert!(keyspace.make_room());
+            assert_eq!(keyspace.live.len(), 1);
+            if let Some(survivor) = survivor {
+                assert_eq!(keyspace.live[0].index, survivor);
+            }
+            assert_consistent(&keyspace);
+        }
+    }
+
+    #[test]
+    fn volatile_policies_evict_only_keys_with_a_ttl_and_refuse_when_there_is_none() {
+        use RedisCommand::Get;
+        for policy in [EvictionPolicy::VolatileLru, EvictionPolicy::VolatileTtl] {
+            let mut keyspace = limited(4, 200, policy, Some(5));
+            let replies = run(
+                &mut keyspace,
+                &[
+                    (0, set(100, None), 0),
+                    (1, set(100, Some(60_000)), 1),
+                    (2, set(100, None), 2), // over: key 1, the only one with a TTL, goes
+                    (3, Get, 1),
+                    (4, set(100, None), 3), // over, and no key has a TTL: refused
+                    (5, Get, 0),
+                ],
+            );
+            assert_eq!(
+                replies[2..],
+                [
+                    Reply::Ok,
+                    Reply::Miss,
+                    Reply::Error(ErrorReply::Oom),
+                    Reply::Hit { value_bytes: 100 },
+                ],
+                "{policy:?}"
+            );
+            assert_eq!(keyspace.stats.evicted_keys, 1);
+        }
+    }
+
+    #[test]
+    fn volatile_ttl_evicts_the_key_that_expires_soonest() {
+        for samples in [None, Some(64)] {
+            let mut keyspace = limited(4, 300, EvictionPolicy::VolatileTtl, samples);
+            run(
+                &mut keyspace,
+                &[
+                    (0, set(20, Some(30_000)), 0),
+                    (0, set(20, Some(10_000)), 1),
+                    (0, set(20, Some(20_000)), 2),
+                    (0, set(20, None), 3),
+                    (1, RedisCommand::Get, 3),
+                ],
+            );
+            assert!(
+                !keyspace
+                    .entry(Key {
+                        family: 0,
+                        index: 1
+                    })
+                    .present()
+            );
+            assert_eq!(keyspace.stats.evicted_keys, 1, "{samples:?}");
+            assert_consistent(&keyspace);
+        }
+    }
+
+    #[test]
+    fn allkeys_random_evicts_until_under_the_limit() {
+        let mut keyspace = limited(16, 500, EvictionPolicy::AllKeysRandom, Some(5));
+        for index in 0..16 {
+            keyspace.execute(ms(u64::from(index)), op(set(20, None), index));
+        }
+        // Five keys fill the 500 bytes; the sixth SET finds 500, not over, and runs. Each
+        // later one finds 600 and evicts one key first: 10 evicted, 6 live.
+        assert_eq!(keyspace.stats.evicted_keys, 10);
+        assert_eq!(keyspace.used_memory(), 600);
+        assert_consistent(&keyspace);
+    }
+
+    #[test]
+    fn a_lower_maxmemory_evicts_at_once_and_flushall_frees_everything() {
+        let mut keyspace = limited(8, 1_000, EvictionPolicy::AllKeysLru, None);
+        for index in 0..8 {
+            keyspace.execute(ms(u64::from(index)), op(set(20, None), index));
+        }
+        assert_eq!(keyspace.used_memory(), 800);
+        keyspace.set_maxmemory(ms(10), Some(250));
+        assert_eq!(
+            (keyspace.used_memory(), keyspace.stats.evicted_keys),
+            (200, 6)
+        );
+        // The two most recent survive.
+        assert!(
+            keyspace
+                .entry(Key {
+                    family: 0,
+                    index: 7
+                })
+                .present()
+        );
+        assert!(
+            keyspace
+                .entry(Key {
+                    family: 0,
+                    index: 6
+                })
+                .present()
+        );
+        keyspace.clear();
+        assert_eq!(keyspace.used_memory(), 0);
+        assert_eq!(
+            keyspace.apply(ms(11), op(RedisCommand::Get, 7)),
+            Reply::Miss
+        );
+        assert_consistent(&keyspace);
+        // Lifting the limit: nothing is refused any more.
+        let mut keyspace = limited(4, 100, EvictionPolicy::NoEviction, Some(5));
+        run(&mut keyspace, &[(0, set(100, None), 0)]);
+        keyspace.set_maxmemory(ms(1), None);
+        assert_eq!(keyspace.execute(ms(2), op(set(100, None), 1)), Reply::Ok);
+    }
+
+    #[test]
+    fn preloaded_keys_take_memory() {
+        let mut keyspace = keyspace(4);
+        keyspace.preload(Preload {
+            family: KeyFamilyId(0),
+            count: 3,
+            value_bytes: 20,
+        });
+        assert_eq!(keyspace.used_memory(), 300);
+        assert_consistent(&keyspace);
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// One step: advance the clock, then a command on a key.
+        #[derive(Clone, Debug)]
+        struct Step {
+            advance_ms: u64,
+            command: RedisCommand,
+            index: u32,
+        }
+
+        fn step() -> impl Strategy<Value = Step> {
+            let command = prop_oneof![
+                Just(RedisCommand::Get),
+                Just(RedisCommand::Del),
+                Just(RedisCommand::Incr),
+                (0u32..400, proptest::option::of(1u64..50)).prop_map(|(value_bytes, ttl)| {
+                    RedisCommand::Set {
+                        value_bytes,
+                        ttl: ttl.map(SimDuration::from_millis),
+                    }
+                }),
+                (0u32..400, 1u64..50).prop_map(|(value_bytes, ttl)| RedisCommand::SetNxPx {
+                    value_bytes,
+                    ttl: SimDuration::from_millis(ttl),
+                }),
+            ];
+            (0u64..10, command, 0u32..24).prop_map(|(advance_ms, command, index)| Step {
+                advance_ms,
+                command,
+                index,
+            })
+        }
+
+        proptest! {
+            /// Under an evicting policy the memory is never over the limit once the server
+            /// has made room, if it could; under noeviction no command that may grow memory
+            /// runs while the memory is over it; and the books always add up.
+            #[test]
+            fn memory_stays_within_the_limit_the_policy_can_keep(
+                policy in proptest::sample::select(EvictionPolicy::ALL.to_vec()),
+                samples in proptest::option::of(1u32..8),
+                maxmemory in 0u64..3_000,
+                steps in proptest::collection::vec(step(), 1..200),
+            ) {
+                let mut keyspace = limited(24, maxmemory, policy, samples);
+                let mut now = 0;
+                for step in steps {
+                    now += step.advance_ms;
+                    keyspace.expire_due(ms(now));
+                    let over = keyspace.used_memory() > maxmemory;
+                    let reply = keyspace.execute(ms(now), op(step.command, step.index));
+                    let refused = reply == Reply::Error(ErrorReply::Oom);
+                    if policy == EvictionPolicy::NoEviction {
+                        prop_assert_eq!(refused, over && step.command.denyoom());
+                    } else if matches!(
+                        policy,
+                        EvictionPolicy::AllKeysLru | EvictionPolicy::AllKeysRandom
+                    ) {
+                        // Every key is a candidate: making room always succeeds.
+                        prop_assert!(!refused);
+                    }
+                    // At most the command's own key is over: the room was made before it.
+                    let made_room = keyspace.make_room();
+                    if made_room {
+                        prop_assert!(keyspace.used_memory() <= maxmemory);
+                    } else {
+                        prop_assert!(matches!(
+                            policy,
+                            EvictionPolicy::NoEviction
+                                | EvictionPolicy::VolatileLru
+                                | EvictionPolicy::VolatileTtl
+                        ));
+                    }
+                    assert_consistent(&keyspace);
+                }
+            }
+        }
+    }
 }

@@ -454,6 +454,12 @@ mod testing {
                 .collect()
         }
 
+        /// Server 0's memory now.
+        pub fn server(&mut self) -> ServerSummary {
+            let now = self.now;
+            self.redis.server_summary(now, ServerId(0))
+        }
+
         /// Connection 0's counters.
         pub fn summary(&self) -> ConnectionSummary {
             self.redis.connection_summary(ConnectionId(0))
