@@ -6,11 +6,13 @@
 //! slots, `link_events`). It knows nothing of flows or policies.
 //!
 //! The mechanisms, one module each:
-//! - [`keyspace`]: a server's keys, the commands that read and write them and their replies;
+//! - [`keyspace`]: a server's keys, the commands that read and write them and their replies,
+//!   the memory the keys take, their expiry and eviction;
 //! - [`pipe`]: one direction of a connection, with a bandwidth and a latency;
 //! - [`server`]: one thread, one command at a time, round-robin over connections;
 //! - [`connection`]: the client side: commands awaiting replies, timeouts, reconnects;
-//! - [`faults`]: pause, hang, stop and kill of a server;
+//! - [`faults`]: pause, hang, stop and kill of a server, a new `maxmemory`, `FLUSHALL`, and
+//!   error replies for a while;
 //! - [`slot_links`]: the links of reconnect slots and the writes a slot may replay.
 //!
 //! Summaries add up every link of a connection. Writes applied twice: each command counts the
