@@ -94,8 +94,8 @@ impl Redis {
         let server = &mut self.servers[id.index()];
         adjust(&mut server.stopped, on);
         if !on {
-            if server.stopped == 0 && !server.persistence {
-                server.keyspace.clear();
+            if server.stopped == 0 {
+                server.keyspace.restart(now, server.persistence);
             }
             return;
         }

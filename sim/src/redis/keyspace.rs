@@ -204,6 +204,16 @@ impl Keyspace {
         self.make_room();
     }
 
+    /// The process starts again: with `persistence` it keeps its keys, without it has none;
+    /// either way its limit is the configured one again (`CONFIG SET` is not persisted).
+    pub(super) fn restart(&mut self, now: SimTime, persistence: bool) {
+        if !persistence {
+            self.clear();
+        }
+        self.maxmemory = self.memory.maxmemory;
+        self.expire_due(now);
+    }
+
     /// Forgets every key (`FLUSHALL`, or a restart without persistence).
     pub(super) fn clear(&mut self) {
         for family in &mut self.families {
@@ -908,6 +918,19 @@ mod tests {
         run(&mut keyspace, &[(0, set(100, None), 0)]);
         keyspace.set_maxmemory(ms(1), None);
         assert_eq!(keyspace.execute(ms(2), op(set(100, None), 1)), Reply::Ok);
+    }
+
+    #[test]
+    fn a_restart_goes_back_to_the_configured_limit_and_keeps_keys_only_with_persistence() {
+        for persistence in [false, true] {
+            let mut keyspace = limited(4, 1_000, EvictionPolicy::NoEviction, Some(5));
+            run(&mut keyspace, &[(0, set(100, None), 0)]);
+            keyspace.set_maxmemory(ms(1), Some(100));
+            keyspace.restart(ms(2), persistence);
+            assert_eq!(keyspace.maxmemory(), Some(1_000));
+            let kept = if persistence { 180 } else { 0 };
+            assert_eq!(keyspace.used_memory(), kept);
+        }
     }
 
     #[test]
