@@ -603,9 +603,16 @@ impl<'a> Validator<'a> {
             (&raw.key_overhead, "key_overhead", &mut memory.key_overhead),
         ] {
             if let Some(value) = value
-                && let Some(bytes) = self.size(value, &key(field))
+                && let Some(bytes) = self.size_any(value, &key(field))
             {
-                *target = bytes;
+                match u32::try_from(bytes) {
+                    Ok(bytes) if u64::from(bytes) <= limit::VALUE_BYTES => *target = bytes,
+                    _ => self.error(
+                        Some(value.span()),
+                        key(field),
+                        format!("{bytes} bytes is above 512MiB, more than a key of Redis takes"),
+                    ),
+                }
             }
         }
         if let Some(value) = &raw.maxmemory

@@ -421,6 +421,13 @@ fn rejected_files() {
             "6:19: servers.redis.maxmemory_exact: exact eviction looks at every candidate key: leave maxmemory_samples out",
         ),
         (
+            with(
+                "[servers.redis]",
+                "[servers.redis]\nkey_overhead = \"1GiB\"",
+            ),
+            "5:16: servers.redis.key_overhead: 1073741824 bytes is above 512MiB, more than a key of Redis takes",
+        ),
+        (
             with("[servers.redis]", "[servers.redis]\nhz = 0"),
             "5:6: servers.redis.hz: must be at least 1 (Redis' cron runs at least once a second)",
         ),
