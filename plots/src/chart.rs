@@ -124,6 +124,18 @@ pub(crate) fn palette(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
+/// The stroke of line `line` (a gauge, a control, a server) of variant `variant` on a chart
+/// whose colour says the variant and whose line style says the line: past the three dash
+/// styles, lines repeat a style with a thinner line.
+pub(crate) fn variant_line_stroke(variant: usize, line: usize) -> Stroke {
+    const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
+    Stroke {
+        color: palette(variant),
+        dash: DASHES[line % DASHES.len()],
+        width: if line < DASHES.len() { 2 } else { 1 },
+    }
+}
+
 /// Splits `(x, y)` points into runs of consecutive finite values: a `None` (or NaN) y ends the
 /// current segment, so gaps in the data show as gaps in the line rather than as zeros.
 pub(crate) fn segments(

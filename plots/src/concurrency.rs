@@ -9,11 +9,9 @@ use std::collections::BTreeMap;
 use outagelab_report::{GaugeKey, RunReport};
 
 use crate::chart::{
-    Chart, Dash, LegendEntry, Line, Stroke, palette, segments, y_values, zero_based_axis,
+    Chart, LegendEntry, Line, Stroke, segments, variant_line_stroke, y_values, zero_based_axis,
 };
 use crate::timeline::{bucket_middles_s, one_panel_over_time, style_entry};
-
-const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
 
 pub(crate) fn chart(report: &RunReport) -> Chart {
     // In name order (the order lines get their dash), as the series are stored.
@@ -31,12 +29,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
         .collect::<BTreeMap<String, GaugeKey>>()
         .into_values()
         .collect();
-    let stroke = |variant: usize, gauge: usize| Stroke {
-        color: palette(variant),
-        dash: DASHES[gauge % DASHES.len()],
-        // Past the three dash styles, gauges repeat a style with a thinner line.
-        width: if gauge < DASHES.len() { 2 } else { 1 },
-    };
+    let stroke = variant_line_stroke;
     let mut lines = Vec::new();
     for (variant_index, variant) in report.variants.iter().enumerate() {
         let series = &variant.series;

@@ -10,11 +10,9 @@ use std::collections::BTreeMap;
 use outagelab_report::{CountKey, RunReport};
 
 use crate::chart::{
-    Chart, Dash, LegendEntry, Line, Stroke, palette, segments, y_values, zero_based_axis,
+    Chart, LegendEntry, Line, Stroke, segments, variant_line_stroke, y_values, zero_based_axis,
 };
 use crate::timeline::{bucket_middles_s, bucket_ms, one_panel_over_time, style_entry};
-
-const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
 
 pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
     // Only the controls that failed open in some variant: the others are flat zero lines.
@@ -31,12 +29,7 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
     if controls.is_empty() {
         return None;
     }
-    let stroke = |variant: usize, control: usize| Stroke {
-        color: palette(variant),
-        dash: DASHES[control % DASHES.len()],
-        // Past the three dash styles, controls repeat a style with a thinner line.
-        width: if control < DASHES.len() { 2 } else { 1 },
-    };
+    let stroke = variant_line_stroke;
     let mut lines = Vec::new();
     for (variant_index, variant) in report.variants.iter().enumerate() {
         let series = &variant.series;
@@ -78,5 +71,6 @@ fn label(key: &CountKey) -> Option<String> {
         CountKey::RateLimitFailOpenAdmitted(name) => {
             Some(format!("rate limit {name}: admitted unchecked"))
         }
+        CountKey::ServerEvictedKeys(_) | CountKey::ServerExpiredKeys(_) => None,
     }
 }

@@ -7,7 +7,8 @@
 //!
 //! and, when some control failed open, `fail_open`: requests let through unchecked per second
 //! by control; when some variant switched a throttle on, `throttles`: slots held against what the
-//! throttle's counter says; when the variants come from a parameter sweep, `sweep`: each flow's
+//! throttle's counter says; when some Redis server had a memory limit, `memory`: its used memory;
+//! when the variants come from a parameter sweep, `sweep`: each flow's
 //! median latency against the swept value. Every chart over time shades the fault windows.
 //!
 //! Architecture invariant: this crate reads finished reports and never runs the model. Text is
@@ -18,6 +19,7 @@ mod chart;
 mod concurrency;
 mod fail_open;
 mod latency;
+mod memory;
 mod outage;
 mod render;
 mod sweep;
@@ -68,8 +70,9 @@ impl std::error::Error for PlotError {}
 
 /// Writes every chart for `report` into `dir` (created if missing), as PNG and SVG; returns the
 /// paths written, in a stable order: `outage`, `latency`, `concurrency`, then `fail_open` when
-/// some control failed open, `throttles` when some variant switched a throttle on, and `sweep`
-/// for a sweep, each as `.png` then `.svg`.
+/// some control failed open, `throttles` when some variant switched a throttle on, `memory`
+/// when some Redis server had a memory limit, and `sweep` for a sweep, each as `.png` then
+/// `.svg`.
 pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir)
         .map_err(|error| PlotError::new(dir, format!("cannot create the directory: {error}")))?;
@@ -110,6 +113,7 @@ fn charts(report: &RunReport) -> Vec<Chart> {
     ];
     charts.extend(fail_open::chart(report));
     charts.extend(throttles::chart(report));
+    charts.extend(memory::chart(report));
     charts.extend(sweep::chart(report));
     charts
 }

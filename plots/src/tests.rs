@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use outagelab_report::{
     DatabaseSummary, FaultWindow, FlowSummary, LatencyStats, PercentileRule, RunReport, Series,
-    Summary, SweepInfo, ThrottleSummary, VariantReport, Verdict,
+    ServerSummary, Summary, SweepInfo, ThrottleSummary, VariantReport, Verdict,
 };
 
 use super::*;
@@ -688,4 +688,46 @@ fn sweep_marks_points_with_timeouts() {
     let chart = sweep::chart(&with_unit).unwrap();
     assert_eq!(chart.panels[0].x.description, "K (ms)");
     assert!(!chart.panels[0].y.log, "2 to 17 ms is within 50x");
+}
+
+#[test]
+fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
+    assert!(
+        memory::chart(&demo_report()).is_none(),
+        "no limit, no chart"
+    );
+    let mut report = demo_report();
+    for variant in &mut report.variants {
+        let buckets = variant.series.start_ms.len();
+        // 30 MiB from the start; the limit only in the first variant's file.
+        variant.series.gauges_max.insert(
+            "servers.redis.used_memory".to_string(),
+            vec![30 << 20; buckets],
+        );
+        variant
+            .summary
+            .servers
+            .insert("redis".to_string(), ServerSummary::default());
+    }
+    report.variants[0]
+        .summary
+        .servers
+        .get_mut("redis")
+        .unwrap()
+        .maxmemory = Some(30 << 20);
+    let chart = memory::chart(&report).unwrap();
+    let lines = &chart.panels[0].lines;
+    assert_eq!(lines.len(), 2, "one line per variant for the one server");
+    assert_eq!(lines[0].segments[0][0].1, 30.0);
+    let labels: Vec<&str> = chart
+        .legend
+        .iter()
+        .map(|entry| entry.label.as_str())
+        .collect();
+    assert!(labels.contains(&"server redis"), "{labels:?}");
+    let dir = scratch("memory");
+    let written = write_charts(&report, &dir).unwrap();
+    assert_eq!(file_names(&written)[6..], ["memory.png", "memory.svg"]);
+    assert!(svg_text(&dir, "memory").contains("Redis used memory over time"));
+    fs::remove_dir_all(&dir).unwrap();
 }

@@ -87,6 +87,8 @@ series_keys! {
         ThrottleCounter => "throttles", "counter";
         /// 0 closed, 1 half-open, 2 open: the worst state of the bucket.
         BreakerState => "breakers", "state";
+        /// Bytes a Redis server's live keys take (keys, values and per-key overhead).
+        ServerUsedMemory => "servers", "used_memory";
     }
     plain {
         /// Requests in flight.
@@ -101,6 +103,10 @@ series_keys! {
         ConnectionFailOpen => "connections", "fail_open";
         /// Checks a rate limiter admitted unchecked because its store could not be reached.
         RateLimitFailOpenAdmitted => "rate_limits", "fail_open_admitted";
+        /// Keys a Redis server evicted to get under its `maxmemory`.
+        ServerEvictedKeys => "servers", "evicted_keys";
+        /// Keys a Redis server removed when their TTL ran out.
+        ServerExpiredKeys => "servers", "expired_keys";
     }
 }
 
@@ -116,6 +122,7 @@ mod tests {
             GaugeKey::DatabaseLockWaiting("main".into()),
             GaugeKey::AdaptiveLimit("aimd".into()),
             GaugeKey::BreakerState("redis".into()),
+            GaugeKey::ServerUsedMemory("redis".into()),
         ];
         for key in keys {
             assert_eq!(
@@ -127,6 +134,9 @@ mod tests {
         let count = CountKey::RateLimitFailOpenAdmitted("api".into());
         assert_eq!(count.to_string(), "rate_limits.api.fail_open_admitted");
         assert_eq!(CountKey::parse(&count.to_string()), Some(count));
+        let evicted = CountKey::ServerEvictedKeys("redis".into());
+        assert_eq!(evicted.to_string(), "servers.redis.evicted_keys");
+        assert_eq!(CountKey::parse(&evicted.to_string()), Some(evicted));
     }
 
     #[test]

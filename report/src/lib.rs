@@ -160,6 +160,7 @@ pub struct Summary {
     pub locks: BTreeMap<String, LockSummary>,
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
+    pub servers: BTreeMap<String, ServerSummary>,
     /// Requests as HTTP answers; only when the scenario has an `[http]` table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpSummary>,
@@ -408,6 +409,23 @@ pub struct ConnectionSummary {
     pub slot: SlotSummary,
 }
 
+/// A Redis server's memory over the run (Redis' `INFO memory` and `INFO stats` names).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerSummary {
+    /// Bytes its live keys took when the run ended: key, value and per-key overhead each.
+    pub used_memory: u64,
+    /// The most they took at once.
+    pub used_memory_peak: u64,
+    /// The limit in force when the run ended (`None`: no limit).
+    pub maxmemory: Option<u64>,
+    /// Keys evicted to get under `maxmemory`.
+    pub evicted_keys: u64,
+    /// Keys removed because their TTL ran out.
+    pub expired_keys: u64,
+    /// Commands refused with `OOM command not allowed when used memory > 'maxmemory'`.
+    pub oom_replies: u64,
+}
+
 /// What a reconnect slot did (seed 001's metrics, and the checks of its design).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SlotSummary {
@@ -447,13 +465,15 @@ pub struct Series {
     /// `bulkheads.<name>.queued`, `connections.<name>.pending`, and `breakers.<name>.state`
     /// (0 closed, 1 half-open, 2 open: the worst state the bucket saw),
     /// `databases.<name>.lock_waiting`, `semaphores.<name>.in_flight` and `.bytes`,
-    /// `caches.<name>.entries`, `throttles.<name>.holders` and `.counter`, and
-    /// `connections.<name>.connected` for a reconnect slot (1 while it holds a connection).
+    /// `caches.<name>.entries`, `throttles.<name>.holders` and `.counter`,
+    /// `connections.<name>.connected` for a reconnect slot (1 while it holds a connection),
+    /// and `servers.<name>.used_memory` (bytes of a Redis server's live keys).
     pub gauges_max: BTreeMap<String, Vec<u64>>,
     /// Events counted in each bucket, keyed by the name a [`CountKey`] prints: `connections.<name>.fail_open` (steps on
     /// the connection that failed and went on: requests let through unchecked) and
     /// `rate_limits.<name>.fail_open_admitted` (checks admitted unchecked because the
-    /// limiter's store could not be reached).
+    /// limiter's store could not be reached), `servers.<name>.evicted_keys` and
+    /// `servers.<name>.expired_keys`.
     pub counts: BTreeMap<String, Vec<u64>>,
     /// True when the run had more buckets than the series keeps; later buckets were dropped.
     pub truncated: bool,

@@ -28,10 +28,20 @@ pub enum Outcome {
     /// A distributed lock stayed taken until its acquire timeout (seed 000's `ELOCKTIMEOUT`,
     /// which the service answers with 503).
     LockTimeout,
+    /// `OOM command not allowed when used memory > 'maxmemory'`: a command that may grow
+    /// memory, refused by a server over its limit that could not evict enough.
+    Oom,
+    /// `READONLY You can't write against a read only replica`: the server was demoted.
+    ReadOnly,
+    /// `LOADING Redis is loading the dataset in memory`: a restarting server.
+    Loading,
+    /// `WRONGTYPE Operation against a key holding the wrong kind of value`.
+    WrongType,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 10] = [
+    /// New kinds go at the end, so the columns of a series CSV keep their places.
+    pub const ALL: [Outcome; 14] = [
         Outcome::Ok,
         Outcome::Timeout,
         Outcome::Refused,
@@ -42,6 +52,10 @@ impl Outcome {
         Outcome::LockBusy,
         Outcome::RateLimited,
         Outcome::LockTimeout,
+        Outcome::Oom,
+        Outcome::ReadOnly,
+        Outcome::Loading,
+        Outcome::WrongType,
     ];
 
     /// Number of outcomes; `outcome.index()` is below it.
@@ -63,6 +77,10 @@ impl Outcome {
             Outcome::LockBusy => "lock_busy",
             Outcome::RateLimited => "rate_limited",
             Outcome::LockTimeout => "lock_timeout",
+            Outcome::Oom => "oom",
+            Outcome::ReadOnly => "readonly",
+            Outcome::Loading => "loading",
+            Outcome::WrongType => "wrongtype",
         }
     }
 
@@ -87,8 +105,25 @@ impl Outcome {
             | Outcome::Refused
             | Outcome::ConnectionLost
             | Outcome::ServerError
-            | Outcome::LockBusy => 500,
+            | Outcome::LockBusy
+            | Outcome::Oom
+            | Outcome::ReadOnly
+            | Outcome::Loading
+            | Outcome::WrongType => 500,
         }
+    }
+
+    /// Whether the server answered with an error reply (the generic `server_error` or one of
+    /// the kinds Redis names): the command reached a working server, which refused it.
+    pub fn is_server_error(self) -> bool {
+        matches!(
+            self,
+            Outcome::ServerError
+                | Outcome::Oom
+                | Outcome::ReadOnly
+                | Outcome::Loading
+                | Outcome::WrongType
+        )
     }
 }
 
@@ -109,5 +144,18 @@ mod tests {
             assert_eq!(Outcome::from_name(outcome.name()), Some(outcome));
         }
         assert_eq!(Outcome::from_name("nope"), None);
+    }
+
+    #[test]
+    fn the_error_replies_are_server_errors_and_nothing_else_is() {
+        let server_errors: Vec<&str> = Outcome::ALL
+            .into_iter()
+            .filter(|outcome| outcome.is_server_error())
+            .map(Outcome::name)
+            .collect();
+        assert_eq!(
+            server_errors,
+            ["server_error", "oom", "readonly", "loading", "wrongtype"]
+        );
     }
 }

@@ -66,6 +66,13 @@ pub struct RawServer {
     pub persistence: Option<bool>,
     #[serde(default)]
     pub preload: Vec<Spanned<RawPreload>>,
+    pub key_bytes: Option<Spanned<Size>>,
+    pub key_overhead: Option<Spanned<Size>>,
+    pub maxmemory: Option<Spanned<Size>>,
+    pub maxmemory_policy: Option<Spanned<String>>,
+    pub maxmemory_samples: Option<Spanned<Whole>>,
+    pub maxmemory_exact: Option<Spanned<bool>>,
+    pub hz: Option<Spanned<Whole>>,
 }
 
 #[derive(Deserialize)]
@@ -660,18 +667,51 @@ pub enum ArrivalsName {
 #[serde(deny_unknown_fields)]
 pub struct RawFault {
     pub target: Spanned<String>,
-    pub kind: FaultKindName,
+    pub kind: Spanned<FaultKindName>,
     pub at: Spanned<Text>,
     pub duration: Option<Spanned<Text>>,
+    /// `pause` only.
+    pub mode: Option<Spanned<CommandsName>>,
+    /// `maxmemory` only.
+    pub maxmemory: Option<Spanned<Size>>,
+    /// `error_reply` only: the error's outcome name.
+    pub error: Option<Spanned<String>>,
+    /// `error_reply` only.
+    pub commands: Option<Spanned<CommandsName>>,
 }
 
-#[derive(Clone, Copy, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultKindName {
     Pause,
     Hang,
     Stop,
     Kill,
+    Maxmemory,
+    Flushall,
+    ErrorReply,
+}
+
+impl FaultKindName {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKindName::Pause => "pause",
+            FaultKindName::Hang => "hang",
+            FaultKindName::Stop => "stop",
+            FaultKindName::Kill => "kill",
+            FaultKindName::Maxmemory => "maxmemory",
+            FaultKindName::Flushall => "flushall",
+            FaultKindName::ErrorReply => "error_reply",
+        }
+    }
+}
+
+/// Which commands a pause holds, or an error-reply fault answers.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandsName {
+    All,
+    Write,
 }
 
 /// A `[[variant]]` entry, without its `patch` (which is merged into the document, not

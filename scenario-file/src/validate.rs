@@ -50,6 +50,8 @@ mod default {
     pub const SLOT_BACKOFF: &str = "100ms";
     pub const SLOT_BACKOFF_MAX: &str = "5s";
     pub const VALUE: u64 = 64;
+    /// A server's cron frequency (Redis' `hz`).
+    pub const HZ: u32 = 10;
 }
 
 /// Bounds on sizes that would exhaust memory rather than describe a system.
@@ -614,7 +616,92 @@ impl<'a> Validator<'a> {
                 .as_ref()
                 .and_then(|rate| self.bandwidth(rate, &key("byte_rate"))),
             persistence: raw.persistence.unwrap_or(false),
+            memory: self.memory(name, raw),
+            hz: NonZeroU32::new(match &raw.hz {
+                Some(hz) => self
+                    .whole(
+                        hz,
+                        &key("hz"),
+                        1..=500,
+                        "Redis' cron runs at least once a second",
+                    )
+                    .unwrap_or(default::HZ),
+                None => default::HZ,
+            }),
         }
+    }
+
+    /// A server's memory settings: what a key costs, the limit, and the eviction policy.
+    fn memory(&mut self, name: &str, raw: &RawServer) -> MemorySpec {
+        let key = |field: &str| format!("servers.{name}.{field}");
+        let mut memory = MemorySpec::DEFAULT;
+        for (value, field, target) in [
+            (&raw.key_bytes, "key_bytes", &mut memory.key_bytes),
+            (&raw.key_overhead, "key_overhead", &mut memory.key_overhead),
+        ] {
+            if let Some(value) = value
+                && let Some(bytes) = self.size_any(value, &key(field))
+            {
+                match u32::try_from(bytes) {
+                    Ok(bytes) if u64::from(bytes) <= limit::VALUE_BYTES => *target = bytes,
+                    _ => self.error(
+                        Some(value.span()),
+                        key(field),
+                        format!("{bytes} bytes is above 512MiB, more than a key of Redis takes"),
+                    ),
+                }
+            }
+        }
+        if let Some(value) = &raw.maxmemory
+            && let Some(bytes) = self.size_any(value, &key("maxmemory"))
+        {
+            // As in Redis, `maxmemory 0` is no limit.
+            memory.maxmemory = (bytes > 0).then_some(bytes);
+        }
+        if let Some(value) = &raw.maxmemory_policy {
+            let name = value.get_ref().as_str();
+            match EvictionPolicy::from_name(name) {
+                Some(policy) => memory.policy = policy,
+                None => {
+                    let known = EvictionPolicy::ALL.map(EvictionPolicy::name);
+                    let hint = crate::suggest::closest(name, known.iter().copied())
+                        .map(|near| format!("did you mean `{near}`? "))
+                        .unwrap_or_default();
+                    self.error(
+                        Some(value.span()),
+                        key("maxmemory_policy"),
+                        format!(
+                            "unknown policy `{name}`: {hint}(policies: {})",
+                            known.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(value) = &raw.maxmemory_samples
+            && let Some(samples) = self.whole(
+                value,
+                &key("maxmemory_samples"),
+                1..=64,
+                "an eviction looks at one key at least",
+            )
+        {
+            memory.samples =
+                EvictionSamples::Sampled(NonZeroU32::new(samples).expect("at least 1"));
+        }
+        if let Some(exact) = &raw.maxmemory_exact
+            && *exact.get_ref()
+        {
+            if raw.maxmemory_samples.is_some() {
+                self.error(
+                    Some(exact.span()),
+                    key("maxmemory_exact"),
+                    "exact eviction looks at every candidate key: leave maxmemory_samples out",
+                );
+            }
+            memory.samples = EvictionSamples::Exact;
+        }
+        memory
     }
 
     fn connection(
@@ -2402,23 +2489,128 @@ impl<'a> Validator<'a> {
                 ),
             );
         }
-        let kind = match raw.kind {
-            FaultKindName::Pause => FaultKind::Pause,
+        let kind_name = *raw.kind.get_ref();
+        let errors_before = self.errors.len();
+        // Keys that belong to one kind of fault only.
+        let own_keys = [
+            (
+                "mode",
+                raw.mode.as_ref().map(Spanned::span),
+                FaultKindName::Pause,
+            ),
+            (
+                "maxmemory",
+                raw.maxmemory.as_ref().map(Spanned::span),
+                FaultKindName::Maxmemory,
+            ),
+            (
+                "error",
+                raw.error.as_ref().map(Spanned::span),
+                FaultKindName::ErrorReply,
+            ),
+            (
+                "commands",
+                raw.commands.as_ref().map(Spanned::span),
+                FaultKindName::ErrorReply,
+            ),
+        ];
+        for (field, span, owner) in own_keys {
+            if let Some(span) = span
+                && owner != kind_name
+            {
+                self.error(
+                    Some(span),
+                    key(field),
+                    format!(
+                        "only a `{}` fault takes `{field}`, not a `{}` one",
+                        owner.name(),
+                        kind_name.name()
+                    ),
+                );
+            }
+        }
+        let kind = match kind_name {
+            FaultKindName::Pause => {
+                FaultKind::Pause(match raw.mode.as_ref().map(|m| *m.get_ref()) {
+                    None | Some(CommandsName::All) => PauseMode::All,
+                    Some(CommandsName::Write) => PauseMode::Write,
+                })
+            }
             FaultKindName::Hang => FaultKind::Hang,
             FaultKindName::Stop => FaultKind::Stop,
             FaultKindName::Kill => FaultKind::Kill,
+            FaultKindName::Flushall => FaultKind::FlushAll,
+            FaultKindName::Maxmemory => {
+                let Some(value) = &raw.maxmemory else {
+                    self.error(
+                        Some(raw.kind.span()),
+                        key("maxmemory"),
+                        "a `maxmemory` fault sets a new limit: give it, e.g. `maxmemory = \"30MiB\"` (0 lifts the limit)",
+                    );
+                    return None;
+                };
+                let bytes = self.size_any(value, &key("maxmemory"))?;
+                FaultKind::MaxMemory((bytes > 0).then_some(bytes))
+            }
+            FaultKindName::ErrorReply => {
+                let names = ErrorReply::ALL.map(|error| error.outcome().name());
+                let Some(value) = &raw.error else {
+                    self.error(
+                        Some(raw.kind.span()),
+                        key("error"),
+                        format!(
+                            "an `error_reply` fault needs the error it answers with: one of {}",
+                            names.join(", ")
+                        ),
+                    );
+                    return None;
+                };
+                let Some(error) = ErrorReply::ALL
+                    .into_iter()
+                    .find(|error| error.outcome().name() == value.get_ref())
+                else {
+                    self.error(
+                        Some(value.span()),
+                        key("error"),
+                        format!(
+                            "unknown error reply `{}` (errors: {})",
+                            value.get_ref(),
+                            names.join(", ")
+                        ),
+                    );
+                    return None;
+                };
+                // A demoted replica still serves reads; the other errors answer everything.
+                let commands = match raw.commands.as_ref().map(|c| *c.get_ref()) {
+                    Some(CommandsName::All) => CommandScope::All,
+                    Some(CommandsName::Write) => CommandScope::Writes,
+                    None if error == ErrorReply::ReadOnly => CommandScope::Writes,
+                    None => CommandScope::All,
+                };
+                FaultKind::ErrorReply { error, commands }
+            }
         };
+        if self.errors.len() > errors_before {
+            return None;
+        }
         let duration = match (&raw.duration, kind) {
-            (Some(d), FaultKind::Kill) => {
+            (Some(d), kind) if kind.is_instant() => {
+                let what = match kind {
+                    FaultKind::Kill => "a kill happens at one instant (the server keeps running)",
+                    FaultKind::MaxMemory(_) => {
+                        "a maxmemory change happens at one instant (the new limit stays)"
+                    }
+                    _ => "a flushall happens at one instant (the keys stay gone)",
+                };
                 self.error(
                     Some(d.span()),
                     key("duration"),
-                    "a kill happens at one instant (the server keeps running): leave duration out",
+                    format!("{what}: leave duration out"),
                 );
                 return None;
             }
             // An instant: it ends where it starts.
-            (None, FaultKind::Kill) => Some(SimDuration::ZERO),
+            (None, kind) if kind.is_instant() => Some(SimDuration::ZERO),
             (Some(d), _) => Some(self.positive_duration(
                 d,
                 &key("duration"),

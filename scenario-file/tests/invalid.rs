@@ -78,7 +78,7 @@ fn rejected_files() {
         ),
         (
             with("[servers.redis]", "[servers.redis]\ncost = \"5us\""),
-            "5:1: servers.redis.cost: unknown field `cost`, expected one of `command_cost`, `byte_rate`, `persistence`, `preload`",
+            "5:1: servers.redis.cost: unknown field `cost`, expected one of `command_cost`, `byte_rate`, `persistence`, `preload`, `key_bytes`, `key_overhead`, `maxmemory`, `maxmemory_policy`, `maxmemory_samples`, `maxmemory_exact`, `hz`",
         ),
         (
             with("name = \"t\"", "seed = 3"),
@@ -263,7 +263,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"okay\"]\n"
             ),
-            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout)",
+            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype)",
         ),
         (
             with(
@@ -400,6 +400,71 @@ fn rejected_files() {
                 "count = 5\n\n[faults.k]\ntarget = \"redis\"\nkind = \"kill\"\nat = \"1s\"\nduration = \"1s\"",
             ),
             "28:12: faults.k.duration: a kill happens at one instant (the server keeps running): leave duration out",
+        ),
+        // Redis memory: the eviction settings and the memory faults.
+        (
+            with("[servers.redis]", "[servers.redis]\nmaxmemory_samples = 0"),
+            "5:21: servers.redis.maxmemory_samples: must be at least 1 (an eviction looks at one key at least)",
+        ),
+        (
+            with(
+                "[servers.redis]",
+                "[servers.redis]\nmaxmemory_policy = \"allkeys-lfu\"",
+            ),
+            "5:20: servers.redis.maxmemory_policy: unknown policy `allkeys-lfu`: did you mean `allkeys-lru`? (policies: noeviction, allkeys-lru, volatile-lru, allkeys-random, volatile-ttl)",
+        ),
+        (
+            with(
+                "[servers.redis]",
+                "[servers.redis]\nmaxmemory_samples = 10\nmaxmemory_exact = true",
+            ),
+            "6:19: servers.redis.maxmemory_exact: exact eviction looks at every candidate key: leave maxmemory_samples out",
+        ),
+        (
+            with(
+                "[servers.redis]",
+                "[servers.redis]\nkey_overhead = \"1GiB\"",
+            ),
+            "5:16: servers.redis.key_overhead: 1073741824 bytes is above 512MiB, more than a key of Redis takes",
+        ),
+        (
+            with("[servers.redis]", "[servers.redis]\nhz = 0"),
+            "5:6: servers.redis.hz: must be at least 1 (Redis' cron runs at least once a second)",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.m]\ntarget = \"redis\"\nkind = \"maxmemory\"\nat = \"1s\"\nmaxmemory = \"30MiB\"\nduration = \"1s\"",
+            ),
+            "29:12: faults.m.duration: a maxmemory change happens at one instant (the new limit stays): leave duration out",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.m]\ntarget = \"redis\"\nkind = \"maxmemory\"\nat = \"1s\"",
+            ),
+            "26:8: faults.m.maxmemory: a `maxmemory` fault sets a new limit: give it, e.g. `maxmemory = \"30MiB\"` (0 lifts the limit)",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.h]\ntarget = \"redis\"\nkind = \"hang\"\nat = \"1s\"\nmode = \"write\"",
+            ),
+            "28:8: faults.h.mode: only a `pause` fault takes `mode`, not a `hang` one",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.e]\ntarget = \"redis\"\nkind = \"error_reply\"\nat = \"1s\"",
+            ),
+            "26:8: faults.e.error: an `error_reply` fault needs the error it answers with: one of oom, readonly, loading, wrongtype",
+        ),
+        (
+            with(
+                "count = 5",
+                "count = 5\n\n[faults.e]\ntarget = \"redis\"\nkind = \"error_reply\"\nat = \"1s\"\nerror = \"moved\"",
+            ),
+            "28:9: faults.e.error: unknown error reply `moved` (errors: oom, readonly, loading, wrongtype)",
         ),
         // A step's action is a table under the action's name; its keys go nowhere else.
         (
@@ -872,4 +937,60 @@ fn bad_locks_are_refused_at_their_key() {
         wrong.len(),
         cases.len()
     );
+}
+
+#[test]
+fn memory_keys_memory_faults_and_the_error_reply_outcomes_are_read() {
+    use outagelab_sim::scenario::{
+        CommandScope, ErrorReply, EvictionPolicy, EvictionSamples, FaultKind, PauseMode,
+    };
+    let text = with(
+        "[servers.redis]",
+        "[servers.redis]\nmaxmemory = \"30MiB\"\nmaxmemory_policy = \"volatile-ttl\"\n\
+         maxmemory_exact = true\nkey_bytes = \"40B\"\nkey_overhead = 100\nhz = 100",
+    ) + "\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\ncounts = [\"oom\", \"readonly\", \"loading\", \"wrongtype\"]\n\
+         \n[faults.full]\ntarget = \"redis\"\nkind = \"maxmemory\"\nat = \"1s\"\nmaxmemory = 0\n\
+         \n[faults.flush]\ntarget = \"redis\"\nkind = \"flushall\"\nat = \"2s\"\n\
+         \n[faults.demoted]\ntarget = \"redis\"\nkind = \"error_reply\"\nerror = \"readonly\"\nat = \"3s\"\nduration = \"1s\"\n\
+         \n[faults.loading]\ntarget = \"redis\"\nkind = \"error_reply\"\nerror = \"loading\"\nat = \"3s\"\n\
+         \n[faults.writes]\ntarget = \"redis\"\nkind = \"pause\"\nmode = \"write\"\nat = \"4s\"\nduration = \"1s\"\n";
+    let file = outagelab_scenario_file::parse(&text, Path::new("t.toml")).unwrap();
+    let scenario = &file.variants[0].scenario;
+    let server = &scenario.servers[0];
+    assert_eq!(server.memory.maxmemory, Some(30 << 20));
+    assert_eq!(server.memory.policy, EvictionPolicy::VolatileTtl);
+    assert_eq!(server.memory.samples, EvictionSamples::Exact);
+    assert_eq!(
+        (server.memory.key_bytes, server.memory.key_overhead),
+        (40, 100)
+    );
+    assert_eq!(server.hz.map(|hz| hz.get()), Some(100));
+    let kinds: Vec<FaultKind> = scenario.faults.iter().map(|fault| fault.kind).collect();
+    assert_eq!(
+        kinds,
+        // In name order: demoted, flush, full, loading, writes.
+        [
+            // READONLY answers writes by default (a replica serves reads); LOADING everything.
+            FaultKind::ErrorReply {
+                error: ErrorReply::ReadOnly,
+                commands: CommandScope::Writes,
+            },
+            FaultKind::FlushAll,
+            FaultKind::MaxMemory(None), // 0 lifts the limit, as in Redis
+            FaultKind::ErrorReply {
+                error: ErrorReply::Loading,
+                commands: CommandScope::All,
+            },
+            FaultKind::Pause(PauseMode::Write),
+        ]
+    );
+    let counts = scenario.breakers[0].counts;
+    for outcome in ErrorReply::ALL.map(ErrorReply::outcome) {
+        assert!(counts.contains(outcome), "{outcome}");
+    }
+    // Defaults: no limit, noeviction, 5 samples, 16-byte keys, 64 bytes of overhead, 10 Hz.
+    let file = outagelab_scenario_file::parse(BASE, Path::new("t.toml")).unwrap();
+    let server = &file.variants[0].scenario.servers[0];
+    assert_eq!(server.memory, outagelab_sim::scenario::MemorySpec::DEFAULT);
+    assert_eq!(server.hz.map(|hz| hz.get()), Some(10));
 }

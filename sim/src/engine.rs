@@ -47,7 +47,7 @@ use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, CacheOp, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId,
     LockCommand, LockCommandKind, LockId, LockOp, OnError, OnHit, PolicyRef, RateLimitId,
-    RedisCommand, Scenario, StepAction, StepSpec, ThrottleId, ThrottleOp,
+    RedisCommand, Scenario, ServerId, StepAction, StepSpec, ThrottleId, ThrottleOp,
 };
 use crate::throttles::{Held, Phase, Progress, Throttles};
 
@@ -291,6 +291,14 @@ struct ThrottleGauges {
     counter: GaugeId,
 }
 
+/// A Redis server's memory series: its used memory, and its evictions and expirations (with
+/// the totals already counted, so each event adds only what is new).
+struct ServerSeries {
+    used_memory: GaugeId,
+    evicted: (u64, CounterId),
+    expired: (u64, CounterId),
+}
+
 struct LoadState {
     rng: Stream,
     issued: u64,
@@ -372,6 +380,7 @@ struct Simulator<'s> {
     slot_gauges: Vec<(ConnectionId, GaugeId)>,
     /// Per connection: its steps that failed and went on (fail-open), in total and per bucket.
     fail_open: Vec<(u64, CounterId)>,
+    server_series: Vec<ServerSeries>,
 }
 
 impl<'s> Simulator<'s> {
@@ -407,6 +416,21 @@ impl<'s> Simulator<'s> {
                     0,
                     metrics.add_counter(CountKey::ConnectionFailOpen(c.name.clone())),
                 )
+            })
+            .collect();
+        let server_series = scenario
+            .servers
+            .iter()
+            .map(|server| ServerSeries {
+                used_memory: metrics.add_gauge(GaugeKey::ServerUsedMemory(server.name.clone())),
+                evicted: (
+                    0,
+                    metrics.add_counter(CountKey::ServerEvictedKeys(server.name.clone())),
+                ),
+                expired: (
+                    0,
+                    metrics.add_counter(CountKey::ServerExpiredKeys(server.name.clone())),
+                ),
             })
             .collect();
         let mut monitors = Monitors::new(scenario);
@@ -536,6 +560,7 @@ impl<'s> Simulator<'s> {
             reconnect_slots: ReconnectSlots::new(scenario),
             slot_gauges,
             fail_open,
+            server_series,
         }
     }
 
@@ -753,6 +778,18 @@ impl<'s> Simulator<'s> {
             let (holders, counter) = self.throttles.gauges(self.now, ThrottleId(index as u32));
             self.metrics.set_gauge(gauges.holders, holders);
             self.metrics.set_gauge(gauges.counter, counter);
+        }
+        for (index, series) in self.server_series.iter_mut().enumerate() {
+            let memory = self.redis.server_summary(self.now, ServerId(index as u32));
+            self.metrics
+                .set_gauge(series.used_memory, memory.used_memory);
+            for ((seen, counter), total) in [
+                (&mut series.evicted, memory.evicted_keys),
+                (&mut series.expired, memory.expired_keys),
+            ] {
+                self.metrics.count_many(*counter, total - *seen);
+                *seen = total;
+            }
         }
         self.policies.observe(self.now, &mut self.metrics);
     }
@@ -1409,7 +1446,10 @@ impl<'s> Simulator<'s> {
                 Failure::Connection(ConnectionError::ResponseTimeout)
             }
             StepResult::Error(Outcome::ConnectionLost) => Failure::Connection(ConnectionError::Io),
-            StepResult::Error(Outcome::ServerError) => Failure::Server,
+            // A demoted primary: the connection reached the wrong node (seed 001 evicts it).
+            StepResult::Error(Outcome::ReadOnly) => Failure::Connection(ConnectionError::ReadOnly),
+            // WRONGTYPE, OOM, LOADING: the server refused one command; the connection is fine.
+            StepResult::Error(outcome) if outcome.is_server_error() => Failure::Server,
             _ => return false,
         };
         let now = self.now;
@@ -1727,8 +1767,8 @@ impl<'s> Simulator<'s> {
         }
     }
 
-    fn summary(&self) -> Summary {
-        let scenario = self.scenario;
+    fn summary(&mut self) -> Summary {
+        let (scenario, now) = (self.scenario, self.now);
         let flows = scenario.flows.len();
         let (mut unfinished, mut background_unfinished) = (vec![0u64; flows], vec![0u64; flows]);
         for request in self.slots.iter().filter_map(|slot| slot.request.as_ref()) {
@@ -1840,6 +1880,15 @@ impl<'s> Simulator<'s> {
                         summary.slot = slot;
                     }
                     (c.name.clone(), summary)
+                })
+                .collect(),
+            servers: scenario
+                .servers
+                .iter()
+                .enumerate()
+                .map(|(index, server)| {
+                    let summary = self.redis.server_summary(now, ServerId(index as u32));
+                    (server.name.clone(), summary)
                 })
                 .collect(),
             ..Summary::default()

@@ -324,7 +324,12 @@ impl Metrics {
 
     /// One event now. Call [`Metrics::advance_to`] first.
     pub fn count(&mut self, id: CounterId) {
-        self.counters[id.0].in_bucket += 1;
+        self.count_many(id, 1);
+    }
+
+    /// `events` events now. Call [`Metrics::advance_to`] first.
+    pub fn count_many(&mut self, id: CounterId, events: u64) {
+        self.counters[id.0].in_bucket += events;
     }
 
     pub fn set_gauge(&mut self, id: GaugeId, value: u64) {

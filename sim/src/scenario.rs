@@ -232,6 +232,89 @@ pub struct ServerSpec {
     pub persistence: bool,
     /// Keys present when the run starts (a warm cache), without expiry.
     pub preload: Vec<Preload>,
+    /// How the server counts its memory and what it does over its limit.
+    pub memory: MemorySpec,
+    /// The server's cron frequency (`hz`): a `CLIENT PAUSE` ends on the first tick at or
+    /// after its nominal end, ticks falling at multiples of `1 s / hz` (to the nanosecond,
+    /// rounded down) from time zero. `None`: a pause ends exactly at its end (tests that
+    /// compute times by hand); the file always sets it (default 10).
+    pub hz: Option<NonZeroU32>,
+}
+
+/// A Redis server's memory: each live key takes `key_bytes + value bytes + key_overhead`
+/// (an `INCR` counter's value is 8 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemorySpec {
+    /// Bytes of every key's name.
+    pub key_bytes: u32,
+    /// Bytes the server spends on every key besides its name and value (dictionary entry,
+    /// object header, expiry).
+    pub key_overhead: u32,
+    /// The limit at the start (`maxmemory`); `None` is unlimited (Redis' `maxmemory 0`).
+    pub maxmemory: Option<u64>,
+    pub policy: EvictionPolicy,
+    pub samples: EvictionSamples,
+}
+
+impl MemorySpec {
+    /// 16-byte keys, 64 bytes of overhead each, no limit, `noeviction`, 5 samples.
+    pub const DEFAULT: MemorySpec = MemorySpec {
+        key_bytes: 16,
+        key_overhead: 64,
+        maxmemory: None,
+        policy: EvictionPolicy::NoEviction,
+        samples: EvictionSamples::Sampled(NonZeroU32::new(5).expect("5 is not zero")),
+    };
+}
+
+/// Redis' `maxmemory-policy`: which key a server over its limit evicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvictionPolicy {
+    /// Evict nothing: a command that may grow memory gets an OOM error reply.
+    NoEviction,
+    /// The least recently used key (read or written).
+    AllKeysLru,
+    /// The least recently used key among those with a TTL.
+    VolatileLru,
+    /// A random key.
+    AllKeysRandom,
+    /// The key with a TTL that expires soonest.
+    VolatileTtl,
+}
+
+impl EvictionPolicy {
+    pub const ALL: [EvictionPolicy; 5] = [
+        EvictionPolicy::NoEviction,
+        EvictionPolicy::AllKeysLru,
+        EvictionPolicy::VolatileLru,
+        EvictionPolicy::AllKeysRandom,
+        EvictionPolicy::VolatileTtl,
+    ];
+
+    /// The name Redis (and the scenario file) gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            EvictionPolicy::NoEviction => "noeviction",
+            EvictionPolicy::AllKeysLru => "allkeys-lru",
+            EvictionPolicy::VolatileLru => "volatile-lru",
+            EvictionPolicy::AllKeysRandom => "allkeys-random",
+            EvictionPolicy::VolatileTtl => "volatile-ttl",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EvictionPolicy> {
+        Self::ALL.into_iter().find(|policy| policy.name() == name)
+    }
+}
+
+/// How many keys an eviction looks at to choose its victim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvictionSamples {
+    /// Draws this many candidates (with replacement, from the server's seeded stream) and
+    /// evicts the best of them, as Redis' `maxmemory-samples` does.
+    Sampled(NonZeroU32),
+    /// Evicts the best key of all candidates: exact LRU (or exact nearest expiry).
+    Exact,
 }
 
 /// The first `count` keys of a family, present at the start with values of `value_bytes`.
@@ -797,6 +880,18 @@ impl RedisCommand {
         }
     }
 
+    /// Whether Redis flags the command `denyoom` (it may grow memory): over `maxmemory`, a
+    /// server that cannot evict enough refuses it with an OOM error reply. Reads and `DEL` run.
+    /// The one place that says so: a new command is classified here.
+    pub fn denyoom(self) -> bool {
+        match self {
+            RedisCommand::Set { .. } | RedisCommand::SetNxPx { .. } | RedisCommand::Incr => true,
+            RedisCommand::Get | RedisCommand::Del => false,
+            // A lock acquire is a SET NX or a script that adds a reader; a release only deletes.
+            RedisCommand::Lock(lock) => lock.needs_memory(),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RedisCommand::Get => "GET",
@@ -890,9 +985,10 @@ pub enum FaultTarget {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultKind {
-    /// `CLIENT PAUSE`: commands are accepted but not executed until the pause ends; new
-    /// connections are accepted.
-    Pause,
+    /// `CLIENT PAUSE`: commands are accepted but not executed until the pause ends (with
+    /// `Write`, only writes wait: reads are served); new connections are accepted. The pause
+    /// ends on the server's first cron tick at or after the fault's end (see `ServerSpec::hz`).
+    Pause(PauseMode),
     /// The process stops (`docker pause`, SIGSTOP): no replies, connections stay open, and
     /// connection attempts get no answer.
     Hang,
@@ -903,15 +999,109 @@ pub enum FaultKind {
     /// on the wire is lost), the process keeps running with its keys, and new connections are
     /// accepted at once. Takes no duration.
     Kill,
+    /// `CONFIG SET maxmemory`: from this instant the server's limit is this many bytes
+    /// (`None`: unlimited), and it evicts at once to get under it. Takes no duration.
+    MaxMemory(Option<u64>),
+    /// `FLUSHALL`: every key is gone at this instant. Takes no duration.
+    FlushAll,
+    /// While it lasts, the server answers the commands in `commands` with this error reply
+    /// instead of running them (a demoted replica's `READONLY`, a restarting server's
+    /// `LOADING`).
+    ErrorReply {
+        error: ErrorReply,
+        commands: CommandScope,
+    },
+}
+
+/// Which commands a `CLIENT PAUSE` holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PauseMode {
+    /// Every command (`CLIENT PAUSE ms ALL`).
+    All,
+    /// Writes only (`CLIENT PAUSE ms WRITE`): reads are served.
+    Write,
+}
+
+/// Which commands a fault acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandScope {
+    All,
+    /// Commands that are not read-only (see [`RedisCommand::is_read_only`]).
+    Writes,
+}
+
+impl CommandScope {
+    pub fn covers(self, command: RedisCommand) -> bool {
+        match self {
+            CommandScope::All => true,
+            CommandScope::Writes => !command.is_read_only(),
+        }
+    }
+}
+
+/// An error reply a Redis server gives instead of running a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorReply {
+    /// Over `maxmemory`, a command that may grow memory.
+    Oom,
+    /// A replica (a primary demoted by a failover) refuses writes.
+    ReadOnly,
+    /// The server is loading its dataset after a restart.
+    Loading,
+    /// The key holds another type than the command works on.
+    WrongType,
+}
+
+impl ErrorReply {
+    pub const ALL: [ErrorReply; 4] = [
+        ErrorReply::Oom,
+        ErrorReply::ReadOnly,
+        ErrorReply::Loading,
+        ErrorReply::WrongType,
+    ];
+
+    /// The outcome a caller gets; its name is also the name the scenario file uses.
+    pub fn outcome(self) -> Outcome {
+        match self {
+            ErrorReply::Oom => Outcome::Oom,
+            ErrorReply::ReadOnly => Outcome::ReadOnly,
+            ErrorReply::Loading => Outcome::Loading,
+            ErrorReply::WrongType => Outcome::WrongType,
+        }
+    }
+
+    /// The error line Redis sends.
+    pub fn message(self) -> &'static str {
+        match self {
+            ErrorReply::Oom => "OOM command not allowed when used memory > 'maxmemory'.",
+            ErrorReply::ReadOnly => "READONLY You can't write against a read only replica.",
+            ErrorReply::Loading => "LOADING Redis is loading the dataset in memory",
+            ErrorReply::WrongType => {
+                "WRONGTYPE Operation against a key holding the wrong kind of value"
+            }
+        }
+    }
 }
 
 impl FaultKind {
     pub fn name(self) -> &'static str {
         match self {
-            FaultKind::Pause => "pause",
+            FaultKind::Pause(_) => "pause",
             FaultKind::Hang => "hang",
             FaultKind::Stop => "stop",
             FaultKind::Kill => "kill",
+            FaultKind::MaxMemory(_) => "maxmemory",
+            FaultKind::FlushAll => "flushall",
+            FaultKind::ErrorReply { .. } => "error_reply",
+        }
+    }
+
+    /// Whether it happens at one instant (and takes no duration).
+    pub fn is_instant(self) -> bool {
+        match self {
+            FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => true,
+            FaultKind::Pause(_) | FaultKind::Hang | FaultKind::Stop => false,
+            FaultKind::ErrorReply { .. } => false,
         }
     }
 }
@@ -1119,6 +1309,8 @@ impl ServerSpec {
             byte_rate: None,
             persistence: false,
             preload: vec![],
+            memory: MemorySpec::DEFAULT,
+            hz: None,
         }
     }
 }

@@ -92,7 +92,7 @@ fn a_command_whose_caller_timed_out_is_still_executed() {
     s.faults.push(fault(
         "pause",
         0,
-        FaultKind::Pause,
+        FaultKind::Pause(PauseMode::All),
         SimTime::ZERO,
         Some(ms(50)),
     ));
@@ -115,7 +115,7 @@ fn a_pause_delays_commands_until_it_ends() {
     s.faults.push(fault(
         "pause",
         0,
-        FaultKind::Pause,
+        FaultKind::Pause(PauseMode::All),
         SimTime::ZERO,
         Some(ms(600)),
     ));
@@ -424,4 +424,58 @@ fn a_frozen_server_cannot_kill_its_clients() {
     let report = run(&s).unwrap();
     assert_eq!(report.summary.connections["a"].disconnects, 0);
     assert_eq!(report.summary.outcomes["ok"], 1);
+}
+
+/// 200 writes of 1000-byte blobs (1080 bytes a key with the default 16-byte name and 64 bytes
+/// of overhead) at 1000/s, to a server with room for 30 under `policy`.
+fn full_server(policy: EvictionPolicy) -> VariantReport {
+    let mut s = base();
+    s.servers[0].memory.maxmemory = Some(30 * 1080);
+    s.servers[0].memory.policy = policy;
+    let write = RedisCommand::Set {
+        value_bytes: 1000,
+        ttl: None,
+    };
+    s.flows.push(flow("write", vec![redis_step(0, write, 1)]));
+    s.loads.push(even("writes", 0, 1000.0, 200));
+    run(&s).unwrap()
+}
+
+#[test]
+fn a_full_server_evicts_under_allkeys_lru_and_refuses_writes_under_noeviction() {
+    use outagelab_report::expect::Expectation;
+    use outagelab_report::{CountKey, GaugeKey};
+    let holds = |report: &VariantReport, text: &str| {
+        let expectation = Expectation::parse(text).unwrap();
+        expectation.evaluate(&report.summary).unwrap().passed
+    };
+    let lru = full_server(EvictionPolicy::AllKeysLru);
+    let server = &lru.summary.servers["redis"];
+    assert_eq!(lru.summary.outcomes["ok"], 200);
+    assert!(server.evicted_keys > 0);
+    // Room is made before each write: at most one key over the limit, ever.
+    assert!(server.used_memory_peak <= 31 * 1080, "{server:?}");
+    assert!(holds(&lru, "servers.redis.evicted_keys > 0"));
+    assert!(holds(&lru, "outcomes.oom == 0"));
+    // The series add up to the summary.
+    let memory = lru
+        .series
+        .gauge(&GaugeKey::ServerUsedMemory("redis".into()))
+        .unwrap();
+    assert_eq!(memory.iter().max(), Some(&server.used_memory_peak));
+    let evicted = lru
+        .series
+        .count(&CountKey::ServerEvictedKeys("redis".into()))
+        .unwrap();
+    assert_eq!(evicted.iter().sum::<u64>(), server.evicted_keys);
+
+    // Under noeviction the 31st distinct key is the last write to run: the memory stays
+    // over the limit for good, and every later write gets OOM (reads would still run).
+    let full = full_server(EvictionPolicy::NoEviction);
+    let server = &full.summary.servers["redis"];
+    assert_eq!(server.used_memory, 31 * 1080);
+    assert_eq!(server.evicted_keys, 0);
+    assert!(full.summary.outcomes["oom"] > 100);
+    assert_eq!(full.summary.outcomes["oom"], server.oom_replies);
+    assert!(holds(&full, "servers.redis.oom_replies == outcomes.oom"));
 }

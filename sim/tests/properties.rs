@@ -230,7 +230,7 @@ fn scenario(k: &Knobs) -> Scenario {
     });
     if let Some((kind, at, duration)) = k.fault {
         let kind = [
-            FaultKind::Pause,
+            FaultKind::Pause(PauseMode::All),
             FaultKind::Hang,
             FaultKind::Stop,
             FaultKind::Kill,

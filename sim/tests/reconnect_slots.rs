@@ -154,7 +154,7 @@ fn a_late_timeout_on_an_evicted_connection_leaves_its_replacement_alone() {
     s.faults.push(fault(
         "pause",
         0,
-        FaultKind::Pause,
+        FaultKind::Pause(PauseMode::All),
         at_ms(1000),
         Some(SimDuration::from_secs(1)),
     ));
@@ -185,7 +185,7 @@ fn only_an_opted_in_replay_applies_a_write_twice() {
         s.faults.push(fault(
             "pause",
             0,
-            FaultKind::Pause,
+            FaultKind::Pause(PauseMode::All),
             at_ms(500),
             Some(ms(500)),
         ));
@@ -251,8 +251,13 @@ fn peak_pending_adds_up_the_links_of_a_slot() {
     s.flows
         .push(flow("read", vec![fail_open(RedisCommand::Get)]));
     steady(&mut s, 200.0, SimTime::ZERO, at_ms(10_000));
-    s.faults
-        .push(fault("pause", 0, FaultKind::Pause, at_ms(1000), None));
+    s.faults.push(fault(
+        "pause",
+        0,
+        FaultKind::Pause(PauseMode::All),
+        at_ms(1000),
+        None,
+    ));
     s.limits.horizon = Some(at_ms(10_000));
     let report = run(&s).unwrap();
     let c = conn(&report);
@@ -263,4 +268,42 @@ fn peak_pending_adds_up_the_links_of_a_slot() {
         .unwrap();
     assert!(gauge > 1000, "{gauge}");
     assert_eq!(c.peak_pending, gauge);
+}
+
+#[test]
+fn readonly_evicts_the_slot_connection_and_the_other_error_replies_keep_it() {
+    // A write at 5 ms meets an error reply (seed 001: "READONLY after failover" evicts; a
+    // WRONGTYPE is one command's error). The request fails with the error, counted by kind;
+    // a write after the fault reconnects only if the connection was evicted.
+    for (error, evictions) in [
+        (ErrorReply::ReadOnly, 1),
+        (ErrorReply::WrongType, 0),
+        (ErrorReply::Oom, 0),
+        (ErrorReply::Loading, 0),
+    ] {
+        let mut s = base();
+        let write = RedisCommand::Set {
+            value_bytes: 10,
+            ttl: None,
+        };
+        s.flows.push(flow("write", vec![redis_step(0, write, 0)]));
+        s.loads.push(burst("during", 0, at_ms(5), 1));
+        s.loads.push(burst("after", 0, at_ms(20), 1));
+        let kind = FaultKind::ErrorReply {
+            error,
+            commands: CommandScope::All,
+        };
+        s.faults
+            .push(fault("error", 0, kind, at_ms(0), Some(ms(10))));
+        let report = run(&s).unwrap();
+        let outcomes = &report.summary.outcomes;
+        assert_eq!(outcomes[error.outcome().name()], 1, "{error:?}");
+        assert_eq!(outcomes["ok"], 1, "{error:?}");
+        let c = conn(&report);
+        assert_eq!(
+            (c.slot.evictions, c.slot.reconnects),
+            (evictions, evictions),
+            "{error:?}"
+        );
+    }
 }

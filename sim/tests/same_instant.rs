@@ -101,8 +101,13 @@ fn a_request_arriving_as_a_pause_ends_runs_at_once_and_one_arriving_as_it_starts
     s.flows
         .push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
     s.loads.push(even("gets", 0, 100.0, 4));
-    s.faults
-        .push(fault("pause", 0, FaultKind::Pause, at_ms(10), Some(ms(10))));
+    s.faults.push(fault(
+        "pause",
+        0,
+        FaultKind::Pause(PauseMode::All),
+        at_ms(10),
+        Some(ms(10)),
+    ));
     let report = run(&s).unwrap();
     assert_eq!(report.summary.outcomes["timeout"], 1);
     assert_eq!(report.summary.outcomes["ok"], 3);

@@ -463,7 +463,7 @@ mod tests {
 
     use super::super::testing::{Harness, get};
     use crate::kernel::StepResult;
-    use crate::scenario::FaultKind;
+    use crate::scenario::{FaultKind, PauseMode};
 
     const TIMEOUT: StepResult = StepResult::Error(Outcome::Timeout);
     const SHED: StepResult = StepResult::Error(Outcome::Shed);
@@ -473,7 +473,7 @@ mod tests {
         let mut redis = Harness::with(1, |scenario| {
             scenario.connections[0].command_timeout = Some(SimDuration::from_millis(50));
         });
-        redis.fault_at(0, FaultKind::Pause, true);
+        redis.fault_at(0, FaultKind::Pause(PauseMode::All), true);
         redis
     }
 
@@ -496,7 +496,7 @@ mod tests {
     fn a_command_that_timed_out_is_still_executed_and_its_late_reply_is_dropped() {
         let mut redis = paused_with_timeout();
         redis.issue_at(0, 0, get(0), 0);
-        redis.fault_at(80_000, FaultKind::Pause, false);
+        redis.fault_at(80_000, FaultKind::Pause(PauseMode::All), false);
         redis.issue_at(80_000, 0, get(1), 1);
         redis.run();
         // The first command runs when the pause ends (80 ms), but its caller gave up at 50.
@@ -518,14 +518,14 @@ mod tests {
             spec.command_timeout = Some(SimDuration::from_millis(50));
             spec.pending_max = std::num::NonZeroU32::new(2);
         });
-        redis.fault_at(0, FaultKind::Pause, true);
+        redis.fault_at(0, FaultKind::Pause(PauseMode::All), true);
         for slot in 0..3 {
             redis.issue_at(0, 0, get(slot), slot);
         }
         // Timed out, the first two are still held: the server will execute them.
         redis.issue_at(60_000, 0, get(3), 3);
         assert_eq!(redis.queued(), 2);
-        redis.fault_at(80_000, FaultKind::Pause, false);
+        redis.fault_at(80_000, FaultKind::Pause(PauseMode::All), false);
         // Their replies land at 80.105 and 80.11 ms; then there is room again.
         redis.issue_at(80_110, 0, get(4), 4);
         redis.run();

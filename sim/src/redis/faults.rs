@@ -1,13 +1,18 @@
-//! Faults of a Redis server: pause, hang, stop and kill.
+//! Faults of a Redis server: pause, hang, stop and kill; a new `maxmemory`, `FLUSHALL`; error
+//! replies for a while.
 //!
 //! Faults nest: a server is paused (hung, stopped) while at least one fault of that kind is in
 //! force. What each kind does is documented on [`FaultKind`].
+//!
+//! A `CLIENT PAUSE` ends on the server's cron tick (`hz`), the first at or after its nominal
+//! end: its end is a `PauseEnds` event at that tick. A hang has no cron (the process is
+//! frozen) and ends exactly at its end.
 
-use outagelab_model::time::SimTime;
+use outagelab_model::time::{SimDuration, SimTime};
 
 use super::{Redis, RedisEvent};
 use crate::kernel::EventQueue;
-use crate::scenario::{FaultKind, ServerId};
+use crate::scenario::{FaultKind, PauseMode, ServerId};
 
 impl Redis {
     /// A fault of `kind` on server `id` starts (`on`) or ends. A kill is an instant: its end
@@ -20,18 +25,56 @@ impl Redis {
         on: bool,
         events: &mut EventQueue,
     ) {
+        let server = &mut self.servers[id.index()];
         match kind {
-            FaultKind::Pause => self.pause(now, id, on, events),
+            FaultKind::Pause(mode) if on => self.pause(now, id, mode, true, events),
+            FaultKind::Pause(mode) => {
+                let tick = server
+                    .cron_period
+                    .map_or(now, |period| next_tick(now, period));
+                if tick > now {
+                    events.schedule(tick, RedisEvent::PauseEnds { server: id, mode });
+                } else {
+                    self.pause(now, id, mode, false, events);
+                }
+            }
             FaultKind::Hang => self.hang(now, id, on, events),
             FaultKind::Stop => self.stop(now, id, on, events),
             FaultKind::Kill if on => self.kill(now, id, events),
-            FaultKind::Kill => {}
+            FaultKind::MaxMemory(limit) if on => server.keyspace.set_maxmemory(now, limit),
+            FaultKind::FlushAll if on => server.keyspace.clear(),
+            FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => {}
+            FaultKind::ErrorReply { error, commands } => {
+                let fault = (error, commands);
+                if on {
+                    server.error_replies.push(fault);
+                } else if let Some(position) = server.error_replies.iter().position(|&f| f == fault)
+                {
+                    server.error_replies.remove(position);
+                }
+            }
         }
     }
 
-    fn pause(&mut self, now: SimTime, id: ServerId, on: bool, events: &mut EventQueue) {
+    /// A pause of `mode` starts (`on`) or ends (on its cron tick). When the last write-only
+    /// pause ends, the connections it held go back in the ring.
+    pub(super) fn pause(
+        &mut self,
+        now: SimTime,
+        id: ServerId,
+        mode: PauseMode,
+        on: bool,
+        events: &mut EventQueue,
+    ) {
         let server = &mut self.servers[id.index()];
-        adjust(&mut server.paused, on);
+        match mode {
+            PauseMode::All => adjust(&mut server.paused, on),
+            PauseMode::Write => adjust(&mut server.paused_writes, on),
+        }
+        if server.paused_writes == 0 {
+            let blocked = std::mem::take(&mut server.blocked);
+            server.ready.extend(blocked);
+        }
         self.try_execute(now, id, events);
     }
 
@@ -51,8 +94,8 @@ impl Redis {
         let server = &mut self.servers[id.index()];
         adjust(&mut server.stopped, on);
         if !on {
-            if server.stopped == 0 && !server.persistence {
-                server.keyspace.clear();
+            if server.stopped == 0 {
+                server.keyspace.restart(now, server.persistence);
             }
             return;
         }
@@ -85,6 +128,8 @@ impl Redis {
     /// The server closes every connection it holds open; each client hears it after the
     /// replies already on the wire.
     fn drop_clients(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
+        let server = &mut self.servers[id.index()];
+        server.blocked.clear(); // their input goes with their connections
         let server = &self.servers[id.index()];
         let executing = server.executing.as_ref().map(|done| done.connection);
         for &connection_id in &server.connections {
@@ -109,6 +154,12 @@ impl Redis {
     }
 }
 
+/// The first cron tick at or after `now`: ticks fall at multiples of `period` from zero.
+fn next_tick(now: SimTime, period: SimDuration) -> SimTime {
+    let period = period.as_nanos().max(1);
+    SimTime::from_nanos(now.as_nanos().div_ceil(period).saturating_mul(period))
+}
+
 /// One more (`on`) or one fewer fault of a kind in force.
 fn adjust(depth: &mut u32, on: bool) {
     if on {
@@ -122,15 +173,18 @@ fn adjust(depth: &mut u32, on: bool) {
 mod tests {
     use super::super::testing::{Harness, get, set};
     use crate::kernel::StepResult;
-    use crate::scenario::FaultKind::{Hang, Kill, Pause, Stop};
+    use crate::scenario::FaultKind::{Hang, Kill, Stop};
+    use crate::scenario::PauseMode;
+
+    const PAUSE: crate::scenario::FaultKind = crate::scenario::FaultKind::Pause(PauseMode::All);
 
     #[test]
     fn a_paused_server_holds_its_input_until_the_pause_ends() {
         // The command reaches the server at 100 us and runs when the pause ends at 10 ms.
         let mut redis = Harness::new(1);
-        redis.fault_at(0, Pause, true);
+        redis.fault_at(0, PAUSE, true);
         redis.issue_at(0, 0, get(0), 0);
-        redis.fault_at(10_000, Pause, false);
+        redis.fault_at(10_000, PAUSE, false);
         redis.run();
         assert_eq!(redis.finished_us(), vec![(0, 10_105)]);
     }
@@ -138,11 +192,11 @@ mod tests {
     #[test]
     fn pauses_nest_and_the_server_resumes_when_the_last_one_ends() {
         let mut redis = Harness::new(1);
-        redis.fault_at(0, Pause, true);
-        redis.fault_at(0, Pause, true);
+        redis.fault_at(0, PAUSE, true);
+        redis.fault_at(0, PAUSE, true);
         redis.issue_at(0, 0, get(0), 0);
-        redis.fault_at(10_000, Pause, false);
-        redis.fault_at(20_000, Pause, false);
+        redis.fault_at(10_000, PAUSE, false);
+        redis.fault_at(20_000, PAUSE, false);
         redis.run();
         assert_eq!(redis.finished_us(), vec![(0, 20_105)]);
     }
@@ -195,5 +249,116 @@ mod tests {
         assert_eq!(redis.finished_us(), vec![(0, 10_105)]);
         let summary = redis.summary();
         assert_eq!(summary.disconnects, 0);
+    }
+
+    use crate::scenario::{CommandScope, ErrorReply, EvictionPolicy, FaultKind, MemorySpec};
+    use outagelab_report::Outcome;
+
+    /// A server with a cron at 10 Hz (ticks every 100 ms), as a file's default.
+    fn with_cron() -> Harness {
+        Harness::with(1, |scenario| {
+            scenario.servers[0].hz = std::num::NonZeroU32::new(10);
+        })
+    }
+
+    #[test]
+    fn a_client_pause_ends_on_the_first_cron_tick_at_or_after_its_end() {
+        // A pause from 0 to 50 ms ends on the tick at 100 ms; one to 200 ms, on that tick.
+        for (end_us, runs_at_us) in [(50_000, 100_000), (200_000, 200_000)] {
+            let mut redis = with_cron();
+            redis.fault_at(0, PAUSE, true);
+            redis.issue_at(0, 0, get(0), 0);
+            redis.fault_at(end_us, PAUSE, false);
+            redis.run();
+            assert_eq!(redis.finished_us(), vec![(0, runs_at_us + 105)]);
+        }
+    }
+
+    #[test]
+    fn a_hang_ends_exactly_at_its_end_a_frozen_process_has_no_cron() {
+        let mut redis = with_cron();
+        redis.fault_at(0, Hang, true);
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(50_000, Hang, false);
+        redis.run();
+        assert_eq!(redis.finished_us(), vec![(0, 50_105)]);
+    }
+
+    #[test]
+    fn a_write_pause_serves_reads_and_holds_a_write_with_what_is_behind_it() {
+        // Connection 0 sends a SET then a GET; connection 1 a GET. The pause holds writes
+        // until 10 ms: connection 1's GET is served at once; connection 0's GET waits behind
+        // its SET, as a paused client's pipeline does.
+        let mut redis = Harness::new(2);
+        let write_pause = FaultKind::Pause(PauseMode::Write);
+        redis.fault_at(0, write_pause, true);
+        redis.issue_at(0, 0, set(0, 10), 0);
+        redis.issue_at(0, 0, get(1), 1);
+        redis.issue_at(0, 1, get(2), 2);
+        redis.fault_at(10_000, write_pause, false);
+        redis.run();
+        assert_eq!(
+            redis.finished_us(),
+            vec![(2, 205), (0, 10_105), (1, 10_110)]
+        );
+    }
+
+    #[test]
+    fn an_error_reply_fault_answers_the_commands_it_covers_while_it_lasts() {
+        // A demoted primary from 0 to 10 ms: writes get READONLY, reads are served.
+        let readonly = FaultKind::ErrorReply {
+            error: ErrorReply::ReadOnly,
+            commands: CommandScope::Writes,
+        };
+        let mut redis = Harness::new(1);
+        redis.fault_at(0, readonly, true);
+        redis.issue_at(0, 0, set(0, 10), 0);
+        redis.issue_at(0, 0, get(0), 1);
+        redis.fault_at(10_000, readonly, false);
+        redis.issue_at(20_000, 0, set(0, 10), 2);
+        redis.run();
+        assert_eq!(
+            redis.finished(),
+            vec![
+                (0, 205, StepResult::Error(Outcome::ReadOnly)),
+                (1, 210, StepResult::Miss),
+                (2, 20_205, StepResult::Ok),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_maxmemory_fault_brings_oom_and_flushall_frees_the_memory() {
+        // One key of 100 bytes takes 180; a limit of 100 under noeviction refuses the next
+        // SET; FLUSHALL empties the server, and the SET after it runs.
+        let mut redis = Harness::with(1, |scenario| {
+            scenario.servers[0].memory = MemorySpec {
+                policy: EvictionPolicy::NoEviction,
+                ..MemorySpec::DEFAULT
+            };
+        });
+        redis.issue_at(0, 0, set(0, 100), 0);
+        redis.run_until(1_000);
+        assert_eq!(redis.server().used_memory, 180);
+        redis.fault_at(1_000, FaultKind::MaxMemory(Some(100)), true);
+        redis.issue_at(2_000, 0, set(1, 100), 1);
+        redis.issue_at(2_000, 0, get(0), 2);
+        redis.fault_at(3_000, FaultKind::FlushAll, true);
+        assert_eq!(redis.server().used_memory, 0);
+        redis.issue_at(4_000, 0, set(1, 100), 3);
+        redis.run();
+        let results: Vec<StepResult> = redis.finished().into_iter().map(|f| f.2).collect();
+        assert_eq!(
+            results,
+            [
+                StepResult::Ok,
+                StepResult::Error(Outcome::Oom),
+                StepResult::Hit,
+                StepResult::Ok,
+            ]
+        );
+        let server = redis.server();
+        assert_eq!((server.used_memory, server.oom_replies), (180, 1));
+        assert_eq!(server.maxmemory, Some(100));
     }
 }

@@ -6,11 +6,13 @@
 //! slots, `link_events`). It knows nothing of flows or policies.
 //!
 //! The mechanisms, one module each:
-//! - [`keyspace`]: a server's keys, the commands that read and write them and their replies;
+//! - [`keyspace`]: a server's keys, the commands that read and write them and their replies,
+//!   the memory the keys take, their expiry and eviction;
 //! - [`pipe`]: one direction of a connection, with a bandwidth and a latency;
 //! - [`server`]: one thread, one command at a time, round-robin over connections;
 //! - [`connection`]: the client side: commands awaiting replies, timeouts, reconnects;
-//! - [`faults`]: pause, hang, stop and kill of a server;
+//! - [`faults`]: pause, hang, stop and kill of a server, a new `maxmemory`, `FLUSHALL`, and
+//!   error replies for a while;
 //! - [`slot_links`]: the links of reconnect slots and the writes a slot may replay.
 //!
 //! Summaries add up every link of a connection. Writes applied twice: each command counts the
@@ -29,11 +31,11 @@ mod slot_links;
 use std::collections::BTreeMap;
 
 use outagelab_model::time::SimTime;
-use outagelab_report::ConnectionSummary;
+use outagelab_report::{ConnectionSummary, ServerSummary};
 
 use crate::kernel::{Class, EventQueue, RequestRef, StepResult};
 use crate::scenario::{
-    ConnectionId, ConnectionSpec, LockId, Reconnect, RedisCommand, Scenario, ServerId,
+    ConnectionId, ConnectionSpec, LockId, PauseMode, Reconnect, RedisCommand, Scenario, ServerId,
 };
 use connection::{Connection, Link};
 pub(crate) use keyspace::Op;
@@ -86,6 +88,8 @@ pub(crate) enum RedisEvent {
         connection: ConnectionId,
         epoch: u32,
     },
+    /// A `CLIENT PAUSE` whose fault ended is lifted on this cron tick.
+    PauseEnds { server: ServerId, mode: PauseMode },
 }
 
 impl RedisEvent {
@@ -103,6 +107,8 @@ impl RedisEvent {
             | RedisEvent::ConnectAnswered { .. }
             | RedisEvent::ReconnectDue { .. }
             | RedisEvent::ConnectionClosed { .. } => Class::Finish,
+            // The end of a fault, a little late.
+            RedisEvent::PauseEnds { .. } => Class::Fault,
         }
     }
 }
@@ -153,7 +159,7 @@ impl Redis {
         let mut servers: Vec<Server> = scenario
             .servers
             .iter()
-            .map(|spec| Server::new(spec, key_counts.clone()))
+            .map(|spec| Server::new(spec, key_counts.clone(), scenario.seed))
             .collect();
         let mut redis = Redis {
             servers: Vec::new(),
@@ -221,6 +227,7 @@ impl Redis {
             RedisEvent::ConnectionClosed { connection, epoch } => {
                 self.on_connection_closed(now, connection, epoch, events)
             }
+            RedisEvent::PauseEnds { server, mode } => self.pause(now, server, mode, false, events),
         }
     }
 
@@ -291,6 +298,22 @@ impl Redis {
         }
         total.peak_pending = self.pending[connection.index()].1;
         total
+    }
+
+    /// A server's memory now (keys whose expiry has come are removed first) and its memory
+    /// counters so far.
+    pub fn server_summary(&mut self, now: SimTime, server: ServerId) -> ServerSummary {
+        let keyspace = &mut self.servers[server.index()].keyspace;
+        keyspace.expire_due(now);
+        let stats = keyspace.stats;
+        ServerSummary {
+            used_memory: keyspace.used_memory(),
+            used_memory_peak: stats.used_memory_peak,
+            maxmemory: keyspace.maxmemory(),
+            evicted_keys: stats.evicted_keys,
+            expired_keys: stats.expired_keys,
+            oom_replies: stats.oom_replies,
+        }
     }
 
     /// The logical connection `link` belongs to.
@@ -453,6 +476,12 @@ mod testing {
                 .iter()
                 .map(|&(at, event)| (at.as_nanos() / 1_000, event))
                 .collect()
+        }
+
+        /// Server 0's memory now.
+        pub fn server(&mut self) -> ServerSummary {
+            let now = self.now;
+            self.redis.server_summary(now, ServerId(0))
         }
 
         /// Connection 0's counters.

@@ -14,10 +14,11 @@ use std::collections::VecDeque;
 
 use outagelab_model::time::{SimDuration, SimTime};
 
-use super::keyspace::{Keyspace, Reply};
-use super::{Redis, RedisEvent};
+use super::keyspace::{Keyspace, Op, Reply};
+use super::{Redis, RedisEvent, is_write};
 use crate::kernel::EventQueue;
-use crate::scenario::{ByteRate, ConnectionId, ServerId, ServerSpec};
+use crate::rng::Stream;
+use crate::scenario::{ByteRate, CommandScope, ConnectionId, ErrorReply, ServerId, ServerSpec};
 
 /// The command the thread is executing (or, hung, has finished but not answered).
 pub(super) struct Executing {
@@ -32,8 +33,9 @@ pub(super) struct Server {
     command_cost: SimDuration,
     byte_rate: Option<ByteRate>,
     pub(super) persistence: bool,
-    /// Nesting depth of each fault kind in force.
+    /// Nesting depth of each fault kind in force (`paused_writes`: write-only pauses).
     pub(super) paused: u32,
+    pub(super) paused_writes: u32,
     pub(super) hung: u32,
     pub(super) stopped: u32,
     /// Bumped when the process stops, so the completion of an aborted command is dropped.
@@ -46,27 +48,43 @@ pub(super) struct Server {
     /// input was since dropped; they are skipped. Bound: each connection at most once (see
     /// `Connection::scheduled`).
     pub(super) ready: VecDeque<ConnectionId>,
+    /// Connections whose next command is a write held by a write-only pause; they go back in
+    /// the ring when it ends. Bound: each connection at most once (it stays `scheduled`).
+    pub(super) blocked: Vec<ConnectionId>,
+    /// Error-reply faults in force, oldest first: the first that covers a command answers it.
+    /// Bound: one per fault of the scenario.
+    pub(super) error_replies: Vec<(ErrorReply, CommandScope)>,
+    /// The period of the server's cron (`1 s / hz`); `None` has no cron rounding.
+    pub(super) cron_period: Option<SimDuration>,
     pub(super) keyspace: Keyspace,
     /// Every connection (and slot link) made to this server.
     pub(super) connections: Vec<ConnectionId>,
 }
 
 impl Server {
-    /// A server running, idle, with its preloaded keys; `key_counts` is keys per family.
-    pub(super) fn new(spec: &ServerSpec, key_counts: Vec<u32>) -> Server {
-        let mut keyspace = Keyspace::new(key_counts);
+    /// A server running, idle, with its preloaded keys; `key_counts` is keys per family; its
+    /// evictions draw from the stream of `seed` and its name.
+    pub(super) fn new(spec: &ServerSpec, key_counts: Vec<u32>, seed: u64) -> Server {
+        let rng = Stream::derive(seed, "server", &spec.name);
+        let mut keyspace = Keyspace::new(key_counts, spec.memory, rng);
         spec.preload.iter().for_each(|&p| keyspace.preload(p));
         Server {
             command_cost: spec.command_cost,
             byte_rate: spec.byte_rate,
             persistence: spec.persistence,
             paused: 0,
+            paused_writes: 0,
             hung: 0,
             stopped: 0,
             epoch: 0,
             executing: None,
             parked: None,
             ready: VecDeque::new(),
+            blocked: Vec::new(),
+            error_replies: Vec::new(),
+            cron_period: spec
+                .hz
+                .map(|hz| SimDuration::from_nanos(1_000_000_000 / u64::from(hz.get()))),
             keyspace,
             connections: Vec::new(),
         }
@@ -74,6 +92,24 @@ impl Server {
 
     pub(super) fn accepts_work(&self) -> bool {
         self.paused == 0 && self.hung == 0 && self.stopped == 0
+    }
+
+    /// Runs a command: an error-reply fault in force that covers it answers it; otherwise the
+    /// keyspace does (which may refuse it with OOM).
+    fn execute(&mut self, now: SimTime, op: Op) -> Reply {
+        let fault = self
+            .error_replies
+            .iter()
+            .find(|(_, commands)| commands.covers(op.command));
+        match fault {
+            Some(&(error, _)) => {
+                if error == ErrorReply::Oom {
+                    self.keyspace.stats.oom_replies += 1;
+                }
+                Reply::Error(error)
+            }
+            None => self.keyspace.execute(now, op),
+        }
     }
 
     /// Time the thread spends on a command that moves `bytes` (request and reply).
@@ -119,13 +155,19 @@ impl Redis {
         }
         while let Some(connection_id) = server.ready.pop_front() {
             let connection = &mut self.connections[connection_id.index()];
-            let Some(seq) = connection.input.pop_front() else {
+            let Some(&seq) = connection.input.front() else {
                 connection.scheduled = false;
                 continue; // its input was dropped with its link
             };
+            let op = connection.command_mut(seq).op;
+            if server.paused_writes > 0 && is_write(op.command) {
+                // Held, with the commands behind it on its connection, until the pause ends.
+                server.blocked.push(connection_id);
+                continue;
+            }
+            connection.input.pop_front();
             let command = connection.command_mut(seq);
-            let op = command.op;
-            let reply = server.keyspace.apply(now, op);
+            let reply = server.execute(now, op);
             command.executions += 1;
             if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o))
                 && entry.executed()
