@@ -69,7 +69,8 @@ pub struct VariantReport {
 pub struct LogEntry {
     pub at_ms: f64,
     /// `breaker_open`, `breaker_half_open`, `breaker_closed`, `slot_connected`,
-    /// `slot_connect_failed`, `slot_lost`, `fault_started`, `fault_ended`, ...
+    /// `slot_connect_failed`, `slot_lost`, `fault_started`, `fault_ended`,
+    /// `memory_limit_reached`, `first_eviction`, `first_oom`.
     pub event: String,
     /// What changed: `breaker`, `connection`, `fault`, `server`.
     pub target_kind: &'static str,

@@ -1932,8 +1932,8 @@ impl<'s> Simulator<'s> {
         }
     }
 
-    /// The run's state changes in time order: faults, then breakers, then reconnect slots at
-    /// the same instant (see `journal`).
+    /// The run's state changes in time order: faults, then servers' memory milestones, then
+    /// breakers, then reconnect slots at the same instant (see `journal`).
     fn log(&self, faults: &[FaultWindow]) -> (Vec<LogEntry>, u64) {
         let mut entries = Vec::new();
         for fault in faults {
@@ -1948,6 +1948,20 @@ impl<'s> Simulator<'s> {
             entries.push(entry(fault.start_ms, "fault_started"));
             if let Some(end_ms) = fault.end_ms {
                 entries.push(entry(end_ms, "fault_ended"));
+            }
+        }
+        for (index, server) in self.scenario.servers.iter().enumerate() {
+            let milestones = self.redis.memory_milestones(ServerId(index as u32));
+            for (event, at) in milestones {
+                let Some(at) = at else { continue };
+                entries.push(LogEntry {
+                    at_ms: journal::ms(at),
+                    event: event.to_owned(),
+                    target_kind: "server",
+                    target: server.name.clone(),
+                    from: None,
+                    link: None,
+                });
             }
         }
         let mut dropped = self.policies.log(self.scenario, &mut entries);

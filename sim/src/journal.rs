@@ -1,5 +1,6 @@
 //! The run's log of state changes, for diagnosis: breaker transitions, reconnect-slot links
-//! lost and made, fault windows. Seed 000's outage "produced zero log lines beyond request
+//! lost and made, fault windows, a server's first time over its memory limit, first eviction
+//! and first OOM. Seed 000's outage "produced zero log lines beyond request
 //! logs"; this is the log it lacked (`outagelab run --events PATH` writes it as JSON lines).
 //!
 //! Each source keeps its own entries, in the order they happened, and the report merges them

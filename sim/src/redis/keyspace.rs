@@ -144,6 +144,11 @@ pub(super) struct MemoryStats {
     pub evicted_keys: u64,
     pub expired_keys: u64,
     pub oom_replies: u64,
+    /// For the run's log: when the server first found itself over its limit, first evicted a
+    /// key, first refused a command with OOM.
+    pub first_over_limit: Option<SimTime>,
+    pub first_eviction: Option<SimTime>,
+    pub first_oom: Option<SimTime>,
 }
 
 /// A server's keys: one table per key family, allocated on first write.
@@ -206,7 +211,7 @@ impl Keyspace {
     pub(super) fn set_maxmemory(&mut self, now: SimTime, maxmemory: Option<u64>) {
         self.maxmemory = maxmemory;
         self.expire_due(now);
-        self.make_room();
+        self.make_room(now);
     }
 
     /// The process starts again: with `persistence` it keeps its keys, without it has none;
@@ -366,16 +371,20 @@ impl Keyspace {
 
     /// Evicts per the policy until the memory is at or under the limit; false when it cannot
     /// (no limit: true). Bound: each round evicts a key.
-    fn make_room(&mut self) -> bool {
+    fn make_room(&mut self, now: SimTime) -> bool {
         let Some(maxmemory) = self.maxmemory else {
             return true;
         };
+        if self.used_memory > maxmemory {
+            self.stats.first_over_limit.get_or_insert(now);
+        }
         while self.used_memory > maxmemory {
             let Some(victim) = self.victim() else {
                 return false;
             };
             self.remove(victim);
             self.stats.evicted_keys += 1;
+            self.stats.first_eviction.get_or_insert(now);
         }
         true
     }
@@ -424,8 +433,9 @@ impl Keyspace {
     /// not get under it.
     pub(super) fn execute(&mut self, now: SimTime, op: Op) -> Reply {
         self.expire_due(now);
-        if !self.make_room() && op.command.denyoom() {
+        if !self.make_room(now) && op.command.denyoom() {
             self.stats.oom_replies += 1;
+            self.stats.first_oom.get_or_insert(now);
             return Reply::Error(ErrorReply::Oom);
         }
         self.apply(now, op)
@@ -808,7 +818,7 @@ mod tests {
                 &[(0, set(20, None), 0), (1, set(20, None), 1)],
             );
             keyspace.apply(ms(2), op(RedisCommand::Get, 1));
-            assert!(keyspace.make_room());
+            assert!(keyspace.make_room(ms(2)));
             assert_eq!(keyspace.live.len(), 1);
             if let Some(survivor) = survivor {
                 assert_eq!(keyspace.live[0].index, survivor);
@@ -1020,7 +1030,7 @@ mod tests {
                         prop_assert!(!refused);
                     }
                     // At most the command's own key is over: the room was made before it.
-                    let made_room = keyspace.make_room();
+                    let made_room = keyspace.make_room(ms(now));
                     if made_room {
                         prop_assert!(keyspace.used_memory() <= maxmemory);
                     } else {

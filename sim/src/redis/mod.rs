@@ -316,6 +316,17 @@ impl Redis {
         }
     }
 
+    /// For the run's log: when `server` first went over its memory limit, first evicted a
+    /// key, first answered OOM.
+    pub fn memory_milestones(&self, server: ServerId) -> [(&'static str, Option<SimTime>); 3] {
+        let stats = self.servers[server.index()].keyspace.stats;
+        [
+            ("memory_limit_reached", stats.first_over_limit),
+            ("first_eviction", stats.first_eviction),
+            ("first_oom", stats.first_oom),
+        ]
+    }
+
     /// The logical connection `link` belongs to.
     pub fn owner_of(&self, link: ConnectionId) -> ConnectionId {
         self.connections[link.index()].owner
