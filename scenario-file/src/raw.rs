@@ -653,14 +653,21 @@ pub struct RawLoad {
     pub count: Option<Spanned<Whole>>,
     pub duration: Option<Spanned<Text>>,
     pub start: Option<Spanned<Text>>,
+    /// Closed loops: callers, their think time, the spread of their first requests, and the
+    /// requests each sends.
+    pub workers: Option<Spanned<Whole>>,
+    pub think: Option<Spanned<RawLatency>>,
+    pub stagger: Option<Spanned<Text>>,
+    pub iterations: Option<Spanned<Whole>>,
 }
 
-#[derive(Clone, Copy, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ArrivalsName {
     Even,
     Poisson,
     Burst,
+    Closed,
 }
 
 #[derive(Deserialize)]

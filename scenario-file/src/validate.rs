@@ -59,6 +59,7 @@ mod limit {
     pub const KEYS_PER_FAMILY: u32 = 10_000_000;
     pub const VALUE_BYTES: u64 = 512 * 1024 * 1024;
     pub const BURST: u64 = 10_000_000;
+    pub const WORKERS: u32 = 1_000_000;
     pub const QUEUE: u32 = 10_000_000;
 }
 
@@ -2369,7 +2370,88 @@ impl<'a> Validator<'a> {
                 ),
             );
         }
+        if *raw.arrivals.get_ref() != ArrivalsName::Closed {
+            let closed_keys = [
+                ("workers", raw.workers.as_ref().map(Spanned::span)),
+                ("think", raw.think.as_ref().map(Spanned::span)),
+                ("stagger", raw.stagger.as_ref().map(Spanned::span)),
+                ("iterations", raw.iterations.as_ref().map(Spanned::span)),
+            ];
+            for (field, span) in closed_keys {
+                if let Some(span) = span {
+                    self.error(
+                        Some(span),
+                        key(field),
+                        "applies to a closed loop (arrivals = \"closed\"), whose callers wait \
+                         for each request before the next",
+                    );
+                }
+            }
+        }
         let arrivals = match raw.arrivals.get_ref() {
+            ArrivalsName::Closed => {
+                for (field, span) in [
+                    ("rate", raw.rate.as_ref().map(Spanned::span)),
+                    ("count", raw.count.as_ref().map(Spanned::span)),
+                ] {
+                    if let Some(span) = span {
+                        self.error(
+                            Some(span),
+                            key(field),
+                            "does not apply to a closed loop: its callers send when their last \
+                             request ends (give `workers`, `think`, and `iterations` or \
+                             `duration`)",
+                        );
+                    }
+                }
+                let Some(workers) = &raw.workers else {
+                    self.error(
+                        Some(raw.arrivals.span()),
+                        key("workers"),
+                        "a closed loop needs `workers`, the number of callers",
+                    );
+                    return None;
+                };
+                let workers = self.whole(
+                    workers,
+                    &key("workers"),
+                    1..=limit::WORKERS,
+                    "a closed loop needs a caller",
+                );
+                let think = match &raw.think {
+                    Some(think) => self.latency(think, &key("think")),
+                    None => Some(Distribution::Constant(SimDuration::ZERO)),
+                };
+                let stagger = self.duration_or(&raw.stagger, &key("stagger"), "0s");
+                let iterations = match &raw.iterations {
+                    Some(n) => Some(self.whole(n, &key("iterations"), 0..=u64::MAX, "")?),
+                    None => None,
+                };
+                let until = match &raw.duration {
+                    Some(duration) => Some(start.saturating_add(self.positive_duration(
+                        duration,
+                        &key("duration"),
+                        "the load would send nothing",
+                    )?)),
+                    None => None,
+                };
+                if iterations.is_none() && until.is_none() {
+                    self.error(
+                        Some(raw.arrivals.span()),
+                        key("iterations"),
+                        "a closed loop needs an end: `iterations` per caller, a `duration`, or \
+                         both",
+                    );
+                    return None;
+                }
+                Arrivals::Closed(ClosedLoop {
+                    workers: workers?,
+                    think: think?,
+                    stagger,
+                    iterations,
+                    until,
+                })
+            }
             ArrivalsName::Burst => {
                 for (field, span) in [
                     ("rate", raw.rate.as_ref().map(Spanned::span)),

@@ -226,6 +226,8 @@ struct Request {
     lock_pending: Option<LockPending>,
     /// The locks the request holds, in the order it took them.
     locks_held: Vec<(LockId, LockHeld)>,
+    /// The closed-loop caller that sent it, which sends again when it ends.
+    worker: Option<(LoadId, u32)>,
 }
 
 impl Request {
@@ -244,6 +246,7 @@ impl Request {
             origin: None,
             lock_pending: None,
             locks_held: Vec::new(),
+            worker: None,
         }
     }
 }
@@ -305,6 +308,10 @@ struct LoadState {
     /// Poisson loads: the next arrival, in nanoseconds with 32 fractional bits, so gaps
     /// shorter than a nanosecond still add up to the right rate.
     next_arrival_q32: u128,
+    /// Closed loops: the requests each caller has sent.
+    workers: Vec<u64>,
+    /// Closed loops: callers that will send again (the load is active while one is).
+    workers_active: u32,
 }
 
 /// Every this much work (events, requests spawned or advanced), a run's memory estimate is
@@ -483,21 +490,47 @@ impl<'s> Simulator<'s> {
         let mut loads = Vec::with_capacity(scenario.loads.len());
         let mut loads_active = 0;
         for (index, load) in scenario.loads.iter().enumerate() {
-            loads.push(LoadState {
+            let id = LoadId(index as u32);
+            let mut state = LoadState {
                 rng: Stream::derive(scenario.seed, "load", &load.name),
                 issued: 0,
                 next_arrival_q32: u128::from(load.start.as_nanos()) << 32,
-            });
+                workers: Vec::new(),
+                workers_active: 0,
+            };
             let any = match load.arrivals {
                 Arrivals::Burst { count } => count > 0,
                 Arrivals::Even { end, .. } | Arrivals::Poisson { end, .. } => match end {
                     LoadEnd::Count(count) => count > 0,
                     LoadEnd::Until(until) => load.start < until,
                 },
+                Arrivals::Closed(closed) => {
+                    let starts = (0..closed.workers).map(|worker| {
+                        let offset = u128::from(closed.stagger.as_nanos()) * u128::from(worker)
+                            / u128::from(closed.workers);
+                        let offset = u64::try_from(offset).expect("below the stagger");
+                        (
+                            worker,
+                            load.start.saturating_add(SimDuration::from_nanos(offset)),
+                        )
+                    });
+                    for (worker, at) in starts {
+                        if closed.iterations != Some(0) && closed.until.is_none_or(|u| at < u) {
+                            state.workers_active += 1;
+                            events.schedule(at, Event::WorkerSends { load: id, worker });
+                        }
+                    }
+                    state.workers = vec![0; closed.workers as usize];
+                    if state.workers_active > 0 {
+                        loads_active += 1;
+                    }
+                    false
+                }
             };
+            loads.push(state);
             if any {
                 loads_active += 1;
-                events.schedule(load.start, Event::Arrival(LoadId(index as u32)));
+                events.schedule(load.start, Event::Arrival(id));
             }
         }
         for (index, fault) in scenario.faults.iter().enumerate() {
@@ -649,6 +682,11 @@ impl<'s> Simulator<'s> {
             + self.databases.memory_bytes()
             + self.after_queries.len() as u64 * 64
             + self.metrics.series_bytes()
+            + self
+                .loads
+                .iter()
+                .map(|l| l.workers.len() as u64 * 8)
+                .sum::<u64>()
     }
 
     fn dispatch(&mut self, event: Event) {
@@ -656,6 +694,7 @@ impl<'s> Simulator<'s> {
         let events = &mut self.events;
         match event {
             Event::Arrival(load) => self.on_arrival(load),
+            Event::WorkerSends { load, worker } => self.on_worker_sends(load, worker),
             Event::RequestTimer { request, kind } => self.on_request_timer(request, kind),
             Event::Redis(event) => self.redis.handle(now, event, events),
             Event::Database(event) => self.databases.handle(now, event, events),
@@ -809,6 +848,7 @@ impl<'s> Simulator<'s> {
             }
             Arrivals::Even { rate, end } => (rate, end, false),
             Arrivals::Poisson { rate, end } => (rate, end, true),
+            Arrivals::Closed(_) => unreachable!("a closed loop's callers send on their own"),
         };
         self.spawn(id);
         let state = &mut self.loads[id.index()];
@@ -834,7 +874,7 @@ impl<'s> Simulator<'s> {
     }
 
     /// A new request of load `id` arrives now.
-    fn spawn(&mut self, id: LoadId) {
+    fn spawn(&mut self, id: LoadId) -> RequestRef {
         let flow = self.scenario.loads[id.index()].flow;
         let state = &mut self.loads[id.index()];
         state.issued += 1;
@@ -844,6 +884,37 @@ impl<'s> Simulator<'s> {
         self.monitors.arrived();
         self.metrics.record_arrival(flow.index());
         self.runnable.push_back(request);
+        request
+    }
+
+    /// Caller `worker` of the closed loop `id` sends its next request.
+    fn on_worker_sends(&mut self, id: LoadId, worker: u32) {
+        self.loads[id.index()].workers[worker as usize] += 1;
+        let request = self.spawn(id);
+        self.request_mut(request.slot).worker = Some((id, worker));
+    }
+
+    /// The request of caller `worker` of the closed loop `id` has ended: it thinks, then
+    /// sends again, unless it has sent its iterations or its load's time is up.
+    fn worker_done_with(&mut self, id: LoadId, worker: u32) {
+        let Arrivals::Closed(closed) = self.scenario.loads[id.index()].arrivals else {
+            unreachable!("only closed-loop requests have a caller");
+        };
+        let state = &mut self.loads[id.index()];
+        let sent = state.workers[worker as usize];
+        let think = state.rng.duration(&closed.think);
+        let next = self.now.saturating_add(think);
+        let more = closed.iterations.is_none_or(|n| sent < n)
+            && closed.until.is_none_or(|until| next < until);
+        if more {
+            self.events
+                .schedule(next, Event::WorkerSends { load: id, worker });
+        } else {
+            state.workers_active -= 1;
+            if state.workers_active == 0 {
+                self.loads_active -= 1;
+            }
+        }
     }
 
     fn allocate(&mut self, request: Request) -> RequestRef {
@@ -1740,6 +1811,7 @@ impl<'s> Simulator<'s> {
         );
         let request = self.request(slot);
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
+        let worker = request.worker;
         self.metrics
             .record_end(flow.index(), outcome, latency.as_nanos());
         if let Some(http) = &mut self.http {
@@ -1748,6 +1820,9 @@ impl<'s> Simulator<'s> {
         self.in_flight -= 1;
         self.monitors.ended();
         self.free(slot);
+        if let Some((load, worker)) = worker {
+            self.worker_done_with(load, worker);
+        }
     }
 
     fn free(&mut self, slot: u32) {

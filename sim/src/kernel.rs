@@ -95,6 +95,11 @@ pub(crate) enum Class {
 pub(crate) enum Event {
     /// The next arrival (or burst) of a load generator.
     Arrival(LoadId),
+    /// Caller `worker` of a closed-loop load sends its next request.
+    WorkerSends {
+        load: LoadId,
+        worker: u32,
+    },
     /// A timer a request set: what it means is its kind, and the request's stage says the
     /// same (the two are checked against each other).
     RequestTimer {
@@ -115,7 +120,7 @@ impl Event {
             Event::Redis(event) => event.class(),
             Event::Database(event) => event.class(),
             Event::FaultStarts(_) | Event::FaultEnds(_) => Class::Fault,
-            Event::Arrival(_) => Class::Arrival,
+            Event::Arrival(_) | Event::WorkerSends { .. } => Class::Arrival,
         }
     }
 }

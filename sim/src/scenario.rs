@@ -950,6 +950,26 @@ pub enum Arrivals {
     Poisson { rate: Rate, end: LoadEnd },
     /// `count` requests at `start`, in order.
     Burst { count: u64 },
+    /// A closed loop: callers that each send one request, wait for its end, think, and send
+    /// the next (a load generator's connections, a sync client's workers).
+    Closed(ClosedLoop),
+}
+
+/// A closed-loop load. Each iteration is one request with its own outcome; a caller sends
+/// nothing while its request is in flight, so a load of hung requests stops sending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClosedLoop {
+    /// Callers, at least one.
+    pub workers: u32,
+    /// The wait between a request's end and the same caller's next request.
+    pub think: Distribution,
+    /// Caller `i` sends its first request at `start + stagger × i / workers`.
+    pub stagger: SimDuration,
+    /// Requests per caller; `None` for no limit.
+    pub iterations: Option<u64>,
+    /// No request is sent at or after this instant; `None` for no limit. At least one of
+    /// `iterations` and `until` is set.
+    pub until: Option<SimTime>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
