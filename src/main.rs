@@ -5,6 +5,7 @@
 //! failed, a run was cut short by its budget, or a run broke an invariant (a monitor fired);
 //! 2 when the file or the command line is wrong.
 
+mod html;
 mod seeds;
 mod table;
 
@@ -40,7 +41,7 @@ enum Command {
         seed: Option<u64>,
         /// Run on every seed of a range, `A..B`, or `stated` for the range the file states
         /// (`[scenario] seeds`), and show each expectation across them (no other output).
-        #[arg(long, value_name = "RANGE", conflicts_with_all = ["json", "events", "csv", "plot"])]
+        #[arg(long, value_name = "RANGE", conflicts_with_all = ["json", "events", "html", "csv", "plot"])]
         seeds: Option<String>,
         /// Write the full report (summaries and time series) as JSON to this file.
         #[arg(long, value_name = "PATH")]
@@ -49,6 +50,10 @@ enum Command {
         /// as JSON lines to this file.
         #[arg(long, value_name = "PATH")]
         events: Option<PathBuf>,
+        /// Write one self-contained HTML page: the table, the expectations, the charts and the
+        /// state changes.
+        #[arg(long, value_name = "PATH")]
+        html: Option<PathBuf>,
         /// Write series.csv and summary.csv into this directory.
         #[arg(long, value_name = "DIR")]
         csv: Option<PathBuf>,
@@ -110,6 +115,7 @@ fn main() -> ExitCode {
             seeds: _,
             json,
             events,
+            html,
             csv,
             plot,
             quiet,
@@ -127,6 +133,7 @@ fn main() -> ExitCode {
                 Outputs {
                     json: json.as_deref(),
                     events: events.as_deref(),
+                    html: html.as_deref(),
                     csv: csv.as_deref(),
                     plot: plot.as_deref(),
                 },
@@ -196,6 +203,7 @@ fn run_seeds(file: &Path, range: &str, quiet: bool) -> ExitCode {
 struct Outputs<'a> {
     json: Option<&'a Path>,
     events: Option<&'a Path>,
+    html: Option<&'a Path>,
     csv: Option<&'a Path>,
     plot: Option<&'a Path>,
 }
@@ -204,6 +212,7 @@ fn run(file: &Path, seed: Option<u64>, bugs: Bugs, quiet: bool, outputs: Outputs
     let Outputs {
         json,
         events,
+        html,
         csv,
         plot,
     } = outputs;
@@ -270,7 +279,8 @@ fn run(file: &Path, seed: Option<u64>, bugs: Bugs, quiet: bool, outputs: Outputs
             );
         }
     }
-    failed |= !check_expectations(&scenario, &report);
+    let checked = evaluate(&scenario, &report);
+    failed |= !check_expectations(&checked);
     let outputs: [(Option<&Path>, Writer); 4] = [
         (json, write_json),
         (events, write_events),
@@ -289,6 +299,16 @@ fn run(file: &Path, seed: Option<u64>, bugs: Bugs, quiet: bool, outputs: Outputs
                     eprintln!("{message}");
                     return ExitCode::from(2);
                 }
+            }
+        }
+    }
+    if let Some(path) = html {
+        let command = format!("outagelab run {} --seed {}", file.display(), scenario.seed);
+        match write_html(&report, &checked, &command, path) {
+            Ok(()) => eprintln!("wrote {}", path.display()),
+            Err(message) => {
+                eprintln!("{message}");
+                return ExitCode::from(2);
             }
         }
     }
@@ -317,7 +337,11 @@ fn check_outputs(file: &Path, outputs: Outputs) -> Result<(), String> {
             .unwrap_or_else(|_| path.to_owned())
     };
     let input = absolute(file);
-    let files = [("--json", outputs.json), ("--events", outputs.events)];
+    let files = [
+        ("--json", outputs.json),
+        ("--events", outputs.events),
+        ("--html", outputs.html),
+    ];
     let files: Vec<(&str, &Path, PathBuf)> = files
         .into_iter()
         .filter_map(|(flag, path)| Some((flag, path.filter(|p| *p != Path::new("-"))?)))
@@ -474,36 +498,58 @@ impl Progress {
     }
 }
 
-/// Prints a count of the expectations that held and every one that did not; returns whether
-/// all held.
-fn check_expectations(scenario: &ScenarioFile, report: &RunReport) -> bool {
-    let (mut held, mut failures) = (0, Vec::new());
+/// One expectation of one variant, checked.
+pub struct Checked {
+    pub variant: String,
+    pub expectation: String,
+    pub passed: bool,
+    /// The metric's value (`no value` when it has none), or why it could not be read.
+    pub actual: Result<String, String>,
+    /// `file:line:column`.
+    pub location: String,
+}
+
+/// Every expectation of every variant, in the file's order.
+fn evaluate(scenario: &ScenarioFile, report: &RunReport) -> Vec<Checked> {
+    let mut checked = Vec::new();
     for (variant, result) in scenario.variants.iter().zip(&report.variants) {
         for located in &variant.expectations {
             let expectation = &located.expectation;
-            match expectation.evaluate(&result.summary) {
-                Ok(evaluation) if evaluation.passed => held += 1,
-                Ok(evaluation) => {
-                    let actual = evaluation
+            let (passed, actual) = match expectation.evaluate(&result.summary) {
+                Ok(evaluation) => (
+                    evaluation.passed,
+                    Ok(evaluation
                         .actual
-                        .map_or_else(|| "no value".to_owned(), |value| value.to_string());
-                    failures.push(format!(
-                        "  FAIL  {}: {expectation} (actual {actual})  [{}]",
-                        variant.name, located.location
-                    ));
-                }
-                Err(message) => failures.push(format!(
-                    "  FAIL  {}: {expectation}: {message}  [{}]",
-                    variant.name, located.location
-                )),
-            }
+                        .map_or_else(|| "no value".to_owned(), |value| value.to_string())),
+                ),
+                Err(message) => (false, Err(message)),
+            };
+            checked.push(Checked {
+                variant: variant.name.clone(),
+                expectation: expectation.to_string(),
+                passed,
+                actual,
+                location: located.location.to_string(),
+            });
         }
     }
-    if held + failures.len() > 0 {
+    checked
+}
+
+/// Prints a count of the expectations that held and every one that did not; returns whether
+/// all held.
+fn check_expectations(checked: &[Checked]) -> bool {
+    let failures: Vec<&Checked> = checked.iter().filter(|c| !c.passed).collect();
+    if !checked.is_empty() {
+        let held = checked.len() - failures.len();
         let mut text = format!("\nexpectations: {held} held, {} failed\n", failures.len());
         for failure in &failures {
-            text.push_str(failure);
-            text.push('\n');
+            let (variant, expectation) = (&failure.variant, &failure.expectation);
+            let line = match &failure.actual {
+                Ok(actual) => format!("  FAIL  {variant}: {expectation} (actual {actual})"),
+                Err(message) => format!("  FAIL  {variant}: {expectation}: {message}"),
+            };
+            text.push_str(&format!("{line}  [{}]\n", failure.location));
         }
         say(&text);
     }
@@ -528,6 +574,23 @@ fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
     write::replace_file(path, write::to_json(report).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(vec![path.to_owned()])
+}
+
+fn write_html(
+    report: &RunReport,
+    checked: &[Checked],
+    command: &str,
+    path: &Path,
+) -> Result<(), String> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    let charts = outagelab_plots::svg_charts(report)
+        .map_err(|e| format!("cannot draw the charts for {}: {e}", path.display()))?;
+    let page = html::document(report, checked, &charts, command);
+    write::replace_file(path, page.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 fn write_events(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {

@@ -4,10 +4,11 @@ use std::fmt::Write as _;
 
 use outagelab_report::{Outcome, RunReport, VariantReport};
 
-/// A plain-text table: the first column left-aligned, the others right-aligned.
-struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
+/// A table of cells: printed as plain text (the first column left-aligned, the others
+/// right-aligned) or written into the HTML report.
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
 }
 
 impl Table {
@@ -52,6 +53,21 @@ pub fn render(report: &RunReport) -> String {
         variants.len(),
         if variants.len() == 1 { "" } else { "s" }
     );
+    out.push_str(&summary_table(report).render());
+    for note in notes(report) {
+        writeln!(out, "{note}").unwrap();
+    }
+    if let Some(flows) = flows_table(report) {
+        out.push_str("\nlatency by flow: p50 ms, then errors and unfinished requests if any\n\n");
+        out.push_str(&flows.render());
+    }
+    out
+}
+
+/// One row per variant: requests, outcomes that occurred, HTTP 5xx share and window (with an
+/// `[http]` table), latency percentiles, peak concurrency per database.
+pub fn summary_table(report: &RunReport) -> Table {
+    let variants = &report.variants;
     let errors: Vec<Outcome> = Outcome::ALL
         .into_iter()
         .filter(|&o| o.is_error() && variants.iter().any(|v| count(v, o) > 0))
@@ -116,76 +132,81 @@ pub fn render(report: &RunReport) -> String {
             row
         })
         .collect();
-    out.push_str(&Table { header, rows }.render());
-    if let Some(first) = variants.first() {
+    Table { header, rows }
+}
+
+/// What the summary table needs said under it: the percentile rule, series cut short, runs
+/// that ended before completing.
+pub fn notes(report: &RunReport) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(first) = report.variants.first() {
         let rule = match first.percentile_rule {
             outagelab_report::PercentileRule::NearestRank => "nearest rank",
             outagelab_report::PercentileRule::FloorIndex => "floor index",
         };
-        writeln!(
-            out,
+        notes.push(format!(
             "(latency percentiles over all ended requests, {rule} rule)"
-        )
-        .unwrap();
+        ));
     }
-    for variant in variants.iter().filter(|v| v.series.truncated) {
-        writeln!(
-            out,
+    for variant in report.variants.iter().filter(|v| v.series.truncated) {
+        notes.push(format!(
             "note: \"{}\" ran past the {} buckets a series keeps; its time series stops there \
              (set [run] horizon, or widen [metrics] bucket)",
             variant.name,
             outagelab_sim::BUCKETS_MAX
-        )
-        .unwrap();
+        ));
     }
-    for variant in variants.iter().filter(|v| v.verdict.name() != "completed") {
-        writeln!(
-            out,
+    for variant in report.variants.iter().filter(|v| v.verdict.name() != "completed") {
+        notes.push(format!(
             "note: \"{}\" ended by {} at {} ms",
             variant.name,
             variant.verdict.name(),
             variant.end_ms
-        )
-        .unwrap();
+        ));
     }
+    notes
+}
+
+/// p50 latency by flow, with the errors and unfinished requests of each; `None` with one flow.
+pub fn flows_table(report: &RunReport) -> Option<Table> {
+    let variants = &report.variants;
     let flows: Vec<&String> = variants
         .first()
         .map(|v| v.summary.flows.keys().collect())
         .unwrap_or_default();
-    if flows.len() > 1 {
-        out.push_str("\nlatency by flow: p50 ms, then errors and unfinished requests if any\n\n");
-        let mut header = vec!["variant".to_owned()];
-        header.extend(flows.iter().map(|f| (*f).clone()));
-        let rows = variants
-            .iter()
-            .map(|v| {
-                let mut row = vec![v.name.clone()];
-                row.extend(flows.iter().map(|flow| {
-                    let Some(summary) = v.summary.flows.get(*flow) else {
-                        return "-".to_owned();
-                    };
-                    let p50 = ms(summary.latency_ms.get("all").and_then(|l| l.p50));
-                    let mut errors: Vec<String> = summary
-                        .outcomes
-                        .iter()
-                        .filter(|(name, n)| name.as_str() != "ok" && **n > 0)
-                        .map(|(name, n)| format!("{n} {name}"))
-                        .collect();
-                    if summary.unfinished > 0 {
-                        errors.push(format!("{} unfinished", summary.unfinished));
-                    }
-                    if errors.is_empty() {
-                        p50
-                    } else {
-                        format!("{p50} ({})", errors.join(", "))
-                    }
-                }));
-                row
-            })
-            .collect();
-        out.push_str(&Table { header, rows }.render());
+    if flows.len() <= 1 {
+        return None;
     }
-    out
+    let mut header = vec!["variant".to_owned()];
+    header.extend(flows.iter().map(|f| (*f).clone()));
+    let rows = variants
+        .iter()
+        .map(|v| {
+            let mut row = vec![v.name.clone()];
+            row.extend(flows.iter().map(|flow| {
+                let Some(summary) = v.summary.flows.get(*flow) else {
+                    return "-".to_owned();
+                };
+                let p50 = ms(summary.latency_ms.get("all").and_then(|l| l.p50));
+                let mut errors: Vec<String> = summary
+                    .outcomes
+                    .iter()
+                    .filter(|(name, n)| name.as_str() != "ok" && **n > 0)
+                    .map(|(name, n)| format!("{n} {name}"))
+                    .collect();
+                if summary.unfinished > 0 {
+                    errors.push(format!("{} unfinished", summary.unfinished));
+                }
+                if errors.is_empty() {
+                    p50
+                } else {
+                    format!("{p50} ({})", errors.join(", "))
+                }
+            }));
+            row
+        })
+        .collect();
+    Some(Table { header, rows })
 }
 
 fn count(variant: &VariantReport, outcome: Outcome) -> u64 {

@@ -105,6 +105,18 @@ pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, Plot
     Ok(written)
 }
 
+/// Every chart for `report` as an SVG document, named as [`write_charts`] names its files, in
+/// the same order: for a report that embeds them (the HTML report).
+pub fn svg_charts(report: &RunReport) -> Result<Vec<(&'static str, String)>, String> {
+    if !embedded_font_registered() {
+        return Err("the embedded DejaVu Sans font could not be loaded".to_owned());
+    }
+    charts(report)
+        .iter()
+        .map(|chart| Ok((chart.name, render::svg(chart)?)))
+        .collect()
+}
+
 fn charts(report: &RunReport) -> Vec<Chart> {
     let mut charts = vec![
         outage::chart(report),
