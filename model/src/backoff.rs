@@ -132,7 +132,7 @@ impl BackoffConfig {
 
     /// One step: `ceil(delay · factor_permille / 1000)`, capped at the ceiling. Strictly
     /// greater than `delay` below the ceiling whenever `factor_permille > 1000`.
-    fn grow(&self, delay: SimDuration) -> SimDuration {
+    pub(crate) fn grow(&self, delay: SimDuration) -> SimDuration {
         if delay >= self.ceiling {
             return self.ceiling;
         }

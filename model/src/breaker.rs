@@ -1,12 +1,18 @@
 //! Circuit breaker: opens on consecutive failures or on a failure rate over a sliding window.
 //!
 //! ```text
-//!              the trip rule fires                              open_for has passed
+//!              the trip rule fires                         the opening has passed
 //!   Closed ───────────────────────────────────────▶ Open ───────────────────────▶ HalfOpen
 //!     ▲                                               ▲                              │
-//!     │          probes_max probes succeeded           │  a probe failed              │
+//!     │          the probes decide to close            │  the probes decide to reopen, │
+//!     │                                                │  or half_open_max_wait passed │
 //!     └────────────────────────────────────────────── ┴──────────────────────────────┘
 //! ```
+//!
+//! Every knob below has a default that keeps the breaker described first (all probes must
+//! succeed, uncounted results ignored, no half-open limit, openings of `open_for` each, the
+//! rate compared after every result); `crate::presets` names the combinations other
+//! libraries use.
 //!
 //! # Trip rules ([`Trip`])
 //!
@@ -38,11 +44,38 @@
 //! when the breaker opens and nothing is tallied while it is open or half-open, so when it
 //! closes again the tally starts empty (no run of failures, an empty window).
 //!
+//! [`EvaluateOn::Failure`] compares the rate only after a failure (Polly, opossum): then a
+//! success never opens the breaker, and the window that reached `min_calls` on a success
+//! opens at the next failure if the rate still holds.
+//!
 //! # Half-open
 //!
-//! Identical for every trip rule: after `open_for` the breaker admits at most `probes_max`
-//! probes; all of them must succeed to close it; one failed probe reopens it for a full
-//! `open_for`; an ignored probe frees its slot for another probe.
+//! The same for every trip rule: when the opening has passed the breaker admits at most
+//! `probes_max` probes, and decides by its [`HalfOpenRule`]:
+//!
+//! - [`HalfOpenRule::AllProbesSucceed`] (the default): all of them must succeed to close it;
+//!   the first failed probe reopens it.
+//! - [`HalfOpenRule::FailureRate`] (resilience4j): once `probes_max` probes have reported, it
+//!   opens if `failures × 1000 >= rate_permille × probes_max` (the trip rule's rate) and
+//!   closes otherwise.
+//!
+//! An ignored probe frees its slot for another probe. With `half_open_max_wait`, a breaker
+//! whose probes have not decided within that time of the first probe's admission opens
+//! again, dated at that instant (resilience4j's `maxWaitDurationInHalfOpenState`; its
+//! half-open state starts at the first call after the wait, which is that first probe).
+//!
+//! # Openings
+//!
+//! An opening from closed lasts `open_for`. A reopening from half-open (no close in between)
+//! lasts the previous opening times `open_for_factor_permille / 1000`, rounded up to a
+//! nanosecond, capped at `open_for_max` (the [`crate::backoff`] step); closing starts again
+//! from `open_for`. With the default factor of one every opening lasts `open_for`.
+//!
+//! # Uncounted results
+//!
+//! [`UncountedAs::Ignored`] (the default) leaves [`CallOutcome::Ignored`] out of everything
+//! above; [`UncountedAs::Success`] takes it for a success everywhere (resilience4j and
+//! opossum count an error they are told not to record as a success).
 //!
 //! # Which results count: the classifier lives with the caller
 //!
@@ -66,8 +99,8 @@
 //! [`TRANSITIONS_HELD_MAX`] transitions wait to be polled; beyond that the oldest is dropped
 //! and counted in [`Breaker::transitions_dropped`], never lost silently. The simulator drains
 //! the queue after every `on_result` (`sim/src/engine.rs`, `end_step`); between two drains only
-//! `try_admit` runs, which makes at most one transition (`Open -> HalfOpen`), so it never drops
-//! one. (Today it discards what it drains: the report counts openings through
+//! `try_admit` runs, which makes at most two transitions (`HalfOpen -> Open` when
+//! `half_open_max_wait` has passed, then `Open -> HalfOpen`), so it never drops one. (Today it discards what it drains: the report counts openings through
 //! [`Breaker::opened_total`] and shows the final state through [`Breaker::state_at`].)
 //!
 //! # Call order and invariants
@@ -88,14 +121,17 @@
 //!   or tally. A clone of a breaker accepts the tickets of the original (they share their
 //!   state up to the clone).
 //! - In `HalfOpen`, at most `probes_max` tickets are admitted; while they are out, every other
-//!   caller is rejected. A probe that never reports back keeps the breaker half-open: that is
-//!   the behaviour of a real breaker whose probe hangs, and a scenario can show it.
+//!   caller is rejected. Without `half_open_max_wait`, a probe that never reports back keeps
+//!   the breaker half-open: that is the behaviour of a real breaker whose probe hangs, and a
+//!   scenario can show it.
+//! - An opening lasts at least `open_for` and at most `open_for_max`.
 //! - Memory is bounded by the configuration: a count window holds at most
 //!   [`WINDOW_CALLS_MAX`] results, a time window at most [`WINDOW_SLOTS_MAX`] slots, the
 //!   transition queue at most [`TRANSITIONS_HELD_MAX`] transitions.
 
 use std::collections::VecDeque;
 
+use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use crate::config::ConfigError;
 use crate::instance::InstanceId;
 use crate::time::{LatestTime, SimDuration, SimTime};
@@ -155,6 +191,51 @@ pub struct BreakerConfig {
     open_for: SimDuration,
     probes_max: u32,
     late_failures: LateFailures,
+    half_open_rule: HalfOpenRule,
+    uncounted_as: UncountedAs,
+    /// How long a half-open breaker waits for its probes, from the first probe's admission.
+    half_open_max_wait: Option<SimDuration>,
+    /// The open duration of consecutive openings: `open_for`, then grown by its factor up to
+    /// its ceiling (a factor of one, the default, keeps every opening at `open_for`).
+    open_growth: BackoffConfig,
+    evaluate_on: EvaluateOn,
+}
+
+/// How a half-open breaker decides from its probes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HalfOpenRule {
+    /// Every probe must succeed; the first failed probe reopens the breaker (Polly, opossum,
+    /// gobreaker, and outagelab before the knob existed).
+    #[default]
+    AllProbesSucceed,
+    /// Once `probes_max` probes have reported, the breaker opens if their failures reach the
+    /// trip rule's rate (`failures × 1000 >= rate_permille × probes_max`) and closes
+    /// otherwise (resilience4j's `permittedNumberOfCallsInHalfOpenState`). Needs a
+    /// [`Trip::FailureRate`] rule.
+    FailureRate,
+}
+
+/// What a [`CallOutcome::Ignored`] result counts as.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UncountedAs {
+    /// Nothing: it neither enters the tally nor decides a probe, and a probe so ended frees its
+    /// slot (resilience4j's `ignoreExceptions`).
+    #[default]
+    Ignored,
+    /// A success (resilience4j's exceptions outside `recordExceptions`; opossum's
+    /// `errorFilter`).
+    Success,
+}
+
+/// After which results a closed failure-rate breaker compares its rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EvaluateOn {
+    /// After every recorded result (resilience4j).
+    #[default]
+    Any,
+    /// Only after a failure (Polly, opossum, gobreaker): a success never opens the breaker,
+    /// even the one that brings the window up to `min_calls`.
+    Failure,
 }
 
 /// What a counted failure does when the call it ends was admitted in an earlier state (a call
@@ -310,7 +391,125 @@ impl BreakerConfig {
             open_for,
             probes_max,
             late_failures: LateFailures::Ignored,
+            half_open_rule: HalfOpenRule::AllProbesSucceed,
+            uncounted_as: UncountedAs::Ignored,
+            half_open_max_wait: None,
+            open_growth: BackoffConfig::new(open_for, FACTOR_PERMILLE_ONE, open_for, Jitter::None)?,
+            evaluate_on: EvaluateOn::Any,
         })
+    }
+
+    /// The same config with `half_open_rule` as given (the default is
+    /// [`HalfOpenRule::AllProbesSucceed`]). [`HalfOpenRule::FailureRate`] needs a
+    /// [`Trip::FailureRate`] rule: its rate is the one the probes are held to.
+    pub fn with_half_open_rule(self, half_open_rule: HalfOpenRule) -> Result<Self, ConfigError> {
+        if half_open_rule == HalfOpenRule::FailureRate
+            && let Trip::Consecutive { .. } = self.trip
+        {
+            return Err(ConfigError::new(
+                "half_open_rule",
+                "\"failure_rate\" holds the probes to the failure_rate rule's percent, and this \
+                 breaker opens on consecutive failures: give it failure_rate, or keep \
+                 \"all_probes_succeed\"",
+            ));
+        }
+        Ok(BreakerConfig {
+            half_open_rule,
+            ..self
+        })
+    }
+
+    /// The same config with uncounted ([`CallOutcome::Ignored`]) results counted as given (the
+    /// default is [`UncountedAs::Ignored`]).
+    pub fn with_uncounted_as(self, uncounted_as: UncountedAs) -> Self {
+        BreakerConfig {
+            uncounted_as,
+            ..self
+        }
+    }
+
+    /// The same config with a limit on how long a half-open breaker waits for its probes,
+    /// counted from the first probe's admission; when it passes before the probes decide, the
+    /// breaker opens again (resilience4j's `maxWaitDurationInHalfOpenState`). `None`, the
+    /// default, waits for ever.
+    pub fn with_half_open_max_wait(
+        self,
+        half_open_max_wait: Option<SimDuration>,
+    ) -> Result<Self, ConfigError> {
+        if half_open_max_wait.is_some_and(SimDuration::is_zero) {
+            return Err(ConfigError::new(
+                "half_open_max_wait",
+                "must be longer than zero (leave it out to wait for the probes for ever)",
+            ));
+        }
+        Ok(BreakerConfig {
+            half_open_max_wait,
+            ..self
+        })
+    }
+
+    /// The same config with openings that grow: an opening that follows a half-open breaker
+    /// (no close in between) lasts `factor_permille / 1000` times the one before, up to
+    /// `open_for_max`; closing starts again from `open_for` (resilience4j's exponential
+    /// wait-interval function, Polly v8's break-duration generator). Each step rounds up to a
+    /// nanosecond, as the backoff does.
+    pub fn with_open_growth(
+        self,
+        factor_permille: u32,
+        open_for_max: SimDuration,
+    ) -> Result<Self, ConfigError> {
+        let open_growth =
+            BackoffConfig::new(self.open_for, factor_permille, open_for_max, Jitter::None)
+                .map_err(|error| match error.field {
+                    "factor_permille" => ConfigError::new("open_for_factor", error.reason),
+                    "ceiling" => ConfigError::new(
+                        "open_for_max",
+                        format!(
+                            "must be at least open_for ({}): it caps openings that start there",
+                            self.open_for
+                        ),
+                    ),
+                    _ => error,
+                })?;
+        Ok(BreakerConfig {
+            open_growth,
+            ..self
+        })
+    }
+
+    /// The same config comparing the failure rate after the results given (the default is
+    /// [`EvaluateOn::Any`]).
+    pub fn with_evaluate_on(self, evaluate_on: EvaluateOn) -> Self {
+        BreakerConfig {
+            evaluate_on,
+            ..self
+        }
+    }
+
+    pub fn half_open_rule(&self) -> HalfOpenRule {
+        self.half_open_rule
+    }
+
+    pub fn uncounted_as(&self) -> UncountedAs {
+        self.uncounted_as
+    }
+
+    pub fn half_open_max_wait(&self) -> Option<SimDuration> {
+        self.half_open_max_wait
+    }
+
+    /// The growth factor of consecutive openings, in thousandths (1000: they do not grow).
+    pub fn open_for_factor_permille(&self) -> u32 {
+        self.open_growth.factor_permille()
+    }
+
+    /// The longest an opening lasts (`open_for` when openings do not grow).
+    pub fn open_for_max(&self) -> SimDuration {
+        self.open_growth.ceiling()
+    }
+
+    pub fn evaluate_on(&self) -> EvaluateOn {
+        self.evaluate_on
     }
 
     /// The same config with `late_failures` as given (the default is
@@ -439,8 +638,15 @@ pub struct Breaker {
     /// The results recorded while closed, as the trip rule needs them.
     tally: Tally,
     opened_at: SimTime,
+    /// How long the current (or last) opening lasts: `open_for`, grown on each reopening
+    /// from half-open when the config says so.
+    open_duration: SimDuration,
     probes_admitted: u32,
     probes_succeeded: u32,
+    /// Failed probes, for [`HalfOpenRule::FailureRate`].
+    probes_failed: u32,
+    /// When the first probe of this half-open period was admitted, for `half_open_max_wait`.
+    first_probe_at: Option<SimTime>,
     /// The latest `now` seen; an earlier `now` is taken as this one.
     latest: LatestTime,
     /// Transitions not yet polled, oldest first; at most `TRANSITIONS_HELD_MAX`.
@@ -460,8 +666,11 @@ impl Breaker {
             epoch: 0,
             tally: Tally::new(config.trip),
             opened_at: SimTime::ZERO,
+            open_duration: config.open_for,
             probes_admitted: 0,
             probes_succeeded: 0,
+            probes_failed: 0,
+            first_probe_at: None,
             latest: LatestTime::new(),
             transitions: VecDeque::with_capacity(TRANSITIONS_HELD_MAX),
             transitions_dropped: 0,
@@ -479,12 +688,25 @@ impl Breaker {
         self.state
     }
 
-    /// The state at `now`, counting an `Open` whose `open_for` has passed as `HalfOpen`
-    /// (without changing anything).
+    /// The state at `now`, counting an `Open` whose `open_for` has passed as `HalfOpen`, and
+    /// a `HalfOpen` whose `half_open_max_wait` has passed as `Open` (then `HalfOpen` again once
+    /// that opening has passed), without changing anything.
     pub fn state_at(&self, now: SimTime) -> BreakerState {
-        match self.next_deadline() {
-            Some(deadline) if self.latest.at(now) >= deadline => BreakerState::HalfOpen,
-            _ => self.state,
+        let now = self.latest.at(now);
+        match self.state {
+            BreakerState::Open if now >= self.open_deadline() => BreakerState::HalfOpen,
+            BreakerState::HalfOpen => match self.half_open_deadline() {
+                Some(expiry) if now >= expiry => {
+                    let reopened_for = self.config.open_growth.grow(self.open_duration);
+                    if now >= expiry.saturating_add(reopened_for) {
+                        BreakerState::HalfOpen
+                    } else {
+                        BreakerState::Open
+                    }
+                }
+                _ => BreakerState::HalfOpen,
+            },
+            state => state,
         }
     }
 
@@ -505,23 +727,41 @@ impl Breaker {
         self.tally.window_counts(self.latest.at(now))
     }
 
-    /// When the breaker next changes state on its own (Open -> HalfOpen), if it will.
+    /// When the breaker next changes state on its own, if it will: Open -> HalfOpen when the
+    /// opening has passed; HalfOpen -> Open when `half_open_max_wait` has passed since the
+    /// first probe was admitted.
     pub fn next_deadline(&self) -> Option<SimTime> {
         match self.state {
-            BreakerState::Open => Some(self.opened_at.saturating_add(self.config.open_for)),
-            BreakerState::Closed | BreakerState::HalfOpen => None,
+            BreakerState::Open => Some(self.open_deadline()),
+            BreakerState::HalfOpen => self.half_open_deadline(),
+            BreakerState::Closed => None,
         }
     }
 
-    /// Applies the passage of time: an `Open` breaker whose `open_for` has passed turns
-    /// `HalfOpen` (its transition is dated at the deadline).
+    /// How long the current (or last) opening lasts: `open_for`, unless openings grow.
+    pub fn open_duration(&self) -> SimDuration {
+        self.open_duration
+    }
+
+    fn open_deadline(&self) -> SimTime {
+        self.opened_at.saturating_add(self.open_duration)
+    }
+
+    fn half_open_deadline(&self) -> Option<SimTime> {
+        let wait = self.config.half_open_max_wait?;
+        Some(self.first_probe_at?.saturating_add(wait))
+    }
+
+    /// Applies the passage of time: an `Open` breaker whose opening has passed turns
+    /// `HalfOpen`, a `HalfOpen` one whose `half_open_max_wait` has passed turns `Open` (each
+    /// transition is dated at its deadline).
     pub fn handle_timeout(&mut self, now: SimTime) {
         self.observe(now);
     }
 
     /// Asks to make one call now.
     pub fn try_admit(&mut self, now: SimTime) -> Admit {
-        self.observe(now);
+        let now = self.observe(now);
         match self.state {
             BreakerState::Closed => Admit::Yes(Ticket {
                 owner: self.id,
@@ -532,6 +772,7 @@ impl Breaker {
             BreakerState::HalfOpen => {
                 if self.probes_admitted < self.config.probes_max {
                     self.probes_admitted += 1;
+                    self.first_probe_at.get_or_insert(now);
                     Admit::Yes(Ticket {
                         owner: self.id,
                         epoch: self.epoch,
@@ -550,6 +791,10 @@ impl Breaker {
     pub fn on_result(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
         self.id.assert_issued(ticket.owner, "a ticket", "breaker");
         let now = self.observe(now);
+        let outcome = match (outcome, self.config.uncounted_as) {
+            (CallOutcome::Ignored, UncountedAs::Success) => CallOutcome::Success,
+            (outcome, _) => outcome,
+        };
         if ticket.epoch != self.epoch {
             if outcome == CallOutcome::Failure && self.config.late_failures == LateFailures::Counted
             {
@@ -559,7 +804,8 @@ impl Breaker {
         }
         match (self.state, outcome) {
             (BreakerState::Closed, CallOutcome::Success) => {
-                if self.tally.record(now, false) {
+                let reached = self.tally.record(now, false);
+                if reached && self.config.evaluate_on == EvaluateOn::Any {
                     self.open(now);
                 }
             }
@@ -569,15 +815,10 @@ impl Breaker {
                 }
             }
             (BreakerState::Closed, CallOutcome::Ignored) => {}
-            (BreakerState::HalfOpen, CallOutcome::Success) => {
+            (BreakerState::HalfOpen, CallOutcome::Success | CallOutcome::Failure) => {
                 debug_assert!(ticket.probe, "a half-open ticket is a probe");
-                self.probes_succeeded += 1;
-                if self.probes_succeeded >= self.config.probes_max {
-                    debug_assert!(self.tally.is_empty(), "cleared when the breaker opened");
-                    self.move_to(now, BreakerState::Closed);
-                }
+                self.probe_reported(now, outcome == CallOutcome::Failure);
             }
-            (BreakerState::HalfOpen, CallOutcome::Failure) => self.open(now),
             // An uncounted probe result frees its slot for another probe.
             (BreakerState::HalfOpen, CallOutcome::Ignored) => self.probes_admitted -= 1,
             // No ticket of the current epoch exists while open: none is issued while open,
@@ -594,17 +835,71 @@ impl Breaker {
         self.transitions.pop_front()
     }
 
-    /// Takes `now` into account: clamps it to the latest instant seen, and turns an `Open`
-    /// breaker whose `open_for` has passed `HalfOpen`. Returns the instant to use.
+    /// A probe of the current half-open period reported a success or a failure.
+    fn probe_reported(&mut self, now: SimTime, failed: bool) {
+        match self.config.half_open_rule {
+            HalfOpenRule::AllProbesSucceed if failed => self.open(now),
+            HalfOpenRule::AllProbesSucceed => {
+                self.probes_succeeded += 1;
+                if self.probes_succeeded >= self.config.probes_max {
+                    self.close(now);
+                }
+            }
+            HalfOpenRule::FailureRate => {
+                if failed {
+                    self.probes_failed += 1;
+                } else {
+                    self.probes_succeeded += 1;
+                }
+                let reported = self.probes_failed + self.probes_succeeded;
+                if reported >= self.config.probes_max {
+                    let Trip::FailureRate { rate_permille, .. } = self.config.trip else {
+                        unreachable!("the config refuses a rate rule for probes without one");
+                    };
+                    let counts = WindowCounts {
+                        calls: u64::from(reported),
+                        failures: u64::from(self.probes_failed),
+                    };
+                    if rate_reached(counts, rate_permille, 1) {
+                        self.open(now);
+                    } else {
+                        self.close(now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, now: SimTime) {
+        debug_assert!(self.tally.is_empty(), "cleared when the breaker opened");
+        self.open_duration = self.config.open_for;
+        self.move_to(now, BreakerState::Closed);
+    }
+
+    /// Takes `now` into account: clamps it to the latest instant seen, turns a `HalfOpen`
+    /// breaker whose `half_open_max_wait` has passed `Open`, and an `Open` one whose opening
+    /// has passed `HalfOpen` (at most these two transitions, in this order: a breaker that
+    /// has just turned half-open has admitted no probe, so it has no half-open deadline).
+    /// Returns the instant to use.
     fn observe(&mut self, now: SimTime) -> SimTime {
         let now = self.latest.observe(now);
-        if let Some(deadline) = self.next_deadline()
-            && now >= deadline
+        if self.state == BreakerState::HalfOpen
+            && let Some(expiry) = self.half_open_deadline()
+            && now >= expiry
         {
-            self.probes_admitted = 0;
-            self.probes_succeeded = 0;
-            self.move_to(deadline, BreakerState::HalfOpen);
+            self.open(expiry);
         }
+        if self.state == BreakerState::Open {
+            let deadline = self.open_deadline();
+            if now >= deadline {
+                self.probes_admitted = 0;
+                self.probes_succeeded = 0;
+                self.probes_failed = 0;
+                self.first_probe_at = None;
+                self.move_to(deadline, BreakerState::HalfOpen);
+            }
+        }
+        debug_assert!(self.next_deadline().is_none_or(|deadline| deadline > now));
         now
     }
 
@@ -624,7 +919,13 @@ impl Breaker {
         }
     }
 
+    /// Opens the breaker at `now`: for `open_for` from closed, for the grown duration when it
+    /// reopens from half-open.
     fn open(&mut self, now: SimTime) {
+        self.open_duration = match self.state {
+            BreakerState::HalfOpen => self.config.open_growth.grow(self.open_duration),
+            BreakerState::Closed | BreakerState::Open => self.config.open_for,
+        };
         self.opened_at = now;
         self.opened_total += 1;
         // Nothing is tallied while open or half-open, so the breaker closes with an empty
@@ -1639,6 +1940,218 @@ mod tests {
                 }
             }
         }
+    }
+
+    // ---- the knobs other libraries need ----
+
+    fn rate_config(rate_permille: u32, calls: u32, probes: u32) -> BreakerConfig {
+        let open_for = SimDuration::from_millis(100);
+        BreakerConfig::failure_rate(rate_permille, Window::Calls(calls), calls, open_for, probes)
+            .unwrap()
+    }
+
+    /// Opens `b` with `n` failures at `at`.
+    fn trip(b: &mut Breaker, at: SimTime, n: u32) {
+        for _ in 0..n {
+            call(b, at, CallOutcome::Failure);
+        }
+        assert_eq!(b.state(), BreakerState::Open);
+    }
+
+    /// Admits `outcomes.len()` probes at `at`, then reports them in order at `at + 1 ms`;
+    /// returns the state after each report.
+    fn probes(b: &mut Breaker, at: SimTime, outcomes: &[CallOutcome]) -> Vec<BreakerState> {
+        let tickets: Vec<Ticket> = outcomes.iter().map(|_| admit(b, at)).collect();
+        assert!(tickets.iter().all(Ticket::is_probe));
+        let later = SimTime::from_nanos(at.as_nanos() + 1_000_000);
+        tickets
+            .into_iter()
+            .zip(outcomes)
+            .map(|(ticket, &outcome)| {
+                b.on_result(later, ticket, outcome);
+                b.state()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_failure_rate_half_open_rule_waits_for_every_probe_and_compares_their_rate() {
+        use BreakerState::*;
+        use CallOutcome::*;
+        let config = rate_config(500, 4, 4)
+            .with_half_open_rule(HalfOpenRule::FailureRate)
+            .unwrap();
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 4);
+        // One failure in four probes is 25%, below 50%: it closes.
+        let states = probes(&mut b, ms(100), &[Failure, Success, Success, Success]);
+        assert_eq!(states, [HalfOpen, HalfOpen, HalfOpen, Closed]);
+        trip(&mut b, ms(200), 4);
+        // Two in four is 50%, at the threshold: it reopens.
+        let states = probes(&mut b, ms(300), &[Success, Failure, Success, Failure]);
+        assert_eq!(states, [HalfOpen, HalfOpen, HalfOpen, Open]);
+        assert_eq!(b.opened_total(), 3);
+        // The default rule reopens on the first failed probe.
+        let mut b = Breaker::new(rate_config(500, 4, 4));
+        trip(&mut b, ms(0), 4);
+        let states = probes(&mut b, ms(100), &[Success, Failure]);
+        assert_eq!(states, [HalfOpen, Open]);
+    }
+
+    #[test]
+    fn a_failure_rate_half_open_rule_needs_a_rate() {
+        let config = BreakerConfig::new(3, SimDuration::from_millis(100), 2).unwrap();
+        let error = config
+            .with_half_open_rule(HalfOpenRule::FailureRate)
+            .unwrap_err();
+        assert_eq!(error.field, "half_open_rule");
+        assert!(error.reason.contains("consecutive failures"), "{error}");
+        assert!(
+            config
+                .with_half_open_rule(HalfOpenRule::AllProbesSucceed)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn uncounted_results_can_count_as_successes() {
+        use CallOutcome::*;
+        // 50% of 2 calls: an ignored result and a failure.
+        let results = [(1, Ignored), (2, Failure)];
+        let ignoring = Breaker::new(rate_config(500, 2, 1));
+        assert_eq!(
+            states_after(ignoring, &results),
+            [BreakerState::Closed, BreakerState::Closed]
+        );
+        let config = rate_config(500, 2, 1).with_uncounted_as(UncountedAs::Success);
+        assert_eq!(
+            states_after(Breaker::new(config), &results),
+            [BreakerState::Closed, BreakerState::Open]
+        );
+        // An uncounted probe closes the breaker instead of freeing its slot.
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 2);
+        assert_eq!(probes(&mut b, ms(100), &[Ignored]), [BreakerState::Closed]);
+    }
+
+    #[test]
+    fn half_open_max_wait_reopens_a_breaker_whose_probe_never_answers() {
+        let config = BreakerConfig::new(1, SimDuration::from_millis(100), 1)
+            .unwrap()
+            .with_half_open_max_wait(Some(SimDuration::from_millis(50)))
+            .unwrap();
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 1);
+        // Half-open from 100 ms, but the wait counts from the first probe, at 120 ms.
+        assert_eq!(b.state_at(ms(150)), BreakerState::HalfOpen);
+        let hung = admit(&mut b, ms(120));
+        assert_eq!(b.next_deadline(), Some(ms(170)));
+        assert_eq!(b.state_at(ms(169)), BreakerState::HalfOpen);
+        assert_eq!(b.state_at(ms(170)), BreakerState::Open);
+        assert_eq!(b.state_at(ms(270)), BreakerState::HalfOpen);
+        assert_eq!(b.try_admit(ms(170)), Admit::No(Rejection::Open));
+        assert_eq!(b.opened_total(), 2);
+        assert_eq!(b.next_deadline(), Some(ms(270)));
+        // The hung probe answers at last: it belongs to a period that is over.
+        b.on_result(ms(200), hung, CallOutcome::Success);
+        assert_eq!(b.state(), BreakerState::Open);
+        let seen: Vec<_> = std::iter::from_fn(|| b.poll_transition()).collect();
+        let at: Vec<_> = seen.iter().map(|t| (t.at, t.to)).collect();
+        use BreakerState::*;
+        assert_eq!(
+            at,
+            [(ms(0), Open), (ms(100), HalfOpen), (ms(170), Open)],
+            "{seen:?}"
+        );
+        // A long silence: both deadlines pass before the next call, which is a probe.
+        // A long silence: the second probe hangs too; its wait ends at 330 ms, that opening at
+        // 430 ms, and the next call, much later, is a probe of the third half-open period.
+        let again = admit(&mut b, ms(280));
+        assert!(again.is_probe());
+        assert!(admit(&mut b, ms(10_000)).is_probe());
+        assert_eq!(b.opened_total(), 3);
+    }
+
+    #[test]
+    fn half_open_max_wait_must_be_longer_than_zero() {
+        let config = BreakerConfig::new(1, SimDuration::from_millis(100), 1).unwrap();
+        let error = config
+            .with_half_open_max_wait(Some(SimDuration::ZERO))
+            .unwrap_err();
+        assert_eq!(error.field, "half_open_max_wait");
+        assert!(config.with_half_open_max_wait(None).is_ok());
+    }
+
+    #[test]
+    fn openings_grow_while_probes_fail_and_start_over_when_the_breaker_closes() {
+        let config = BreakerConfig::new(1, SimDuration::from_millis(100), 1)
+            .unwrap()
+            .with_open_growth(2000, SimDuration::from_millis(350))
+            .unwrap();
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 1);
+        assert_eq!(b.next_deadline(), Some(ms(100)));
+        assert_eq!(
+            probes(&mut b, ms(100), &[CallOutcome::Failure]),
+            [BreakerState::Open]
+        );
+        assert_eq!(b.open_duration(), SimDuration::from_millis(200));
+        assert_eq!(b.next_deadline(), Some(ms(301)));
+        assert_eq!(
+            probes(&mut b, ms(301), &[CallOutcome::Failure]),
+            [BreakerState::Open]
+        );
+        // 400 ms, capped at 350 ms.
+        assert_eq!(b.next_deadline(), Some(ms(652)));
+        assert_eq!(
+            probes(&mut b, ms(652), &[CallOutcome::Success]),
+            [BreakerState::Closed]
+        );
+        trip(&mut b, ms(700), 1);
+        assert_eq!(b.next_deadline(), Some(ms(800)));
+    }
+
+    #[test]
+    fn rejected_open_growth_says_which_key_and_why() {
+        let config = BreakerConfig::new(1, SimDuration::from_millis(100), 1).unwrap();
+        let error = config
+            .with_open_growth(999, SimDuration::from_millis(500))
+            .unwrap_err();
+        assert_eq!(error.field, "open_for_factor");
+        let error = config
+            .with_open_growth(2000, SimDuration::from_millis(99))
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "open_for_max: must be at least open_for (100ms): it caps openings that start there"
+        );
+        let kept = config
+            .with_open_growth(1000, SimDuration::from_millis(100))
+            .unwrap();
+        assert_eq!(kept, config, "a factor of one is the default");
+    }
+
+    #[test]
+    fn evaluating_on_failures_only_lets_a_success_pass_the_threshold() {
+        use CallOutcome::*;
+        let results = [
+            (1, Failure),
+            (2, Failure),
+            (3, Success),
+            (4, Success),
+            (5, Failure),
+        ];
+        let any = Breaker::new(rate_config(500, 4, 1));
+        assert_eq!(
+            states_after(any, &results[..4])[3],
+            BreakerState::Open,
+            "the 4th call, a success, brings the window to 50%"
+        );
+        let on_failure = rate_config(500, 4, 1).with_evaluate_on(EvaluateOn::Failure);
+        let states = states_after(Breaker::new(on_failure), &results);
+        assert_eq!(states[3], BreakerState::Closed);
+        // F S S F: still 50%, now after a failure.
+        assert_eq!(states[4], BreakerState::Open);
     }
 
     // ---- against a reference model ----
