@@ -16,6 +16,7 @@ pub mod bulkhead;
 pub mod cache;
 pub mod concurrent;
 pub mod config;
+pub mod presets;
 pub mod random;
 pub mod rate_limit;
 pub mod reconnect;
