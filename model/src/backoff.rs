@@ -95,8 +95,10 @@ impl BackoffConfig {
             return Err(ConfigError::new(
                 "randomization_permille",
                 format!(
-                    "must be at most 1000 (a factor of 1, delays from 0 to twice the wait); \
-                     {randomization_permille} would make negative delays"
+                    "must be at most 1 (delays from 0 to twice the wait), not {}.{:03}: a \
+                     larger factor would make negative delays",
+                    randomization_permille / 1000,
+                    randomization_permille % 1000
                 ),
             ));
         }
