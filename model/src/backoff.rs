@@ -742,7 +742,7 @@ mod tests {
                 if failure {
                     let delay = backoff.next_delay(&mut random);
                     prop_assert_eq!(delay.as_nanos(), reference.next_delay(&mut reference_random));
-                    prop_assert!(delay <= config.ceiling);
+                    prop_assert!(delay <= config.delay_max());
                 } else {
                     backoff.reset();
                     reference.attempts = 0;
