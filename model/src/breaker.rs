@@ -44,6 +44,11 @@
 //! when the breaker opens and nothing is tallied while it is open or half-open, so when it
 //! closes again the tally starts empty (no run of failures, an empty window).
 //!
+//! A failure-rate breaker may also have a slow-call rule ([`SlowCalls`], resilience4j's
+//! `slowCallDurationThreshold` and `slowCallRateThreshold`): a call that lasted longer than
+//! its duration, from `try_admit` to `on_result`, is slow whatever its outcome, the window
+//! counts slow calls beside failures, and the breaker opens when either rate is reached.
+//!
 //! [`EvaluateOn::Failure`] compares the rate only after a failure (Polly, opossum): then a
 //! success never opens the breaker, and the window that reached `min_calls` on a success
 //! opens at the next failure if the rate still holds.
@@ -199,6 +204,18 @@ pub struct BreakerConfig {
     /// its ceiling (a factor of one, the default, keeps every opening at `open_for`).
     open_growth: BackoffConfig,
     evaluate_on: EvaluateOn,
+    slow_calls: Option<SlowCalls>,
+}
+
+/// The slow-call rule of a failure-rate breaker (resilience4j's `slowCallDurationThreshold`
+/// and `slowCallRateThreshold`): a call that lasted longer than `duration` (from
+/// [`Breaker::try_admit`] to [`Breaker::on_result`]) is slow, success or failure; the breaker
+/// also opens when `slow × 1000 >= rate_permille × calls` over the same window, once it holds
+/// `min_calls`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlowCalls {
+    pub duration: SimDuration,
+    pub rate_permille: u32,
 }
 
 /// How a half-open breaker decides from its probes.
@@ -396,7 +413,43 @@ impl BreakerConfig {
             half_open_max_wait: None,
             open_growth: BackoffConfig::new(open_for, FACTOR_PERMILLE_ONE, open_for, Jitter::None)?,
             evaluate_on: EvaluateOn::Any,
+            slow_calls: None,
         })
+    }
+
+    /// The same config with a slow-call rule (see [`SlowCalls`]; `None`, the default, has
+    /// none). Needs a [`Trip::FailureRate`] rule, whose window and `min_calls` it shares;
+    /// under [`HalfOpenRule::FailureRate`] the probes are held to it too.
+    pub fn with_slow_calls(self, slow_calls: Option<SlowCalls>) -> Result<Self, ConfigError> {
+        if let Some(slow) = slow_calls {
+            if let Trip::Consecutive { .. } = self.trip {
+                return Err(ConfigError::new(
+                    "slow_call_rate_permille",
+                    "a slow-call rate is counted over the failure_rate rule's window, and this \
+                     breaker opens on consecutive failures: give it failure_rate",
+                ));
+            }
+            if slow.duration.is_zero() {
+                return Err(ConfigError::new(
+                    "slow_call_duration",
+                    "must be longer than zero (every call would be slow)",
+                ));
+            }
+            if slow.rate_permille == 0 || slow.rate_permille > 1000 {
+                return Err(ConfigError::new(
+                    "slow_call_rate_permille",
+                    format!(
+                        "must be from 1 to 1000 (every call slow), got {}",
+                        slow.rate_permille
+                    ),
+                ));
+            }
+        }
+        Ok(BreakerConfig { slow_calls, ..self })
+    }
+
+    pub fn slow_calls(&self) -> Option<SlowCalls> {
+        self.slow_calls
     }
 
     /// The same config with `half_open_rule` as given (the default is
@@ -573,6 +626,8 @@ pub struct Ticket {
     owner: InstanceId,
     epoch: u64,
     probe: bool,
+    /// When the call was admitted, for the slow-call rule.
+    admitted_at: SimTime,
 }
 
 impl Ticket {
@@ -622,6 +677,8 @@ pub struct WindowCounts {
     /// Successes and failures in the window (ignored results never enter it).
     pub calls: u64,
     pub failures: u64,
+    /// Calls slower than the slow-call rule's duration (zero without the rule).
+    pub slow: u64,
 }
 
 /// A circuit breaker. See the module documentation for the trip rules and the call order.
@@ -645,6 +702,8 @@ pub struct Breaker {
     probes_succeeded: u32,
     /// Failed probes, for [`HalfOpenRule::FailureRate`].
     probes_failed: u32,
+    /// Slow probes, for [`HalfOpenRule::FailureRate`] with a slow-call rule.
+    probes_slow: u32,
     /// When the first probe of this half-open period was admitted, for `half_open_max_wait`.
     first_probe_at: Option<SimTime>,
     /// The latest `now` seen; an earlier `now` is taken as this one.
@@ -664,12 +723,13 @@ impl Breaker {
             config,
             state: BreakerState::Closed,
             epoch: 0,
-            tally: Tally::new(config.trip),
+            tally: Tally::new(config.trip, config.slow_calls),
             opened_at: SimTime::ZERO,
             open_duration: config.open_for,
             probes_admitted: 0,
             probes_succeeded: 0,
             probes_failed: 0,
+            probes_slow: 0,
             first_probe_at: None,
             latest: LatestTime::new(),
             transitions: VecDeque::with_capacity(TRANSITIONS_HELD_MAX),
@@ -767,6 +827,7 @@ impl Breaker {
                 owner: self.id,
                 epoch: self.epoch,
                 probe: false,
+                admitted_at: now,
             }),
             BreakerState::Open => Admit::No(Rejection::Open),
             BreakerState::HalfOpen => {
@@ -777,6 +838,7 @@ impl Breaker {
                         owner: self.id,
                         epoch: self.epoch,
                         probe: true,
+                        admitted_at: now,
                     })
                 } else {
                     Admit::No(Rejection::ProbesBusy)
@@ -795,29 +857,33 @@ impl Breaker {
             (CallOutcome::Ignored, UncountedAs::Success) => CallOutcome::Success,
             (outcome, _) => outcome,
         };
+        let slow = self
+            .config
+            .slow_calls
+            .is_some_and(|rule| now.saturating_since(ticket.admitted_at) > rule.duration);
         if ticket.epoch != self.epoch {
             if outcome == CallOutcome::Failure && self.config.late_failures == LateFailures::Counted
             {
-                self.late_failure(now);
+                self.late_failure(now, slow);
             }
             return;
         }
         match (self.state, outcome) {
             (BreakerState::Closed, CallOutcome::Success) => {
-                let reached = self.tally.record(now, false);
+                let reached = self.tally.record(now, false, slow);
                 if reached && self.config.evaluate_on == EvaluateOn::Any {
                     self.open(now);
                 }
             }
             (BreakerState::Closed, CallOutcome::Failure) => {
-                if self.tally.record(now, true) {
+                if self.tally.record(now, true, slow) {
                     self.open(now);
                 }
             }
             (BreakerState::Closed, CallOutcome::Ignored) => {}
             (BreakerState::HalfOpen, CallOutcome::Success | CallOutcome::Failure) => {
                 debug_assert!(ticket.probe, "a half-open ticket is a probe");
-                self.probe_reported(now, outcome == CallOutcome::Failure);
+                self.probe_reported(now, outcome == CallOutcome::Failure, slow);
             }
             // An uncounted probe result frees its slot for another probe.
             (BreakerState::HalfOpen, CallOutcome::Ignored) => self.probes_admitted -= 1,
@@ -835,8 +901,9 @@ impl Breaker {
         self.transitions.pop_front()
     }
 
-    /// A probe of the current half-open period reported a success or a failure.
-    fn probe_reported(&mut self, now: SimTime, failed: bool) {
+    /// A probe of the current half-open period reported a success or a failure (slow or not:
+    /// only [`HalfOpenRule::FailureRate`] looks).
+    fn probe_reported(&mut self, now: SimTime, failed: bool, slow: bool) {
         match self.config.half_open_rule {
             HalfOpenRule::AllProbesSucceed if failed => self.open(now),
             HalfOpenRule::AllProbesSucceed => {
@@ -851,6 +918,7 @@ impl Breaker {
                 } else {
                     self.probes_succeeded += 1;
                 }
+                self.probes_slow += u32::from(slow);
                 let reported = self.probes_failed + self.probes_succeeded;
                 if reported >= self.config.probes_max {
                     let Trip::FailureRate { rate_permille, .. } = self.config.trip else {
@@ -859,8 +927,10 @@ impl Breaker {
                     let counts = WindowCounts {
                         calls: u64::from(reported),
                         failures: u64::from(self.probes_failed),
+                        slow: u64::from(self.probes_slow),
                     };
-                    if rate_reached(counts, rate_permille, 1) {
+                    let slow_rate = self.config.slow_calls.map(|rule| rule.rate_permille);
+                    if rate_reached(counts, rate_permille, 1, slow_rate) {
                         self.open(now);
                     } else {
                         self.close(now);
@@ -895,6 +965,7 @@ impl Breaker {
                 self.probes_admitted = 0;
                 self.probes_succeeded = 0;
                 self.probes_failed = 0;
+                self.probes_slow = 0;
                 self.first_probe_at = None;
                 self.move_to(deadline, BreakerState::HalfOpen);
             }
@@ -905,10 +976,10 @@ impl Breaker {
 
     /// A counted failure of a call admitted in an earlier state, under
     /// [`LateFailures::Counted`].
-    fn late_failure(&mut self, now: SimTime) {
+    fn late_failure(&mut self, now: SimTime, slow: bool) {
         match self.state {
             BreakerState::Closed => {
-                if self.tally.record(now, true) {
+                if self.tally.record(now, true, slow) {
                     self.open(now);
                 }
             }
@@ -964,17 +1035,21 @@ enum Tally {
     Calls {
         rate_permille: u32,
         min_calls: u32,
+        /// The slow-call rule's rate, if there is one.
+        slow_rate_permille: Option<u32>,
         window: CallWindow,
     },
     Time {
         rate_permille: u32,
         min_calls: u32,
+        slow_rate_permille: Option<u32>,
         window: TimeWindow,
     },
 }
 
 impl Tally {
-    fn new(trip: Trip) -> Self {
+    fn new(trip: Trip, slow_calls: Option<SlowCalls>) -> Self {
+        let slow_rate_permille = slow_calls.map(|rule| rule.rate_permille);
         match trip {
             Trip::Consecutive { failures_max } => Tally::Consecutive {
                 failures_max,
@@ -987,6 +1062,7 @@ impl Tally {
             } => Tally::Calls {
                 rate_permille,
                 min_calls,
+                slow_rate_permille,
                 window: CallWindow::new(calls_max),
             },
             Trip::FailureRate {
@@ -996,13 +1072,15 @@ impl Tally {
             } => Tally::Time {
                 rate_permille,
                 min_calls,
+                slow_rate_permille,
                 window: TimeWindow::new(length, slots),
             },
         }
     }
 
-    /// Records one success or failure at `now`; returns whether the breaker must open.
-    fn record(&mut self, now: SimTime, failed: bool) -> bool {
+    /// Records one success or failure at `now`, slow or not; returns whether the breaker must
+    /// open.
+    fn record(&mut self, now: SimTime, failed: bool, slow: bool) -> bool {
         match self {
             Tally::Consecutive {
                 failures_max,
@@ -1014,18 +1092,30 @@ impl Tally {
             Tally::Calls {
                 rate_permille,
                 min_calls,
+                slow_rate_permille,
                 window,
             } => {
-                window.record(failed);
-                rate_reached(window.counts(), *rate_permille, *min_calls)
+                window.record(failed, slow);
+                rate_reached(
+                    window.counts(),
+                    *rate_permille,
+                    *min_calls,
+                    *slow_rate_permille,
+                )
             }
             Tally::Time {
                 rate_permille,
                 min_calls,
+                slow_rate_permille,
                 window,
             } => {
-                window.record(now, failed);
-                rate_reached(window.counts(), *rate_permille, *min_calls)
+                window.record(now, failed, slow);
+                rate_reached(
+                    window.counts(),
+                    *rate_permille,
+                    *min_calls,
+                    *slow_rate_permille,
+                )
             }
         }
     }
@@ -1055,22 +1145,33 @@ impl Tally {
     }
 }
 
-/// `failures × 1000 >= rate_permille × calls`, once there are `min_calls` calls; exact.
-fn rate_reached(counts: WindowCounts, rate_permille: u32, min_calls: u32) -> bool {
-    debug_assert!(counts.failures <= counts.calls);
+/// `failures × 1000 >= rate_permille × calls`, or with a slow-call rule
+/// `slow × 1000 >= slow_rate_permille × calls`, once there are `min_calls` calls; exact.
+fn rate_reached(
+    counts: WindowCounts,
+    rate_permille: u32,
+    min_calls: u32,
+    slow_rate_permille: Option<u32>,
+) -> bool {
+    debug_assert!(counts.failures <= counts.calls && counts.slow <= counts.calls);
+    let reached = |count: u64, permille: u32| {
+        u128::from(count) * 1000 >= u128::from(permille) * u128::from(counts.calls)
+    };
     counts.calls >= u64::from(min_calls)
-        && u128::from(counts.failures) * 1000
-            >= u128::from(rate_permille) * u128::from(counts.calls)
+        && (reached(counts.failures, rate_permille)
+            || slow_rate_permille.is_some_and(|permille| reached(counts.slow, permille)))
 }
 
 /// The last `calls_max` results, oldest first.
 #[derive(Clone, Debug)]
 struct CallWindow {
     calls_max: u32,
-    /// `true` for a failure; at most `calls_max` entries.
-    outcomes: VecDeque<bool>,
+    /// `(failed, slow)` per call; at most `calls_max` entries.
+    outcomes: VecDeque<(bool, bool)>,
     /// The failures among `outcomes`.
     failures: u32,
+    /// The slow calls among `outcomes`.
+    slow: u32,
 }
 
 impl CallWindow {
@@ -1080,16 +1181,20 @@ impl CallWindow {
             calls_max,
             outcomes: VecDeque::new(),
             failures: 0,
+            slow: 0,
         }
     }
 
-    fn record(&mut self, failed: bool) {
-        if self.outcomes.len() == self.calls_max as usize && self.outcomes.pop_front() == Some(true)
+    fn record(&mut self, failed: bool, slow: bool) {
+        if self.outcomes.len() == self.calls_max as usize
+            && let Some((old_failed, old_slow)) = self.outcomes.pop_front()
         {
-            self.failures -= 1;
+            self.failures -= u32::from(old_failed);
+            self.slow -= u32::from(old_slow);
         }
-        self.outcomes.push_back(failed);
+        self.outcomes.push_back((failed, slow));
         self.failures += u32::from(failed);
+        self.slow += u32::from(slow);
         debug_assert!(self.outcomes.len() <= self.calls_max as usize);
     }
 
@@ -1097,12 +1202,14 @@ impl CallWindow {
         WindowCounts {
             calls: self.outcomes.len() as u64,
             failures: u64::from(self.failures),
+            slow: u64::from(self.slow),
         }
     }
 
     fn clear(&mut self) {
         self.outcomes.clear();
         self.failures = 0;
+        self.slow = 0;
     }
 }
 
@@ -1110,12 +1217,13 @@ impl CallWindow {
 /// documentation for which results it holds at any instant).
 #[derive(Clone, Debug)]
 struct TimeWindow {
-    /// Counter 0 counts calls, counter 1 failures.
+    /// Counter 0 counts calls, counter 1 failures, counter 2 slow calls.
     counts: SlottedCounts,
 }
 
 const CALLS: usize = 0;
 const FAILURES: usize = 1;
+const SLOW: usize = 2;
 
 impl TimeWindow {
     fn new(length: SimDuration, slots: u32) -> Self {
@@ -1128,10 +1236,11 @@ impl TimeWindow {
     }
 
     /// Records one result at `now` (the latest instant the breaker has seen).
-    fn record(&mut self, now: SimTime, failed: bool) {
-        let mut counts = [0; 2];
+    fn record(&mut self, now: SimTime, failed: bool, slow: bool) {
+        let mut counts = [0; crate::window::COUNTERS];
         counts[CALLS] = 1;
         counts[FAILURES] = u64::from(failed);
+        counts[SLOW] = u64::from(slow);
         self.counts.add(now, counts);
     }
 
@@ -1150,10 +1259,11 @@ impl TimeWindow {
     }
 }
 
-fn window_counts(sums: [u64; 2]) -> WindowCounts {
+fn window_counts(sums: crate::window::Counts) -> WindowCounts {
     WindowCounts {
         calls: sums[CALLS],
         failures: sums[FAILURES],
+        slow: sums[SLOW],
     }
 }
 
@@ -1404,7 +1514,11 @@ mod tests {
     }
 
     fn counts(calls: u64, failures: u64) -> Option<WindowCounts> {
-        Some(WindowCounts { calls, failures })
+        Some(WindowCounts {
+            calls,
+            failures,
+            slow: 0,
+        })
     }
 
     #[test]
@@ -1925,6 +2039,7 @@ mod tests {
                         WindowCounts {
                             calls: kept.len() as u64,
                             failures: kept.iter().filter(|&&f| f).count() as u64,
+                            slow: 0,
                         }
                     };
                     let certain = tally(&|_, age| age <= length - slot);
@@ -2154,6 +2269,90 @@ mod tests {
         assert_eq!(states[4], BreakerState::Open);
     }
 
+    fn slow_config(calls: u32, probes: u32) -> BreakerConfig {
+        rate_config(500, calls, probes)
+            .with_slow_calls(Some(SlowCalls {
+                duration: SimDuration::from_millis(1000),
+                rate_permille: 500,
+            }))
+            .unwrap()
+    }
+
+    /// Admits a call at `from_ms` and reports it at `to_ms`.
+    fn lasting(b: &mut Breaker, from_ms: u64, to_ms: u64, outcome: CallOutcome) {
+        let ticket = admit(b, ms(from_ms));
+        b.on_result(ms(to_ms), ticket, outcome);
+    }
+
+    #[test]
+    fn slow_calls_open_a_breaker_whose_failures_do_not() {
+        use CallOutcome::*;
+        let mut b = Breaker::new(slow_config(4, 1));
+        // Exactly the duration is not slow; longer is, success or failure.
+        let (first, second) = (admit(&mut b, ms(0)), admit(&mut b, ms(0)));
+        b.on_result(ms(1000), first, Success);
+        b.on_result(ms(1001), second, Success);
+        lasting(&mut b, 1001, 1002, Failure);
+        assert_eq!(
+            b.window_counts(ms(1002)),
+            Some(WindowCounts {
+                calls: 3,
+                failures: 1,
+                slow: 1
+            })
+        );
+        assert_eq!(b.state(), BreakerState::Closed);
+        // The fourth call, slow: 2 slow in 4 is 50%, while 1 failure in 4 is 25%.
+        lasting(&mut b, 1002, 2003, Success);
+        assert_eq!(b.state(), BreakerState::Open);
+        // Without the rule the same calls leave it closed.
+        let mut b = Breaker::new(rate_config(500, 4, 1));
+        let (first, second) = (admit(&mut b, ms(0)), admit(&mut b, ms(0)));
+        b.on_result(ms(1000), first, Success);
+        b.on_result(ms(1001), second, Success);
+        lasting(&mut b, 1001, 1002, Failure);
+        lasting(&mut b, 1002, 2003, Success);
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn slow_probes_reopen_under_the_failure_rate_half_open_rule() {
+        use CallOutcome::*;
+        let config = slow_config(2, 2)
+            .with_half_open_rule(HalfOpenRule::FailureRate)
+            .unwrap();
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 2);
+        let first = admit(&mut b, ms(100));
+        let second = admit(&mut b, ms(100));
+        b.on_result(ms(101), first, Success);
+        b.on_result(ms(1200), second, Success);
+        assert_eq!(b.state(), BreakerState::Open, "1 slow probe in 2 is 50%");
+    }
+
+    #[test]
+    fn rejected_slow_call_rules_say_which_key_and_why() {
+        let slow = |millis, rate_permille| {
+            Some(SlowCalls {
+                duration: SimDuration::from_millis(millis),
+                rate_permille,
+            })
+        };
+        let consecutive = BreakerConfig::new(3, SimDuration::from_millis(100), 1).unwrap();
+        let error = consecutive.with_slow_calls(slow(1000, 500)).unwrap_err();
+        assert_eq!(error.field, "slow_call_rate_permille");
+        let rate = rate_config(500, 4, 1);
+        assert_eq!(
+            rate.with_slow_calls(slow(0, 500)).unwrap_err().field,
+            "slow_call_duration"
+        );
+        for bad in [0, 1001] {
+            let error = rate.with_slow_calls(slow(1000, bad)).unwrap_err();
+            assert_eq!(error.field, "slow_call_rate_permille", "{bad}");
+        }
+        assert_eq!(rate.with_slow_calls(None).unwrap(), rate);
+    }
+
     // ---- against a reference model ----
 
     mod reference {
@@ -2254,6 +2453,7 @@ mod tests {
                     Trip::FailureRate { .. } => Some(WindowCounts {
                         calls: results.len() as u64,
                         failures: results.iter().filter(|&&f| f).count() as u64,
+                        slow: 0,
                     }),
                 }
             }

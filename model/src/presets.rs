@@ -8,13 +8,13 @@
 //! where the value comes from; docs/scenario-format.md repeats the tables.
 //!
 //! What a preset cannot say, because the model has no such knob, is listed in its `notes`
-//! (resilience4j's slow-call rate, opossum's call timeout, Polly's second probe after a break
-//! duration without an answer). The classifier (which errors count as failures) stays the
+//! (opossum's call timeout and its counting of rejected calls, Polly's second probe after a
+//! break duration without an answer). The classifier (which errors count as failures) stays the
 //! breaker's `counts` set, as for any breaker.
 
 use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use crate::breaker::{
-    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, Trip, UncountedAs, Window,
+    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Trip, UncountedAs, Window,
 };
 use crate::config::ConfigError;
 use crate::retry::RetryConfig;
@@ -41,6 +41,7 @@ pub struct BreakerPreset {
     pub open_for_max: SimDuration,
     pub evaluate_on: EvaluateOn,
     pub late_failures: LateFailures,
+    pub slow_calls: Option<SlowCalls>,
 }
 
 impl BreakerPreset {
@@ -66,7 +67,8 @@ impl BreakerPreset {
         base.with_half_open_rule(self.half_open_rule)?
             .with_uncounted_as(self.uncounted_as)
             .with_half_open_max_wait(self.half_open_max_wait)?
-            .with_open_growth(self.open_for_factor_permille, self.open_for_max)
+            .with_open_growth(self.open_for_factor_permille, self.open_for_max)?
+            .with_slow_calls(self.slow_calls)
             .map(|config| {
                 config
                     .with_evaluate_on(self.evaluate_on)
@@ -87,12 +89,12 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
     source: "resilience4j 2.2.0 CircuitBreakerConfig defaults: failureRateThreshold 50, \
              slidingWindowType COUNT_BASED, slidingWindowSize 100, minimumNumberOfCalls 100, \
              waitDurationInOpenState 60s, permittedNumberOfCallsInHalfOpenState 10, \
-             maxWaitDurationInHalfOpenState 0 (wait for ever)",
+             maxWaitDurationInHalfOpenState 0 (wait for ever), slowCallRateThreshold 100 over \
+             slowCallDurationThreshold 60s",
     notes: "an exception outside recordExceptions counts as a success (uncounted_as = \
-            \"success\"); slowCallRateThreshold 100% over slowCallDurationThreshold 60s is not \
-            modelled (no slow-call rule); automaticTransitionFromOpenToHalfOpenEnabled false: \
-            half-open starts at the first call after the wait, which is where outagelab \
-            starts half_open_max_wait too",
+            \"success\"); automaticTransitionFromOpenToHalfOpenEnabled false: half-open starts \
+            at the first call after the wait, which is where outagelab starts \
+            half_open_max_wait too",
     trip: Trip::FailureRate {
         rate_permille: 500,
         window: Window::Calls(100),
@@ -107,6 +109,10 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
     open_for_max: secs(60),
     evaluate_on: EvaluateOn::Any,
     late_failures: LateFailures::Ignored,
+    slow_calls: Some(SlowCalls {
+        duration: secs(60),
+        rate_permille: 1000,
+    }),
 };
 
 /// Polly 8.5 (`Polly.Core`), `CircuitBreakerStrategyOptions` defaults (pollydocs.org,
@@ -137,6 +143,7 @@ pub const POLLY_V8: BreakerPreset = BreakerPreset {
     open_for_max: secs(5),
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
+    slow_calls: None,
 };
 
 /// Polly 7.2.4, `AdvancedCircuitBreaker`: it has no defaults, so the values are the wiki's
@@ -167,6 +174,7 @@ pub const POLLY_V7_ADVANCED: BreakerPreset = BreakerPreset {
     open_for_max: secs(30),
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
+    slow_calls: None,
 };
 
 /// opossum 8.1 (Node.js), `CircuitBreaker` option defaults (README, "Options", and
@@ -198,6 +206,7 @@ pub const OPOSSUM: BreakerPreset = BreakerPreset {
     open_for_max: secs(30),
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
+    slow_calls: None,
 };
 
 /// sony/gobreaker 2.0, `Settings` zero values (README and `gobreaker.go`).
@@ -219,6 +228,7 @@ pub const GOBREAKER: BreakerPreset = BreakerPreset {
     open_for_max: secs(60),
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
+    slow_calls: None,
 };
 
 /// Every breaker preset, in the order the documentation lists them.

@@ -197,7 +197,7 @@ impl RetryBudget {
     /// Counts one request.
     pub fn deposit(&mut self, now: SimTime) {
         let now = self.latest.observe(now);
-        let mut counts = [0; 2];
+        let mut counts = [0; crate::window::COUNTERS];
         counts[REQUESTS] = 1;
         self.window.add(now, counts);
     }
@@ -208,7 +208,7 @@ impl RetryBudget {
         if self.retries_available(now) == 0 {
             return false;
         }
-        let mut counts = [0; 2];
+        let mut counts = [0; crate::window::COUNTERS];
         counts[RETRIES] = 1;
         self.window.add(now, counts);
         true

@@ -110,6 +110,13 @@ fn explain_breaker(out: &mut String, section: &str, preset: Option<&str>, spec: 
         LateFailures::Counted => "counted",
     };
     line("late_failures", format!("\"{late}\""));
+    match config.slow_calls() {
+        None => line("slow_call_duration", "none (no slow-call rule)".to_owned()),
+        Some(slow) => {
+            line("slow_call_duration", format!("\"{}\"", slow.duration));
+            line("slow_call_percent", thousandths(slow.rate_permille * 100));
+        }
+    }
     line("counts", outcomes(spec.counts));
 }
 

@@ -137,6 +137,10 @@ pub struct RawBreaker {
     pub open_for_factor: Option<Spanned<f64>>,
     pub open_for_max: Option<Spanned<Text>>,
     pub evaluate_on: Option<EvaluateOnName>,
+    /// The slow-call rule: a call longer than this is slow...
+    pub slow_call_duration: Option<Spanned<Text>>,
+    /// ...and this share of slow calls in the window opens the breaker.
+    pub slow_call_percent: Option<Spanned<f64>>,
 }
 
 #[derive(Clone, Copy, Deserialize)]

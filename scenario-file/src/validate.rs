@@ -13,7 +13,7 @@ use outagelab_model::adaptive_limit::{
 };
 use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use outagelab_model::breaker::{
-    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, Trip, UncountedAs, Window,
+    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Trip, UncountedAs, Window,
 };
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
@@ -1045,11 +1045,56 @@ impl<'a> Validator<'a> {
             key("open_for_max"),
             written_or_preset(raw.open_for_max.as_ref().map(Spanned::span)),
         ));
+        let preset_slow = preset.and_then(|preset| preset.slow_calls);
+        let slow_duration = match (&raw.slow_call_duration, preset_slow) {
+            (Some(duration), _) => Some(self.duration(duration, &key("slow_call_duration"))?),
+            (None, slow) => slow.map(|slow| slow.duration),
+        };
+        let slow_rate = match (&raw.slow_call_percent, preset_slow) {
+            (Some(percent), _) => Some(self.percent_permille(percent, &key("slow_call_percent"))?),
+            (None, slow) => slow.map(|slow| slow.rate_permille),
+        };
+        let slow_calls = match (slow_duration, slow_rate) {
+            (Some(duration), Some(rate_permille)) => Some(SlowCalls {
+                duration,
+                rate_permille,
+            }),
+            (None, None) => None,
+            (Some(_), None) => {
+                let span = raw.slow_call_duration.as_ref().map(Spanned::span);
+                self.error(
+                    span,
+                    key("slow_call_percent"),
+                    "a slow-call rule needs slow_call_percent too: the share of slow calls that opens the breaker",
+                );
+                return None;
+            }
+            (None, Some(_)) => {
+                let span = raw.slow_call_percent.as_ref().map(Spanned::span);
+                self.error(
+                    span,
+                    key("slow_call_duration"),
+                    "a slow-call rule needs slow_call_duration too: how long a slow call lasts",
+                );
+                return None;
+            }
+        };
+        fields.push((
+            "slow_call_duration",
+            key("slow_call_duration"),
+            written_or_preset(raw.slow_call_duration.as_ref().map(Spanned::span)),
+        ));
+        fields.push((
+            "slow_call_rate_permille",
+            key("slow_call_percent"),
+            written_or_preset(raw.slow_call_percent.as_ref().map(Spanned::span)),
+        ));
         let config = config.and_then(|config| {
             config
                 .with_half_open_rule(half_open_rule)?
                 .with_half_open_max_wait(half_open_max_wait)?
-                .with_open_growth(factor_permille, open_for_max)
+                .with_open_growth(factor_permille, open_for_max)?
+                .with_slow_calls(slow_calls)
         });
         let config = match config {
             Ok(config) => config,
@@ -1058,7 +1103,11 @@ impl<'a> Validator<'a> {
                     .iter()
                     .find(|(field, _, _)| *field == error.field)
                     .expect("every field a breaker config checks is listed");
-                let reason = if error.field == "failure_rate_permille" {
+                let reason = if matches!(
+                    error.field,
+                    "failure_rate_permille" | "slow_call_rate_permille"
+                ) && !error.reason.contains("consecutive")
+                {
                     format!("{} (in tenths of a percent)", error.reason)
                 } else {
                     error.reason

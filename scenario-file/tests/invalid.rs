@@ -482,7 +482,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[breakers.b]\nfailure_rate_percent = 50\nwindow_calls = 20\nmin_calls = 20\nopen_for = \"5s\"\n"
             ),
-            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `preset`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `late_failures`, `half_open_rule`, `uncounted_as`, `half_open_max_wait`, `open_for_factor`, `open_for_max`, `evaluate_on`",
+            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `preset`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `late_failures`, `half_open_rule`, `uncounted_as`, `half_open_max_wait`, `open_for_factor`, `open_for_max`, `evaluate_on`, `slow_call_duration`, `slow_call_percent`",
         ),
         (
             format!(
@@ -567,6 +567,24 @@ fn rejected_files() {
                 "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\nevaluate_on = \"success\"\n"
             ),
             "27:15: breakers.b.evaluate_on: unknown variant `success`, expected `any` or `failure`",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\nslow_call_duration = \"1s\"\nslow_call_percent = 50\n"
+            ),
+            "28:21: breakers.b.slow_call_percent: a slow-call rate is counted over the failure_rate rule's window, and this breaker opens on consecutive failures: give it failure_rate",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, window_calls = 20, min_calls = 20 }}\nopen_for = \"5s\"\nslow_call_duration = \"1s\"\n"
+            ),
+            "27:22: breakers.b.slow_call_percent: a slow-call rule needs slow_call_percent too: the share of slow calls that opens the breaker",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\npreset = \"resilience4j\"\nslow_call_duration = \"0s\"\n"
+            ),
+            "26:22: breakers.b.slow_call_duration: must be longer than zero (every call would be slow)",
         ),
         (
             format!("{BASE}\n[retries.r]\npreset = \"polly\"\n"),
