@@ -2353,6 +2353,152 @@ mod tests {
         assert_eq!(rate.with_slow_calls(None).unwrap(), rate);
     }
 
+    // ---- the knobs, against the breaker's own promises ----
+
+    mod knob_properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn knobbed_config() -> impl Strategy<Value = BreakerConfig> {
+            (
+                (1u32..=1000, 1u32..=6, 1u64..=60, 1u32..=3),
+                (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+                (prop::option::of(1u64..=40), 1000u32..=3000, 0u64..=100),
+                prop::option::of((1u64..=20, 1u32..=1000)),
+            )
+                .prop_map(
+                    |(
+                        (rate, calls, open_ms, probes),
+                        (rate_probes, as_success, on_failure, counted),
+                        (max_wait_ms, factor, extra_ms),
+                        slow,
+                    )| {
+                        let open_for = SimDuration::from_millis(open_ms);
+                        let config = BreakerConfig::failure_rate(
+                            rate,
+                            Window::Calls(calls),
+                            calls,
+                            open_for,
+                            probes,
+                        )
+                        .unwrap();
+                        let rule = if rate_probes {
+                            HalfOpenRule::FailureRate
+                        } else {
+                            HalfOpenRule::AllProbesSucceed
+                        };
+                        let config = config
+                            .with_half_open_rule(rule)
+                            .unwrap()
+                            .with_half_open_max_wait(max_wait_ms.map(SimDuration::from_millis))
+                            .unwrap()
+                            .with_open_growth(factor, SimDuration::from_millis(open_ms + extra_ms))
+                            .unwrap()
+                            .with_slow_calls(slow.map(|(ms, rate_permille)| SlowCalls {
+                                duration: SimDuration::from_millis(ms),
+                                rate_permille,
+                            }))
+                            .unwrap()
+                            .with_uncounted_as(if as_success {
+                                UncountedAs::Success
+                            } else {
+                                UncountedAs::Ignored
+                            })
+                            .with_evaluate_on(if on_failure {
+                                EvaluateOn::Failure
+                            } else {
+                                EvaluateOn::Any
+                            });
+                        config.with_late_failures(if counted {
+                            LateFailures::Counted
+                        } else {
+                            LateFailures::Ignored
+                        })
+                    },
+                )
+        }
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Wait(u64),
+            Admit,
+            Report(usize, CallOutcome),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                2 => (0u64..=30).prop_map(Op::Wait),
+                3 => Just(Op::Admit),
+                3 => (any::<usize>(), prop_oneof![
+                    Just(CallOutcome::Failure),
+                    Just(CallOutcome::Success),
+                    Just(CallOutcome::Ignored),
+                ]).prop_map(|(index, outcome)| Op::Report(index, outcome)),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// Whatever the knobs: `state_at` foretells what the passage of time does, every
+            /// deadline lies ahead, openings last from `open_for` to `open_for_max`, at most
+            /// `probes_max` probes are out in a half-open period, and transitions chain in
+            /// time order.
+            #[test]
+            fn the_knobs_keep_the_breaker_s_promises(
+                config in knobbed_config(),
+                ops in prop::collection::vec(op(), 1..150),
+            ) {
+                let mut b = Breaker::new(config);
+                let mut now = SimTime::ZERO;
+                let mut out: Vec<Ticket> = Vec::new();
+                let mut last: Option<Transition> = None;
+                for op in ops {
+                    match op {
+                        Op::Wait(ms) => {
+                            now = now.saturating_add(SimDuration::from_millis(ms));
+                            for later in [now, now.saturating_add(SimDuration::from_millis(45))] {
+                                let mut future = b.clone();
+                                future.handle_timeout(later);
+                                prop_assert_eq!(b.state_at(later), future.state(), "at {}", later);
+                            }
+                            b.handle_timeout(now);
+                        }
+                        Op::Admit => {
+                            if let Admit::Yes(ticket) = b.try_admit(now) {
+                                out.push(ticket);
+                            }
+                        }
+                        Op::Report(index, outcome) => {
+                            if !out.is_empty() {
+                                let ticket = out.swap_remove(index % out.len());
+                                b.on_result(now, ticket, outcome);
+                            }
+                        }
+                    }
+                    prop_assert!(b.next_deadline().is_none_or(|deadline| deadline > now));
+                    prop_assert!(config.open_for() <= b.open_duration());
+                    prop_assert!(b.open_duration() <= config.open_for_max());
+                    if b.state() == BreakerState::HalfOpen {
+                        let probes = out
+                            .iter()
+                            .filter(|t| t.probe && t.epoch == b.epoch)
+                            .count();
+                        prop_assert!(probes <= config.probes_max() as usize);
+                    }
+                    while let Some(transition) = b.poll_transition() {
+                        if let Some(previous) = last {
+                            prop_assert_eq!(previous.to, transition.from);
+                            prop_assert!(previous.at <= transition.at);
+                        }
+                        prop_assert!(transition.at <= now);
+                        last = Some(transition);
+                    }
+                }
+            }
+        }
+    }
+
     // ---- against a reference model ----
 
     mod reference {
