@@ -1,5 +1,6 @@
 //! Presets: the defaults of the libraries people run, as data, so a scenario names the
-//! library (`preset = "resilience4j"`) instead of spelling every knob.
+//! library (`preset = "resilience4j"`) instead of spelling every knob: breakers, retry
+//! policies, and Redis clients' connection settings.
 //!
 //! This is the one place the values live: the scenario file reader starts from a preset's
 //! table and lets the file override it key by key, `outagelab validate --explain` prints the
@@ -334,6 +335,83 @@ pub fn retry_preset(name: &str) -> Option<&'static RetryPreset> {
     RETRY_PRESETS.iter().find(|preset| preset.name == name)
 }
 
+/// What a client does when its connection is lost (the scenario's `reconnect` key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientReconnect {
+    /// Reconnects after `min(n · reconnect_delay, reconnect_delay_max)`.
+    Always,
+    /// The first connection is the only one.
+    Never,
+}
+
+/// A Redis client's connection settings as a library ships them (the keys of a scenario's
+/// `[connections.<name>]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientPreset {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub notes: &'static str,
+    /// `None`: wait for a reply for ever.
+    pub command_timeout: Option<SimDuration>,
+    pub offline_queue: bool,
+    /// Times a command may outlive a lost link; `None` is unlimited.
+    pub max_retries: Option<u32>,
+    pub connect_timeout: SimDuration,
+    pub reconnect_delay: SimDuration,
+    pub reconnect_delay_max: SimDuration,
+    pub reconnect: ClientReconnect,
+    /// `None`: no limit on the commands a connection holds.
+    pub pending_max: Option<u32>,
+}
+
+/// ioredis 5.x defaults (`lib/redis/RedisOptions.ts`): they are also the scenario format's
+/// defaults for a connection.
+pub const IOREDIS: ClientPreset = ClientPreset {
+    name: "ioredis",
+    source: "ioredis 5.x defaults: commandTimeout none, enableOfflineQueue true, \
+             maxRetriesPerRequest 20, connectTimeout 10000 ms, retryStrategy \
+             min(times * 50, 2000) ms, no queue limit",
+    notes: "ioredis counts maxRetriesPerRequest per connection and flushes its whole queue \
+            every max + 1 failed attempts; outagelab counts per command",
+    command_timeout: None,
+    offline_queue: true,
+    max_retries: Some(20),
+    connect_timeout: secs(10),
+    reconnect_delay: SimDuration::from_millis(50),
+    reconnect_delay_max: secs(2),
+    reconnect: ClientReconnect::Always,
+    pending_max: None,
+};
+
+/// redis-rs 0.27, `Client::get_multiplexed_async_connection()` with the default
+/// `AsyncConnectionConfig`.
+pub const REDIS_RS_MULTIPLEXED: ClientPreset = ClientPreset {
+    name: "redis-rs-multiplexed",
+    source: "redis-rs 0.27 MultiplexedConnection, default AsyncConnectionConfig: no \
+             response_timeout, no reconnection (a dropped connection fails every pending and \
+             later command)",
+    notes: "redis-rs has no connection timeout by default; connect_timeout is unused here \
+            because the connection exists at start and is never replaced; its request channel \
+            holds 50 commands and makes further callers wait, which outagelab does not model \
+            (no pending_max)",
+    command_timeout: None,
+    offline_queue: false,
+    max_retries: Some(0),
+    connect_timeout: secs(10),
+    reconnect_delay: SimDuration::from_millis(50),
+    reconnect_delay_max: secs(2),
+    reconnect: ClientReconnect::Never,
+    pending_max: None,
+};
+
+/// Every client preset, in the order the documentation lists them.
+pub const CLIENT_PRESETS: [ClientPreset; 2] = [IOREDIS, REDIS_RS_MULTIPLEXED];
+
+/// The client preset called `name`.
+pub fn client_preset(name: &str) -> Option<&'static ClientPreset> {
+    CLIENT_PRESETS.iter().find(|preset| preset.name == name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,6 +441,19 @@ mod tests {
         }
         let mut names: Vec<&str> = BREAKER_PRESETS.iter().map(|p| p.name).collect();
         names.extend(RETRY_PRESETS.iter().map(|p| p.name));
+        names.extend(CLIENT_PRESETS.iter().map(|p| p.name));
+        for preset in CLIENT_PRESETS {
+            assert!(
+                preset.reconnect_delay <= preset.reconnect_delay_max,
+                "{}",
+                preset.name
+            );
+            assert!(!preset.connect_timeout.is_zero() && !preset.reconnect_delay.is_zero());
+            assert_eq!(
+                client_preset(preset.name).map(|p| p.name),
+                Some(preset.name)
+            );
+        }
         let count = names.len();
         names.sort_unstable();
         names.dedup();

@@ -8,11 +8,12 @@ use outagelab_model::backoff::Jitter;
 use outagelab_model::breaker::{EvaluateOn, HalfOpenRule, LateFailures, Trip, UncountedAs, Window};
 use outagelab_model::presets;
 use outagelab_report::Outcome;
-use outagelab_sim::scenario::{BreakerSpec, OutcomeSet, RetrySpec};
+use outagelab_sim::scenario::{BreakerSpec, ConnectionSpec, OutcomeSet, Reconnect, RetrySpec};
 
 use crate::Variant;
 
-/// The breakers and retry policies of `variant`, one block each, as `key = value` lines.
+/// The breakers, retry policies and connections of `variant`, one block each, as
+/// `key = value` lines.
 pub fn explain(variant: &Variant) -> String {
     let mut out = String::new();
     let preset_of = |section: &str| {
@@ -30,8 +31,12 @@ pub fn explain(variant: &Variant) -> String {
         let section = format!("retries.{}", retry.name);
         explain_retry(&mut out, &section, preset_of(&section), retry);
     }
+    for connection in &variant.scenario.connections {
+        let section = format!("connections.{}", connection.name);
+        explain_connection(&mut out, &section, preset_of(&section), connection);
+    }
     if out.is_empty() {
-        out.push_str("(no breakers or retry policies)\n");
+        out.push_str("(no breakers, retry policies or connections)\n");
     }
     out
 }
@@ -167,6 +172,47 @@ fn explain_retry(out: &mut String, section: &str, preset: Option<&str>, spec: &R
     line("retry_on", outcomes(spec.retry_on));
 }
 
+fn explain_connection(
+    out: &mut String,
+    section: &str,
+    preset: Option<&str>,
+    spec: &ConnectionSpec,
+) {
+    let found = preset.and_then(presets::client_preset);
+    header(out, section, found.map(|p| (p.name, p.source, p.notes)));
+    let mut line = |key: &str, value: String| {
+        let _ = writeln!(out, "  {key} = {value}");
+    };
+    line(
+        "command_timeout",
+        spec.command_timeout
+            .map_or("none (waits for ever)".to_owned(), |t| format!("\"{t}\"")),
+    );
+    line("offline_queue", spec.offline_queue.to_string());
+    line(
+        "max_retries",
+        spec.max_retries
+            .map_or("\"unlimited\"".to_owned(), |max| max.to_string()),
+    );
+    line("connect_timeout", format!("\"{}\"", spec.connect_timeout));
+    let reconnect = match spec.reconnect {
+        Reconnect::Always => "always",
+        Reconnect::Never => "never",
+        Reconnect::Slot(_) => "slot",
+    };
+    line("reconnect", format!("\"{reconnect}\""));
+    line("reconnect_delay", format!("\"{}\"", spec.reconnect_delay));
+    line(
+        "reconnect_delay_max",
+        format!("\"{}\"", spec.reconnect_delay_max),
+    );
+    line(
+        "pending_max",
+        spec.pending_max
+            .map_or("none".to_owned(), |max| max.to_string()),
+    );
+}
+
 /// A count of thousandths as a decimal number: 1500 is `1.5`, 2000 is `2`.
 fn thousandths(value: u32) -> String {
     let (whole, fraction) = (value / 1000, value % 1000);
@@ -196,6 +242,13 @@ name = "t"
 
 [databases.db]
 latency = "10ms"
+
+[servers.redis]
+
+[connections.rs]
+server = "redis"
+preset = "redis-rs-multiplexed"
+command_timeout = "250ms"
 
 [breakers.r4j]
 preset = "resilience4j"
@@ -256,9 +309,26 @@ count = 5
         ] {
             assert!(text.contains(line), "no `{line}` in:\n{text}");
         }
+        let connection = &variant.scenario.connections[0];
+        assert_eq!(
+            connection.reconnect,
+            outagelab_sim::scenario::Reconnect::Never
+        );
+        assert!(!connection.offline_queue);
+        assert_eq!(connection.max_retries, Some(0));
+        assert_eq!(
+            connection.command_timeout,
+            Some(outagelab_model::SimDuration::from_millis(250))
+        );
+        assert!(text.contains("[connections.rs]\n  preset = \"redis-rs-multiplexed\"",));
+        assert!(text.contains("  reconnect = \"never\""), "{text}");
         assert_eq!(
             variant.presets,
             [
+                crate::PresetUse {
+                    section: "connections.rs".to_owned(),
+                    preset: "redis-rs-multiplexed".to_owned()
+                },
                 crate::PresetUse {
                     section: "breakers.r4j".to_owned(),
                     preset: "resilience4j".to_owned()

@@ -65,9 +65,12 @@ pub struct RawPreload {
     pub value: Option<Spanned<Size>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConnection {
+    /// A client library's defaults (`outagelab_model::presets`), which the other keys
+    /// override.
+    pub preset: Option<Spanned<String>>,
     pub server: Spanned<String>,
     pub latency: Option<Spanned<Text>>,
     pub bandwidth: Option<Spanned<Text>>,
@@ -684,6 +687,7 @@ pub struct RawSweep {
 
 /// A quantity written as a string with a unit (a duration or a bandwidth); a bare number is
 /// rejected with a hint, because `timeout = 100` could mean anything.
+#[derive(Clone)]
 pub struct Text(pub String);
 
 impl<'de> Deserialize<'de> for Text {
@@ -717,6 +721,7 @@ impl<'de> Deserialize<'de> for Text {
 
 /// A whole number as TOML writes it (signed, 64 bits); `validate.rs` checks it against the
 /// range of what it counts.
+#[derive(Clone)]
 pub struct Whole(pub i64);
 
 impl<'de> Deserialize<'de> for Whole {
@@ -774,6 +779,7 @@ impl<'de> Deserialize<'de> for Size {
 }
 
 /// `max_retries`: a count, or `"unlimited"`.
+#[derive(Clone)]
 pub enum RetryLimit {
     Count(u64),
     Unlimited,

@@ -602,6 +602,31 @@ impl<'a> Validator<'a> {
         names: &Names,
     ) -> Option<ConnectionSpec> {
         let key = |field: &str| format!("connections.{name}.{field}");
+        let filled;
+        let raw = match &raw.preset {
+            None => raw,
+            Some(preset) => {
+                let Some(found) = presets::client_preset(preset.get_ref()) else {
+                    let names: Vec<&str> = presets::CLIENT_PRESETS.iter().map(|p| p.name).collect();
+                    self.error(
+                        Some(preset.span()),
+                        key("preset"),
+                        format!(
+                            "unknown client preset `{}` (presets: {})",
+                            preset.get_ref(),
+                            names.join(", ")
+                        ),
+                    );
+                    return None;
+                };
+                self.presets.push(PresetUse {
+                    section: format!("connections.{name}"),
+                    preset: preset.get_ref().clone(),
+                });
+                filled = with_client_preset(raw, found, preset.span());
+                &filled
+            }
+        };
         let server = self.resolve(&names.servers, &raw.server, &key("server"));
         let command_timeout = raw.command_timeout.as_ref().and_then(|t| {
             self.positive_duration(
@@ -2633,4 +2658,64 @@ impl<'a> Validator<'a> {
 
 fn since_zero(t: SimTime) -> SimDuration {
     t.saturating_since(SimTime::ZERO)
+}
+
+/// `raw` with every key it leaves out taken from the client preset, written where the file
+/// wrote `preset` (so a bad combination is reported there), then validated as if the file had
+/// written them all.
+fn with_client_preset(
+    raw: &RawConnection,
+    preset: &presets::ClientPreset,
+    span: Range<usize>,
+) -> RawConnection {
+    let duration = |value: SimDuration| {
+        Some(Spanned::new(
+            span.clone(),
+            Text(format!("{}ns", value.as_nanos())),
+        ))
+    };
+    let mut filled = raw.clone();
+    let slot = matches!(
+        raw.reconnect.as_ref().map(|r| *r.get_ref()),
+        Some(ReconnectName::Slot)
+    );
+    if filled.command_timeout.is_none() {
+        filled.command_timeout = preset.command_timeout.and_then(&duration);
+    }
+    if filled.offline_queue.is_none() && !slot {
+        filled.offline_queue = Some(Spanned::new(span.clone(), preset.offline_queue));
+    }
+    if filled.max_retries.is_none() && !slot {
+        let limit = match preset.max_retries {
+            Some(count) => RetryLimit::Count(u64::from(count)),
+            None => RetryLimit::Unlimited,
+        };
+        filled.max_retries = Some(Spanned::new(span.clone(), limit));
+    }
+    if filled.connect_timeout.is_none() {
+        filled.connect_timeout = duration(preset.connect_timeout);
+    }
+    if !slot {
+        if filled.reconnect_delay.is_none() {
+            filled.reconnect_delay = duration(preset.reconnect_delay);
+        }
+        if filled.reconnect_delay_max.is_none() {
+            filled.reconnect_delay_max = duration(preset.reconnect_delay_max);
+        }
+    }
+    if filled.reconnect.is_none() {
+        filled.reconnect = Some(Spanned::new(
+            span.clone(),
+            match preset.reconnect {
+                presets::ClientReconnect::Always => ReconnectName::Always,
+                presets::ClientReconnect::Never => ReconnectName::Never,
+            },
+        ));
+    }
+    if filled.pending_max.is_none() {
+        filled.pending_max = preset
+            .pending_max
+            .map(|max| Spanned::new(span.clone(), Whole(i64::from(max))));
+    }
+    filled
 }

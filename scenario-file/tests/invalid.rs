@@ -587,6 +587,21 @@ fn rejected_files() {
             "26:22: breakers.b.slow_call_duration: must be longer than zero (every call would be slow)",
         ),
         (
+            with(
+                "[connections.c]\n",
+                "[connections.c]\npreset = \"lettuce\"\n",
+            ),
+            "7:10: connections.c.preset: unknown client preset `lettuce` (presets: ioredis, redis-rs-multiplexed)",
+        ),
+        (
+            // The preset's 50 ms first delay is above the file's maximum: reported at the preset.
+            with(
+                "[connections.c]\n",
+                "[connections.c]\npreset = \"ioredis\"\nreconnect_delay_max = \"10ms\"\n",
+            ),
+            "7:10: connections.c.reconnect_delay: 50ms is above reconnect_delay_max 10ms",
+        ),
+        (
             format!("{BASE}\n[retries.r]\npreset = \"polly\"\n"),
             "25:10: retries.r.preset: unknown retry preset `polly` (presets: backoff-crate, tokio-retry, aws-full-jitter)",
         ),
