@@ -191,7 +191,9 @@ pub fn document(
                 ]
             })
             .collect();
-        let header = ["at ms", "event", "what", "detail"].map(str::to_owned).to_vec();
+        let header = ["at ms", "event", "what", "detail"]
+            .map(str::to_owned)
+            .to_vec();
         table_html(&mut out, "log", &Table { header, rows });
         let hidden = variant.log.len().saturating_sub(LOG_ROWS_MAX) as u64 + variant.log_dropped;
         if hidden > 0 {

@@ -71,6 +71,10 @@ enum Command {
     Validate {
         /// The scenario file (TOML).
         file: PathBuf,
+        /// Print the values each breaker and retry policy runs with, per variant: what its
+        /// preset expanded to after the file's overrides, with the preset's source.
+        #[arg(long)]
+        explain: bool,
     },
 }
 
@@ -84,7 +88,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Validate { file } => match outagelab_scenario_file::load(&file) {
+        Command::Validate { file, explain } => match outagelab_scenario_file::load(&file) {
             Ok(scenario) => {
                 let count = scenario.variants.len();
                 let plural = if count == 1 { "" } else { "s" };
@@ -92,6 +96,15 @@ fn main() -> ExitCode {
                     "{}: ok ({count} variant{plural})\n",
                     file.display()
                 ));
+                if explain {
+                    for variant in &scenario.variants {
+                        say(&format!(
+                            "\n# variant {}\n{}",
+                            variant.name,
+                            outagelab_scenario_file::explain(variant)
+                        ));
+                    }
+                }
                 ExitCode::SUCCESS
             }
             Err(diagnostics) => {

@@ -156,7 +156,11 @@ pub fn notes(report: &RunReport) -> Vec<String> {
             outagelab_sim::BUCKETS_MAX
         ));
     }
-    for variant in report.variants.iter().filter(|v| v.verdict.name() != "completed") {
+    for variant in report
+        .variants
+        .iter()
+        .filter(|v| v.verdict.name() != "completed")
+    {
         notes.push(format!(
             "note: \"{}\" ended by {} at {} ms",
             variant.name,

@@ -171,6 +171,26 @@ fn validate_accepts_every_bundled_scenario() {
 }
 
 #[test]
+fn validate_explain_prints_each_preset_s_values_per_variant() {
+    let output = outagelab(&["validate", "--explain", "scenarios/breaker-libraries.toml"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let out = text(&output.stdout);
+    for expected in [
+        "# variant resilience4j\n[breakers.redis]\n  preset = \"resilience4j\"",
+        "# variant polly-v8\n[breakers.redis]\n  preset = \"polly-v8\"",
+        "    # source: opossum 8.1 defaults",
+        "  failure_rate = { percent = 50, window_calls = 100, min_calls = 100 }\n  open_for = \"60s\"\n  half_open_probes = 10\n  half_open_rule = \"failure_rate\"",
+        "  failure_rate = { percent = 50.1, window = \"10s\", window_slots = 10, min_calls = 1 }",
+        "  evaluate_on = \"failure\"",
+    ] {
+        assert!(out.contains(expected), "no `{expected}` in:\n{out}");
+    }
+    // Without --explain, one line.
+    let plain = outagelab(&["validate", "scenarios/breaker-libraries.toml"]);
+    assert_eq!(text(&plain.stdout).lines().count(), 1);
+}
+
+#[test]
 fn a_run_that_outgrows_its_memory_budget_exits_1_naming_the_budget() {
     // Redis hangs and every read times out, but the commands stay queued on the connection
     // (a hung server never answers them): what the run holds grows with every request.

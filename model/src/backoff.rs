@@ -19,6 +19,7 @@
 //! | `Full` | uniform in `[0, d]` |
 //! | `Equal` | `d - d/2` plus uniform in `[0, d/2]` (`d/2` rounded down), so in `[d - d/2, d]` |
 //! | `Decorrelated` | `min(ceiling, uniform in [base, 3 · previous delay])`, the first previous delay being `base`; the factor is not used |
+//! | `Proportional` | uniform in `[d - δ, d + δ]` with `δ = ⌊d · randomization_permille / 1000⌋` (the `backoff` crate's randomization factor, and most clients'); it may pass the ceiling by up to `δ`, as there: the ceiling caps `d`, not the jittered delay |
 //!
 //! Randomness comes only from the [`RandomBits`] the caller passes in: `Jitter::None` draws
 //! nothing, every other kind draws exactly one 64-bit word per delay, so a seeded run replays.
@@ -43,7 +44,13 @@ pub enum Jitter {
     Equal,
     /// `min(ceiling, uniform in [base, 3 · previous delay])`.
     Decorrelated,
+    /// Uniform in `[d - δ, d + δ]`, `δ = ⌊d · randomization_permille / 1000⌋`; at most 1000
+    /// (δ = d).
+    Proportional { randomization_permille: u32 },
 }
+
+/// The largest randomization factor, in thousandths: the delay ranges over `[0, 2d]`.
+pub const RANDOMIZATION_PERMILLE_MAX: u32 = 1000;
 
 /// A validated backoff configuration.
 ///
@@ -80,6 +87,21 @@ impl BackoffConfig {
                 ),
             ));
         }
+        if let Jitter::Proportional {
+            randomization_permille,
+        } = jitter
+            && randomization_permille > RANDOMIZATION_PERMILLE_MAX
+        {
+            return Err(ConfigError::new(
+                "randomization_permille",
+                format!(
+                    "must be at most 1 (delays from 0 to twice the wait), not {}.{:03}: a \
+                     larger factor would make negative delays",
+                    randomization_permille / 1000,
+                    randomization_permille % 1000
+                ),
+            ));
+        }
         if ceiling < base {
             return Err(ConfigError::new(
                 "ceiling",
@@ -110,6 +132,22 @@ impl BackoffConfig {
         self.jitter
     }
 
+    /// The longest delay [`Backoff::next_delay`] returns: the ceiling, plus its `δ` under
+    /// [`Jitter::Proportional`].
+    pub fn delay_max(&self) -> SimDuration {
+        match self.jitter {
+            Jitter::Proportional {
+                randomization_permille,
+            } => {
+                let ceiling = self.ceiling.as_nanos();
+                SimDuration::from_nanos(
+                    ceiling.saturating_add(spread(ceiling, randomization_permille)),
+                )
+            }
+            Jitter::None | Jitter::Full | Jitter::Equal | Jitter::Decorrelated => self.ceiling,
+        }
+    }
+
     /// The delay after failure number `attempt` (1-based) before jitter:
     /// `min(ceiling, base · factor^(attempt-1))`, each step rounded up to a nanosecond.
     /// `attempt = 0` is treated as 1.
@@ -132,7 +170,7 @@ impl BackoffConfig {
 
     /// One step: `ceil(delay · factor_permille / 1000)`, capped at the ceiling. Strictly
     /// greater than `delay` below the ceiling whenever `factor_permille > 1000`.
-    fn grow(&self, delay: SimDuration) -> SimDuration {
+    pub(crate) fn grow(&self, delay: SimDuration) -> SimDuration {
         if delay >= self.ceiling {
             return self.ceiling;
         }
@@ -155,7 +193,8 @@ pub const GROWTH_STEPS_MAX: u32 = 38_049;
 /// next failure starts again from `base`.
 ///
 /// Invariants:
-/// - `next_delay` returns at most `ceiling`; with `Jitter::Decorrelated` at least `base`;
+/// - `next_delay` returns at most [`BackoffConfig::delay_max`] (the ceiling, but for
+///   `Jitter::Proportional`); with `Jitter::Decorrelated` at least `base`;
 /// - without jitter the n-th delay since the last reset is exactly
 ///   [`BackoffConfig::delay_unjittered`]`(n)`; with `Full` or `Equal` jitter it is at most that;
 /// - `attempts()` counts delays handed out since the last reset, saturating at `u32::MAX`;
@@ -219,12 +258,28 @@ impl Backoff {
                 let high = self.previous.as_nanos().saturating_mul(3);
                 uniform_inclusive(random, base, high).min(self.config.ceiling.as_nanos())
             }
+            Jitter::Proportional {
+                randomization_permille,
+            } => {
+                let delta = spread(nanos, randomization_permille);
+                uniform_inclusive(random, nanos - delta, nanos.saturating_add(delta))
+            }
         };
         let delay = SimDuration::from_nanos(delay);
-        debug_assert!(delay <= self.config.ceiling, "{delay} above the ceiling");
+        debug_assert!(
+            delay <= self.config.delay_max(),
+            "{delay} above the maximum"
+        );
         self.previous = delay;
         delay
     }
+}
+
+/// `⌊nanos · randomization_permille / 1000⌋`, at most `nanos`.
+fn spread(nanos: u64, randomization_permille: u32) -> u64 {
+    let delta =
+        u128::from(nanos) * u128::from(randomization_permille) / u128::from(FACTOR_PERMILLE_ONE);
+    u64::try_from(delta).map_or(nanos, |delta| delta.min(nanos))
 }
 
 /// A uniform draw from `low..=high`, from exactly one word of `random`.
@@ -510,6 +565,55 @@ mod tests {
         }
     }
 
+    /// A source that always draws the same word: 0 gives the low end of a range, `u64::MAX`
+    /// the high end.
+    struct Fixed(u64);
+
+    impl RandomBits for Fixed {
+        fn next_u64(&mut self) -> u64 {
+            self.0
+        }
+    }
+
+    fn proportional(randomization_permille: u32) -> Jitter {
+        Jitter::Proportional {
+            randomization_permille,
+        }
+    }
+
+    #[test]
+    fn proportional_jitter_spans_the_randomization_factor_around_the_delay() {
+        // The backoff crate's defaults: 500 ms, × 1.5, up to 60 s, randomization factor 0.5.
+        let defaults = config(ms(500), 1500, ms(60_000), proportional(500));
+        let ends = |word| {
+            let mut backoff = Backoff::new(defaults);
+            let delays: Vec<u64> = (0..3)
+                .map(|_| backoff.next_delay(&mut Fixed(word)).as_nanos() / 1_000_000)
+                .collect();
+            delays
+        };
+        // 500 ms in [250, 750], 750 ms in [375, 1125], 1125 ms in [562.5, 1687.5].
+        assert_eq!(ends(0), [250, 375, 562]);
+        assert_eq!(ends(u64::MAX), [750, 1125, 1687]);
+        // At the ceiling the delay may pass it by δ, as the crate's does.
+        assert_eq!(defaults.delay_max(), ms(90_000));
+        let mut capped = Backoff::new(config(ms(60_000), 1500, ms(60_000), proportional(500)));
+        assert_eq!(capped.next_delay(&mut Fixed(u64::MAX)), ms(90_000));
+        // A factor of 0 draws a word but keeps the delay; 1000 spans [0, 2d].
+        let mut none = Backoff::new(config(ms(100), 1000, ms(100), proportional(0)));
+        assert_eq!(none.next_delay(&mut Fixed(u64::MAX)), ms(100));
+        let mut widest = Backoff::new(config(ms(100), 1000, ms(100), proportional(1000)));
+        assert_eq!(widest.next_delay(&mut Fixed(0)), ms(0));
+        assert_eq!(widest.next_delay(&mut Fixed(u64::MAX)), ms(200));
+    }
+
+    #[test]
+    fn a_randomization_factor_above_one_is_refused() {
+        let error = BackoffConfig::new(ms(100), 1000, ms(100), proportional(1001)).unwrap_err();
+        assert_eq!(error.field, "randomization_permille");
+        assert!(BackoffConfig::new(ms(100), 1000, ms(100), proportional(1000)).is_ok());
+    }
+
     #[test]
     fn jitter_draws_one_word_per_delay_and_none_draws_nothing() {
         struct Counting(SplitMix64, u32);
@@ -524,6 +628,7 @@ mod tests {
             (Jitter::Full, 10),
             (Jitter::Equal, 10),
             (Jitter::Decorrelated, 10),
+            (proportional(500), 10),
         ] {
             let mut backoff = Backoff::new(seed_001(jitter));
             let mut random = Counting(SplitMix64(3), 0);
@@ -583,6 +688,12 @@ mod tests {
                 Jitter::Full => uniform(random, 0, d),
                 Jitter::Equal => d - d / 2 + uniform(random, 0, d / 2),
                 Jitter::Decorrelated => uniform(random, base, self.previous * 3).min(ceiling),
+                Jitter::Proportional {
+                    randomization_permille,
+                } => {
+                    let delta = d * u128::from(randomization_permille) / 1000;
+                    uniform(random, d - delta, d + delta)
+                }
             };
             self.previous = delay;
             u64::try_from(delay).unwrap()
@@ -595,6 +706,9 @@ mod tests {
             Just(Jitter::Full),
             Just(Jitter::Equal),
             Just(Jitter::Decorrelated),
+            (0u32..=1000).prop_map(|randomization_permille| Jitter::Proportional {
+                randomization_permille
+            }),
         ]
     }
 
@@ -628,7 +742,7 @@ mod tests {
                 if failure {
                     let delay = backoff.next_delay(&mut random);
                     prop_assert_eq!(delay.as_nanos(), reference.next_delay(&mut reference_random));
-                    prop_assert!(delay <= config.ceiling);
+                    prop_assert!(delay <= config.delay_max());
                 } else {
                     backoff.reset();
                     reference.attempts = 0;

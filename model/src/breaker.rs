@@ -1,12 +1,18 @@
 //! Circuit breaker: opens on consecutive failures or on a failure rate over a sliding window.
 //!
 //! ```text
-//!              the trip rule fires                              open_for has passed
+//!              the trip rule fires                         the opening has passed
 //!   Closed ───────────────────────────────────────▶ Open ───────────────────────▶ HalfOpen
 //!     ▲                                               ▲                              │
-//!     │          probes_max probes succeeded           │  a probe failed              │
+//!     │          the probes decide to close            │  the probes decide to reopen, │
+//!     │                                                │  or half_open_max_wait passed │
 //!     └────────────────────────────────────────────── ┴──────────────────────────────┘
 //! ```
+//!
+//! Every knob below has a default that keeps the breaker described first (all probes must
+//! succeed, uncounted results ignored, no half-open limit, openings of `open_for` each, the
+//! rate compared after every result); `crate::presets` names the combinations other
+//! libraries use.
 //!
 //! # Trip rules ([`Trip`])
 //!
@@ -38,11 +44,43 @@
 //! when the breaker opens and nothing is tallied while it is open or half-open, so when it
 //! closes again the tally starts empty (no run of failures, an empty window).
 //!
+//! A failure-rate breaker may also have a slow-call rule ([`SlowCalls`], resilience4j's
+//! `slowCallDurationThreshold` and `slowCallRateThreshold`): a call that lasted longer than
+//! its duration, from `try_admit` to `on_result`, is slow whatever its outcome, the window
+//! counts slow calls beside failures, and the breaker opens when either rate is reached.
+//!
+//! [`EvaluateOn::Failure`] compares the rate only after a failure (Polly, opossum): then a
+//! success never opens the breaker, and the window that reached `min_calls` on a success
+//! opens at the next failure if the rate still holds.
+//!
 //! # Half-open
 //!
-//! Identical for every trip rule: after `open_for` the breaker admits at most `probes_max`
-//! probes; all of them must succeed to close it; one failed probe reopens it for a full
-//! `open_for`; an ignored probe frees its slot for another probe.
+//! The same for every trip rule: when the opening has passed the breaker admits at most
+//! `probes_max` probes, and decides by its [`HalfOpenRule`]:
+//!
+//! - [`HalfOpenRule::AllProbesSucceed`] (the default): all of them must succeed to close it;
+//!   the first failed probe reopens it.
+//! - [`HalfOpenRule::FailureRate`] (resilience4j): once `probes_max` probes have reported, it
+//!   opens if `failures × 1000 >= rate_permille × probes_max` (the trip rule's rate) and
+//!   closes otherwise.
+//!
+//! An ignored probe frees its slot for another probe. With `half_open_max_wait`, a breaker
+//! whose probes have not decided within that time of the first probe's admission opens
+//! again, dated at that instant (resilience4j's `maxWaitDurationInHalfOpenState`; its
+//! half-open state starts at the first call after the wait, which is that first probe).
+//!
+//! # Openings
+//!
+//! An opening from closed lasts `open_for`. A reopening from half-open (no close in between)
+//! lasts the previous opening times `open_for_factor_permille / 1000`, rounded up to a
+//! nanosecond, capped at `open_for_max` (the [`crate::backoff`] step); closing starts again
+//! from `open_for`. With the default factor of one every opening lasts `open_for`.
+//!
+//! # Uncounted results
+//!
+//! [`UncountedAs::Ignored`] (the default) leaves [`CallOutcome::Ignored`] out of everything
+//! above; [`UncountedAs::Success`] takes it for a success everywhere (resilience4j and
+//! opossum count an error they are told not to record as a success).
 //!
 //! # Which results count: the classifier lives with the caller
 //!
@@ -66,8 +104,8 @@
 //! [`TRANSITIONS_HELD_MAX`] transitions wait to be polled; beyond that the oldest is dropped
 //! and counted in [`Breaker::transitions_dropped`], never lost silently. The simulator drains
 //! the queue after every `on_result` (`sim/src/engine.rs`, `end_step`); between two drains only
-//! `try_admit` runs, which makes at most one transition (`Open -> HalfOpen`), so it never drops
-//! one. (Today it discards what it drains: the report counts openings through
+//! `try_admit` runs, which makes at most two transitions (`HalfOpen -> Open` when
+//! `half_open_max_wait` has passed, then `Open -> HalfOpen`), so it never drops one. (Today it discards what it drains: the report counts openings through
 //! [`Breaker::opened_total`] and shows the final state through [`Breaker::state_at`].)
 //!
 //! # Call order and invariants
@@ -88,14 +126,17 @@
 //!   or tally. A clone of a breaker accepts the tickets of the original (they share their
 //!   state up to the clone).
 //! - In `HalfOpen`, at most `probes_max` tickets are admitted; while they are out, every other
-//!   caller is rejected. A probe that never reports back keeps the breaker half-open: that is
-//!   the behaviour of a real breaker whose probe hangs, and a scenario can show it.
+//!   caller is rejected. Without `half_open_max_wait`, a probe that never reports back keeps
+//!   the breaker half-open: that is the behaviour of a real breaker whose probe hangs, and a
+//!   scenario can show it.
+//! - An opening lasts at least `open_for` and at most `open_for_max`.
 //! - Memory is bounded by the configuration: a count window holds at most
 //!   [`WINDOW_CALLS_MAX`] results, a time window at most [`WINDOW_SLOTS_MAX`] slots, the
 //!   transition queue at most [`TRANSITIONS_HELD_MAX`] transitions.
 
 use std::collections::VecDeque;
 
+use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use crate::config::ConfigError;
 use crate::instance::InstanceId;
 use crate::time::{LatestTime, SimDuration, SimTime};
@@ -155,6 +196,63 @@ pub struct BreakerConfig {
     open_for: SimDuration,
     probes_max: u32,
     late_failures: LateFailures,
+    half_open_rule: HalfOpenRule,
+    uncounted_as: UncountedAs,
+    /// How long a half-open breaker waits for its probes, from the first probe's admission.
+    half_open_max_wait: Option<SimDuration>,
+    /// The open duration of consecutive openings: `open_for`, then grown by its factor up to
+    /// its ceiling (a factor of one, the default, keeps every opening at `open_for`).
+    open_growth: BackoffConfig,
+    evaluate_on: EvaluateOn,
+    slow_calls: Option<SlowCalls>,
+}
+
+/// The slow-call rule of a failure-rate breaker (resilience4j's `slowCallDurationThreshold`
+/// and `slowCallRateThreshold`): a call that lasted longer than `duration` (from
+/// [`Breaker::try_admit`] to [`Breaker::on_result`]) is slow, success or failure; the breaker
+/// also opens when `slow × 1000 >= rate_permille × calls` over the same window, once it holds
+/// `min_calls`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlowCalls {
+    pub duration: SimDuration,
+    pub rate_permille: u32,
+}
+
+/// How a half-open breaker decides from its probes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HalfOpenRule {
+    /// Every probe must succeed; the first failed probe reopens the breaker (Polly, opossum,
+    /// gobreaker, and outagelab before the knob existed).
+    #[default]
+    AllProbesSucceed,
+    /// Once `probes_max` probes have reported, the breaker opens if their failures reach the
+    /// trip rule's rate (`failures × 1000 >= rate_permille × probes_max`) and closes
+    /// otherwise (resilience4j's `permittedNumberOfCallsInHalfOpenState`). Needs a
+    /// [`Trip::FailureRate`] rule.
+    FailureRate,
+}
+
+/// What a [`CallOutcome::Ignored`] result counts as.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UncountedAs {
+    /// Nothing: it neither enters the tally nor decides a probe, and a probe so ended frees its
+    /// slot (resilience4j's `ignoreExceptions`).
+    #[default]
+    Ignored,
+    /// A success (resilience4j's exceptions outside `recordExceptions`; opossum's
+    /// `errorFilter`).
+    Success,
+}
+
+/// After which results a closed failure-rate breaker compares its rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EvaluateOn {
+    /// After every recorded result (resilience4j).
+    #[default]
+    Any,
+    /// Only after a failure (Polly, opossum, gobreaker): a success never opens the breaker,
+    /// even the one that brings the window up to `min_calls`.
+    Failure,
 }
 
 /// What a counted failure does when the call it ends was admitted in an earlier state (a call
@@ -310,7 +408,161 @@ impl BreakerConfig {
             open_for,
             probes_max,
             late_failures: LateFailures::Ignored,
+            half_open_rule: HalfOpenRule::AllProbesSucceed,
+            uncounted_as: UncountedAs::Ignored,
+            half_open_max_wait: None,
+            open_growth: BackoffConfig::new(open_for, FACTOR_PERMILLE_ONE, open_for, Jitter::None)?,
+            evaluate_on: EvaluateOn::Any,
+            slow_calls: None,
         })
+    }
+
+    /// The same config with a slow-call rule (see [`SlowCalls`]; `None`, the default, has
+    /// none). Needs a [`Trip::FailureRate`] rule, whose window and `min_calls` it shares;
+    /// under [`HalfOpenRule::FailureRate`] the probes are held to it too.
+    pub fn with_slow_calls(self, slow_calls: Option<SlowCalls>) -> Result<Self, ConfigError> {
+        if let Some(slow) = slow_calls {
+            if let Trip::Consecutive { .. } = self.trip {
+                return Err(ConfigError::new(
+                    "slow_call_rate_permille",
+                    "a slow-call rate is counted over the failure_rate rule's window, and this \
+                     breaker opens on consecutive failures: give it failure_rate",
+                ));
+            }
+            if slow.duration.is_zero() {
+                return Err(ConfigError::new(
+                    "slow_call_duration",
+                    "must be longer than zero (every call would be slow)",
+                ));
+            }
+            if slow.rate_permille == 0 || slow.rate_permille > 1000 {
+                return Err(ConfigError::new(
+                    "slow_call_rate_permille",
+                    format!(
+                        "must be from 1 to 1000 (every call slow), got {}",
+                        slow.rate_permille
+                    ),
+                ));
+            }
+        }
+        Ok(BreakerConfig { slow_calls, ..self })
+    }
+
+    pub fn slow_calls(&self) -> Option<SlowCalls> {
+        self.slow_calls
+    }
+
+    /// The same config with `half_open_rule` as given (the default is
+    /// [`HalfOpenRule::AllProbesSucceed`]). [`HalfOpenRule::FailureRate`] needs a
+    /// [`Trip::FailureRate`] rule: its rate is the one the probes are held to.
+    pub fn with_half_open_rule(self, half_open_rule: HalfOpenRule) -> Result<Self, ConfigError> {
+        if half_open_rule == HalfOpenRule::FailureRate
+            && let Trip::Consecutive { .. } = self.trip
+        {
+            return Err(ConfigError::new(
+                "half_open_rule",
+                "\"failure_rate\" holds the probes to the failure_rate rule's percent, and this \
+                 breaker opens on consecutive failures: give it failure_rate, or keep \
+                 \"all_probes_succeed\"",
+            ));
+        }
+        Ok(BreakerConfig {
+            half_open_rule,
+            ..self
+        })
+    }
+
+    /// The same config with uncounted ([`CallOutcome::Ignored`]) results counted as given (the
+    /// default is [`UncountedAs::Ignored`]).
+    pub fn with_uncounted_as(self, uncounted_as: UncountedAs) -> Self {
+        BreakerConfig {
+            uncounted_as,
+            ..self
+        }
+    }
+
+    /// The same config with a limit on how long a half-open breaker waits for its probes,
+    /// counted from the first probe's admission; when it passes before the probes decide, the
+    /// breaker opens again (resilience4j's `maxWaitDurationInHalfOpenState`). `None`, the
+    /// default, waits for ever.
+    pub fn with_half_open_max_wait(
+        self,
+        half_open_max_wait: Option<SimDuration>,
+    ) -> Result<Self, ConfigError> {
+        if half_open_max_wait.is_some_and(SimDuration::is_zero) {
+            return Err(ConfigError::new(
+                "half_open_max_wait",
+                "must be longer than zero (leave it out to wait for the probes for ever)",
+            ));
+        }
+        Ok(BreakerConfig {
+            half_open_max_wait,
+            ..self
+        })
+    }
+
+    /// The same config with openings that grow: an opening that follows a half-open breaker
+    /// (no close in between) lasts `factor_permille / 1000` times the one before, up to
+    /// `open_for_max`; closing starts again from `open_for` (resilience4j's exponential
+    /// wait-interval function, Polly v8's break-duration generator). Each step rounds up to a
+    /// nanosecond, as the backoff does.
+    pub fn with_open_growth(
+        self,
+        factor_permille: u32,
+        open_for_max: SimDuration,
+    ) -> Result<Self, ConfigError> {
+        let open_growth =
+            BackoffConfig::new(self.open_for, factor_permille, open_for_max, Jitter::None)
+                .map_err(|error| match error.field {
+                    "factor_permille" => ConfigError::new("open_for_factor", error.reason),
+                    "ceiling" => ConfigError::new(
+                        "open_for_max",
+                        format!(
+                            "must be at least open_for ({}): it caps openings that start there",
+                            self.open_for
+                        ),
+                    ),
+                    _ => error,
+                })?;
+        Ok(BreakerConfig {
+            open_growth,
+            ..self
+        })
+    }
+
+    /// The same config comparing the failure rate after the results given (the default is
+    /// [`EvaluateOn::Any`]).
+    pub fn with_evaluate_on(self, evaluate_on: EvaluateOn) -> Self {
+        BreakerConfig {
+            evaluate_on,
+            ..self
+        }
+    }
+
+    pub fn half_open_rule(&self) -> HalfOpenRule {
+        self.half_open_rule
+    }
+
+    pub fn uncounted_as(&self) -> UncountedAs {
+        self.uncounted_as
+    }
+
+    pub fn half_open_max_wait(&self) -> Option<SimDuration> {
+        self.half_open_max_wait
+    }
+
+    /// The growth factor of consecutive openings, in thousandths (1000: they do not grow).
+    pub fn open_for_factor_permille(&self) -> u32 {
+        self.open_growth.factor_permille()
+    }
+
+    /// The longest an opening lasts (`open_for` when openings do not grow).
+    pub fn open_for_max(&self) -> SimDuration {
+        self.open_growth.ceiling()
+    }
+
+    pub fn evaluate_on(&self) -> EvaluateOn {
+        self.evaluate_on
     }
 
     /// The same config with `late_failures` as given (the default is
@@ -374,6 +626,8 @@ pub struct Ticket {
     owner: InstanceId,
     epoch: u64,
     probe: bool,
+    /// When the call was admitted, for the slow-call rule.
+    admitted_at: SimTime,
 }
 
 impl Ticket {
@@ -423,6 +677,8 @@ pub struct WindowCounts {
     /// Successes and failures in the window (ignored results never enter it).
     pub calls: u64,
     pub failures: u64,
+    /// Calls slower than the slow-call rule's duration (zero without the rule).
+    pub slow: u64,
 }
 
 /// A circuit breaker. See the module documentation for the trip rules and the call order.
@@ -439,8 +695,17 @@ pub struct Breaker {
     /// The results recorded while closed, as the trip rule needs them.
     tally: Tally,
     opened_at: SimTime,
+    /// How long the current (or last) opening lasts: `open_for`, grown on each reopening
+    /// from half-open when the config says so.
+    open_duration: SimDuration,
     probes_admitted: u32,
     probes_succeeded: u32,
+    /// Failed probes, for [`HalfOpenRule::FailureRate`].
+    probes_failed: u32,
+    /// Slow probes, for [`HalfOpenRule::FailureRate`] with a slow-call rule.
+    probes_slow: u32,
+    /// When the first probe of this half-open period was admitted, for `half_open_max_wait`.
+    first_probe_at: Option<SimTime>,
     /// The latest `now` seen; an earlier `now` is taken as this one.
     latest: LatestTime,
     /// Transitions not yet polled, oldest first; at most `TRANSITIONS_HELD_MAX`.
@@ -458,10 +723,14 @@ impl Breaker {
             config,
             state: BreakerState::Closed,
             epoch: 0,
-            tally: Tally::new(config.trip),
+            tally: Tally::new(config.trip, config.slow_calls),
             opened_at: SimTime::ZERO,
+            open_duration: config.open_for,
             probes_admitted: 0,
             probes_succeeded: 0,
+            probes_failed: 0,
+            probes_slow: 0,
+            first_probe_at: None,
             latest: LatestTime::new(),
             transitions: VecDeque::with_capacity(TRANSITIONS_HELD_MAX),
             transitions_dropped: 0,
@@ -479,12 +748,25 @@ impl Breaker {
         self.state
     }
 
-    /// The state at `now`, counting an `Open` whose `open_for` has passed as `HalfOpen`
-    /// (without changing anything).
+    /// The state at `now`, counting an `Open` whose `open_for` has passed as `HalfOpen`, and
+    /// a `HalfOpen` whose `half_open_max_wait` has passed as `Open` (then `HalfOpen` again once
+    /// that opening has passed), without changing anything.
     pub fn state_at(&self, now: SimTime) -> BreakerState {
-        match self.next_deadline() {
-            Some(deadline) if self.latest.at(now) >= deadline => BreakerState::HalfOpen,
-            _ => self.state,
+        let now = self.latest.at(now);
+        match self.state {
+            BreakerState::Open if now >= self.open_deadline() => BreakerState::HalfOpen,
+            BreakerState::HalfOpen => match self.half_open_deadline() {
+                Some(expiry) if now >= expiry => {
+                    let reopened_for = self.config.open_growth.grow(self.open_duration);
+                    if now >= expiry.saturating_add(reopened_for) {
+                        BreakerState::HalfOpen
+                    } else {
+                        BreakerState::Open
+                    }
+                }
+                _ => BreakerState::HalfOpen,
+            },
+            state => state,
         }
     }
 
@@ -505,37 +787,58 @@ impl Breaker {
         self.tally.window_counts(self.latest.at(now))
     }
 
-    /// When the breaker next changes state on its own (Open -> HalfOpen), if it will.
+    /// When the breaker next changes state on its own, if it will: Open -> HalfOpen when the
+    /// opening has passed; HalfOpen -> Open when `half_open_max_wait` has passed since the
+    /// first probe was admitted.
     pub fn next_deadline(&self) -> Option<SimTime> {
         match self.state {
-            BreakerState::Open => Some(self.opened_at.saturating_add(self.config.open_for)),
-            BreakerState::Closed | BreakerState::HalfOpen => None,
+            BreakerState::Open => Some(self.open_deadline()),
+            BreakerState::HalfOpen => self.half_open_deadline(),
+            BreakerState::Closed => None,
         }
     }
 
-    /// Applies the passage of time: an `Open` breaker whose `open_for` has passed turns
-    /// `HalfOpen` (its transition is dated at the deadline).
+    /// How long the current (or last) opening lasts: `open_for`, unless openings grow.
+    pub fn open_duration(&self) -> SimDuration {
+        self.open_duration
+    }
+
+    fn open_deadline(&self) -> SimTime {
+        self.opened_at.saturating_add(self.open_duration)
+    }
+
+    fn half_open_deadline(&self) -> Option<SimTime> {
+        let wait = self.config.half_open_max_wait?;
+        Some(self.first_probe_at?.saturating_add(wait))
+    }
+
+    /// Applies the passage of time: an `Open` breaker whose opening has passed turns
+    /// `HalfOpen`, a `HalfOpen` one whose `half_open_max_wait` has passed turns `Open` (each
+    /// transition is dated at its deadline).
     pub fn handle_timeout(&mut self, now: SimTime) {
         self.observe(now);
     }
 
     /// Asks to make one call now.
     pub fn try_admit(&mut self, now: SimTime) -> Admit {
-        self.observe(now);
+        let now = self.observe(now);
         match self.state {
             BreakerState::Closed => Admit::Yes(Ticket {
                 owner: self.id,
                 epoch: self.epoch,
                 probe: false,
+                admitted_at: now,
             }),
             BreakerState::Open => Admit::No(Rejection::Open),
             BreakerState::HalfOpen => {
                 if self.probes_admitted < self.config.probes_max {
                     self.probes_admitted += 1;
+                    self.first_probe_at.get_or_insert(now);
                     Admit::Yes(Ticket {
                         owner: self.id,
                         epoch: self.epoch,
                         probe: true,
+                        admitted_at: now,
                     })
                 } else {
                     Admit::No(Rejection::ProbesBusy)
@@ -550,34 +853,38 @@ impl Breaker {
     pub fn on_result(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
         self.id.assert_issued(ticket.owner, "a ticket", "breaker");
         let now = self.observe(now);
+        let outcome = match (outcome, self.config.uncounted_as) {
+            (CallOutcome::Ignored, UncountedAs::Success) => CallOutcome::Success,
+            (outcome, _) => outcome,
+        };
+        let slow = self
+            .config
+            .slow_calls
+            .is_some_and(|rule| now.saturating_since(ticket.admitted_at) > rule.duration);
         if ticket.epoch != self.epoch {
             if outcome == CallOutcome::Failure && self.config.late_failures == LateFailures::Counted
             {
-                self.late_failure(now);
+                self.late_failure(now, slow);
             }
             return;
         }
         match (self.state, outcome) {
             (BreakerState::Closed, CallOutcome::Success) => {
-                if self.tally.record(now, false) {
+                let reached = self.tally.record(now, false, slow);
+                if reached && self.config.evaluate_on == EvaluateOn::Any {
                     self.open(now);
                 }
             }
             (BreakerState::Closed, CallOutcome::Failure) => {
-                if self.tally.record(now, true) {
+                if self.tally.record(now, true, slow) {
                     self.open(now);
                 }
             }
             (BreakerState::Closed, CallOutcome::Ignored) => {}
-            (BreakerState::HalfOpen, CallOutcome::Success) => {
+            (BreakerState::HalfOpen, CallOutcome::Success | CallOutcome::Failure) => {
                 debug_assert!(ticket.probe, "a half-open ticket is a probe");
-                self.probes_succeeded += 1;
-                if self.probes_succeeded >= self.config.probes_max {
-                    debug_assert!(self.tally.is_empty(), "cleared when the breaker opened");
-                    self.move_to(now, BreakerState::Closed);
-                }
+                self.probe_reported(now, outcome == CallOutcome::Failure, slow);
             }
-            (BreakerState::HalfOpen, CallOutcome::Failure) => self.open(now),
             // An uncounted probe result frees its slot for another probe.
             (BreakerState::HalfOpen, CallOutcome::Ignored) => self.probes_admitted -= 1,
             // No ticket of the current epoch exists while open: none is issued while open,
@@ -594,26 +901,85 @@ impl Breaker {
         self.transitions.pop_front()
     }
 
-    /// Takes `now` into account: clamps it to the latest instant seen, and turns an `Open`
-    /// breaker whose `open_for` has passed `HalfOpen`. Returns the instant to use.
+    /// A probe of the current half-open period reported a success or a failure (slow or not:
+    /// only [`HalfOpenRule::FailureRate`] looks).
+    fn probe_reported(&mut self, now: SimTime, failed: bool, slow: bool) {
+        match self.config.half_open_rule {
+            HalfOpenRule::AllProbesSucceed if failed => self.open(now),
+            HalfOpenRule::AllProbesSucceed => {
+                self.probes_succeeded += 1;
+                if self.probes_succeeded >= self.config.probes_max {
+                    self.close(now);
+                }
+            }
+            HalfOpenRule::FailureRate => {
+                if failed {
+                    self.probes_failed += 1;
+                } else {
+                    self.probes_succeeded += 1;
+                }
+                self.probes_slow += u32::from(slow);
+                let reported = self.probes_failed + self.probes_succeeded;
+                if reported >= self.config.probes_max {
+                    let Trip::FailureRate { rate_permille, .. } = self.config.trip else {
+                        unreachable!("the config refuses a rate rule for probes without one");
+                    };
+                    let counts = WindowCounts {
+                        calls: u64::from(reported),
+                        failures: u64::from(self.probes_failed),
+                        slow: u64::from(self.probes_slow),
+                    };
+                    let slow_rate = self.config.slow_calls.map(|rule| rule.rate_permille);
+                    if rate_reached(counts, rate_permille, 1, slow_rate) {
+                        self.open(now);
+                    } else {
+                        self.close(now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, now: SimTime) {
+        debug_assert!(self.tally.is_empty(), "cleared when the breaker opened");
+        self.open_duration = self.config.open_for;
+        self.move_to(now, BreakerState::Closed);
+    }
+
+    /// Takes `now` into account: clamps it to the latest instant seen, turns a `HalfOpen`
+    /// breaker whose `half_open_max_wait` has passed `Open`, and an `Open` one whose opening
+    /// has passed `HalfOpen` (at most these two transitions, in this order: a breaker that
+    /// has just turned half-open has admitted no probe, so it has no half-open deadline).
+    /// Returns the instant to use.
     fn observe(&mut self, now: SimTime) -> SimTime {
         let now = self.latest.observe(now);
-        if let Some(deadline) = self.next_deadline()
-            && now >= deadline
+        if self.state == BreakerState::HalfOpen
+            && let Some(expiry) = self.half_open_deadline()
+            && now >= expiry
         {
-            self.probes_admitted = 0;
-            self.probes_succeeded = 0;
-            self.move_to(deadline, BreakerState::HalfOpen);
+            self.open(expiry);
         }
+        if self.state == BreakerState::Open {
+            let deadline = self.open_deadline();
+            if now >= deadline {
+                self.probes_admitted = 0;
+                self.probes_succeeded = 0;
+                self.probes_failed = 0;
+                self.probes_slow = 0;
+                self.first_probe_at = None;
+                self.move_to(deadline, BreakerState::HalfOpen);
+            }
+        }
+        debug_assert!(self.next_deadline().is_none_or(|deadline| deadline > now));
         now
     }
 
     /// A counted failure of a call admitted in an earlier state, under
     /// [`LateFailures::Counted`].
-    fn late_failure(&mut self, now: SimTime) {
+    fn late_failure(&mut self, now: SimTime, slow: bool) {
         match self.state {
             BreakerState::Closed => {
-                if self.tally.record(now, true) {
+                if self.tally.record(now, true, slow) {
                     self.open(now);
                 }
             }
@@ -624,7 +990,13 @@ impl Breaker {
         }
     }
 
+    /// Opens the breaker at `now`: for `open_for` from closed, for the grown duration when it
+    /// reopens from half-open.
     fn open(&mut self, now: SimTime) {
+        self.open_duration = match self.state {
+            BreakerState::HalfOpen => self.config.open_growth.grow(self.open_duration),
+            BreakerState::Closed | BreakerState::Open => self.config.open_for,
+        };
         self.opened_at = now;
         self.opened_total += 1;
         // Nothing is tallied while open or half-open, so the breaker closes with an empty
@@ -663,17 +1035,21 @@ enum Tally {
     Calls {
         rate_permille: u32,
         min_calls: u32,
+        /// The slow-call rule's rate, if there is one.
+        slow_rate_permille: Option<u32>,
         window: CallWindow,
     },
     Time {
         rate_permille: u32,
         min_calls: u32,
+        slow_rate_permille: Option<u32>,
         window: TimeWindow,
     },
 }
 
 impl Tally {
-    fn new(trip: Trip) -> Self {
+    fn new(trip: Trip, slow_calls: Option<SlowCalls>) -> Self {
+        let slow_rate_permille = slow_calls.map(|rule| rule.rate_permille);
         match trip {
             Trip::Consecutive { failures_max } => Tally::Consecutive {
                 failures_max,
@@ -686,6 +1062,7 @@ impl Tally {
             } => Tally::Calls {
                 rate_permille,
                 min_calls,
+                slow_rate_permille,
                 window: CallWindow::new(calls_max),
             },
             Trip::FailureRate {
@@ -695,13 +1072,15 @@ impl Tally {
             } => Tally::Time {
                 rate_permille,
                 min_calls,
+                slow_rate_permille,
                 window: TimeWindow::new(length, slots),
             },
         }
     }
 
-    /// Records one success or failure at `now`; returns whether the breaker must open.
-    fn record(&mut self, now: SimTime, failed: bool) -> bool {
+    /// Records one success or failure at `now`, slow or not; returns whether the breaker must
+    /// open.
+    fn record(&mut self, now: SimTime, failed: bool, slow: bool) -> bool {
         match self {
             Tally::Consecutive {
                 failures_max,
@@ -713,18 +1092,30 @@ impl Tally {
             Tally::Calls {
                 rate_permille,
                 min_calls,
+                slow_rate_permille,
                 window,
             } => {
-                window.record(failed);
-                rate_reached(window.counts(), *rate_permille, *min_calls)
+                window.record(failed, slow);
+                rate_reached(
+                    window.counts(),
+                    *rate_permille,
+                    *min_calls,
+                    *slow_rate_permille,
+                )
             }
             Tally::Time {
                 rate_permille,
                 min_calls,
+                slow_rate_permille,
                 window,
             } => {
-                window.record(now, failed);
-                rate_reached(window.counts(), *rate_permille, *min_calls)
+                window.record(now, failed, slow);
+                rate_reached(
+                    window.counts(),
+                    *rate_permille,
+                    *min_calls,
+                    *slow_rate_permille,
+                )
             }
         }
     }
@@ -754,22 +1145,33 @@ impl Tally {
     }
 }
 
-/// `failures × 1000 >= rate_permille × calls`, once there are `min_calls` calls; exact.
-fn rate_reached(counts: WindowCounts, rate_permille: u32, min_calls: u32) -> bool {
-    debug_assert!(counts.failures <= counts.calls);
+/// `failures × 1000 >= rate_permille × calls`, or with a slow-call rule
+/// `slow × 1000 >= slow_rate_permille × calls`, once there are `min_calls` calls; exact.
+fn rate_reached(
+    counts: WindowCounts,
+    rate_permille: u32,
+    min_calls: u32,
+    slow_rate_permille: Option<u32>,
+) -> bool {
+    debug_assert!(counts.failures <= counts.calls && counts.slow <= counts.calls);
+    let reached = |count: u64, permille: u32| {
+        u128::from(count) * 1000 >= u128::from(permille) * u128::from(counts.calls)
+    };
     counts.calls >= u64::from(min_calls)
-        && u128::from(counts.failures) * 1000
-            >= u128::from(rate_permille) * u128::from(counts.calls)
+        && (reached(counts.failures, rate_permille)
+            || slow_rate_permille.is_some_and(|permille| reached(counts.slow, permille)))
 }
 
 /// The last `calls_max` results, oldest first.
 #[derive(Clone, Debug)]
 struct CallWindow {
     calls_max: u32,
-    /// `true` for a failure; at most `calls_max` entries.
-    outcomes: VecDeque<bool>,
+    /// `(failed, slow)` per call; at most `calls_max` entries.
+    outcomes: VecDeque<(bool, bool)>,
     /// The failures among `outcomes`.
     failures: u32,
+    /// The slow calls among `outcomes`.
+    slow: u32,
 }
 
 impl CallWindow {
@@ -779,16 +1181,20 @@ impl CallWindow {
             calls_max,
             outcomes: VecDeque::new(),
             failures: 0,
+            slow: 0,
         }
     }
 
-    fn record(&mut self, failed: bool) {
-        if self.outcomes.len() == self.calls_max as usize && self.outcomes.pop_front() == Some(true)
+    fn record(&mut self, failed: bool, slow: bool) {
+        if self.outcomes.len() == self.calls_max as usize
+            && let Some((old_failed, old_slow)) = self.outcomes.pop_front()
         {
-            self.failures -= 1;
+            self.failures -= u32::from(old_failed);
+            self.slow -= u32::from(old_slow);
         }
-        self.outcomes.push_back(failed);
+        self.outcomes.push_back((failed, slow));
         self.failures += u32::from(failed);
+        self.slow += u32::from(slow);
         debug_assert!(self.outcomes.len() <= self.calls_max as usize);
     }
 
@@ -796,12 +1202,14 @@ impl CallWindow {
         WindowCounts {
             calls: self.outcomes.len() as u64,
             failures: u64::from(self.failures),
+            slow: u64::from(self.slow),
         }
     }
 
     fn clear(&mut self) {
         self.outcomes.clear();
         self.failures = 0;
+        self.slow = 0;
     }
 }
 
@@ -809,12 +1217,13 @@ impl CallWindow {
 /// documentation for which results it holds at any instant).
 #[derive(Clone, Debug)]
 struct TimeWindow {
-    /// Counter 0 counts calls, counter 1 failures.
+    /// Counter 0 counts calls, counter 1 failures, counter 2 slow calls.
     counts: SlottedCounts,
 }
 
 const CALLS: usize = 0;
 const FAILURES: usize = 1;
+const SLOW: usize = 2;
 
 impl TimeWindow {
     fn new(length: SimDuration, slots: u32) -> Self {
@@ -827,10 +1236,11 @@ impl TimeWindow {
     }
 
     /// Records one result at `now` (the latest instant the breaker has seen).
-    fn record(&mut self, now: SimTime, failed: bool) {
-        let mut counts = [0; 2];
+    fn record(&mut self, now: SimTime, failed: bool, slow: bool) {
+        let mut counts = [0; crate::window::COUNTERS];
         counts[CALLS] = 1;
         counts[FAILURES] = u64::from(failed);
+        counts[SLOW] = u64::from(slow);
         self.counts.add(now, counts);
     }
 
@@ -849,10 +1259,11 @@ impl TimeWindow {
     }
 }
 
-fn window_counts(sums: [u64; 2]) -> WindowCounts {
+fn window_counts(sums: crate::window::Counts) -> WindowCounts {
     WindowCounts {
         calls: sums[CALLS],
         failures: sums[FAILURES],
+        slow: sums[SLOW],
     }
 }
 
@@ -1103,7 +1514,11 @@ mod tests {
     }
 
     fn counts(calls: u64, failures: u64) -> Option<WindowCounts> {
-        Some(WindowCounts { calls, failures })
+        Some(WindowCounts {
+            calls,
+            failures,
+            slow: 0,
+        })
     }
 
     #[test]
@@ -1624,6 +2039,7 @@ mod tests {
                         WindowCounts {
                             calls: kept.len() as u64,
                             failures: kept.iter().filter(|&&f| f).count() as u64,
+                            slow: 0,
                         }
                     };
                     let certain = tally(&|_, age| age <= length - slot);
@@ -1636,6 +2052,448 @@ mod tests {
                         "at {}: {:?} not within {:?} ..= {:?}", now, got, certain, possible);
                     prop_assert_eq!(got, exact, "at {}", now);
                     prop_assert_eq!(b.state(), BreakerState::Closed);
+                }
+            }
+        }
+    }
+
+    // ---- the knobs other libraries need ----
+
+    fn rate_config(rate_permille: u32, calls: u32, probes: u32) -> BreakerConfig {
+        let open_for = SimDuration::from_millis(100);
+        BreakerConfig::failure_rate(rate_permille, Window::Calls(calls), calls, open_for, probes)
+            .unwrap()
+    }
+
+    /// Opens `b` with `n` failures at `at`.
+    fn trip(b: &mut Breaker, at: SimTime, n: u32) {
+        for _ in 0..n {
+            call(b, at, CallOutcome::Failure);
+        }
+        assert_eq!(b.state(), BreakerState::Open);
+    }
+
+    /// Admits `outcomes.len()` probes at `at`, then reports them in order at `at + 1 ms`;
+    /// returns the state after each report.
+    fn probes(b: &mut Breaker, at: SimTime, outcomes: &[CallOutcome]) -> Vec<BreakerState> {
+        let tickets: Vec<Ticket> = outcomes.iter().map(|_| admit(b, at)).collect();
+        assert!(tickets.iter().all(Ticket::is_probe));
+        let later = SimTime::from_nanos(at.as_nanos() + 1_000_000);
+        tickets
+            .into_iter()
+            .zip(outcomes)
+            .map(|(ticket, &outcome)| {
+                b.on_result(later, ticket, outcome);
+                b.state()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_failure_rate_half_open_rule_waits_for_every_probe_and_compares_their_rate() {
+        use BreakerState::*;
+        use CallOutcome::*;
+        let config = rate_config(500, 4, 4)
+            .with_half_open_rule(HalfOpenRule::FailureRate)
+            .unwrap();
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 4);
+        // One failure in four probes is 25%, below 50%: it closes.
+        let states = probes(&mut b, ms(100), &[Failure, Success, Success, Success]);
+        assert_eq!(states, [HalfOpen, HalfOpen, HalfOpen, Closed]);
+        trip(&mut b, ms(200), 4);
+        // Two in four is 50%, at the threshold: it reopens.
+        let states = probes(&mut b, ms(300), &[Success, Failure, Success, Failure]);
+        assert_eq!(states, [HalfOpen, HalfOpen, HalfOpen, Open]);
+        assert_eq!(b.opened_total(), 3);
+        // The default rule reopens on the first failed probe.
+        let mut b = Breaker::new(rate_config(500, 4, 4));
+        trip(&mut b, ms(0), 4);
+        let states = probes(&mut b, ms(100), &[Success, Failure]);
+        assert_eq!(states, [HalfOpen, Open]);
+    }
+
+    #[test]
+    fn a_failure_rate_half_open_rule_needs_a_rate() {
+        let config = BreakerConfig::new(3, SimDuration::from_millis(100), 2).unwrap();
+        let error = config
+            .with_half_open_rule(HalfOpenRule::FailureRate)
+            .unwrap_err();
+        assert_eq!(error.field, "half_open_rule");
+        assert!(error.reason.contains("consecutive failures"), "{error}");
+        assert!(
+            config
+                .with_half_open_rule(HalfOpenRule::AllProbesSucceed)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn uncounted_results_can_count_as_successes() {
+        use CallOutcome::*;
+        // 50% of 2 calls: an ignored result and a failure.
+        let results = [(1, Ignored), (2, Failure)];
+        let ignoring = Breaker::new(rate_config(500, 2, 1));
+        assert_eq!(
+            states_after(ignoring, &results),
+            [BreakerState::Closed, BreakerState::Closed]
+        );
+        let config = rate_config(500, 2, 1).with_uncounted_as(UncountedAs::Success);
+        assert_eq!(
+            states_after(Breaker::new(config), &results),
+            [BreakerState::Closed, BreakerState::Open]
+        );
+        // An uncounted probe closes the breaker instead of freeing its slot.
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 2);
+        assert_eq!(probes(&mut b, ms(100), &[Ignored]), [BreakerState::Closed]);
+    }
+
+    #[test]
+    fn half_open_max_wait_reopens_a_breaker_whose_probe_never_answers() {
+        let config = BreakerConfig::new(1, SimDuration::from_millis(100), 1)
+            .unwrap()
+            .with_half_open_max_wait(Some(SimDuration::from_millis(50)))
+            .unwrap();
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 1);
+        // Half-open from 100 ms, but the wait counts from the first probe, at 120 ms.
+        assert_eq!(b.state_at(ms(150)), BreakerState::HalfOpen);
+        let hung = admit(&mut b, ms(120));
+        assert_eq!(b.next_deadline(), Some(ms(170)));
+        assert_eq!(b.state_at(ms(169)), BreakerState::HalfOpen);
+        assert_eq!(b.state_at(ms(170)), BreakerState::Open);
+        assert_eq!(b.state_at(ms(270)), BreakerState::HalfOpen);
+        assert_eq!(b.try_admit(ms(170)), Admit::No(Rejection::Open));
+        assert_eq!(b.opened_total(), 2);
+        assert_eq!(b.next_deadline(), Some(ms(270)));
+        // The hung probe answers at last: it belongs to a period that is over.
+        b.on_result(ms(200), hung, CallOutcome::Success);
+        assert_eq!(b.state(), BreakerState::Open);
+        let seen: Vec<_> = std::iter::from_fn(|| b.poll_transition()).collect();
+        let at: Vec<_> = seen.iter().map(|t| (t.at, t.to)).collect();
+        use BreakerState::*;
+        assert_eq!(
+            at,
+            [(ms(0), Open), (ms(100), HalfOpen), (ms(170), Open)],
+            "{seen:?}"
+        );
+        // A long silence: both deadlines pass before the next call, which is a probe.
+        // A long silence: the second probe hangs too; its wait ends at 330 ms, that opening at
+        // 430 ms, and the next call, much later, is a probe of the third half-open period.
+        let again = admit(&mut b, ms(280));
+        assert!(again.is_probe());
+        assert!(admit(&mut b, ms(10_000)).is_probe());
+        assert_eq!(b.opened_total(), 3);
+    }
+
+    #[test]
+    fn half_open_max_wait_must_be_longer_than_zero() {
+        let config = BreakerConfig::new(1, SimDuration::from_millis(100), 1).unwrap();
+        let error = config
+            .with_half_open_max_wait(Some(SimDuration::ZERO))
+            .unwrap_err();
+        assert_eq!(error.field, "half_open_max_wait");
+        assert!(config.with_half_open_max_wait(None).is_ok());
+    }
+
+    #[test]
+    fn openings_grow_while_probes_fail_and_start_over_when_the_breaker_closes() {
+        let config = BreakerConfig::new(1, SimDuration::from_millis(100), 1)
+            .unwrap()
+            .with_open_growth(2000, SimDuration::from_millis(350))
+            .unwrap();
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 1);
+        assert_eq!(b.next_deadline(), Some(ms(100)));
+        assert_eq!(
+            probes(&mut b, ms(100), &[CallOutcome::Failure]),
+            [BreakerState::Open]
+        );
+        assert_eq!(b.open_duration(), SimDuration::from_millis(200));
+        assert_eq!(b.next_deadline(), Some(ms(301)));
+        assert_eq!(
+            probes(&mut b, ms(301), &[CallOutcome::Failure]),
+            [BreakerState::Open]
+        );
+        // 400 ms, capped at 350 ms.
+        assert_eq!(b.next_deadline(), Some(ms(652)));
+        assert_eq!(
+            probes(&mut b, ms(652), &[CallOutcome::Success]),
+            [BreakerState::Closed]
+        );
+        trip(&mut b, ms(700), 1);
+        assert_eq!(b.next_deadline(), Some(ms(800)));
+    }
+
+    #[test]
+    fn rejected_open_growth_says_which_key_and_why() {
+        let config = BreakerConfig::new(1, SimDuration::from_millis(100), 1).unwrap();
+        let error = config
+            .with_open_growth(999, SimDuration::from_millis(500))
+            .unwrap_err();
+        assert_eq!(error.field, "open_for_factor");
+        let error = config
+            .with_open_growth(2000, SimDuration::from_millis(99))
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "open_for_max: must be at least open_for (100ms): it caps openings that start there"
+        );
+        let kept = config
+            .with_open_growth(1000, SimDuration::from_millis(100))
+            .unwrap();
+        assert_eq!(kept, config, "a factor of one is the default");
+    }
+
+    #[test]
+    fn evaluating_on_failures_only_lets_a_success_pass_the_threshold() {
+        use CallOutcome::*;
+        let results = [
+            (1, Failure),
+            (2, Failure),
+            (3, Success),
+            (4, Success),
+            (5, Failure),
+        ];
+        let any = Breaker::new(rate_config(500, 4, 1));
+        assert_eq!(
+            states_after(any, &results[..4])[3],
+            BreakerState::Open,
+            "the 4th call, a success, brings the window to 50%"
+        );
+        let on_failure = rate_config(500, 4, 1).with_evaluate_on(EvaluateOn::Failure);
+        let states = states_after(Breaker::new(on_failure), &results);
+        assert_eq!(states[3], BreakerState::Closed);
+        // F S S F: still 50%, now after a failure.
+        assert_eq!(states[4], BreakerState::Open);
+    }
+
+    fn slow_config(calls: u32, probes: u32) -> BreakerConfig {
+        rate_config(500, calls, probes)
+            .with_slow_calls(Some(SlowCalls {
+                duration: SimDuration::from_millis(1000),
+                rate_permille: 500,
+            }))
+            .unwrap()
+    }
+
+    /// Admits a call at `from_ms` and reports it at `to_ms`.
+    fn lasting(b: &mut Breaker, from_ms: u64, to_ms: u64, outcome: CallOutcome) {
+        let ticket = admit(b, ms(from_ms));
+        b.on_result(ms(to_ms), ticket, outcome);
+    }
+
+    #[test]
+    fn slow_calls_open_a_breaker_whose_failures_do_not() {
+        use CallOutcome::*;
+        let mut b = Breaker::new(slow_config(4, 1));
+        // Exactly the duration is not slow; longer is, success or failure.
+        let (first, second) = (admit(&mut b, ms(0)), admit(&mut b, ms(0)));
+        b.on_result(ms(1000), first, Success);
+        b.on_result(ms(1001), second, Success);
+        lasting(&mut b, 1001, 1002, Failure);
+        assert_eq!(
+            b.window_counts(ms(1002)),
+            Some(WindowCounts {
+                calls: 3,
+                failures: 1,
+                slow: 1
+            })
+        );
+        assert_eq!(b.state(), BreakerState::Closed);
+        // The fourth call, slow: 2 slow in 4 is 50%, while 1 failure in 4 is 25%.
+        lasting(&mut b, 1002, 2003, Success);
+        assert_eq!(b.state(), BreakerState::Open);
+        // Without the rule the same calls leave it closed.
+        let mut b = Breaker::new(rate_config(500, 4, 1));
+        let (first, second) = (admit(&mut b, ms(0)), admit(&mut b, ms(0)));
+        b.on_result(ms(1000), first, Success);
+        b.on_result(ms(1001), second, Success);
+        lasting(&mut b, 1001, 1002, Failure);
+        lasting(&mut b, 1002, 2003, Success);
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn slow_probes_reopen_under_the_failure_rate_half_open_rule() {
+        use CallOutcome::*;
+        let config = slow_config(2, 2)
+            .with_half_open_rule(HalfOpenRule::FailureRate)
+            .unwrap();
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 2);
+        let first = admit(&mut b, ms(100));
+        let second = admit(&mut b, ms(100));
+        b.on_result(ms(101), first, Success);
+        b.on_result(ms(1200), second, Success);
+        assert_eq!(b.state(), BreakerState::Open, "1 slow probe in 2 is 50%");
+    }
+
+    #[test]
+    fn rejected_slow_call_rules_say_which_key_and_why() {
+        let slow = |millis, rate_permille| {
+            Some(SlowCalls {
+                duration: SimDuration::from_millis(millis),
+                rate_permille,
+            })
+        };
+        let consecutive = BreakerConfig::new(3, SimDuration::from_millis(100), 1).unwrap();
+        let error = consecutive.with_slow_calls(slow(1000, 500)).unwrap_err();
+        assert_eq!(error.field, "slow_call_rate_permille");
+        let rate = rate_config(500, 4, 1);
+        assert_eq!(
+            rate.with_slow_calls(slow(0, 500)).unwrap_err().field,
+            "slow_call_duration"
+        );
+        for bad in [0, 1001] {
+            let error = rate.with_slow_calls(slow(1000, bad)).unwrap_err();
+            assert_eq!(error.field, "slow_call_rate_permille", "{bad}");
+        }
+        assert_eq!(rate.with_slow_calls(None).unwrap(), rate);
+    }
+
+    // ---- the knobs, against the breaker's own promises ----
+
+    mod knob_properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn knobbed_config() -> impl Strategy<Value = BreakerConfig> {
+            (
+                (1u32..=1000, 1u32..=6, 1u64..=60, 1u32..=3),
+                (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+                (prop::option::of(1u64..=40), 1000u32..=3000, 0u64..=100),
+                prop::option::of((1u64..=20, 1u32..=1000)),
+            )
+                .prop_map(
+                    |(
+                        (rate, calls, open_ms, probes),
+                        (rate_probes, as_success, on_failure, counted),
+                        (max_wait_ms, factor, extra_ms),
+                        slow,
+                    )| {
+                        let open_for = SimDuration::from_millis(open_ms);
+                        let config = BreakerConfig::failure_rate(
+                            rate,
+                            Window::Calls(calls),
+                            calls,
+                            open_for,
+                            probes,
+                        )
+                        .unwrap();
+                        let rule = if rate_probes {
+                            HalfOpenRule::FailureRate
+                        } else {
+                            HalfOpenRule::AllProbesSucceed
+                        };
+                        let config = config
+                            .with_half_open_rule(rule)
+                            .unwrap()
+                            .with_half_open_max_wait(max_wait_ms.map(SimDuration::from_millis))
+                            .unwrap()
+                            .with_open_growth(factor, SimDuration::from_millis(open_ms + extra_ms))
+                            .unwrap()
+                            .with_slow_calls(slow.map(|(ms, rate_permille)| SlowCalls {
+                                duration: SimDuration::from_millis(ms),
+                                rate_permille,
+                            }))
+                            .unwrap()
+                            .with_uncounted_as(if as_success {
+                                UncountedAs::Success
+                            } else {
+                                UncountedAs::Ignored
+                            })
+                            .with_evaluate_on(if on_failure {
+                                EvaluateOn::Failure
+                            } else {
+                                EvaluateOn::Any
+                            });
+                        config.with_late_failures(if counted {
+                            LateFailures::Counted
+                        } else {
+                            LateFailures::Ignored
+                        })
+                    },
+                )
+        }
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Wait(u64),
+            Admit,
+            Report(usize, CallOutcome),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                2 => (0u64..=30).prop_map(Op::Wait),
+                3 => Just(Op::Admit),
+                3 => (any::<usize>(), prop_oneof![
+                    Just(CallOutcome::Failure),
+                    Just(CallOutcome::Success),
+                    Just(CallOutcome::Ignored),
+                ]).prop_map(|(index, outcome)| Op::Report(index, outcome)),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// Whatever the knobs: `state_at` foretells what the passage of time does, every
+            /// deadline lies ahead, openings last from `open_for` to `open_for_max`, at most
+            /// `probes_max` probes are out in a half-open period, and transitions chain in
+            /// time order.
+            #[test]
+            fn the_knobs_keep_the_breaker_s_promises(
+                config in knobbed_config(),
+                ops in prop::collection::vec(op(), 1..150),
+            ) {
+                let mut b = Breaker::new(config);
+                let mut now = SimTime::ZERO;
+                let mut out: Vec<Ticket> = Vec::new();
+                let mut last: Option<Transition> = None;
+                for op in ops {
+                    match op {
+                        Op::Wait(ms) => {
+                            now = now.saturating_add(SimDuration::from_millis(ms));
+                            for later in [now, now.saturating_add(SimDuration::from_millis(45))] {
+                                let mut future = b.clone();
+                                future.handle_timeout(later);
+                                prop_assert_eq!(b.state_at(later), future.state(), "at {}", later);
+                            }
+                            b.handle_timeout(now);
+                        }
+                        Op::Admit => {
+                            if let Admit::Yes(ticket) = b.try_admit(now) {
+                                out.push(ticket);
+                            }
+                        }
+                        Op::Report(index, outcome) => {
+                            if !out.is_empty() {
+                                let ticket = out.swap_remove(index % out.len());
+                                b.on_result(now, ticket, outcome);
+                            }
+                        }
+                    }
+                    prop_assert!(b.next_deadline().is_none_or(|deadline| deadline > now));
+                    prop_assert!(config.open_for() <= b.open_duration());
+                    prop_assert!(b.open_duration() <= config.open_for_max());
+                    if b.state() == BreakerState::HalfOpen {
+                        let probes = out
+                            .iter()
+                            .filter(|t| t.probe && t.epoch == b.epoch)
+                            .count();
+                        prop_assert!(probes <= config.probes_max() as usize);
+                    }
+                    while let Some(transition) = b.poll_transition() {
+                        if let Some(previous) = last {
+                            prop_assert_eq!(previous.to, transition.from);
+                            prop_assert!(previous.at <= transition.at);
+                        }
+                        prop_assert!(transition.at <= now);
+                        last = Some(transition);
+                    }
                 }
             }
         }
@@ -1741,6 +2599,7 @@ mod tests {
                     Trip::FailureRate { .. } => Some(WindowCounts {
                         calls: results.len() as u64,
                         failures: results.iter().filter(|&&f| f).count() as u64,
+                        slow: 0,
                     }),
                 }
             }

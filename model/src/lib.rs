@@ -17,6 +17,7 @@ pub mod cache;
 pub mod concurrent;
 pub mod config;
 pub mod lock;
+pub mod presets;
 pub mod random;
 pub mod rate_limit;
 pub mod reconnect;

@@ -16,11 +16,16 @@
 //! 1. [`GiveUpReason::AttemptsExhausted`]: the request has made `max_attempts` attempts;
 //! 2. [`GiveUpReason::RetryAfterTooLong`]: the failed attempt carried a Retry-After above
 //!    `retry_after_max`;
-//! 3. [`GiveUpReason::BudgetExhausted`]: the budget (if any) has no retry left.
+//! 3. [`GiveUpReason::BudgetExhausted`]: the budget (if any) has no retry left;
+//! 4. [`GiveUpReason::ElapsedExceeded`]: with `elapsed_max`, the next attempt would start more
+//!    than `elapsed_max` after the request's first attempt (the `backoff` crate's
+//!    `max_elapsed_time`: `elapsed + delay <= max_elapsed_time` or give up).
 //!
 //! Otherwise the retry withdraws from the budget and the next attempt is at
-//! `now + max(backoff delay, retry_after)`. A refusal spends nothing: no budget, no backoff
-//! step, no random draw.
+//! `now + max(backoff delay, retry_after)`. A refusal by rules 1-3 spends nothing: no budget,
+//! no backoff step, no random draw. Rule 4 needs the delay, so a refusal by it has taken its
+//! backoff step and its draw, but no budget (the budget is asked first and withdrawn from
+//! last, at the same instant).
 //!
 //! # The retry budget
 //!
@@ -192,7 +197,7 @@ impl RetryBudget {
     /// Counts one request.
     pub fn deposit(&mut self, now: SimTime) {
         let now = self.latest.observe(now);
-        let mut counts = [0; 2];
+        let mut counts = [0; crate::window::COUNTERS];
         counts[REQUESTS] = 1;
         self.window.add(now, counts);
     }
@@ -203,7 +208,7 @@ impl RetryBudget {
         if self.retries_available(now) == 0 {
             return false;
         }
-        let mut counts = [0; 2];
+        let mut counts = [0; crate::window::COUNTERS];
         counts[RETRIES] = 1;
         self.window.add(now, counts);
         true
@@ -236,6 +241,7 @@ pub struct RetryConfig {
     backoff: BackoffConfig,
     budget: Option<RetryBudgetConfig>,
     retry_after_max: Option<SimDuration>,
+    elapsed_max: Option<SimDuration>,
 }
 
 impl RetryConfig {
@@ -260,7 +266,27 @@ impl RetryConfig {
             backoff,
             budget,
             retry_after_max,
+            elapsed_max: None,
         })
+    }
+
+    /// The same config with a give-up time: no attempt starts more than `elapsed_max` after
+    /// the request's first one. `None`, the default, has no such limit.
+    pub fn with_elapsed_max(self, elapsed_max: Option<SimDuration>) -> Result<Self, ConfigError> {
+        if elapsed_max.is_some_and(SimDuration::is_zero) {
+            return Err(ConfigError::new(
+                "elapsed_max",
+                "must be longer than zero (with no time to retry in, use max_attempts = 1)",
+            ));
+        }
+        Ok(RetryConfig {
+            elapsed_max,
+            ..self
+        })
+    }
+
+    pub fn elapsed_max(&self) -> Option<SimDuration> {
+        self.elapsed_max
     }
 
     pub fn max_attempts(&self) -> u32 {
@@ -290,6 +316,8 @@ impl RetryConfig {
 pub struct RetryState {
     /// Counts one delay per granted retry.
     backoff: Backoff,
+    /// When the request started, for `elapsed_max`.
+    started_at: SimTime,
 }
 
 impl RetryState {
@@ -307,6 +335,8 @@ pub enum GiveUpReason {
     RetryAfterTooLong,
     /// The retry budget has no retry left.
     BudgetExhausted,
+    /// The next attempt would start more than `elapsed_max` after the first.
+    ElapsedExceeded,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,6 +358,8 @@ pub struct RetryCounters {
     pub retry_after_too_long: u64,
     /// Retries refused by the budget.
     pub budget_exhausted: u64,
+    /// Retries refused because they would start after `elapsed_max`.
+    pub elapsed_exceeded: u64,
 }
 
 /// A client's retry policy. See the module documentation for the call order and the order of
@@ -338,8 +370,10 @@ pub struct RetryCounters {
 /// - a retry is granted only with the budget's permission, and each grant withdraws one;
 /// - a granted retry is at `now + max(backoff delay, retry_after)`; with `retry_after_max`
 ///   set, that wait is never longer than `max(backoff ceiling, retry_after_max)`;
-/// - `retries_granted + attempts_exhausted + retry_after_too_long + budget_exhausted` equals
-///   the number of `on_failure` calls.
+/// - `retries_granted + attempts_exhausted + retry_after_too_long + budget_exhausted +
+///   elapsed_exceeded` equals the number of `on_failure` calls;
+/// - with `elapsed_max`, no retry is granted at an instant more than `elapsed_max` after the
+///   request's `on_request`.
 #[derive(Clone, Debug)]
 pub struct RetryPolicy {
     config: RetryConfig,
@@ -376,6 +410,7 @@ impl RetryPolicy {
         }
         RetryState {
             backoff: Backoff::new(self.config.backoff),
+            started_at: now,
         }
     }
 
@@ -394,28 +429,41 @@ impl RetryPolicy {
             && asked > max
         {
             Some(GiveUpReason::RetryAfterTooLong)
-        } else if let Some(budget) = &mut self.budget
-            && !budget.try_withdraw(now)
+        } else if let Some(budget) = &self.budget
+            && budget.retries_available(now) == 0
         {
             Some(GiveUpReason::BudgetExhausted)
         } else {
             None
         };
         if let Some(reason) = refusal {
-            let counter = match reason {
-                GiveUpReason::AttemptsExhausted => &mut self.counters.attempts_exhausted,
-                GiveUpReason::RetryAfterTooLong => &mut self.counters.retry_after_too_long,
-                GiveUpReason::BudgetExhausted => &mut self.counters.budget_exhausted,
-            };
-            *counter = counter.saturating_add(1);
-            return RetryDecision::GiveUp(reason);
+            return self.give_up(reason);
         }
-        self.counters.retries_granted = self.counters.retries_granted.saturating_add(1);
         let backoff = request.backoff.next_delay(random);
         let wait = backoff.max(retry_after.unwrap_or(SimDuration::ZERO));
-        RetryDecision::Retry {
-            at: now.saturating_add(wait),
+        let at = now.saturating_add(wait);
+        if let Some(elapsed_max) = self.config.elapsed_max
+            && at.saturating_since(request.started_at) > elapsed_max
+        {
+            return self.give_up(GiveUpReason::ElapsedExceeded);
         }
+        if let Some(budget) = &mut self.budget {
+            let withdrawn = budget.try_withdraw(now);
+            debug_assert!(withdrawn, "the budget had a retry at this instant");
+        }
+        self.counters.retries_granted = self.counters.retries_granted.saturating_add(1);
+        RetryDecision::Retry { at }
+    }
+
+    fn give_up(&mut self, reason: GiveUpReason) -> RetryDecision {
+        let counter = match reason {
+            GiveUpReason::AttemptsExhausted => &mut self.counters.attempts_exhausted,
+            GiveUpReason::RetryAfterTooLong => &mut self.counters.retry_after_too_long,
+            GiveUpReason::BudgetExhausted => &mut self.counters.budget_exhausted,
+            GiveUpReason::ElapsedExceeded => &mut self.counters.elapsed_exceeded,
+        };
+        *counter = counter.saturating_add(1);
+        RetryDecision::GiveUp(reason)
     }
 }
 
@@ -495,6 +543,68 @@ mod tests {
         retry_after: Option<SimDuration>,
     ) -> RetryDecision {
         policy.on_failure(now, request, retry_after, &mut SplitMix64(0))
+    }
+
+    #[test]
+    fn elapsed_max_gives_up_when_the_next_attempt_would_start_too_late() {
+        // 100, 200, 400 ms apart: attempts at 0, 100, 300, 700 ms; with 650 ms the third
+        // retry (at 700 ms) is refused.
+        let config = RetryConfig::new(10, backoff_100ms_doubling_to_5s(), None, None)
+            .unwrap()
+            .with_elapsed_max(Some(millis(650)))
+            .unwrap();
+        let mut policy = RetryPolicy::new(config);
+        let mut request = policy.on_request(ms(0));
+        let mut now = ms(0);
+        for expected in [100, 300] {
+            match fail(&mut policy, now, &mut request, None) {
+                RetryDecision::Retry { at } => {
+                    assert_eq!(at, ms(expected));
+                    now = at;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            fail(&mut policy, now, &mut request, None),
+            RetryDecision::GiveUp(GiveUpReason::ElapsedExceeded)
+        );
+        assert_eq!(policy.counters().elapsed_exceeded, 1);
+        assert_eq!(policy.counters().retries_granted, 2);
+        // Exactly at the limit is still allowed (`elapsed + delay <= max`).
+        let config = config.with_elapsed_max(Some(millis(700))).unwrap();
+        let mut policy = RetryPolicy::new(config);
+        let mut request = policy.on_request(ms(0));
+        let _ = fail(&mut policy, ms(0), &mut request, None);
+        let _ = fail(&mut policy, ms(100), &mut request, None);
+        assert_eq!(
+            fail(&mut policy, ms(300), &mut request, None),
+            RetryDecision::Retry { at: ms(700) }
+        );
+    }
+
+    #[test]
+    fn an_elapsed_refusal_takes_no_budget() {
+        let config = RetryConfig::new(
+            10,
+            backoff_100ms_doubling_to_5s(),
+            Some(budget(0, 1, SimDuration::from_secs(10))),
+            None,
+        )
+        .unwrap()
+        .with_elapsed_max(Some(millis(50)))
+        .unwrap();
+        let mut policy = RetryPolicy::new(config);
+        let mut request = policy.on_request(ms(0));
+        assert_eq!(
+            fail(&mut policy, ms(0), &mut request, None),
+            RetryDecision::GiveUp(GiveUpReason::ElapsedExceeded)
+        );
+        assert_eq!(policy.budget().unwrap().retries_available(ms(0)), 10);
+        let zero = config
+            .with_elapsed_max(Some(SimDuration::ZERO))
+            .unwrap_err();
+        assert_eq!(zero.field, "elapsed_max");
     }
 
     #[test]
@@ -736,6 +846,7 @@ mod tests {
                 attempts_exhausted: 1,
                 retry_after_too_long: 1,
                 budget_exhausted: 0,
+                elapsed_exceeded: 0,
             }
         );
     }

@@ -10,7 +10,7 @@
 //! `length - slot_length` and for at most `length` (exactly `length` when `t` is at the start
 //! of its slot). With one slot the window is a tumbling window of `length`.
 //!
-//! Each slot holds [`COUNTERS`] counters: the breaker counts calls and failures, the budget
+//! Each slot holds [`COUNTERS`] counters: the breaker counts calls, failures and slow calls, the budget
 //! requests and retries. Memory is `slots` slots whatever the event rate, and moving the window
 //! forward empties at most `slots` slots however long the gap.
 //!
@@ -22,7 +22,7 @@
 use crate::time::{SimDuration, SimTime};
 
 /// Counters per slot.
-pub(crate) const COUNTERS: usize = 2;
+pub(crate) const COUNTERS: usize = 3;
 
 /// One value per counter.
 pub(crate) type Counts = [u64; COUNTERS];
@@ -155,30 +155,30 @@ mod tests {
     fn an_event_is_counted_until_its_slot_is_reused() {
         // 4 slots of 10 ns: an event at 13 ns (slot 1) is counted until 50 ns.
         let mut w = window(10, 4);
-        w.add(at(13), [1, 1]);
-        assert_eq!(w.sums_at(at(49)), [1, 1]);
-        assert_eq!(w.sums_at(at(50)), [0, 0]);
+        w.add(at(13), [1, 1, 0]);
+        assert_eq!(w.sums_at(at(49)), [1, 1, 0]);
+        assert_eq!(w.sums_at(at(50)), [0, 0, 0]);
         // At the start of its slot, exactly `length`.
-        w.add(at(20), [1, 0]);
-        assert_eq!(w.sums_at(at(59)), [1, 0]);
-        assert_eq!(w.sums_at(at(60)), [0, 0]);
+        w.add(at(20), [1, 0, 0]);
+        assert_eq!(w.sums_at(at(59)), [1, 0, 0]);
+        assert_eq!(w.sums_at(at(60)), [0, 0, 0]);
         w.advance(at(50));
-        assert_eq!(w.sums(), [1, 0], "the event at 13 ns left at 50 ns");
+        assert_eq!(w.sums(), [1, 0, 0], "the event at 13 ns left at 50 ns");
         // A long gap empties everything, in at most `slots` steps.
         w.advance(at(1_000_000));
-        assert_eq!(w.sums(), [0, 0]);
-        w.add(at(1_000_001), [2, 3]);
-        assert_eq!(w.sums(), [2, 3]);
+        assert_eq!(w.sums(), [0, 0, 0]);
+        w.add(at(1_000_001), [2, 3, 0]);
+        assert_eq!(w.sums(), [2, 3, 0]);
         w.clear();
-        assert_eq!((w.sums(), w.sums_at(at(1_000_002))), ([0, 0], [0, 0]));
+        assert_eq!((w.sums(), w.sums_at(at(1_000_002))), ([0, 0, 0], [0, 0, 0]));
     }
 
     #[test]
     fn one_slot_is_a_tumbling_window() {
         let mut w = window(100, 1);
-        w.add(at(99), [1, 0]);
-        w.add(at(100), [1, 0]);
-        assert_eq!(w.sums(), [1, 0]);
+        w.add(at(99), [1, 0, 0]);
+        w.add(at(100), [1, 0, 0]);
+        assert_eq!(w.sums(), [1, 0, 0]);
     }
 
     proptest! {
@@ -199,11 +199,11 @@ mod tests {
             for (step, count, record) in steps {
                 now += step;
                 if record {
-                    let counts = [count, count / 2];
+                    let counts = [count, count / 2, count / 3];
                     w.add(at(now), counts);
                     events.push((now, counts));
                 }
-                let (mut certain, mut possible, mut exact) = ([0u64; 2], [0u64; 2], [0u64; 2]);
+                let (mut certain, mut possible, mut exact) = ([0u64; COUNTERS], [0u64; COUNTERS], [0u64; COUNTERS]);
                 for &(t, counts) in &events {
                     let age = now - t;
                     for counter in 0..COUNTERS {

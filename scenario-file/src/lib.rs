@@ -17,6 +17,7 @@
 
 mod diagnostic;
 mod document;
+mod explain;
 mod kinds;
 mod one_of;
 mod raw;
@@ -35,6 +36,8 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 pub use diagnostic::{Diagnostic, Diagnostics};
+pub use explain::explain;
+pub use validate::PresetUse;
 
 use diagnostic::{Source, key_path_at};
 use document::{Table, Value, deserialize_table, merge, set_path, take};
@@ -66,6 +69,8 @@ pub struct Variant {
     pub sweep_x: Option<f64>,
     pub scenario: Scenario,
     pub expectations: Vec<LocatedExpectation>,
+    /// The breakers and retry policies that start from a library's preset.
+    pub presets: Vec<PresetUse>,
 }
 
 /// An expectation and where the file wrote it.
@@ -561,6 +566,7 @@ impl<'t> Reader<'_> {
             let mut validator = Validator::new(self.source, &document);
             let scenario = validator.scenario(&raw, &name);
             self.errors.append(&mut validator.errors);
+            let presets = std::mem::take(&mut validator.presets);
             if let Some(scenario) = scenario {
                 let mut lines: Vec<&Spanned<String>> = raw.scenario.expect.iter().collect();
                 lines.extend(&entry.header.expect);
@@ -581,6 +587,7 @@ impl<'t> Reader<'_> {
                     sweep_x,
                     scenario,
                     expectations,
+                    presets,
                 });
             }
             tag(&mut self.errors[errors_before..], &name);

@@ -26,11 +26,15 @@ pub struct OneOf {
     pub tag_noun: &'static str,
     /// What to do instead of setting two tags.
     pub advice: &'static str,
+    /// Whether a table without a tag is refused. A breaker's rule is not required: a preset
+    /// may supply it (the validator then checks that one of them does).
+    pub tag_required: bool,
 }
 
 impl OneOf {
-    /// Deserialises `T` with its derived function `derived`, rejecting keys as above and a
-    /// table without a tag: a `T` read has exactly one tag set.
+    /// Deserialises `T` with its derived function `derived`, rejecting keys as above and,
+    /// when `tag_required`, a table without a tag: a `T` read has exactly one tag set (at most
+    /// one otherwise).
     pub fn read<'de, D, T>(
         &'static self,
         deserializer: D,
@@ -206,8 +210,10 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Checked<'_, V> {
             rules: self.rules,
         })?;
         match self.rules.seen.get() {
-            Some(_) => Ok(table),
-            None => Err(de::Error::custom(self.rules.one_of.missing())),
+            None if self.rules.one_of.tag_required => {
+                Err(de::Error::custom(self.rules.one_of.missing()))
+            }
+            _ => Ok(table),
         }
     }
 
@@ -299,6 +305,7 @@ mod tests {
         what: "a shape",
         tag_noun: "form",
         advice: "draw two shapes",
+        tag_required: true,
     };
 
     impl<'de> Deserialize<'de> for Shape {

@@ -83,9 +83,12 @@ pub struct RawPreload {
     pub value: Option<Spanned<Size>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConnection {
+    /// A client library's defaults (`outagelab_model::presets`), which the other keys
+    /// override.
+    pub preset: Option<Spanned<String>>,
     pub server: Spanned<String>,
     pub latency: Option<Spanned<Text>>,
     pub bandwidth: Option<Spanned<Text>>,
@@ -131,21 +134,55 @@ pub enum KeyDistributionName {
     Hot,
 }
 
-/// A breaker: the rule that opens it (exactly one of `failures` or `failure_rate`) and what
-/// it does once open.
+/// A breaker: the rule that opens it (at most one of `failures` or `failure_rate`, exactly one
+/// with its preset's) and what it does once open.
 #[derive(Deserialize)]
 #[serde(remote = "Self", deny_unknown_fields)]
 pub struct RawBreaker {
     pub enabled: Option<bool>,
+    /// A library's defaults (`outagelab_model::presets`), which the other keys override.
+    pub preset: Option<Spanned<String>>,
     /// The consecutive-failure rule.
     failures: Option<Spanned<Whole>>,
     /// The failure-rate rule.
     failure_rate: Option<Spanned<RawFailureRate>>,
-    pub open_for: Spanned<Text>,
+    /// Required unless the preset gives it.
+    pub open_for: Option<Spanned<Text>>,
     pub half_open_probes: Option<Spanned<Whole>>,
     pub counts: Option<Spanned<Vec<Spanned<String>>>>,
     /// What a failure of a call admitted in an earlier state does.
     pub late_failures: Option<LateFailuresName>,
+    pub half_open_rule: Option<Spanned<HalfOpenRuleName>>,
+    pub uncounted_as: Option<UncountedAsName>,
+    pub half_open_max_wait: Option<Spanned<Text>>,
+    pub open_for_factor: Option<Spanned<f64>>,
+    pub open_for_max: Option<Spanned<Text>>,
+    pub evaluate_on: Option<EvaluateOnName>,
+    /// The slow-call rule: a call longer than this is slow...
+    pub slow_call_duration: Option<Spanned<Text>>,
+    /// ...and this share of slow calls in the window opens the breaker.
+    pub slow_call_percent: Option<Spanned<f64>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HalfOpenRuleName {
+    AllProbesSucceed,
+    FailureRate,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UncountedAsName {
+    Ignored,
+    Success,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvaluateOnName {
+    Any,
+    Failure,
 }
 
 #[derive(Clone, Copy, Deserialize)]
@@ -171,13 +208,14 @@ const BREAKER_RULES: OneOf = OneOf {
     what: "a breaker",
     tag_noun: "rule",
     advice: "give failures (consecutive) or failure_rate, not both",
+    tag_required: false,
 };
 
 impl RawBreaker {
-    pub fn rule(&self) -> RawTripRule<'_> {
+    /// The rule the file writes, if it writes one (a preset may give it instead).
+    pub fn rule(&self) -> Option<RawTripRule<'_>> {
         (self.failures.as_ref().map(RawTripRule::Failures))
             .or(self.failure_rate.as_ref().map(RawTripRule::FailureRate))
-            .expect("a breaker is read only with one rule")
     }
 }
 
@@ -218,6 +256,7 @@ const LIMIT_ALGORITHMS: OneOf = OneOf {
     what: "an adaptive limit",
     tag_noun: "algorithm",
     advice: "give aimd or gradient2, not both",
+    tag_required: true,
 };
 
 impl RawAdaptiveLimit {
@@ -279,6 +318,7 @@ const WINDOWS: OneOf = OneOf {
     what: "a failure rate",
     tag_noun: "window",
     advice: "give window_calls (the last N calls) or window (a duration), not both",
+    tag_required: true,
 };
 
 impl RawFailureRate {
@@ -411,11 +451,19 @@ pub enum TtlModeName {
 #[serde(deny_unknown_fields)]
 pub struct RawRetry {
     pub enabled: Option<bool>,
-    pub max_attempts: Spanned<Whole>,
-    pub backoff: Spanned<Text>,
+    /// A library's defaults (`outagelab_model::presets`), which the other keys override.
+    pub preset: Option<Spanned<String>>,
+    /// Required unless the preset gives it.
+    pub max_attempts: Option<Spanned<Whole>>,
+    /// Required unless the preset gives it.
+    pub backoff: Option<Spanned<Text>>,
     pub backoff_factor: Option<Spanned<f64>>,
     pub backoff_max: Option<Spanned<Text>>,
-    pub jitter: Option<JitterName>,
+    pub jitter: Option<Spanned<JitterName>>,
+    /// With `jitter = "proportional"`: the spread around each wait, from 0 to 1.
+    pub randomization_factor: Option<Spanned<f64>>,
+    /// Give up when the next attempt would start later than this after the first.
+    pub elapsed_max: Option<Spanned<Text>>,
     pub budget_percent: Option<Spanned<f64>>,
     pub budget_min_per_second: Option<Spanned<Whole>>,
     pub budget_window: Option<Spanned<Text>>,
@@ -429,6 +477,7 @@ pub enum JitterName {
     Full,
     Equal,
     Decorrelated,
+    Proportional,
 }
 
 #[derive(Deserialize)]
@@ -494,6 +543,7 @@ const STEP_ACTIONS: OneOf = OneOf {
     what: "a step",
     tag_noun: "action",
     advice: "give each action a step of its own",
+    tag_required: true,
 };
 
 impl RawStep {
@@ -746,6 +796,7 @@ pub struct RawSweep {
 
 /// A quantity written as a string with a unit (a duration or a bandwidth); a bare number is
 /// rejected with a hint, because `timeout = 100` could mean anything.
+#[derive(Clone)]
 pub struct Text(pub String);
 
 impl<'de> Deserialize<'de> for Text {
@@ -779,6 +830,7 @@ impl<'de> Deserialize<'de> for Text {
 
 /// A whole number as TOML writes it (signed, 64 bits); `validate.rs` checks it against the
 /// range of what it counts.
+#[derive(Clone)]
 pub struct Whole(pub i64);
 
 impl<'de> Deserialize<'de> for Whole {
@@ -836,6 +888,7 @@ impl<'de> Deserialize<'de> for Size {
 }
 
 /// `max_retries`: a count, or `"unlimited"`.
+#[derive(Clone)]
 pub enum RetryLimit {
     Count(u64),
     Unlimited,

@@ -12,10 +12,13 @@ use outagelab_model::adaptive_limit::{
     AdaptiveLimitConfig, Algorithm as LimitAlgorithm, QueueSize,
 };
 use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
-use outagelab_model::breaker::{BreakerConfig, LateFailures, Window};
+use outagelab_model::breaker::{
+    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Trip, UncountedAs, Window,
+};
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
 use outagelab_model::lock::{LockConfig, RetryJitter};
+use outagelab_model::presets;
 use outagelab_model::rate_limit::{
     Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
 };
@@ -67,6 +70,17 @@ pub(crate) struct Validator<'a> {
     source: &'a Source<'a>,
     root: &'a Table<'a>,
     pub errors: Vec<Diagnostic>,
+    /// The presets the file names, in the order they were read.
+    pub presets: Vec<PresetUse>,
+}
+
+/// A breaker or retry policy whose values start from a library's preset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PresetUse {
+    /// The table: `breakers.<name>` or `retries.<name>`.
+    pub section: String,
+    /// The preset's name, as in `outagelab_model::presets`.
+    pub preset: String,
 }
 
 impl<'a> Validator<'a> {
@@ -75,6 +89,7 @@ impl<'a> Validator<'a> {
             source,
             root,
             errors: Vec::new(),
+            presets: Vec::new(),
         }
     }
 
@@ -712,6 +727,31 @@ impl<'a> Validator<'a> {
         names: &Names,
     ) -> Option<ConnectionSpec> {
         let key = |field: &str| format!("connections.{name}.{field}");
+        let filled;
+        let raw = match &raw.preset {
+            None => raw,
+            Some(preset) => {
+                let Some(found) = presets::client_preset(preset.get_ref()) else {
+                    let names: Vec<&str> = presets::CLIENT_PRESETS.iter().map(|p| p.name).collect();
+                    self.error(
+                        Some(preset.span()),
+                        key("preset"),
+                        format!(
+                            "unknown client preset `{}` (presets: {})",
+                            preset.get_ref(),
+                            names.join(", ")
+                        ),
+                    );
+                    return None;
+                };
+                self.presets.push(PresetUse {
+                    section: format!("connections.{name}"),
+                    preset: preset.get_ref().clone(),
+                });
+                filled = with_client_preset(raw, found, preset.span());
+                &filled
+            }
+        };
         let server = self.resolve(&names.servers, &raw.server, &key("server"));
         let command_timeout = raw.command_timeout.as_ref().and_then(|t| {
             self.positive_duration(
@@ -942,32 +982,83 @@ impl<'a> Validator<'a> {
     fn breaker(&mut self, name: &str, raw: &RawBreaker) -> Option<BreakerSpec> {
         let prefix = format!("breakers.{name}");
         let key = |field: &str| format!("{prefix}.{field}");
-        let open_for = self.duration(&raw.open_for, &key("open_for"))?;
-        let probes = match &raw.half_open_probes {
-            Some(probes) => self.whole(probes, &key("half_open_probes"), 0..=u32::MAX, "")?,
-            None => 1,
+        let preset = match &raw.preset {
+            None => None,
+            Some(preset) => {
+                let found = presets::breaker_preset(preset.get_ref());
+                if found.is_none() {
+                    let names: Vec<&str> =
+                        presets::BREAKER_PRESETS.iter().map(|p| p.name).collect();
+                    self.error(
+                        Some(preset.span()),
+                        key("preset"),
+                        format!(
+                            "unknown breaker preset `{}` (presets: {})",
+                            preset.get_ref(),
+                            names.join(", ")
+                        ),
+                    );
+                    return None;
+                }
+                self.presets.push(PresetUse {
+                    section: prefix.clone(),
+                    preset: preset.get_ref().clone(),
+                });
+                found
+            }
+        };
+        // Where to point at a value the preset gave: its `preset` key.
+        let preset_span = raw.preset.as_ref().map(Spanned::span);
+        let table_span = self.key_span(&["breakers", name]);
+        let open_for = match (&raw.open_for, preset) {
+            (Some(open_for), _) => self.duration(open_for, &key("open_for"))?,
+            (None, Some(preset)) => preset.open_for,
+            (None, None) => {
+                self.error(
+                    table_span,
+                    key("open_for"),
+                    "missing: give open_for, or a preset",
+                );
+                return None;
+            }
+        };
+        let probes = match (&raw.half_open_probes, preset) {
+            (Some(probes), _) => self.whole(probes, &key("half_open_probes"), 0..=u32::MAX, "")?,
+            (None, Some(preset)) => preset.half_open_probes,
+            (None, None) => 1,
         };
         // The breaker's config names its fields in its own units: (its name, the file's key,
-        // where the file wrote it).
-        let mut fields = vec![("open_for", key("open_for"), raw.open_for.span())];
-        if let Some(probes) = &raw.half_open_probes {
-            fields.push(("half_open_probes", key("half_open_probes"), probes.span()));
-        }
-        let config = match raw.rule() {
-            RawTripRule::Failures(failures) => {
-                fields.push(("failures", key("failures"), failures.span()));
+        // where the file wrote it, or the preset's key when the preset gave it).
+        let written_or_preset = |value: Option<Range<usize>>| value.or(preset_span.clone());
+        let mut fields = vec![(
+            "open_for",
+            key("open_for"),
+            written_or_preset(raw.open_for.as_ref().map(Spanned::span)),
+        )];
+        fields.push((
+            "half_open_probes",
+            key("half_open_probes"),
+            written_or_preset(raw.half_open_probes.as_ref().map(Spanned::span)),
+        ));
+        let config = match (raw.rule(), preset) {
+            (Some(RawTripRule::Failures(failures)), _) => {
+                fields.push(("failures", key("failures"), Some(failures.span())));
                 let failures = self.whole(failures, &key("failures"), 0..=u32::MAX, "")?;
                 BreakerConfig::new(failures, open_for, probes)
             }
-            RawTripRule::FailureRate(rate) => {
+            (Some(RawTripRule::FailureRate(rate)), _) => {
                 let rate_key = |field: &str| format!("{prefix}.failure_rate.{field}");
                 let rate = rate.get_ref();
                 fields.push((
                     "failure_rate_permille",
                     rate_key("percent"),
-                    rate.percent.span(),
+                    Some(rate.percent.span()),
                 ));
-                fields.push(("min_calls", rate_key("min_calls"), rate.min_calls.span()));
+                fields.push((
+                    "min_calls",
+                    rate_key("min_calls"),
+                    Some(rate.min_calls.span()),
+                ));
                 let permille = self.percent_permille(&rate.percent, &rate_key("percent"));
                 let min_calls =
                     self.whole(&rate.min_calls, &rate_key("min_calls"), 0..=u32::MAX, "");
@@ -980,27 +1071,27 @@ impl<'a> Validator<'a> {
                                 "applies to a time window (window), not to window_calls",
                             );
                         }
-                        fields.push(("window_calls", rate_key("window_calls"), calls.span()));
+                        fields.push(("window_calls", rate_key("window_calls"), Some(calls.span())));
                         let calls = self.whole(calls, &rate_key("window_calls"), 0..=u32::MAX, "");
                         calls.map(Window::Calls)
                     }
                     RawWindow::Time(length) => {
                         let length_span = length.span();
-                        fields.push(("window_length", rate_key("window"), length.span()));
+                        fields.push(("window_length", rate_key("window"), Some(length.span())));
                         let length = self.duration(length, &rate_key("window"));
                         let slots = match &rate.window_slots {
                             Some(slots) => {
                                 fields.push((
                                     "window_slots",
                                     rate_key("window_slots"),
-                                    slots.span(),
+                                    Some(slots.span()),
                                 ));
                                 self.whole(slots, &rate_key("window_slots"), 0..=u32::MAX, "")
                             }
                             None => {
                                 // The default must divide the window too: point at the window.
                                 let span = length_span.clone();
-                                fields.push(("window_slots", rate_key("window_slots"), span));
+                                fields.push(("window_slots", rate_key("window_slots"), Some(span)));
                                 Some(10)
                             }
                         };
@@ -1011,27 +1102,175 @@ impl<'a> Validator<'a> {
                 };
                 BreakerConfig::failure_rate(permille?, window?, min_calls?, open_for, probes)
             }
+            (None, Some(preset)) => match preset.trip {
+                Trip::Consecutive { failures_max } => {
+                    BreakerConfig::new(failures_max, open_for, probes)
+                }
+                Trip::FailureRate {
+                    rate_permille,
+                    window,
+                    min_calls,
+                } => {
+                    BreakerConfig::failure_rate(rate_permille, window, min_calls, open_for, probes)
+                }
+            },
+            (None, None) => {
+                self.error(
+                    table_span,
+                    prefix.clone(),
+                    "a breaker has no rule: give it one of `failures`, `failure_rate`, or a preset",
+                );
+                return None;
+            }
         };
+        let late_failures = match (raw.late_failures, preset) {
+            (Some(LateFailuresName::Ignored), _) => LateFailures::Ignored,
+            (Some(LateFailuresName::Counted), _) => LateFailures::Counted,
+            (None, Some(preset)) => preset.late_failures,
+            (None, None) => LateFailures::Ignored,
+        };
+        let uncounted_as = match (raw.uncounted_as, preset) {
+            (Some(UncountedAsName::Ignored), _) => UncountedAs::Ignored,
+            (Some(UncountedAsName::Success), _) => UncountedAs::Success,
+            (None, Some(preset)) => preset.uncounted_as,
+            (None, None) => UncountedAs::Ignored,
+        };
+        let evaluate_on = match (raw.evaluate_on, preset) {
+            (Some(EvaluateOnName::Any), _) => EvaluateOn::Any,
+            (Some(EvaluateOnName::Failure), _) => EvaluateOn::Failure,
+            (None, Some(preset)) => preset.evaluate_on,
+            (None, None) => EvaluateOn::Any,
+        };
+        let half_open_rule = match (&raw.half_open_rule, preset) {
+            (Some(rule), _) => match rule.get_ref() {
+                HalfOpenRuleName::AllProbesSucceed => HalfOpenRule::AllProbesSucceed,
+                HalfOpenRuleName::FailureRate => HalfOpenRule::FailureRate,
+            },
+            (None, Some(preset)) => preset.half_open_rule,
+            (None, None) => HalfOpenRule::AllProbesSucceed,
+        };
+        fields.push((
+            "half_open_rule",
+            key("half_open_rule"),
+            written_or_preset(raw.half_open_rule.as_ref().map(Spanned::span)),
+        ));
+        let half_open_max_wait = match (&raw.half_open_max_wait, preset) {
+            (Some(wait), _) => Some(self.duration(wait, &key("half_open_max_wait"))?),
+            (None, Some(preset)) => preset.half_open_max_wait,
+            (None, None) => None,
+        };
+        fields.push((
+            "half_open_max_wait",
+            key("half_open_max_wait"),
+            written_or_preset(raw.half_open_max_wait.as_ref().map(Spanned::span)),
+        ));
+        let factor_permille = match (&raw.open_for_factor, preset) {
+            (Some(factor), _) => self.thousandths(factor, &key("open_for_factor"))?,
+            (None, Some(preset)) => preset.open_for_factor_permille,
+            (None, None) => FACTOR_PERMILLE_ONE,
+        };
+        fields.push((
+            "open_for_factor",
+            key("open_for_factor"),
+            written_or_preset(raw.open_for_factor.as_ref().map(Spanned::span)),
+        ));
+        let open_for_max = match (&raw.open_for_max, preset) {
+            (Some(max), _) => self.duration(max, &key("open_for_max"))?,
+            (None, Some(preset)) if preset.open_for_factor_permille > FACTOR_PERMILLE_ONE => {
+                preset.open_for_max
+            }
+            (None, _) if factor_permille > FACTOR_PERMILLE_ONE => {
+                let span = raw.open_for_factor.as_ref().map(Spanned::span);
+                self.error(
+                    span,
+                    key("open_for_max"),
+                    "growing openings (open_for_factor above 1) need open_for_max, their ceiling",
+                );
+                return None;
+            }
+            (None, _) => open_for,
+        };
+        fields.push((
+            "open_for_max",
+            key("open_for_max"),
+            written_or_preset(raw.open_for_max.as_ref().map(Spanned::span)),
+        ));
+        let preset_slow = preset.and_then(|preset| preset.slow_calls);
+        let slow_duration = match (&raw.slow_call_duration, preset_slow) {
+            (Some(duration), _) => Some(self.duration(duration, &key("slow_call_duration"))?),
+            (None, slow) => slow.map(|slow| slow.duration),
+        };
+        let slow_rate = match (&raw.slow_call_percent, preset_slow) {
+            (Some(percent), _) => Some(self.percent_permille(percent, &key("slow_call_percent"))?),
+            (None, slow) => slow.map(|slow| slow.rate_permille),
+        };
+        let slow_calls = match (slow_duration, slow_rate) {
+            (Some(duration), Some(rate_permille)) => Some(SlowCalls {
+                duration,
+                rate_permille,
+            }),
+            (None, None) => None,
+            (Some(_), None) => {
+                let span = raw.slow_call_duration.as_ref().map(Spanned::span);
+                self.error(
+                    span,
+                    key("slow_call_percent"),
+                    "a slow-call rule needs slow_call_percent too: the share of slow calls that opens the breaker",
+                );
+                return None;
+            }
+            (None, Some(_)) => {
+                let span = raw.slow_call_percent.as_ref().map(Spanned::span);
+                self.error(
+                    span,
+                    key("slow_call_duration"),
+                    "a slow-call rule needs slow_call_duration too: how long a slow call lasts",
+                );
+                return None;
+            }
+        };
+        fields.push((
+            "slow_call_duration",
+            key("slow_call_duration"),
+            written_or_preset(raw.slow_call_duration.as_ref().map(Spanned::span)),
+        ));
+        fields.push((
+            "slow_call_rate_permille",
+            key("slow_call_percent"),
+            written_or_preset(raw.slow_call_percent.as_ref().map(Spanned::span)),
+        ));
+        let config = config.and_then(|config| {
+            config
+                .with_half_open_rule(half_open_rule)?
+                .with_half_open_max_wait(half_open_max_wait)?
+                .with_open_growth(factor_permille, open_for_max)?
+                .with_slow_calls(slow_calls)
+        });
         let config = match config {
             Ok(config) => config,
             Err(error) => {
                 let (_, key, span) = fields
                     .iter()
                     .find(|(field, _, _)| *field == error.field)
-                    .expect("every field a breaker config checks was written in the file");
-                let reason = if error.field == "failure_rate_permille" {
+                    .expect("every field a breaker config checks is listed");
+                let reason = if matches!(
+                    error.field,
+                    "failure_rate_permille" | "slow_call_rate_permille"
+                ) && !error.reason.contains("consecutive")
+                {
                     format!("{} (in tenths of a percent)", error.reason)
                 } else {
                     error.reason
                 };
-                self.error(Some(span.clone()), key.clone(), reason);
+                let span = span.clone().or(table_span);
+                self.error(span, key.clone(), reason);
                 return None;
             }
         };
-        let config = config.with_late_failures(match raw.late_failures {
-            None | Some(LateFailuresName::Ignored) => LateFailures::Ignored,
-            Some(LateFailuresName::Counted) => LateFailures::Counted,
-        });
+        let config = config
+            .with_late_failures(late_failures)
+            .with_uncounted_as(uncounted_as)
+            .with_evaluate_on(evaluate_on);
         let counts = match &raw.counts {
             None => OutcomeSet::network_errors(),
             Some(list) => {
@@ -1544,18 +1783,57 @@ impl<'a> Validator<'a> {
     fn retry(&mut self, name: &str, raw: &RawRetry) -> Option<RetrySpec> {
         let prefix = format!("retries.{name}");
         let key = |field: &str| format!("{prefix}.{field}");
-        let base = self.positive_duration(
-            &raw.backoff,
-            &key("backoff"),
-            "retries would follow the failure in a tight loop",
-        )?;
-        let factor_permille = match &raw.backoff_factor {
-            None => FACTOR_PERMILLE_ONE,
-            Some(factor) => self.thousandths(factor, &key("backoff_factor"))?,
+        let preset = match &raw.preset {
+            None => None,
+            Some(preset) => {
+                let found = presets::retry_preset(preset.get_ref());
+                if found.is_none() {
+                    let names: Vec<&str> = presets::RETRY_PRESETS.iter().map(|p| p.name).collect();
+                    self.error(
+                        Some(preset.span()),
+                        key("preset"),
+                        format!(
+                            "unknown retry preset `{}` (presets: {})",
+                            preset.get_ref(),
+                            names.join(", ")
+                        ),
+                    );
+                    return None;
+                }
+                self.presets.push(PresetUse {
+                    section: prefix.clone(),
+                    preset: preset.get_ref().clone(),
+                });
+                found
+            }
         };
-        let ceiling = match &raw.backoff_max {
-            Some(max) => self.duration(max, &key("backoff_max"))?,
-            None if factor_permille > FACTOR_PERMILLE_ONE => {
+        let preset_span = raw.preset.as_ref().map(Spanned::span);
+        let table_span = self.key_span(&["retries", name]);
+        let base = match (&raw.backoff, preset) {
+            (Some(backoff), _) => self.positive_duration(
+                backoff,
+                &key("backoff"),
+                "retries would follow the failure in a tight loop",
+            )?,
+            (None, Some(preset)) => preset.backoff,
+            (None, None) => {
+                self.error(
+                    table_span,
+                    key("backoff"),
+                    "missing: give backoff, or a preset",
+                );
+                return None;
+            }
+        };
+        let factor_permille = match (&raw.backoff_factor, preset) {
+            (Some(factor), _) => self.thousandths(factor, &key("backoff_factor"))?,
+            (None, Some(preset)) => preset.backoff_factor_permille,
+            (None, None) => FACTOR_PERMILLE_ONE,
+        };
+        let ceiling = match (&raw.backoff_max, preset) {
+            (Some(max), _) => self.duration(max, &key("backoff_max"))?,
+            (None, Some(preset)) => preset.backoff_max,
+            (None, None) if factor_permille > FACTOR_PERMILLE_ONE => {
                 let span = raw.backoff_factor.as_ref().map(Spanned::span);
                 self.error(
                     span,
@@ -1564,39 +1842,84 @@ impl<'a> Validator<'a> {
                 );
                 return None;
             }
-            None => base,
+            (None, None) => base,
         };
-        let jitter = match raw.jitter {
-            None | Some(JitterName::None) => Jitter::None,
-            Some(JitterName::Full) => Jitter::Full,
-            Some(JitterName::Equal) => Jitter::Equal,
-            Some(JitterName::Decorrelated) => Jitter::Decorrelated,
+        let preset_randomization = match preset.map(|preset| preset.jitter) {
+            Some(Jitter::Proportional {
+                randomization_permille,
+            }) => Some(randomization_permille),
+            _ => None,
         };
+        let randomization = match &raw.randomization_factor {
+            Some(factor) => Some(self.thousandths(factor, &key("randomization_factor"))?),
+            None => preset_randomization,
+        };
+        // The backoff crate's default factor, 0.5.
+        let proportional = Jitter::Proportional {
+            randomization_permille: randomization.unwrap_or(500),
+        };
+        let jitter = match (raw.jitter.as_ref().map(Spanned::get_ref), preset) {
+            (Some(JitterName::None), _) => Jitter::None,
+            (Some(JitterName::Full), _) => Jitter::Full,
+            (Some(JitterName::Equal), _) => Jitter::Equal,
+            (Some(JitterName::Decorrelated), _) => Jitter::Decorrelated,
+            (Some(JitterName::Proportional), _) => proportional,
+            (None, Some(preset)) => match preset.jitter {
+                Jitter::Proportional { .. } => proportional,
+                jitter => jitter,
+            },
+            (None, None) => Jitter::None,
+        };
+        if let Some(factor) = &raw.randomization_factor
+            && !matches!(jitter, Jitter::Proportional { .. })
+        {
+            self.error(
+                Some(factor.span()),
+                key("randomization_factor"),
+                "applies to jitter = \"proportional\" only",
+            );
+            return None;
+        }
+        let written = |value: Option<Range<usize>>| value.or(preset_span.clone());
         let mut spans = vec![
-            ("base", raw.backoff.span()),
-            ("max_attempts", raw.max_attempts.span()),
+            ("base", written(raw.backoff.as_ref().map(Spanned::span))),
+            (
+                "max_attempts",
+                written(raw.max_attempts.as_ref().map(Spanned::span)),
+            ),
+            (
+                "factor_permille",
+                written(raw.backoff_factor.as_ref().map(Spanned::span)),
+            ),
+            (
+                "ceiling",
+                written(raw.backoff_max.as_ref().map(Spanned::span)),
+            ),
+            (
+                "randomization_permille",
+                written(raw.randomization_factor.as_ref().map(Spanned::span)),
+            ),
+            (
+                "elapsed_max",
+                written(raw.elapsed_max.as_ref().map(Spanned::span)),
+            ),
         ];
-        spans.extend(
-            raw.backoff_factor
-                .as_ref()
-                .map(|f| ("factor_permille", f.span())),
-        );
-        spans.extend(raw.backoff_max.as_ref().map(|m| ("ceiling", m.span())));
         spans.extend(
             raw.budget_percent
                 .as_ref()
-                .map(|b| ("ratio_permille", b.span())),
+                .map(|b| ("ratio_permille", Some(b.span()))),
         );
-        spans.extend(raw.budget_window.as_ref().map(|w| ("ttl", w.span())));
+        spans.extend(raw.budget_window.as_ref().map(|w| ("ttl", Some(w.span()))));
         spans.extend(
             raw.budget_min_per_second
                 .as_ref()
-                .map(|m| ("min_retries_per_second", m.span())),
+                .map(|m| ("min_retries_per_second", Some(m.span()))),
         );
         let renames = [
             ("base", "backoff"),
             ("factor_permille", "backoff_factor"),
             ("ceiling", "backoff_max"),
+            ("randomization_permille", "randomization_factor"),
             ("ratio_permille", "budget_percent"),
             ("ttl", "budget_window"),
             ("min_retries_per_second", "budget_min_per_second"),
@@ -1605,7 +1928,7 @@ impl<'a> Validator<'a> {
             let span = spans
                 .iter()
                 .find(|(field, _)| *field == error.field)
-                .map(|(_, span)| span.clone());
+                .and_then(|(_, span)| span.clone());
             let field = renames
                 .iter()
                 .find(|(model, _)| *model == error.field)
@@ -1671,8 +1994,26 @@ impl<'a> Validator<'a> {
                 }
             }
         };
-        let max_attempts = self.whole(&raw.max_attempts, &key("max_attempts"), 0..=u32::MAX, "")?;
-        let config = match RetryConfig::new(max_attempts, backoff, budget, None) {
+        let max_attempts = match (&raw.max_attempts, preset) {
+            (Some(max), _) => self.whole(max, &key("max_attempts"), 0..=u32::MAX, "")?,
+            (None, Some(preset)) => preset.max_attempts,
+            (None, None) => {
+                self.error(
+                    table_span,
+                    key("max_attempts"),
+                    "missing: give max_attempts, or a preset",
+                );
+                return None;
+            }
+        };
+        let elapsed_max = match (&raw.elapsed_max, preset) {
+            (Some(max), _) => Some(self.duration(max, &key("elapsed_max"))?),
+            (None, Some(preset)) => preset.elapsed_max,
+            (None, None) => None,
+        };
+        let config = RetryConfig::new(max_attempts, backoff, budget, None)
+            .and_then(|config| config.with_elapsed_max(elapsed_max));
+        let config = match config {
             Ok(config) => config,
             Err(error) => {
                 report(self, error);
@@ -2712,4 +3053,64 @@ impl<'a> Validator<'a> {
 
 fn since_zero(t: SimTime) -> SimDuration {
     t.saturating_since(SimTime::ZERO)
+}
+
+/// `raw` with every key it leaves out taken from the client preset, written where the file
+/// wrote `preset` (so a bad combination is reported there), then validated as if the file had
+/// written them all.
+fn with_client_preset(
+    raw: &RawConnection,
+    preset: &presets::ClientPreset,
+    span: Range<usize>,
+) -> RawConnection {
+    let duration = |value: SimDuration| {
+        Some(Spanned::new(
+            span.clone(),
+            Text(format!("{}ns", value.as_nanos())),
+        ))
+    };
+    let mut filled = raw.clone();
+    let slot = matches!(
+        raw.reconnect.as_ref().map(|r| *r.get_ref()),
+        Some(ReconnectName::Slot)
+    );
+    if filled.command_timeout.is_none() {
+        filled.command_timeout = preset.command_timeout.and_then(&duration);
+    }
+    if filled.offline_queue.is_none() && !slot {
+        filled.offline_queue = Some(Spanned::new(span.clone(), preset.offline_queue));
+    }
+    if filled.max_retries.is_none() && !slot {
+        let limit = match preset.max_retries {
+            Some(count) => RetryLimit::Count(u64::from(count)),
+            None => RetryLimit::Unlimited,
+        };
+        filled.max_retries = Some(Spanned::new(span.clone(), limit));
+    }
+    if filled.connect_timeout.is_none() {
+        filled.connect_timeout = duration(preset.connect_timeout);
+    }
+    if !slot {
+        if filled.reconnect_delay.is_none() {
+            filled.reconnect_delay = duration(preset.reconnect_delay);
+        }
+        if filled.reconnect_delay_max.is_none() {
+            filled.reconnect_delay_max = duration(preset.reconnect_delay_max);
+        }
+    }
+    if filled.reconnect.is_none() {
+        filled.reconnect = Some(Spanned::new(
+            span.clone(),
+            match preset.reconnect {
+                presets::ClientReconnect::Always => ReconnectName::Always,
+                presets::ClientReconnect::Never => ReconnectName::Never,
+            },
+        ));
+    }
+    if filled.pending_max.is_none() {
+        filled.pending_max = preset
+            .pending_max
+            .map(|max| Spanned::new(span.clone(), Whole(i64::from(max))));
+    }
+    filled
 }

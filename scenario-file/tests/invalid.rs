@@ -541,13 +541,13 @@ fn rejected_files() {
         ),
         (
             format!("{BASE}\n[breakers.b]\nopen_for = \"5s\"\n"),
-            "24:1: breakers.b: a breaker has no rule: give it one of `failures`, `failure_rate`",
+            "24:11: breakers.b: a breaker has no rule: give it one of `failures`, `failure_rate`, or a preset",
         ),
         (
             format!(
                 "{BASE}\n[breakers.b]\nfailure_rate_percent = 50\nwindow_calls = 20\nmin_calls = 20\nopen_for = \"5s\"\n"
             ),
-            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `late_failures`",
+            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `preset`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `late_failures`, `half_open_rule`, `uncounted_as`, `half_open_max_wait`, `open_for_factor`, `open_for_max`, `evaluate_on`, `slow_call_duration`, `slow_call_percent`",
         ),
         (
             format!(
@@ -605,6 +605,113 @@ fn rejected_files() {
                 "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, window = \"15ns\", min_calls = 1 }}\nopen_for = \"5s\"\n"
             ),
             "25:41: breakers.b.failure_rate.window_slots: 10 slots do not divide window_length 15ns into whole nanoseconds",
+        ),
+        // Presets and the knobs other libraries need.
+        (
+            format!("{BASE}\n[breakers.b]\npreset = \"hystrix\"\n"),
+            "25:10: breakers.b.preset: unknown breaker preset `hystrix` (presets: resilience4j, polly-v8, polly-v7-advanced, opossum, gobreaker)",
+        ),
+        (
+            format!("{BASE}\n[breakers.b]\nfailures = 5\n"),
+            "24:11: breakers.b.open_for: missing: give open_for, or a preset",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\nhalf_open_rule = \"failure_rate\"\n"
+            ),
+            "27:18: breakers.b.half_open_rule: \"failure_rate\" holds the probes to the failure_rate rule's percent, and this breaker opens on consecutive failures: give it failure_rate, or keep \"all_probes_succeed\"",
+        ),
+        (
+            // The preset's half-open rule needs the rate the file replaced: the error points
+            // at the preset, which gave the value.
+            format!("{BASE}\n[breakers.b]\npreset = \"resilience4j\"\nfailures = 5\n"),
+            "25:10: breakers.b.half_open_rule: \"failure_rate\" holds the probes to the failure_rate rule's percent, and this breaker opens on consecutive failures: give it failure_rate, or keep \"all_probes_succeed\"",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\nhalf_open_max_wait = \"0s\"\n"
+            ),
+            "27:22: breakers.b.half_open_max_wait: must be longer than zero (leave it out to wait for the probes for ever)",
+        ),
+        (
+            format!("{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\nopen_for_factor = 2\n"),
+            "27:19: breakers.b.open_for_max: growing openings (open_for_factor above 1) need open_for_max, their ceiling",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\nopen_for_factor = 2\nopen_for_max = \"1s\"\n"
+            ),
+            "28:16: breakers.b.open_for_max: must be at least open_for (5s): it caps openings that start there",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\nevaluate_on = \"success\"\n"
+            ),
+            "27:15: breakers.b.evaluate_on: unknown variant `success`, expected `any` or `failure`",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\nslow_call_duration = \"1s\"\nslow_call_percent = 50\n"
+            ),
+            "28:21: breakers.b.slow_call_percent: a slow-call rate is counted over the failure_rate rule's window, and this breaker opens on consecutive failures: give it failure_rate",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailure_rate = {{ percent = 50, window_calls = 20, min_calls = 20 }}\nopen_for = \"5s\"\nslow_call_duration = \"1s\"\n"
+            ),
+            "27:22: breakers.b.slow_call_percent: a slow-call rule needs slow_call_percent too: the share of slow calls that opens the breaker",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\npreset = \"resilience4j\"\nslow_call_duration = \"0s\"\n"
+            ),
+            "26:22: breakers.b.slow_call_duration: must be longer than zero (every call would be slow)",
+        ),
+        (
+            with(
+                "[connections.c]\n",
+                "[connections.c]\npreset = \"lettuce\"\n",
+            ),
+            "7:10: connections.c.preset: unknown client preset `lettuce` (presets: ioredis, redis-rs-multiplexed)",
+        ),
+        (
+            // The preset's 50 ms first delay is above the file's maximum: reported at the preset.
+            with(
+                "[connections.c]\n",
+                "[connections.c]\npreset = \"ioredis\"\nreconnect_delay_max = \"10ms\"\n",
+            ),
+            "7:10: connections.c.reconnect_delay: 50ms is above reconnect_delay_max 10ms",
+        ),
+        (
+            format!("{BASE}\n[retries.r]\npreset = \"polly\"\n"),
+            "25:10: retries.r.preset: unknown retry preset `polly` (presets: backoff-crate, tokio-retry, aws-full-jitter)",
+        ),
+        (
+            format!("{BASE}\n[retries.r]\nmax_attempts = 3\n"),
+            "24:10: retries.r.backoff: missing: give backoff, or a preset",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\njitter = \"full\"\nrandomization_factor = 0.5\n"
+            ),
+            "28:24: retries.r.randomization_factor: applies to jitter = \"proportional\" only",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\npreset = \"backoff-crate\"\nrandomization_factor = 1.5\n"
+            ),
+            "26:24: retries.r.randomization_factor: must be at most 1 (delays from 0 to twice the wait), not 1.500: a larger factor would make negative delays",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nelapsed_max = \"0s\"\n"
+            ),
+            "27:15: retries.r.elapsed_max: must be longer than zero (with no time to retry in, use max_attempts = 1)",
+        ),
+        (
+            // A base above the preset's ceiling: the ceiling came from the preset.
+            format!("{BASE}\n[retries.r]\npreset = \"aws-full-jitter\"\nbackoff = \"30s\"\n"),
+            "25:10: retries.r.backoff_max: must be at least the base (30s): it caps delays that start there",
         ),
         // Whole numbers out of range are refused where they are written, never clamped.
         (

@@ -1,0 +1,164 @@
+//! opossum's own tests, replayed against outagelab's breaker with the `opossum` preset.
+//!
+//! Sources (nodeshift/opossum, `test/`): `error-filter-test.js` at 036ef2e,
+//! `half-open-test.js` at 03d0b66, `volume-threshold-test.js` at 0039ee1, and the rule in
+//! `lib/circuit.js`'s `fail()`: open when `errorRate > errorThresholdPercentage`, strictly.
+//! The tests set `errorThresholdPercentage: 1`: strictly above 1% is written as 1.1%, which is
+//! the same rule for windows of up to 90 calls (these hold at most 3). An error the test's
+//! `errorFilter` accepts is `I` here, counted as a success (`uncounted_as = "success"`), as
+//! opossum emits `success` for it.
+
+#[macro_use]
+mod common;
+
+use common::*;
+use outagelab_model::SimDuration;
+use outagelab_model::breaker::{BreakerConfig, Rejection, Trip, Window};
+use outagelab_model::presets::{BreakerPreset, OPOSSUM};
+
+/// The preset with the tests' options: 1% (strictly above), `resetTimeout`, `volumeThreshold`
+/// (0 is a minimum of 1 call).
+fn options(reset_timeout_ms: u64, volume_threshold: u32) -> BreakerConfig {
+    let preset = BreakerPreset {
+        trip: Trip::FailureRate {
+            rate_permille: 11,
+            window: Window::Time {
+                length: secs(10),
+                slots: 10,
+            },
+            min_calls: volume_threshold.max(1),
+        },
+        open_for: SimDuration::from_millis(reset_timeout_ms),
+        open_for_max: SimDuration::from_millis(reset_timeout_ms),
+        ..OPOSSUM
+    };
+    preset.config().expect("valid")
+}
+
+fn reset_10s() -> BreakerConfig {
+    options(10_000, 0)
+}
+
+fn reset_100ms() -> BreakerConfig {
+    options(100, 0)
+}
+
+fn volume_3() -> BreakerConfig {
+    options(100, 3)
+}
+
+fn volume_2() -> BreakerConfig {
+    options(300, 2)
+}
+
+fn defaults() -> BreakerConfig {
+    OPOSSUM.config().expect("valid")
+}
+
+#[test]
+fn opossum_tests() {
+    let cases = [
+        Case {
+            peer_test: "error-filter-test.js: Bypasses failure stats if errorFilter returns true (036ef2e)",
+            differs: None,
+            config: reset_10s,
+            script: &[At(0), Call(I), Expect(Closed)],
+        },
+        Case {
+            peer_test: "error-filter-test.js: Increments failure stats if errorFilter returns false (036ef2e)",
+            differs: None,
+            config: reset_10s,
+            script: &[At(0), Call(F), Expect(Open)],
+        },
+        Case {
+            peer_test: "error-filter-test.js: Increments failure stats if no filter is provided (036ef2e)",
+            differs: None,
+            config: reset_10s,
+            script: &[At(0), Call(F), Expect(Open)],
+        },
+        Case {
+            peer_test: "half-open-test.js: When half-open, the circuit only allows one request through (03d0b66)",
+            differs: None,
+            // The probe fails after 500 ms; meanwhile and afterwards other calls are refused.
+            config: reset_100ms,
+            script: &[
+                At(0),
+                Call(F),
+                Expect(Open),
+                At(150),
+                Expect(HalfOpen),
+                Admit,
+                Reject(Rejection::ProbesBusy),
+                At(650),
+                Report(0, F),
+                Expect(Open),
+                Reject(Rejection::Open),
+            ],
+        },
+        Case {
+            peer_test: "half-open-test.js: When half-open, a filtered error should close the circuit (03d0b66)",
+            differs: None,
+            config: reset_100ms,
+            script: &[
+                At(0),
+                Call(F),
+                Expect(Open),
+                At(150),
+                Expect(HalfOpen),
+                Call(I),
+                Expect(Closed),
+            ],
+        },
+        Case {
+            peer_test: "volume-threshold-test.js: By default does not have a volume threshold (0039ee1)",
+            differs: None,
+            config: reset_100ms,
+            script: &[At(0), Call(F), Expect(Open)],
+        },
+        Case {
+            peer_test: "volume-threshold-test.js: Has a volume threshold before tripping when option is provided (0039ee1)",
+            differs: None,
+            config: volume_3,
+            script: &[
+                At(0),
+                Call(F),
+                Expect(Closed),
+                Call(F),
+                Expect(Closed),
+                Call(F),
+                Expect(Open),
+            ],
+        },
+        Case {
+            peer_test: "volume-threshold-test.js: volume threshold does not affect halfOpen state (0039ee1)",
+            differs: None,
+            config: volume_2,
+            script: &[
+                At(0),
+                Call(F),
+                Expect(Closed),
+                Call(F),
+                Expect(Open),
+                At(450),
+                Expect(HalfOpen),
+                Call(F),
+                Expect(Open),
+            ],
+        },
+        Case {
+            peer_test: "lib/circuit.js fail(): errorRate > errorThresholdPercentage, default 50 (opossum 8.1)",
+            differs: None,
+            // 1 failure in 2 calls is 50%, not above 50%: closed; 2 in 3 opens.
+            config: defaults,
+            script: &[
+                At(0),
+                Call(S),
+                Call(F),
+                Expect(Closed),
+                Call(F),
+                Expect(Open),
+            ],
+        },
+    ];
+    check(&cases, 9);
+}

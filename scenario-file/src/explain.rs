@@ -1,0 +1,351 @@
+//! `outagelab validate --explain`: the values each breaker and retry policy of a variant runs
+//! with, written back as the file's keys, with the preset they started from and its source.
+//! A reviewer reads here what a `preset = "..."` expanded to after the file's overrides.
+
+use std::fmt::Write as _;
+
+use outagelab_model::backoff::Jitter;
+use outagelab_model::breaker::{EvaluateOn, HalfOpenRule, LateFailures, Trip, UncountedAs, Window};
+use outagelab_model::presets;
+use outagelab_report::Outcome;
+use outagelab_sim::scenario::{BreakerSpec, ConnectionSpec, OutcomeSet, Reconnect, RetrySpec};
+
+use crate::Variant;
+
+/// The breakers, retry policies and connections of `variant`, one block each, as
+/// `key = value` lines.
+pub fn explain(variant: &Variant) -> String {
+    let mut out = String::new();
+    let preset_of = |section: &str| {
+        variant
+            .presets
+            .iter()
+            .find(|used| used.section == section)
+            .map(|used| used.preset.as_str())
+    };
+    for breaker in &variant.scenario.breakers {
+        let section = format!("breakers.{}", breaker.name);
+        explain_breaker(&mut out, &section, preset_of(&section), breaker);
+    }
+    for retry in &variant.scenario.retries {
+        let section = format!("retries.{}", retry.name);
+        explain_retry(&mut out, &section, preset_of(&section), retry);
+    }
+    for connection in &variant.scenario.connections {
+        let section = format!("connections.{}", connection.name);
+        explain_connection(&mut out, &section, preset_of(&section), connection);
+    }
+    if out.is_empty() {
+        out.push_str("(no breakers, retry policies or connections)\n");
+    }
+    out
+}
+
+fn header(out: &mut String, section: &str, preset: Option<(&str, &str, &str)>) {
+    let _ = writeln!(out, "[{section}]");
+    if let Some((name, source, notes)) = preset {
+        let _ = writeln!(out, "  preset = \"{name}\"");
+        let _ = writeln!(out, "    # source: {source}");
+        let _ = writeln!(out, "    # notes: {notes}");
+    }
+}
+
+fn explain_breaker(out: &mut String, section: &str, preset: Option<&str>, spec: &BreakerSpec) {
+    let found = preset.and_then(presets::breaker_preset);
+    header(out, section, found.map(|p| (p.name, p.source, p.notes)));
+    let config = &spec.config;
+    let mut line = |key: &str, value: String| {
+        let _ = writeln!(out, "  {key} = {value}");
+    };
+    line("enabled", spec.enabled.to_string());
+    match config.trip() {
+        Trip::Consecutive { failures_max } => line("failures", failures_max.to_string()),
+        Trip::FailureRate {
+            rate_permille,
+            window,
+            min_calls,
+        } => {
+            let window = match window {
+                Window::Calls(calls) => format!("window_calls = {calls}"),
+                Window::Time { length, slots } => {
+                    format!("window = \"{length}\", window_slots = {slots}")
+                }
+            };
+            line(
+                "failure_rate",
+                format!(
+                    "{{ percent = {}, {window}, min_calls = {min_calls} }}",
+                    thousandths(rate_permille * 100)
+                ),
+            );
+        }
+    }
+    line("open_for", format!("\"{}\"", config.open_for()));
+    line("half_open_probes", config.probes_max().to_string());
+    let rule = match config.half_open_rule() {
+        HalfOpenRule::AllProbesSucceed => "all_probes_succeed",
+        HalfOpenRule::FailureRate => "failure_rate",
+    };
+    line("half_open_rule", format!("\"{rule}\""));
+    let uncounted = match config.uncounted_as() {
+        UncountedAs::Ignored => "ignored",
+        UncountedAs::Success => "success",
+    };
+    line("uncounted_as", format!("\"{uncounted}\""));
+    line(
+        "half_open_max_wait",
+        config
+            .half_open_max_wait()
+            .map_or("none (waits for ever)".to_owned(), |wait| {
+                format!("\"{wait}\"")
+            }),
+    );
+    line(
+        "open_for_factor",
+        thousandths(config.open_for_factor_permille()),
+    );
+    line("open_for_max", format!("\"{}\"", config.open_for_max()));
+    let evaluate = match config.evaluate_on() {
+        EvaluateOn::Any => "any",
+        EvaluateOn::Failure => "failure",
+    };
+    line("evaluate_on", format!("\"{evaluate}\""));
+    let late = match config.late_failures() {
+        LateFailures::Ignored => "ignored",
+        LateFailures::Counted => "counted",
+    };
+    line("late_failures", format!("\"{late}\""));
+    match config.slow_calls() {
+        None => line("slow_call_duration", "none (no slow-call rule)".to_owned()),
+        Some(slow) => {
+            line("slow_call_duration", format!("\"{}\"", slow.duration));
+            line("slow_call_percent", thousandths(slow.rate_permille * 100));
+        }
+    }
+    line("counts", outcomes(spec.counts));
+}
+
+fn explain_retry(out: &mut String, section: &str, preset: Option<&str>, spec: &RetrySpec) {
+    let found = preset.and_then(presets::retry_preset);
+    header(out, section, found.map(|p| (p.name, p.source, p.notes)));
+    let config = &spec.config;
+    let backoff = config.backoff();
+    let mut line = |key: &str, value: String| {
+        let _ = writeln!(out, "  {key} = {value}");
+    };
+    line("enabled", spec.enabled.to_string());
+    line("max_attempts", config.max_attempts().to_string());
+    line("backoff", format!("\"{}\"", backoff.base()));
+    line("backoff_factor", thousandths(backoff.factor_permille()));
+    line("backoff_max", format!("\"{}\"", backoff.ceiling()));
+    let jitter = match backoff.jitter() {
+        Jitter::None => "none",
+        Jitter::Full => "full",
+        Jitter::Equal => "equal",
+        Jitter::Decorrelated => "decorrelated",
+        Jitter::Proportional { .. } => "proportional",
+    };
+    line("jitter", format!("\"{jitter}\""));
+    if let Jitter::Proportional {
+        randomization_permille,
+    } = backoff.jitter()
+    {
+        line("randomization_factor", thousandths(randomization_permille));
+    }
+    line(
+        "elapsed_max",
+        config
+            .elapsed_max()
+            .map_or("none".to_owned(), |max| format!("\"{max}\"")),
+    );
+    match config.budget() {
+        None => line("budget_percent", "none (no budget)".to_owned()),
+        Some(budget) => {
+            line("budget_percent", thousandths(budget.ratio_permille() * 100));
+            line(
+                "budget_min_per_second",
+                budget.min_retries_per_second().to_string(),
+            );
+            line("budget_window", format!("\"{}\"", budget.ttl()));
+        }
+    }
+    line("retry_on", outcomes(spec.retry_on));
+}
+
+fn explain_connection(
+    out: &mut String,
+    section: &str,
+    preset: Option<&str>,
+    spec: &ConnectionSpec,
+) {
+    let found = preset.and_then(presets::client_preset);
+    header(out, section, found.map(|p| (p.name, p.source, p.notes)));
+    let mut line = |key: &str, value: String| {
+        let _ = writeln!(out, "  {key} = {value}");
+    };
+    line(
+        "command_timeout",
+        spec.command_timeout
+            .map_or("none (waits for ever)".to_owned(), |t| format!("\"{t}\"")),
+    );
+    line("offline_queue", spec.offline_queue.to_string());
+    line(
+        "max_retries",
+        spec.max_retries
+            .map_or("\"unlimited\"".to_owned(), |max| max.to_string()),
+    );
+    line("connect_timeout", format!("\"{}\"", spec.connect_timeout));
+    let reconnect = match spec.reconnect {
+        Reconnect::Always => "always",
+        Reconnect::Never => "never",
+        Reconnect::Slot(_) => "slot",
+    };
+    line("reconnect", format!("\"{reconnect}\""));
+    line("reconnect_delay", format!("\"{}\"", spec.reconnect_delay));
+    line(
+        "reconnect_delay_max",
+        format!("\"{}\"", spec.reconnect_delay_max),
+    );
+    line(
+        "pending_max",
+        spec.pending_max
+            .map_or("none".to_owned(), |max| max.to_string()),
+    );
+}
+
+/// A count of thousandths as a decimal number: 1500 is `1.5`, 2000 is `2`.
+fn thousandths(value: u32) -> String {
+    let (whole, fraction) = (value / 1000, value % 1000);
+    if fraction == 0 {
+        whole.to_string()
+    } else {
+        let digits = format!("{fraction:03}");
+        format!("{whole}.{}", digits.trim_end_matches('0'))
+    }
+}
+
+fn outcomes(set: OutcomeSet) -> String {
+    let names: Vec<String> = Outcome::ALL
+        .iter()
+        .filter(|outcome| set.contains(**outcome))
+        .map(|outcome| format!("\"{}\"", outcome.name()))
+        .collect();
+    format!("[{}]", names.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"[scenario]
+name = "t"
+
+[databases.db]
+latency = "10ms"
+
+[servers.redis]
+
+[connections.rs]
+server = "redis"
+preset = "redis-rs-multiplexed"
+command_timeout = "250ms"
+
+[breakers.r4j]
+preset = "resilience4j"
+open_for = "10s"
+half_open_max_wait = "2s"
+
+[breakers.plain]
+failures = 3
+open_for = "1s"
+
+[retries.crate]
+preset = "backoff-crate"
+randomization_factor = 0.25
+
+[flows.f]
+steps = [{ db = { name = "db" }, breaker = "r4j", retry = "crate" }, { db = { name = "db" }, breaker = "plain" }]
+
+[loads.l]
+flow = "f"
+arrivals = "even"
+rate = 10
+count = 5
+"#;
+
+    #[test]
+    fn a_preset_expands_to_its_table_and_the_file_overrides_it_key_by_key() {
+        let file = crate::parse(FILE, std::path::Path::new("t.toml")).unwrap();
+        let variant = &file.variants[0];
+        let r4j = &variant.scenario.breakers[1].config;
+        let preset = presets::RESILIENCE4J;
+        assert_eq!(r4j.trip(), preset.trip);
+        assert_eq!(r4j.probes_max(), 10);
+        assert_eq!(r4j.half_open_rule(), HalfOpenRule::FailureRate);
+        assert_eq!(r4j.uncounted_as(), UncountedAs::Success);
+        // Overridden by the file.
+        assert_eq!(r4j.open_for(), outagelab_model::SimDuration::from_secs(10));
+        assert_eq!(
+            r4j.half_open_max_wait(),
+            Some(outagelab_model::SimDuration::from_secs(2))
+        );
+        let retry = &variant.scenario.retries[0].config;
+        assert_eq!(
+            retry.backoff().jitter(),
+            Jitter::Proportional {
+                randomization_permille: 250
+            }
+        );
+        assert_eq!(retry.elapsed_max(), presets::BACKOFF_CRATE.elapsed_max);
+        let text = explain(variant);
+        for line in [
+            "[breakers.r4j]\n  preset = \"resilience4j\"",
+            "  failure_rate = { percent = 50, window_calls = 100, min_calls = 100 }",
+            "  open_for = \"10s\"",
+            "  half_open_rule = \"failure_rate\"",
+            "[breakers.plain]\n  enabled = true\n  failures = 3",
+            "  randomization_factor = 0.25",
+            "  elapsed_max = \"900s\"",
+        ] {
+            assert!(text.contains(line), "no `{line}` in:\n{text}");
+        }
+        let connection = &variant.scenario.connections[0];
+        assert_eq!(
+            connection.reconnect,
+            outagelab_sim::scenario::Reconnect::Never
+        );
+        assert!(!connection.offline_queue);
+        assert_eq!(connection.max_retries, Some(0));
+        assert_eq!(
+            connection.command_timeout,
+            Some(outagelab_model::SimDuration::from_millis(250))
+        );
+        assert!(text.contains("[connections.rs]\n  preset = \"redis-rs-multiplexed\"",));
+        assert!(text.contains("  reconnect = \"never\""), "{text}");
+        assert_eq!(
+            variant.presets,
+            [
+                crate::PresetUse {
+                    section: "connections.rs".to_owned(),
+                    preset: "redis-rs-multiplexed".to_owned()
+                },
+                crate::PresetUse {
+                    section: "breakers.r4j".to_owned(),
+                    preset: "resilience4j".to_owned()
+                },
+                crate::PresetUse {
+                    section: "retries.crate".to_owned(),
+                    preset: "backoff-crate".to_owned()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn thousandths_print_as_short_decimals() {
+        assert_eq!(thousandths(2000), "2");
+        assert_eq!(thousandths(1500), "1.5");
+        assert_eq!(thousandths(50_100), "50.1");
+        assert_eq!(thousandths(5), "0.005");
+    }
+}
