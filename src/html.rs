@@ -73,10 +73,10 @@ pub fn document(
     )
     .unwrap();
     let variants = report.variants.len();
-    write!(
+    writeln!(
         out,
         "<p>Seed {}, {variants} variant{}, simulated in virtual time. Reproduce with \
-         <code>{}</code>.</p>\n",
+         <code>{}</code>.</p>",
         report.seed,
         if variants == 1 { "" } else { "s" },
         escape(command)
@@ -94,9 +94,9 @@ pub fn document(
     }
 
     let held = checked.iter().filter(|c| c.passed).count();
-    write!(
+    writeln!(
         out,
-        "<h2>Expectations: {held} held, {} failed</h2>\n",
+        "<h2>Expectations: {held} held, {} failed</h2>",
         checked.len() - held
     )
     .unwrap();
@@ -114,10 +114,10 @@ pub fn document(
             let value = match &check.actual {
                 Ok(value) | Err(value) => value,
             };
-            write!(
+            writeln!(
                 out,
                 "<tr class=\"{class}\"><td>{}</td><td><code>{}</code></td>\
-                 <td class=\"result\">{result}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+                 <td class=\"result\">{result}</td><td class=\"num\">{}</td><td>{}</td></tr>",
                 escape(&check.variant),
                 escape(&check.expectation),
                 escape(value),
@@ -172,7 +172,7 @@ pub fn document(
         out.push_str("<p>No breaker, reconnect slot, fault or memory limit changed state.</p>\n");
     }
     for variant in report.variants.iter().filter(|v| !v.log.is_empty()) {
-        write!(out, "<h3>{}</h3>\n", escape(&variant.name)).unwrap();
+        writeln!(out, "<h3>{}</h3>", escape(&variant.name)).unwrap();
         let rows = variant
             .log
             .iter()
