@@ -1,24 +1,11 @@
 //! The command line as a user meets it: output that is the same bytes for the same seed from
 //! separate processes, and exit codes that CI can rely on.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn outagelab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outagelab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs")
-}
+use std::path::Path;
 
-/// A fresh directory under the target directory for this test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::{outagelab, scratch};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -2,24 +2,13 @@
 //! `chromium`; `.ci/run` installs it). Without the browser the rendering test says so loudly
 //! and checks only the file.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn outagelab(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_outagelab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::{outagelab, scratch};
 
 fn chromium() -> Option<PathBuf> {
     let candidates = ["chromium", "chromium-browser", "google-chrome"];
