@@ -13,8 +13,11 @@
 //!
 //! Architecture invariant: this crate reads finished reports and never runs the model. Text is
 //! drawn with an embedded copy of DejaVu Sans (`assets/`), so charts render the same on a
-//! machine without system fonts, and the same report always gives byte-identical files.
+//! machine without system fonts, and the same report always gives byte-identical files. PNG
+//! text is laid out glyph by glyph in `bitmap_text` (plotters' own bitmap text drops each
+//! glyph's side bearing); SVG text is plotters' `<text>` elements.
 
+mod bitmap_text;
 mod chart;
 mod concurrency;
 mod fail_open;

@@ -13,6 +13,7 @@ use plotters::prelude::*;
 use plotters::style::FontTransform;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::bitmap_text::GlyphBackend;
 use crate::chart::{Axis, Chart, Dash, INK, Key, LegendEntry, Panel, Stroke, format_number};
 
 const SIZE: (u32, u32) = (1200, 800);
@@ -23,9 +24,9 @@ const FONT: &str = "sans-serif";
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
-/// Draws `chart` into a PNG file at `path`.
+/// Draws `chart` into a PNG file at `path`, its text placed by [`GlyphBackend`].
 pub(crate) fn write_png(chart: &Chart, path: &Path) -> Result<(), String> {
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    let root = GlyphBackend::new(BitMapBackend::new(path, SIZE)).into_drawing_area();
     draw(&root, chart).map_err(|error| error.to_string())?;
     root.present().map_err(|error| error.to_string())
 }
