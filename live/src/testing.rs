@@ -17,6 +17,9 @@ use tokio::task::{JoinHandle, JoinSet};
 /// How long [`RedisServer::start`] waits for the server to answer PING.
 pub const START_WAIT_MAX: Duration = Duration::from_secs(10);
 
+/// Set (to anything) to make a missing `redis-server` a failure rather than a skip.
+pub const REQUIRE_REDIS_VAR: &str = "OUTAGELAB_REQUIRE_REDIS";
+
 const LOOPBACK: Ipv4Addr = Ipv4Addr::LOCALHOST;
 
 /// A `redis-server` on 127.0.0.1, persistence off, in a temporary directory; killed on drop.
@@ -28,7 +31,8 @@ pub struct RedisServer {
 
 impl RedisServer {
     /// Starts one, or returns `None` after a loud message on standard error if `redis-server`
-    /// is not installed (the caller skips its test; `.ci/run` installs it so CI never skips).
+    /// is not installed (the caller skips its test; `.ci/run` installs it and sets
+    /// [`REQUIRE_REDIS_VAR`], under which a missing binary fails the test instead).
     /// Panics if the binary is there but the server does not answer within
     /// [`START_WAIT_MAX`].
     pub fn start() -> Option<RedisServer> {
@@ -48,7 +52,15 @@ impl RedisServer {
         let child = match spawned {
             Ok(child) => child,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                eprintln!(
+                assert!(
+                    std::env::var_os(REQUIRE_REDIS_VAR).is_none(),
+                    "redis-server is not installed, and {REQUIRE_REDIS_VAR} says this run must \
+                     not skip the tests against a real Redis"
+                );
+                // Written to the stream itself, not through `eprintln!`, which the test harness
+                // captures and hides for a test that passes.
+                let _ = writeln!(
+                    std::io::stderr(),
                     "\n!!!!!!!! SKIPPED: redis-server is not installed, so this test against a \
                      real Redis did not run. Install it (apt-get install -y redis-server); \
                      .ci/run does. !!!!!!!!\n"
