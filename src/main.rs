@@ -67,6 +67,23 @@ enum Command {
         /// The scenario file (TOML).
         file: PathBuf,
     },
+    /// Measure a real Redis on one connection (round trip, bandwidth of queued big SETs) and
+    /// print a `[connections]` table for a scenario file. It writes (then deletes) keys under
+    /// `outagelab:calibrate:`, so point it at a server you may write to.
+    Calibrate {
+        /// The server, `host:port` (for example `127.0.0.1:6379`).
+        #[arg(long, value_name = "HOST:PORT")]
+        redis: String,
+        /// PINGs whose median round trip gives the latency.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        pings: u32,
+        /// SETs queued at once on the connection (seed 000 measured 60).
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+        sets: u32,
+        /// Size of each SET's value, in KiB (seed 000's blobs: 2048).
+        #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+        set_kib: u32,
+    },
 }
 
 fn main() -> ExitCode {
@@ -79,6 +96,19 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::Calibrate {
+            redis,
+            pings,
+            sets,
+            set_kib,
+        } => calibrate(
+            &redis,
+            outagelab_live::calibrate::Plan {
+                pings,
+                sets,
+                set_bytes: set_kib as usize * 1024,
+            },
+        ),
         Command::Validate { file } => match outagelab_scenario_file::load(&file) {
             Ok(scenario) => {
                 let count = scenario.variants.len();
@@ -131,6 +161,30 @@ fn main() -> ExitCode {
                     plot: plot.as_deref(),
                 },
             )
+        }
+    }
+}
+
+/// `calibrate`: measures the server and prints the snippet; exit 1 if it cannot be reached.
+fn calibrate(address: &str, plan: outagelab_live::calibrate::Plan) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("calibrate: could not start the async runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(outagelab_live::calibrate::calibrate(address, plan)) {
+        Ok(measured) => {
+            say(&measured.snippet("calibrated", "redis"));
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("calibrate: {address}: {error}");
+            ExitCode::from(1)
         }
     }
 }

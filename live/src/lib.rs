@@ -10,7 +10,9 @@
 //! - [`breaker::LiveBreaker`]: the circuit breaker ([`outagelab_model::breaker::Breaker`]) as a
 //!   guard around a call;
 //! - [`semaphore::LiveSemaphore`]: the semaphore by count and bytes
-//!   ([`outagelab_model::semaphore::SharedSemaphore`]) with an RAII permit.
+//!   ([`outagelab_model::semaphore::SharedSemaphore`]) with an RAII permit;
+//! - [`calibrate`]: what a simulated connection's `latency` and `bandwidth` mean on this machine,
+//!   measured on one real connection (`outagelab calibrate`).
 //!
 //! # Plain async functions, not tower
 //!
@@ -31,6 +33,7 @@
 //! instants they feed the model.
 
 pub mod breaker;
+pub mod calibrate;
 pub mod clock;
 pub mod semaphore;
 pub mod slot;
