@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
+use outagelab_live::calibrate::Plan;
 use outagelab_report::{RunReport, Verdict, write};
 use outagelab_scenario_file::ScenarioFile;
 use outagelab_sim::{Bugs, SimError};
@@ -75,13 +76,13 @@ enum Command {
         #[arg(long, value_name = "HOST:PORT")]
         redis: String,
         /// PINGs whose median round trip gives the latency.
-        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        #[arg(long, default_value_t = Plan::SEED_000.pings, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         pings: u32,
         /// SETs queued at once on the connection (seed 000 measured 60).
-        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+        #[arg(long, default_value_t = Plan::SEED_000.sets, value_parser = clap::value_parser!(u32).range(1..=1_000))]
         sets: u32,
         /// Size of each SET's value, in KiB (seed 000's blobs: 2048).
-        #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+        #[arg(long, default_value_t = (Plan::SEED_000.set_bytes / 1024) as u32, value_parser = clap::value_parser!(u32).range(1..=65_536))]
         set_kib: u32,
     },
 }
@@ -103,7 +104,7 @@ fn main() -> ExitCode {
             set_kib,
         } => calibrate(
             &redis,
-            outagelab_live::calibrate::Plan {
+            Plan {
                 pings,
                 sets,
                 set_bytes: set_kib as usize * 1024,
@@ -166,7 +167,7 @@ fn main() -> ExitCode {
 }
 
 /// `calibrate`: measures the server and prints the snippet; exit 1 if it cannot be reached.
-fn calibrate(address: &str, plan: outagelab_live::calibrate::Plan) -> ExitCode {
+fn calibrate(address: &str, plan: Plan) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -464,3 +464,51 @@ impl<K: Connector, C: Clock> Drop for AttemptInFlight<'_, K, C> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::ServerErrorKind;
+
+    fn check(error: RedisError, expected: Failure) {
+        assert_eq!(classify(&error), expected, "{error:?}");
+    }
+
+    #[test]
+    fn connection_level_errors_evict_and_a_rejected_command_does_not() {
+        use std::io::{Error, ErrorKind as Io};
+        let connection = |error| Failure::Connection(error);
+        check(
+            Error::new(Io::BrokenPipe, "pipe").into(),
+            connection(ConnectionError::Io),
+        );
+        check(
+            Error::new(Io::ConnectionReset, "reset").into(),
+            connection(ConnectionError::Io),
+        );
+        check(
+            Error::new(Io::UnexpectedEof, "closed").into(),
+            connection(ConnectionError::Io),
+        );
+        check(
+            Error::new(Io::TimedOut, "no reply").into(),
+            connection(ConnectionError::ResponseTimeout),
+        );
+        check(
+            (ErrorKind::Server(ServerErrorKind::ReadOnly), "READONLY").into(),
+            connection(ConnectionError::ReadOnly),
+        );
+        check(
+            (
+                ErrorKind::Server(ServerErrorKind::ResponseError),
+                "WRONGTYPE",
+            )
+                .into(),
+            Failure::Server,
+        );
+        check(
+            (ErrorKind::Server(ServerErrorKind::NoScript), "NOSCRIPT").into(),
+            Failure::Server,
+        );
+    }
+}

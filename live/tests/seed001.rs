@@ -165,6 +165,41 @@ async fn client_kill_then_each_component_reconnects_and_enforces_again() {
     .await;
 }
 
+/// A server's rejection of one command (WRONGTYPE) is an answer: the connection stays, nothing
+/// is replayed, and the next command runs on the same generation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_command_keeps_the_connection() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    bounded(async {
+        let slot = slot_to(&server.address());
+        let set = redis::cmd("SET").arg("a-string").arg("v").clone();
+        let _: () = slot.query(Command::Set, &set, false).await.unwrap();
+        let wrong = redis::cmd("LRANGE").arg("a-string").arg(0).arg(-1).clone();
+        let rejected = slot
+            .query::<Vec<String>>(Command::LRange, &wrong, false)
+            .await;
+        assert!(
+            matches!(
+                rejected,
+                Err(QueryError::Failed {
+                    failure: outagelab_model::reconnect::Failure::Server,
+                    replayed: false,
+                    ..
+                })
+            ),
+            "{rejected:?}"
+        );
+        let get = redis::cmd("GET").arg("a-string").clone();
+        let value: Option<String> = slot.query(Command::Get, &get, false).await.unwrap();
+        assert_eq!(value.as_deref(), Some("v"));
+        assert_eq!(slot.stats(), stats(true, 1, 0, 0, 0, 0));
+        assert_eq!(slot.replay_stats(), Default::default());
+    })
+    .await;
+}
+
 /// What one caller of the outage loop saw.
 #[derive(Default)]
 struct Tally {
