@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 use outagelab_live::slot::{LiveSlot, QueryError, RedisConnector, Unavailable};
 use outagelab_live::testing::{Forwarder, RedisServer, free_port};
 use outagelab_model::reconnect::{Command, ReconnectConfig, ReconnectStats};
-use outagelab_model::time::SimDuration;
 use redis::aio::MultiplexedConnection;
 
 /// Every test stops by itself within this.
 const TEST_TIME_MAX: Duration = Duration::from_secs(20);
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+/// A caller that fails open does so well within this (a refused loopback connect, or an open
+/// window, takes microseconds; the bound leaves room for a loaded CI machine).
+const FAIL_OPEN_MAX: Duration = Duration::from_millis(100);
 
 type Slot = LiveSlot<RedisConnector>;
 
@@ -264,7 +266,7 @@ fn assert_paced(failures: &[Instant], callers_every: Duration) {
             index + 2
         );
         assert!(
-            gap <= window + callers_every + Duration::from_millis(100),
+            gap <= window + callers_every + Duration::from_millis(200),
             "attempt {} came {gap:?} after the previous failure, long after its {window:?} window",
             index + 2
         );
@@ -314,10 +316,7 @@ async fn forwarder_outage_fails_open_paces_attempts_and_recovers() {
                 writer.query::<i64>(Command::IncrBy, &write, false).await,
             );
             let took = turn.elapsed();
-            assert!(
-                took < Duration::from_millis(100),
-                "fail open at once, took {took:?}"
-            );
+            assert!(took < FAIL_OPEN_MAX, "fail open at once, took {took:?}");
             tokio::time::sleep(callers_every).await;
         }
         assert_eq!(
@@ -399,14 +398,16 @@ async fn closed_port_paces_attempts_by_the_backoff() {
             slowest = slowest.max(turn.elapsed());
             tokio::time::sleep(callers_every).await;
         }
-        assert!(
-            slowest < Duration::from_millis(50),
-            "fail-open latency {slowest:?}"
-        );
+        // Far below the 500 ms connect timeout: nobody waits on a connect that cannot succeed.
+        assert!(slowest < FAIL_OPEN_MAX, "fail-open latency {slowest:?}");
         assert_eq!(tally.ok, 0);
         let seen = slot.stats();
-        // Windows 100, 200, 400, 800 ms from failures at about 0, 0.1, 0.3, 0.7, 1.5 s.
-        assert_eq!(seen.connect_failures_total, 5, "{seen:?}");
+        // Windows 100, 200, 400, 800 ms from failures at about 0, 0.1, 0.3, 0.7, 1.5 s: five
+        // (four if a loaded machine stretched the callers' sleeps past the last 100 ms).
+        assert!(
+            (4..=5).contains(&seen.connect_failures_total),
+            "one attempt per window: {seen:?}"
+        );
         assert_eq!(
             seen.connect_failures_total,
             tally.attempt_failures.len() as u64
@@ -466,8 +467,6 @@ async fn a_burst_of_500_callers_gives_one_connect_failure() {
         );
         assert_eq!(seen.fail_open_total, CALLERS as u64);
         assert_eq!(seen.evictions_total, 1);
-        let backoff = SimDuration::from_millis(100);
-        assert_eq!(ReconnectConfig::seed_001().backoff_after(1), backoff);
     })
     .await;
 }
