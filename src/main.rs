@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
+use outagelab_live::calibrate::Plan;
 use outagelab_report::{RunReport, Verdict, write};
 use outagelab_scenario_file::ScenarioFile;
 use outagelab_sim::{Bugs, SimError};
@@ -76,6 +77,23 @@ enum Command {
         #[arg(long)]
         explain: bool,
     },
+    /// Measure a real Redis on one connection (round trip, bandwidth of queued big SETs) and
+    /// print a `[connections]` table for a scenario file. It writes (then deletes) keys under
+    /// `outagelab:calibrate:`, so point it at a server you may write to.
+    Calibrate {
+        /// The server, `host:port` (for example `127.0.0.1:6379`).
+        #[arg(long, value_name = "HOST:PORT")]
+        redis: String,
+        /// PINGs whose median round trip gives the latency.
+        #[arg(long, default_value_t = Plan::SEED_000.pings, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        pings: u32,
+        /// SETs queued at once on the connection (seed 000 measured 60).
+        #[arg(long, default_value_t = Plan::SEED_000.sets, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+        sets: u32,
+        /// Size of each SET's value, in KiB (seed 000's blobs: 2048).
+        #[arg(long, default_value_t = (Plan::SEED_000.set_bytes / 1024) as u32, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+        set_kib: u32,
+    },
 }
 
 fn main() -> ExitCode {
@@ -88,6 +106,19 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::Calibrate {
+            redis,
+            pings,
+            sets,
+            set_kib,
+        } => calibrate(
+            &redis,
+            Plan {
+                pings,
+                sets,
+                set_bytes: set_kib as usize * 1024,
+            },
+        ),
         Command::Validate { file, explain } => match outagelab_scenario_file::load(&file) {
             Ok(scenario) => {
                 let count = scenario.variants.len();
@@ -151,6 +182,30 @@ fn main() -> ExitCode {
                     plot: plot.as_deref(),
                 },
             )
+        }
+    }
+}
+
+/// `calibrate`: measures the server and prints the snippet; exit 1 if it cannot be reached.
+fn calibrate(address: &str, plan: Plan) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("calibrate: could not start the async runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(outagelab_live::calibrate::calibrate(address, plan)) {
+        Ok(measured) => {
+            say(&measured.snippet("calibrated", "redis"));
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("calibrate: {address}: {error}");
+            ExitCode::from(1)
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The HTML report as its readers meet it: rendered by a real headless Chromium (Debian's
-//! `chromium`; `.ci/run` installs it). Without the browser the rendering test says so loudly
-//! and checks only the file.
+//! `chromium`; `.ci/run` installs it and sets `OUTAGELAB_REQUIRE_CHROMIUM`, so CI never skips).
+//! Without the browser, elsewhere, the rendering test says so loudly and checks only the file.
 
 mod common;
 
@@ -89,6 +89,10 @@ fn the_same_run_writes_the_same_page() {
 #[test]
 fn a_headless_browser_renders_the_tables_the_expectations_and_the_charts() {
     let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("OUTAGELAB_REQUIRE_CHROMIUM").is_none(),
+            "OUTAGELAB_REQUIRE_CHROMIUM is set (as .ci/run sets it) and no chromium is on PATH"
+        );
         eprintln!(
             "SKIPPED: no chromium on PATH, so the HTML report was not rendered \
              (.ci/run installs Debian's chromium; apt-get install chromium)"

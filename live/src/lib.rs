@@ -1,0 +1,45 @@
+//! The model's policies on tokio against a real Redis: thin async wrappers, no second
+//! implementation.
+//!
+//! Each wrapper holds the very state machine the simulator drives (`outagelab_model`) and adds
+//! only what a runtime needs: a clock, waiting, the connection handles, and guards that report
+//! to the model when a future is dropped.
+//!
+//! - [`slot::LiveSlot`]: seed 001's reconnect slot ([`outagelab_model::reconnect::ReconnectSlot`])
+//!   owning a `redis` multiplexed connection per generation;
+//! - [`breaker::LiveBreaker`]: the circuit breaker ([`outagelab_model::breaker::Breaker`]) as a
+//!   guard around a call;
+//! - [`semaphore::LiveSemaphore`]: the semaphore by count and bytes
+//!   ([`outagelab_model::semaphore::SharedSemaphore`]) with an RAII permit;
+//! - [`calibrate`]: what a simulated connection's `latency` and `bandwidth` mean on this machine,
+//!   measured on one real connection (`outagelab calibrate`).
+//!
+//! # Plain async functions, not tower
+//!
+//! The wrappers are plain methods (`lease`, `query`, `call`, `run`) rather than tower
+//! `Layer`/`Service`s. tower's contract is `poll_ready` then `call` on a request type, which
+//! fits middleware in front of a service that takes requests; these policies sit in front of
+//! Redis commands inside a handler, decide at once (fail open, refuse, lease), and must report
+//! back with an outcome the caller classifies. A `Service` form would add the `tower`
+//! dependency and a request/response type per command for no decision of its own; a caller
+//! who wants one can wrap a method in `tower::service_fn` in a few lines.
+//!
+//! # Time
+//!
+//! Architecture invariant: this crate is the only one in the workspace that reads a clock for
+//! a policy decision, and only in [`clock`]: [`clock::TokioClock`] maps tokio's monotonic
+//! `Instant` since its start to the model's `SimTime`. Every wrapper takes its `now` from a
+//! [`clock::Clock`], so tests can substitute a [`clock::ManualClock`] and feed the wrapper the
+//! instants they feed the model.
+
+pub mod breaker;
+pub mod calibrate;
+pub mod clock;
+pub mod semaphore;
+pub mod slot;
+pub mod testing;
+
+pub use breaker::LiveBreaker;
+pub use clock::{Clock, ManualClock, TokioClock};
+pub use semaphore::LiveSemaphore;
+pub use slot::{LiveSlot, QueryError, RedisConnector, Unavailable};

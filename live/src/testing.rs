@@ -1,0 +1,205 @@
+//! Test fixtures against a real Redis, on loopback only: a `redis-server` child process on a
+//! free port, and a TCP forwarder that can be taken down and brought back (seed 001's test
+//! rig). Public so that integration tests (and a calibration run) share them.
+//!
+//! Bounds: starting a server waits at most [`START_WAIT_MAX`] for it to answer PING; every
+//! server is killed when its handle drops; the forwarder binds 127.0.0.1 only.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener, TcpStream as StdStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// How long [`RedisServer::start`] waits for the server to answer PING.
+pub const START_WAIT_MAX: Duration = Duration::from_secs(10);
+
+/// Set (to anything) to make a missing `redis-server` a failure rather than a skip.
+pub const REQUIRE_REDIS_VAR: &str = "OUTAGELAB_REQUIRE_REDIS";
+
+const LOOPBACK: Ipv4Addr = Ipv4Addr::LOCALHOST;
+
+/// A `redis-server` on 127.0.0.1, persistence off, in a temporary directory; killed on drop.
+pub struct RedisServer {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// Starts one, or returns `None` after a loud message on standard error if `redis-server`
+    /// is not installed (the caller skips its test; `.ci/run` installs it and sets
+    /// [`REQUIRE_REDIS_VAR`], under which a missing binary fails the test instead).
+    /// Panics if the binary is there but the server does not answer within
+    /// [`START_WAIT_MAX`].
+    pub fn start() -> Option<RedisServer> {
+        let port = free_port();
+        let dir =
+            std::env::temp_dir().join(format!("outagelab-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory for redis-server");
+        let spawned = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                assert!(
+                    std::env::var_os(REQUIRE_REDIS_VAR).is_none(),
+                    "redis-server is not installed, and {REQUIRE_REDIS_VAR} says this run must \
+                     not skip the tests against a real Redis"
+                );
+                // Written to the stream itself, not through `eprintln!`, which the test harness
+                // captures and hides for a test that passes.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "\n!!!!!!!! SKIPPED: redis-server is not installed, so this test against a \
+                     real Redis did not run. Install it (apt-get install -y redis-server); \
+                     .ci/run does. !!!!!!!!\n"
+                );
+                let _ = std::fs::remove_dir_all(&dir);
+                return None;
+            }
+            Err(error) => panic!("could not start redis-server: {error}"),
+        };
+        let server = RedisServer { child, port, dir };
+        server.wait_until_it_answers();
+        Some(server)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:port`.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn wait_until_it_answers(&self) {
+        let deadline = Instant::now() + START_WAIT_MAX;
+        // Bounded by the deadline: one try every 10 ms.
+        while Instant::now() < deadline {
+            if ping(self.port) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!(
+            "redis-server on port {} did not answer PING within {START_WAIT_MAX:?}",
+            self.port
+        );
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Whether a server on 127.0.0.1:`port` answers PING within 200 ms.
+fn ping(port: u16) -> bool {
+    let address = SocketAddr::from((LOOPBACK, port));
+    let Ok(mut stream) = StdStream::connect_timeout(&address, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut reply = [0u8; 7];
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut reply).is_ok()
+        && &reply == b"+PONG\r\n"
+}
+
+/// A loopback port free at the moment of asking (the OS picks it).
+pub fn free_port() -> u16 {
+    StdListener::bind((LOOPBACK, 0))
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// A TCP forwarder 127.0.0.1:`port` -> 127.0.0.1:`target` (seed 001's rig). Taking it down
+/// closes its listening socket (new connects are refused) and every connection through it
+/// (clients see their connection drop); bringing it back listens on the same port again.
+pub struct Forwarder {
+    port: u16,
+    target: u16,
+    running: Option<JoinHandle<()>>,
+}
+
+impl Forwarder {
+    /// A forwarder that is up. Needs a tokio runtime.
+    pub async fn start(target: u16) -> Forwarder {
+        let listener = TcpListener::bind((LOOPBACK, 0))
+            .await
+            .expect("a loopback port for the forwarder");
+        let port = listener.local_addr().expect("its address").port();
+        Forwarder {
+            port,
+            target,
+            running: Some(tokio::spawn(forward(listener, target))),
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Refuses new connections and drops every connection through it.
+    pub async fn down(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.abort();
+            let _ = running.await;
+        }
+    }
+
+    /// Listens again on the same port.
+    pub async fn up(&mut self) {
+        assert!(self.running.is_none(), "the forwarder is already up");
+        let listener = TcpListener::bind((LOOPBACK, self.port))
+            .await
+            .expect("the forwarder's port is free again");
+        self.running = Some(tokio::spawn(forward(listener, self.target)));
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.abort();
+        }
+    }
+}
+
+/// Accepts and forwards until aborted; aborting drops the set of connections, which aborts
+/// each of them.
+async fn forward(listener: TcpListener, target: u16) {
+    let mut connections = JoinSet::new();
+    loop {
+        let Ok((mut inbound, _)) = listener.accept().await else {
+            continue;
+        };
+        // Reap finished connections so the set holds only live ones.
+        while connections.try_join_next().is_some() {}
+        connections.spawn(async move {
+            if let Ok(mut outbound) = TcpStream::connect((LOOPBACK, target)).await {
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            }
+        });
+    }
+}

@@ -1,0 +1,46 @@
+//! `calibrate` against a real `redis-server` (started by the test), on a small plan.
+
+use std::time::Duration;
+
+use outagelab_live::calibrate::{KEY_PREFIX, Plan, calibrate};
+use outagelab_live::testing::RedisServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibration_measures_a_round_trip_and_a_bandwidth_and_cleans_up() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let plan = Plan {
+        pings: 20,
+        sets: 8,
+        set_bytes: 256 << 10,
+    };
+    let measured =
+        tokio::time::timeout(Duration::from_secs(20), calibrate(&server.address(), plan))
+            .await
+            .expect("bounded")
+            .expect("calibrated");
+    assert!(measured.round_trip_median > Duration::ZERO);
+    assert!(
+        measured.round_trip_median < Duration::from_millis(100),
+        "{measured:?}"
+    );
+    assert!(measured.sets_elapsed >= measured.round_trip_median);
+    // Loopback moves 2 MiB in well under a second.
+    assert!(measured.bytes_per_second > 2 << 20, "{measured:?}");
+    let snippet = measured.snippet("calibrated", "redis");
+    assert!(snippet.contains("[connections.calibrated]\nserver = \"redis\"\nlatency = \""));
+    assert!(snippet.contains("MiB/s\"\n"), "{snippet}");
+
+    let client = redis::Client::open(format!("redis://{}/", server.address())).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{KEY_PREFIX}*"))
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert!(
+        left.is_empty(),
+        "the calibration deleted its keys: {left:?}"
+    );
+}
