@@ -93,6 +93,11 @@ pub fn document(
         table_html(&mut out, "flows", &flows);
     }
 
+    if let Some(callers) = table::callers_table(report) {
+        out.push_str("<h3>Calls as their callers saw them</h3>\n");
+        table_html(&mut out, "callers", &callers);
+    }
+
     let held = checked.iter().filter(|c| c.passed).count();
     writeln!(
         out,

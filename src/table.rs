@@ -61,7 +61,51 @@ pub fn render(report: &RunReport) -> String {
         out.push_str("\nlatency by flow: p50 ms, then errors and unfinished requests if any\n\n");
         out.push_str(&flows.render());
     }
+    if let Some(callers) = callers_table(report) {
+        out.push_str("\ncalls as their callers saw them (each attempt is a request above)\n\n");
+        out.push_str(&callers.render());
+    }
     out
+}
+
+/// One row per variant and caller: its calls, how they ended, the attempts they took, the
+/// attempts it gave up on while the service ran them, and the calls' latency.
+pub fn callers_table(report: &RunReport) -> Option<Table> {
+    if report.variants.iter().all(|v| v.summary.callers.is_empty()) {
+        return None;
+    }
+    let header = [
+        "variant",
+        "caller",
+        "calls",
+        "ok",
+        "failed",
+        "attempts",
+        "abandoned",
+        "p50 ms",
+        "p99 ms",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut rows = Vec::new();
+    for variant in &report.variants {
+        for (name, caller) in &variant.summary.callers {
+            let ok = caller.outcomes.get("ok").copied().unwrap_or(0);
+            let ended: u64 = caller.outcomes.values().sum();
+            rows.push(vec![
+                variant.name.clone(),
+                name.clone(),
+                caller.requests.to_string(),
+                ok.to_string(),
+                (ended - ok).to_string(),
+                caller.attempts.to_string(),
+                caller.abandoned.to_string(),
+                ms(caller.latency_ms.p50),
+                ms(caller.latency_ms.p99),
+            ]);
+        }
+    }
+    Some(Table { header, rows })
 }
 
 /// One row per variant: requests, outcomes that occurred, HTTP 5xx share and window (with an

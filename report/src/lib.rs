@@ -162,9 +162,31 @@ pub struct Summary {
     pub breakers: BTreeMap<String, BreakerSummary>,
     pub connections: BTreeMap<String, ConnectionSummary>,
     pub servers: BTreeMap<String, ServerSummary>,
+    /// Calls by caller (`[callers.<name>]`); left out of the JSON when there is none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub callers: BTreeMap<String, CallerSummary>,
     /// Requests as HTTP answers; only when the scenario has an `[http]` table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpSummary>,
+}
+
+/// What a caller in front of the service saw: its calls, each made of one or more attempts
+/// (requests of the flow, which the flow's own figures count).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CallerSummary {
+    /// Calls started.
+    pub requests: u64,
+    /// Ended calls by the outcome of their last attempt (`timeout` when the caller gave up).
+    pub outcomes: BTreeMap<String, u64>,
+    /// Calls still in flight (or waiting to retry) at the end.
+    pub unfinished: u64,
+    /// Requests sent to the service, first attempts and retries.
+    pub attempts: u64,
+    pub retries: u64,
+    /// Attempts the caller gave up on at its timeout while the service kept running them.
+    pub abandoned: u64,
+    /// Latency of ended calls, from the first attempt to the end, backoffs included.
+    pub latency_ms: LatencyStats,
 }
 
 /// Ended requests as the HTTP answers a service gives (`[http]` in the scenario maps each

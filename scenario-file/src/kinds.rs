@@ -84,6 +84,7 @@ resource_kinds! {
     kv_stores: RawKvStore => KvStoreId, "KV store";
     throttles: RawThrottle => ThrottleId, "throttle";
     locks: RawLock => LockId, "lock";
+    callers: RawCaller => CallerId, "caller";
     flows: RawFlow => FlowId, "flow";
     loads: RawLoad => LoadId, "load";
     faults: RawFault => FaultId, "fault";

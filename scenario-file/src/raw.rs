@@ -415,6 +415,14 @@ pub struct RawThrottle {
     pub release_loss_percent: Option<Spanned<f64>>,
 }
 
+/// `[callers.upstream]`: what sends a load's requests, with its own timeout and retries.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCaller {
+    pub timeout: Option<Spanned<Text>>,
+    pub retry: Option<Spanned<String>>,
+}
+
 /// `[locks.files]`: a distributed lock over Redis.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -709,6 +717,8 @@ pub struct RawLoad {
     pub think: Option<Spanned<RawLatency>>,
     pub stagger: Option<Spanned<Text>>,
     pub iterations: Option<Spanned<Whole>>,
+    /// The caller its requests go through.
+    pub caller: Option<Spanned<String>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]

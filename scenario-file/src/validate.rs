@@ -315,6 +315,9 @@ impl<'a> Validator<'a> {
         let semaphores = self.each(&raw.semaphores, Self::semaphore);
         let adaptive_limits = self.each(&raw.adaptive_limits, Self::adaptive_limit);
         let retries = self.each(&raw.retries, Self::retry);
+        let callers = self.each(&raw.callers, |v, name, caller| {
+            v.caller(name, caller, &names)
+        });
         let caches = self.each(&raw.caches, Self::cache);
         let rate_limits = self.each(&raw.rate_limits, |v, name, limit| {
             v.rate_limit(name, limit, &names)
@@ -387,6 +390,7 @@ impl<'a> Validator<'a> {
             loads,
             faults,
             http,
+            callers,
         };
         scenario
             .check_references()
@@ -2867,11 +2871,38 @@ impl<'a> Validator<'a> {
                 }
             }
         };
+        let caller = match &raw.caller {
+            Some(caller) => Some(self.resolve(&names.callers, caller, &key("caller"))?),
+            None => None,
+        };
         Some(LoadSpec {
             name: name.to_owned(),
             flow: flow?,
             start,
             arrivals,
+            caller,
+        })
+    }
+
+    /// `[callers.<name>]`: a timeout longer than zero, a retry policy by name.
+    fn caller(&mut self, name: &str, raw: &RawCaller, names: &Names) -> Option<CallerSpec> {
+        let key = |field: &str| format!("callers.{name}.{field}");
+        let timeout = match &raw.timeout {
+            Some(timeout) => Some(self.positive_duration(
+                timeout,
+                &key("timeout"),
+                "a caller that gives up at once sends nothing useful",
+            )?),
+            None => None,
+        };
+        let retry = match &raw.retry {
+            Some(retry) => Some(self.resolve(&names.retries, retry, &key("retry"))?),
+            None => None,
+        };
+        Some(CallerSpec {
+            name: name.to_owned(),
+            timeout,
+            retry,
         })
     }
 

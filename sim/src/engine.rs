@@ -33,6 +33,7 @@ use outagelab_report::{
     RateLimitSummary, Summary, VariantReport, Verdict,
 };
 
+use crate::callers::{CallNext, CallRef, Callers};
 use crate::database::{Databases, Query};
 use crate::error::SimError;
 use crate::http::HttpTally;
@@ -228,6 +229,8 @@ struct Request {
     locks_held: Vec<(LockId, LockHeld)>,
     /// The closed-loop caller that sent it, which sends again when it ends.
     worker: Option<(LoadId, u32)>,
+    /// The call (and its attempt number) it is an attempt of, when its load has a caller.
+    call: Option<(CallRef, u32)>,
 }
 
 impl Request {
@@ -247,6 +250,7 @@ impl Request {
             lock_pending: None,
             locks_held: Vec::new(),
             worker: None,
+            call: None,
         }
     }
 }
@@ -372,6 +376,8 @@ struct Simulator<'s> {
     http: Option<HttpTally>,
     /// Per flow, the draws of its `work` steps' durations (a constant draws nothing).
     work_rngs: Vec<Stream>,
+    /// The calls of loads that go through a caller.
+    callers: Callers,
     monitors: Monitors,
     /// Work since the memory estimate was last checked, and whether it was over the budget.
     work_since_memory_check: u64,
@@ -572,6 +578,7 @@ impl<'s> Simulator<'s> {
             after_queries: BTreeMap::new(),
             metrics,
             http: scenario.http.map(HttpTally::new),
+            callers: Callers::new(scenario),
             work_rngs: scenario
                 .flows
                 .iter()
@@ -603,7 +610,10 @@ impl<'s> Simulator<'s> {
     fn run_to_end(&mut self, progress: &mut dyn FnMut(SimTime)) -> Verdict {
         let limits = self.scenario.limits;
         let ended = |simulator: &Self| {
-            if simulator.in_flight == 0 && simulator.loads_active == 0 {
+            if simulator.in_flight == 0
+                && simulator.loads_active == 0
+                && simulator.callers.in_flight() == 0
+            {
                 Verdict::Completed
             } else {
                 Verdict::Horizon
@@ -613,7 +623,11 @@ impl<'s> Simulator<'s> {
             if self.over_memory_budget() {
                 return Verdict::MemoryBudget;
             }
-            if limits.horizon.is_none() && self.loads_active == 0 && self.in_flight == 0 {
+            if limits.horizon.is_none()
+                && self.loads_active == 0
+                && self.in_flight == 0
+                && self.callers.in_flight() == 0
+            {
                 return Verdict::Completed;
             }
             let next = self.events.peek_time();
@@ -687,6 +701,7 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .map(|l| l.workers.len() as u64 * 8)
                 .sum::<u64>()
+            + self.callers.memory_bytes()
     }
 
     fn dispatch(&mut self, event: Event) {
@@ -695,6 +710,12 @@ impl<'s> Simulator<'s> {
         match event {
             Event::Arrival(load) => self.on_arrival(load),
             Event::WorkerSends { load, worker } => self.on_worker_sends(load, worker),
+            Event::CallerTimeout { call, attempt } => {
+                if let Some(end) = self.callers.timed_out(now, call, attempt) {
+                    self.after_attempt(call, end);
+                }
+            }
+            Event::CallerRetry { call } => self.attempt(call),
             Event::RequestTimer { request, kind } => self.on_request_timer(request, kind),
             Event::Redis(event) => self.redis.handle(now, event, events),
             Event::Database(event) => self.databases.handle(now, event, events),
@@ -841,7 +862,7 @@ impl<'s> Simulator<'s> {
                     if self.over_memory_budget() {
                         break; // the run stops at its next turn
                     }
-                    self.spawn(id);
+                    self.send(id, None);
                 }
                 self.loads_active -= 1;
                 return;
@@ -850,7 +871,7 @@ impl<'s> Simulator<'s> {
             Arrivals::Poisson { rate, end } => (rate, end, true),
             Arrivals::Closed(_) => unreachable!("a closed loop's callers send on their own"),
         };
-        self.spawn(id);
+        self.send(id, None);
         let state = &mut self.loads[id.index()];
         let next = if poisson {
             let gap = rate.exponential_gap_q32(state.rng.neg_ln_uniform_q32());
@@ -890,8 +911,46 @@ impl<'s> Simulator<'s> {
     /// Caller `worker` of the closed loop `id` sends its next request.
     fn on_worker_sends(&mut self, id: LoadId, worker: u32) {
         self.loads[id.index()].workers[worker as usize] += 1;
-        let request = self.spawn(id);
-        self.request_mut(request.slot).worker = Some((id, worker));
+        self.send(id, Some(worker));
+    }
+
+    /// Load `id` sends a request now (from closed-loop caller `worker`, if any): straight to
+    /// the service, or as a call of the load's caller, whose first attempt starts now.
+    fn send(&mut self, id: LoadId, worker: Option<u32>) {
+        let worker = worker.map(|worker| (id, worker));
+        match self.scenario.loads[id.index()].caller {
+            None => {
+                let request = self.spawn(id);
+                self.request_mut(request.slot).worker = worker;
+            }
+            Some(caller) => {
+                let call = self.callers.start(self.now, caller, id, worker);
+                self.attempt(call);
+            }
+        }
+    }
+
+    /// The next attempt of `call`: a request of its load's flow, and the caller's timeout.
+    fn attempt(&mut self, call: CallRef) {
+        let load = self.callers.load_of(call);
+        let request = self.spawn(load);
+        let (attempt, deadline) = self.callers.attempting(self.now, call, request);
+        self.request_mut(request.slot).call = Some((call, attempt));
+        if let Some(deadline) = deadline {
+            self.events
+                .schedule(deadline, Event::CallerTimeout { call, attempt });
+        }
+    }
+
+    /// What the caller does after an attempt ended or timed out.
+    fn after_attempt(&mut self, call: CallRef, end: CallNext) {
+        match end {
+            CallNext::Retry { at } => self.events.schedule(at, Event::CallerRetry { call }),
+            CallNext::Ended {
+                worker: Some((load, worker)),
+            } => self.worker_done_with(load, worker),
+            CallNext::Ended { worker: None } => {}
+        }
     }
 
     /// The request of caller `worker` of the closed loop `id` has ended: it thinks, then
@@ -1811,7 +1870,7 @@ impl<'s> Simulator<'s> {
         );
         let request = self.request(slot);
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
-        let worker = request.worker;
+        let (worker, call) = (request.worker, request.call);
         self.metrics
             .record_end(flow.index(), outcome, latency.as_nanos());
         if let Some(http) = &mut self.http {
@@ -1822,6 +1881,11 @@ impl<'s> Simulator<'s> {
         self.free(slot);
         if let Some((load, worker)) = worker {
             self.worker_done_with(load, worker);
+        }
+        if let Some((call, attempt)) = call
+            && let Some(end) = self.callers.answered(now, call, attempt, outcome)
+        {
+            self.after_attempt(call, end);
         }
     }
 
@@ -1969,6 +2033,13 @@ impl<'s> Simulator<'s> {
             ..Summary::default()
         };
         summary.http = self.http.as_ref().map(HttpTally::summary);
+        let callers = self.callers.summaries(scenario.percentile_rule);
+        summary.callers = scenario
+            .callers
+            .iter()
+            .zip(callers)
+            .map(|(spec, caller)| (spec.name.clone(), caller))
+            .collect();
         self.policies.summarize(scenario, self.now, &mut summary);
         summary
     }

@@ -12,6 +12,7 @@ use outagelab_model::time::SimTime;
 
 use outagelab_report::Outcome;
 
+use crate::callers::CallRef;
 use crate::database::DatabaseEvent;
 use crate::redis::RedisEvent;
 use crate::scenario::{FaultId, LoadId};
@@ -100,6 +101,15 @@ pub(crate) enum Event {
         load: LoadId,
         worker: u32,
     },
+    /// A caller gives up on attempt `attempt` of a call.
+    CallerTimeout {
+        call: CallRef,
+        attempt: u32,
+    },
+    /// A caller makes the next attempt of a call, its backoff over.
+    CallerRetry {
+        call: CallRef,
+    },
     /// A timer a request set: what it means is its kind, and the request's stage says the
     /// same (the two are checked against each other).
     RequestTimer {
@@ -116,7 +126,8 @@ impl Event {
     /// Its place among the events due at the same nanosecond.
     pub fn class(&self) -> Class {
         match self {
-            Event::RequestTimer { .. } => Class::Finish,
+            Event::RequestTimer { .. } | Event::CallerRetry { .. } => Class::Finish,
+            Event::CallerTimeout { .. } => Class::Deadline,
             Event::Redis(event) => event.class(),
             Event::Database(event) => event.class(),
             Event::FaultStarts(_) | Event::FaultEnds(_) => Class::Fault,

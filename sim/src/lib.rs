@@ -17,6 +17,7 @@
 //! - `monitors`: the invariants checked in every run;
 //! - `metrics`: streaming counts, histograms and time series.
 
+mod callers;
 mod database;
 mod engine;
 mod error;

@@ -38,7 +38,7 @@ pub(crate) struct GaugeId(usize);
 pub(crate) struct CounterId(usize);
 
 /// Latency of a set of requests: a histogram plus exact min, max and sum.
-struct Latency {
+pub(crate) struct Latency {
     histogram: Histogram<u64>,
     min: u64,
     max: u64,
@@ -46,7 +46,7 @@ struct Latency {
 }
 
 impl Latency {
-    fn new() -> Latency {
+    pub(crate) fn new() -> Latency {
         Latency {
             histogram: Histogram::new_with_bounds(1, LATENCY_NANOS_MAX, 3)
                 .expect("valid histogram bounds"),
@@ -56,7 +56,7 @@ impl Latency {
         }
     }
 
-    fn record(&mut self, nanos: u64) {
+    pub(crate) fn record(&mut self, nanos: u64) {
         self.histogram.saturating_record(nanos);
         self.min = self.min.min(nanos);
         self.max = self.max.max(nanos);
@@ -72,7 +72,7 @@ impl Latency {
         self.sum += other.sum;
     }
 
-    fn stats(&self, rule: PercentileRule) -> LatencyStats {
+    pub(crate) fn stats(&self, rule: PercentileRule) -> LatencyStats {
         let count = self.histogram.len();
         if count == 0 {
             return LatencyStats::default();

@@ -72,6 +72,8 @@ id!(/// Index into [`Scenario::loads`].
     LoadId);
 id!(/// Index into [`Scenario::faults`].
     FaultId);
+id!(/// Index into [`Scenario::callers`].
+    CallerId);
 
 /// One fully resolved scenario (a variant of a scenario file is one of these).
 #[derive(Clone, Debug)]
@@ -98,6 +100,8 @@ pub struct Scenario {
     pub kv_stores: Vec<KvStoreSpec>,
     pub throttles: Vec<ThrottleSpec>,
     pub locks: Vec<LockSpec>,
+    /// Callers in front of loads: an upstream proxy, a browser, a sync client.
+    pub callers: Vec<CallerSpec>,
     pub flows: Vec<FlowSpec>,
     pub loads: Vec<LoadSpec>,
     pub faults: Vec<FaultSpec>,
@@ -940,6 +944,23 @@ pub struct LoadSpec {
     pub flow: FlowId,
     pub start: SimTime,
     pub arrivals: Arrivals,
+    /// The caller each of its requests goes through, if any: then a request of the load is a
+    /// call, and each of the caller's attempts is a request of the flow.
+    pub caller: Option<CallerId>,
+}
+
+/// A caller in front of a service (seed 003's upstream with a 30 s timeout that retries): it
+/// sends a request, gives up on it after `timeout` (the request keeps running in the
+/// service: nothing tells it), and retries by `retry`. What the load's users see is the
+/// call's outcome; what the service sees is every attempt.
+#[derive(Clone, Debug)]
+pub struct CallerSpec {
+    pub name: String,
+    /// The caller's own timeout per attempt; `None` waits as long as the service takes.
+    pub timeout: Option<SimDuration>,
+    /// How it retries (its own instance of the policy: its own budget); the policy's
+    /// `retry_on` says which outcomes, `timeout` included, it retries.
+    pub retry: Option<RetryId>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1257,6 +1278,14 @@ impl Scenario {
         }
         for load in &self.loads {
             within("flow", load.flow.index(), self.flows.len())?;
+            if let Some(caller) = load.caller {
+                within("caller", caller.index(), self.callers.len())?;
+            }
+        }
+        for caller in &self.callers {
+            if let Some(retry) = caller.retry {
+                within("retry policy", retry.index(), self.retries.len())?;
+            }
         }
         for fault in &self.faults {
             match fault.target {
@@ -1311,6 +1340,7 @@ impl Scenario {
             kv_stores: vec![],
             throttles: vec![],
             locks: vec![],
+            callers: vec![],
             flows: vec![],
             loads: vec![],
             faults: vec![],

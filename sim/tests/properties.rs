@@ -227,6 +227,7 @@ fn scenario(k: &Knobs) -> Scenario {
         flow: FlowId(0),
         start: SimTime::ZERO,
         arrivals,
+        caller: None,
     });
     if let Some((kind, at, duration)) = k.fault {
         let kind = [

@@ -49,6 +49,7 @@ fn steady(s: &mut Scenario, per_second: f64, start: SimTime, until: SimTime) {
             rate: Rate::per_second(per_second).unwrap(),
             end: LoadEnd::Until(until),
         },
+        caller: None,
     });
 }
 

@@ -81,6 +81,7 @@ pub fn even(name: &str, flow: u32, per_second: f64, count: u64) -> LoadSpec {
             rate: Rate::per_second(per_second).unwrap(),
             end: LoadEnd::Count(count),
         },
+        caller: None,
     }
 }
 
@@ -90,6 +91,7 @@ pub fn burst(name: &str, flow: u32, at: SimTime, count: u64) -> LoadSpec {
         flow: FlowId(flow),
         start: at,
         arrivals: Arrivals::Burst { count },
+        caller: None,
     }
 }
 

@@ -1,0 +1,268 @@
+//! Callers in front of a service: each request of a load that names a caller is a call, and
+//! each of the caller's attempts is a request of the flow. The caller gives up on an attempt
+//! after its timeout, and the service's request keeps running, since nothing tells it (seed
+//! 003: an upstream that times out at 30 s and retries triples the requests in flight). It
+//! retries by its own instance of a retry policy (its own budget and jitter stream).
+//!
+//! This module keeps the calls and decides; the engine spawns the attempts, sets the timers
+//! and hands back what ended. Invariants: a call ends exactly once; an attempt's end or
+//! timeout counts only while it is the call's current attempt (a late end of an abandoned
+//! attempt, or of an attempt of a call whose slot was reused, changes nothing); the calls in
+//! flight are counted, so a run does not end while a call waits to retry.
+
+use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
+use outagelab_model::time::SimTime;
+use outagelab_report::{CallerSummary, Outcome, PercentileRule};
+
+use crate::kernel::RequestRef;
+use crate::metrics::Latency;
+use crate::rng::Stream;
+use crate::scenario::{CallerId, LoadId, OutcomeSet, Scenario};
+
+/// A call, named by its slot and the slot's token at the time (a reused slot has another).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CallRef {
+    pub slot: u32,
+    pub token: u32,
+}
+
+/// What an attempt's end means for its call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CallNext {
+    /// Make the next attempt at `at`.
+    Retry { at: SimTime },
+    /// The call ended; its closed-loop caller, if any, goes on.
+    Ended { worker: Option<(LoadId, u32)> },
+}
+
+struct Call {
+    caller: CallerId,
+    /// The load whose flow each attempt runs.
+    load: LoadId,
+    started: SimTime,
+    retry: Option<RetryState>,
+    /// Attempts made so far; the current one is numbered `attempts`.
+    attempts: u32,
+    /// The service's request of the current attempt, while the caller waits for it.
+    current: Option<RequestRef>,
+    worker: Option<(LoadId, u32)>,
+}
+
+struct Slot {
+    token: u32,
+    call: Option<Call>,
+}
+
+struct CallerState {
+    timeout: Option<outagelab_model::time::SimDuration>,
+    policy: Option<(RetryPolicy, OutcomeSet)>,
+    random: Stream,
+    calls: u64,
+    outcomes: [u64; Outcome::COUNT],
+    attempts: u64,
+    retries: u64,
+    abandoned: u64,
+    latency: Latency,
+}
+
+pub(crate) struct Callers {
+    callers: Vec<CallerState>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    in_flight: u64,
+}
+
+impl Callers {
+    pub fn new(scenario: &Scenario) -> Callers {
+        let callers = scenario
+            .callers
+            .iter()
+            .map(|spec| CallerState {
+                timeout: spec.timeout,
+                policy: spec.retry.map(|id| {
+                    let retry = &scenario.retries[id.index()];
+                    (RetryPolicy::new(retry.config), retry.retry_on)
+                }),
+                random: Stream::derive(scenario.seed, "caller", &spec.name),
+                calls: 0,
+                outcomes: [0; Outcome::COUNT],
+                attempts: 0,
+                retries: 0,
+                abandoned: 0,
+                latency: Latency::new(),
+            })
+            .collect();
+        Callers {
+            callers,
+            slots: Vec::new(),
+            free: Vec::new(),
+            in_flight: 0,
+        }
+    }
+
+    /// Calls started and not ended.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    /// Bytes the calls in flight hold, for the run's memory estimate.
+    pub fn memory_bytes(&self) -> u64 {
+        (self.slots.capacity() * std::mem::size_of::<Slot>() + self.free.capacity() * 4) as u64
+    }
+
+    /// A call of `caller` starts now.
+    pub fn start(
+        &mut self,
+        now: SimTime,
+        caller: CallerId,
+        load: LoadId,
+        worker: Option<(LoadId, u32)>,
+    ) -> CallRef {
+        let state = &mut self.callers[caller.index()];
+        state.calls += 1;
+        let retry = state
+            .policy
+            .as_mut()
+            .map(|(policy, _)| policy.on_request(now));
+        let call = Call {
+            caller,
+            load,
+            started: now,
+            retry,
+            attempts: 0,
+            current: None,
+            worker,
+        };
+        self.in_flight += 1;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                let entry = &mut self.slots[slot as usize];
+                entry.token = entry.token.wrapping_add(1);
+                entry.call = Some(call);
+                slot
+            }
+            None => {
+                self.slots.push(Slot {
+                    token: 0,
+                    call: Some(call),
+                });
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 calls at once")
+            }
+        };
+        CallRef {
+            slot,
+            token: self.slots[slot as usize].token,
+        }
+    }
+
+    fn call_mut(&mut self, call: CallRef) -> Option<&mut Call> {
+        let slot = self.slots.get_mut(call.slot as usize)?;
+        if slot.token != call.token {
+            return None;
+        }
+        slot.call.as_mut()
+    }
+
+    /// The call's next attempt is `request`, sent now: returns its number and, if the caller
+    /// has a timeout, when it gives up on it.
+    pub fn attempting(
+        &mut self,
+        now: SimTime,
+        call: CallRef,
+        request: RequestRef,
+    ) -> (u32, Option<SimTime>) {
+        let live = self.call_mut(call).expect("an attempt of a live call");
+        live.attempts += 1;
+        live.current = Some(request);
+        let (attempt, caller) = (live.attempts, live.caller);
+        let state = &mut self.callers[caller.index()];
+        state.attempts += 1;
+        (attempt, state.timeout.map(|t| now.saturating_add(t)))
+    }
+
+    /// Attempt `attempt` of `call` answered with `outcome`; `None` when the caller no longer
+    /// waits for it (it gave up on it, or the call ended).
+    pub fn answered(
+        &mut self,
+        now: SimTime,
+        call: CallRef,
+        attempt: u32,
+        outcome: Outcome,
+    ) -> Option<CallNext> {
+        let live = self.call_mut(call)?;
+        if live.attempts != attempt || live.current.is_none() {
+            return None;
+        }
+        live.current = None;
+        Some(self.decide(now, call, outcome))
+    }
+
+    /// The caller's timeout for attempt `attempt` of `call` fell due; `None` when that
+    /// attempt had already answered. The service's request is left running.
+    pub fn timed_out(&mut self, now: SimTime, call: CallRef, attempt: u32) -> Option<CallNext> {
+        let live = self.call_mut(call)?;
+        if live.attempts != attempt || live.current.take().is_none() {
+            return None;
+        }
+        let caller = live.caller;
+        self.callers[caller.index()].abandoned += 1;
+        Some(self.decide(now, call, Outcome::Timeout))
+    }
+
+    /// An attempt of `call` ended with `outcome`: retry, or end the call.
+    fn decide(&mut self, now: SimTime, call: CallRef, outcome: Outcome) -> CallNext {
+        let slot = &mut self.slots[call.slot as usize];
+        let live = slot.call.as_mut().expect("a live call");
+        let state = &mut self.callers[live.caller.index()];
+        if outcome != Outcome::Ok
+            && let (Some((policy, retry_on)), Some(retry)) = (&mut state.policy, &mut live.retry)
+            && retry_on.contains(outcome)
+            && let RetryDecision::Retry { at } =
+                policy.on_failure(now, retry, None, &mut state.random)
+        {
+            state.retries += 1;
+            return CallNext::Retry { at };
+        }
+        let ended = slot.call.take().expect("a live call");
+        self.free.push(call.slot);
+        self.in_flight -= 1;
+        state.outcomes[outcome.index()] += 1;
+        state
+            .latency
+            .record(now.saturating_since(ended.started).as_nanos());
+        CallNext::Ended {
+            worker: ended.worker,
+        }
+    }
+
+    /// The load whose flow the attempts of `call` run; `call` is live (a retry is
+    /// scheduled only for a live call, and nothing else ends it meanwhile).
+    pub fn load_of(&self, call: CallRef) -> LoadId {
+        let slot = &self.slots[call.slot as usize];
+        debug_assert_eq!(slot.token, call.token);
+        slot.call.as_ref().expect("a live call").load
+    }
+
+    /// Each caller's figures, in the scenario's order.
+    pub fn summaries(&self, rule: PercentileRule) -> impl Iterator<Item = CallerSummary> + '_ {
+        let mut unfinished = vec![0u64; self.callers.len()];
+        for call in self.slots.iter().filter_map(|slot| slot.call.as_ref()) {
+            unfinished[call.caller.index()] += 1;
+        }
+        self.callers
+            .iter()
+            .zip(unfinished)
+            .map(move |(state, unfinished)| CallerSummary {
+                requests: state.calls,
+                outcomes: Outcome::ALL
+                    .into_iter()
+                    .map(|o| (o.name().to_owned(), state.outcomes[o.index()]))
+                    .collect(),
+                unfinished,
+                attempts: state.attempts,
+                retries: state.retries,
+                abandoned: state.abandoned,
+                latency_ms: state.latency.stats(rule),
+            })
+    }
+}

@@ -1,0 +1,123 @@
+//! Callers in front of a service (seed 003's upstream with its own timeout and retries),
+//! checked against hand-computed timelines.
+
+use std::path::Path;
+
+use outagelab_report::VariantReport;
+
+const SERVICE: &str = r#"
+[scenario]
+name = "callers"
+
+[flows.slow]
+steps = [{ work = "100ms" }]
+
+[retries.upstream]
+max_attempts = 3
+backoff = "10ms"
+jitter = "none"
+retry_on = ["timeout"]
+
+[callers.proxy]
+timeout = "30ms"
+retry = "upstream"
+"#;
+
+fn run(extra: &str) -> VariantReport {
+    let text = format!("{SERVICE}\n{extra}");
+    let file = outagelab_scenario_file::parse(&text, Path::new("callers.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    outagelab_sim::run(&file.variants[0].scenario).unwrap()
+}
+
+#[test]
+fn a_caller_that_times_out_and_retries_leaves_every_attempt_running_in_the_service() {
+    // Attempt 1 at 0 ms, given up at 30; attempt 2 at 40, given up at 70; attempt 3 at 80,
+    // given up at 110: the call fails with a timeout at 110 ms. The service runs all three to
+    // the end (100, 140, 180 ms), three at once between 80 and 100 ms.
+    let report = run(
+        "[loads.users]\nflow = \"slow\"\narrivals = \"burst\"\ncount = 1\ncaller = \"proxy\"\n",
+    );
+    let proxy = &report.summary.callers["proxy"];
+    assert_eq!(
+        (
+            proxy.requests,
+            proxy.attempts,
+            proxy.retries,
+            proxy.abandoned
+        ),
+        (1, 3, 2, 3)
+    );
+    assert_eq!(proxy.outcomes["timeout"], 1);
+    assert_eq!(proxy.latency_ms.max, Some(110.0));
+    assert_eq!(report.summary.requests, 3, "the service saw every attempt");
+    assert_eq!(
+        report.summary.outcomes["ok"], 3,
+        "and finished each of them"
+    );
+    assert_eq!(report.end_ms, 180.0);
+    let in_flight = report
+        .series
+        .gauges_max
+        .get("in_flight")
+        .expect("the in-flight gauge");
+    assert_eq!(in_flight.iter().max(), Some(&3));
+}
+
+#[test]
+fn an_answer_before_the_timeout_ends_the_call_and_a_closed_loop_waits_for_the_call() {
+    // Work of 20 ms answers inside the 30 ms timeout: one attempt per call. The closed-loop
+    // caller sends its next call when the call (not an attempt) ends: at 0, 20, 40 ms.
+    let report = run(
+        "[flows.quick]\nsteps = [{ work = \"20ms\" }]\n\n[loads.users]\nflow = \"quick\"\n\
+         arrivals = \"closed\"\nworkers = 1\niterations = 3\ncaller = \"proxy\"\n",
+    );
+    let proxy = &report.summary.callers["proxy"];
+    assert_eq!((proxy.requests, proxy.attempts, proxy.retries), (3, 3, 0));
+    assert_eq!(proxy.outcomes["ok"], 3);
+    assert_eq!(report.end_ms, 60.0);
+}
+
+#[test]
+fn a_closed_loop_behind_a_timing_out_caller_sends_again_after_the_call_fails() {
+    // Each call gives up at 110 ms (three attempts); the worker's next call starts then, while
+    // the service still runs the last attempts of the previous one.
+    let report = run(
+        "[loads.users]\nflow = \"slow\"\narrivals = \"closed\"\nworkers = 1\niterations = 2\n\
+         caller = \"proxy\"\n",
+    );
+    let proxy = &report.summary.callers["proxy"];
+    assert_eq!((proxy.requests, proxy.attempts), (2, 6));
+    assert_eq!(proxy.outcomes["timeout"], 2);
+    assert_eq!(report.summary.requests, 6);
+    // The second call's third attempt starts at 110 + 80 = 190 ms and ends at 290 ms.
+    assert_eq!(report.end_ms, 290.0);
+}
+
+#[test]
+fn bad_callers_are_refused_at_their_key() {
+    for (extra, message) in [
+        (
+            "[callers.p]\ntimeout = \"0s\"",
+            "callers.p.timeout: must be longer than zero",
+        ),
+        (
+            "[callers.p]\nretry = \"nope\"",
+            "callers.p.retry: unknown retry policy `nope`",
+        ),
+        (
+            "[loads.l]\nflow = \"slow\"\narrivals = \"burst\"\ncount = 1\ncaller = \"prox\"",
+            "loads.l.caller: unknown caller `prox`",
+        ),
+    ] {
+        let mut text = format!("{SERVICE}\n{extra}\n");
+        if !extra.starts_with("[loads") {
+            text.push_str("\n[loads.l]\nflow = \"slow\"\narrivals = \"burst\"\ncount = 1\n");
+        }
+        let error = outagelab_scenario_file::parse(&text, Path::new("callers.toml"))
+            .err()
+            .unwrap_or_else(|| panic!("{extra}: accepted"))
+            .to_string();
+        assert!(error.contains(message), "{extra}: {error}");
+    }
+}
