@@ -116,6 +116,8 @@ pub enum ReconnectName {
 pub struct RawDatabase {
     pub latency: Spanned<RawLatency>,
     pub capacity: Option<Spanned<Whole>>,
+    pub max_connections: Option<Spanned<Whole>>,
+    pub connection_queue: Option<Spanned<Whole>>,
 }
 
 #[derive(Deserialize)]

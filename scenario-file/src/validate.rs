@@ -900,10 +900,39 @@ impl<'a> Validator<'a> {
             )?),
             None => None,
         };
+        let max_connections = match &raw.max_connections {
+            Some(max) => Some(self.whole(
+                max,
+                &key("max_connections"),
+                1..=u32::MAX,
+                "a database with no connection runs nothing; leave it out for no limit",
+            )?),
+            None => None,
+        };
+        let queue_max = match &raw.connection_queue {
+            Some(queue) => {
+                if max_connections.is_none() {
+                    self.error(
+                        Some(queue.span()),
+                        key("connection_queue"),
+                        "needs `max_connections`: without a limit no query waits for a connection",
+                    );
+                    return None;
+                }
+                self.whole(
+                    queue,
+                    &key("connection_queue"),
+                    0..=u32::MAX,
+                    "the queries that may wait for a connection",
+                )?
+            }
+            None => 0,
+        };
         Some(DatabaseSpec {
             name: name.to_owned(),
             latency,
             capacity,
+            connections: max_connections.map(|max| ConnectionLimit { max, queue_max }),
         })
     }
 
