@@ -69,6 +69,8 @@ series_keys! {
         DatabaseLockWaiting => "databases", "lock_waiting";
         /// Queries waiting for a connection (only for a database with `max_connections`).
         DatabaseConnectionWaiting => "databases", "connection_waiting";
+        /// A database is collapsed (1) or not (0) (only for a database with `collapse`).
+        DatabaseCollapsed => "databases", "collapsed";
         /// Commands a connection has issued and not yet seen end.
         ConnectionPending => "connections", "pending";
         /// A reconnect slot holds a connection (1) or not (0).

@@ -263,6 +263,9 @@ pub struct DatabaseSummary {
     pub refused: u64,
     /// Most queries waiting for a connection at once.
     pub peak_waiting: u64,
+    /// Times the database collapsed (`collapse`), and how long it stayed collapsed in all.
+    pub collapses: u64,
+    pub collapsed_ms: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -129,6 +129,20 @@ fn rejected_files() {
             "15:20: databases.db.connection_queue: must be at least 0 (the queries that may wait for a connection)",
         ),
         (
+            with(
+                "latency = \"10ms\"",
+                "latency = \"10ms\"\ncollapse = { above = 5, throughput_percent = 100, recover_below = 2 }",
+            ),
+            "14:46: databases.db.collapse.throughput_percent: must be at most 99, not 100",
+        ),
+        (
+            with(
+                "latency = \"10ms\"",
+                "latency = \"10ms\"\ncollapse = { above = 5, throughput_percent = 50, recover_below = 5 }",
+            ),
+            "14:66: databases.db.collapse.recover_below: must be less than `above` (5): a database recovers once load falls below where it collapsed",
+        ),
+        (
             with("rate = 10", "rate = -5"),
             "21:8: loads.l.rate: must be a positive number of requests per second, not -5",
         ),

@@ -30,6 +30,11 @@
 //! query waiting for a connection holds no capacity; its client-side timeout runs meanwhile,
 //! and a query whose client gave up still takes its connection when its turn comes (the
 //! database does not know). Refusals and the most queries waiting are reported.
+//!
+//! Collapse (thrashing): once more than `above` queries run, each runs at `throughput_percent`
+//! of the speed capacity sharing gives it (the work clock's speed is a fraction, integers
+//! only), until fewer than `recover_below` run. The state is updated wherever the wake-up is
+//! recomputed, that is after every change in the running set, with the clock read at `now`.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -39,7 +44,7 @@ use outagelab_report::DatabaseSummary;
 
 use crate::kernel::{Class, EventQueue, RequestRef};
 use crate::rng::Stream;
-use crate::scenario::{DatabaseId, Distribution, Scenario};
+use crate::scenario::{Collapse, DatabaseId, Distribution, Scenario};
 
 const ONE_Q32: u128 = 1 << 32;
 
@@ -155,6 +160,12 @@ struct Database {
     connection_waiting: VecDeque<Admitted>,
     peak_connection_waiting: u64,
     refused_total: u64,
+    collapse: Option<Collapse>,
+    /// Since when the database is collapsed, if it is.
+    collapsed_since: Option<SimTime>,
+    collapses_total: u64,
+    /// Time spent collapsed in collapses that have ended, in nanoseconds.
+    collapsed_ns_total: u64,
     rng: Stream,
     /// Work each running query has received, in nanoseconds (Q32 fixed point).
     work_clock_q32: u128,
@@ -188,31 +199,60 @@ impl Database {
             .is_some_and(|max| self.connections() >= u64::from(max))
     }
 
+    /// Each running query's speed as a fraction (numerator, denominator) of full speed:
+    /// `capacity / running` above capacity, times `throughput_percent / 100` while collapsed.
+    fn speed(&self) -> (u128, u128) {
+        let running = self.running.len() as u128;
+        let (numerator, denominator) = match self.capacity {
+            Some(capacity) if running > u128::from(capacity) => (u128::from(capacity), running),
+            _ => (1, 1),
+        };
+        match (self.collapse, self.collapsed_since) {
+            (Some(collapse), Some(_)) => (
+                numerator * u128::from(collapse.throughput_percent),
+                denominator * 100,
+            ),
+            _ => (numerator, denominator),
+        }
+    }
+
     /// Moves the work clock to `now`.
     fn read_clock(&mut self, now: SimTime) {
         let elapsed = u128::from(now.saturating_since(self.clock_read_at).as_nanos());
-        let running = self.running.len() as u128;
-        self.work_clock_q32 += match self.capacity {
-            Some(capacity) if running > u128::from(capacity) => {
-                elapsed * ONE_Q32 * u128::from(capacity) / running
-            }
-            _ if running == 0 => 0,
-            _ => elapsed * ONE_Q32,
-        };
+        if !self.running.is_empty() {
+            let (numerator, denominator) = self.speed();
+            self.work_clock_q32 += elapsed * ONE_Q32 * numerator / denominator;
+        }
         self.clock_read_at = now;
+    }
+
+    /// Collapses when running queries pass `above`, recovers when they fall below
+    /// `recover_below`. Call with the work clock read at `now`, after the running set changed.
+    fn update_collapse(&mut self, now: SimTime) {
+        let Some(collapse) = self.collapse else {
+            return;
+        };
+        let running = self.running.len() as u64;
+        match self.collapsed_since {
+            None if running > u64::from(collapse.above) => {
+                self.collapsed_since = Some(now);
+                self.collapses_total += 1;
+            }
+            Some(since) if running < u64::from(collapse.recover_below) => {
+                self.collapsed_ns_total += now.saturating_since(since).as_nanos();
+                self.collapsed_since = None;
+            }
+            _ => {}
+        }
     }
 
     /// Schedules the wake-up for the earliest finishing query, if it moved.
     fn reschedule(&mut self, now: SimTime, id: DatabaseId, events: &mut EventQueue) {
+        self.update_collapse(now);
+        let (numerator, denominator) = self.speed();
         let wake_at = self.running.peek().map(|Reverse(first)| {
             let remaining = first.target.saturating_sub(self.work_clock_q32);
-            let running = self.running.len() as u128;
-            let nanos = match self.capacity {
-                Some(capacity) if running > u128::from(capacity) => {
-                    (remaining * running).div_ceil(ONE_Q32 * u128::from(capacity))
-                }
-                _ => remaining.div_ceil(ONE_Q32),
-            };
+            let nanos = (remaining * denominator).div_ceil(ONE_Q32 * numerator);
             SimTime::from_nanos(
                 now.as_nanos()
                     .saturating_add(u64::try_from(nanos).unwrap_or(u64::MAX)),
@@ -266,6 +306,10 @@ impl Databases {
                     connection_waiting: VecDeque::new(),
                     peak_connection_waiting: 0,
                     refused_total: 0,
+                    collapse: spec.collapse,
+                    collapsed_since: None,
+                    collapses_total: 0,
+                    collapsed_ns_total: 0,
                     rng: Stream::derive(scenario.seed, "database", &spec.name),
                     work_clock_q32: 0,
                     clock_read_at: SimTime::ZERO,
@@ -323,8 +367,17 @@ impl Databases {
         self.databases[id.index()].running.len()
     }
 
-    pub fn summary(&self, id: DatabaseId) -> DatabaseSummary {
+    /// Whether a database is collapsed (thrashing).
+    pub fn collapsed(&self, id: DatabaseId) -> bool {
+        self.databases[id.index()].collapsed_since.is_some()
+    }
+
+    /// Its summary at `now`, the end of the run (a collapse still on counts until then).
+    pub fn summary(&self, id: DatabaseId, now: SimTime) -> DatabaseSummary {
         let database = &self.databases[id.index()];
+        let ongoing_ns = database
+            .collapsed_since
+            .map_or(0, |since| now.saturating_since(since).as_nanos());
         DatabaseSummary {
             queries: database.started_total,
             peak_concurrency: database.peak_running,
@@ -332,6 +385,8 @@ impl Databases {
             lock_wait_ms: Default::default(),
             refused: database.refused_total,
             peak_waiting: database.peak_connection_waiting,
+            collapses: database.collapses_total,
+            collapsed_ms: (database.collapsed_ns_total + ongoing_ns) / 1_000_000,
         }
     }
 
@@ -561,6 +616,7 @@ mod tests {
             latency: Distribution::Constant(SimDuration::from_millis(10)),
             capacity,
             connections,
+            collapse: None,
         });
         Databases::new(&scenario)
     }
@@ -577,7 +633,70 @@ mod tests {
         let mut events = start_all(&mut dbs, count);
         let refused = dbs.refusals.drain(..).map(|r| r.slot).collect();
         let finished = run_to_end(&mut dbs, &mut events);
-        (refused, finished, dbs.summary(DatabaseId(0)))
+        (refused, finished, dbs.summary(DatabaseId(0), SimTime::ZERO))
+    }
+
+    /// Starts one query per latency (ms) at t=0 on a database that collapses to 50 % above
+    /// `above` running queries and recovers below `recover_below`; returns (slot, ms) finish
+    /// times and the summary at the end.
+    fn collapse_run(
+        above: u32,
+        recover_below: u32,
+        latencies_ms: &[u64],
+    ) -> (Vec<(u32, u64)>, DatabaseSummary) {
+        let mut scenario = Scenario::empty("db");
+        scenario.databases.push(DatabaseSpec {
+            name: "main".into(),
+            latency: Distribution::Constant(SimDuration::from_millis(10)),
+            capacity: None,
+            connections: None,
+            collapse: Some(Collapse {
+                above,
+                throughput_percent: 50,
+                recover_below,
+            }),
+        });
+        let mut dbs = Databases::new(&scenario);
+        let mut events = EventQueue::default();
+        for (slot, &ms) in (0..).zip(latencies_ms) {
+            let query = Query {
+                waiter: RequestRef { slot, token: 0 },
+                timeout: None,
+                latency: Some(Distribution::Constant(SimDuration::from_millis(ms))),
+                lock: None,
+            };
+            dbs.start(SimTime::ZERO, DatabaseId(0), query, &mut events);
+        }
+        let finished = run_to_end(&mut dbs, &mut events);
+        let end = SimTime::from_nanos(finished.last().map_or(0, |&(_, ms)| ms) * 1_000_000);
+        assert!(!dbs.collapsed(DatabaseId(0)), "no query runs at the end");
+        (finished, dbs.summary(DatabaseId(0), end))
+    }
+
+    #[test]
+    fn at_its_threshold_a_database_does_not_collapse() {
+        // Three queries, collapse above three: full speed.
+        let (finished, summary) = collapse_run(3, 2, &[10, 10, 10]);
+        assert_eq!(finished, vec![(0, 10), (1, 10), (2, 10)]);
+        assert_eq!((summary.collapses, summary.collapsed_ms), (0, 0));
+    }
+
+    #[test]
+    fn a_collapsed_database_runs_at_its_share_until_load_falls_below_recovery() {
+        // Four queries (10, 20, 30, 30 ms of work) at t=0, collapse above three at 50 %,
+        // recover below two. Collapsed from t=0: each runs at half speed, so 10 ms of work
+        // ends at 20 ms and 20 ms of work at 40 ms. At 20 ms three run and at 40 ms two: not
+        // below two, still collapsed. The last two end at 60 ms (30 ms of work at half
+        // speed), when it recovers: one collapse of 60 ms.
+        let (finished, summary) = collapse_run(3, 2, &[10, 20, 30, 30]);
+        assert_eq!(finished, vec![(0, 20), (1, 40), (2, 60), (3, 60)]);
+        assert_eq!((summary.collapses, summary.collapsed_ms), (1, 60));
+        // Five queries (four of 10 ms, one of 30 ms): the four end at 20 ms at half speed,
+        // leaving one running, below two: it recovers at 20 ms and the last query's 20 ms of
+        // work left run at full speed, ending at 40 ms.
+        let (finished, summary) = collapse_run(3, 2, &[10, 10, 10, 10, 30]);
+        assert_eq!(finished, vec![(0, 20), (1, 20), (2, 20), (3, 20), (4, 40)]);
+        assert_eq!((summary.collapses, summary.collapsed_ms), (1, 20));
     }
 
     #[test]
@@ -729,7 +848,10 @@ mod tests {
             .map(|&(_, nanos)| nanos / 1_000_000)
             .collect();
         assert_eq!(waits, vec![0, 0, 10]);
-        assert_eq!(dbs.summary(DatabaseId(0)).peak_lock_waiting, 1);
+        assert_eq!(
+            dbs.summary(DatabaseId(0), SimTime::ZERO).peak_lock_waiting,
+            1
+        );
     }
 
     #[test]
@@ -746,6 +868,9 @@ mod tests {
             dbs.start(SimTime::ZERO, DatabaseId(0), query, &mut events);
         }
         assert_eq!(dbs.running(DatabaseId(0)), 3);
-        assert_eq!(dbs.summary(DatabaseId(0)).peak_concurrency, 3);
+        assert_eq!(
+            dbs.summary(DatabaseId(0), SimTime::ZERO).peak_concurrency,
+            3
+        );
     }
 }

@@ -383,6 +383,8 @@ struct Simulator<'s> {
     database_gauges: Vec<(GaugeId, GaugeId)>,
     /// The connection-waiting gauge of each database with a connection limit.
     connection_waiting_gauges: Vec<(DatabaseId, GaugeId)>,
+    /// The collapsed gauge (0 or 1) of each database that may collapse.
+    collapsed_gauges: Vec<(DatabaseId, GaugeId)>,
     connection_gauges: Vec<GaugeId>,
     reconnect_slots: ReconnectSlots,
     /// Per slot connection: the `connected` gauge.
@@ -419,6 +421,16 @@ impl<'s> Simulator<'s> {
             .filter(|(_, db)| db.connections.is_some())
             .map(|(index, db)| {
                 let key = GaugeKey::DatabaseConnectionWaiting(db.name.clone());
+                (DatabaseId(index as u32), metrics.add_gauge(key))
+            })
+            .collect();
+        let collapsed_gauges = scenario
+            .databases
+            .iter()
+            .enumerate()
+            .filter(|(_, db)| db.collapse.is_some())
+            .map(|(index, db)| {
+                let key = GaugeKey::DatabaseCollapsed(db.name.clone());
                 (DatabaseId(index as u32), metrics.add_gauge(key))
             })
             .collect();
@@ -602,6 +614,7 @@ impl<'s> Simulator<'s> {
             in_flight_gauge,
             database_gauges,
             connection_waiting_gauges,
+            collapsed_gauges,
             connection_gauges,
             reconnect_slots: ReconnectSlots::new(scenario),
             slot_gauges,
@@ -823,6 +836,10 @@ impl<'s> Simulator<'s> {
             for &(id, gauge) in &self.connection_waiting_gauges {
                 let waiting = self.databases.connection_waiting(id);
                 self.metrics.set_gauge(gauge, waiting);
+            }
+            for &(id, gauge) in &self.collapsed_gauges {
+                let collapsed = self.databases.collapsed(id);
+                self.metrics.set_gauge(gauge, u64::from(collapsed));
             }
         }
         for (index, &gauge) in self.connection_gauges.iter().enumerate() {
@@ -1899,7 +1916,7 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .enumerate()
                 .map(|(index, db)| {
-                    let mut summary = self.databases.summary(DatabaseId(index as u32));
+                    let mut summary = self.databases.summary(DatabaseId(index as u32), self.now);
                     summary.lock_wait_ms = self.metrics.lock_wait_stats(index);
                     (db.name.clone(), summary)
                 })

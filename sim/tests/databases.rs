@@ -16,6 +16,7 @@ fn base(capacity: Option<u32>, connections: Option<ConnectionLimit>) -> Scenario
         latency: Distribution::Constant(ms(10)),
         capacity,
         connections,
+        collapse: None,
     });
     s
 }

@@ -140,6 +140,7 @@ fn scenario(k: &Knobs) -> Scenario {
         latency: Distribution::uniform(ms(k.db_latency_ms), ms(k.db_latency_ms + 5)).unwrap(),
         capacity: k.db_capacity,
         connections: None,
+        collapse: None,
     });
     s.bulkheads
         .push(bulkhead("db", k.bulkhead_max, k.bulkhead_queue));

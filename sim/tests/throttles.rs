@@ -21,6 +21,7 @@ fn base(cap: u32, form: ThrottleForm, ttl: CounterTtl) -> Scenario {
         latency: Distribution::Constant(ms(100)),
         capacity: None,
         connections: None,
+        collapse: None,
     });
     s.keys.push(key("space", 1));
     s.kv_stores.push(KvStoreSpec {
