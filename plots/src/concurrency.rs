@@ -105,6 +105,9 @@ fn gauge_label(key: &GaugeKey) -> Option<String> {
     match key {
         GaugeKey::DatabaseConcurrency(name) => Some(format!("database {name}: queries running")),
         GaugeKey::DatabaseLockWaiting(name) => Some(format!("database {name}: waiting for a lock")),
+        GaugeKey::DatabaseConnectionWaiting(name) => {
+            Some(format!("database {name}: waiting for a connection"))
+        }
         GaugeKey::BulkheadInUse(name) => Some(format!("bulkhead {name}: permits in use")),
         _ => None,
     }

@@ -67,6 +67,10 @@ series_keys! {
         DatabaseConcurrency => "databases", "concurrency";
         /// Queries waiting for an advisory lock.
         DatabaseLockWaiting => "databases", "lock_waiting";
+        /// Queries waiting for a connection (only for a database with `max_connections`).
+        DatabaseConnectionWaiting => "databases", "connection_waiting";
+        /// A database is collapsed (1) or not (0) (only for a database with `collapse`).
+        DatabaseCollapsed => "databases", "collapsed";
         /// Commands a connection has issued and not yet seen end.
         ConnectionPending => "connections", "pending";
         /// A reconnect slot holds a connection (1) or not (0).
@@ -120,6 +124,7 @@ mod tests {
             GaugeKey::InFlight,
             GaugeKey::BulkheadInUse("db-pool_2".into()),
             GaugeKey::DatabaseLockWaiting("main".into()),
+            GaugeKey::DatabaseConnectionWaiting("main".into()),
             GaugeKey::AdaptiveLimit("aimd".into()),
             GaugeKey::BreakerState("redis".into()),
             GaugeKey::ServerUsedMemory("redis".into()),

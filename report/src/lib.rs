@@ -281,6 +281,13 @@ pub struct DatabaseSummary {
     pub peak_lock_waiting: u64,
     /// How long queries that take a lock waited for it (0 when it was free).
     pub lock_wait_ms: LatencyStats,
+    /// Queries refused for want of a connection (`max_connections`, its queue full).
+    pub refused: u64,
+    /// Most queries waiting for a connection at once.
+    pub peak_waiting: u64,
+    /// Times the database collapsed (`collapse`), and how long it stayed collapsed in all.
+    pub collapses: u64,
+    pub collapsed_ms: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -116,6 +116,17 @@ pub enum ReconnectName {
 pub struct RawDatabase {
     pub latency: Spanned<RawLatency>,
     pub capacity: Option<Spanned<Whole>>,
+    pub max_connections: Option<Spanned<Whole>>,
+    pub connection_queue: Option<Spanned<Whole>>,
+    pub collapse: Option<Spanned<RawCollapse>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCollapse {
+    pub above: Spanned<Whole>,
+    pub throughput_percent: Spanned<Whole>,
+    pub recover_below: Spanned<Whole>,
 }
 
 #[derive(Deserialize)]

@@ -108,6 +108,41 @@ fn rejected_files() {
             "14:12: databases.db.capacity: must be at least 1 (a database of zero capacity runs nothing; leave it out for no limit)",
         ),
         (
+            with(
+                "latency = \"10ms\"",
+                "latency = \"10ms\"\nmax_connections = 0",
+            ),
+            "14:19: databases.db.max_connections: must be at least 1 (a database with no connection runs nothing; leave it out for no limit)",
+        ),
+        (
+            with(
+                "latency = \"10ms\"",
+                "latency = \"10ms\"\nconnection_queue = 5",
+            ),
+            "14:20: databases.db.connection_queue: needs `max_connections`: without a limit no query waits for a connection",
+        ),
+        (
+            with(
+                "latency = \"10ms\"",
+                "latency = \"10ms\"\nmax_connections = 2\nconnection_queue = -1",
+            ),
+            "15:20: databases.db.connection_queue: must be at least 0 (the queries that may wait for a connection)",
+        ),
+        (
+            with(
+                "latency = \"10ms\"",
+                "latency = \"10ms\"\ncollapse = { above = 5, throughput_percent = 100, recover_below = 2 }",
+            ),
+            "14:46: databases.db.collapse.throughput_percent: must be at most 99, not 100",
+        ),
+        (
+            with(
+                "latency = \"10ms\"",
+                "latency = \"10ms\"\ncollapse = { above = 5, throughput_percent = 50, recover_below = 5 }",
+            ),
+            "14:66: databases.db.collapse.recover_below: must be less than `above` (5): a database recovers once load falls below where it collapsed",
+        ),
+        (
             with("rate = 10", "rate = -5"),
             "21:8: loads.l.rate: must be a positive number of requests per second, not -5",
         ),

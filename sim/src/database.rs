@@ -22,6 +22,19 @@
 //! arrival order and use no capacity while they wait (a waiting backend burns no CPU), but
 //! they still wait — and a client's connection pool (a bulkhead) stays taken meanwhile, which
 //! is how a lock convoy starves unrelated queries. How long each query waited is reported.
+//!
+//! Connection limit (`max_connections`): a query holds a connection from when the database
+//! takes it until it ends, whether running or waiting for a lock. A query that finds every
+//! connection taken is refused at once ("too many connections"), or, with a
+//! `connection_queue`, waits for one in arrival order (refused when the queue is full). A
+//! query waiting for a connection holds no capacity; its client-side timeout runs meanwhile,
+//! and a query whose client gave up still takes its connection when its turn comes (the
+//! database does not know). Refusals and the most queries waiting are reported.
+//!
+//! Collapse (thrashing): once more than `above` queries run, each runs at `throughput_percent`
+//! of the speed capacity sharing gives it (the work clock's speed is a fraction, integers
+//! only), until fewer than `recover_below` run. The state is updated wherever the wake-up is
+//! recomputed, that is after every change in the running set, with the clock read at `now`.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -31,7 +44,7 @@ use outagelab_report::DatabaseSummary;
 
 use crate::kernel::{Class, EventQueue, RequestRef};
 use crate::rng::Stream;
-use crate::scenario::{DatabaseId, Distribution, Scenario};
+use crate::scenario::{Collapse, DatabaseId, Distribution, Scenario};
 
 const ONE_Q32: u128 = 1 << 32;
 
@@ -127,9 +140,32 @@ struct LockWaiter {
     since: SimTime,
 }
 
+/// A query the database has taken (given its start order and deadline), before it has a
+/// connection; what waits in the connection queue.
+#[derive(Clone, Copy, Debug)]
+struct Admitted {
+    order: u64,
+    query: Query,
+    deadline: SimTime,
+}
+
 struct Database {
     latency: Distribution,
     capacity: Option<u32>,
+    /// Connections (running or lock-waiting queries) at most; `None` for no limit.
+    max_connections: Option<u32>,
+    /// Queries that may wait for a connection; 0 refuses at once.
+    connection_queue_max: u32,
+    /// Queries waiting for a connection, in arrival order; at most `connection_queue_max`.
+    connection_waiting: VecDeque<Admitted>,
+    peak_connection_waiting: u64,
+    refused_total: u64,
+    collapse: Option<Collapse>,
+    /// Since when the database is collapsed, if it is.
+    collapsed_since: Option<SimTime>,
+    collapses_total: u64,
+    /// Time spent collapsed in collapses that have ended, in nanoseconds.
+    collapsed_ns_total: u64,
     rng: Stream,
     /// Work each running query has received, in nanoseconds (Q32 fixed point).
     work_clock_q32: u128,
@@ -152,31 +188,71 @@ struct Database {
 }
 
 impl Database {
+    /// Connections taken: queries running or waiting for a lock.
+    fn connections(&self) -> u64 {
+        self.running.len() as u64 + self.lock_waiting
+    }
+
+    /// Whether every connection is taken.
+    fn connections_full(&self) -> bool {
+        self.max_connections
+            .is_some_and(|max| self.connections() >= u64::from(max))
+    }
+
+    /// Each running query's speed as a fraction (numerator, denominator) of full speed:
+    /// `capacity / running` above capacity, times `throughput_percent / 100` while collapsed.
+    fn speed(&self) -> (u128, u128) {
+        let running = self.running.len() as u128;
+        let (numerator, denominator) = match self.capacity {
+            Some(capacity) if running > u128::from(capacity) => (u128::from(capacity), running),
+            _ => (1, 1),
+        };
+        match (self.collapse, self.collapsed_since) {
+            (Some(collapse), Some(_)) => (
+                numerator * u128::from(collapse.throughput_percent),
+                denominator * 100,
+            ),
+            _ => (numerator, denominator),
+        }
+    }
+
     /// Moves the work clock to `now`.
     fn read_clock(&mut self, now: SimTime) {
         let elapsed = u128::from(now.saturating_since(self.clock_read_at).as_nanos());
-        let running = self.running.len() as u128;
-        self.work_clock_q32 += match self.capacity {
-            Some(capacity) if running > u128::from(capacity) => {
-                elapsed * ONE_Q32 * u128::from(capacity) / running
-            }
-            _ if running == 0 => 0,
-            _ => elapsed * ONE_Q32,
-        };
+        if !self.running.is_empty() {
+            let (numerator, denominator) = self.speed();
+            self.work_clock_q32 += elapsed * ONE_Q32 * numerator / denominator;
+        }
         self.clock_read_at = now;
+    }
+
+    /// Collapses when running queries pass `above`, recovers when they fall below
+    /// `recover_below`. Call with the work clock read at `now`, after the running set changed.
+    fn update_collapse(&mut self, now: SimTime) {
+        let Some(collapse) = self.collapse else {
+            return;
+        };
+        let running = self.running.len() as u64;
+        match self.collapsed_since {
+            None if running > u64::from(collapse.above) => {
+                self.collapsed_since = Some(now);
+                self.collapses_total += 1;
+            }
+            Some(since) if running < u64::from(collapse.recover_below) => {
+                self.collapsed_ns_total += now.saturating_since(since).as_nanos();
+                self.collapsed_since = None;
+            }
+            _ => {}
+        }
     }
 
     /// Schedules the wake-up for the earliest finishing query, if it moved.
     fn reschedule(&mut self, now: SimTime, id: DatabaseId, events: &mut EventQueue) {
+        self.update_collapse(now);
+        let (numerator, denominator) = self.speed();
         let wake_at = self.running.peek().map(|Reverse(first)| {
             let remaining = first.target.saturating_sub(self.work_clock_q32);
-            let running = self.running.len() as u128;
-            let nanos = match self.capacity {
-                Some(capacity) if running > u128::from(capacity) => {
-                    (remaining * running).div_ceil(ONE_Q32 * u128::from(capacity))
-                }
-                _ => remaining.div_ceil(ONE_Q32),
-            };
+            let nanos = (remaining * denominator).div_ceil(ONE_Q32 * numerator);
             SimTime::from_nanos(
                 now.as_nanos()
                     .saturating_add(u64::try_from(nanos).unwrap_or(u64::MAX)),
@@ -208,6 +284,9 @@ pub(crate) struct Databases {
     /// How long each query that got its lock in the last call waited for it, in nanoseconds;
     /// the engine drains it.
     pub lock_waits: Vec<(DatabaseId, u64)>,
+    /// Requests whose query was refused in the last call (no connection free and no room to
+    /// wait for one); the engine drains it.
+    pub refusals: Vec<RequestRef>,
     /// A query started or an event ran since the last [`Databases::take_changed`]: the
     /// running and lock-waiting counts may have moved.
     changed: bool,
@@ -222,6 +301,15 @@ impl Databases {
                 .map(|spec| Database {
                     latency: spec.latency,
                     capacity: spec.capacity,
+                    max_connections: spec.connections.map(|limit| limit.max),
+                    connection_queue_max: spec.connections.map_or(0, |limit| limit.queue_max),
+                    connection_waiting: VecDeque::new(),
+                    peak_connection_waiting: 0,
+                    refused_total: 0,
+                    collapse: spec.collapse,
+                    collapsed_since: None,
+                    collapses_total: 0,
+                    collapsed_ns_total: 0,
                     rng: Stream::derive(scenario.seed, "database", &spec.name),
                     work_clock_q32: 0,
                     clock_read_at: SimTime::ZERO,
@@ -241,6 +329,7 @@ impl Databases {
             completions: Vec::new(),
             timeouts: Vec::new(),
             lock_waits: Vec::new(),
+            refusals: Vec::new(),
             changed: true,
         }
     }
@@ -262,21 +351,42 @@ impl Databases {
         let waiting = std::mem::size_of::<LockWaiter>() as u64 + 64;
         self.databases
             .iter()
-            .map(|db| db.running.len() as u64 * running + db.lock_waiting * waiting)
+            .map(|db| {
+                db.running.len() as u64 * running
+                    + (db.lock_waiting + db.connection_waiting.len() as u64) * waiting
+            })
             .sum()
+    }
+
+    /// Queries waiting for a connection.
+    pub fn connection_waiting(&self, id: DatabaseId) -> u64 {
+        self.databases[id.index()].connection_waiting.len() as u64
     }
 
     pub fn running(&self, id: DatabaseId) -> usize {
         self.databases[id.index()].running.len()
     }
 
-    pub fn summary(&self, id: DatabaseId) -> DatabaseSummary {
+    /// Whether a database is collapsed (thrashing).
+    pub fn collapsed(&self, id: DatabaseId) -> bool {
+        self.databases[id.index()].collapsed_since.is_some()
+    }
+
+    /// Its summary at `now`, the end of the run (a collapse still on counts until then).
+    pub fn summary(&self, id: DatabaseId, now: SimTime) -> DatabaseSummary {
         let database = &self.databases[id.index()];
+        let ongoing_ns = database
+            .collapsed_since
+            .map_or(0, |since| now.saturating_since(since).as_nanos());
         DatabaseSummary {
             queries: database.started_total,
             peak_concurrency: database.peak_running,
             peak_lock_waiting: database.peak_lock_waiting,
             lock_wait_ms: Default::default(),
+            refused: database.refused_total,
+            peak_waiting: database.peak_connection_waiting,
+            collapses: database.collapses_total,
+            collapsed_ms: (database.collapsed_ns_total + ongoing_ns) / 1_000_000,
         }
     }
 
@@ -295,10 +405,18 @@ impl Databases {
         }
     }
 
-    /// Hands a query to the database: it runs at once, or waits for its lock.
+    /// Hands a query to the database: it runs at once, waits for its lock, waits for a
+    /// connection, or is refused (pushed to `refusals`).
     pub fn start(&mut self, now: SimTime, id: DatabaseId, query: Query, events: &mut EventQueue) {
         self.changed = true;
         let database = &mut self.databases[id.index()];
+        let queue_full =
+            database.connection_waiting.len() as u64 >= u64::from(database.connection_queue_max);
+        if database.connections_full() && queue_full {
+            database.refused_total += 1;
+            self.refusals.push(query.waiter);
+            return;
+        }
         let order = database.started_total;
         database.started_total += 1;
         let deadline = query
@@ -313,6 +431,38 @@ impl Databases {
                 database.arm_timeout(deadline, id, events);
             }
         }
+        if database.connections_full() {
+            database.connection_waiting.push_back(Admitted {
+                order,
+                query,
+                deadline,
+            });
+            let waiting = database.connection_waiting.len() as u64;
+            database.peak_connection_waiting = database.peak_connection_waiting.max(waiting);
+            return;
+        }
+        let admitted = Admitted {
+            order,
+            query,
+            deadline,
+        };
+        self.connect(now, id, admitted, events);
+    }
+
+    /// A query that has a connection: it runs, or waits for its lock.
+    fn connect(
+        &mut self,
+        now: SimTime,
+        id: DatabaseId,
+        admitted: Admitted,
+        events: &mut EventQueue,
+    ) {
+        let Admitted {
+            order,
+            query,
+            deadline,
+        } = admitted;
+        let database = &mut self.databases[id.index()];
         if let Some(key) = query.lock {
             if let Some(waiters) = database.locks.get_mut(&key) {
                 waiters.push_back(LockWaiter {
@@ -397,6 +547,17 @@ impl Databases {
             self.lock_waits.push((id, waited));
             self.run(now, id, next.order, next.query, next.deadline, events);
         }
+        // Connections freed: the oldest waiters take them.
+        loop {
+            let database = &mut self.databases[id.index()];
+            if database.connections_full() {
+                break;
+            }
+            let Some(next) = database.connection_waiting.pop_front() else {
+                break;
+            };
+            self.connect(now, id, next, events);
+        }
     }
 
     /// Times out every waiter whose deadline has passed; their queries keep running.
@@ -441,22 +602,145 @@ impl Database {
 mod tests {
     use super::*;
     use crate::kernel::Event;
-    use crate::scenario::DatabaseSpec;
+    use crate::scenario::{ConnectionLimit, DatabaseSpec};
     use outagelab_model::time::SimDuration;
 
     fn databases(capacity: Option<u32>) -> Databases {
+        limited(capacity, None)
+    }
+
+    fn limited(capacity: Option<u32>, connections: Option<ConnectionLimit>) -> Databases {
         let mut scenario = Scenario::empty("db");
         scenario.databases.push(DatabaseSpec {
             name: "main".into(),
             latency: Distribution::Constant(SimDuration::from_millis(10)),
             capacity,
+            connections,
+            collapse: None,
         });
         Databases::new(&scenario)
     }
 
-    /// Starts `count` queries at t=0 and returns when each finished, in ms.
-    fn finish_times(capacity: Option<u32>, count: u32) -> Vec<u64> {
-        let mut dbs = databases(capacity);
+    /// Starts `count` 10 ms queries at t=0 on a limited database; returns the slots refused at
+    /// once, then which query finished when (slot, ms), and the summary.
+    fn limited_run(
+        capacity: Option<u32>,
+        max: u32,
+        queue_max: u32,
+        count: u32,
+    ) -> (Vec<u32>, Vec<(u32, u64)>, DatabaseSummary) {
+        let mut dbs = limited(capacity, Some(ConnectionLimit { max, queue_max }));
+        let mut events = start_all(&mut dbs, count);
+        let refused = dbs.refusals.drain(..).map(|r| r.slot).collect();
+        let finished = run_to_end(&mut dbs, &mut events);
+        (refused, finished, dbs.summary(DatabaseId(0), SimTime::ZERO))
+    }
+
+    /// Starts one query per latency (ms) at t=0 on a database that collapses to 50 % above
+    /// `above` running queries and recovers below `recover_below`; returns (slot, ms) finish
+    /// times and the summary at the end.
+    fn collapse_run(
+        above: u32,
+        recover_below: u32,
+        latencies_ms: &[u64],
+    ) -> (Vec<(u32, u64)>, DatabaseSummary) {
+        let mut scenario = Scenario::empty("db");
+        scenario.databases.push(DatabaseSpec {
+            name: "main".into(),
+            latency: Distribution::Constant(SimDuration::from_millis(10)),
+            capacity: None,
+            connections: None,
+            collapse: Some(Collapse {
+                above,
+                throughput_percent: 50,
+                recover_below,
+            }),
+        });
+        let mut dbs = Databases::new(&scenario);
+        let mut events = EventQueue::default();
+        for (slot, &ms) in (0..).zip(latencies_ms) {
+            let query = Query {
+                waiter: RequestRef { slot, token: 0 },
+                timeout: None,
+                latency: Some(Distribution::Constant(SimDuration::from_millis(ms))),
+                lock: None,
+            };
+            dbs.start(SimTime::ZERO, DatabaseId(0), query, &mut events);
+        }
+        let finished = run_to_end(&mut dbs, &mut events);
+        let end = SimTime::from_nanos(finished.last().map_or(0, |&(_, ms)| ms) * 1_000_000);
+        assert!(!dbs.collapsed(DatabaseId(0)), "no query runs at the end");
+        (finished, dbs.summary(DatabaseId(0), end))
+    }
+
+    #[test]
+    fn at_its_threshold_a_database_does_not_collapse() {
+        // Three queries, collapse above three: full speed.
+        let (finished, summary) = collapse_run(3, 2, &[10, 10, 10]);
+        assert_eq!(finished, vec![(0, 10), (1, 10), (2, 10)]);
+        assert_eq!((summary.collapses, summary.collapsed_ms), (0, 0));
+    }
+
+    #[test]
+    fn a_collapsed_database_runs_at_its_share_until_load_falls_below_recovery() {
+        // Four queries (10, 20, 30, 30 ms of work) at t=0, collapse above three at 50 %,
+        // recover below two. Collapsed from t=0: each runs at half speed, so 10 ms of work
+        // ends at 20 ms and 20 ms of work at 40 ms. At 20 ms three run and at 40 ms two: not
+        // below two, still collapsed. The last two end at 60 ms (30 ms of work at half
+        // speed), when it recovers: one collapse of 60 ms.
+        let (finished, summary) = collapse_run(3, 2, &[10, 20, 30, 30]);
+        assert_eq!(finished, vec![(0, 20), (1, 40), (2, 60), (3, 60)]);
+        assert_eq!((summary.collapses, summary.collapsed_ms), (1, 60));
+        // Five queries (four of 10 ms, one of 30 ms): the four end at 20 ms at half speed,
+        // leaving one running, below two: it recovers at 20 ms and the last query's 20 ms of
+        // work left run at full speed, ending at 40 ms.
+        let (finished, summary) = collapse_run(3, 2, &[10, 10, 10, 10, 30]);
+        assert_eq!(finished, vec![(0, 20), (1, 20), (2, 20), (3, 20), (4, 40)]);
+        assert_eq!((summary.collapses, summary.collapsed_ms), (1, 20));
+    }
+
+    #[test]
+    fn past_the_connection_limit_queries_are_refused_at_once() {
+        // Two connections, no queue: the third query is refused at t=0; the two others run at
+        // full speed and end at 10 ms.
+        let (refused, finished, summary) = limited_run(None, 2, 0, 3);
+        assert_eq!(refused, vec![2]);
+        assert_eq!(finished, vec![(0, 10), (1, 10)]);
+        assert_eq!(
+            (summary.queries, summary.refused, summary.peak_waiting),
+            (2, 1, 0)
+        );
+    }
+
+    #[test]
+    fn a_connection_queue_waits_in_order_and_refuses_when_full() {
+        // Two connections and a queue of one: query 2 waits and runs from 10 ms to 20 ms,
+        // query 3 finds the queue full and is refused.
+        let (refused, finished, summary) = limited_run(None, 2, 1, 4);
+        assert_eq!(refused, vec![3]);
+        assert_eq!(finished, vec![(0, 10), (1, 10), (2, 20)]);
+        assert_eq!(
+            (summary.queries, summary.refused, summary.peak_waiting),
+            (3, 1, 1)
+        );
+        assert_eq!(
+            summary.peak_concurrency, 2,
+            "a waiting query holds no capacity"
+        );
+    }
+
+    #[test]
+    fn the_connection_limit_keeps_capacity_sharing() {
+        // Capacity 1, two connections, queue of two: queries 0 and 1 share the capacity and
+        // end at 20 ms; then 2 and 3 take the connections and end at 40 ms.
+        let (refused, finished, summary) = limited_run(Some(1), 2, 2, 4);
+        assert!(refused.is_empty());
+        assert_eq!(finished, vec![(0, 20), (1, 20), (2, 40), (3, 40)]);
+        assert_eq!(summary.peak_waiting, 2);
+    }
+
+    /// Starts `count` queries (slots 0..count, no timeout) at t=0; returns their events.
+    fn start_all(dbs: &mut Databases, count: u32) -> EventQueue {
         let mut events = EventQueue::default();
         for slot in 0..count {
             let query = Query {
@@ -467,6 +751,13 @@ mod tests {
             };
             dbs.start(SimTime::ZERO, DatabaseId(0), query, &mut events);
         }
+        events
+    }
+
+    /// Starts `count` queries at t=0 and returns when each finished, in ms.
+    fn finish_times(capacity: Option<u32>, count: u32) -> Vec<u64> {
+        let mut dbs = databases(capacity);
+        let mut events = start_all(&mut dbs, count);
         run_to_end(&mut dbs, &mut events)
             .into_iter()
             .map(|(_, ms)| ms)
@@ -557,7 +848,10 @@ mod tests {
             .map(|&(_, nanos)| nanos / 1_000_000)
             .collect();
         assert_eq!(waits, vec![0, 0, 10]);
-        assert_eq!(dbs.summary(DatabaseId(0)).peak_lock_waiting, 1);
+        assert_eq!(
+            dbs.summary(DatabaseId(0), SimTime::ZERO).peak_lock_waiting,
+            1
+        );
     }
 
     #[test]
@@ -574,6 +868,9 @@ mod tests {
             dbs.start(SimTime::ZERO, DatabaseId(0), query, &mut events);
         }
         assert_eq!(dbs.running(DatabaseId(0)), 3);
-        assert_eq!(dbs.summary(DatabaseId(0)).peak_concurrency, 3);
+        assert_eq!(
+            dbs.summary(DatabaseId(0), SimTime::ZERO).peak_concurrency,
+            3
+        );
     }
 }

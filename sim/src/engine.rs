@@ -387,6 +387,10 @@ struct Simulator<'s> {
     in_flight_gauge: GaugeId,
     /// Per database: queries running, and queries waiting for a lock.
     database_gauges: Vec<(GaugeId, GaugeId)>,
+    /// The connection-waiting gauge of each database with a connection limit.
+    connection_waiting_gauges: Vec<(DatabaseId, GaugeId)>,
+    /// The collapsed gauge (0 or 1) of each database that may collapse.
+    collapsed_gauges: Vec<(DatabaseId, GaugeId)>,
     connection_gauges: Vec<GaugeId>,
     reconnect_slots: ReconnectSlots,
     /// Per slot connection: the `connected` gauge.
@@ -414,6 +418,26 @@ impl<'s> Simulator<'s> {
                     metrics.add_gauge(GaugeKey::DatabaseConcurrency(db.name.clone())),
                     metrics.add_gauge(GaugeKey::DatabaseLockWaiting(db.name.clone())),
                 )
+            })
+            .collect();
+        let connection_waiting_gauges = scenario
+            .databases
+            .iter()
+            .enumerate()
+            .filter(|(_, db)| db.connections.is_some())
+            .map(|(index, db)| {
+                let key = GaugeKey::DatabaseConnectionWaiting(db.name.clone());
+                (DatabaseId(index as u32), metrics.add_gauge(key))
+            })
+            .collect();
+        let collapsed_gauges = scenario
+            .databases
+            .iter()
+            .enumerate()
+            .filter(|(_, db)| db.collapse.is_some())
+            .map(|(index, db)| {
+                let key = GaugeKey::DatabaseCollapsed(db.name.clone());
+                (DatabaseId(index as u32), metrics.add_gauge(key))
             })
             .collect();
         let connection_gauges = scenario
@@ -596,6 +620,8 @@ impl<'s> Simulator<'s> {
                 .unwrap_or(0),
             in_flight_gauge,
             database_gauges,
+            connection_waiting_gauges,
+            collapsed_gauges,
             connection_gauges,
             reconnect_slots: ReconnectSlots::new(scenario),
             slot_gauges,
@@ -788,6 +814,13 @@ impl<'s> Simulator<'s> {
                 }
                 self.databases.timeouts = timeouts;
                 self.databases.timeouts.clear();
+            } else if !self.databases.refusals.is_empty() {
+                let refusals = std::mem::take(&mut self.databases.refusals);
+                for &request in &refusals {
+                    self.settle(request, StepResult::Error(Outcome::Refused));
+                }
+                self.databases.refusals = refusals;
+                self.databases.refusals.clear();
             } else if let Some(request) = self.runnable.pop_front() {
                 if self.over_memory_budget() {
                     return; // the run stops at its next turn
@@ -820,6 +853,14 @@ impl<'s> Simulator<'s> {
                 self.metrics.set_gauge(running_gauge, running);
                 self.metrics
                     .set_gauge(waiting_gauge, self.databases.lock_waiting(id));
+            }
+            for &(id, gauge) in &self.connection_waiting_gauges {
+                let waiting = self.databases.connection_waiting(id);
+                self.metrics.set_gauge(gauge, waiting);
+            }
+            for &(id, gauge) in &self.collapsed_gauges {
+                let collapsed = self.databases.collapsed(id);
+                self.metrics.set_gauge(gauge, u64::from(collapsed));
             }
         }
         for (index, &gauge) in self.connection_gauges.iter().enumerate() {
@@ -1939,7 +1980,7 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .enumerate()
                 .map(|(index, db)| {
-                    let mut summary = self.databases.summary(DatabaseId(index as u32));
+                    let mut summary = self.databases.summary(DatabaseId(index as u32), self.now);
                     summary.lock_wait_ms = self.metrics.lock_wait_stats(index);
                     (db.name.clone(), summary)
                 })

@@ -395,6 +395,30 @@ pub struct DatabaseSpec {
     /// Queries the database runs at full speed; above it, running queries share it and each
     /// runs slower (processor sharing). `None` never degrades.
     pub capacity: Option<u32>,
+    /// A connection limit; `None` for none.
+    pub connections: Option<ConnectionLimit>,
+    /// Thrashing past a load; `None` never collapses.
+    pub collapse: Option<Collapse>,
+}
+
+/// A database's collapse: once more than `above` queries run, each runs at
+/// `throughput_percent` of the speed capacity sharing gives it, until fewer than
+/// `recover_below` run. Validated: `recover_below < above`, `throughput_percent` in 1..=99.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Collapse {
+    pub above: u32,
+    pub throughput_percent: u32,
+    pub recover_below: u32,
+}
+
+/// A database's connection limit: at most `max` queries hold a connection (running or
+/// waiting for a lock); up to `queue_max` more wait for one in arrival order, and the rest
+/// are refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimit {
+    /// Non-zero.
+    pub max: u32,
+    pub queue_max: u32,
 }
 
 /// A distribution of durations. Sampling uses integers only, so draws are identical on every

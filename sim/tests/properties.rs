@@ -139,6 +139,8 @@ fn scenario(k: &Knobs) -> Scenario {
         name: "main".into(),
         latency: Distribution::uniform(ms(k.db_latency_ms), ms(k.db_latency_ms + 5)).unwrap(),
         capacity: k.db_capacity,
+        connections: None,
+        collapse: None,
     });
     s.bulkheads
         .push(bulkhead("db", k.bulkhead_max, k.bulkhead_queue));

@@ -32,6 +32,8 @@ fn one_permit(requests: u64) -> Scenario {
         name: "db".into(),
         latency: Distribution::Constant(ms(10)),
         capacity: None,
+        connections: None,
+        collapse: None,
     });
     s.bulkheads.push(bulkhead("db", 1, 0));
     let mut query = db_step(0);

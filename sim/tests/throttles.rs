@@ -20,6 +20,8 @@ fn base(cap: u32, form: ThrottleForm, ttl: CounterTtl) -> Scenario {
         name: "db".into(),
         latency: Distribution::Constant(ms(100)),
         capacity: None,
+        connections: None,
+        collapse: None,
     });
     s.keys.push(key("space", 1));
     s.kv_stores.push(KvStoreSpec {

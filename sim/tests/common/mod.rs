@@ -147,6 +147,8 @@ pub fn seed003(with_breaker: bool, with_bulkhead: bool, requests: u64) -> Scenar
         name: "main".into(),
         latency: Distribution::uniform(ms(50), ms(52)).unwrap(),
         capacity: None,
+        connections: None,
+        collapse: None,
     });
     let mut get = redis_step(0, RedisCommand::Get, 0);
     get.on_error = OnError::Next;
