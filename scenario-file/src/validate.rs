@@ -735,23 +735,11 @@ impl<'a> Validator<'a> {
         let raw = match &raw.preset {
             None => raw,
             Some(preset) => {
-                let Some(found) = presets::client_preset(preset.get_ref()) else {
-                    let names: Vec<&str> = presets::CLIENT_PRESETS.iter().map(|p| p.name).collect();
-                    self.error(
-                        Some(preset.span()),
-                        key("preset"),
-                        format!(
-                            "unknown client preset `{}` (presets: {})",
-                            preset.get_ref(),
-                            names.join(", ")
-                        ),
-                    );
-                    return None;
-                };
-                self.presets.push(PresetUse {
-                    section: format!("connections.{name}"),
-                    preset: preset.get_ref().clone(),
-                });
+                let section = format!("connections.{name}");
+                let found =
+                    self.preset(preset, &section, "client", &presets::CLIENT_PRESETS, |p| {
+                        p.name
+                    })?;
                 filled = with_client_preset(raw, found, preset.span());
                 &filled
             }
@@ -1052,32 +1040,47 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// A `preset = "..."` key of `section`: the preset of that name among `all` (its use
+    /// recorded for `validate --explain`), or a located error naming the presets there are.
+    fn preset<P>(
+        &mut self,
+        raw: &Spanned<String>,
+        section: &str,
+        kind: &str,
+        all: &'static [P],
+        name: fn(&P) -> &'static str,
+    ) -> Option<&'static P> {
+        let wanted = raw.get_ref();
+        let Some(found) = all.iter().find(|preset| name(preset) == wanted) else {
+            let names: Vec<&str> = all.iter().map(name).collect();
+            self.error(
+                Some(raw.span()),
+                format!("{section}.preset"),
+                format!(
+                    "unknown {kind} preset `{wanted}` (presets: {})",
+                    names.join(", ")
+                ),
+            );
+            return None;
+        };
+        self.presets.push(PresetUse {
+            section: section.to_owned(),
+            preset: wanted.clone(),
+        });
+        Some(found)
+    }
+
     fn breaker(&mut self, name: &str, raw: &RawBreaker) -> Option<BreakerSpec> {
         let prefix = format!("breakers.{name}");
         let key = |field: &str| format!("{prefix}.{field}");
         let preset = match &raw.preset {
             None => None,
             Some(preset) => {
-                let found = presets::breaker_preset(preset.get_ref());
-                if found.is_none() {
-                    let names: Vec<&str> =
-                        presets::BREAKER_PRESETS.iter().map(|p| p.name).collect();
-                    self.error(
-                        Some(preset.span()),
-                        key("preset"),
-                        format!(
-                            "unknown breaker preset `{}` (presets: {})",
-                            preset.get_ref(),
-                            names.join(", ")
-                        ),
-                    );
-                    return None;
-                }
-                self.presets.push(PresetUse {
-                    section: prefix.clone(),
-                    preset: preset.get_ref().clone(),
-                });
-                found
+                Some(
+                    self.preset(preset, &prefix, "breaker", &presets::BREAKER_PRESETS, |p| {
+                        p.name
+                    })?,
+                )
             }
         };
         // Where to point at a value the preset gave: its `preset` key.
@@ -1859,25 +1862,11 @@ impl<'a> Validator<'a> {
         let preset = match &raw.preset {
             None => None,
             Some(preset) => {
-                let found = presets::retry_preset(preset.get_ref());
-                if found.is_none() {
-                    let names: Vec<&str> = presets::RETRY_PRESETS.iter().map(|p| p.name).collect();
-                    self.error(
-                        Some(preset.span()),
-                        key("preset"),
-                        format!(
-                            "unknown retry preset `{}` (presets: {})",
-                            preset.get_ref(),
-                            names.join(", ")
-                        ),
-                    );
-                    return None;
-                }
-                self.presets.push(PresetUse {
-                    section: prefix.clone(),
-                    preset: preset.get_ref().clone(),
-                });
-                found
+                Some(
+                    self.preset(preset, &prefix, "retry", &presets::RETRY_PRESETS, |p| {
+                        p.name
+                    })?,
+                )
             }
         };
         let preset_span = raw.preset.as_ref().map(Spanned::span);
