@@ -438,12 +438,19 @@ impl Keyspace {
             self.stats.first_oom.get_or_insert(now);
             return Reply::Error(ErrorReply::Oom);
         }
-        self.apply(now, op)
+        self.run(now, op)
     }
 
-    /// Executes `op` at `now`, whatever the memory (keys due expire first).
+    /// Executes `op` at `now`, whatever the memory (keys due expire first): for tests of the
+    /// commands apart from the memory limit.
+    #[cfg(test)]
     pub(super) fn apply(&mut self, now: SimTime, op: Op) -> Reply {
         self.expire_due(now);
+        self.run(now, op)
+    }
+
+    /// Executes `op` at `now`; the keys due have expired already.
+    fn run(&mut self, now: SimTime, op: Op) -> Reply {
         if let RedisCommand::Lock(command) = op.command {
             return self.locks.apply(now, op.family, op.index, command);
         }
