@@ -2073,7 +2073,10 @@ impl<'s> Simulator<'s> {
                 .collect(),
             ..Summary::default()
         };
-        summary.http = self.http.as_ref().map(HttpTally::summary);
+        summary.http = self
+            .http
+            .as_ref()
+            .map(|http| http.summary(&summary.outcomes));
         let callers = self.callers.summaries(scenario.percentile_rule);
         summary.callers = scenario
             .callers

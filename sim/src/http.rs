@@ -21,12 +21,12 @@ impl Default for HttpSpec {
     }
 }
 
-/// What the report says about a run's answers. Only ends are counted: a request still in
-/// flight at the end of the run has given no answer.
+/// What the report says about a run's answers beyond the counts by outcome (which the
+/// metrics keep): the first and last 5xx and the 2xx since. Only ends count: a request still
+/// in flight at the end of the run has given no answer.
 #[derive(Clone, Debug)]
 pub(crate) struct HttpTally {
     spec: HttpSpec,
-    ended: [u64; Outcome::COUNT],
     first_5xx: Option<SimTime>,
     last_5xx: Option<SimTime>,
     ok_after_last_5xx: u64,
@@ -36,7 +36,6 @@ impl HttpTally {
     pub fn new(spec: HttpSpec) -> Self {
         HttpTally {
             spec,
-            ended: [0; Outcome::COUNT],
             first_5xx: None,
             last_5xx: None,
             ok_after_last_5xx: 0,
@@ -45,7 +44,6 @@ impl HttpTally {
 
     /// A request ended at `now` with `outcome`; `now` never goes backwards.
     pub fn record(&mut self, now: SimTime, outcome: Outcome) {
-        self.ended[outcome.index()] += 1;
         match self.spec.status[outcome.index()] / 100 {
             5 => {
                 self.first_5xx.get_or_insert(now);
@@ -57,10 +55,13 @@ impl HttpTally {
         }
     }
 
-    pub fn summary(&self) -> HttpSummary {
+    /// The summary, given the ended requests by outcome name (the report's `outcomes`).
+    pub fn summary(&self, ended_by_outcome: &BTreeMap<String, u64>) -> HttpSummary {
         let mut status: BTreeMap<u16, u64> = BTreeMap::new();
+        let mut ended_total = 0;
         for outcome in Outcome::ALL {
-            let ended = self.ended[outcome.index()];
+            let ended = ended_by_outcome.get(outcome.name()).copied().unwrap_or(0);
+            ended_total += ended;
             if ended > 0 {
                 *status.entry(self.spec.status[outcome.index()]).or_default() += ended;
             }
@@ -73,7 +74,7 @@ impl HttpTally {
                 .sum()
         };
         let (class_2xx, class_4xx, class_5xx) = (class(2), class(4), class(5));
-        let ended: u64 = self.ended.iter().sum();
+        let ended = ended_total;
         let ms = |t: SimTime| t.as_nanos() as f64 / 1e6;
         HttpSummary {
             status: status
@@ -103,17 +104,30 @@ mod tests {
         SimTime::from_nanos(millis * 1_000_000)
     }
 
+    /// Records the ends in order, as the engine does, and summarises with their counts.
+    fn summarise(spec: HttpSpec, ends: &[(u64, Outcome)]) -> HttpSummary {
+        let mut tally = HttpTally::new(spec);
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for &(millis, outcome) in ends {
+            tally.record(at(millis), outcome);
+            *counts.entry(outcome.name().to_owned()).or_default() += 1;
+        }
+        tally.summary(&counts)
+    }
+
     #[test]
     fn the_window_runs_from_the_first_to_the_last_5xx_and_recovery_counts_2xx_after_it() {
-        let mut tally = HttpTally::new(HttpSpec::default());
-        tally.record(at(10), Outcome::Ok);
-        tally.record(at(2000), Outcome::Timeout); // 500
-        tally.record(at(2001), Outcome::RateLimited); // 429: neither 2xx nor 5xx
-        tally.record(at(3000), Outcome::BreakerOpen); // 503
-        tally.record(at(9100), Outcome::Shed); // 503
-        tally.record(at(9200), Outcome::Ok);
-        tally.record(at(9300), Outcome::Ok);
-        let summary = tally.summary();
+        use Outcome::*;
+        let ends = [
+            (10, Ok),
+            (2000, Timeout),     // 500
+            (2001, RateLimited), // 429: neither 2xx nor 5xx
+            (3000, BreakerOpen), // 503
+            (9100, Shed),        // 503
+            (9200, Ok),
+            (9300, Ok),
+        ];
+        let summary = summarise(HttpSpec::default(), &ends);
         assert_eq!(summary.first_5xx_ms, Some(2000.0));
         assert_eq!(summary.last_5xx_ms, Some(9100.0));
         assert_eq!(summary.window_5xx_ms, Some(7100.0));
@@ -133,10 +147,8 @@ mod tests {
 
     #[test]
     fn a_run_that_ends_failing_has_no_2xx_after_its_last_5xx() {
-        let mut tally = HttpTally::new(HttpSpec::default());
-        tally.record(at(1), Outcome::Ok);
-        tally.record(at(2), Outcome::BreakerOpen);
-        assert_eq!(tally.summary().ok_after_last_5xx, 0);
+        let ends = [(1, Outcome::Ok), (2, Outcome::BreakerOpen)];
+        assert_eq!(summarise(HttpSpec::default(), &ends).ok_after_last_5xx, 0);
     }
 
     #[test]
@@ -144,10 +156,7 @@ mod tests {
         let mut spec = HttpSpec::default();
         spec.status[Outcome::Timeout.index()] = 504;
         spec.status[Outcome::LockBusy.index()] = 409;
-        let mut tally = HttpTally::new(spec);
-        tally.record(at(1), Outcome::Timeout);
-        tally.record(at(2), Outcome::LockBusy);
-        let summary = tally.summary();
+        let summary = summarise(spec, &[(1, Outcome::Timeout), (2, Outcome::LockBusy)]);
         assert_eq!(summary.status.get("504"), Some(&1));
         assert_eq!((summary.class_4xx, summary.class_5xx), (1, 1));
         assert_eq!(summary.window_5xx_ms, Some(0.0));
@@ -155,7 +164,7 @@ mod tests {
 
     #[test]
     fn nothing_ended_means_no_share_and_no_window() {
-        let summary = HttpTally::new(HttpSpec::default()).summary();
+        let summary = summarise(HttpSpec::default(), &[]);
         assert_eq!(summary.share_5xx_percent, None);
         assert_eq!(summary.window_5xx_ms, None);
         assert!(summary.status.is_empty());
