@@ -30,6 +30,22 @@ count = 5
 
 /// Rejects `text` with a first message equal to `t.toml:{expected}` (an `expected` that starts
 /// with a space is a problem of the whole file, which has no line).
+/// Checks every case and reports all that failed at once, not just the first.
+fn check_all(cases: &[(String, &str)]) {
+    let mut wrong = Vec::new();
+    for (text, expected) in cases {
+        if std::panic::catch_unwind(|| check(text, expected)).is_err() {
+            wrong.push(expected);
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} cases failed: {wrong:#?}",
+        wrong.len(),
+        cases.len()
+    );
+}
+
 fn check(text: &str, expected: &str) {
     let outcome =
         std::panic::catch_unwind(|| outagelab_scenario_file::parse(text, Path::new("t.toml")));
@@ -836,18 +852,7 @@ fn rejected_files() {
         ),
     ];
     assert!(cases.len() >= 15);
-    let mut wrong = Vec::new();
-    for (text, expected) in &cases {
-        if std::panic::catch_unwind(|| check(text, expected)).is_err() {
-            wrong.push(expected);
-        }
-    }
-    assert!(
-        wrong.is_empty(),
-        "{} of {} cases failed: {wrong:#?}",
-        wrong.len(),
-        cases.len()
-    );
+    check_all(&cases);
 }
 
 #[test]
@@ -1067,18 +1072,7 @@ fn bad_locks_are_refused_at_their_key() {
             "21:100: flows.f.steps[1].on_error: a fire-and-forget acquire (on_error = \"ignore\") holds the lock for nobody until its lease ends: let the request wait for it",
         ),
     ];
-    let mut wrong = Vec::new();
-    for (text, expected) in &cases {
-        if std::panic::catch_unwind(|| check(text, expected)).is_err() {
-            wrong.push(expected);
-        }
-    }
-    assert!(
-        wrong.is_empty(),
-        "{} of {} cases failed: {wrong:#?}",
-        wrong.len(),
-        cases.len()
-    );
+    check_all(&cases);
 }
 
 #[test]
