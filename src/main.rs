@@ -6,7 +6,7 @@
 //! 2 when the file or the command line is wrong.
 
 mod html;
-mod seeds;
+mod study;
 mod table;
 
 use std::io::Write as _;
@@ -31,6 +31,8 @@ struct Cli {
     command: Command,
 }
 
+// `Run` carries every flag of a run; the command is parsed once, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run every variant of a scenario file and compare them.
@@ -41,9 +43,34 @@ enum Command {
         #[arg(long, conflicts_with = "seeds")]
         seed: Option<u64>,
         /// Run on every seed of a range, `A..B`, or `stated` for the range the file states
-        /// (`[scenario] seeds`), and show each expectation across them (no other output).
-        #[arg(long, value_name = "RANGE", conflicts_with_all = ["json", "events", "html", "csv", "plot"])]
+        /// (`[scenario] seeds`): each metric's mean with a 95% interval, each variant's paired
+        /// difference from the baseline, each expectation over the seeds. `--json` writes
+        /// the study.
+        #[arg(long, value_name = "RANGE", conflicts_with_all = ["events", "html", "csv", "plot"])]
         seeds: Option<String>,
+        /// With --seeds: a metric for the table (repeatable; a summary path such as
+        /// `latency_ms.all.p99`). Default: the file's `[report] metrics`, else ok, p50, p99.
+        #[arg(long, value_name = "METRIC", requires = "seeds")]
+        metric: Vec<String>,
+        /// With --seeds: the variant the others are compared with (default: the first).
+        #[arg(long, value_name = "VARIANT", requires = "seeds")]
+        baseline: Option<String>,
+        /// With --seeds: a constraint on a metric's mean, e.g. `latency_ms.all.p99 < 200`
+        /// (repeatable); the table marks the variants that satisfy every one.
+        #[arg(long, value_name = "EXPECTATION", requires = "seeds")]
+        constraint: Vec<String>,
+        /// With --seeds: `min <metric>` or `max <metric>`; names the best variant among those
+        /// that satisfy the constraints.
+        #[arg(long, value_name = "min|max METRIC", requires = "seeds")]
+        objective: Option<String>,
+        /// With --seeds: threads to run on (default: every core). The results do not depend
+        /// on it.
+        #[arg(long, value_name = "N", requires = "seeds", value_parser = clap::value_parser!(u16).range(1..=1024))]
+        jobs: Option<u16>,
+        /// With --seeds and --json: run only slice K of N of the runs (every N-th run from
+        /// the K-th, in seed-then-variant order); `outagelab merge` joins the slices.
+        #[arg(long, value_name = "K/N", requires_all = ["seeds", "json"])]
+        shard: Option<String>,
         /// Write the full report (summaries and time series) as JSON to this file.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
@@ -67,6 +94,16 @@ enum Command {
         /// Plant a bug on purpose, to see an invariant monitor catch it (for tests).
         #[arg(long, hide = true, value_name = "BUG", conflicts_with = "seeds", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
         plant_bug: Option<String>,
+    },
+    /// Join the JSON files of `run --seeds ... --shard K/N` (every K from 1 to N) into exactly
+    /// the JSON one unsharded run writes, and print its table.
+    Merge {
+        /// The shards' JSON files, in any order.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Where to write the merged study (`-` for standard output).
+        #[arg(long, value_name = "PATH")]
+        json: PathBuf,
     },
     /// Check a scenario file without running it.
     Validate {
@@ -143,20 +180,39 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Merge { shards, json } => merge(&shards, &json),
         Command::Run {
             file,
             seed,
             seeds: Some(range),
+            json,
+            metric,
+            baseline,
+            constraint,
+            objective,
+            jobs,
+            shard,
             quiet,
             ..
         } => {
             debug_assert!(seed.is_none(), "clap refuses --seed with --seeds");
-            run_seeds(&file, &range, quiet)
+            let options = StudyOptions {
+                range,
+                json,
+                metrics: metric,
+                baseline,
+                constraints: constraint,
+                objective,
+                jobs: jobs.map(usize::from),
+                shard,
+                quiet,
+            };
+            run_seeds(&file, options)
         }
         Command::Run {
             file,
             seed,
-            seeds: _,
+            seeds: None,
             json,
             events,
             html,
@@ -164,6 +220,7 @@ fn main() -> ExitCode {
             plot,
             quiet,
             plant_bug,
+            ..
         } => {
             let bugs = plant_bug
                 .as_deref()
@@ -210,9 +267,37 @@ fn calibrate(address: &str, plan: Plan) -> ExitCode {
     }
 }
 
-/// `run --seeds`: every variant on every seed of a range; exit 1 if an expectation failed on
-/// any of them.
-fn run_seeds(file: &Path, range: &str, quiet: bool) -> ExitCode {
+/// What `run --seeds` was asked for.
+struct StudyOptions {
+    range: String,
+    json: Option<PathBuf>,
+    metrics: Vec<String>,
+    baseline: Option<String>,
+    constraints: Vec<String>,
+    objective: Option<String>,
+    jobs: Option<usize>,
+    shard: Option<String>,
+    quiet: bool,
+}
+
+/// `run --seeds`: every variant on every seed of a range; exit 1 if an expectation failed.
+fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
+    if let Some(json) = options.json.as_deref() {
+        let outputs = Outputs {
+            json: Some(json),
+            events: None,
+            html: None,
+            csv: None,
+            plot: None,
+        };
+        if let Err(message) = check_outputs(file, outputs) {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+        if json == Path::new("-") {
+            STDOUT_IS_JSON.store(true, Ordering::Relaxed);
+        }
+    }
     let scenario = match outagelab_scenario_file::load(file) {
         Ok(scenario) => scenario,
         Err(diagnostics) => {
@@ -220,6 +305,7 @@ fn run_seeds(file: &Path, range: &str, quiet: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let range = options.range.as_str();
     let seeds = if range == "stated" {
         match &scenario.seeds {
             Some(seeds) => seeds.clone(),
@@ -241,29 +327,204 @@ fn run_seeds(file: &Path, range: &str, quiet: bool) -> ExitCode {
             }
         }
     };
-    match seeds::run(&scenario, seeds, quiet) {
-        Ok(outcome) => {
-            say(&outcome.text);
-            match outcome.failed_seeds.first() {
-                None => ExitCode::SUCCESS,
-                Some(seed) => {
-                    eprintln!(
-                        "reproduce with: outagelab run {} --seed {seed}",
-                        file.display()
-                    );
-                    ExitCode::from(1)
-                }
-            }
+    let shard = match options.shard.as_deref().map(parse_shard).transpose() {
+        Ok(shard) => shard,
+        Err(message) => {
+            eprintln!("--shard: {message}");
+            return ExitCode::from(2);
         }
+    };
+    let metrics = if options.metrics.is_empty() {
+        study::default_metrics(&scenario)
+    } else {
+        options.metrics
+    };
+    let plan = study::Plan {
+        seeds,
+        selection: outagelab_report::study::Selection {
+            metrics,
+            constraints: options.constraints,
+            objective: options.objective,
+        },
+        baseline: options.baseline,
+        shard,
+        jobs: options.jobs,
+        quiet: options.quiet,
+    };
+    if let Err(message) = study::check_plan(&scenario, &plan) {
+        eprintln!("{message}");
+        return ExitCode::from(2);
+    }
+    let study = match study::run(&scenario, &plan) {
+        Ok(study) => study,
         Err((variant, seed, error)) => {
             eprintln!("variant \"{variant}\" on seed {seed}: {error}");
             eprintln!(
                 "reproduce with: outagelab run {} --seed {seed}",
                 file.display()
             );
-            ExitCode::from(1)
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(json) = options.json.as_deref()
+        && let Err(message) = write_study(&study, json)
+    {
+        eprintln!("{message}");
+        return ExitCode::from(2);
+    }
+    if let Some(shard) = study.shard {
+        eprintln!(
+            "shard {}/{}: {} of {} runs; join every shard with `outagelab merge`",
+            shard.index,
+            shard.count,
+            study.runs.len(),
+            study.run_count()
+        );
+        return ExitCode::SUCCESS;
+    }
+    say(&study::render(&study));
+    let failed = study::failed_seeds(&study);
+    if study::all_held(&study) {
+        return ExitCode::SUCCESS;
+    }
+    match failed.first() {
+        Some(seed) => eprintln!(
+            "reproduce with: outagelab run {} --seed {seed}",
+            file.display()
+        ),
+        None => eprintln!(
+            "an expectation over the seeds failed: its seeds' values are in the table (and \
+             in --json)"
+        ),
+    }
+    ExitCode::from(1)
+}
+
+/// `K/N` with `1 <= K <= N`.
+fn parse_shard(text: &str) -> Result<outagelab_report::study::Shard, String> {
+    let shape = || format!("`{text}` is not a shard: write K/N with 1 <= K <= N, e.g. 2/8");
+    let (index, count) = text.split_once('/').ok_or_else(shape)?;
+    let index: u64 = index.trim().parse().map_err(|_| shape())?;
+    let count: u64 = count.trim().parse().map_err(|_| shape())?;
+    if index == 0 || index > count || count > 100_000 {
+        return Err(shape());
+    }
+    Ok(outagelab_report::study::Shard { index, count })
+}
+
+/// `merge`: reads every shard, checks they are the slices of one study, and writes the study
+/// one unsharded run would have written.
+fn merge(shards: &[PathBuf], json: &Path) -> ExitCode {
+    use outagelab_report::study::Study;
+    if json == Path::new("-") {
+        STDOUT_IS_JSON.store(true, Ordering::Relaxed);
+    }
+    let mut parts: Vec<(PathBuf, Study)> = Vec::new();
+    for path in shards {
+        let read = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<Study>(&text).map_err(|e| e.to_string()));
+        match read {
+            Ok(study) => parts.push((path.clone(), study)),
+            Err(error) => {
+                eprintln!("merge: {}: not a shard of a study: {error}", path.display());
+                return ExitCode::from(2);
+            }
         }
     }
+    if shards.iter().any(|p| {
+        std::path::absolute(p).ok() == std::path::absolute(json).ok() && json != Path::new("-")
+    }) {
+        eprintln!("merge: --json {} is one of the shards", json.display());
+        return ExitCode::from(2);
+    }
+    let (first_path, first) = &parts[0];
+    let Some(count) = first.shard.map(|s| s.count) else {
+        eprintln!(
+            "merge: {} is a whole study, not a shard (run with --shard K/N)",
+            first_path.display()
+        );
+        return ExitCode::from(2);
+    };
+    let mut merged = first.clone();
+    merged.runs.clear();
+    let mut seen = vec![None; count as usize];
+    for (path, part) in &parts {
+        let same = Study {
+            runs: Vec::new(),
+            shard: None,
+            ..part.clone()
+        } == Study {
+            runs: Vec::new(),
+            shard: None,
+            ..merged.clone()
+        };
+        let Some(shard) = part.shard.filter(|s| s.count == count && same) else {
+            eprintln!(
+                "merge: {} is not a shard of the same study as {} (scenario, seeds, variants \
+                 and selection must match, and N of K/N)",
+                path.display(),
+                first_path.display()
+            );
+            return ExitCode::from(2);
+        };
+        if let Some(other) = seen[shard.index as usize - 1].replace(path.clone()) {
+            eprintln!(
+                "merge: {} and {} are both shard {}/{count}",
+                other.display(),
+                path.display(),
+                shard.index
+            );
+            return ExitCode::from(2);
+        }
+        merged.runs.extend(part.runs.iter().cloned());
+    }
+    let missing: Vec<String> = (1..=count)
+        .filter(|k| seen[*k as usize - 1].is_none())
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "merge: missing shard{} {}",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", ")
+        );
+        return ExitCode::from(2);
+    }
+    if let Err(message) = merged.finish() {
+        eprintln!("merge: {message}");
+        return ExitCode::from(2);
+    }
+    if let Err(message) = write_study(&merged, json) {
+        eprintln!("{message}");
+        return ExitCode::from(2);
+    }
+    say(&study::render(&merged));
+    if study::all_held(&merged) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn write_study(study: &outagelab_report::study::Study, path: &Path) -> Result<(), String> {
+    let mut text = serde_json::to_string_pretty(study).expect("a study always serialises");
+    text.push('\n');
+    if path == Path::new("-") {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush());
+        return Ok(());
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    write::replace_file(path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
 }
 
 /// Where `run` writes what it writes besides the table.

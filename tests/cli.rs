@@ -418,9 +418,10 @@ fn a_seed_range_runs_every_seed_and_names_the_first_that_fails() {
         (vec!["--seeds", "5..1"], "the range 5..1 is empty"),
         (vec!["--seeds", "1..2000"], "is more than 1000"),
         (
-            vec!["--seeds", "1..2", "--json", "x.json"],
+            vec!["--seeds", "1..2", "--plot", "x"],
             "cannot be used with",
         ),
+        (vec!["--metric", "outcomes.ok"], "--seeds"),
         (
             vec!["--seeds", "1..2", "--seed", "3"],
             "cannot be used with",

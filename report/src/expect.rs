@@ -11,6 +11,17 @@
 //! `<metric>` is a dotted path into the variant's [`Summary`](crate::Summary) as it appears in
 //! the JSON report, for example `outcomes.shed`, `latency_ms.ok.p99`,
 //! `flows.read.latency_ms.all.max` or `databases.main.peak_concurrency`.
+//!
+//! Over a range of seeds (`run --seeds`), an expectation as written above must hold on every
+//! seed. Three prefixes judge the seeds together instead ([`Scope`]):
+//!
+//! ```text
+//! mean <metric> <op> <number>                 the mean over the seeds
+//! p90 <metric> <op> <number>                  a quantile over the seeds (nearest rank)
+//! at least 90% of seeds: <expectation>        the share of seeds it holds on
+//! ```
+//!
+//! On one seed each reads as its plain form (the mean of one value is that value).
 
 use std::fmt;
 
@@ -21,8 +32,22 @@ use crate::Summary;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expectation {
     text: String,
+    scope: Scope,
     path: Vec<String>,
     check: Check,
+}
+
+/// How an expectation judges a run over several seeds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scope {
+    /// It must hold on every seed.
+    EachSeed,
+    /// The mean of the metric over the seeds must pass the check.
+    Mean,
+    /// The quantile (in percent, nearest rank) of the metric over the seeds must pass.
+    Quantile(u32),
+    /// The plain expectation must hold on at least this percentage of the seeds.
+    AtLeast(f64),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +83,7 @@ const OPS: [(&str, Op); 6] = [
 ];
 
 /// What an expectation found.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Evaluation {
     pub passed: bool,
     /// The metric's value; `None` when it has none (a latency with no request counted).
@@ -68,6 +93,73 @@ pub struct Evaluation {
 impl Expectation {
     /// Parses one expectation. The metric path is checked later, against a summary's shape.
     pub fn parse(text: &str) -> Result<Expectation, String> {
+        let text = text.trim();
+        let shown = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if let Some(rest) = shown.strip_prefix("at least ") {
+            let shape = || {
+                format!(
+                    "`{shown}` is not a share of seeds: write `at least 90% of seeds: \
+                     <expectation>`"
+                )
+            };
+            let (share, inner) = rest.split_once("% of seeds:").ok_or_else(shape)?;
+            let share = number(share.trim()).map_err(|_| shape())?;
+            if !(share > 0.0 && share <= 100.0) {
+                return Err(format!(
+                    "a share of seeds is above 0% and at most 100%, not {share}%"
+                ));
+            }
+            let inner = Expectation::parse(inner)?;
+            if inner.scope != Scope::EachSeed {
+                return Err(format!(
+                    "`{shown}`: a share of seeds applies to a plain expectation, not to a \
+                     mean or a quantile"
+                ));
+            }
+            return Ok(Expectation {
+                text: shown,
+                scope: Scope::AtLeast(share),
+                ..inner
+            });
+        }
+        let words: Vec<&str> = shown.split(' ').collect();
+        let scope = match words.as_slice() {
+            [first, _, _, ..] if words.len() >= 4 && *first == "mean" => Some(Scope::Mean),
+            [first, _, _, ..] if words.len() >= 4 && first.starts_with('p') => {
+                let percent = first[1..]
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|p| (1..=100).contains(p))
+                    .ok_or_else(|| {
+                        format!(
+                            "`{first}` is not a quantile over seeds: write p50, p90 or p99 \
+                             (1 to 100), or `mean`"
+                        )
+                    })?;
+                Some(Scope::Quantile(percent))
+            }
+            _ => None,
+        };
+        if let Some(scope) = scope {
+            let inner = Expectation::parse(&words[1..].join(" "))?;
+            if let Check::Compare(_, Operand::Metric(_)) = inner.check {
+                return Err(format!(
+                    "`{shown}`: a {} over seeds is compared with a number, not with another \
+                     metric",
+                    if scope == Scope::Mean {
+                        "mean"
+                    } else {
+                        "quantile"
+                    }
+                ));
+            }
+            return Ok(Expectation {
+                text: shown,
+                scope,
+                ..inner
+            });
+        }
+        let text = shown.as_str();
         let words: Vec<&str> = text.split_whitespace().collect();
         let (path, check) = match words.as_slice() {
             [path, "in", range] => {
@@ -109,6 +201,7 @@ impl Expectation {
         };
         Ok(Expectation {
             text: words.join(" "),
+            scope: Scope::EachSeed,
             path: metric_path(path)?,
             check,
         })
@@ -116,6 +209,71 @@ impl Expectation {
 
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// How the expectation judges several seeds.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// Judges the evaluations of one variant on each seed of a range (from [`evaluate`]).
+    /// Every seed for a plain expectation; the mean or a quantile of the values, or the share
+    /// of seeds that held, for the other scopes. `actual` is the value judged: the mean, the
+    /// quantile, the share in percent; `None` for a plain expectation.
+    ///
+    /// [`evaluate`]: Expectation::evaluate
+    pub fn judge(&self, per_seed: &[Evaluation]) -> Evaluation {
+        let values: Vec<f64> = per_seed.iter().filter_map(|e| e.actual).collect();
+        match self.scope {
+            Scope::EachSeed => Evaluation {
+                passed: !per_seed.is_empty() && per_seed.iter().all(|e| e.passed),
+                actual: None,
+            },
+            Scope::AtLeast(share) => {
+                let held = per_seed.iter().filter(|e| e.passed).count();
+                let percent = if per_seed.is_empty() {
+                    0.0
+                } else {
+                    held as f64 * 100.0 / per_seed.len() as f64
+                };
+                Evaluation {
+                    passed: !per_seed.is_empty() && percent >= share,
+                    actual: Some(percent),
+                }
+            }
+            Scope::Mean | Scope::Quantile(_) => {
+                // A seed on which the metric has no value (a latency with no request counted)
+                // fails the judgement rather than being left out of it.
+                if values.is_empty() || values.len() < per_seed.len() {
+                    return Evaluation {
+                        passed: false,
+                        actual: None,
+                    };
+                }
+                let value = match self.scope {
+                    Scope::Quantile(percent) => {
+                        let mut sorted = values;
+                        sorted.sort_by(f64::total_cmp);
+                        let rank = (u64::from(percent) * sorted.len() as u64).div_ceil(100);
+                        sorted[rank.max(1) as usize - 1]
+                    }
+                    _ => values.iter().sum::<f64>() / values.len() as f64,
+                };
+                Evaluation {
+                    passed: self.holds(value),
+                    actual: Some(value),
+                }
+            }
+        }
+    }
+
+    /// Whether a value passes a check against a number (or a range).
+    fn holds(&self, value: f64) -> bool {
+        match &self.check {
+            Check::Within(low, high) => *low <= value && value <= *high,
+            Check::Compare(op, Operand::Number(number)) => compare(*op, value, *number),
+            Check::Compare(_, Operand::Metric(_)) => false,
+        }
     }
 
     pub fn metric(&self) -> String {
@@ -315,5 +473,106 @@ mod tests {
         );
         rejected("databases.main < 3", "is not a number");
         rejected("outcomes..ok < 3", "has an empty part");
+    }
+
+    fn seeds(values: &[Option<f64>], passed: &[bool]) -> Vec<Evaluation> {
+        values
+            .iter()
+            .zip(passed)
+            .map(|(&actual, &passed)| Evaluation { passed, actual })
+            .collect()
+    }
+
+    #[test]
+    fn scopes_over_seeds_judge_the_seeds_together() {
+        let values = [Some(10.0), Some(20.0), Some(30.0), Some(100.0)];
+        let all = seeds(&values, &[true, true, true, false]);
+        let judge = |text: &str| Expectation::parse(text).unwrap().judge(&all);
+
+        // Plain: every seed must hold.
+        assert!(!judge("outcomes.ok < 50").passed);
+        // The mean is 40.
+        let mean = judge("mean outcomes.ok < 50");
+        assert_eq!(
+            mean,
+            Evaluation {
+                passed: true,
+                actual: Some(40.0)
+            }
+        );
+        assert!(!judge("mean outcomes.ok < 40").passed);
+        assert!(judge("mean outcomes.ok in 39..41").passed);
+        // Nearest rank: p50 of 4 values is the 2nd, p75 the 3rd, p76 the 4th.
+        assert_eq!(judge("p50 outcomes.ok < 50").actual, Some(20.0));
+        assert_eq!(judge("p75 outcomes.ok < 50").actual, Some(30.0));
+        let p76 = judge("p76 outcomes.ok < 50");
+        assert_eq!(
+            p76,
+            Evaluation {
+                passed: false,
+                actual: Some(100.0)
+            }
+        );
+        // Three seeds of four held.
+        let share = judge("at least 75% of seeds: outcomes.ok < 50");
+        assert_eq!(
+            share,
+            Evaluation {
+                passed: true,
+                actual: Some(75.0)
+            }
+        );
+        assert!(!judge("at least 76% of seeds: outcomes.ok < 50").passed);
+
+        // A seed without a value fails a mean instead of being left out.
+        let gap = seeds(&[Some(1.0), None], &[true, false]);
+        let mean = Expectation::parse("mean outcomes.ok < 5")
+            .unwrap()
+            .judge(&gap);
+        assert_eq!(
+            mean,
+            Evaluation {
+                passed: false,
+                actual: None
+            }
+        );
+        // No seed at all holds nothing.
+        assert!(
+            !Expectation::parse("outcomes.ok < 5")
+                .unwrap()
+                .judge(&[])
+                .passed
+        );
+    }
+
+    #[test]
+    fn on_one_seed_a_scope_reads_as_its_plain_form() {
+        check("mean outcomes.ok == 410", true);
+        check("p90 outcomes.ok < 400", false);
+        check("at least 50% of seeds: outcomes.shed >= 90", true);
+        let scoped = Expectation::parse("at least 90% of seeds:  outcomes.ok  in 1..2").unwrap();
+        assert_eq!(scoped.text(), "at least 90% of seeds: outcomes.ok in 1..2");
+        assert_eq!(scoped.scope(), Scope::AtLeast(90.0));
+        assert_eq!(scoped.metric(), "outcomes.ok");
+    }
+
+    #[test]
+    fn bad_scopes_say_what_is_wrong() {
+        rejected("p0 outcomes.ok < 3", "is not a quantile over seeds");
+        rejected("p101 outcomes.ok < 3", "is not a quantile over seeds");
+        rejected("mean outcomes.ok < outcomes.shed", "compared with a number");
+        rejected(
+            "at least 90 of seeds: outcomes.ok < 3",
+            "is not a share of seeds",
+        );
+        rejected(
+            "at least 0% of seeds: outcomes.ok < 3",
+            "above 0% and at most 100%",
+        );
+        rejected(
+            "at least 90% of seeds: mean outcomes.ok < 3",
+            "applies to a plain",
+        );
+        rejected("mean outcome.ok < 3", "the summary has no `outcome`");
     }
 }

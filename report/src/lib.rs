@@ -8,11 +8,12 @@
 pub mod expect;
 pub mod keys;
 pub mod outcome;
+pub mod study;
 pub mod write;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use keys::{CountKey, GaugeKey};
 pub use outcome::Outcome;
@@ -28,7 +29,7 @@ pub struct RunReport {
 }
 
 /// Describes a parameter sweep: which scenario key was varied, and its label on charts.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepInfo {
     /// Short name for the swept value, e.g. `K`.
     pub label: String,
@@ -84,7 +85,7 @@ pub struct LogEntry {
 }
 
 /// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Every request ended before the horizon.

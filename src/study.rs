@@ -1,0 +1,515 @@
+//! `run --seeds A..B`: every variant on every seed of a range, run on all cores, and what a
+//! design review reads from it: each chosen metric's mean with a 95% interval, each variant's
+//! paired difference from the baseline, the points that satisfy the constraints and the best
+//! one, and every expectation judged over the seeds. A bundled file states the range its
+//! expectations hold on (`[scenario] seeds`); `--seeds stated` checks exactly that, which is
+//! what CI runs. The statistics themselves are in `outagelab_report::study`.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use outagelab_report::expect::{Expectation, Scope};
+use outagelab_report::study::{Across, Objective, RunRow, Selection, Shard, Study, StudyVariant};
+use outagelab_scenario_file::ScenarioFile;
+use outagelab_sim::{Bugs, SimError};
+use rayon::prelude::*;
+
+/// How to run a study, from the command line and the file's `[report]` table.
+pub struct Plan {
+    pub seeds: std::ops::RangeInclusive<u64>,
+    pub selection: Selection,
+    /// The variant the others are compared with; the first when not named.
+    pub baseline: Option<String>,
+    pub shard: Option<Shard>,
+    /// Threads; all cores when not given.
+    pub jobs: Option<usize>,
+    pub quiet: bool,
+}
+
+/// What the table shows when neither `--metric` nor `[report] metrics` chooses.
+pub fn default_metrics(scenario: &ScenarioFile) -> Vec<String> {
+    let mut metrics = vec![
+        "outcomes.ok".to_owned(),
+        "latency_ms.all.p50".to_owned(),
+        "latency_ms.all.p99".to_owned(),
+    ];
+    if scenario.variants.iter().any(|v| v.scenario.http.is_some()) {
+        metrics.push("http.share_5xx_percent".to_owned());
+    }
+    metrics
+}
+
+/// Refuses metrics, constraints, an objective or a baseline that name nothing, before
+/// anything runs.
+pub fn check_plan(scenario: &ScenarioFile, plan: &Plan) -> Result<(), String> {
+    let shapes: Vec<_> = scenario
+        .variants
+        .iter()
+        .filter_map(|v| outagelab_sim::summary_shape(&v.scenario).ok())
+        .collect();
+    let known = |metric: &str, what: &str| -> Result<(), String> {
+        let probe = Expectation::parse(&format!("{metric} >= 0"))
+            .map_err(|e| format!("{what} `{metric}`: {e}"))?;
+        let mut first_error = None;
+        for shape in &shapes {
+            match probe.check_path(shape) {
+                Ok(()) => return Ok(()),
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        Err(format!(
+            "{what} `{metric}`: {}",
+            first_error.unwrap_or_else(|| "no variant has it".to_owned())
+        ))
+    };
+    for metric in &plan.selection.metrics {
+        known(metric, "--metric")?;
+    }
+    for constraint in &plan.selection.constraints {
+        let parsed = Expectation::parse(constraint)
+            .map_err(|e| format!("--constraint `{constraint}`: {e}"))?;
+        if parsed.scope() != Scope::EachSeed {
+            return Err(format!(
+                "--constraint `{constraint}`: a constraint is judged on the mean over the seeds \
+                 already; write it without a prefix"
+            ));
+        }
+        known(&parsed.metric(), "--constraint")?;
+    }
+    if let Some(objective) = &plan.selection.objective {
+        let parsed = Objective::parse(objective)?;
+        known(&parsed.metric, "--objective")?;
+    }
+    if let Some(baseline) = &plan.baseline
+        && !scenario.variants.iter().any(|v| &v.name == baseline)
+    {
+        let names: Vec<&str> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
+        return Err(format!(
+            "--baseline \"{baseline}\" is not a variant (the variants: \"{}\")",
+            names.join("\", \"")
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the study's runs (a shard's only, with `--shard`) on `plan.jobs` threads. A run that
+/// broke an invariant stops everything: the error names the variant and the seed. The rows
+/// come back in run order whatever the threads did, so the study is the same with any number
+/// of them.
+pub fn run(scenario: &ScenarioFile, plan: &Plan) -> Result<Study, (String, u64, SimError)> {
+    let baseline = plan
+        .baseline
+        .clone()
+        .unwrap_or_else(|| scenario.variants[0].name.clone());
+    let variants = scenario
+        .variants
+        .iter()
+        .map(|variant| StudyVariant {
+            name: variant.name.clone(),
+            sweep_x: variant.sweep_x,
+            expectations: variant
+                .expectations
+                .iter()
+                .map(|e| e.expectation.to_string())
+                .collect(),
+            verdicts: Vec::new(),
+            metrics: Default::default(),
+            satisfies: None,
+            best: false,
+        })
+        .collect();
+    let mut study = Study::header(
+        &scenario.name,
+        [*plan.seeds.start(), *plan.seeds.end()],
+        &baseline,
+        scenario.sweep.clone(),
+        plan.selection.clone(),
+        variants,
+    );
+    study.shard = plan.shard;
+    let runs: Vec<u64> = (0..study.run_count())
+        .filter(|&run| plan.shard.is_none_or(|shard| shard.holds(run)))
+        .collect();
+    let progress = RunsProgress::new(runs.len() as u64, plan.quiet);
+    let one = |&run: &u64| -> Result<RunRow, (String, u64, SimError)> {
+        let (seed, index) = study.run_at(run);
+        let variant = &scenario.variants[index];
+        let mut runnable = variant.scenario.clone();
+        runnable.seed = seed;
+        let report = outagelab_sim::run_observed(&runnable, Bugs::default(), &mut |_| {})
+            .map_err(|error| (variant.name.clone(), seed, error))?;
+        progress.one_done();
+        let expectations: Vec<Expectation> = variant
+            .expectations
+            .iter()
+            .map(|e| e.expectation.clone())
+            .collect();
+        Ok(RunRow::new(
+            seed,
+            index,
+            report.verdict,
+            &report.summary,
+            &expectations,
+        ))
+    };
+    let rows: Vec<Result<RunRow, _>> = match plan.jobs {
+        Some(jobs) => match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+            Ok(pool) => pool.install(|| runs.par_iter().map(one).collect()),
+            Err(_) => runs.iter().map(one).collect(),
+        },
+        None => runs.par_iter().map(one).collect(),
+    };
+    progress.done();
+    study.runs = rows.into_iter().collect::<Result<_, _>>()?;
+    if study.shard.is_none() {
+        study
+            .finish()
+            .expect("a study of every run with a checked baseline finishes");
+    }
+    Ok(study)
+}
+
+/// Seeds on which something failed: a plain expectation, or a run stopped by its budget.
+pub fn failed_seeds(study: &Study) -> Vec<u64> {
+    let mut seeds: Vec<u64> =
+        study
+            .runs
+            .iter()
+            .filter(|row| {
+                let variant = &study.variants[row.variant];
+                row.verdict.is_budget()
+                    || variant.expectations.iter().zip(&row.expectations).any(
+                        |(text, evaluation)| {
+                            let plain = Expectation::parse(text)
+                                .is_ok_and(|e| e.scope() == Scope::EachSeed);
+                            plain && !evaluation.as_ref().is_some_and(|e| e.passed)
+                        },
+                    )
+            })
+            .map(|row| row.seed)
+            .collect();
+    seeds.dedup();
+    seeds
+}
+
+/// Whether every expectation held over the seeds and no run hit its budget.
+pub fn all_held(study: &Study) -> bool {
+    study
+        .variants
+        .iter()
+        .all(|v| v.verdicts.iter().all(|j| j.held))
+        && !study.runs.iter().any(|row| row.verdict.is_budget())
+}
+
+/// The study as text: the metrics table, then the expectations.
+pub fn render(study: &Study) -> String {
+    let [low, high] = study.seeds;
+    let seeds = high - low + 1;
+    let count = study.variants.len();
+    let mut text = format!(
+        "{} on seeds {low}..{high} ({seeds} seed{} x {count} variant{} = {} runs, on common \
+         random numbers)\n\n",
+        study.scenario,
+        plural(seeds),
+        plural(count as u64),
+        study.run_count(),
+    );
+    text.push_str(&metrics_table(study));
+    if let Some(best) = study.variants.iter().find(|v| v.best) {
+        let objective = study.selection.objective.as_deref().unwrap_or_default();
+        writeln!(
+            text,
+            "\nbest under the constraints ({objective}): {}",
+            best.name
+        )
+        .unwrap();
+    } else if study.variants.iter().any(|v| v.satisfies.is_some()) {
+        text.push_str("\nno variant satisfies every constraint\n");
+    }
+    text.push('\n');
+    text.push_str(&expectations_table(study));
+    for row in study.runs.iter().filter(|row| row.verdict.is_budget()) {
+        writeln!(
+            text,
+            "note: \"{}\" on seed {} was stopped by its run budget ({})",
+            study.variants[row.variant].name,
+            row.seed,
+            row.verdict.name()
+        )
+        .unwrap();
+    }
+    let judged: Vec<_> = study.variants.iter().flat_map(|v| &v.verdicts).collect();
+    let held = judged.iter().filter(|j| j.held).count();
+    let failed = failed_seeds(study);
+    writeln!(
+        text,
+        "\nexpectations: {held} of {} held; seeds with a failure: {}",
+        judged.len(),
+        if failed.is_empty() {
+            "none".to_owned()
+        } else {
+            failed
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    )
+    .unwrap();
+    text
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// One row per variant and chosen metric: mean, interval, and the paired difference from the
+/// baseline with its interval.
+fn metrics_table(study: &Study) -> String {
+    let swept = study.sweep.as_ref();
+    let constrained = study.variants.iter().any(|v| v.satisfies.is_some());
+    let mut header = vec!["variant".to_owned()];
+    if let Some(sweep) = swept {
+        header.push(sweep.label.clone());
+    }
+    header.extend(
+        [
+            "metric",
+            "mean",
+            "95% CI",
+            &format!("vs \"{}\"", study.baseline),
+            "95% CI",
+        ]
+        .map(str::to_owned),
+    );
+    if constrained {
+        header.push("constraints".to_owned());
+    }
+    let mut rows = vec![header];
+    for variant in &study.variants {
+        for (m, metric) in study.selection.metrics.iter().enumerate() {
+            let mut row = vec![if m == 0 {
+                variant.name.clone()
+            } else {
+                String::new()
+            }];
+            if let Some(sweep) = swept {
+                row.push(match (m, variant.sweep_x) {
+                    (0, Some(x)) => format!("{}{}", number(x), unit(&sweep.unit)),
+                    _ => String::new(),
+                });
+            }
+            row.push(metric.clone());
+            match variant.metrics.get(metric) {
+                Some(Across {
+                    mean,
+                    ci95,
+                    vs_baseline,
+                    ..
+                }) => {
+                    row.push(number(*mean));
+                    row.push(interval(*ci95));
+                    match vs_baseline {
+                        Some(paired) => {
+                            row.push(signed(paired.mean));
+                            row.push(interval(paired.ci95));
+                        }
+                        None => row.extend(["-".to_owned(), String::new()]),
+                    }
+                }
+                None => row.extend([
+                    "no value".to_owned(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]),
+            }
+            if constrained {
+                row.push(match (m, variant.satisfies, variant.best) {
+                    (0, _, true) => "best".to_owned(),
+                    (0, Some(true), _) => "satisfied".to_owned(),
+                    (0, Some(false), _) => "not satisfied".to_owned(),
+                    _ => String::new(),
+                });
+            }
+            rows.push(row);
+        }
+    }
+    let mut text = align(&rows);
+    text.push_str(
+        "(mean over the seeds; 95% CI by Student's t; the difference is paired seed by seed)\n",
+    );
+    text
+}
+
+/// Every expectation of every variant, judged over the seeds.
+fn expectations_table(study: &Study) -> String {
+    let value = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), number);
+    let mut rows = vec![
+        [
+            "variant",
+            "expectation",
+            "held",
+            "lowest",
+            "highest",
+            "first failing seed",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    ];
+    for variant in &study.variants {
+        for (e, (text, judged)) in variant
+            .expectations
+            .iter()
+            .zip(&variant.verdicts)
+            .enumerate()
+        {
+            let scope = Expectation::parse(text).map(|e| e.scope()).ok();
+            let held = match scope {
+                Some(Scope::EachSeed) | None => format!("{}/{}", judged.seeds_held, judged.seeds),
+                Some(scope) => format!(
+                    "{} ({} {})",
+                    if judged.held { "yes" } else { "NO" },
+                    match scope {
+                        Scope::Mean => "mean".to_owned(),
+                        Scope::Quantile(p) => format!("p{p}"),
+                        _ => "share %".to_owned(),
+                    },
+                    value(judged.value)
+                ),
+            };
+            let first_failing = match (scope, judged.first_failing_seed) {
+                (Some(Scope::EachSeed), Some(seed)) => {
+                    let actual = study
+                        .runs
+                        .iter()
+                        .find(|row| {
+                            row.seed == seed && study.variants[row.variant].name == variant.name
+                        })
+                        .and_then(|row| row.expectations.get(e).cloned().flatten()?.actual);
+                    format!("{seed} (actual {})", value(actual))
+                }
+                _ => String::new(),
+            };
+            rows.push(vec![
+                variant.name.clone(),
+                text.clone(),
+                held,
+                value(judged.low),
+                value(judged.high),
+                first_failing,
+            ]);
+        }
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    align(&rows)
+}
+
+fn align(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .map(|row| row.get(c).map_or(0, |cell| cell.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut text = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        writeln!(text, "{}", cells.join("  ").trim_end()).unwrap();
+    }
+    text
+}
+
+fn unit(unit: &str) -> String {
+    match unit {
+        "" | "(index)" => String::new(),
+        unit => format!(" {unit}"),
+    }
+}
+
+/// A figure with as many decimals as its size deserves: 500, 151.0, 2.35, 0.053, 4.1e-5.
+fn number(x: f64) -> String {
+    let magnitude = x.abs();
+    if x == x.trunc() && magnitude < 1e15 {
+        format!("{x:.0}")
+    } else if magnitude >= 10.0 {
+        format!("{x:.1}")
+    } else if magnitude >= 1.0 {
+        format!("{x:.2}")
+    } else if magnitude >= 0.01 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.1e}")
+    }
+}
+
+fn signed(x: f64) -> String {
+    if x > 0.0 {
+        format!("+{}", number(x))
+    } else {
+        number(x)
+    }
+}
+
+fn interval(ci: Option<[f64; 2]>) -> String {
+    match ci {
+        Some([low, high]) => format!("[{}, {}]", number(low), number(high)),
+        None => "(one seed)".to_owned(),
+    }
+}
+
+/// A bar of runs done on standard error: on a terminal only, once the study has taken a
+/// second, never with `--quiet`. It reads the wall clock, which the simulation never does.
+struct RunsProgress {
+    bar: Option<indicatif::ProgressBar>,
+    done: AtomicU64,
+    started: std::time::Instant,
+}
+
+impl RunsProgress {
+    fn new(total: u64, quiet: bool) -> RunsProgress {
+        use std::io::IsTerminal;
+        let shown = !quiet && std::io::stderr().is_terminal();
+        RunsProgress {
+            bar: shown.then(|| {
+                let bar = indicatif::ProgressBar::hidden();
+                bar.set_length(total);
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "runs [{bar:30}] {pos}/{len}, {elapsed}",
+                ) {
+                    bar.set_style(style);
+                }
+                bar
+            }),
+            done: AtomicU64::new(0),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn one_done(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(bar) = &self.bar {
+            if bar.is_hidden() && self.started.elapsed() >= std::time::Duration::from_secs(1) {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
+            bar.set_position(done);
+        }
+    }
+
+    fn done(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

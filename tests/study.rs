@@ -1,0 +1,231 @@
+//! `run --seeds` as a study: means with intervals, paired differences, constraints and the
+//! best variant, expectations over the seeds, threads that change nothing, and shards that
+//! merge into exactly the unsharded file.
+
+mod common;
+
+use common::{outagelab, scratch};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const FILE: &str = "scenarios/redis-dead-protection.toml";
+
+#[test]
+fn threads_and_shards_do_not_change_a_byte() {
+    let dir = scratch("study-shards");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", FILE, "--seeds", "1..5", "--quiet"];
+        args.extend(extra);
+        let output = outagelab(&args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        output
+    };
+    run(&["--jobs", "1", "--json", &path("one.json")]);
+    run(&["--jobs", "2", "--json", &path("two.json")]);
+    let one = std::fs::read(dir.join("one.json")).unwrap();
+    assert_eq!(one, std::fs::read(dir.join("two.json")).unwrap());
+    for k in 1..=3 {
+        let output = run(&[
+            "--shard",
+            &format!("{k}/3"),
+            "--json",
+            &path(&format!("s{k}.json")),
+        ]);
+        assert!(text(&output.stderr).contains(&format!("shard {k}/3: 5 of 15 runs")));
+        assert!(output.stdout.is_empty(), "a shard judges nothing");
+    }
+    // Any order of the shards gives the unsharded file, byte for byte.
+    let merged = path("merged.json");
+    let output = outagelab(&[
+        "merge",
+        &path("s2.json"),
+        &path("s3.json"),
+        &path("s1.json"),
+        "--json",
+        &merged,
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("expectations: 19 of 19 held"));
+    assert_eq!(std::fs::read(&merged).unwrap(), one);
+
+    // A missing shard, a shard given twice, a whole study, or a shard of another study.
+    let other = path("other.json");
+    run(&[
+        "--metric",
+        "outcomes.shed",
+        "--shard",
+        "1/3",
+        "--json",
+        &other,
+    ]);
+    for (shards, message) in [
+        (vec![path("s1.json"), path("s2.json")], "missing shard 3/3"),
+        (
+            vec![path("s1.json"), path("s1.json"), path("s3.json")],
+            "are both shard 1/3",
+        ),
+        (vec![path("one.json")], "is a whole study"),
+        (
+            vec![path("s2.json"), other.clone(), path("s3.json")],
+            "not a shard of the same study",
+        ),
+    ] {
+        let mut args = vec!["merge".to_owned()];
+        args.extend(shards);
+        args.extend(["--json".to_owned(), path("bad.json")]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = outagelab(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&output.stderr).contains(message),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn the_table_gives_means_intervals_paired_differences_and_the_best_point() {
+    let output = outagelab(&[
+        "run",
+        FILE,
+        "--seeds",
+        "1..8",
+        "--metric",
+        "latency_ms.all.p99",
+        "--metric",
+        "databases.main.peak_concurrency",
+        "--constraint",
+        "databases.main.peak_concurrency <= 30",
+        "--objective",
+        "min latency_ms.all.p99",
+        "--json",
+        "-",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stderr);
+    assert!(
+        table.contains("on seeds 1..8 (8 seeds x 3 variants = 24 runs"),
+        "{table}"
+    );
+    assert!(table.contains("vs \"timeout only (fail-open)\""), "{table}");
+    // Only the first variant (peak 26) and the bulkhead (20) satisfy the constraint; of the
+    // two, the first has the lower p99.
+    assert!(
+        table.contains("best under the constraints (min latency_ms.all.p99): timeout only"),
+        "{table}"
+    );
+    let study: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let variants = study["variants"].as_array().unwrap();
+    let satisfies: Vec<bool> = variants
+        .iter()
+        .map(|v| v["satisfies"].as_bool().unwrap())
+        .collect();
+    assert_eq!(satisfies, [true, false, true]);
+    // The bulkhead's p99 is about 115 ms above the baseline's on every seed: the paired
+    // interval is narrow and excludes zero.
+    let p99 = &variants[2]["metrics"]["latency_ms.all.p99"];
+    let paired = &p99["vs_baseline"];
+    let (low, high) = (
+        paired["ci95"][0].as_f64().unwrap(),
+        paired["ci95"][1].as_f64().unwrap(),
+    );
+    assert!(100.0 < low && high < 130.0 && high - low < 5.0, "{paired}");
+    // The mean is the mean of the rows.
+    let rows: Vec<f64> = study["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["variant"] == 2)
+        .map(|row| row["metrics"]["latency_ms.all.p99"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rows.len(), 8);
+    let mean = rows.iter().sum::<f64>() / 8.0;
+    assert_eq!(p99["mean"].as_f64().unwrap(), mean);
+}
+
+#[test]
+fn expectations_on_the_mean_a_quantile_or_a_share_of_seeds() {
+    let dir = scratch("study-scopes");
+    let file = dir.join("scopes.toml");
+    let original = std::fs::read_to_string("scenarios/gateway-rate-limit.toml").unwrap();
+    // `requests` moves with the seed around 4500: a tight plain range fails on some seeds,
+    // while the same range on the mean, and a share of seeds, can hold.
+    let scoped = original.replace(
+        "expect = [\"requests in 4300..4700\"]",
+        "expect = [\"requests in 4480..4520\", \"mean requests in 4300..4700\", \
+         \"p90 requests < 4700\", \"at least 10% of seeds: requests in 4480..4520\", \
+         \"at least 100% of seeds: requests in 4480..4520\"]",
+    );
+    assert_ne!(scoped, original);
+    std::fs::write(&file, scoped).unwrap();
+    let output = outagelab(&["run", file.to_str().unwrap(), "--seeds", "1..10"]);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    let line = |needle: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle}: {stdout}"))
+            .to_owned()
+    };
+    assert!(line("mean requests in 4300..4700").contains("yes (mean 4"));
+    assert!(line("p90 requests < 4700").contains("yes (p90 4"));
+    let held = line("  requests in 4480..4520");
+    let fraction = held.split_whitespace().find(|w| w.contains("/10")).unwrap();
+    let held_on: u64 = fraction.split('/').next().unwrap().parse().unwrap();
+    assert!(
+        (1..10).contains(&held_on),
+        "a range that holds on some seeds: {held}"
+    );
+    assert!(line("at least 10% of seeds").contains("yes (share %"));
+    assert!(line("at least 100% of seeds").contains("NO (share %"));
+    assert!(stderr.contains("reproduce with: outagelab run"), "{stderr}");
+
+    // On its own seed, a scoped expectation reads as its plain form.
+    let output = outagelab(&["run", file.to_str().unwrap(), "--seed", "1"]);
+    assert!(
+        text(&output.stdout).contains("expectations:"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
+#[test]
+fn names_that_name_nothing_are_refused_before_anything_runs() {
+    for (args, message) in [
+        (
+            vec!["--metric", "latency_ms.all.p98"],
+            "`latency_ms.all` has no `p98`",
+        ),
+        (
+            vec!["--baseline", "nope"],
+            "--baseline \"nope\" is not a variant",
+        ),
+        (
+            vec!["--constraint", "mean outcomes.ok > 1"],
+            "without a prefix",
+        ),
+        (
+            vec!["--objective", "lowest outcomes.ok"],
+            "write `min <metric>`",
+        ),
+        (vec!["--json", "x.json", "--shard", "0/3"], "is not a shard"),
+        (vec!["--json", "x.json", "--shard", "4/3"], "is not a shard"),
+        (vec!["--shard", "1/3"], "--json"),
+    ] {
+        let mut all = vec!["run", FILE, "--seeds", "1..2"];
+        all.extend(args);
+        let output = outagelab(&all);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{all:?}: {stderr}");
+        assert!(stderr.contains(message), "{all:?}: {stderr}");
+    }
+}
