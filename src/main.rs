@@ -46,7 +46,7 @@ enum Command {
         /// (`[scenario] seeds`): each metric's mean with a 95% interval, each variant's paired
         /// difference from the baseline, each expectation over the seeds. `--json` writes
         /// the study.
-        #[arg(long, value_name = "RANGE", conflicts_with_all = ["events", "html", "csv", "plot"])]
+        #[arg(long, value_name = "RANGE", conflicts_with_all = ["events", "html", "csv"])]
         seeds: Option<String>,
         /// With --seeds: a metric for the table (repeatable; a summary path such as
         /// `latency_ms.all.p99`). Default: the file's `[report] metrics`, else ok, p50, p99.
@@ -186,6 +186,7 @@ fn main() -> ExitCode {
             seed,
             seeds: Some(range),
             json,
+            plot,
             metric,
             baseline,
             constraint,
@@ -199,6 +200,7 @@ fn main() -> ExitCode {
             let options = StudyOptions {
                 range,
                 json,
+                plot,
                 metrics: metric,
                 baseline,
                 constraints: constraint,
@@ -271,6 +273,7 @@ fn calibrate(address: &str, plan: Plan) -> ExitCode {
 struct StudyOptions {
     range: String,
     json: Option<PathBuf>,
+    plot: Option<PathBuf>,
     metrics: Vec<String>,
     baseline: Option<String>,
     constraints: Vec<String>,
@@ -288,7 +291,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             events: None,
             html: None,
             csv: None,
-            plot: None,
+            plot: options.plot.as_deref(),
         };
         if let Err(message) = check_outputs(file, outputs) {
             eprintln!("{message}");
@@ -334,19 +337,25 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let metrics = if options.metrics.is_empty() {
-        study::default_metrics(&scenario)
+    // The command line first, then the file's [report], then the defaults.
+    let stated = &scenario.report;
+    let metrics = [options.metrics, stated.metrics.clone()]
+        .into_iter()
+        .find(|m| !m.is_empty())
+        .unwrap_or_else(|| study::default_metrics(&scenario));
+    let constraints = if options.constraints.is_empty() {
+        stated.constraints.clone()
     } else {
-        options.metrics
+        options.constraints
     };
     let plan = study::Plan {
         seeds,
         selection: outagelab_report::study::Selection {
             metrics,
-            constraints: options.constraints,
-            objective: options.objective,
+            constraints,
+            objective: options.objective.or_else(|| stated.objective.clone()),
         },
-        baseline: options.baseline,
+        baseline: options.baseline.or_else(|| stated.baseline.clone()),
         shard,
         jobs: options.jobs,
         quiet: options.quiet,
@@ -383,6 +392,19 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     say(&study::render(&study));
+    if let Some(dir) = options.plot.as_deref() {
+        match outagelab_plots::write_study_charts(&study, dir) {
+            Ok(paths) => {
+                for path in paths {
+                    eprintln!("wrote {}", path.display());
+                }
+            }
+            Err(error) => {
+                eprintln!("{error}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let failed = study::failed_seeds(&study);
     if study::all_held(&study) {
         return ExitCode::SUCCESS;

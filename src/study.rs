@@ -42,27 +42,10 @@ pub fn default_metrics(scenario: &ScenarioFile) -> Vec<String> {
 /// Refuses metrics, constraints, an objective or a baseline that name nothing, before
 /// anything runs.
 pub fn check_plan(scenario: &ScenarioFile, plan: &Plan) -> Result<(), String> {
-    let shapes: Vec<_> = scenario
-        .variants
-        .iter()
-        .filter_map(|v| outagelab_sim::summary_shape(&v.scenario).ok())
-        .collect();
     let known = |metric: &str, what: &str| -> Result<(), String> {
-        let probe = Expectation::parse(&format!("{metric} >= 0"))
-            .map_err(|e| format!("{what} `{metric}`: {e}"))?;
-        let mut first_error = None;
-        for shape in &shapes {
-            match probe.check_path(shape) {
-                Ok(()) => return Ok(()),
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
-            }
-        }
-        Err(format!(
-            "{what} `{metric}`: {}",
-            first_error.unwrap_or_else(|| "no variant has it".to_owned())
-        ))
+        scenario
+            .check_metric(metric)
+            .map_err(|e| format!("{what} `{metric}`: {e}"))
     };
     for metric in &plan.selection.metrics {
         known(metric, "--metric")?;
@@ -109,6 +92,7 @@ pub fn run(scenario: &ScenarioFile, plan: &Plan) -> Result<Study, (String, u64, 
         .map(|variant| StudyVariant {
             name: variant.name.clone(),
             sweep_x: variant.sweep_x,
+            point: variant.sweep_values.clone(),
             expectations: variant
                 .expectations
                 .iter()
@@ -268,12 +252,14 @@ fn plural(n: u64) -> &'static str {
 /// One row per variant and chosen metric: mean, interval, and the paired difference from the
 /// baseline with its interval.
 fn metrics_table(study: &Study) -> String {
-    let swept = study.sweep.as_ref();
+    let axes: Vec<String> = study
+        .variants
+        .first()
+        .map(|v| v.point.iter().map(|(label, _)| label.clone()).collect())
+        .unwrap_or_default();
     let constrained = study.variants.iter().any(|v| v.satisfies.is_some());
     let mut header = vec!["variant".to_owned()];
-    if let Some(sweep) = swept {
-        header.push(sweep.label.clone());
-    }
+    header.extend(axes.iter().cloned());
     header.extend(
         [
             "metric",
@@ -295,11 +281,9 @@ fn metrics_table(study: &Study) -> String {
             } else {
                 String::new()
             }];
-            if let Some(sweep) = swept {
-                row.push(match (m, variant.sweep_x) {
-                    (0, Some(x)) => format!("{}{}", number(x), unit(&sweep.unit)),
-                    _ => String::new(),
-                });
+            for (label, value) in &variant.point {
+                debug_assert!(axes.contains(label), "every point has the same axes");
+                row.push(if m == 0 { value.clone() } else { String::new() });
             }
             row.push(metric.clone());
             match variant.metrics.get(metric) {
@@ -429,13 +413,6 @@ fn align(rows: &[Vec<String>]) -> String {
         writeln!(text, "{}", cells.join("  ").trim_end()).unwrap();
     }
     text
-}
-
-fn unit(unit: &str) -> String {
-    match unit {
-        "" | "(index)" => String::new(),
-        unit => format!(" {unit}"),
-    }
 }
 
 /// A figure with as many decimals as its size deserves: 500, 151.0, 2.35, 0.053, 4.1e-5.

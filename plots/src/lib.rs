@@ -25,6 +25,7 @@ mod latency;
 mod memory;
 mod outage;
 mod render;
+mod study;
 mod sweep;
 mod throttles;
 mod timeline;
@@ -34,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use outagelab_report::RunReport;
+use outagelab_report::study::Study;
 
 use crate::chart::Chart;
 
@@ -77,6 +79,30 @@ impl std::error::Error for PlotError {}
 /// when some Redis server had a memory limit, and `sweep` for a sweep, each as `.png` then
 /// `.svg`.
 pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    write_each(&charts(report), dir)
+}
+
+/// Writes a study's chart (`run --seeds ... --plot DIR`): `study.png` and `study.svg`, one
+/// panel per chosen metric (the first four), the mean over the seeds with its 95% interval,
+/// one line per variant along a sweep's first axis; nothing when no metric has a value.
+pub fn write_study_charts(study: &Study, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    let charts: Vec<Chart> = study::chart(study).into_iter().collect();
+    write_each(&charts, dir)
+}
+
+/// A study's chart as an SVG document, for a page that embeds it.
+pub fn study_svg(study: &Study) -> Result<Option<String>, String> {
+    if !embedded_font_registered() {
+        return Err("the embedded DejaVu Sans font could not be loaded".to_owned());
+    }
+    study::chart(study)
+        .map(|chart| render::svg(&chart))
+        .transpose()
+}
+
+/// Writes each chart as PNG and SVG into `dir` (created if missing); returns the paths, each
+/// chart's `.png` then `.svg`.
+fn write_each(charts: &[Chart], dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir)
         .map_err(|error| PlotError::new(dir, format!("cannot create the directory: {error}")))?;
     if !embedded_font_registered() {
@@ -86,12 +112,12 @@ pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, Plot
         ));
     }
     let mut written = Vec::new();
-    for chart in charts(report) {
+    for chart in charts {
         // Each chart is drawn beside its name and renamed into place, so an interrupted run
         // leaves no truncated image under the real name.
         let png = dir.join(format!("{}.png", chart.name));
         let partial = outagelab_report::write::partial_path(&png);
-        render::write_png(&chart, &partial)
+        render::write_png(chart, &partial)
             .and_then(|()| std::fs::rename(&partial, &png).map_err(|error| error.to_string()))
             .map_err(|reason| {
                 let _ = std::fs::remove_file(&partial);
@@ -100,7 +126,7 @@ pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, Plot
         written.push(png);
 
         let svg = dir.join(format!("{}.svg", chart.name));
-        let document = render::svg(&chart).map_err(|reason| PlotError::new(&svg, reason))?;
+        let document = render::svg(chart).map_err(|reason| PlotError::new(&svg, reason))?;
         outagelab_report::write::replace_file(&svg, document.as_bytes())
             .map_err(|error| PlotError::new(&svg, error.to_string()))?;
         written.push(svg);

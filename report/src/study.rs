@@ -79,6 +79,9 @@ pub struct StudyVariant {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep_x: Option<f64>,
+    /// For a point of a sweep: each axis's label and value as the file writes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub point: Vec<(String, String)>,
     /// The variant's expectations as the file writes them, in order.
     pub expectations: Vec<String>,
     /// Each expectation judged over the seeds (empty in a shard).
@@ -556,6 +559,7 @@ mod tests {
         let variant = |name: &str| StudyVariant {
             name: name.to_owned(),
             sweep_x: None,
+            point: Vec::new(),
             expectations: vec!["outcomes.ok >= 10".to_owned()],
             verdicts: Vec::new(),
             metrics: BTreeMap::new(),

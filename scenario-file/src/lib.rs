@@ -42,7 +42,7 @@ pub use validate::PresetUse;
 use diagnostic::{Source, key_path_at};
 use document::{Table, Value, deserialize_table, merge, set_path, take};
 use kinds::RawScenario;
-use raw::{RawSweep, RawVariant};
+use raw::{RawReport, RawSweep, RawVariant};
 use validate::Validator;
 
 /// The most runs (variants times swept values) one file may expand to. Every run is a document
@@ -58,15 +58,57 @@ pub struct ScenarioFile {
     /// `[scenario] seeds`: the seeds on which the file says its expectations hold (`run
     /// --seeds stated` checks every one).
     pub seeds: Option<RangeInclusive<u64>>,
+    /// The sweep's first axis (charts put it on their x axis), when the file sweeps.
     pub sweep: Option<SweepInfo>,
+    /// Every axis of the sweep, in the file's order (one for `[sweep]`, several for a grid of
+    /// `[[sweep]]`).
+    pub sweep_axes: Vec<SweepInfo>,
     pub variants: Vec<Variant>,
+    /// `[report]`: what `run --seeds` shows and chooses by, unless the command line says.
+    pub report: ReportSettings,
+}
+
+impl ScenarioFile {
+    /// Whether `metric` names a number in some variant's summary (a patch may add a database
+    /// that the base has not); the error says what the nearest part has.
+    pub fn check_metric(&self, metric: &str) -> Result<(), String> {
+        let probe = Expectation::parse(&format!("{metric} >= 0"))?;
+        let mut first_error = None;
+        for variant in &self.variants {
+            let Ok(shape) = outagelab_sim::summary_shape(&variant.scenario) else {
+                continue;
+            };
+            match probe.check_path(&shape) {
+                Ok(()) => return Ok(()),
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        Err(first_error.unwrap_or_else(|| "no variant has it".to_owned()))
+    }
+}
+
+/// `[report]`, checked: every metric names a number of the summaries, the baseline a variant.
+#[derive(Clone, Debug, Default)]
+pub struct ReportSettings {
+    pub metrics: Vec<String>,
+    pub baseline: Option<String>,
+    /// Expectations on a metric's mean over the seeds.
+    pub constraints: Vec<String>,
+    /// `min <metric>` or `max <metric>`.
+    pub objective: Option<String>,
 }
 
 #[derive(Clone, Debug)]
 pub struct Variant {
     pub name: String,
-    /// The swept value as a number (durations in ms), for variants made by a sweep.
+    /// The swept value as a number (durations in ms), for variants made by a sweep: the first
+    /// axis's value in a grid.
     pub sweep_x: Option<f64>,
+    /// Each axis's label and value as the file writes it (`("K", "60")`), for variants made
+    /// by a sweep.
+    pub sweep_values: Vec<(String, String)>,
     pub scenario: Scenario,
     pub expectations: Vec<LocatedExpectation>,
     /// The breakers and retry policies that start from a library's preset.
@@ -111,13 +153,17 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
     };
     let variant_value = take(&mut base, "variant");
     let sweep_value = take(&mut base, "sweep");
+    let report_value = take(&mut base, "report");
     let variants = reader.variants(variant_value);
-    let sweep = reader.sweep(sweep_value, variants.len().max(1));
+    let sweeps = reader.sweeps(sweep_value, variants.len().max(1));
     if !reader.errors.is_empty() {
         return Err(Diagnostics(reader.errors));
     }
-    let variant_count = variants.len().max(1) * sweep.as_ref().map_or(1, |s| s.values.len());
-    let file = reader.build(base, document_span, variants, sweep);
+    let variant_count = variants.len().max(1) * points(&sweeps);
+    let mut file = reader.build(base, document_span, variants, sweeps);
+    if let (Some(file), Some((_, value))) = (&mut file, report_value) {
+        file.report = reader.report(value, file);
+    }
     if reader.errors.is_empty() {
         Ok(file.expect("no errors means a file"))
     } else {
@@ -169,7 +215,15 @@ struct VariantEntry<'t> {
     patch: Option<Table<'t>>,
 }
 
-/// The `[sweep]` table: its header and its values, with their spans and text.
+/// Points of a grid: the product of its axes' value counts (1 without a sweep).
+fn points(sweeps: &[SweepEntry<'_>]) -> usize {
+    sweeps.iter().fold(1usize, |product, sweep| {
+        product.saturating_mul(sweep.values.len())
+    })
+}
+
+/// One axis of a sweep (`[sweep]`, or one `[[sweep]]` of a grid): its header and its values,
+/// with their spans and text.
 struct SweepEntry<'t> {
     header: RawSweep,
     values: Vec<(String, f64, Value<'t>)>,
@@ -332,30 +386,103 @@ impl<'t> Reader<'_> {
         entries
     }
 
-    /// Reads `[sweep]`; every one of `variant_count` variants runs once per swept value.
-    fn sweep(
+    /// Reads `[sweep]` (one axis) or `[[sweep]]` (several: a grid of every combination);
+    /// every one of `variant_count` variants runs once per point.
+    fn sweeps(
         &mut self,
         value: Option<(Range<usize>, Value<'t>)>,
         variant_count: usize,
-    ) -> Option<SweepEntry<'t>> {
-        let (key_span, value) = value?;
-        let span = value.span();
-        let DeValue::Table(mut table) = value.into_inner() else {
-            let message = "a sweep is a table: write it as [sweep]";
-            self.errors
-                .push(self.source.diagnostic(Some(key_span), "sweep", message));
-            return None;
+    ) -> Vec<SweepEntry<'t>> {
+        let Some((key_span, value)) = value else {
+            return Vec::new();
         };
+        let span = value.span();
+        let axes: Vec<(String, Range<usize>, Table<'t>)> = match value.into_inner() {
+            DeValue::Table(table) => vec![("sweep".to_owned(), span, table)],
+            DeValue::Array(items) if !items.is_empty() => {
+                let mut axes = Vec::new();
+                for (index, item) in items.into_iter().enumerate() {
+                    let item_span = item.span();
+                    match item.into_inner() {
+                        DeValue::Table(table) => {
+                            axes.push((format!("sweep[{index}]"), item_span, table));
+                        }
+                        _ => {
+                            let message = "each axis of a grid is a table: write it as [[sweep]]";
+                            self.errors.push(self.source.diagnostic(
+                                Some(item_span),
+                                format!("sweep[{index}]"),
+                                message,
+                            ));
+                        }
+                    }
+                }
+                axes
+            }
+            _ => {
+                let message = "a sweep is a table: write it as [sweep], or [[sweep]] once per \
+                               axis of a grid";
+                self.errors
+                    .push(self.source.diagnostic(Some(key_span), "sweep", message));
+                return Vec::new();
+            }
+        };
+        let several = axes.len() > 1;
+        let mut entries: Vec<SweepEntry<'t>> = Vec::new();
+        for (key, span, table) in axes {
+            let runs_before = variant_count.saturating_mul(points(&entries));
+            let Some(mut entry) = self.sweep(&key, span, table, runs_before) else {
+                continue;
+            };
+            if let Some(other) = entries
+                .iter()
+                .find(|e| e.header.parameter.get_ref() == entry.header.parameter.get_ref())
+            {
+                let message = format!(
+                    "`{}` is swept twice: a grid sweeps each key once",
+                    other.header.parameter.get_ref()
+                );
+                self.errors.push(self.source.diagnostic(
+                    Some(entry.header.parameter.span()),
+                    format!("{key}.parameter"),
+                    message,
+                ));
+                continue;
+            }
+            if several && entry.header.label.is_none() {
+                let parameter = entry.header.parameter.get_ref();
+                let last = parameter.rsplit('.').next().unwrap_or(parameter);
+                entry.header.label = Some(last.to_owned());
+            }
+            entries.push(entry);
+        }
+        entries
+    }
+
+    /// Reads one axis of a sweep, `key` (`sweep` or `sweep[i]`); `runs_before` is the number
+    /// of runs the axes before it already make.
+    fn sweep(
+        &mut self,
+        key: &str,
+        span: Range<usize>,
+        mut table: Table<'t>,
+        runs_before: usize,
+    ) -> Option<SweepEntry<'t>> {
         let Some((values_key_span, values)) = take(&mut table, "values") else {
             let message = "a sweep needs `values`, e.g. values = [0, 10, 60]";
-            self.errors
-                .push(self.source.diagnostic(Some(span), "sweep.values", message));
+            self.errors.push(
+                self.source
+                    .diagnostic(Some(span), format!("{key}.values"), message),
+            );
             return None;
         };
-        let header = match deserialize_table::<RawSweep>(table, span) {
+        let header = match deserialize_table::<RawSweep>(table, span.clone()) {
             Ok(header) => header,
             Err(error) => {
-                self.toml_error(None, error);
+                let message = error.message().trim().to_owned();
+                let at = error.span().unwrap_or(span);
+                self.errors
+                    .push(self.source.diagnostic(Some(at), key.to_owned(), message));
                 return None;
             }
         };
@@ -363,7 +490,7 @@ impl<'t> Reader<'_> {
             let message = "must name a key as a dotted path, e.g. \"loads.blobs.count\"";
             self.errors.push(self.source.diagnostic(
                 Some(header.parameter.span()),
-                "sweep.parameter",
+                format!("{key}.parameter"),
                 message,
             ));
             return None;
@@ -371,7 +498,7 @@ impl<'t> Reader<'_> {
         if header.parameter.get_ref() == "scenario.seed" {
             self.errors.push(self.source.diagnostic(
                 Some(header.parameter.span()),
-                "sweep.parameter",
+                format!("{key}.parameter"),
                 SEED_IS_A_RUN_PARAMETER,
             ));
             return None;
@@ -383,26 +510,34 @@ impl<'t> Reader<'_> {
                 let message = "must be a non-empty array of values";
                 self.errors.push(self.source.diagnostic(
                     Some(values_span.start..values_span.end.max(values_key_span.end)),
-                    "sweep.values",
+                    format!("{key}.values"),
                     message,
                 ));
                 return None;
             }
         };
         // Checked before the values are read: their count alone may be what is too large.
-        let runs = variant_count.saturating_mul(items.len());
+        let runs = runs_before.saturating_mul(items.len());
         if runs > RUNS_MAX {
             let message = format!(
-                "{variant_count} variant{} × {} swept values = {runs} runs, more than the \
-                 {RUNS_MAX} a file may expand to: sweep fewer values, or split the variants over \
-                 several files",
-                if variant_count == 1 { "" } else { "s" },
+                "{runs_before} {} × {} swept values = {runs} runs, more than the {RUNS_MAX} a \
+                 file may expand to: sweep fewer values, or split the variants over several files",
+                if key == "sweep" || key == "sweep[0]" {
+                    if runs_before == 1 {
+                        "variant"
+                    } else {
+                        "variants"
+                    }
+                } else {
+                    "runs"
+                },
                 items.len(),
             );
-            self.errors.push(
-                self.source
-                    .diagnostic(Some(values_span), "sweep.values", message),
-            );
+            self.errors.push(self.source.diagnostic(
+                Some(values_span),
+                format!("{key}.values"),
+                message,
+            ));
             return None;
         }
         let mut parsed = Vec::new();
@@ -430,7 +565,7 @@ impl<'t> Reader<'_> {
                 let message = "a swept value is a number, a string or a boolean";
                 self.errors.push(self.source.diagnostic(
                     Some(item.span()),
-                    format!("sweep.values[{index}]"),
+                    format!("{key}.values[{index}]"),
                     message,
                 ));
                 continue;
@@ -438,7 +573,7 @@ impl<'t> Reader<'_> {
             if parsed.iter().any(|(seen, _, _)| *seen == text) {
                 let diagnostic = self.source.diagnostic(
                     Some(item.span()),
-                    format!("sweep.values[{index}]"),
+                    format!("{key}.values[{index}]"),
                     format!("`{text}` is swept twice"),
                 );
                 self.errors.push(diagnostic);
@@ -453,10 +588,11 @@ impl<'t> Reader<'_> {
                 kind_name(unit),
                 kind_name(other)
             );
-            self.errors.push(
-                self.source
-                    .diagnostic(Some(span.clone()), "sweep.values", message),
-            );
+            self.errors.push(self.source.diagnostic(
+                Some(span.clone()),
+                format!("{key}.values"),
+                message,
+            ));
         }
         for (value_text, lines) in &header.expect {
             if !parsed.iter().any(|(text, _, _)| text == value_text) {
@@ -464,7 +600,7 @@ impl<'t> Reader<'_> {
                 let message = format!("`{value_text}` is not one of the swept values");
                 self.errors.push(self.source.diagnostic(
                     span,
-                    format!("sweep.expect.{value_text}"),
+                    format!("{key}.expect.{value_text}"),
                     message,
                 ));
             }
@@ -481,7 +617,7 @@ impl<'t> Reader<'_> {
         base: Table<'t>,
         document_span: Range<usize>,
         variants: Vec<VariantEntry<'t>>,
-        sweep: Option<SweepEntry<'t>>,
+        sweeps: Vec<SweepEntry<'t>>,
     ) -> Option<ScenarioFile> {
         let implicit = [VariantEntry {
             header: RawVariant {
@@ -515,44 +651,57 @@ impl<'t> Reader<'_> {
                 continue;
             }
             let variant_name = entry.header.name.get_ref().clone();
-            match &sweep {
-                None => documents.push((variant_name, None, document, entry, None)),
-                Some(sweep) => {
-                    let label = sweep
-                        .header
-                        .label
-                        .clone()
-                        .unwrap_or_else(|| "value".to_owned());
-                    for (text, x, value) in &sweep.values {
-                        let mut swept = document.clone();
-                        let parameter = &sweep.header.parameter;
-                        if let Err(message) = set_path(
-                            &mut swept,
-                            parameter.get_ref(),
-                            parameter.span(),
-                            value.clone(),
-                        ) {
-                            let diagnostic = self.source.diagnostic(
-                                Some(parameter.span()),
-                                "sweep.parameter",
-                                message,
-                            );
-                            self.errors.push(diagnostic);
-                            return None;
-                        }
-                        let name = if explicit {
-                            format!("{variant_name} / {label}={text}")
-                        } else {
-                            format!("{label}={text}")
-                        };
-                        documents.push((name, Some(*x), swept, entry, Some(text.as_str())));
+            // Every point of the grid, the first axis outermost: the indices of its values.
+            let mut point = vec![0usize; sweeps.len()];
+            let count = if sweeps.is_empty() {
+                1
+            } else {
+                points(&sweeps)
+            };
+            for _ in 0..count {
+                let mut swept = document.clone();
+                let mut texts = Vec::new();
+                for (sweep, &index) in sweeps.iter().zip(&point) {
+                    let (text, _, value) = &sweep.values[index];
+                    let parameter = &sweep.header.parameter;
+                    if let Err(message) = set_path(
+                        &mut swept,
+                        parameter.get_ref(),
+                        parameter.span(),
+                        value.clone(),
+                    ) {
+                        let diagnostic = self.source.diagnostic(
+                            Some(parameter.span()),
+                            "sweep.parameter",
+                            message,
+                        );
+                        self.errors.push(diagnostic);
+                        return None;
                     }
+                    let label = sweep.header.label.as_deref().unwrap_or("value");
+                    texts.push((label.to_owned(), text.clone()));
+                }
+                let shown: Vec<String> = texts.iter().map(|(l, t)| format!("{l}={t}")).collect();
+                let name = match (explicit, shown.is_empty()) {
+                    (_, true) => variant_name.clone(),
+                    (true, false) => format!("{variant_name} / {}", shown.join(", ")),
+                    (false, false) => shown.join(", "),
+                };
+                let x = sweeps.first().map(|sweep| sweep.values[point[0]].1);
+                documents.push((name, x, swept, entry, point.clone(), texts));
+                // The next point: the last axis moves fastest.
+                for axis in (0..point.len()).rev() {
+                    point[axis] += 1;
+                    if point[axis] < sweeps[axis].values.len() {
+                        break;
+                    }
+                    point[axis] = 0;
                 }
             }
         }
         let mut file: Option<(String, u64, Option<RangeInclusive<u64>>)> = None;
         let mut built = Vec::new();
-        for (name, sweep_x, document, entry, sweep_text) in documents {
+        for (name, sweep_x, document, entry, point, sweep_values) in documents {
             let errors_before = self.errors.len();
             let raw =
                 match deserialize_table::<RawScenario>(document.clone(), document_span.clone()) {
@@ -570,7 +719,8 @@ impl<'t> Reader<'_> {
             if let Some(scenario) = scenario {
                 let mut lines: Vec<&Spanned<String>> = raw.scenario.expect.iter().collect();
                 lines.extend(&entry.header.expect);
-                if let (Some(sweep), Some(text)) = (&sweep, sweep_text) {
+                for (sweep, &index) in sweeps.iter().zip(&point) {
+                    let text = &sweep.values[index].0;
                     lines.extend(sweep.header.expect.get(text).into_iter().flatten());
                 }
                 let expectations = self.expectations(&scenario, &lines);
@@ -585,6 +735,7 @@ impl<'t> Reader<'_> {
                 built.push(Variant {
                     name: name.clone(),
                     sweep_x,
+                    sweep_values,
                     scenario,
                     expectations,
                     presets,
@@ -593,17 +744,105 @@ impl<'t> Reader<'_> {
             tag(&mut self.errors[errors_before..], &name);
         }
         let (name, seed, seeds) = file?;
+        let axes: Vec<SweepInfo> = sweeps
+            .into_iter()
+            .map(|sweep| SweepInfo {
+                label: sweep.header.label.unwrap_or_else(|| "value".to_owned()),
+                parameter: sweep.header.parameter.into_inner(),
+                unit: sweep.unit.to_owned(),
+            })
+            .collect();
         Some(ScenarioFile {
             name,
             seed,
             seeds,
-            sweep: sweep.map(|sweep| SweepInfo {
-                label: sweep.header.label.unwrap_or_else(|| "value".to_owned()),
-                parameter: sweep.header.parameter.into_inner(),
-                unit: sweep.unit.to_owned(),
-            }),
+            sweep: axes.first().cloned(),
+            sweep_axes: axes,
             variants: built,
+            report: ReportSettings::default(),
         })
+    }
+
+    /// Reads `[report]` against the built variants: a metric must name a number in some
+    /// variant's summary, the baseline must be a variant.
+    fn report(&mut self, value: Value<'t>, file: &ScenarioFile) -> ReportSettings {
+        let span = value.span();
+        let DeValue::Table(table) = value.into_inner() else {
+            let message = "the report settings are a table: write them as [report]";
+            self.errors
+                .push(self.source.diagnostic(Some(span), "report", message));
+            return ReportSettings::default();
+        };
+        let raw = match deserialize_table::<RawReport>(table, span.clone()) {
+            Ok(raw) => raw,
+            Err(error) => {
+                let message = error.message().trim().to_owned();
+                let at = error.span().unwrap_or(span);
+                self.errors
+                    .push(self.source.diagnostic(Some(at), "report", message));
+                return ReportSettings::default();
+            }
+        };
+        let known = |metric: &str| file.check_metric(metric);
+        let mut settings = ReportSettings::default();
+        for (index, metric) in raw.metrics.iter().enumerate() {
+            match known(metric.get_ref()) {
+                Ok(()) => settings.metrics.push(metric.get_ref().clone()),
+                Err(message) => self.errors.push(self.source.diagnostic(
+                    Some(metric.span()),
+                    format!("report.metrics[{index}]"),
+                    message,
+                )),
+            }
+        }
+        for (index, constraint) in raw.constraints.iter().enumerate() {
+            let checked = Expectation::parse(constraint.get_ref()).and_then(|e| {
+                if e.scope() != outagelab_report::expect::Scope::EachSeed {
+                    return Err(
+                        "a constraint is judged on the mean over the seeds already: \
+                                write it without a prefix"
+                            .to_owned(),
+                    );
+                }
+                known(&e.metric())
+            });
+            match checked {
+                Ok(()) => settings.constraints.push(constraint.get_ref().clone()),
+                Err(message) => self.errors.push(self.source.diagnostic(
+                    Some(constraint.span()),
+                    format!("report.constraints[{index}]"),
+                    message,
+                )),
+            }
+        }
+        if let Some(objective) = &raw.objective {
+            let checked = outagelab_report::study::Objective::parse(objective.get_ref())
+                .and_then(|o| known(&o.metric));
+            match checked {
+                Ok(()) => settings.objective = Some(objective.get_ref().clone()),
+                Err(message) => self.errors.push(self.source.diagnostic(
+                    Some(objective.span()),
+                    "report.objective",
+                    message,
+                )),
+            }
+        }
+        if let Some(baseline) = &raw.baseline {
+            let names = file.variants.iter().map(|v| v.name.as_str());
+            if file.variants.iter().any(|v| &v.name == baseline.get_ref()) {
+                settings.baseline = Some(baseline.get_ref().clone());
+            } else {
+                let hint = suggest::closest(baseline.get_ref(), names)
+                    .map(|near| format!(": did you mean \"{near}\"?"))
+                    .unwrap_or_default();
+                self.errors.push(self.source.diagnostic(
+                    Some(baseline.span()),
+                    "report.baseline",
+                    format!("\"{}\" is not a variant{hint}", baseline.get_ref()),
+                ));
+            }
+        }
+        settings
     }
 
     /// `[scenario] seeds = "A..B"`: at least one seed, at most [`SEEDS_MAX`].

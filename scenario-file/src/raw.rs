@@ -42,6 +42,19 @@ pub struct RawMetrics {
     pub percentile_rule: Option<PercentileRuleName>,
 }
 
+/// `[report]`: what a study's table shows and how it chooses (`run --seeds`); the command
+/// line's `--metric`, `--baseline`, `--constraint` and `--objective` take precedence.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawReport {
+    #[serde(default)]
+    pub metrics: Vec<Spanned<String>>,
+    pub baseline: Option<Spanned<String>>,
+    #[serde(default)]
+    pub constraints: Vec<Spanned<String>>,
+    pub objective: Option<Spanned<String>>,
+}
+
 /// `[http]`: the status each outcome is answered with.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]

@@ -1,0 +1,320 @@
+//! A study's chart (`run --seeds ... --plot DIR`): one panel per chosen metric, the mean over
+//! the seeds with its 95% interval as an error bar. For a sweep, x is the swept value (the
+//! first axis of a grid) and each line is one variant (with the grid's other values), so
+//! variants never zig-zag into one line; a cross marks a point whose means satisfy the
+//! constraints, a ring the best one. Without a sweep, each variant is one point at its index.
+
+use outagelab_report::study::Study;
+
+use crate::chart::{
+    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Marker, Panel, Stroke, palette, segments,
+    value_axis, y_values,
+};
+
+/// At most this many metrics get a panel (the table has them all).
+const PANELS_MAX: usize = 4;
+
+/// A line of the chart: the variants that differ only by the first swept value.
+struct Series {
+    label: String,
+    /// Indices into `study.variants`, in x order.
+    members: Vec<usize>,
+}
+
+/// `None` when the study has no metric with a value to draw.
+pub(crate) fn chart(study: &Study) -> Option<Chart> {
+    let swept = study.sweep.is_some();
+    let series = series(study);
+    let x_of = |index: usize| -> f64 {
+        if swept {
+            study.variants[index].sweep_x.unwrap_or(f64::NAN)
+        } else {
+            index as f64 + 1.0
+        }
+    };
+    let mut panels = Vec::new();
+    for metric in study.selection.metrics.iter().take(PANELS_MAX) {
+        let mut lines = Vec::new();
+        let mut markers = Vec::new();
+        for (s, one) in series.iter().enumerate() {
+            let color = palette(s);
+            let stroke = Stroke {
+                color,
+                dash: Dash::Solid,
+                width: 2,
+            };
+            let mut points = Vec::new();
+            for &index in &one.members {
+                let variant = &study.variants[index];
+                let across = variant.metrics.get(metric);
+                let x = x_of(index);
+                points.push((x, across.map(|a| a.mean)));
+                if let Some([low, high]) = across.and_then(|a| a.ci95) {
+                    lines.push(Line {
+                        segments: vec![vec![(x, low), (x, high)]],
+                        stroke: Stroke { width: 1, ..stroke },
+                    });
+                }
+                if let (Some(across), Some(true)) = (across, variant.satisfies) {
+                    markers.push(Marker {
+                        at: (x, across.mean),
+                        color: if variant.best { INK } else { color },
+                    });
+                }
+            }
+            // Without a sweep a variant is one point: a short tick marks it.
+            if !swept {
+                points = points
+                    .iter()
+                    .flat_map(|&(x, y)| [(x - 0.15, y), (x + 0.15, y), (x + 0.16, None)])
+                    .collect();
+            }
+            lines.push(Line {
+                segments: segments(points),
+                stroke,
+            });
+        }
+        if lines.iter().all(|line| line.segments.is_empty()) {
+            continue;
+        }
+        let y = value_axis(metric.clone(), y_values(&lines));
+        panels.push(Panel {
+            x: x_axis(
+                study,
+                series.iter().flat_map(|s| &s.members).map(|&i| x_of(i)),
+            ),
+            y,
+            bands: Vec::new(),
+            lines,
+            markers,
+        });
+    }
+    if panels.is_empty() {
+        return None;
+    }
+    let [low, high] = study.seeds;
+    let mut legend = vec![LegendEntry::heading(format!(
+        "mean over seeds {low}..{high}, 95% CI bars"
+    ))];
+    for (s, one) in series.iter().enumerate() {
+        legend.push(LegendEntry {
+            key: Key::Line(Stroke {
+                color: palette(s),
+                dash: Dash::Solid,
+                width: 3,
+            }),
+            label: one.label.clone(),
+        });
+    }
+    if study.variants.iter().any(|v| v.satisfies.is_some()) {
+        legend.push(LegendEntry {
+            key: Key::Cross(palette(0)),
+            label: "satisfies the constraints".to_owned(),
+        });
+        for constraint in &study.selection.constraints {
+            legend.push(LegendEntry::heading(format!("  {constraint}")));
+        }
+        match study.variants.iter().find(|v| v.best) {
+            Some(best) => {
+                legend.push(LegendEntry {
+                    key: Key::Cross(INK),
+                    label: format!("best: {}", best.name),
+                });
+                if let Some(objective) = &study.selection.objective {
+                    legend.push(LegendEntry::heading(format!("  by {objective}")));
+                }
+            }
+            None => legend.push(LegendEntry::heading("no point satisfies them")),
+        }
+    }
+    let against = match &study.sweep {
+        Some(sweep) => format!("against {}", sweep.label),
+        None => "by variant".to_owned(),
+    };
+    Some(Chart {
+        name: "study",
+        title: format!("{}: {against}, {} seeds", study.scenario, high - low + 1),
+        panels,
+        legend,
+    })
+}
+
+/// Groups the variants into lines: for a sweep, those with the same name once the first
+/// axis's `label=value` is taken out; otherwise one line per variant.
+fn series(study: &Study) -> Vec<Series> {
+    let mut all: Vec<Series> = Vec::new();
+    for (index, variant) in study.variants.iter().enumerate() {
+        let label = match (&study.sweep, variant.point.first()) {
+            (Some(_), Some((axis, value))) => {
+                let swept = format!("{axis}={value}");
+                let (base, rest) = match variant.name.split_once(" / ") {
+                    Some((base, rest)) => (base, rest),
+                    None => ("", variant.name.as_str()),
+                };
+                let others: Vec<&str> = rest.split(", ").filter(|part| *part != swept).collect();
+                let others = others.join(", ");
+                let parts: Vec<&str> = [base, others.as_str()]
+                    .into_iter()
+                    .filter(|part| !part.is_empty())
+                    .collect();
+                if parts.is_empty() {
+                    "all".to_owned()
+                } else {
+                    parts.join(" / ")
+                }
+            }
+            _ => format!("{}. {}", index + 1, variant.name),
+        };
+        match all.iter_mut().find(|s| s.label == label) {
+            Some(series) => series.members.push(index),
+            None => all.push(Series {
+                label,
+                members: vec![index],
+            }),
+        }
+    }
+    for series in &mut all {
+        series.members.sort_by(|&a, &b| {
+            let x = |i: usize| study.variants[i].sweep_x.unwrap_or(i as f64);
+            x(a).total_cmp(&x(b))
+        });
+    }
+    all
+}
+
+/// The x values with a margin (linear: the renderer draws log scales on y only).
+fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
+    let values: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let description = match &study.sweep {
+        Some(sweep) if sweep.unit.is_empty() || sweep.unit == "(index)" => sweep.label.clone(),
+        Some(sweep) => format!("{} ({})", sweep.label, sweep.unit),
+        None => "variant (numbered as in the legend)".to_owned(),
+    };
+    if min > max {
+        return Axis {
+            description,
+            range: 0.0..1.0,
+            log: false,
+        };
+    }
+    let pad = if max > min {
+        (max - min) * 0.06
+    } else {
+        min.abs().max(1.0) * 0.5
+    };
+    Axis {
+        description,
+        range: min - pad..max + pad,
+        log: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use outagelab_report::SweepInfo;
+    use outagelab_report::study::{Across, Selection, StudyVariant};
+
+    use super::*;
+
+    /// Two rules swept over three open durations; `timeouts` falls with the duration.
+    fn study() -> Study {
+        let mut variants = Vec::new();
+        for (rule, base) in [("r4j", 100.0), ("polly", 40.0)] {
+            for (x, text) in [(500.0, "500ms"), (1000.0, "1s"), (2000.0, "2s")] {
+                let mean = base * 1000.0 / x;
+                let metrics = BTreeMap::from([(
+                    "timeouts".to_owned(),
+                    Across {
+                        n: 5,
+                        mean,
+                        ci95: Some([mean - 3.0, mean + 3.0]),
+                        min: mean - 5.0,
+                        max: mean + 5.0,
+                        vs_baseline: None,
+                    },
+                )]);
+                variants.push(StudyVariant {
+                    name: format!("{rule} / open={text}"),
+                    sweep_x: Some(x),
+                    point: vec![("open".to_owned(), text.to_owned())],
+                    expectations: Vec::new(),
+                    verdicts: Vec::new(),
+                    metrics,
+                    satisfies: Some(mean <= 100.0),
+                    best: rule == "polly" && x == 500.0,
+                });
+            }
+        }
+        let mut study = Study::header(
+            "t",
+            [1, 5],
+            "r4j / open=500ms",
+            Some(SweepInfo {
+                label: "open".into(),
+                parameter: "breakers.b.open_for".into(),
+                unit: "ms".into(),
+            }),
+            Selection {
+                metrics: vec!["timeouts".into(), "absent".into()],
+                constraints: vec!["timeouts <= 100".into()],
+                objective: Some("min timeouts".into()),
+            },
+            variants,
+        );
+        study.runs.clear();
+        study
+    }
+
+    #[test]
+    fn a_sweep_draws_one_line_per_variant_with_interval_bars_and_the_best_point() {
+        let chart = chart(&study()).unwrap();
+        // `absent` has no value anywhere: no panel for it.
+        assert_eq!(chart.panels.len(), 1);
+        let panel = &chart.panels[0];
+        let long: Vec<&Line> = panel
+            .lines
+            .iter()
+            .filter(|line| line.segments.iter().any(|s| s.len() == 3))
+            .collect();
+        assert_eq!(
+            long.len(),
+            2,
+            "one line per rule, not one zig-zag through all six"
+        );
+        assert_eq!(
+            long[0].segments[0],
+            [(500.0, 200.0), (1000.0, 100.0), (2000.0, 50.0)]
+        );
+        let bars = panel.lines.iter().filter(|line| {
+            line.segments.len() == 1 && line.segments[0].len() == 2 && line.stroke.width == 1
+        });
+        assert_eq!(bars.count(), 6, "an interval bar per point");
+        // Five points satisfy `timeouts <= 100`; the best is drawn in ink.
+        assert_eq!(panel.markers.len(), 5);
+        assert_eq!(panel.markers.iter().filter(|m| m.color == INK).count(), 1);
+        let labels: Vec<&str> = chart.legend.iter().map(|e| e.label.as_str()).collect();
+        assert!(
+            labels.contains(&"r4j") && labels.contains(&"polly"),
+            "{labels:?}"
+        );
+        assert!(labels.contains(&"best: polly / open=500ms"), "{labels:?}");
+    }
+
+    #[test]
+    fn without_a_sweep_each_variant_is_a_point_of_its_own() {
+        let mut study = study();
+        study.sweep = None;
+        for variant in &mut study.variants {
+            variant.point.clear();
+            variant.sweep_x = None;
+        }
+        let chart = chart(&study).unwrap();
+        let labels: Vec<&str> = chart.legend.iter().map(|e| e.label.as_str()).collect();
+        assert!(labels.contains(&"1. r4j / open=500ms"), "{labels:?}");
+        assert!(labels.contains(&"6. polly / open=2s"), "{labels:?}");
+    }
+}

@@ -1,0 +1,147 @@
+//! Sweeps: one axis (`[sweep]`) or a grid (`[[sweep]]`, every combination), each point a
+//! variant with its values.
+
+use std::path::Path;
+
+const BASE: &str = r#"[scenario]
+name = "t"
+
+[servers.redis]
+
+[connections.c]
+server = "redis"
+command_timeout = "100ms"
+
+[keys.k]
+
+[databases.db]
+latency = "10ms"
+
+[flows.f]
+steps = [{ redis = { command = "GET", connection = "c", key = "k" }, on_error = "next" }, { db = { name = "db" } }]
+
+[loads.l]
+flow = "f"
+arrivals = "even"
+rate = 10
+count = 5
+"#;
+
+fn parse(extra: &str) -> Result<outagelab_scenario_file::ScenarioFile, String> {
+    outagelab_scenario_file::parse(&format!("{BASE}\n{extra}"), Path::new("t.toml"))
+        .map_err(|d| d.to_string())
+}
+
+#[test]
+fn a_grid_runs_every_combination_with_the_last_axis_fastest() {
+    let file = parse(
+        r#"
+[[variant]]
+name = "a"
+[[variant]]
+name = "b"
+patch = { connections = { c = { command_timeout = "50ms" } } }
+
+[[sweep]]
+parameter = "loads.l.rate"
+values = [10, 20]
+[sweep.expect]
+"20" = ["requests == 5"]
+
+[[sweep]]
+parameter = "databases.db.latency"
+label = "db"
+values = ["5ms", "10ms", "20ms"]
+"#,
+    )
+    .unwrap();
+    let names: Vec<&str> = file.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names.len(), 2 * 2 * 3);
+    assert_eq!(
+        &names[..4],
+        [
+            "a / rate=10, db=5ms",
+            "a / rate=10, db=10ms",
+            "a / rate=10, db=20ms",
+            "a / rate=20, db=5ms"
+        ]
+    );
+    assert_eq!(names[6], "b / rate=10, db=5ms");
+    // The x of a point is its first axis's value; every axis's value is kept as written.
+    let last = &file.variants[11];
+    assert_eq!(last.sweep_x, Some(20.0));
+    assert_eq!(
+        last.sweep_values,
+        [
+            ("rate".to_owned(), "20".to_owned()),
+            ("db".to_owned(), "20ms".to_owned())
+        ]
+    );
+    // The swept values reach the scenario.
+    assert!(
+        matches!(
+            last.scenario.databases[0].latency,
+            outagelab_sim::scenario::Distribution::Constant(d) if d.as_nanos() == 20_000_000
+        ),
+        "{:?}",
+        last.scenario.databases[0].latency
+    );
+    // A value's expectations apply to every point with that value.
+    let expected: Vec<usize> = file.variants.iter().map(|v| v.expectations.len()).collect();
+    assert_eq!(expected, [0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1]);
+    assert_eq!(file.sweep_axes.len(), 2);
+    assert_eq!(file.sweep.as_ref().unwrap().parameter, "loads.l.rate");
+    assert_eq!(file.sweep_axes[1].unit, "ms");
+}
+
+#[test]
+fn one_axis_reads_as_it_always_has() {
+    let file =
+        parse("[sweep]\nparameter = \"loads.l.rate\"\nlabel = \"R\"\nvalues = [1, 2]\n").unwrap();
+    let names: Vec<&str> = file.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["R=1", "R=2"]);
+    assert_eq!(file.sweep_axes.len(), 1);
+}
+
+#[test]
+fn grid_mistakes_are_refused_at_their_key() {
+    for (extra, expected) in [
+        (
+            "[[sweep]]\nparameter = \"loads.l.rate\"\nvalues = [1]\n[[sweep]]\nparameter = \"loads.l.rate\"\nvalues = [2]\n",
+            "sweep[1].parameter: `loads.l.rate` is swept twice",
+        ),
+        (
+            "[[sweep]]\nparameter = \"loads.l.rate\"\nvalues = [1]\n[[sweep]]\nvalues = [2]\n",
+            "sweep[1]: missing field `parameter`",
+        ),
+        (
+            "[[sweep]]\nparameter = \"loads.l.rate\"\nvalues = [1, 2]\n[[sweep]]\nparameter = \"loads.l.count\"\nvalues = [1, 2]\n[sweep.expect]\n\"3\" = [\"requests == 1\"]\n",
+            "sweep[1].expect.3: `3` is not one of the swept values",
+        ),
+    ] {
+        let error = parse(extra)
+            .err()
+            .unwrap_or_else(|| panic!("accepted: {extra}"));
+        assert!(error.contains(expected), "{extra}\n{error}");
+    }
+    let root = format!("sweep = [1, 2]\n{BASE}");
+    let error = outagelab_scenario_file::parse(&root, Path::new("t.toml")).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("sweep[0]: each axis of a grid is a table"),
+        "{error}"
+    );
+    // 101 x 100 points is past the 10 000 runs a file may make: said at the axis that passes it.
+    let values = |n: usize| (0..n).map(|v| v.to_string()).collect::<Vec<_>>().join(", ");
+    let error = parse(&format!(
+        "[[sweep]]\nparameter = \"loads.l.rate\"\nvalues = [{}]\n[[sweep]]\nparameter = \"loads.l.count\"\nvalues = [{}]\n",
+        values(101),
+        values(100)
+    ))
+    .unwrap_err();
+    assert!(
+        error.contains("sweep[1].values: 101 runs × 100 swept values = 10100 runs"),
+        "{error}"
+    );
+}
