@@ -156,7 +156,16 @@ pub fn summary_csv(report: &RunReport) -> String {
         .iter()
         .flat_map(|v| v.summary.bulkheads.keys().map(String::as_str))
         .collect();
-    let mut out = String::from("variant,verdict,requests,unfinished");
+    let mut out = String::from("variant");
+    // A sweep's value gets its own column, after the variant, named by its label and unit.
+    if let Some(sweep) = &report.sweep {
+        let unit = match sweep.unit.as_str() {
+            "" | "(index)" => String::new(),
+            unit => format!("_{}", unit.replace('/', "_per_")),
+        };
+        write!(out, ",{}", quote(&format!("{}{unit}", sweep.label))).unwrap();
+    }
+    out.push_str(",verdict,requests,unfinished");
     for outcome in Outcome::ALL {
         write!(out, ",{outcome}").unwrap();
     }
@@ -174,10 +183,13 @@ pub fn summary_csv(report: &RunReport) -> String {
     out.push('\n');
     for variant in &report.variants {
         let summary = &variant.summary;
+        out.push_str(&quote(&variant.name));
+        if report.sweep.is_some() {
+            write!(out, ",{}", cell(variant.sweep_x)).unwrap();
+        }
         write!(
             out,
-            "{},{},{},{}",
-            quote(&variant.name),
+            ",{},{},{}",
             variant.verdict.name(),
             summary.requests,
             summary.unfinished
@@ -297,7 +309,23 @@ mod tests {
         let csv = summary_csv(&report());
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("variant,verdict,"), "{}", lines[0]);
         assert!(lines[1].contains(",completed,4,0,3,1,0,"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn summary_csv_has_a_column_for_the_swept_value() {
+        let mut swept = report();
+        swept.sweep = Some(crate::SweepInfo {
+            label: "open".into(),
+            parameter: "breakers.b.open_for".into(),
+            unit: "ms".into(),
+        });
+        swept.variants[0].sweep_x = Some(500.0);
+        let csv = summary_csv(&swept);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].starts_with("variant,open_ms,verdict,"), "{}", lines[0]);
+        assert!(lines[1].contains(",500,completed,4,0,"), "{}", lines[1]);
     }
 
     #[test]
