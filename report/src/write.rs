@@ -324,7 +324,11 @@ mod tests {
         swept.variants[0].sweep_x = Some(500.0);
         let csv = summary_csv(&swept);
         let lines: Vec<&str> = csv.lines().collect();
-        assert!(lines[0].starts_with("variant,open_ms,verdict,"), "{}", lines[0]);
+        assert!(
+            lines[0].starts_with("variant,open_ms,verdict,"),
+            "{}",
+            lines[0]
+        );
         assert!(lines[1].contains(",500,completed,4,0,"), "{}", lines[1]);
     }
 
