@@ -48,9 +48,9 @@ enum Command {
         /// the study.
         #[arg(long, value_name = "RANGE", conflicts_with_all = ["events", "html", "csv"])]
         seeds: Option<String>,
-        /// With --seeds: a metric for the table (repeatable; a summary path such as
-        /// `latency_ms.all.p99`). Default: the file's `[report] metrics`, else ok, p50, p99.
-        #[arg(long, value_name = "METRIC", requires = "seeds")]
+        /// A metric for the table (repeatable; a summary path such as `latency_ms.all.p99`).
+        /// Default: the file's `[report] metrics`; with --seeds, else ok, p50 and p99.
+        #[arg(long, value_name = "METRIC")]
         metric: Vec<String>,
         /// With --seeds: the variant the others are compared with (default: the first).
         #[arg(long, value_name = "VARIANT", requires = "seeds")]
@@ -222,6 +222,7 @@ fn main() -> ExitCode {
             plot,
             quiet,
             plant_bug,
+            metric,
             ..
         } => {
             let bugs = plant_bug
@@ -233,6 +234,7 @@ fn main() -> ExitCode {
                 seed,
                 bugs,
                 quiet,
+                &metric,
                 Outputs {
                     json: json.as_deref(),
                     events: events.as_deref(),
@@ -559,7 +561,14 @@ struct Outputs<'a> {
     plot: Option<&'a Path>,
 }
 
-fn run(file: &Path, seed: Option<u64>, bugs: Bugs, quiet: bool, outputs: Outputs) -> ExitCode {
+fn run(
+    file: &Path,
+    seed: Option<u64>,
+    bugs: Bugs,
+    quiet: bool,
+    metrics: &[String],
+    outputs: Outputs,
+) -> ExitCode {
     let Outputs {
         json,
         events,
@@ -581,6 +590,12 @@ fn run(file: &Path, seed: Option<u64>, bugs: Bugs, quiet: bool, outputs: Outputs
             return ExitCode::from(2);
         }
     };
+    for metric in metrics {
+        if let Err(message) = scenario.check_metric(metric) {
+            eprintln!("--metric `{metric}`: {message}");
+            return ExitCode::from(2);
+        }
+    }
     if let Some(seed) = seed {
         scenario.seed = seed;
         for variant in &mut scenario.variants {
@@ -609,6 +624,17 @@ fn run(file: &Path, seed: Option<u64>, bugs: Bugs, quiet: bool, outputs: Outputs
         }
     };
     say(&table::render(&report));
+    let metrics = if metrics.is_empty() {
+        &scenario.report.metrics
+    } else {
+        metrics
+    };
+    if !metrics.is_empty() {
+        say(&format!(
+            "\n{}",
+            study::run_metrics_table(&scenario, &report, metrics)
+        ));
+    }
     let mut failed = false;
     for variant in &report.variants {
         if variant.verdict.is_budget() {

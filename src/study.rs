@@ -155,6 +155,36 @@ pub fn run(scenario: &ScenarioFile, plan: &Plan) -> Result<Study, (String, u64, 
     Ok(study)
 }
 
+/// For one run (no `--seeds`): the chosen metrics of each variant, one column each, with a
+/// sweep's values as columns first.
+pub fn run_metrics_table(
+    scenario: &ScenarioFile,
+    report: &outagelab_report::RunReport,
+    metrics: &[String],
+) -> String {
+    let axes: Vec<String> = scenario
+        .sweep_axes
+        .iter()
+        .map(|axis| axis.label.clone())
+        .collect();
+    let mut header = vec!["variant".to_owned()];
+    header.extend(axes.iter().cloned());
+    header.extend(metrics.iter().cloned());
+    let mut rows = vec![header];
+    for (variant, result) in scenario.variants.iter().zip(&report.variants) {
+        let values = outagelab_report::study::flatten(&result.summary);
+        let mut row = vec![variant.name.clone()];
+        row.extend(variant.sweep_values.iter().map(|(_, value)| value.clone()));
+        row.extend(
+            metrics
+                .iter()
+                .map(|m| values.get(m).map_or_else(|| "-".to_owned(), |v| number(*v))),
+        );
+        rows.push(row);
+    }
+    align(&rows)
+}
+
 /// Seeds on which something failed: a plain expectation, or a run stopped by its budget.
 pub fn failed_seeds(study: &Study) -> Vec<u64> {
     let mut seeds: Vec<u64> =

@@ -100,6 +100,46 @@ fn the_run_prints_one_row_per_variant_and_passes() {
 }
 
 #[test]
+fn metric_on_one_run_adds_a_column_per_metric_with_the_summary_s_value() {
+    let output = outagelab(&[
+        "run",
+        "scenarios/redis-dead-protection.toml",
+        "--metric",
+        "outcomes.shed",
+        "--metric",
+        "databases.main.peak_concurrency",
+        "--json",
+        "-",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let table = text(&output.stderr);
+    let header = table
+        .lines()
+        .find(|line| line.starts_with("variant") && line.contains("outcomes.shed"))
+        .unwrap_or_else(|| panic!("no metrics table: {table}"));
+    assert!(
+        header.contains("databases.main.peak_concurrency"),
+        "{header}"
+    );
+    let bulkhead = &report["variants"][2];
+    let row = table
+        .lines()
+        .rev()
+        .find(|line| line.starts_with("timeout + breaker + DB bulkhead "))
+        .unwrap();
+    let cells: Vec<&str> = row.split_whitespace().rev().take(2).collect();
+    assert_eq!(
+        cells,
+        [
+            bulkhead["summary"]["databases"]["main"]["peak_concurrency"].to_string(),
+            bulkhead["summary"]["outcomes"]["shed"].to_string(),
+        ],
+        "{row}"
+    );
+}
+
+#[test]
 fn a_bad_file_exits_2_naming_file_line_column_and_key() {
     let dir = scratch("bad");
     let file = dir.join("bad.toml");
@@ -418,10 +458,10 @@ fn a_seed_range_runs_every_seed_and_names_the_first_that_fails() {
         (vec!["--seeds", "5..1"], "the range 5..1 is empty"),
         (vec!["--seeds", "1..2000"], "is more than 1000"),
         (
-            vec!["--seeds", "1..2", "--plot", "x"],
+            vec!["--seeds", "1..2", "--events", "x"],
             "cannot be used with",
         ),
-        (vec!["--metric", "outcomes.ok"], "--seeds"),
+        (vec!["--metric", "outcomes.okk"], "`outcomes` has no `okk`"),
         (
             vec!["--seeds", "1..2", "--seed", "3"],
             "cannot be used with",
