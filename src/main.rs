@@ -5,7 +5,8 @@
 //! failed, a run was cut short by its budget, or a run broke an invariant (a monitor fired);
 //! 2 when the file or the command line is wrong.
 
-mod html;
+mod page;
+mod review;
 mod study;
 mod table;
 
@@ -46,7 +47,7 @@ enum Command {
         /// (`[scenario] seeds`): each metric's mean with a 95% interval, each variant's paired
         /// difference from the baseline, each expectation over the seeds. `--json` writes
         /// the study.
-        #[arg(long, value_name = "RANGE", conflicts_with_all = ["events", "html", "csv"])]
+        #[arg(long, value_name = "RANGE", conflicts_with_all = ["events", "csv"])]
         seeds: Option<String>,
         /// A metric for the table (repeatable; a summary path such as `latency_ms.all.p99`).
         /// Default: the file's `[report] metrics`; with --seeds, else ok, p50 and p99.
@@ -78,10 +79,11 @@ enum Command {
         /// as JSON lines to this file.
         #[arg(long, value_name = "PATH")]
         events: Option<PathBuf>,
-        /// Write one self-contained HTML page: the table, the expectations, the charts and the
-        /// state changes.
-        #[arg(long, value_name = "PATH")]
-        html: Option<PathBuf>,
+        /// Write the report a review reads: one self-contained HTML page (inline charts, no
+        /// network), or Markdown when PATH ends in `.md`. With --seeds, the study: means with
+        /// intervals, differences from the baseline, the best point, and one draw's charts.
+        #[arg(long, visible_alias = "html", value_name = "PATH")]
+        report: Option<PathBuf>,
         /// Write series.csv and summary.csv into this directory.
         #[arg(long, value_name = "DIR")]
         csv: Option<PathBuf>,
@@ -186,6 +188,7 @@ fn main() -> ExitCode {
             seed,
             seeds: Some(range),
             json,
+            report,
             plot,
             metric,
             baseline,
@@ -200,6 +203,7 @@ fn main() -> ExitCode {
             let options = StudyOptions {
                 range,
                 json,
+                report,
                 plot,
                 metrics: metric,
                 baseline,
@@ -217,7 +221,7 @@ fn main() -> ExitCode {
             seeds: None,
             json,
             events,
-            html,
+            report,
             csv,
             plot,
             quiet,
@@ -238,7 +242,7 @@ fn main() -> ExitCode {
                 Outputs {
                     json: json.as_deref(),
                     events: events.as_deref(),
-                    html: html.as_deref(),
+                    report: report.as_deref(),
                     csv: csv.as_deref(),
                     plot: plot.as_deref(),
                 },
@@ -275,6 +279,7 @@ fn calibrate(address: &str, plan: Plan) -> ExitCode {
 struct StudyOptions {
     range: String,
     json: Option<PathBuf>,
+    report: Option<PathBuf>,
     plot: Option<PathBuf>,
     metrics: Vec<String>,
     baseline: Option<String>,
@@ -287,21 +292,19 @@ struct StudyOptions {
 
 /// `run --seeds`: every variant on every seed of a range; exit 1 if an expectation failed.
 fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
-    if let Some(json) = options.json.as_deref() {
-        let outputs = Outputs {
-            json: Some(json),
-            events: None,
-            html: None,
-            csv: None,
-            plot: options.plot.as_deref(),
-        };
-        if let Err(message) = check_outputs(file, outputs) {
-            eprintln!("{message}");
-            return ExitCode::from(2);
-        }
-        if json == Path::new("-") {
-            STDOUT_IS_JSON.store(true, Ordering::Relaxed);
-        }
+    let outputs = Outputs {
+        json: options.json.as_deref(),
+        events: None,
+        report: options.report.as_deref(),
+        csv: None,
+        plot: options.plot.as_deref(),
+    };
+    if let Err(message) = check_outputs(file, outputs) {
+        eprintln!("{message}");
+        return ExitCode::from(2);
+    }
+    if options.json.as_deref() == Some(Path::new("-")) {
+        STDOUT_IS_JSON.store(true, Ordering::Relaxed);
     }
     let scenario = match outagelab_scenario_file::load(file) {
         Ok(scenario) => scenario,
@@ -339,6 +342,17 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // What the command line chose, for the command that reproduces the study.
+    let mut reproduce: Vec<(&str, String)> = Vec::new();
+    reproduce.extend(options.metrics.iter().map(|m| ("--metric", m.clone())));
+    reproduce.extend(options.baseline.iter().map(|b| ("--baseline", b.clone())));
+    reproduce.extend(
+        options
+            .constraints
+            .iter()
+            .map(|c| ("--constraint", c.clone())),
+    );
+    reproduce.extend(options.objective.iter().map(|o| ("--objective", o.clone())));
     // The command line first, then the file's [report], then the defaults.
     let stated = &scenario.report;
     let metrics = [options.metrics, stated.metrics.clone()]
@@ -394,6 +408,14 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     say(&study::render(&study));
+    if let Some(path) = options.report.as_deref() {
+        let command = study_command(file, &study, &reproduce);
+        if let Err(message) = write_study_page(&scenario, &study, &command, path, options.quiet) {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+        eprintln!("wrote {}", path.display());
+    }
     if let Some(dir) = options.plot.as_deref() {
         match outagelab_plots::write_study_charts(&study, dir) {
             Ok(paths) => {
@@ -422,6 +444,77 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         ),
     }
     ExitCode::from(1)
+}
+
+/// The command that runs `study` again: the file, its seeds, and the choices the command line
+/// made (the file's own `[report]` needs no flag).
+fn study_command(
+    file: &Path,
+    study: &outagelab_report::study::Study,
+    flags: &[(&str, String)],
+) -> String {
+    let [low, high] = study.seeds;
+    let mut command = format!(
+        "outagelab run {} --seeds {low}..{high}",
+        shell_word(&file.display().to_string())
+    );
+    for (flag, value) in flags {
+        command.push_str(&format!(" {flag} {}", shell_word(value)));
+    }
+    command
+}
+
+/// A word as a POSIX shell reads it back: as it is when it holds nothing the shell would
+/// interpret, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The study's page: its statistics, and every variant on the range's first seed for the
+/// charts and the state changes.
+fn write_study_page(
+    scenario: &ScenarioFile,
+    study: &outagelab_report::study::Study,
+    command: &str,
+    path: &Path,
+    quiet: bool,
+) -> Result<(), String> {
+    let mut first = scenario.clone();
+    first.seed = study.seeds[0];
+    for variant in &mut first.variants {
+        variant.scenario.seed = study.seeds[0];
+    }
+    let sample = simulate(&first, Bugs::default(), quiet)
+        .map_err(|(variant, error)| format!("variant \"{variant}\": {error}"))?;
+    let checked = evaluate(&first, &sample);
+    let study_chart = outagelab_plots::study_svg(study)?;
+    write_page(
+        path,
+        |format, charts| {
+            let run = review::RunView {
+                report: &sample,
+                checked: &checked,
+                charts,
+            };
+            review::study_page(
+                format,
+                scenario,
+                study,
+                study_chart.as_deref(),
+                &run,
+                command,
+            )
+        },
+        &sample,
+    )
 }
 
 /// `K/N` with `1 <= K <= N`.
@@ -556,7 +649,7 @@ fn write_study(study: &outagelab_report::study::Study, path: &Path) -> Result<()
 struct Outputs<'a> {
     json: Option<&'a Path>,
     events: Option<&'a Path>,
-    html: Option<&'a Path>,
+    report: Option<&'a Path>,
     csv: Option<&'a Path>,
     plot: Option<&'a Path>,
 }
@@ -572,7 +665,7 @@ fn run(
     let Outputs {
         json,
         events,
-        html,
+        report: report_path,
         csv,
         plot,
     } = outputs;
@@ -632,7 +725,7 @@ fn run(
     if !metrics.is_empty() {
         say(&format!(
             "\n{}",
-            study::run_metrics_table(&scenario, &report, metrics)
+            study::align(&study::run_metrics_table(&scenario, &report, metrics))
         ));
     }
     let mut failed = false;
@@ -679,9 +772,21 @@ fn run(
             }
         }
     }
-    if let Some(path) = html {
+    if let Some(path) = report_path {
         let command = format!("outagelab run {} --seed {}", file.display(), scenario.seed);
-        match write_html(&report, &checked, &command, path) {
+        let run = review::RunView {
+            report: &report,
+            checked: &checked,
+            charts: &[],
+        };
+        match write_page(
+            path,
+            |format, charts| {
+                let run = review::RunView { charts, ..run };
+                review::run_page(format, &scenario, &run, &command)
+            },
+            &report,
+        ) {
             Ok(()) => eprintln!("wrote {}", path.display()),
             Err(message) => {
                 eprintln!("{message}");
@@ -717,7 +822,7 @@ fn check_outputs(file: &Path, outputs: Outputs) -> Result<(), String> {
     let files = [
         ("--json", outputs.json),
         ("--events", outputs.events),
-        ("--html", outputs.html),
+        ("--report", outputs.report),
     ];
     let files: Vec<(&str, &Path, PathBuf)> = files
         .into_iter()
@@ -953,20 +1058,21 @@ fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(vec![path.to_owned()])
 }
 
-fn write_html(
-    report: &RunReport,
-    checked: &[Checked],
-    command: &str,
+/// Writes a review page: `page` is given the format the path asks for and the charts of
+/// `report` (HTML inlines them, Markdown names them).
+fn write_page(
     path: &Path,
+    page: impl FnOnce(page::Format, &[(&'static str, String)]) -> String,
+    report: &RunReport,
 ) -> Result<(), String> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
+    let format = page::Format::for_path(path);
     let charts = outagelab_plots::svg_charts(report)
         .map_err(|e| format!("cannot draw the charts for {}: {e}", path.display()))?;
-    let page = html::document(report, checked, &charts, command);
-    write::replace_file(path, page.as_bytes())
+    write::replace_file(path, page(format, &charts).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 

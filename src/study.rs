@@ -14,6 +14,8 @@ use outagelab_scenario_file::ScenarioFile;
 use outagelab_sim::{Bugs, SimError};
 use rayon::prelude::*;
 
+use crate::table::Table;
+
 /// How to run a study, from the command line and the file's `[report]` table.
 pub struct Plan {
     pub seeds: std::ops::RangeInclusive<u64>,
@@ -161,7 +163,7 @@ pub fn run_metrics_table(
     scenario: &ScenarioFile,
     report: &outagelab_report::RunReport,
     metrics: &[String],
-) -> String {
+) -> Table {
     let axes: Vec<String> = scenario
         .sweep_axes
         .iter()
@@ -170,7 +172,7 @@ pub fn run_metrics_table(
     let mut header = vec!["variant".to_owned()];
     header.extend(axes.iter().cloned());
     header.extend(metrics.iter().cloned());
-    let mut rows = vec![header];
+    let mut rows = Vec::new();
     for (variant, result) in scenario.variants.iter().zip(&report.variants) {
         let values = outagelab_report::study::flatten(&result.summary);
         let mut row = vec![variant.name.clone()];
@@ -182,7 +184,7 @@ pub fn run_metrics_table(
         );
         rows.push(row);
     }
-    align(&rows)
+    Table { header, rows }
 }
 
 /// Seeds on which something failed: a plain expectation, or a run stopped by its budget.
@@ -230,7 +232,8 @@ pub fn render(study: &Study) -> String {
         plural(count as u64),
         study.run_count(),
     );
-    text.push_str(&metrics_table(study));
+    text.push_str(&align(&metrics_table(study)));
+    writeln!(text, "{METRICS_NOTE}").unwrap();
     if let Some(best) = study.variants.iter().find(|v| v.best) {
         let objective = study.selection.objective.as_deref().unwrap_or_default();
         writeln!(
@@ -243,7 +246,9 @@ pub fn render(study: &Study) -> String {
         text.push_str("\nno variant satisfies every constraint\n");
     }
     text.push('\n');
-    text.push_str(&expectations_table(study));
+    if let Some((table, _)) = expectations_table(study) {
+        text.push_str(&align(&table));
+    }
     for row in study.runs.iter().filter(|row| row.verdict.is_budget()) {
         writeln!(
             text,
@@ -281,7 +286,7 @@ fn plural(n: u64) -> &'static str {
 
 /// One row per variant and chosen metric: mean, interval, and the paired difference from the
 /// baseline with its interval.
-fn metrics_table(study: &Study) -> String {
+pub fn metrics_table(study: &Study) -> Table {
     let axes: Vec<String> = study
         .variants
         .first()
@@ -303,7 +308,7 @@ fn metrics_table(study: &Study) -> String {
     if constrained {
         header.push("constraints".to_owned());
     }
-    let mut rows = vec![header];
+    let mut rows = Vec::new();
     for variant in &study.variants {
         for (m, metric) in study.selection.metrics.iter().enumerate() {
             let mut row = vec![if m == 0 {
@@ -351,28 +356,29 @@ fn metrics_table(study: &Study) -> String {
             rows.push(row);
         }
     }
-    let mut text = align(&rows);
-    text.push_str(
-        "(mean over the seeds; 95% CI by Student's t; the difference is paired seed by seed)\n",
-    );
-    text
+    Table { header, rows }
 }
 
-/// Every expectation of every variant, judged over the seeds.
-fn expectations_table(study: &Study) -> String {
+/// What the metrics table's numbers are.
+pub const METRICS_NOTE: &str =
+    "(mean over the seeds; 95% CI by Student's t; the difference is paired seed by seed)";
+
+/// Every expectation of every variant, judged over the seeds, and whether each held; `None`
+/// when the file has none.
+pub fn expectations_table(study: &Study) -> Option<(Table, Vec<bool>)> {
     let value = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), number);
-    let mut rows = vec![
-        [
-            "variant",
-            "expectation",
-            "held",
-            "lowest",
-            "highest",
-            "first failing seed",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-    ];
+    let header = [
+        "variant",
+        "expectation",
+        "held",
+        "lowest",
+        "highest",
+        "first failing seed",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut rows = Vec::new();
+    let mut held_flags = Vec::new();
     for variant in &study.variants {
         for (e, (text, judged)) in variant
             .expectations
@@ -407,6 +413,7 @@ fn expectations_table(study: &Study) -> String {
                 }
                 _ => String::new(),
             };
+            held_flags.push(judged.held);
             rows.push(vec![
                 variant.name.clone(),
                 text.clone(),
@@ -417,14 +424,16 @@ fn expectations_table(study: &Study) -> String {
             ]);
         }
     }
-    if rows.len() == 1 {
-        return String::new();
+    if rows.is_empty() {
+        return None;
     }
-    align(&rows)
+    Some((Table { header, rows }, held_flags))
 }
 
-fn align(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+/// A table as text, every column left-aligned.
+pub fn align(table: &Table) -> String {
+    let rows: Vec<&Vec<String>> = std::iter::once(&table.header).chain(&table.rows).collect();
+    let columns = rows.iter().map(|row| row.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
             rows.iter()

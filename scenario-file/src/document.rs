@@ -97,6 +97,74 @@ pub fn set_path<'a>(
     Ok(())
 }
 
+/// Every value of a document by its dotted path (`flows.read.steps.0.on_error`), written as
+/// TOML writes it (`"next"`, `100`, `[1, 2]`), in sorted order: what a variant's settings are,
+/// so that two variants can be compared key by key. Arrays of tables are walked element by
+/// element; any other array is one value, and an empty table is `{}`.
+pub fn flatten(root: &Table<'_>) -> std::collections::BTreeMap<String, String> {
+    fn walk(
+        prefix: &str,
+        value: &DeValue<'_>,
+        out: &mut std::collections::BTreeMap<String, String>,
+    ) {
+        let child = |key: &str| {
+            if prefix.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{prefix}.{key}")
+            }
+        };
+        match value {
+            // An empty table still declares something (`[servers.redis]` with every default).
+            DeValue::Table(table) if table.is_empty() => {
+                out.insert(prefix.to_owned(), "{}".to_owned());
+            }
+            DeValue::Table(table) => {
+                for (key, value) in table.iter() {
+                    walk(&child(key.get_ref()), value.get_ref(), out);
+                }
+            }
+            DeValue::Array(items)
+                if !items.is_empty() && items.iter().all(|i| i.get_ref().is_table()) =>
+            {
+                for (index, item) in items.iter().enumerate() {
+                    walk(&child(&index.to_string()), item.get_ref(), out);
+                }
+            }
+            scalar => {
+                out.insert(prefix.to_owned(), inline(scalar));
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for (key, value) in root.iter() {
+        walk(key.get_ref(), value.get_ref(), &mut out);
+    }
+    out
+}
+
+/// A value as TOML writes it on one line.
+fn inline(value: &DeValue<'_>) -> String {
+    match value {
+        DeValue::String(text) => format!("{:?}", text.as_ref()),
+        DeValue::Integer(integer) => integer.to_string(),
+        DeValue::Float(float) => float.to_string(),
+        DeValue::Boolean(boolean) => boolean.to_string(),
+        DeValue::Datetime(datetime) => datetime.to_string(),
+        DeValue::Array(items) => {
+            let items: Vec<String> = items.iter().map(|i| inline(i.get_ref())).collect();
+            format!("[{}]", items.join(", "))
+        }
+        DeValue::Table(table) => {
+            let entries: Vec<String> = table
+                .iter()
+                .map(|(key, value)| format!("{} = {}", key.get_ref(), inline(value.get_ref())))
+                .collect();
+            format!("{{ {} }}", entries.join(", "))
+        }
+    }
+}
+
 /// Deserialises a table (with its spans) into `T`.
 pub fn deserialize_table<'a, T: Deserialize<'a>>(
     table: Table<'a>,
@@ -190,6 +258,28 @@ mod tests {
             reason.contains("`2` is not an element of this array of 2"),
             "{reason}"
         );
+    }
+
+    #[test]
+    fn flatten_names_every_value_by_its_path_in_sorted_order() {
+        let root = table(
+            "[b]\nsteps = [{ redis = { key = 'k' }, on_error = 'next' }, { db = {} }]\n\
+             [a]\nx = 1.5\ny = [1, 'two']\nz = { p = true }\n",
+        );
+        let flat: Vec<(String, String)> = flatten(&root).into_iter().collect();
+        let expected = [
+            ("a.x", "1.5"),
+            ("a.y", "[1, \"two\"]"),
+            ("a.z.p", "true"),
+            ("b.steps.0.on_error", "\"next\""),
+            ("b.steps.0.redis.key", "\"k\""),
+            ("b.steps.1.db", "{}"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(flat, expected);
     }
 
     #[test]

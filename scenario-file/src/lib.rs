@@ -66,6 +66,11 @@ pub struct ScenarioFile {
     pub variants: Vec<Variant>,
     /// `[report]`: what `run --seeds` shows and chooses by, unless the command line says.
     pub report: ReportSettings,
+    /// `[scenario] description`.
+    pub description: Option<String>,
+    /// The comment lines at the top of the file, without their `#`: where a bundled file
+    /// states what it models and every parameter it assumes.
+    pub preamble: Vec<String>,
 }
 
 impl ScenarioFile {
@@ -113,6 +118,40 @@ pub struct Variant {
     pub expectations: Vec<LocatedExpectation>,
     /// The breakers and retry policies that start from a library's preset.
     pub presets: Vec<PresetUse>,
+    /// Every key of the variant's document (the base with its patch and swept values) by its
+    /// dotted path, as TOML writes the value: what [`differences`] compares.
+    pub settings: BTreeMap<String, String>,
+}
+
+/// One key on which a variant's settings differ from another's: its value in each (`None`
+/// where it is not set).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    pub key: String,
+    pub baseline: Option<String>,
+    pub variant: Option<String>,
+}
+
+/// The keys on which `variant` differs from `baseline`, in key order: what a reviewer reads as
+/// "what this variant changes".
+pub fn differences(baseline: &Variant, variant: &Variant) -> Vec<Difference> {
+    let mut keys: Vec<&String> = baseline
+        .settings
+        .keys()
+        .chain(variant.settings.keys())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|key| {
+            let (a, b) = (baseline.settings.get(key), variant.settings.get(key));
+            (a != b).then(|| Difference {
+                key: key.clone(),
+                baseline: a.cloned(),
+                variant: b.cloned(),
+            })
+        })
+        .collect()
 }
 
 /// An expectation and where the file wrote it.
@@ -164,11 +203,34 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
     if let (Some(file), Some((_, value))) = (&mut file, report_value) {
         file.report = reader.report(value, file);
     }
+    if let Some(file) = &mut file {
+        file.preamble = preamble(text);
+    }
     if reader.errors.is_empty() {
         Ok(file.expect("no errors means a file"))
     } else {
         Err(Diagnostics(dedupe(reader.errors, variant_count)))
     }
+}
+
+/// The comment block the file starts with (blank lines inside it kept as empty lines), each
+/// line without its `#` and the one space after it.
+fn preamble(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|line| line.is_empty() || line.starts_with('#'))
+        .map(|line| {
+            let line = line.trim_start_matches('#');
+            line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned()
+        })
+        .collect();
+    while lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    let leading = lines.iter().take_while(|line| line.is_empty()).count();
+    lines.drain(..leading);
+    lines
 }
 
 struct Reader<'a> {
@@ -699,7 +761,7 @@ impl<'t> Reader<'_> {
                 }
             }
         }
-        let mut file: Option<(String, u64, Option<RangeInclusive<u64>>)> = None;
+        let mut file: Option<(String, u64, Option<RangeInclusive<u64>>, Option<String>)> = None;
         let mut built = Vec::new();
         for (name, sweep_x, document, entry, point, sweep_values) in documents {
             let errors_before = self.errors.len();
@@ -730,7 +792,12 @@ impl<'t> Reader<'_> {
                         .seeds
                         .as_ref()
                         .and_then(|seeds| self.seeds(seeds));
-                    file = Some((raw.scenario.name.get_ref().clone(), scenario.seed, seeds));
+                    file = Some((
+                        raw.scenario.name.get_ref().clone(),
+                        scenario.seed,
+                        seeds,
+                        raw.scenario.description.clone(),
+                    ));
                 }
                 built.push(Variant {
                     name: name.clone(),
@@ -739,11 +806,12 @@ impl<'t> Reader<'_> {
                     scenario,
                     expectations,
                     presets,
+                    settings: document::flatten(&document),
                 });
             }
             tag(&mut self.errors[errors_before..], &name);
         }
-        let (name, seed, seeds) = file?;
+        let (name, seed, seeds, description) = file?;
         let axes: Vec<SweepInfo> = sweeps
             .into_iter()
             .map(|sweep| SweepInfo {
@@ -760,6 +828,8 @@ impl<'t> Reader<'_> {
             sweep_axes: axes,
             variants: built,
             report: ReportSettings::default(),
+            description,
+            preamble: Vec::new(),
         })
     }
 

@@ -1,0 +1,354 @@
+//! A report page written once and rendered as either of two formats: a self-contained HTML
+//! page (inline style and SVG, no script, nothing fetched) or Markdown for pasting into a
+//! review document. The content (`review.rs`) calls the same methods for both; only this file
+//! knows either syntax. Text may hold `code` spans between backticks.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::table::Table;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Html,
+    Markdown,
+}
+
+impl Format {
+    /// Markdown for a `.md` or `.markdown` file, HTML for any other name.
+    pub fn for_path(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("md" | "markdown") => Format::Markdown,
+            _ => Format::Html,
+        }
+    }
+}
+
+const STYLE: &str = "body{font-family:'DejaVu Sans',sans-serif;margin:2em;color:#1e1e1e;max-width:1280px}\
+table{border-collapse:collapse;margin:1em 0;font-size:14px}\
+th,td{border:1px solid #ccc;padding:4px 8px}th{background:#f2f2f2}\
+td.num{text-align:right;font-variant-numeric:tabular-nums}\
+tr.fail td{background:#fde2e2}tr.held td.result{color:#2c7a2c}tr.fail td.result{color:#b00020;font-weight:bold}\
+tr.best td{background:#e3f1e3;font-weight:bold}\
+figure{margin:1em 0}figure svg{max-width:100%;height:auto}\
+pre.assumptions{background:#f6f6f6;padding:1em;white-space:pre-wrap}\
+code{background:#f6f6f6;padding:1px 4px}";
+
+/// A page being written.
+pub struct Page {
+    format: Format,
+    out: String,
+    /// Charts left out of a Markdown page, named once at its end.
+    charts_left_out: Vec<String>,
+}
+
+impl Page {
+    pub fn new(format: Format, title: &str) -> Page {
+        let mut out = String::new();
+        match format {
+            Format::Html => write!(
+                out,
+                "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+                 <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+                escape(title)
+            )
+            .unwrap(),
+            Format::Markdown => {}
+        }
+        Page {
+            format,
+            out,
+            charts_left_out: Vec::new(),
+        }
+    }
+
+    /// A heading, 1 for the page's title.
+    pub fn heading(&mut self, level: u8, text: &str) {
+        match self.format {
+            Format::Html => writeln!(self.out, "<h{level}>{}</h{level}>", inline(text)).unwrap(),
+            Format::Markdown => writeln!(
+                self.out,
+                "{} {}\n",
+                "#".repeat(usize::from(level)),
+                text.trim()
+            )
+            .unwrap(),
+        }
+    }
+
+    pub fn paragraph(&mut self, text: &str) {
+        match self.format {
+            Format::Html => writeln!(self.out, "<p>{}</p>", inline(text)).unwrap(),
+            Format::Markdown => writeln!(self.out, "{}\n", text.trim()).unwrap(),
+        }
+    }
+
+    /// Lines kept as they are (a file's own comments): preformatted, wrapped by the browser.
+    pub fn preformatted(&mut self, id: &str, lines: &[String]) {
+        match self.format {
+            Format::Html => {
+                write!(self.out, "<pre class=\"{id}\" id=\"{id}\">").unwrap();
+                for line in lines {
+                    writeln!(self.out, "{}", escape(line)).unwrap();
+                }
+                self.out.push_str("</pre>\n");
+            }
+            Format::Markdown => {
+                self.out.push_str("```text\n");
+                for line in lines {
+                    // A line of backticks would end the block early.
+                    writeln!(self.out, "{}", line.replace("```", "'''")).unwrap();
+                }
+                self.out.push_str("```\n\n");
+            }
+        }
+    }
+
+    pub fn list(&mut self, id: &str, items: &[String]) {
+        match self.format {
+            Format::Html => {
+                writeln!(self.out, "<ul id=\"{id}\">").unwrap();
+                for item in items {
+                    writeln!(self.out, "<li>{}</li>", inline(item)).unwrap();
+                }
+                self.out.push_str("</ul>\n");
+            }
+            Format::Markdown => {
+                for item in items {
+                    writeln!(self.out, "- {}", item.trim()).unwrap();
+                }
+                self.out.push('\n');
+            }
+        }
+    }
+
+    /// A table; `classes`, when given, is one HTML class per row (`held`, `fail`, `best`, or
+    /// empty). A column of numbers (and intervals) is right-aligned, any other left-aligned.
+    pub fn table(&mut self, id: &str, table: &Table, classes: Option<&[&str]>) {
+        let numeric: Vec<bool> = (0..table.header.len())
+            .map(|c| numeric_column(table.rows.iter().filter_map(|row| row.get(c))))
+            .collect();
+        match self.format {
+            Format::Html => {
+                write!(self.out, "<table id=\"{id}\"><thead><tr>").unwrap();
+                for cell in &table.header {
+                    write!(self.out, "<th>{}</th>", escape(cell)).unwrap();
+                }
+                self.out.push_str("</tr></thead><tbody>\n");
+                for (r, row) in table.rows.iter().enumerate() {
+                    match classes.and_then(|c| c.get(r)).filter(|c| !c.is_empty()) {
+                        Some(class) => write!(self.out, "<tr class=\"{class}\">").unwrap(),
+                        None => self.out.push_str("<tr>"),
+                    }
+                    for (index, cell) in row.iter().enumerate() {
+                        let class = if numeric.get(index) == Some(&true) {
+                            " class=\"num\""
+                        } else {
+                            ""
+                        };
+                        write!(self.out, "<td{class}>{}</td>", inline(cell)).unwrap();
+                    }
+                    self.out.push_str("</tr>\n");
+                }
+                self.out.push_str("</tbody></table>\n");
+            }
+            Format::Markdown => {
+                let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
+                let header: Vec<String> = table.header.iter().map(|c| cell(c)).collect();
+                writeln!(self.out, "| {} |", header.join(" | ")).unwrap();
+                let rule: Vec<&str> = numeric
+                    .iter()
+                    .map(|&n| if n { "---:" } else { "---" })
+                    .collect();
+                writeln!(self.out, "|{}|", rule.join("|")).unwrap();
+                for row in &table.rows {
+                    let row: Vec<String> = row.iter().map(|c| cell(c)).collect();
+                    writeln!(self.out, "| {} |", row.join(" | ")).unwrap();
+                }
+                self.out.push('\n');
+            }
+        }
+    }
+
+    /// A chart, given as an SVG document: inline in HTML; in Markdown only named, since a
+    /// review document takes images as files (`--plot DIR` writes them).
+    pub fn figure(&mut self, name: &str, svg: &str) {
+        match self.format {
+            Format::Html => {
+                // The SVG document's own XML declaration is not allowed inside HTML.
+                let svg = svg
+                    .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
+                    .unwrap_or(svg)
+                    .trim_start();
+                writeln!(
+                    self.out,
+                    "<figure id=\"chart-{name}\">\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
+                    escape(name)
+                )
+                .unwrap();
+            }
+            Format::Markdown => {
+                writeln!(self.out, "*(chart `{name}`)*\n").unwrap();
+                self.charts_left_out.push(name.to_owned());
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> String {
+        match self.format {
+            Format::Html => self.out.push_str("</body>\n</html>\n"),
+            Format::Markdown => {
+                if !self.charts_left_out.is_empty() {
+                    let names: Vec<String> = self
+                        .charts_left_out
+                        .iter()
+                        .map(|name| format!("`{name}`"))
+                        .collect();
+                    writeln!(
+                        self.out,
+                        "Charts ({}): in the HTML report (`--report FILE.html`), or as PNG and \
+                         SVG files with `--plot DIR`.",
+                        names.join(", ")
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        self.out
+    }
+}
+
+/// Whether a column holds numbers: every cell that says something (not empty, not `-`) is a
+/// number, a signed one, a percentage or an interval `[a, b]`, and at least one does.
+fn numeric_column<'a>(cells: impl Iterator<Item = &'a String>) -> bool {
+    let number = |text: &str| {
+        let text = text.trim().trim_start_matches('+').trim_end_matches('%');
+        text.parse::<f64>().is_ok_and(f64::is_finite)
+    };
+    let mut any = false;
+    for cell in cells {
+        let cell = cell.trim();
+        if cell.is_empty() || cell == "-" {
+            continue;
+        }
+        let interval = cell
+            .strip_prefix('[')
+            .and_then(|c| c.strip_suffix(']'))
+            .and_then(|c| c.split_once(", "))
+            .is_some_and(|(low, high)| number(low) && number(high));
+        if !(interval || number(cell)) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// Escapes text for HTML content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text for HTML: escaped, with each pair of backticks made a `<code>` span (an odd one out
+/// stays a backtick).
+fn inline(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut out = String::new();
+    for (index, part) in parts.iter().enumerate() {
+        let code = index % 2 == 1 && index + 1 < parts.len();
+        if code {
+            write!(out, "<code>{}</code>", escape(part)).unwrap();
+        } else if index % 2 == 1 {
+            write!(out, "`{}", escape(part)).unwrap();
+        } else {
+            out.push_str(&escape(part));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_from_the_scenario_is_escaped() {
+        assert_eq!(
+            escape("a <b> & \"c\" 'd'"),
+            "a &lt;b&gt; &amp; &quot;c&quot; &#39;d&#39;"
+        );
+    }
+
+    #[test]
+    fn backticks_make_code_spans_and_an_odd_one_stays() {
+        assert_eq!(
+            inline("run `a <b>` now"),
+            "run <code>a &lt;b&gt;</code> now"
+        );
+        assert_eq!(inline("one ` only"), "one ` only");
+        assert_eq!(inline("`x` and `y"), "<code>x</code> and `y");
+    }
+
+    fn table() -> Table {
+        Table {
+            header: vec!["variant".into(), "p99 | ms".into()],
+            rows: vec![vec!["a".into(), "1.5".into()], vec!["b".into(), "2".into()]],
+        }
+    }
+
+    #[test]
+    fn a_column_is_numeric_when_every_cell_that_says_something_is_a_number() {
+        let column = |cells: &[&str]| {
+            let cells: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
+            numeric_column(cells.iter())
+        };
+        assert!(column(&[
+            "1", "-2.5", "+3", "", "-", "[1.5, 2]", "4.1e-5", "66.8%"
+        ]));
+        assert!(!column(&["1", "held"]));
+        assert!(!column(&["[a, b]"]));
+        assert!(!column(&["", "-"]), "nothing to align");
+    }
+
+    #[test]
+    fn a_markdown_table_escapes_pipes_and_right_aligns_numbers() {
+        let mut page = Page::new(Format::Markdown, "t");
+        page.table("x", &table(), None);
+        assert_eq!(
+            page.finish(),
+            "| variant | p99 \\| ms |\n|---|---:|\n| a | 1.5 |\n| b | 2 |\n\n"
+        );
+    }
+
+    #[test]
+    fn an_html_table_carries_its_row_classes() {
+        let mut page = Page::new(Format::Html, "t");
+        page.table("x", &table(), Some(&["held", ""]));
+        let html = page.finish();
+        assert!(html.contains("<tr class=\"held\"><td>a</td><td class=\"num\">1.5</td></tr>"));
+        assert!(html.contains("<tr><td>b</td>"));
+    }
+
+    #[test]
+    fn markdown_names_the_charts_it_leaves_out() {
+        let mut page = Page::new(Format::Markdown, "t");
+        page.figure("outage", "<svg/>");
+        assert!(
+            page.finish()
+                .contains("Charts (`outage`): in the HTML report")
+        );
+        assert_eq!(Format::for_path(Path::new("r.md")), Format::Markdown);
+        assert_eq!(Format::for_path(Path::new("r.html")), Format::Html);
+    }
+}
