@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
 use outagelab_live::calibrate::Plan;
+use outagelab_report::trace::Trace;
 use outagelab_report::{RunReport, Verdict, write};
 use outagelab_scenario_file::ScenarioFile;
 use outagelab_sim::{Bugs, SimError};
@@ -90,6 +91,14 @@ enum Command {
         /// Write the charts (PNG and SVG) into this directory.
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
+        /// Write a trace of sampled requests (each step, wait and policy decision as a slice or
+        /// instant; faults as instants) in Chrome's trace event format, for ui.perfetto.dev.
+        #[arg(long, value_name = "PATH", conflicts_with = "seeds")]
+        trace: Option<PathBuf>,
+        /// With --trace: trace every N-th request of each variant, from the first (at most
+        /// 1000 requests per variant).
+        #[arg(long, value_name = "N", requires = "trace", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+        trace_sample: u64,
         /// Show no progress bar (it shows on a terminal for variants that run over a second).
         #[arg(long)]
         quiet: bool,
@@ -224,6 +233,8 @@ fn main() -> ExitCode {
             report,
             csv,
             plot,
+            trace,
+            trace_sample,
             quiet,
             plant_bug,
             metric,
@@ -245,6 +256,7 @@ fn main() -> ExitCode {
                     report: report.as_deref(),
                     csv: csv.as_deref(),
                     plot: plot.as_deref(),
+                    trace: trace.as_deref().map(|path| (path, trace_sample)),
                 },
             )
         }
@@ -298,6 +310,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         report: options.report.as_deref(),
         csv: None,
         plot: options.plot.as_deref(),
+        trace: None,
     };
     if let Err(message) = check_outputs(file, outputs) {
         eprintln!("{message}");
@@ -492,7 +505,7 @@ fn write_study_page(
     for variant in &mut first.variants {
         variant.scenario.seed = study.seeds[0];
     }
-    let sample = simulate(&first, Bugs::default(), quiet)
+    let (sample, _) = simulate(&first, Bugs::default(), quiet, None)
         .map_err(|(variant, error)| format!("variant \"{variant}\": {error}"))?;
     let checked = evaluate(&first, &sample);
     let study_chart = outagelab_plots::study_svg(study)?;
@@ -652,6 +665,8 @@ struct Outputs<'a> {
     report: Option<&'a Path>,
     csv: Option<&'a Path>,
     plot: Option<&'a Path>,
+    /// Where the trace goes, and every how many requests it samples.
+    trace: Option<(&'a Path, u64)>,
 }
 
 fn run(
@@ -668,6 +683,7 @@ fn run(
         report: report_path,
         csv,
         plot,
+        trace,
     } = outputs;
     if let Err(message) = check_outputs(file, outputs) {
         eprintln!("{message}");
@@ -695,8 +711,9 @@ fn run(
             variant.scenario.seed = seed;
         }
     }
-    let report = match simulate(&scenario, bugs, quiet) {
-        Ok(report) => report,
+    let sample_every = trace.and_then(|(_, every)| std::num::NonZeroU64::new(every));
+    let (report, traces) = match simulate(&scenario, bugs, quiet, sample_every) {
+        Ok(ran) => ran,
         Err((variant, error)) => {
             eprintln!("variant \"{variant}\": {error}");
             let planted = (bugs != Bugs::default())
@@ -794,6 +811,40 @@ fn run(
             }
         }
     }
+    if let Some((path, _)) = trace {
+        let named: Vec<(&str, &Trace)> = report
+            .variants
+            .iter()
+            .map(|v| v.name.as_str())
+            .zip(&traces)
+            .collect();
+        let text = outagelab_report::trace::chrome_trace_json(&named);
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && let Err(e) = std::fs::create_dir_all(parent)
+        {
+            eprintln!("cannot create {}: {e}", parent.display());
+            return ExitCode::from(2);
+        }
+        if let Err(e) = write::replace_file(path, text.as_bytes()) {
+            eprintln!("cannot write {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+        let traced: u64 = traces.iter().map(|t| t.requests).sum();
+        let dropped: u64 = traces.iter().map(|t| t.dropped).sum();
+        let dropped = if dropped > 0 {
+            format!(
+                "; {dropped} events past the cap of {} per variant left out",
+                outagelab_sim::TRACE_EVENTS_MAX
+            )
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "wrote {} ({traced} requests traced, 1 in {} of each variant{dropped}; open it in ui.perfetto.dev)",
+            path.display(),
+            traces.first().map_or(0, |t| t.sample_every)
+        );
+    }
     if failed {
         eprintln!(
             "reproduce with: outagelab run {} --seed {}",
@@ -823,6 +874,7 @@ fn check_outputs(file: &Path, outputs: Outputs) -> Result<(), String> {
         ("--json", outputs.json),
         ("--events", outputs.events),
         ("--report", outputs.report),
+        ("--trace", outputs.trace.map(|(path, _)| path)),
     ];
     let files: Vec<(&str, &Path, PathBuf)> = files
         .into_iter()
@@ -898,31 +950,34 @@ fn simulate(
     scenario: &ScenarioFile,
     bugs: Bugs,
     quiet: bool,
-) -> Result<RunReport, (String, SimError)> {
+    trace_every: Option<std::num::NonZeroU64>,
+) -> Result<(RunReport, Vec<Trace>), (String, SimError)> {
     let count = scenario.variants.len();
-    let variants = scenario
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(index, variant)| {
-            let label = format!("variant {}/{count}: {}", index + 1, variant.name);
-            let horizon = variant.scenario.limits.horizon.map(|h| h.as_nanos());
-            let mut progress = Progress::new(label, horizon, quiet);
-            let mut report = outagelab_sim::run_observed(&variant.scenario, bugs, &mut |now| {
-                progress.at(now.as_nanos())
-            })
-            .map_err(|error| (variant.name.clone(), error))?;
-            progress.done();
-            report.sweep_x = variant.sweep_x;
-            Ok(report)
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(RunReport {
+    let mut traces = Vec::new();
+    let mut variants = Vec::new();
+    for (index, variant) in scenario.variants.iter().enumerate() {
+        let label = format!("variant {}/{count}: {}", index + 1, variant.name);
+        let horizon = variant.scenario.limits.horizon.map(|h| h.as_nanos());
+        let mut progress = Progress::new(label, horizon, quiet);
+        let (mut report, trace) = outagelab_sim::run_traced(
+            &variant.scenario,
+            bugs,
+            &mut |now| progress.at(now.as_nanos()),
+            trace_every,
+        )
+        .map_err(|error| (variant.name.clone(), error))?;
+        progress.done();
+        report.sweep_x = variant.sweep_x;
+        variants.push(report);
+        traces.extend(trace);
+    }
+    let report = RunReport {
         scenario: scenario.name.clone(),
         seed: scenario.seed,
         sweep: scenario.sweep.clone(),
         variants,
-    })
+    };
+    Ok((report, traces))
 }
 
 /// A progress bar on standard error for one variant's run: shown only on a terminal, only

@@ -9,6 +9,7 @@ pub mod expect;
 pub mod keys;
 pub mod outcome;
 pub mod study;
+pub mod trace;
 pub mod write;
 
 use std::collections::BTreeMap;

@@ -28,6 +28,7 @@ use outagelab_model::lock::{
 use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
 use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::trace::{Trace, TraceWhat};
 use outagelab_report::{
     CacheSummary, CountKey, FaultWindow, GaugeKey, LockSummary, LogEntry, Outcome,
     RateLimitSummary, Summary, VariantReport, Verdict,
@@ -51,6 +52,7 @@ use crate::scenario::{
     RedisCommand, Scenario, ServerId, StepAction, StepSpec, ThrottleId, ThrottleOp,
 };
 use crate::throttles::{Held, Phase, Progress, Throttles};
+use crate::trace::Tracer;
 
 /// Runs one scenario to its end and reports what happened.
 ///
@@ -114,15 +116,29 @@ pub fn run_observed(
     bugs: Bugs,
     progress: &mut dyn FnMut(SimTime),
 ) -> Result<VariantReport, SimError> {
+    run_traced(scenario, bugs, progress, None).map(|(report, _)| report)
+}
+
+/// [`run_observed`], tracing every `sample_every`-th request (in arrival order, from the
+/// first; at most [`crate::TRACED_REQUESTS_MAX`]) when it is given: the trace comes back
+/// beside the report, which tracing does not change.
+pub fn run_traced(
+    scenario: &Scenario,
+    bugs: Bugs,
+    progress: &mut dyn FnMut(SimTime),
+    sample_every: Option<std::num::NonZeroU64>,
+) -> Result<(VariantReport, Option<Trace>), SimError> {
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
     let mut simulator = Simulator::new(scenario, bugs);
+    simulator.tracer = sample_every.map(Tracer::new);
     let verdict = simulator.run_to_end(progress);
     if let Some(violation) = simulator.monitors.take_violation() {
         return Err(SimError::InvariantViolated(violation));
     }
-    Ok(simulator.report(verdict))
+    let trace = simulator.tracer.take().map(|t| t.finish(simulator.now));
+    Ok((simulator.report(verdict), trace))
 }
 
 /// The summary a run of this scenario would have, with every count at zero: it names every
@@ -231,6 +247,8 @@ struct Request {
     worker: Option<(LoadId, u32)>,
     /// The call (and its attempt number) it is an attempt of, when its load has a caller.
     call: Option<(CallRef, u32)>,
+    /// Its number in the trace, when `run --trace` sampled it.
+    trace: Option<u64>,
 }
 
 impl Request {
@@ -251,6 +269,7 @@ impl Request {
             locks_held: Vec::new(),
             worker: None,
             call: None,
+            trace: None,
         }
     }
 }
@@ -398,6 +417,8 @@ struct Simulator<'s> {
     /// Per connection: its steps that failed and went on (fail-open), in total and per bucket.
     fail_open: Vec<(u64, CounterId)>,
     server_series: Vec<ServerSeries>,
+    /// The sampled requests' events, when the run is traced.
+    tracer: Option<Tracer>,
 }
 
 impl<'s> Simulator<'s> {
@@ -627,6 +648,7 @@ impl<'s> Simulator<'s> {
             slot_gauges,
             fail_open,
             server_series,
+            tracer: None,
         }
     }
 
@@ -748,6 +770,14 @@ impl<'s> Simulator<'s> {
             Event::FaultStarts(fault) | Event::FaultEnds(fault) => {
                 let on = matches!(event, Event::FaultStarts(_));
                 let spec = &self.scenario.faults[fault.index()];
+                if let Some(tracer) = &mut self.tracer {
+                    let what = TraceWhat::Fault {
+                        name: spec.name.clone(),
+                        kind: spec.kind.name().to_owned(),
+                        started: on,
+                    };
+                    tracer.record(now, None, what);
+                }
                 match spec.target {
                     FaultTarget::Server(server) => {
                         self.redis.fault(now, server, spec.kind, on, events)
@@ -942,6 +972,13 @@ impl<'s> Simulator<'s> {
         state.issued += 1;
         let key_seed = state.rng.next_u64();
         let request = self.allocate(Request::new(flow, 0, Role::Main, self.now, key_seed));
+        if let Some(tracer) = &mut self.tracer
+            && let Some(number) = tracer.arrived()
+        {
+            self.request_mut(request.slot).trace = Some(number);
+            let flow = self.scenario.flows[flow.index()].name.clone();
+            self.trace(request.slot, TraceWhat::Started { flow });
+        }
         self.in_flight += 1;
         self.monitors.arrived();
         self.metrics.record_arrival(flow.index());
@@ -1090,11 +1127,19 @@ impl<'s> Simulator<'s> {
             let step = &flow.steps[step_index];
             let next = match request.stage {
                 Stage::Start => {
+                    if self.tracer.is_some() {
+                        let (step_number, action) = (request.step, scenario.step_name(step));
+                        let what = TraceWhat::Step {
+                            step: step_number,
+                            action,
+                        };
+                        self.trace(slot, what);
+                    }
                     if step.on_error == OnError::Ignore && role == Role::Main {
                         self.spawn_background(slot, step_index as u16);
                         self.next_step(slot);
                     } else {
-                        self.request_mut(slot).stage = Stage::Entering { next: 0 };
+                        self.set_stage(slot, Stage::Entering { next: 0 });
                     }
                     Next::Continue
                 }
@@ -1120,7 +1165,7 @@ impl<'s> Simulator<'s> {
     /// Enters the layer at position `next` of `step` (or starts the action past the last).
     fn enter_layer(&mut self, slot: u32, step: &StepSpec, next: u8) -> Next {
         let Some(&policy) = step.policies.get(usize::from(next)) else {
-            self.request_mut(slot).stage = Stage::Acting;
+            self.set_stage(slot, Stage::Acting);
             return Next::Continue;
         };
         let entrant = Entrant {
@@ -1130,17 +1175,27 @@ impl<'s> Simulator<'s> {
                 _ => 0,
             },
         };
-        match self.policies.enter(policy, self.now, &entrant) {
+        let entered = self.policies.enter(policy, self.now, &entrant);
+        if self.tracer.is_some() {
+            let name = self.scenario.policy_name(policy);
+            let text = match entered {
+                Enter::Pass(_) => format!("admitted by {name}"),
+                Enter::Queued => format!("queued by {name}"),
+                Enter::Refused(outcome) => format!("refused by {name}: {}", outcome.name()),
+            };
+            self.trace(slot, TraceWhat::Decision { text });
+        }
+        match entered {
             Enter::Pass(hold) => {
                 let ceiling = self.policies.ceiling(policy);
                 self.monitors
                     .entered(self.scenario, self.now, policy, ceiling);
                 self.slots[slot as usize].holds.push(hold);
-                self.request_mut(slot).stage = Stage::Entering { next: next + 1 };
+                self.set_stage(slot, Stage::Entering { next: next + 1 });
                 Next::Continue
             }
             Enter::Queued => {
-                self.request_mut(slot).stage = Stage::Queued { layer: next };
+                self.set_stage(slot, Stage::Queued { layer: next });
                 Next::Stop
             }
             Enter::Refused(outcome) => self.finish_step(slot, Ended::Refused(outcome)),
@@ -1172,7 +1227,7 @@ impl<'s> Simulator<'s> {
                     latency,
                     lock: lock.map(|family| (family.0, self.key_of(slot, family))),
                 };
-                self.request_mut(slot).stage = Stage::Waiting(Wait::Query);
+                self.set_stage(slot, Stage::Waiting(Wait::Query));
                 self.databases
                     .start(self.now, database, query, &mut self.events);
                 self.record_lock_waits();
@@ -1181,7 +1236,7 @@ impl<'s> Simulator<'s> {
             StepAction::Work { duration } => {
                 let flow = self.request(slot).flow.index();
                 let duration = self.work_rngs[flow].duration(&duration);
-                self.request_mut(slot).stage = Stage::Waiting(Wait::Work);
+                self.set_stage(slot, Stage::Waiting(Wait::Work));
                 self.set_timer(slot, self.now.saturating_add(duration), TimerKind::Work);
                 Next::Stop
             }
@@ -1357,12 +1412,55 @@ impl<'s> Simulator<'s> {
                 Some(StepResult::Ok)
             }
             AttemptEnd::Sleep { acquiring, until } => {
-                self.request_mut(slot).stage = Stage::Waiting(Wait::LockRetry(acquiring));
+                self.set_stage(slot, Stage::Waiting(Wait::LockRetry(acquiring)));
                 self.set_timer(slot, until, TimerKind::LockRetry);
                 None
             }
             AttemptEnd::TimedOut => Some(StepResult::Error(Outcome::LockTimeout)),
             AttemptEnd::Failed => Some(result),
+        }
+    }
+
+    /// Moves the request in `slot` to `stage`, and traces the change when it is sampled.
+    fn set_stage(&mut self, slot: u32, stage: Stage) {
+        if self.tracer.is_some() && self.request(slot).trace.is_some() {
+            let label = self.stage_label(slot, &stage);
+            self.trace(slot, TraceWhat::Stage { stage: label });
+        }
+        self.request_mut(slot).stage = stage;
+    }
+
+    /// A stage as a trace names it: what the request waits for, and on what.
+    fn stage_label(&self, slot: u32, stage: &Stage) -> String {
+        let step = self.step_of(slot);
+        let scenario = self.scenario;
+        match (stage, step.action) {
+            (Stage::Start | Stage::Entering { .. } | Stage::Acting, _) => "running".to_owned(),
+            (Stage::Queued { layer }, _) => {
+                let policy = step.policies[usize::from(*layer)];
+                format!("queued in {}", scenario.policy_name(policy))
+            }
+            (Stage::Backoff { next }, _) => {
+                let policy = step.policies[usize::from(*next) - 1];
+                format!("backing off ({})", scenario.policy_name(policy))
+            }
+            (Stage::Waiting(Wait::Reply), StepAction::Redis { connection, .. })
+            | (Stage::Waiting(Wait::Reply), StepAction::Lock { connection, .. }) => format!(
+                "waiting for a reply on {}",
+                scenario.connections[connection.index()].name
+            ),
+            (Stage::Waiting(Wait::Query), StepAction::Database { database, .. }) => {
+                format!("query on {}", scenario.databases[database.index()].name)
+            }
+            (stage, _) => stage.name().to_owned(),
+        }
+    }
+
+    /// Records `what` of the request in `slot`, when the run is traced and it is sampled.
+    fn trace(&mut self, slot: u32, what: TraceWhat) {
+        let number = self.request(slot).trace;
+        if let (Some(tracer), Some(number)) = (&mut self.tracer, number) {
+            tracer.record(self.now, Some(number), what);
         }
     }
 
@@ -1419,13 +1517,13 @@ impl<'s> Simulator<'s> {
                 phase,
                 admitted,
             } => {
-                let request = self.request_mut(slot);
-                request.throttle_held.extend(admitted);
-                request.stage = Stage::Waiting(Wait::ThrottleKv {
+                self.request_mut(slot).throttle_held.extend(admitted);
+                let stage = Stage::Waiting(Wait::ThrottleKv {
                     throttle,
                     key,
                     phase,
                 });
+                self.set_stage(slot, stage);
                 self.set_timer(slot, self.now.saturating_add(after), TimerKind::ThrottleKv);
                 return Next::Stop;
             }
@@ -1482,7 +1580,7 @@ impl<'s> Simulator<'s> {
                 self.settle(request, StepResult::Ok);
             }
             (TimerKind::Backoff, Stage::Backoff { next }) => {
-                self.request_mut(request.slot).stage = Stage::Entering { next };
+                self.set_stage(request.slot, Stage::Entering { next });
                 self.runnable.push_back(request); // run the inner layers again
             }
             (
@@ -1540,7 +1638,7 @@ impl<'s> Simulator<'s> {
     ) -> Option<StepResult> {
         let (now, waiter) = (self.now, self.current_ref(slot));
         if !self.reconnect_slots.is_slot(connection) {
-            self.request_mut(slot).stage = Stage::Waiting(Wait::Reply);
+            self.set_stage(slot, Stage::Waiting(Wait::Reply));
             return self
                 .redis
                 .issue(now, connection, op, waiter, None, &mut self.events);
@@ -1555,7 +1653,7 @@ impl<'s> Simulator<'s> {
         let lease = match acquired {
             SlotAcquire::Lease(lease) => lease,
             SlotAcquire::Parked => {
-                self.request_mut(slot).stage = Stage::Waiting(Wait::SlotConnect);
+                self.set_stage(slot, Stage::Waiting(Wait::SlotConnect));
                 return None;
             }
             SlotAcquire::Unavailable => return Some(StepResult::Error(Outcome::Refused)),
@@ -1575,7 +1673,7 @@ impl<'s> Simulator<'s> {
         let request = self.request_mut(slot);
         request.lease = Some((connection, lease));
         request.origin = origin;
-        request.stage = Stage::Waiting(Wait::Reply);
+        self.set_stage(slot, Stage::Waiting(Wait::Reply));
         let result =
             self.redis
                 .issue(now, link_of(&lease), op, waiter, origin, &mut self.events)?;
@@ -1598,7 +1696,7 @@ impl<'s> Simulator<'s> {
         let woken = self.reconnect_slots.on_link_event(self.now, owner, event);
         for request in woken {
             if self.is_live(request) {
-                self.request_mut(request.slot).stage = Stage::Acting;
+                self.set_stage(request.slot, Stage::Acting);
                 self.runnable.push_back(request);
             }
         }
@@ -1656,7 +1754,7 @@ impl<'s> Simulator<'s> {
             return false;
         }
         request.replayed = true;
-        request.stage = Stage::Acting;
+        self.set_stage(slot, Stage::Acting);
         self.reconnect_slots.record_replay(connection);
         let again = self.current_ref(slot);
         self.runnable.push_back(again);
@@ -1744,7 +1842,7 @@ impl<'s> Simulator<'s> {
                 Exit::Again { at, hold } => {
                     self.slots[slot as usize].holds.push(hold);
                     let next = u8::try_from(depth + 1).expect("a step has few layers");
-                    self.request_mut(slot).stage = Stage::Backoff { next };
+                    self.set_stage(slot, Stage::Backoff { next });
                     let in_a_pool = step.policies[..depth]
                         .iter()
                         .any(|&outer| self.policies.layer(outer).pools_work());
@@ -1787,6 +1885,19 @@ impl<'s> Simulator<'s> {
             self.metrics.record_background_end(flow, outcome);
             self.free(slot);
             return Next::Stop;
+        }
+        if self.tracer.is_some() {
+            let text = match result {
+                StepResult::Ok => "step ended: ok".to_owned(),
+                StepResult::Hit => format!("step ended: hit (on_hit {})", step.on_hit.name()),
+                StepResult::Miss => "step ended: miss".to_owned(),
+                StepResult::Error(kind) => format!(
+                    "step ended: {} (on_error {})",
+                    kind.name(),
+                    step.on_error.name()
+                ),
+            };
+            self.trace(slot, TraceWhat::Decision { text });
         }
         if let (StepResult::Error(kind), OnError::Next, StepAction::Redis { connection, .. }) =
             (result, step.on_error, step.action)
@@ -1882,7 +1993,7 @@ impl<'s> Simulator<'s> {
         };
         self.slots[waiter.slot as usize].holds.push(hold);
         let next = layer + 1;
-        self.request_mut(waiter.slot).stage = Stage::Entering { next };
+        self.set_stage(waiter.slot, Stage::Entering { next });
         self.runnable.push_back(waiter);
     }
 
@@ -1908,6 +2019,13 @@ impl<'s> Simulator<'s> {
             slot,
             flow,
             ended_at + 1..scenario.flows[flow.index()].steps.len(),
+        );
+        let outcome_name = outcome.name().to_owned();
+        self.trace(
+            slot,
+            TraceWhat::Ended {
+                outcome: outcome_name,
+            },
         );
         let request = self.request(slot);
         let (flow, latency) = (request.flow, now.saturating_since(request.started));

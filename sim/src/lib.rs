@@ -32,8 +32,11 @@ mod redis;
 mod rng;
 pub mod scenario;
 mod throttles;
+mod trace;
 
-pub use engine::{Bugs, PROGRESS_EVERY_EVENTS, run, run_observed, run_with_bugs, summary_shape};
+pub use engine::{
+    Bugs, PROGRESS_EVERY_EVENTS, run, run_observed, run_traced, run_with_bugs, summary_shape,
+};
 pub use error::SimError;
 pub use http::HttpSpec;
 pub use metrics::BUCKETS_MAX;
@@ -42,3 +45,4 @@ pub use monitors::{Invariant, Violation};
 /// hand-written reference model).
 pub use rng::Stream;
 pub use scenario::Scenario;
+pub use trace::{TRACE_EVENTS_MAX, TRACED_REQUESTS_MAX};

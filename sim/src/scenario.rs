@@ -805,6 +805,51 @@ impl Scenario {
         }
     }
 
+    /// What a step does, as messages name it: `redis GET on cache`, `db main`, `work`.
+    pub fn step_name(&self, step: &StepSpec) -> String {
+        match step.action {
+            StepAction::Redis {
+                connection,
+                command,
+                ..
+            } => format!(
+                "redis {} on {}",
+                command.name(),
+                self.connections[connection.index()].name
+            ),
+            StepAction::Database { database, .. } => {
+                format!("db {}", self.databases[database.index()].name)
+            }
+            StepAction::Work { .. } => "work".to_owned(),
+            StepAction::RateLimit { limiter, .. } => {
+                format!("rate limit {}", self.rate_limits[limiter.index()].name)
+            }
+            StepAction::Throttle { throttle, op, .. } => {
+                let op = match op {
+                    ThrottleOp::Acquire => "acquire",
+                    ThrottleOp::Release => "release",
+                };
+                format!("throttle {} {op}", self.throttles[throttle.index()].name)
+            }
+            StepAction::Cache { cache, op, .. } => {
+                let op = match op {
+                    CacheOp::Get => "get",
+                    CacheOp::Put { .. } => "put",
+                    CacheOp::Invalidate => "invalidate",
+                    CacheOp::Flush => "flush",
+                };
+                format!("cache {} {op}", self.caches[cache.index()].name)
+            }
+            StepAction::Lock { lock, op, .. } => {
+                let op = match op {
+                    LockOp::Acquire(_) => "acquire",
+                    LockOp::Release => "release",
+                };
+                format!("lock {} {op}", self.locks[lock.index()].name)
+            }
+        }
+    }
+
     /// A policy as messages name it: `bulkhead db`.
     pub fn policy_name(&self, policy: PolicyRef) -> String {
         let name = match policy {
@@ -951,6 +996,17 @@ pub enum OnError {
     Ignore,
 }
 
+impl OnError {
+    /// As the file writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnError::Fail => "fail",
+            OnError::Next => "next",
+            OnError::Ignore => "ignore",
+        }
+    }
+}
+
 /// What a cache hit (a `GET` that found its key) does to its request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnHit {
@@ -959,6 +1015,17 @@ pub enum OnHit {
     Finish,
     /// The request goes on at this later step (e.g. to fill an L1 with what L2 returned).
     Goto(u16),
+}
+
+impl OnHit {
+    /// As a message says it: `next`, `finish`, `goto step 3`.
+    pub fn name(self) -> String {
+        match self {
+            OnHit::Next => "next".to_owned(),
+            OnHit::Finish => "finish".to_owned(),
+            OnHit::Goto(step) => format!("goto step {step}"),
+        }
+    }
 }
 
 /// An open-loop arrival process sending one request type.
