@@ -229,3 +229,68 @@ fn names_that_name_nothing_are_refused_before_anything_runs() {
         assert!(stderr.contains(message), "{all:?}: {stderr}");
     }
 }
+
+#[test]
+fn the_bundled_sweep_marks_the_points_that_satisfy_its_constraint_and_the_cheapest_of_them() {
+    let dir = scratch("study-sweep");
+    let output = outagelab(&[
+        "run",
+        "scenarios/breaker-open-sweep.toml",
+        "--seeds",
+        "1..4",
+        "--json",
+        "-",
+        "--plot",
+        dir.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let study: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // The file's [report]: at most 100 reads waited out the timeout; the fewest queries.
+    assert_eq!(
+        study["selection"]["constraints"][0],
+        "connections.cache.timeouts <= 100"
+    );
+    let variants = study["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 15, "3 rules x 5 open durations");
+    let mean = |v: &serde_json::Value, metric: &str| v["metrics"][metric]["mean"].as_f64().unwrap();
+    let mut best: Option<(f64, &str)> = None;
+    for variant in variants {
+        let satisfies = mean(variant, "connections.cache.timeouts") <= 100.0;
+        assert_eq!(
+            variant["satisfies"].as_bool(),
+            Some(satisfies),
+            "{}",
+            variant["name"]
+        );
+        let queries = mean(variant, "databases.main.queries");
+        if satisfies && best.is_none_or(|(b, _)| queries < b) {
+            best = Some((queries, variant["name"].as_str().unwrap()));
+        }
+        // Each point carries its swept value as a column.
+        assert_eq!(variant["point"][0][0], "open");
+    }
+    let best = best.expect("some point satisfies the constraint").1;
+    let marked: Vec<&str> = variants
+        .iter()
+        .filter(|v| v["best"] == true)
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(marked, [best]);
+    // resilience4j's ten probes per half-open break the constraint at the shortest duration.
+    assert_eq!(variants[0]["name"], "resilience4j / open=500ms");
+    assert_eq!(variants[0]["satisfies"], false);
+    let table = text(&output.stderr);
+    assert!(
+        table.contains(&format!(
+            "best under the constraints (min databases.main.queries): {best}"
+        )),
+        "{table}"
+    );
+    for chart in ["study.png", "study.svg"] {
+        assert!(
+            std::fs::metadata(dir.join(chart)).unwrap().len() > 10_000,
+            "{chart}"
+        );
+    }
+}
