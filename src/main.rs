@@ -51,7 +51,7 @@ enum Command {
         #[arg(long, value_name = "RANGE", conflicts_with_all = ["events", "csv"])]
         seeds: Option<String>,
         /// A metric for the table (repeatable; a summary path such as `latency_ms.all.p99`).
-        /// Default: the file's `[report] metrics`; with --seeds, else ok, p50 and p99.
+        /// Default: the file's `[report] metrics`; with --seeds, else ok, p50, p95 and p99.
         #[arg(long, value_name = "METRIC")]
         metric: Vec<String>,
         /// With --seeds: the variant the others are compared with (default: the first).

@@ -33,6 +33,7 @@ pub fn default_metrics(scenario: &ScenarioFile) -> Vec<String> {
     let mut metrics = vec![
         "outcomes.ok".to_owned(),
         "latency_ms.all.p50".to_owned(),
+        "latency_ms.all.p95".to_owned(),
         "latency_ms.all.p99".to_owned(),
     ];
     if scenario.variants.iter().any(|v| v.scenario.http.is_some()) {

@@ -83,6 +83,7 @@ pub fn callers_table(report: &RunReport) -> Option<Table> {
         "attempts",
         "abandoned",
         "p50 ms",
+        "p95 ms",
         "p99 ms",
     ]
     .map(str::to_owned)
@@ -101,6 +102,7 @@ pub fn callers_table(report: &RunReport) -> Option<Table> {
                 caller.attempts.to_string(),
                 caller.abandoned.to_string(),
                 ms(caller.latency_ms.p50),
+                ms(caller.latency_ms.p95),
                 ms(caller.latency_ms.p99),
             ]);
         }

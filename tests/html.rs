@@ -357,8 +357,8 @@ fn a_study_page_renders_with_the_json_s_numbers_and_no_console_message() {
     }
     assert_eq!(
         checked,
-        3 * 3,
-        "three variants by the default three metrics"
+        3 * 4,
+        "three variants by the default four metrics"
     );
 
     // The expectations over the seeds, each with its verdict and range.
