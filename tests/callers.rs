@@ -121,3 +121,54 @@ fn bad_callers_are_refused_at_their_key() {
         assert!(error.contains(message), "{extra}: {error}");
     }
 }
+
+#[test]
+fn a_caller_retrying_a_429_waits_out_its_retry_after_before_the_next_attempt() {
+    // A cap of one in flight that answers 429 with Retry-After: 1 s. Two calls at 0 ms: the
+    // first holds the slot for 100 ms; the second is refused at once and its caller, whose
+    // own backoff is 10 ms, waits the 1 s the answer asked for: one retry, admitted at 1000
+    // ms, done at 1100 ms. A caller that ignored Retry-After would be refused again at 10,
+    // 30, ... ms until its attempts ran out.
+    let report = run(r#"
+[keys.space]
+count = 1
+
+[throttles.cap]
+form = "atomic"
+inflight_max = 1
+retry_after = "1s"
+
+[retries.client]
+max_attempts = 5
+backoff = "10ms"
+jitter = "none"
+retry_on = ["rate_limited"]
+
+[callers.desktop]
+retry = "client"
+
+[flows.write]
+steps = [
+  { throttle = { name = "cap", op = "acquire", key = "space" } },
+  { work = "100ms" },
+  { throttle = { name = "cap", op = "release", key = "space" }, finally = true, on_error = "ignore" },
+]
+
+[loads.sync]
+flow = "write"
+arrivals = "burst"
+count = 2
+caller = "desktop"
+"#);
+    let desktop = &report.summary.callers["desktop"];
+    assert_eq!(
+        (desktop.requests, desktop.attempts, desktop.retries),
+        (2, 3, 1)
+    );
+    assert_eq!(desktop.outcomes["ok"], 2);
+    assert_eq!(desktop.latency_ms.max, Some(1100.0));
+    assert_eq!(
+        report.summary.outcomes["rate_limited"], 1,
+        "the refused attempt"
+    );
+}

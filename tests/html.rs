@@ -355,11 +355,7 @@ fn a_study_page_renders_with_the_json_s_numbers_and_no_console_message() {
         }
         checked += 1;
     }
-    assert_eq!(
-        checked,
-        3 * 4,
-        "three variants by the default four metrics"
-    );
+    assert_eq!(checked, 3 * 4, "three variants by the default four metrics");
 
     // The expectations over the seeds, each with its verdict and range.
     let expectations = table_cells(&dom, "expectations");

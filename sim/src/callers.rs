@@ -11,7 +11,7 @@
 //! flight are counted, so a run does not end while a call waits to retry.
 
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
-use outagelab_model::time::SimTime;
+use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{CallerSummary, Outcome, PercentileRule};
 
 use crate::kernel::RequestRef;
@@ -180,21 +180,23 @@ impl Callers {
         (attempt, state.timeout.map(|t| now.saturating_add(t)))
     }
 
-    /// Attempt `attempt` of `call` answered with `outcome`; `None` when the caller no longer
-    /// waits for it (it gave up on it, or the call ended).
+    /// Attempt `attempt` of `call` answered with `outcome` (a refusal may ask for a wait,
+    /// `retry_after`, which a retry honours as HTTP's Retry-After); `None` when the caller no
+    /// longer waits for it (it gave up on it, or the call ended).
     pub fn answered(
         &mut self,
         now: SimTime,
         call: CallRef,
         attempt: u32,
         outcome: Outcome,
+        retry_after: Option<SimDuration>,
     ) -> Option<CallNext> {
         let live = self.call_mut(call)?;
         if live.attempts != attempt || live.current.is_none() {
             return None;
         }
         live.current = None;
-        Some(self.decide(now, call, outcome))
+        Some(self.decide(now, call, outcome, retry_after))
     }
 
     /// The caller's timeout for attempt `attempt` of `call` fell due; `None` when that
@@ -206,11 +208,18 @@ impl Callers {
         }
         let caller = live.caller;
         self.callers[caller.index()].abandoned += 1;
-        Some(self.decide(now, call, Outcome::Timeout))
+        Some(self.decide(now, call, Outcome::Timeout, None))
     }
 
-    /// An attempt of `call` ended with `outcome`: retry, or end the call.
-    fn decide(&mut self, now: SimTime, call: CallRef, outcome: Outcome) -> CallNext {
+    /// An attempt of `call` ended with `outcome`: retry (not before `retry_after`), or end
+    /// the call.
+    fn decide(
+        &mut self,
+        now: SimTime,
+        call: CallRef,
+        outcome: Outcome,
+        retry_after: Option<SimDuration>,
+    ) -> CallNext {
         let slot = &mut self.slots[call.slot as usize];
         let live = slot.call.as_mut().expect("a live call");
         let state = &mut self.callers[live.caller.index()];
@@ -218,7 +227,7 @@ impl Callers {
             && let (Some((policy, retry_on)), Some(retry)) = (&mut state.policy, &mut live.retry)
             && retry_on.contains(outcome)
             && let RetryDecision::Retry { at } =
-                policy.on_failure(now, retry, None, &mut state.random)
+                policy.on_failure(now, retry, retry_after, &mut state.random)
         {
             state.retries += 1;
             return CallNext::Retry { at };

@@ -1860,7 +1860,7 @@ impl<'s> Simulator<'s> {
                 Exit::Kept(hold) => self.after_query(waited_as, AfterQuery::Release(policy, hold)),
             }
         }
-        self.route(slot, step, result)
+        self.route(slot, step, result, retry_after)
     }
 
     /// Records what waits for the query `waited_as` was waiting on.
@@ -1873,8 +1873,15 @@ impl<'s> Simulator<'s> {
         assert!(previous.is_none(), "one thing waits for a query");
     }
 
-    /// After its layers: the request goes on, finishes, or fails by the step's rules.
-    fn route(&mut self, slot: u32, step: &StepSpec, result: StepResult) -> Next {
+    /// After its layers: the request goes on, finishes, or fails by the step's rules;
+    /// `retry_after` is what a refusal of the step asked its client to wait.
+    fn route(
+        &mut self,
+        slot: u32,
+        step: &StepSpec,
+        result: StepResult,
+        retry_after: Option<SimDuration>,
+    ) -> Next {
         let request = self.request(slot);
         if request.role == Role::Background {
             let outcome = match result {
@@ -1934,7 +1941,7 @@ impl<'s> Simulator<'s> {
                 return Next::Stop;
             }
             (StepResult::Error(kind), _) if step.on_error == OnError::Fail => {
-                self.end_request(slot, kind);
+                self.end_request_asking(slot, kind, retry_after);
                 return Next::Stop;
             }
             _ => {}
@@ -2009,6 +2016,17 @@ impl<'s> Simulator<'s> {
     }
 
     fn end_request(&mut self, slot: u32, outcome: Outcome) {
+        self.end_request_asking(slot, outcome, None);
+    }
+
+    /// Ends the request in `slot` with `outcome`; a refusal's `retry_after` goes to the caller
+    /// that made the attempt, whose retry waits at least that long.
+    fn end_request_asking(
+        &mut self,
+        slot: u32,
+        outcome: Outcome,
+        retry_after: Option<SimDuration>,
+    ) {
         let (now, scenario) = (self.now, self.scenario);
         let request = self.request(slot);
         debug_assert_eq!(request.role, Role::Main);
@@ -2042,7 +2060,9 @@ impl<'s> Simulator<'s> {
             self.worker_done_with(load, worker);
         }
         if let Some((call, attempt)) = call
-            && let Some(end) = self.callers.answered(now, call, attempt, outcome)
+            && let Some(end) = self
+                .callers
+                .answered(now, call, attempt, outcome, retry_after)
         {
             self.after_attempt(call, end);
         }
