@@ -8,6 +8,9 @@
 //! - the time series accounts for every ended request;
 //! - a reconnect slot never applies a write twice (it replays read-only commands only), and
 //!   makes at most one connection attempt at a time (asserted inside the simulator);
+//! - a closed loop sends no more than its workers' iterations, and a caller in front of the
+//!   load ends every call exactly once (or counts it unfinished), however its attempts time
+//!   out and retry while the service still runs them;
 //! - the same scenario gives the same report;
 //! - and, on every run, the simulator's own invariant monitors (`run` fails on a violation),
 //!   here with random policy orders (a breaker inside or outside the bulkhead) and an adaptive
@@ -47,6 +50,10 @@ struct Knobs {
     db_breaker: Option<bool>,
     /// An AIMD adaptive limit on the query step, innermost, starting here.
     adaptive_initial: Option<u32>,
+    /// Closed-loop callers instead of open-loop arrivals: workers, iterations each, think ms.
+    closed: Option<(u32, u64, u64)>,
+    /// A caller in front of the load: its timeout (ms) and its attempts (1: no retry).
+    caller: Option<(Option<u64>, u32)>,
 }
 
 fn knobs() -> impl Strategy<Value = Knobs> {
@@ -79,6 +86,8 @@ fn knobs() -> impl Strategy<Value = Knobs> {
         (
             proptest::option::of(any::<bool>()),
             proptest::option::of(1u32..30),
+            proptest::option::of((1u32..40, 1u64..8, 0u64..50)),
+            proptest::option::of((proptest::option::of(1u64..300), 1u32..4)),
         ),
     )
         .prop_map(
@@ -87,7 +96,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 (bulkhead_max, bulkhead_queue, db_latency_ms, db_capacity, db_timeout_ms),
                 (timeout_ms, offline_queue, max_retries, breaker_failures, fall_through),
                 (fault, reconnect, horizon_ms, seed),
-                (db_breaker, adaptive_initial),
+                (db_breaker, adaptive_initial, closed, caller),
             )| Knobs {
                 arrivals,
                 rate,
@@ -108,6 +117,8 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 seed,
                 db_breaker,
                 adaptive_initial,
+                closed,
+                caller,
             },
         )
 }
@@ -213,23 +224,53 @@ fn scenario(k: &Knobs) -> Scenario {
     };
     s.flows.push(flow("read", vec![spend, get, query, fill]));
     let rate = Rate::per_second(k.rate).unwrap();
-    let arrivals = match k.arrivals {
-        0 => Arrivals::Even {
+    let arrivals = match (k.closed, k.arrivals) {
+        (Some((workers, iterations, think_ms)), _) => Arrivals::Closed(ClosedLoop {
+            workers,
+            think: Distribution::Constant(ms(think_ms)),
+            stagger: ms(10),
+            iterations: Some(iterations),
+            until: None,
+        }),
+        (None, 0) => Arrivals::Even {
             rate,
             end: LoadEnd::Count(k.requests),
         },
-        1 => Arrivals::Poisson {
+        (None, 1) => Arrivals::Poisson {
             rate,
             end: LoadEnd::Count(k.requests),
         },
-        _ => Arrivals::Burst { count: k.requests },
+        (None, _) => Arrivals::Burst { count: k.requests },
     };
+    let caller = k.caller.map(|(timeout_ms, attempts)| {
+        let backoff = outagelab_model::backoff::BackoffConfig::new(
+            ms(20),
+            2000,
+            ms(200),
+            outagelab_model::backoff::Jitter::Full,
+        )
+        .unwrap();
+        let config =
+            outagelab_model::retry::RetryConfig::new(attempts, backoff, None, None).unwrap();
+        s.retries.push(RetrySpec {
+            name: "upstream".into(),
+            enabled: true,
+            config,
+            retry_on: OutcomeSet::new([Outcome::Timeout, Outcome::Shed, Outcome::Refused]),
+        });
+        s.callers.push(CallerSpec {
+            name: "upstream".into(),
+            timeout: timeout_ms.map(ms),
+            retry: Some(RetryId(0)),
+        });
+        CallerId(0)
+    });
     s.loads.push(LoadSpec {
         name: "load".into(),
         flow: FlowId(0),
         start: SimTime::ZERO,
         arrivals,
-        caller: None,
+        caller,
     });
     if let Some((kind, at, duration)) = k.fault {
         let kind = [
@@ -262,8 +303,11 @@ proptest! {
         );
         prop_assert!(summary.bulkheads["db"].peak_queued <= u64::from(k.bulkhead_queue));
         let ended: u64 = summary.outcomes.values().sum();
-        // Arrivals after the horizon never happen.
-        prop_assert!(summary.requests <= k.requests);
+        // Arrivals after the horizon never happen; each call is at most `attempts` requests.
+        let attempts = k.caller.map_or(1, |(_, attempts)| u64::from(attempts));
+        if k.closed.is_none() {
+            prop_assert!(summary.requests <= k.requests * attempts);
+        }
         prop_assert_eq!(ended + summary.unfinished, summary.requests);
         let flow = &summary.flows["read"];
         prop_assert_eq!(flow.outcomes.values().sum::<u64>() + flow.unfinished, flow.requests);
@@ -271,6 +315,27 @@ proptest! {
         prop_assert_eq!(in_series, ended);
         if k.reconnect == 2 {
             prop_assert_eq!(summary.connections["cache"].writes_applied_twice, 0);
+        }
+        if let Some((workers, iterations, _)) = k.closed {
+            // Each iteration is one call (or one request without a caller).
+            prop_assert!(
+                summary.requests <= u64::from(workers) * iterations * attempts,
+                "{} requests from {workers} workers x {iterations}",
+                summary.requests
+            );
+        }
+        if k.caller.is_some() {
+            let upstream = &summary.callers["upstream"];
+            let calls_ended: u64 = upstream.outcomes.values().sum();
+            prop_assert_eq!(calls_ended + upstream.unfinished, upstream.requests);
+            prop_assert_eq!(upstream.attempts, summary.requests, "every attempt is a request");
+            prop_assert!(upstream.attempts <= upstream.requests * attempts);
+            prop_assert!(upstream.abandoned <= upstream.attempts);
+            // A run that ended before its horizon sent every iteration of every worker.
+            let completed = report.verdict == outagelab_report::Verdict::Completed;
+            if let (Some((workers, iterations, _)), true) = (k.closed, completed) {
+                prop_assert_eq!(upstream.requests, u64::from(workers) * iterations);
+            }
         }
         let again = run(&scenario).unwrap();
         prop_assert_eq!(format!("{:?}", again.summary), format!("{:?}", report.summary));
