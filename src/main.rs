@@ -91,6 +91,9 @@ enum Command {
         /// Show no progress bar (it shows on a terminal for variants that run over a second).
         #[arg(long)]
         quiet: bool,
+        /// Refuse the file (exit 2, nothing runs) if it has any warning.
+        #[arg(long)]
+        strict: bool,
         /// Plant a bug on purpose, to see an invariant monitor catch it (for tests).
         #[arg(long, hide = true, value_name = "BUG", conflicts_with = "seeds", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
         plant_bug: Option<String>,
@@ -113,6 +116,9 @@ enum Command {
         /// preset expanded to after the file's overrides, with the preset's source.
         #[arg(long)]
         explain: bool,
+        /// Refuse the file (exit 2) if it has any warning.
+        #[arg(long)]
+        strict: bool,
     },
     /// Measure a real Redis on one connection (round trip, bandwidth of queued big SETs) and
     /// print a `[connections]` table for a scenario file. It writes (then deletes) keys under
@@ -156,8 +162,15 @@ fn main() -> ExitCode {
                 set_bytes: set_kib as usize * 1024,
             },
         ),
-        Command::Validate { file, explain } => match outagelab_scenario_file::load(&file) {
+        Command::Validate {
+            file,
+            explain,
+            strict,
+        } => match outagelab_scenario_file::load(&file) {
             Ok(scenario) => {
+                if !warnings_pass(&scenario, strict) {
+                    return ExitCode::from(2);
+                }
                 let count = scenario.variants.len();
                 let plural = if count == 1 { "" } else { "s" };
                 say(&format!(
@@ -194,6 +207,7 @@ fn main() -> ExitCode {
             jobs,
             shard,
             quiet,
+            strict,
             ..
         } => {
             debug_assert!(seed.is_none(), "clap refuses --seed with --seeds");
@@ -208,6 +222,7 @@ fn main() -> ExitCode {
                 jobs: jobs.map(usize::from),
                 shard,
                 quiet,
+                strict,
             };
             run_seeds(&file, options)
         }
@@ -223,6 +238,7 @@ fn main() -> ExitCode {
             quiet,
             plant_bug,
             metric,
+            strict,
             ..
         } => {
             let bugs = plant_bug
@@ -234,6 +250,7 @@ fn main() -> ExitCode {
                 seed,
                 bugs,
                 quiet,
+                strict,
                 &metric,
                 Outputs {
                     json: json.as_deref(),
@@ -283,6 +300,7 @@ struct StudyOptions {
     jobs: Option<usize>,
     shard: Option<String>,
     quiet: bool,
+    strict: bool,
 }
 
 /// `run --seeds`: every variant on every seed of a range; exit 1 if an expectation failed.
@@ -310,6 +328,9 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if !warnings_pass(&scenario, options.strict) {
+        return ExitCode::from(2);
+    }
     let range = options.range.as_str();
     let seeds = if range == "stated" {
         match &scenario.seeds {
@@ -561,11 +582,14 @@ struct Outputs<'a> {
     plot: Option<&'a Path>,
 }
 
+// The run's flags, one argument each: a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn run(
     file: &Path,
     seed: Option<u64>,
     bugs: Bugs,
     quiet: bool,
+    strict: bool,
     metrics: &[String],
     outputs: Outputs,
 ) -> ExitCode {
@@ -590,6 +614,9 @@ fn run(
             return ExitCode::from(2);
         }
     };
+    if !warnings_pass(&scenario, strict) {
+        return ExitCode::from(2);
+    }
     for metric in metrics {
         if let Err(message) = scenario.check_metric(metric) {
             eprintln!("--metric `{metric}`: {message}");
@@ -699,6 +726,21 @@ fn run(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Prints the file's warnings on standard error, each prefixed `warning:`. Under `--strict`
+/// they refuse the file: returns whether it may go on.
+fn warnings_pass(scenario: &ScenarioFile, strict: bool) -> bool {
+    for warning in &scenario.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let count = scenario.warnings.len();
+    if strict && count > 0 {
+        let plural = if count == 1 { "" } else { "s" };
+        eprintln!("--strict: {count} warning{plural}, so the file is refused");
+        return false;
+    }
+    true
 }
 
 /// Set when `--json -` sends the report to standard output: everything else goes to standard

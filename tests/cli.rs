@@ -186,15 +186,63 @@ fn a_failed_expectation_exits_1_and_says_how_to_reproduce() {
 }
 
 #[test]
-fn validate_accepts_every_bundled_scenario() {
-    for file in [
-        "redis-dead-protection",
-        "shared-connection-hol",
-        "client-options-probe",
-    ] {
-        let output = outagelab(&["validate", &format!("scenarios/{file}.toml")]);
-        assert!(output.status.success(), "{file}: {}", text(&output.stderr));
+fn every_bundled_scenario_validates_without_a_warning_under_strict() {
+    let mut files: Vec<_> =
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+            .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for file in files {
+        let output = outagelab(&["validate", "--strict", file.to_str().unwrap()]);
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "{}: {stderr}", file.display());
+        assert!(stderr.is_empty(), "{}: {stderr}", file.display());
     }
+}
+
+#[test]
+fn warnings_go_to_standard_error_and_strict_makes_them_errors() {
+    let dir = scratch("warnings");
+    let file = dir.join("unused.toml");
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/redis-dead-protection.toml"),
+    )
+    .unwrap();
+    std::fs::write(&file, format!("{original}\n[servers.spare]\n")).unwrap();
+    let path = file.to_str().unwrap();
+    let warning = "warning: ";
+    let located = "unused.toml:";
+    let message = ": servers.spare: no variant uses this server";
+    for command in ["validate", "run"] {
+        let output = outagelab(&[command, path]);
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "{command}: {stderr}");
+        let line = stderr
+            .lines()
+            .find(|line| line.starts_with(warning))
+            .unwrap_or_else(|| panic!("{command}: no warning in {stderr}"));
+        assert!(line.contains(located) && line.contains(message), "{line}");
+        assert!(!text(&output.stdout).contains(warning), "{command}");
+
+        let strict = outagelab(&[command, "--strict", path]);
+        assert_eq!(strict.status.code(), Some(2), "{command} --strict");
+        let stderr = text(&strict.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+        assert!(
+            stderr.contains("--strict: 1 warning, so the file is refused"),
+            "{stderr}"
+        );
+        assert!(
+            text(&strict.stdout).is_empty(),
+            "nothing runs: {}",
+            text(&strict.stdout)
+        );
+    }
+    let seeds = outagelab(&["run", "--strict", "--seeds", "1..2", path]);
+    assert_eq!(seeds.status.code(), Some(2));
 }
 
 #[test]

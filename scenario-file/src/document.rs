@@ -97,6 +97,19 @@ pub fn set_path<'a>(
     Ok(())
 }
 
+/// Span of the key at `path` (every part but the last a table), if the document has it.
+pub fn key_span(root: &Table<'_>, path: &[&str]) -> Option<Range<usize>> {
+    let (last, parents) = path.split_last()?;
+    let mut table = root;
+    for part in parents {
+        match table.get(*part).map(Spanned::get_ref) {
+            Some(DeValue::Table(inner)) => table = inner,
+            _ => return None,
+        }
+    }
+    table.get_key_value(*last).map(|(key, _)| key.span())
+}
+
 /// Deserialises a table (with its spans) into `T`.
 pub fn deserialize_table<'a, T: Deserialize<'a>>(
     table: Table<'a>,

@@ -25,7 +25,7 @@ mod suggest;
 pub mod units;
 mod validate;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 
@@ -66,6 +66,9 @@ pub struct ScenarioFile {
     pub variants: Vec<Variant>,
     /// `[report]`: what `run --seeds` shows and chooses by, unless the command line says.
     pub report: ReportSettings,
+    /// What is probably a mistake but runs (a resource nothing uses, a patch that creates
+    /// one), located like errors, in file order; `--strict` refuses a file that has any.
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl ScenarioFile {
@@ -150,6 +153,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
     let mut reader = Reader {
         source: &source,
         errors: Vec::new(),
+        warnings: Vec::new(),
     };
     let variant_value = take(&mut base, "variant");
     let sweep_value = take(&mut base, "sweep");
@@ -165,7 +169,9 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
         file.report = reader.report(value, file);
     }
     if reader.errors.is_empty() {
-        Ok(file.expect("no errors means a file"))
+        let mut file = file.expect("no errors means a file");
+        file.warnings = dedupe(std::mem::take(&mut reader.warnings), variant_count);
+        Ok(file)
     } else {
         Err(Diagnostics(dedupe(reader.errors, variant_count)))
     }
@@ -174,6 +180,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
 struct Reader<'a> {
     source: &'a Source<'a>,
     errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
 }
 
 /// The most seeds a range may hold: each is a whole run of every variant.
@@ -233,36 +240,81 @@ struct SweepEntry<'t> {
 impl<'t> Reader<'_> {
     /// A patch that names a resource the base file does not have creates it, which is what a
     /// typo does too (`servers = { rediss = ... }` makes an unused server and the variant runs
-    /// as the base). A new name one or two edits from an existing one is refused as a typo.
-    fn check_patch_names(&mut self, base: &Table<'_>, patch: &Table<'_>, variant: &str) {
-        for (section, names) in patch.iter() {
-            let (DeValue::Table(names), Some(DeValue::Table(existing))) = (
-                names.get_ref(),
-                base.get(section.get_ref().as_ref()).map(Spanned::get_ref),
-            ) else {
+    /// as the base). A new name one or two edits from an existing one is refused as a typo;
+    /// any other is a warning unless the variant lists it in `creates`, and every name there
+    /// must be one the patch creates.
+    fn check_patch_names(&mut self, base: &Table<'_>, entry: &VariantEntry<'_>) {
+        let variant = entry.header.name.get_ref();
+        let declared = &entry.header.creates;
+        let mut created: Vec<String> = Vec::new();
+        let sections = entry.patch.iter().flat_map(|patch| patch.iter());
+        for (section, names) in sections {
+            let section = section.get_ref().as_ref();
+            let DeValue::Table(names) = names.get_ref() else {
                 continue;
             };
-            if !kinds::is_resource_section(section.get_ref()) {
+            if !kinds::is_resource_section(section) {
                 continue;
             }
+            let existing = match base.get(section).map(Spanned::get_ref) {
+                Some(DeValue::Table(existing)) => Some(existing),
+                _ => None,
+            };
             for (name, _) in names.iter() {
                 let name_text = name.get_ref().as_ref();
-                if existing.contains_key(name_text) {
+                if existing.is_some_and(|existing| existing.contains_key(name_text)) {
                     continue;
                 }
-                let known = existing.iter().map(|(key, _)| key.get_ref().as_ref());
+                let path = format!("{section}.{name_text}");
+                let key = format!("variant \"{variant}\" patch.{path}");
+                if declared.iter().any(|d| *d.get_ref() == path) {
+                    created.push(path);
+                    continue;
+                }
+                let known = existing
+                    .into_iter()
+                    .flat_map(|existing| existing.iter().map(|(key, _)| key.get_ref().as_ref()));
                 if let Some(near) = suggest::closest(name_text, known) {
-                    let section = section.get_ref();
                     self.errors.push(self.source.diagnostic(
                         Some(name.span()),
-                        format!("variant \"{variant}\" patch.{section}.{name_text}"),
+                        key,
                         format!(
-                            "the base file has no {section}.{name_text}: did you mean `{near}`? \
-                             (a patch that names a new resource creates it)"
+                            "the base file has no {path}: did you mean `{near}`? (a patch that \
+                             names a new resource creates it)"
+                        ),
+                    ));
+                } else {
+                    self.warnings.push(self.source.diagnostic(
+                        Some(name.span()),
+                        key,
+                        format!(
+                            "the base file has no {path}, so this patch creates it: if it \
+                             should, say so with creates = [\"{path}\"] in the variant"
                         ),
                     ));
                 }
             }
+        }
+        for entry in declared {
+            let path = entry.get_ref();
+            if created.contains(path) {
+                continue;
+            }
+            let in_base = path
+                .split_once('.')
+                .and_then(|(section, name)| document::key_span(base, &[section, name]))
+                .is_some();
+            let reason = if in_base {
+                "the base file has it already, so the patch changes it rather than creating it"
+            } else {
+                "the patch does not name it: write it as `table.name` of a resource the patch \
+                 adds, e.g. \"faults.down\""
+            };
+            self.errors.push(self.source.diagnostic(
+                Some(entry.span()),
+                format!("variant \"{variant}\" creates"),
+                format!("`{path}` is not created by this variant: {reason}"),
+            ));
         }
     }
 
@@ -624,6 +676,7 @@ impl<'t> Reader<'_> {
                 name: Spanned::new(0..0, "base".to_owned()),
                 description: None,
                 expect: Vec::new(),
+                creates: Vec::new(),
             },
             patch: None,
         }];
@@ -636,8 +689,8 @@ impl<'t> Reader<'_> {
         let mut documents = Vec::new();
         for entry in entries {
             let mut document = base.clone();
-            if let Some(patch) = &entry.patch {
-                self.check_patch_names(&base, patch, entry.header.name.get_ref());
+            if explicit {
+                self.check_patch_names(&base, entry);
             }
             if let Some(patch) = &entry.patch
                 && let Err((span, reason)) = merge(&mut document, patch)
@@ -701,6 +754,9 @@ impl<'t> Reader<'_> {
         }
         let mut file: Option<(String, u64, Option<RangeInclusive<u64>>)> = None;
         let mut built = Vec::new();
+        // Every resource of every variant, where its name is written, and those named.
+        let mut defined: BTreeMap<(&'static str, String), Option<Range<usize>>> = BTreeMap::new();
+        let mut used: BTreeSet<(&'static str, String)> = BTreeSet::new();
         for (name, sweep_x, document, entry, point, sweep_values) in documents {
             let errors_before = self.errors.len();
             let raw =
@@ -712,9 +768,20 @@ impl<'t> Reader<'_> {
                         continue;
                     }
                 };
+            for (section, names) in raw.sections() {
+                for resource in names {
+                    defined
+                        .entry((section, resource.to_owned()))
+                        .or_insert_with(|| document::key_span(&document, &[section, resource]));
+                }
+            }
             let mut validator = Validator::new(self.source, &document);
             let scenario = validator.scenario(&raw, &name);
             self.errors.append(&mut validator.errors);
+            let warnings_before = self.warnings.len();
+            self.warnings.append(&mut validator.warnings);
+            tag(&mut self.warnings[warnings_before..], &name);
+            used.append(&mut validator.used);
             let presets = std::mem::take(&mut validator.presets);
             if let Some(scenario) = scenario {
                 let mut lines: Vec<&Spanned<String>> = raw.scenario.expect.iter().collect();
@@ -743,6 +810,23 @@ impl<'t> Reader<'_> {
             }
             tag(&mut self.errors[errors_before..], &name);
         }
+        let several = built.len() > 1;
+        for ((section, resource), span) in defined {
+            if kinds::ROOTS.contains(&section) || used.contains(&(section, resource.clone())) {
+                continue;
+            }
+            let noun = kinds::noun(section);
+            let message = if several {
+                format!("no variant uses this {noun}: nothing names it")
+            } else {
+                format!("nothing uses this {noun}: nothing names it")
+            };
+            self.warnings.push(self.source.diagnostic(
+                span,
+                format!("{section}.{resource}"),
+                format!("{message} (remove it, or name it where it should be used)"),
+            ));
+        }
         let (name, seed, seeds) = file?;
         let axes: Vec<SweepInfo> = sweeps
             .into_iter()
@@ -760,6 +844,7 @@ impl<'t> Reader<'_> {
             sweep_axes: axes,
             variants: built,
             report: ReportSettings::default(),
+            warnings: Vec::new(),
         })
     }
 

@@ -79,10 +79,109 @@ fn sweep_values(count: usize) -> String {
     format!("[{}]", values.join(", "))
 }
 
+/// Accepts `text` with a warning equal to `t.toml:{expected}` among its warnings.
+fn check_warning(text: &str, expected: &str) {
+    let file = outagelab_scenario_file::parse(text, Path::new("t.toml"))
+        .unwrap_or_else(|diagnostics| panic!("refused: {diagnostics}\n{text}"));
+    let warnings: Vec<String> = file.warnings.iter().map(ToString::to_string).collect();
+    assert!(
+        warnings.contains(&format!("t.toml:{expected}")),
+        "expected `{expected}`, warned: {warnings:#?}\n{text}"
+    );
+}
+
+/// Accepts `text` without a warning.
+fn check_silent(text: &str) {
+    let file = outagelab_scenario_file::parse(text, Path::new("t.toml"))
+        .unwrap_or_else(|diagnostics| panic!("refused: {diagnostics}\n{text}"));
+    let warnings: Vec<String> = file.warnings.iter().map(ToString::to_string).collect();
+    assert!(warnings.is_empty(), "warned: {warnings:#?}\n{text}");
+}
+
 #[test]
 fn the_base_is_valid() {
     let file = outagelab_scenario_file::parse(BASE, Path::new("t.toml")).unwrap();
     assert_eq!(file.variants.len(), 1);
+    check_silent(BASE);
+}
+
+/// BASE with one `[[variant]]` named "v" whose patch is `patch`, and `header` lines before it.
+fn with_variant(header: &str, patch: &str) -> String {
+    format!("{BASE}\n[[variant]]\nname = \"v\"\n{header}patch = {patch}\n")
+}
+
+#[test]
+fn warned_files() {
+    let cases: Vec<(String, &str)> = vec![
+        (
+            with_variant("", r#"{ servers = { replica = { hz = 5 } } }"#),
+            "26:23: variant \"v\" patch.servers.replica: the base file has no servers.replica, so this patch creates it: if it should, say so with creates = [\"servers.replica\"] in the variant",
+        ),
+        (
+            // A whole section the base has none of.
+            with_variant(
+                "",
+                r#"{ caches = { l1 = { max_entries = 10, max_bytes = "1MiB", ttl = "1s" } } }"#,
+            ),
+            "26:22: variant \"v\" patch.caches.l1: the base file has no caches.l1, so this patch creates it: if it should, say so with creates = [\"caches.l1\"] in the variant",
+        ),
+        (
+            // Declared, the creation is no longer a warning; that nothing uses it still is.
+            with_variant(
+                "creates = [\"servers.replica\"]\n",
+                r#"{ servers = { replica = { hz = 5 } } }"#,
+            ),
+            "27:23: servers.replica: nothing uses this server: nothing names it (remove it, or name it where it should be used)",
+        ),
+        (
+            format!("{BASE}\n[caches.l1]\nmax_entries = 10\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n"),
+            "24:9: caches.l1: nothing uses this cache: nothing names it (remove it, or name it where it should be used)",
+        ),
+        (
+            // The limiter is unused; its store is named (by the limiter), so only one warning.
+            format!(
+                "{BASE}\n[connections.store]\nserver = \"redis\"\n\n[rate_limits.api]\ncapacity = 5\nrate = 1.0\nstore = \"store\"\n"
+            ),
+            "27:14: rate_limits.api: nothing uses this rate limiter: nothing names it (remove it, or name it where it should be used)",
+        ),
+        (
+            // With variants, a resource is unused when no variant names it.
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\n{}",
+                variants(2)
+            ),
+            "24:11: breakers.b: no variant uses this breaker: nothing names it (remove it, or name it where it should be used)",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (text, expected) in &cases {
+        if std::panic::catch_unwind(|| check_warning(text, expected)).is_err() {
+            wrong.push(expected);
+        }
+    }
+    assert!(wrong.is_empty(), "{} cases failed: {wrong:#?}", wrong.len());
+}
+
+#[test]
+fn what_is_used_somewhere_or_declared_is_not_warned_about() {
+    let breaker = "\n[breakers.b]\nenabled = false\nfailures = 5\nopen_for = \"5s\"\n";
+    // A disabled breaker that a step names is used: a variant may enable it.
+    check_silent(&format!(
+        "{}{breaker}",
+        with(
+            "{ db = { name = \"db\" } }",
+            "{ db = { name = \"db\" }, breaker = \"b\" }"
+        )
+    ));
+    // Named in one variant only: used.
+    check_silent(&format!(
+        "{BASE}{breaker}\n[[variant]]\nname = \"base\"\n\n[[variant]]\nname = \"guarded\"\n[variant.patch.flows.f.steps.1]\nbreaker = \"b\"\n"
+    ));
+    // A fault is a root: nothing names it, and a variant that creates one says so.
+    check_silent(&with_variant(
+        "creates = [\"faults.down\"]\n",
+        r#"{ faults = { down = { target = "redis", kind = "stop", at = "1s" } } }"#,
+    ));
 }
 
 #[test]
@@ -1008,11 +1107,24 @@ fn a_patch_that_misspells_a_resource_is_refused_not_run_as_a_new_one() {
         &typo,
         "26:23: variant \"typo\" patch.servers.rediss: the base file has no servers.rediss: did you mean `redis`? (a patch that names a new resource creates it)",
     );
-    // A new resource whose name is not a near miss is created as before.
+    // A new resource whose name is not a near miss is created, with a warning.
     let new = format!(
         "{BASE}\n[[variant]]\nname = \"new\"\npatch = {{ servers = {{ replica = {{ command_cost = \"1ms\" }} }} }}\n"
     );
-    outagelab_scenario_file::parse(&new, Path::new("t.toml")).expect("a new server");
+    check_warning(
+        &new,
+        "26:23: variant \"new\" patch.servers.replica: the base file has no servers.replica, so this patch creates it: if it should, say so with creates = [\"servers.replica\"] in the variant",
+    );
+    // `creates` names only what the patch creates.
+    let patch = r#"{ servers = { replica = { hz = 5 } } }"#;
+    check(
+        &with_variant("creates = [\"servers.redis\"]\n", patch),
+        "26:12: variant \"v\" creates: `servers.redis` is not created by this variant: the base file has it already, so the patch changes it rather than creating it",
+    );
+    check(
+        &with_variant("creates = [\"servers.other\"]\n", patch),
+        "26:12: variant \"v\" creates: `servers.other` is not created by this variant: the patch does not name it: write it as `table.name` of a resource the patch adds, e.g. \"faults.down\"",
+    );
 }
 
 /// BASE with a lock `l` of `lock` (its keys, one a line) after the key family, and its database
