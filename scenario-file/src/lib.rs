@@ -324,9 +324,7 @@ impl<'t> Reader<'_> {
             (Some(root), Some(span)) => key_path_at(root, span.start),
             _ => String::new(),
         };
-        let diagnostic = self
-            .source
-            .diagnostic(span, key, error.message().trim().to_owned());
+        let diagnostic = self.source.diagnostic(span, key, serde_message(&error));
         self.errors.push(diagnostic);
     }
 
@@ -531,7 +529,7 @@ impl<'t> Reader<'_> {
         let header = match deserialize_table::<RawSweep>(table, span.clone()) {
             Ok(header) => header,
             Err(error) => {
-                let message = error.message().trim().to_owned();
+                let message = serde_message(&error);
                 let at = error.span().unwrap_or(span);
                 self.errors
                     .push(self.source.diagnostic(Some(at), key.to_owned(), message));
@@ -861,7 +859,7 @@ impl<'t> Reader<'_> {
         let raw = match deserialize_table::<RawReport>(table, span.clone()) {
             Ok(raw) => raw,
             Err(error) => {
-                let message = error.message().trim().to_owned();
+                let message = serde_message(&error);
                 let at = error.span().unwrap_or(span);
                 self.errors
                     .push(self.source.diagnostic(Some(at), "report", message));
@@ -985,6 +983,11 @@ fn kind_name(unit: &str) -> &'static str {
         "(index)" => "a word",
         _ => "a number",
     }
+}
+
+/// A deserialisation error's message, with a "did you mean" for a misspelt field or value.
+fn serde_message(error: &toml::de::Error) -> String {
+    suggest::serde_message(error.message().trim())
 }
 
 /// Marks diagnostics with the variant they came from (cleared later for those in every one).

@@ -2154,12 +2154,15 @@ impl<'a> Validator<'a> {
                 Some(outcome) => outcomes.push(outcome),
                 None => {
                     let known: Vec<&str> = Outcome::ALL[1..].iter().map(|o| o.name()).collect();
+                    let name = entry.get_ref();
+                    let hint = crate::suggest::closest(name, known.iter().copied())
+                        .map(|near| format!(": did you mean `{near}`?"))
+                        .unwrap_or_default();
                     self.error(
                         Some(entry.span()),
                         key,
                         format!(
-                            "unknown outcome `{}` (outcomes: {})",
-                            entry.get_ref(),
+                            "unknown outcome `{name}`{hint} (outcomes: {})",
                             known.join(", ")
                         ),
                     );
@@ -2252,12 +2255,16 @@ impl<'a> Validator<'a> {
                         }
                         None => {
                             let known: Vec<&str> = labels.keys().copied().collect();
+                            let targets = ["next", "finish"].into_iter().chain(known.clone());
+                            let hint = crate::suggest::closest(label, targets)
+                                .map(|near| format!(": did you mean `{near}`?"))
+                                .unwrap_or_default();
                             self.error(
                                 Some(hit.span()),
                                 key("on_hit"),
                                 format!(
-                                    "`{label}` is not \"next\", \"finish\" or a step label \
-                                     (labels here: {})",
+                                    "`{label}` is not \"next\", \"finish\" or a step \
+                                     label{hint} (labels here: {})",
                                     if known.is_empty() {
                                         "none".to_owned()
                                     } else {
@@ -2407,14 +2414,17 @@ impl<'a> Validator<'a> {
                 .find(|kind| kind.name() == name)
             else {
                 let known: Vec<&str> = PolicyKind::DEFAULT_ORDER.iter().map(|k| k.name()).collect();
-                self.error(
-                    Some(entry.span()),
-                    at,
-                    format!(
+                let message = match crate::suggest::closest(name, known.iter().copied()) {
+                    Some(near) => format!(
+                        "\"{name}\" is not a policy kind: did you mean \"{near}\"? (the kinds are {})",
+                        known.join(", ")
+                    ),
+                    None => format!(
                         "\"{name}\" is not a policy kind; the kinds are {}",
                         known.join(", ")
                     ),
-                );
+                };
+                self.error(Some(entry.span()), at, message);
                 ok = false;
                 continue;
             };

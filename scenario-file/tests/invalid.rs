@@ -315,7 +315,7 @@ fn rejected_files() {
         ),
         (
             with("command = \"GET\"", "command = \"GETT\""),
-            "16:32: flows.f.steps[0].redis.command: unknown variant `GETT`, expected one of `GET`, `SET`, `SET NX PX`, `INCR`, `DEL`",
+            "16:32: flows.f.steps[0].redis.command: unknown variant `GETT`: did you mean `GET`? (expected one of `GET`, `SET`, `SET NX PX`, `INCR`, `DEL`)",
         ),
         (
             with(
@@ -955,6 +955,55 @@ fn rejected_files() {
 }
 
 #[test]
+fn misspelt_keys_values_and_labels_get_a_suggestion() {
+    let labelled = |on_hit: &str| {
+        with(
+            "on_error = \"next\" }",
+            &format!("on_error = \"next\", on_hit = \"{on_hit}\" }}"),
+        )
+        .replace(
+            "{ db = { name = \"db\" } }",
+            "{ db = { name = \"db\" }, label = \"query\" }",
+        )
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (
+            with("command_timeout = \"100ms\"", "comand_timeout = \"100ms\""),
+            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`)",
+        ),
+        (
+            // An unknown table is an unknown field of the root.
+            with("[keys.k]", "[key.k]"),
+            "10:2: key.k: unknown field `key`: did you mean `keys`? (expected one of `scenario`, `run`, `metrics`, `http`, `servers`, `connections`, `databases`, `keys`, `breakers`, `bulkheads`, `semaphores`, `adaptive_limits`, `retries`, `caches`, `rate_limits`, `kv_stores`, `throttles`, `locks`, `callers`, `flows`, `loads`, `faults`)",
+        ),
+        (
+            format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`)",
+        ),
+        (
+            labelled("qurey"),
+            "16:98: flows.f.steps[0].on_hit: `qurey` is not \"next\", \"finish\" or a step label: did you mean `query`? (labels here: query)",
+        ),
+        (
+            labelled("finsh"),
+            "16:98: flows.f.steps[0].on_hit: `finsh` is not \"next\", \"finish\" or a step label: did you mean `finish`? (labels here: query)",
+        ),
+        (
+            // Too far from every label for a suggestion: the list only.
+            labelled("fill"),
+            "16:98: flows.f.steps[0].on_hit: `fill` is not \"next\", \"finish\" or a step label (labels here: query)",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"timout\"]\n"
+            ),
+            "27:13: retries.r.retry_on: unknown outcome `timout`: did you mean `timeout`? (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype)",
+        ),
+    ];
+    check_all(&cases);
+}
+
+#[test]
 fn a_fault_targets_the_server_even_when_a_database_shares_its_name() {
     let text = with("[servers.redis]", "[servers.db]")
         .replace("server = \"redis\"", "server = \"db\"")
@@ -982,7 +1031,7 @@ fn policy_order_mistakes() {
                 r#"{ db = { name = "db" }, bulkhead = "b", policies = ["bulkhed"] }"#,
                 network,
             ),
-            "16:143: flows.f.steps[1].policies[0]: \"bulkhed\" is not a policy kind; the kinds are retry, bulkhead, semaphore, breaker, adaptive_limit",
+            "16:143: flows.f.steps[1].policies[0]: \"bulkhed\" is not a policy kind: did you mean \"bulkhead\"? (the kinds are retry, bulkhead, semaphore, breaker, adaptive_limit)",
         ),
         (
             with_policies(
