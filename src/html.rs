@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use outagelab_report::RunReport;
+use outagelab_scenario_file::ScenarioFile;
 
 use crate::Checked;
 use crate::table::{self, Table};
@@ -58,6 +59,7 @@ fn table_html(out: &mut String, id: &str, table: &Table) {
 /// The page. `command` is how to reproduce the run; `charts` are `(name, svg document)`.
 pub fn document(
     report: &RunReport,
+    scenario: &ScenarioFile,
     checked: &[Checked],
     charts: &[(&str, String)],
     command: &str,
@@ -85,7 +87,7 @@ pub fn document(
 
     out.push_str("<h2>Variants side by side</h2>\n");
     table_html(&mut out, "summary", &table::summary_table(report));
-    for note in table::notes(report) {
+    for note in table::notes(report, scenario) {
         writeln!(out, "<p class=\"note\">{}</p>", escape(&note)).unwrap();
     }
     if let Some(flows) = table::flows_table(report) {

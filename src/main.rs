@@ -650,7 +650,7 @@ fn run(
             return ExitCode::from(1);
         }
     };
-    say(&table::render(&report));
+    say(&table::render(&report, &scenario));
     let metrics = if metrics.is_empty() {
         &scenario.report.metrics
     } else {
@@ -708,7 +708,7 @@ fn run(
     }
     if let Some(path) = html {
         let command = format!("outagelab run {} --seed {}", file.display(), scenario.seed);
-        match write_html(&report, &checked, &command, path) {
+        match write_html(&report, &scenario, &checked, &command, path) {
             Ok(()) => eprintln!("wrote {}", path.display()),
             Err(message) => {
                 eprintln!("{message}");
@@ -997,6 +997,7 @@ fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
 
 fn write_html(
     report: &RunReport,
+    scenario: &ScenarioFile,
     checked: &[Checked],
     command: &str,
     path: &Path,
@@ -1007,7 +1008,7 @@ fn write_html(
     }
     let charts = outagelab_plots::svg_charts(report)
         .map_err(|e| format!("cannot draw the charts for {}: {e}", path.display()))?;
-    let page = html::document(report, checked, &charts, command);
+    let page = html::document(report, scenario, checked, &charts, command);
     write::replace_file(path, page.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

@@ -11,6 +11,22 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// A bundled scenario's text, for a test to change.
+fn bundled(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The lines under the table that say what an error does.
+fn routing(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|line| line.starts_with("on error"))
+        .collect()
+}
+
 #[test]
 fn the_same_seed_gives_byte_identical_json_from_two_processes() {
     let dir = scratch("determinism");
@@ -97,6 +113,31 @@ fn the_run_prints_one_row_per_variant_and_passes() {
         stdout.contains("expectations: 19 held, 0 failed"),
         "{stdout}"
     );
+    // Every variant routes errors alike: said once, under the table.
+    assert_eq!(
+        routing(&stdout),
+        ["on error: read: GET cache -> next (fail-open); db main -> fail"],
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_table_names_the_variants_that_route_errors_differently() {
+    let dir = scratch("routing");
+    let original = bundled("redis-dead-protection.toml");
+    let file = dir.join("closed.toml");
+    let closed = "\n[[variant]]\nname = \"fail-closed\"\n[variant.patch.flows.read.steps.0]\non_error = \"fail\"\n";
+    std::fs::write(&file, format!("{original}{closed}")).unwrap();
+    let output = outagelab(&["run", file.to_str().unwrap()]);
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        routing(&stdout),
+        [
+            "on error in \"fail-closed\": read: GET cache -> fail; db main -> fail",
+            "on error in the other 3 variants: read: GET cache -> next (fail-open); db main -> fail",
+        ],
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -165,10 +206,7 @@ fn a_bad_file_exits_2_naming_file_line_column_and_key() {
 #[test]
 fn a_failed_expectation_exits_1_and_says_how_to_reproduce() {
     let dir = scratch("failing");
-    let original = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/redis-dead-protection.toml"),
-    )
-    .unwrap();
+    let original = bundled("redis-dead-protection.toml");
     let file = dir.join("stricter.toml");
     std::fs::write(
         &file,
@@ -207,10 +245,7 @@ fn every_bundled_scenario_validates_without_a_warning_under_strict() {
 fn warnings_go_to_standard_error_and_strict_makes_them_errors() {
     let dir = scratch("warnings");
     let file = dir.join("unused.toml");
-    let original = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/redis-dead-protection.toml"),
-    )
-    .unwrap();
+    let original = bundled("redis-dead-protection.toml");
     std::fs::write(&file, format!("{original}\n[servers.spare]\n")).unwrap();
     let path = file.to_str().unwrap();
     let warning = "warning: ";

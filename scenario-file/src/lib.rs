@@ -36,7 +36,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 pub use diagnostic::{Diagnostic, Diagnostics};
-pub use explain::explain;
+pub use explain::{error_routing, explain};
 pub use validate::PresetUse;
 
 use diagnostic::{Source, key_path_at};

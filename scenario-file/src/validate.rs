@@ -2215,7 +2215,18 @@ impl<'a> Validator<'a> {
             .enumerate()
             .filter_map(|(index, step)| {
                 let prefix = format!("flows.{name}.steps[{index}]");
-                self.step(&prefix, index, step, names, &labels)
+                let spec = self.step(&prefix, index, step, names, &labels)?;
+                let last = index + 1 == raw.steps.get_ref().len();
+                if step.get_ref().on_error.is_none() && spec.can_fail() && !last {
+                    self.warnings.push(self.source.diagnostic(
+                        Some(step.span()),
+                        prefix,
+                        "can fail and has no on_error: an error here ends the request (fail-closed, \
+                         the default); write on_error = \"fail\" to say so, or \"next\" to go on \
+                         without it (fail-open)",
+                    ));
+                }
+                Some(spec)
             })
             .collect();
         (self.errors.len() == errors_before).then(|| FlowSpec {

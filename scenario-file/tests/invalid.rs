@@ -163,6 +163,57 @@ fn warned_files() {
 }
 
 #[test]
+fn a_step_that_can_fail_and_is_not_last_says_what_an_error_does() {
+    let implicit = "can fail and has no on_error: an error here ends the request (fail-closed, the default); write on_error = \"fail\" to say so, or \"next\" to go on without it (fail-open)";
+    // BASE with `first` as a step before its own.
+    let step = |first: &str| with("steps = [", &format!("steps = [{first}, "));
+    check_warning(
+        &step(r#"{ redis = { command = "GET", connection = "c", key = "k" } }"#),
+        &format!("16:10: flows.f.steps[0]: {implicit}"),
+    );
+    // Local work cannot fail, but a bulkhead around it can shed it.
+    check_warning(
+        &(step(r#"{ work = "1ms", bulkhead = "b" }"#)
+            + "\n[bulkheads.b]\nmax_concurrent = 1\nqueue = 0\n"),
+        &format!("16:10: flows.f.steps[0]: {implicit}"),
+    );
+    // Said, or unable to fail, or the last step (whose error ends the request either way).
+    let retry = "\n[retries.r]\nmax_attempts = 2\nbackoff = \"1ms\"\nretry_on = [\"timeout\"]\n";
+    check_silent(&step(
+        r#"{ redis = { command = "GET", connection = "c", key = "k" }, on_error = "fail" }"#,
+    ));
+    check_silent(&step(r#"{ work = "1ms" }"#));
+    // A retry only repeats what fails inside it.
+    check_silent(&(step(r#"{ work = "1ms", retry = "r" }"#) + retry));
+}
+
+#[test]
+fn error_routing_names_each_step_that_can_fail_and_what_an_error_there_does() {
+    let file = outagelab_scenario_file::parse(BASE, Path::new("t.toml")).unwrap();
+    assert_eq!(
+        outagelab_scenario_file::error_routing(&file.variants[0].scenario),
+        [(
+            "f".to_owned(),
+            "GET c -> next (fail-open); db db -> fail".to_owned()
+        )]
+    );
+    let text = with(
+        "{ db = { name = \"db\" } }",
+        "{ work = \"1ms\" }, { redis = { command = \"SET\", connection = \"c\", key = \"k\" }, on_error = \"ignore\" }, { redis = { command = \"GET\", connection = \"c\", key = \"k\" } }",
+    );
+    let file = outagelab_scenario_file::parse(&text, Path::new("t.toml")).unwrap();
+    assert_eq!(
+        outagelab_scenario_file::error_routing(&file.variants[0].scenario),
+        [(
+            "f".to_owned(),
+            "GET c (step 0) -> next (fail-open); SET c -> ignore (fire-and-forget); GET c (step 3) -> fail"
+                .to_owned()
+        )],
+        "work cannot fail; two steps that read alike are numbered"
+    );
+}
+
+#[test]
 fn what_is_used_somewhere_or_declared_is_not_warned_about() {
     let breaker = "\n[breakers.b]\nenabled = false\nfailures = 5\nopen_for = \"5s\"\n";
     // A disabled breaker that a step names is used: a variant may enable it.
