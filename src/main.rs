@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Parser, Subcommand};
 use outagelab_live::calibrate::Plan;
 use outagelab_report::{RunReport, Verdict, write};
-use outagelab_scenario_file::ScenarioFile;
+use outagelab_scenario_file::{Override, ScenarioFile};
 use outagelab_sim::{Bugs, SimError};
 
 #[derive(Parser)]
@@ -94,6 +94,11 @@ enum Command {
         /// Refuse the file (exit 2, nothing runs) if it has any warning.
         #[arg(long)]
         strict: bool,
+        /// Set a key of the file's base scenario before its variants are merged, e.g.
+        /// `loads.peak.rate=400` or `'faults.redis-dead.duration="10s"'` (a dotted key and a
+        /// TOML value; repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+        set: Vec<Override>,
         /// Plant a bug on purpose, to see an invariant monitor catch it (for tests).
         #[arg(long, hide = true, value_name = "BUG", conflicts_with = "seeds", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
         plant_bug: Option<String>,
@@ -119,6 +124,10 @@ enum Command {
         /// Refuse the file (exit 2) if it has any warning.
         #[arg(long)]
         strict: bool,
+        /// Set a key of the file's base scenario before its variants are merged (a dotted key
+        /// and a TOML value; repeatable), as `run --set` does.
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+        set: Vec<Override>,
     },
     /// Measure a real Redis on one connection (round trip, bandwidth of queued big SETs) and
     /// print a `[connections]` table for a scenario file. It writes (then deletes) keys under
@@ -166,7 +175,8 @@ fn main() -> ExitCode {
             file,
             explain,
             strict,
-        } => match outagelab_scenario_file::load(&file) {
+            set,
+        } => match outagelab_scenario_file::load_with(&file, &set) {
             Ok(scenario) => {
                 if !warnings_pass(&scenario, strict) {
                     return ExitCode::from(2);
@@ -208,6 +218,7 @@ fn main() -> ExitCode {
             shard,
             quiet,
             strict,
+            set,
             ..
         } => {
             debug_assert!(seed.is_none(), "clap refuses --seed with --seeds");
@@ -223,6 +234,7 @@ fn main() -> ExitCode {
                 shard,
                 quiet,
                 strict,
+                sets: set,
             };
             run_seeds(&file, options)
         }
@@ -239,6 +251,7 @@ fn main() -> ExitCode {
             plant_bug,
             metric,
             strict,
+            set,
             ..
         } => {
             let bugs = plant_bug
@@ -251,6 +264,7 @@ fn main() -> ExitCode {
                 bugs,
                 quiet,
                 strict,
+                &set,
                 &metric,
                 Outputs {
                     json: json.as_deref(),
@@ -301,6 +315,7 @@ struct StudyOptions {
     shard: Option<String>,
     quiet: bool,
     strict: bool,
+    sets: Vec<Override>,
 }
 
 /// `run --seeds`: every variant on every seed of a range; exit 1 if an expectation failed.
@@ -321,7 +336,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             STDOUT_IS_JSON.store(true, Ordering::Relaxed);
         }
     }
-    let scenario = match outagelab_scenario_file::load(file) {
+    let scenario = match outagelab_scenario_file::load_with(file, &options.sets) {
         Ok(scenario) => scenario,
         Err(diagnostics) => {
             eprintln!("{diagnostics}");
@@ -391,10 +406,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         Ok(study) => study,
         Err((variant, seed, error)) => {
             eprintln!("variant \"{variant}\" on seed {seed}: {error}");
-            eprintln!(
-                "reproduce with: outagelab run {} --seed {seed}",
-                file.display()
-            );
+            eprintln!("reproduce with: {}", reproduce(file, seed, &options.sets));
             return ExitCode::from(1);
         }
     };
@@ -433,10 +445,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     match failed.first() {
-        Some(seed) => eprintln!(
-            "reproduce with: outagelab run {} --seed {seed}",
-            file.display()
-        ),
+        Some(seed) => eprintln!("reproduce with: {}", reproduce(file, *seed, &options.sets)),
         None => eprintln!(
             "an expectation over the seeds failed: its seeds' values are in the table (and \
              in --json)"
@@ -590,6 +599,7 @@ fn run(
     bugs: Bugs,
     quiet: bool,
     strict: bool,
+    sets: &[Override],
     metrics: &[String],
     outputs: Outputs,
 ) -> ExitCode {
@@ -607,7 +617,7 @@ fn run(
     if json == Some(Path::new("-")) {
         STDOUT_IS_JSON.store(true, Ordering::Relaxed);
     }
-    let mut scenario = match outagelab_scenario_file::load(file) {
+    let mut scenario = match outagelab_scenario_file::load_with(file, sets) {
         Ok(scenario) => scenario,
         Err(diagnostics) => {
             eprintln!("{diagnostics}");
@@ -643,9 +653,8 @@ fn run(
                 .flatten()
                 .unwrap_or_default();
             eprintln!(
-                "reproduce with: outagelab run {} --seed {}{planted}",
-                file.display(),
-                scenario.seed
+                "reproduce with: {}{planted}",
+                reproduce(file, scenario.seed, sets)
             );
             return ExitCode::from(1);
         }
@@ -707,7 +716,7 @@ fn run(
         }
     }
     if let Some(path) = html {
-        let command = format!("outagelab run {} --seed {}", file.display(), scenario.seed);
+        let command = reproduce(file, scenario.seed, sets);
         match write_html(&report, &scenario, &checked, &command, path) {
             Ok(()) => eprintln!("wrote {}", path.display()),
             Err(message) => {
@@ -717,14 +726,34 @@ fn run(
         }
     }
     if failed {
-        eprintln!(
-            "reproduce with: outagelab run {} --seed {}",
-            file.display(),
-            scenario.seed
-        );
+        eprintln!("reproduce with: {}", reproduce(file, scenario.seed, sets));
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The command that runs `file` again on `seed` with the same `--set` flags, quoted for a
+/// POSIX shell where a word needs it.
+fn reproduce(file: &Path, seed: u64, sets: &[Override]) -> String {
+    let mut command = format!(
+        "outagelab run {} --seed {seed}",
+        shell_word(&file.display().to_string())
+    );
+    for set in sets {
+        command.push_str(&format!(" --set {}", shell_word(&set.to_string())));
+    }
+    command
+}
+
+/// `word` as a shell reads it back: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a quote inside becomes `'\''`).
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

@@ -563,3 +563,73 @@ fn a_seed_range_runs_every_seed_and_names_the_first_that_fails() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("states no seed range"));
 }
+
+#[test]
+fn set_overrides_a_key_and_the_reproduce_line_carries_it() {
+    let file = "scenarios/redis-dead-protection.toml";
+    // 400 requests instead of 500: the file's expectations on counts fail, and the command
+    // printed to reproduce the run must carry the override to fail the same way.
+    let set = [
+        "--set",
+        "loads.peak.count=400",
+        "--set",
+        "faults.redis-dead.at=\"0s\"",
+    ];
+    let output = outagelab(&[&["run", file][..], &set].concat());
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("(actual 400)"));
+    let reproduce = format!(
+        "reproduce with: outagelab run {file} --seed 1 --set loads.peak.count=400 --set 'faults.redis-dead.at=\"0s\"'"
+    );
+    assert!(
+        text(&output.stderr).contains(&reproduce),
+        "{}",
+        text(&output.stderr)
+    );
+    let seeds = outagelab(&[&["run", file, "--seeds", "1..2"][..], &set].concat());
+    assert_eq!(seeds.status.code(), Some(1));
+    assert!(
+        text(&seeds.stderr).contains(&reproduce),
+        "{}",
+        text(&seeds.stderr)
+    );
+    // The HTML page's command too.
+    let dir = scratch("set-html");
+    let page = dir.join("page.html");
+    let html = outagelab(&[&["run", file, "--html", page.to_str().unwrap()][..], &set].concat());
+    assert_eq!(html.status.code(), Some(1));
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        page.contains("--set loads.peak.count=400"),
+        "the page's command"
+    );
+}
+
+#[test]
+fn a_bad_set_exits_2_naming_the_flag() {
+    let file = "scenarios/redis-dead-protection.toml";
+    for (set, expected) in [
+        (
+            "loads.peek.rate=400",
+            ": --set loads.peek.rate=400: loads.peek.rate: the scenario has no `loads.peek`, so `loads.peek.rate` cannot be set: did you mean `loads.peak`?",
+        ),
+        (
+            "loads.peak.rate=-1",
+            ": --set loads.peak.rate=-1: loads.peak.rate: must be a positive number",
+        ),
+        (
+            "scenario.seed=7",
+            ": --set scenario.seed=7: scenario.seed: the seed is a parameter of the run: use --seed N",
+        ),
+        ("nothing", "`nothing` is not KEY=VALUE"),
+    ] {
+        for command in ["validate", "run"] {
+            let output = outagelab(&[command, file, "--set", set]);
+            assert_eq!(output.status.code(), Some(2), "{command} --set {set}");
+            let stderr = text(&output.stderr);
+            assert!(stderr.contains(expected), "{command} --set {set}: {stderr}");
+        }
+    }
+    let output = outagelab(&["validate", file, "--set", "loads.peak.rate=400"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+}

@@ -4,14 +4,20 @@
 //! in three stages, each with located errors:
 //!
 //! 1. parse the TOML into a tree that keeps the byte span of every key and value;
-//! 2. build one document per variant: take out `[[variant]]` and `[sweep]`, merge each
-//!    variant's `patch` into the base, set each swept value;
+//! 2. build one document per variant: take out `[[variant]]` and `[sweep]`, set the command
+//!    line's `--set` overrides in the base (each value parsed apart and placed past the end of
+//!    the file, so that its problems are located at its flag), merge each variant's `patch`
+//!    into the base, set each swept value;
 //! 3. deserialise each document into raw types (`raw.rs`, unknown keys rejected; the root
 //!    table and the name index come from the one list of resource kinds in `kinds.rs`, and
 //!    tables with a choice of exactly one key, such as a step's action, are read through
 //!    `one_of.rs`), then
 //!    validate into [`outagelab_sim::Scenario`] (`validate.rs`), and parse and check the
 //!    expectations against the shape of that scenario's report.
+//!
+//! What is probably a mistake but runs (a resource nothing names, a patch that creates one, a
+//! step that can fail with no `on_error` before its flow's last step) is a warning, located
+//! like an error, on [`ScenarioFile::warnings`].
 //!
 //! The format is described for users in `docs/scenario-format.md`.
 
@@ -126,10 +132,47 @@ pub struct LocatedExpectation {
     pub location: String,
 }
 
+/// A key of the base file and the value to give it, from the command line's `--set
+/// KEY=VALUE`: a dotted path (`loads.peak.rate`) and a TOML value (`400`, `"10s"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Override {
+    pub key: String,
+    pub value: String,
+}
+
+impl Override {
+    /// Splits `KEY=VALUE` at its first `=`. The key and value are checked when the file is
+    /// read, where an error can say what the file has.
+    pub fn parse(text: &str) -> Result<Override, String> {
+        match text.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => Ok(Override {
+                key: key.trim().to_owned(),
+                value: value.trim().to_owned(),
+            }),
+            _ => Err(format!(
+                "`{text}` is not KEY=VALUE: write a dotted key and a TOML value, e.g. \
+                 loads.peak.rate=400 or 'faults.redis-dead.duration=\"10s\"'"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Override {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.key, self.value)
+    }
+}
+
 /// Reads and validates the scenario file at `path`.
 pub fn load(path: &Path) -> Result<ScenarioFile, Diagnostics> {
+    load_with(path, &[])
+}
+
+/// Reads and validates the scenario file at `path`, with `overrides` set in its base before
+/// the variants are merged.
+pub fn load_with(path: &Path, overrides: &[Override]) -> Result<ScenarioFile, Diagnostics> {
     match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, path),
+        Ok(text) => parse_with(&text, path, overrides),
         Err(error) => Err(Diagnostics(vec![Diagnostic {
             file: path.to_owned(),
             line: 0,
@@ -137,13 +180,41 @@ pub fn load(path: &Path) -> Result<ScenarioFile, Diagnostics> {
             key: String::new(),
             message: format!("cannot read the file: {error}"),
             variants: Vec::new(),
+            set: None,
         }])),
     }
 }
 
 /// Validates scenario text; `path` is used in messages only.
 pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
-    let source = Source { file: path, text };
+    parse_with(text, path, &[])
+}
+
+/// Validates scenario text with `overrides` set in its base (see [`load_with`]).
+pub fn parse_with(
+    text: &str,
+    path: &Path,
+    overrides: &[Override],
+) -> Result<ScenarioFile, Diagnostics> {
+    // Each override's value is read from a text of its own, `value = VALUE`, whose spans are
+    // then moved past the end of the file, one region per override: a problem in the value is
+    // then located at its `--set`, however deep in the merged document it ends up.
+    let override_texts: Vec<String> = overrides
+        .iter()
+        .map(|o| format!("value = {}", o.value))
+        .collect();
+    let mut regions = Vec::new();
+    let mut start = text.len() + 1;
+    for (set, override_text) in overrides.iter().zip(&override_texts) {
+        let end = start + override_text.len() + 1;
+        regions.push((start..end, set.to_string()));
+        start = end;
+    }
+    let source = Source {
+        file: path,
+        text,
+        sets: regions,
+    };
     let parsed = DeTable::parse(text).map_err(|error| {
         let message = format!("not valid TOML: {}", error.message());
         Diagnostics(vec![source.diagnostic(error.span(), "", message)])
@@ -158,8 +229,26 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
     let variant_value = take(&mut base, "variant");
     let sweep_value = take(&mut base, "sweep");
     let report_value = take(&mut base, "report");
+    for (index, set) in overrides.iter().enumerate() {
+        reader.set(&mut base, set, &override_texts[index], index);
+    }
     let variants = reader.variants(variant_value);
     let sweeps = reader.sweeps(sweep_value, variants.len().max(1));
+    for (index, set) in overrides.iter().enumerate() {
+        if let Some(sweep) = sweeps
+            .iter()
+            .find(|sweep| *sweep.header.parameter.get_ref() == set.key)
+        {
+            let message = format!(
+                "`{}` is swept (values {}): each point sets it, so this would change nothing",
+                set.key,
+                sweep.values.len()
+            );
+            reader
+                .errors
+                .push(reader.set_diagnostic(index, &set.key, message));
+        }
+    }
     if !reader.errors.is_empty() {
         return Err(Diagnostics(reader.errors));
     }
@@ -238,6 +327,66 @@ struct SweepEntry<'t> {
 }
 
 impl<'t> Reader<'_> {
+    /// Sets `--set` number `index`, `set`, in the base: its value read from `text` (`value =
+    /// VALUE`) and placed in its region past the end of the file.
+    fn set(&mut self, base: &mut Table<'t>, set: &Override, text: &'t str, index: usize) {
+        let key = set.key.as_str();
+        let refusal = if key == "scenario.seed" || key == "scenario.seeds" {
+            Some(format!(
+                "the seed is a parameter of the run: use --seed N (or --seeds A..B), not --set \
+                 {key}"
+            ))
+        } else if key.split('.').any(str::is_empty) {
+            Some("must name a key as a dotted path, e.g. loads.peak.rate".to_owned())
+        } else {
+            ["variant", "sweep", "report"]
+                .into_iter()
+                .find(|first| key.split('.').next() == Some(*first))
+                .map(|first| {
+                    format!(
+                        "--set changes the base scenario, before variants are merged; `{first}` \
+                         is read apart from it: change it in the file"
+                    )
+                })
+        };
+        if let Some(message) = refusal {
+            self.errors.push(self.set_diagnostic(index, key, message));
+            return;
+        }
+        let region = &self.source.sets[index].0;
+        let shift_by = region.start;
+        let parsed = DeTable::parse(text).map(Spanned::into_inner);
+        let mut value = match parsed {
+            // One value and nothing after it (a newline could smuggle in other keys).
+            Ok(mut table) if table.len() == 1 => take(&mut table, "value").expect("one key").1,
+            Ok(_) => {
+                let message = "holds more than one TOML value".to_owned();
+                self.errors.push(self.set_diagnostic(index, key, message));
+                return;
+            }
+            Err(error) => {
+                let message = format!(
+                    "`{}` is not a TOML value ({}): a string is written in quotes, e.g. \
+                     --set '{key}=\"10s\"'",
+                    set.value,
+                    error.message().trim()
+                );
+                self.errors.push(self.set_diagnostic(index, key, message));
+                return;
+            }
+        };
+        document::shift(&mut value, shift_by);
+        if let Err(message) = set_path(base, key, shift_by..shift_by + 1, value) {
+            self.errors.push(self.set_diagnostic(index, key, message));
+        }
+    }
+
+    /// A problem with `--set` number `index` as a whole.
+    fn set_diagnostic(&self, index: usize, key: &str, message: String) -> Diagnostic {
+        let start = self.source.sets[index].0.start;
+        self.source.diagnostic(Some(start..start + 1), key, message)
+    }
+
     /// A patch that names a resource the base file does not have creates it, which is what a
     /// typo does too (`servers = { rediss = ... }` makes an unused server and the variant runs
     /// as the base). A new name one or two edits from an existing one is refused as a typo;
@@ -958,12 +1107,7 @@ impl<'t> Reader<'_> {
             match checked {
                 Ok(expectation) => expectations.push(LocatedExpectation {
                     expectation,
-                    location: format!(
-                        "{}:{}:{}",
-                        diagnostic.file.display(),
-                        diagnostic.line,
-                        diagnostic.column
-                    ),
+                    location: diagnostic.location(),
                 }),
                 Err(message) => self.errors.push(Diagnostic {
                     message,
@@ -1001,11 +1145,13 @@ fn tag(diagnostics: &mut [Diagnostic], variant: &str) {
 /// once, naming its variants unless it is in all `variant_count` of them; the result is in
 /// file order.
 fn dedupe(diagnostics: Vec<Diagnostic>, variant_count: usize) -> Vec<Diagnostic> {
-    let mut merged: BTreeMap<(usize, usize, String, String), Vec<String>> = BTreeMap::new();
+    type Place = (usize, usize, Option<String>, String, String);
+    let mut merged: BTreeMap<Place, Vec<String>> = BTreeMap::new();
     for diagnostic in &diagnostics {
         let key = (
             diagnostic.line,
             diagnostic.column,
+            diagnostic.set.clone(),
             diagnostic.key.clone(),
             diagnostic.message.clone(),
         );
@@ -1022,7 +1168,7 @@ fn dedupe(diagnostics: Vec<Diagnostic>, variant_count: usize) -> Vec<Diagnostic>
         .unwrap_or_default();
     merged
         .into_iter()
-        .map(|((line, column, key, message), variants)| Diagnostic {
+        .map(|((line, column, set, key, message), variants)| Diagnostic {
             file: file.clone(),
             line,
             column,
@@ -1033,6 +1179,7 @@ fn dedupe(diagnostics: Vec<Diagnostic>, variant_count: usize) -> Vec<Diagnostic>
             } else {
                 variants
             },
+            set,
         })
         .collect()
 }

@@ -83,10 +83,15 @@ fn sweep_values(count: usize) -> String {
 fn check_warning(text: &str, expected: &str) {
     let file = outagelab_scenario_file::parse(text, Path::new("t.toml"))
         .unwrap_or_else(|diagnostics| panic!("refused: {diagnostics}\n{text}"));
+    check_warning_in(file, &format!("t.toml:{expected}"));
+}
+
+/// `file` has a warning that reads `expected`.
+fn check_warning_in(file: outagelab_scenario_file::ScenarioFile, expected: &str) {
     let warnings: Vec<String> = file.warnings.iter().map(ToString::to_string).collect();
     assert!(
-        warnings.contains(&format!("t.toml:{expected}")),
-        "expected `{expected}`, warned: {warnings:#?}\n{text}"
+        warnings.iter().any(|w| w == expected),
+        "expected `{expected}`, warned: {warnings:#?}"
     );
 }
 
@@ -1341,4 +1346,130 @@ fn memory_keys_memory_faults_and_the_error_reply_outcomes_are_read() {
     let server = &file.variants[0].scenario.servers[0];
     assert_eq!(server.memory, outagelab_sim::scenario::MemorySpec::DEFAULT);
     assert_eq!(server.hz.map(|hz| hz.get()), Some(10));
+}
+
+/// BASE read with `--set` flags `sets` (each `KEY=VALUE`).
+fn parse_set(
+    text: &str,
+    sets: &[&str],
+) -> Result<outagelab_scenario_file::ScenarioFile, outagelab_scenario_file::Diagnostics> {
+    let overrides: Vec<_> = sets
+        .iter()
+        .map(|set| outagelab_scenario_file::Override::parse(set).unwrap())
+        .collect();
+    outagelab_scenario_file::parse_with(text, Path::new("t.toml"), &overrides)
+}
+
+#[test]
+fn rejected_overrides_name_their_flag() {
+    let swept = format!("{BASE}\n[sweep]\nparameter = \"loads.l.count\"\nvalues = [1, 2]\n");
+    let cases: Vec<(&str, &[&str], &str)> = vec![
+        (
+            BASE,
+            &["loads.l.rate=-5"],
+            "t.toml: --set loads.l.rate=-5: loads.l.rate: must be a positive number of requests per second, not -5",
+        ),
+        (
+            BASE,
+            &["loads.l.rte=5"],
+            "t.toml: --set loads.l.rte=5: loads.l.rte: unknown field `rte`: did you mean `rate`? (expected one of `enabled`, `flow`, `arrivals`, `rate`, `count`, `duration`, `start`, `workers`, `think`, `stagger`, `iterations`, `caller`)",
+        ),
+        (
+            BASE,
+            &["connections.c.command_timeout=\"0s\""],
+            "t.toml: --set connections.c.command_timeout=\"0s\": connections.c.command_timeout: must be longer than zero (every command would fail; leave it out to wait forever)",
+        ),
+        (
+            BASE,
+            &["loads.l.flow=\"g\""],
+            "t.toml: --set loads.l.flow=\"g\": loads.l.flow: unknown flow `g` (defined: f)",
+        ),
+        (
+            BASE,
+            &["databases.dbb.latency=\"5ms\""],
+            "t.toml: --set databases.dbb.latency=\"5ms\": databases.dbb.latency: the scenario has no `databases.dbb`, so `databases.dbb.latency` cannot be set: did you mean `databases.db`?",
+        ),
+        (
+            BASE,
+            &["database.db.latency=\"5ms\""],
+            "t.toml: --set database.db.latency=\"5ms\": database.db.latency: the scenario has no `database`, so `database.db.latency` cannot be set: did you mean `databases`?",
+        ),
+        (
+            BASE,
+            &["loads.l.rate=fast"],
+            "t.toml: --set loads.l.rate=fast: loads.l.rate: `fast` is not a TOML value (invalid boolean, expected `false`): a string is written in quotes, e.g. --set 'loads.l.rate=\"10s\"'",
+        ),
+        (
+            BASE,
+            &["loads.l.rate=5\nflow = \"g\""],
+            "t.toml: --set loads.l.rate=5\nflow = \"g\": loads.l.rate: holds more than one TOML value",
+        ),
+        (
+            BASE,
+            &["scenario.seed=5"],
+            "t.toml: --set scenario.seed=5: scenario.seed: the seed is a parameter of the run: use --seed N (or --seeds A..B), not --set scenario.seed",
+        ),
+        (
+            BASE,
+            &["variant.name=\"x\""],
+            "t.toml: --set variant.name=\"x\": variant.name: --set changes the base scenario, before variants are merged; `variant` is read apart from it: change it in the file",
+        ),
+        (
+            BASE,
+            &["loads..rate=5"],
+            "t.toml: --set loads..rate=5: loads..rate: must name a key as a dotted path, e.g. loads.peak.rate",
+        ),
+        (
+            &swept,
+            &["loads.l.count=3"],
+            "t.toml: --set loads.l.count=3: loads.l.count: `loads.l.count` is swept (values 2): each point sets it, so this would change nothing",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (text, sets, expected) in &cases {
+        let first = match parse_set(text, sets) {
+            Ok(_) => "accepted".to_owned(),
+            Err(diagnostics) => diagnostics.0[0].to_string(),
+        };
+        if first != *expected {
+            wrong.push(format!(
+                "{sets:?}\n  got      {first}\n  expected {expected}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    for bad in ["nokey", "=5", " = 5"] {
+        assert!(
+            outagelab_scenario_file::Override::parse(bad).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn overrides_change_the_base_before_the_variants_patch_it() {
+    let text = format!(
+        "{BASE}\n[[variant]]\nname = \"as set\"\n\n[[variant]]\nname = \"patched\"\npatch = {{ servers = {{ redis = {{ hz = 20 }} }} }}\n"
+    );
+    let file = parse_set(&text, &["servers.redis.hz=50", "scenario.name=\"renamed\""])
+        .unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
+    assert_eq!(file.name, "renamed");
+    let hz: Vec<Option<u32>> = file
+        .variants
+        .iter()
+        .map(|v| v.scenario.servers[0].hz.map(|hz| hz.get()))
+        .collect();
+    assert_eq!(
+        hz,
+        [Some(50), Some(20)],
+        "a variant's patch wins over --set"
+    );
+    // A table as the value, and a key the base leaves out.
+    let file = parse_set(BASE, &["run={ horizon = \"2s\" }"]).unwrap();
+    assert!(file.variants[0].scenario.limits.horizon.is_some());
+    // A resource created by --set is unused: warned, at its flag.
+    check_warning_in(
+        parse_set(BASE, &["servers.spare={}"]).unwrap(),
+        "t.toml: --set servers.spare={}: servers.spare: nothing uses this server: nothing names it (remove it, or name it where it should be used)",
+    );
 }
