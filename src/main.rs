@@ -19,7 +19,7 @@ use clap::{Parser, Subcommand};
 use outagelab_live::calibrate::Plan;
 use outagelab_report::trace::Trace;
 use outagelab_report::{RunReport, Verdict, write};
-use outagelab_scenario_file::ScenarioFile;
+use outagelab_scenario_file::{Override, ScenarioFile};
 use outagelab_sim::{Bugs, SimError};
 
 #[derive(Parser)]
@@ -102,6 +102,14 @@ enum Command {
         /// Show no progress bar (it shows on a terminal for variants that run over a second).
         #[arg(long)]
         quiet: bool,
+        /// Refuse the file (exit 2, nothing runs) if it has any warning.
+        #[arg(long)]
+        strict: bool,
+        /// Set a key of the file's base scenario before its variants are merged, e.g.
+        /// `loads.peak.rate=400` or `'faults.redis-dead.duration="10s"'` (a dotted key and a
+        /// TOML value; repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+        set: Vec<Override>,
         /// Plant a bug on purpose, to see an invariant monitor catch it (for tests).
         #[arg(long, hide = true, value_name = "BUG", conflicts_with = "seeds", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
         plant_bug: Option<String>,
@@ -124,6 +132,13 @@ enum Command {
         /// preset expanded to after the file's overrides, with the preset's source.
         #[arg(long)]
         explain: bool,
+        /// Refuse the file (exit 2) if it has any warning.
+        #[arg(long)]
+        strict: bool,
+        /// Set a key of the file's base scenario before its variants are merged (a dotted key
+        /// and a TOML value; repeatable), as `run --set` does.
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+        set: Vec<Override>,
     },
     /// Measure a real Redis on one connection (round trip, bandwidth of queued big SETs) and
     /// print a `[connections]` table for a scenario file. It writes (then deletes) keys under
@@ -167,8 +182,16 @@ fn main() -> ExitCode {
                 set_bytes: set_kib as usize * 1024,
             },
         ),
-        Command::Validate { file, explain } => match outagelab_scenario_file::load(&file) {
+        Command::Validate {
+            file,
+            explain,
+            strict,
+            set,
+        } => match outagelab_scenario_file::load_with(&file, &set) {
             Ok(scenario) => {
+                if !warnings_pass(&scenario, strict) {
+                    return ExitCode::from(2);
+                }
                 let count = scenario.variants.len();
                 let plural = if count == 1 { "" } else { "s" };
                 say(&format!(
@@ -206,6 +229,8 @@ fn main() -> ExitCode {
             jobs,
             shard,
             quiet,
+            strict,
+            set,
             ..
         } => {
             debug_assert!(seed.is_none(), "clap refuses --seed with --seeds");
@@ -221,6 +246,8 @@ fn main() -> ExitCode {
                 jobs: jobs.map(usize::from),
                 shard,
                 quiet,
+                strict,
+                sets: set,
             };
             run_seeds(&file, options)
         }
@@ -238,6 +265,8 @@ fn main() -> ExitCode {
             quiet,
             plant_bug,
             metric,
+            strict,
+            set,
             ..
         } => {
             let bugs = plant_bug
@@ -249,6 +278,8 @@ fn main() -> ExitCode {
                 seed,
                 bugs,
                 quiet,
+                strict,
+                &set,
                 &metric,
                 Outputs {
                     json: json.as_deref(),
@@ -300,6 +331,8 @@ struct StudyOptions {
     jobs: Option<usize>,
     shard: Option<String>,
     quiet: bool,
+    strict: bool,
+    sets: Vec<Override>,
 }
 
 /// `run --seeds`: every variant on every seed of a range; exit 1 if an expectation failed.
@@ -319,13 +352,16 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
     if options.json.as_deref() == Some(Path::new("-")) {
         STDOUT_IS_JSON.store(true, Ordering::Relaxed);
     }
-    let scenario = match outagelab_scenario_file::load(file) {
+    let scenario = match outagelab_scenario_file::load_with(file, &options.sets) {
         Ok(scenario) => scenario,
         Err(diagnostics) => {
             eprintln!("{diagnostics}");
             return ExitCode::from(2);
         }
     };
+    if !warnings_pass(&scenario, options.strict) {
+        return ExitCode::from(2);
+    }
     let range = options.range.as_str();
     let seeds = if range == "stated" {
         match &scenario.seeds {
@@ -356,16 +392,17 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         }
     };
     // What the command line chose, for the command that reproduces the study.
-    let mut reproduce: Vec<(&str, String)> = Vec::new();
-    reproduce.extend(options.metrics.iter().map(|m| ("--metric", m.clone())));
-    reproduce.extend(options.baseline.iter().map(|b| ("--baseline", b.clone())));
-    reproduce.extend(
+    let mut chosen: Vec<(&str, String)> = Vec::new();
+    chosen.extend(options.sets.iter().map(|s| ("--set", s.to_string())));
+    chosen.extend(options.metrics.iter().map(|m| ("--metric", m.clone())));
+    chosen.extend(options.baseline.iter().map(|b| ("--baseline", b.clone())));
+    chosen.extend(
         options
             .constraints
             .iter()
             .map(|c| ("--constraint", c.clone())),
     );
-    reproduce.extend(options.objective.iter().map(|o| ("--objective", o.clone())));
+    chosen.extend(options.objective.iter().map(|o| ("--objective", o.clone())));
     // The command line first, then the file's [report], then the defaults.
     let stated = &scenario.report;
     let metrics = [options.metrics, stated.metrics.clone()]
@@ -397,10 +434,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         Ok(study) => study,
         Err((variant, seed, error)) => {
             eprintln!("variant \"{variant}\" on seed {seed}: {error}");
-            eprintln!(
-                "reproduce with: outagelab run {} --seed {seed}",
-                file.display()
-            );
+            eprintln!("reproduce with: {}", reproduce(file, seed, &options.sets));
             return ExitCode::from(1);
         }
     };
@@ -422,7 +456,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
     }
     say(&study::render(&study));
     if let Some(path) = options.report.as_deref() {
-        let command = study_command(file, &study, &reproduce);
+        let command = study_command(file, &study, &chosen);
         if let Err(message) = write_study_page(&scenario, &study, &command, path, options.quiet) {
             eprintln!("{message}");
             return ExitCode::from(2);
@@ -447,10 +481,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     match failed.first() {
-        Some(seed) => eprintln!(
-            "reproduce with: outagelab run {} --seed {seed}",
-            file.display()
-        ),
+        Some(seed) => eprintln!("reproduce with: {}", reproduce(file, *seed, &options.sets)),
         None => eprintln!(
             "an expectation over the seeds failed: its seeds' values are in the table (and \
              in --json)"
@@ -475,20 +506,6 @@ fn study_command(
         command.push_str(&format!(" {flag} {}", shell_word(value)));
     }
     command
-}
-
-/// A word as a POSIX shell reads it back: as it is when it holds nothing the shell would
-/// interpret, else single-quoted.
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// The study's page: its statistics, and every variant on the range's first seed for the
@@ -669,11 +686,15 @@ struct Outputs<'a> {
     trace: Option<(&'a Path, u64)>,
 }
 
+// The run's flags, one argument each: a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn run(
     file: &Path,
     seed: Option<u64>,
     bugs: Bugs,
     quiet: bool,
+    strict: bool,
+    sets: &[Override],
     metrics: &[String],
     outputs: Outputs,
 ) -> ExitCode {
@@ -692,13 +713,16 @@ fn run(
     if json == Some(Path::new("-")) {
         STDOUT_IS_JSON.store(true, Ordering::Relaxed);
     }
-    let mut scenario = match outagelab_scenario_file::load(file) {
+    let mut scenario = match outagelab_scenario_file::load_with(file, sets) {
         Ok(scenario) => scenario,
         Err(diagnostics) => {
             eprintln!("{diagnostics}");
             return ExitCode::from(2);
         }
     };
+    if !warnings_pass(&scenario, strict) {
+        return ExitCode::from(2);
+    }
     for metric in metrics {
         if let Err(message) = scenario.check_metric(metric) {
             eprintln!("--metric `{metric}`: {message}");
@@ -726,14 +750,13 @@ fn run(
                 .flatten()
                 .unwrap_or_default();
             eprintln!(
-                "reproduce with: outagelab run {} --seed {}{planted}",
-                file.display(),
-                scenario.seed
+                "reproduce with: {}{planted}",
+                reproduce(file, scenario.seed, sets)
             );
             return ExitCode::from(1);
         }
     };
-    say(&table::render(&report));
+    say(&table::render(&report, &scenario));
     let metrics = if metrics.is_empty() {
         &scenario.report.metrics
     } else {
@@ -790,7 +813,7 @@ fn run(
         }
     }
     if let Some(path) = report_path {
-        let command = format!("outagelab run {} --seed {}", file.display(), scenario.seed);
+        let command = reproduce(file, scenario.seed, sets);
         let run = review::RunView {
             report: &report,
             checked: &checked,
@@ -846,15 +869,50 @@ fn run(
         );
     }
     if failed {
-        eprintln!(
-            "reproduce with: outagelab run {} --seed {}",
-            file.display(),
-            scenario.seed
-        );
+        eprintln!("reproduce with: {}", reproduce(file, scenario.seed, sets));
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The command that runs `file` again on `seed` with the same `--set` flags, quoted for a
+/// POSIX shell where a word needs it.
+fn reproduce(file: &Path, seed: u64, sets: &[Override]) -> String {
+    let mut command = format!(
+        "outagelab run {} --seed {seed}",
+        shell_word(&file.display().to_string())
+    );
+    for set in sets {
+        command.push_str(&format!(" --set {}", shell_word(&set.to_string())));
+    }
+    command
+}
+
+/// `word` as a shell reads it back: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a quote inside becomes `'\''`).
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// Prints the file's warnings on standard error, each prefixed `warning:`. Under `--strict`
+/// they refuse the file: returns whether it may go on.
+fn warnings_pass(scenario: &ScenarioFile, strict: bool) -> bool {
+    for warning in &scenario.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let count = scenario.warnings.len();
+    if strict && count > 0 {
+        let plural = if count == 1 { "" } else { "s" };
+        eprintln!("--strict: {count} warning{plural}, so the file is refused");
+        return false;
+    }
+    true
 }
 
 /// Set when `--json -` sends the report to standard output: everything else goes to standard

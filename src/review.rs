@@ -46,7 +46,7 @@ pub fn run_page(format: Format, file: &ScenarioFile, run: &RunView, command: &st
     ));
     assumptions(&mut page, file);
     page.heading(2, "Variants side by side");
-    side_by_side(&mut page, report);
+    side_by_side(&mut page, report, file);
     expectations(&mut page, run.checked);
     changes(&mut page, file, &file.variants[0].name);
     faults(&mut page, report);
@@ -162,7 +162,7 @@ pub fn study_page(
         file_argument(command),
         report.seed
     ));
-    side_by_side(&mut page, report);
+    side_by_side(&mut page, report, file);
     faults(&mut page, report);
     charts(&mut page, sample.charts);
     state_changes(&mut page, report);
@@ -194,9 +194,9 @@ fn assumptions(page: &mut Page, file: &ScenarioFile) {
     }
 }
 
-fn side_by_side(page: &mut Page, report: &RunReport) {
+fn side_by_side(page: &mut Page, report: &RunReport, file: &ScenarioFile) {
     page.table("summary", &table::summary_table(report), None);
-    for note in table::notes(report) {
+    for note in table::notes(report, file) {
         page.paragraph(&note);
     }
     if let Some(flows) = table::flows_table(report) {

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use outagelab_report::{Outcome, RunReport, VariantReport};
+use outagelab_scenario_file::ScenarioFile;
 
 /// A table of cells: printed as plain text (the first column left-aligned, the others
 /// right-aligned) or written into the HTML report.
@@ -44,7 +45,7 @@ fn ms(value: Option<f64>) -> String {
 }
 
 /// The summary table, then (when the scenario has several flows) latency by flow.
-pub fn render(report: &RunReport) -> String {
+pub fn render(report: &RunReport, scenario: &ScenarioFile) -> String {
     let variants = &report.variants;
     let mut out = format!(
         "{} (seed {}): {} variant{}\n\n",
@@ -54,7 +55,7 @@ pub fn render(report: &RunReport) -> String {
         if variants.len() == 1 { "" } else { "s" }
     );
     out.push_str(&summary_table(report).render());
-    for note in notes(report) {
+    for note in notes(report, scenario) {
         writeln!(out, "{note}").unwrap();
     }
     if let Some(flows) = flows_table(report) {
@@ -181,9 +182,9 @@ pub fn summary_table(report: &RunReport) -> Table {
     Table { header, rows }
 }
 
-/// What the summary table needs said under it: the percentile rule, series cut short, runs
-/// that ended before completing.
-pub fn notes(report: &RunReport) -> Vec<String> {
+/// What the summary table needs said under it: the percentile rule, what an error does in
+/// each flow, series cut short, runs that ended before completing.
+pub fn notes(report: &RunReport, scenario: &ScenarioFile) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(first) = report.variants.first() {
         let rule = match first.percentile_rule {
@@ -194,6 +195,7 @@ pub fn notes(report: &RunReport) -> Vec<String> {
             "(latency percentiles over all ended requests, {rule} rule)"
         ));
     }
+    notes.extend(error_routing(scenario));
     for variant in report.variants.iter().filter(|v| v.series.truncated) {
         notes.push(format!(
             "note: \"{}\" ran past the {} buckets a series keeps; its time series stops there \
@@ -215,6 +217,65 @@ pub fn notes(report: &RunReport) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// What an error does at each step that can fail, one line per flow (`on error: read: GET
+/// cache -> next (fail-open); db main -> fail`) when every variant agrees, else one per group
+/// of variants that agree, in the order the variants come: each group named, and the largest
+/// last, as "the other N variants".
+pub fn error_routing(scenario: &ScenarioFile) -> Vec<String> {
+    type Groups<'a> = Vec<(String, Vec<&'a str>)>;
+    let mut flows: Vec<(String, Groups)> = Vec::new();
+    for variant in &scenario.variants {
+        for (flow, routing) in outagelab_scenario_file::error_routing(&variant.scenario) {
+            let at = match flows.iter().position(|(name, _)| *name == flow) {
+                Some(at) => at,
+                None => {
+                    flows.push((flow, Vec::new()));
+                    flows.len() - 1
+                }
+            };
+            let groups = &mut flows[at].1;
+            match groups.iter_mut().find(|(other, _)| *other == routing) {
+                Some((_, names)) => names.push(&variant.name),
+                None => groups.push((routing, vec![variant.name.as_str()])),
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    for (flow, groups) in flows {
+        if let [(routing, names)] = groups.as_slice()
+            && names.len() == scenario.variants.len()
+        {
+            lines.push(format!("on error: {flow}: {routing}"));
+            continue;
+        }
+        // The most common routing is said once for the variants the other lines do not name.
+        let most = (0..groups.len())
+            .max_by_key(|&at| (groups[at].1.len(), std::cmp::Reverse(at)))
+            .expect("a flow listed has a group");
+        for (at, (routing, names)) in groups.iter().enumerate() {
+            if at != most {
+                lines.push(format!("on error in {}: {flow}: {routing}", quoted(names)));
+            }
+        }
+        let (routing, names) = &groups[most];
+        // "Other" only when every variant has the flow; else each that has it is named.
+        let covered: usize = groups.iter().map(|(_, names)| names.len()).sum();
+        let who = if names.len() > 1 && covered == scenario.variants.len() {
+            format!("the other {} variants", names.len())
+        } else {
+            quoted(names)
+        };
+        lines.push(format!("on error in {who}: {flow}: {routing}"));
+    }
+    lines
+}
+
+/// `"a", "b"`.
+fn quoted(names: &[&str]) -> String {
+    let names: Vec<String> = names.iter().map(|name| format!("\"{name}\"")).collect();
+    names.join(", ")
 }
 
 /// p50 latency by flow, with the errors and unfinished requests of each; `None` with one flow.

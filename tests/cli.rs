@@ -11,6 +11,22 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// A bundled scenario's text, for a test to change.
+fn bundled(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The lines under the table that say what an error does.
+fn routing(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|line| line.starts_with("on error"))
+        .collect()
+}
+
 #[test]
 fn the_same_seed_gives_byte_identical_json_from_two_processes() {
     let dir = scratch("determinism");
@@ -97,6 +113,31 @@ fn the_run_prints_one_row_per_variant_and_passes() {
         stdout.contains("expectations: 19 held, 0 failed"),
         "{stdout}"
     );
+    // Every variant routes errors alike: said once, under the table.
+    assert_eq!(
+        routing(&stdout),
+        ["on error: read: GET cache -> next (fail-open); db main -> fail"],
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_table_names_the_variants_that_route_errors_differently() {
+    let dir = scratch("routing");
+    let original = bundled("redis-dead-protection.toml");
+    let file = dir.join("closed.toml");
+    let closed = "\n[[variant]]\nname = \"fail-closed\"\n[variant.patch.flows.read.steps.0]\non_error = \"fail\"\n";
+    std::fs::write(&file, format!("{original}{closed}")).unwrap();
+    let output = outagelab(&["run", file.to_str().unwrap()]);
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        routing(&stdout),
+        [
+            "on error in \"fail-closed\": read: GET cache -> fail; db main -> fail",
+            "on error in the other 3 variants: read: GET cache -> next (fail-open); db main -> fail",
+        ],
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -165,10 +206,7 @@ fn a_bad_file_exits_2_naming_file_line_column_and_key() {
 #[test]
 fn a_failed_expectation_exits_1_and_says_how_to_reproduce() {
     let dir = scratch("failing");
-    let original = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/redis-dead-protection.toml"),
-    )
-    .unwrap();
+    let original = bundled("redis-dead-protection.toml");
     let file = dir.join("stricter.toml");
     std::fs::write(
         &file,
@@ -186,15 +224,60 @@ fn a_failed_expectation_exits_1_and_says_how_to_reproduce() {
 }
 
 #[test]
-fn validate_accepts_every_bundled_scenario() {
-    for file in [
-        "redis-dead-protection",
-        "shared-connection-hol",
-        "client-options-probe",
-    ] {
-        let output = outagelab(&["validate", &format!("scenarios/{file}.toml")]);
-        assert!(output.status.success(), "{file}: {}", text(&output.stderr));
+fn every_bundled_scenario_validates_without_a_warning_under_strict() {
+    let mut files: Vec<_> =
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+            .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for file in files {
+        let output = outagelab(&["validate", "--strict", file.to_str().unwrap()]);
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "{}: {stderr}", file.display());
+        assert!(stderr.is_empty(), "{}: {stderr}", file.display());
     }
+}
+
+#[test]
+fn warnings_go_to_standard_error_and_strict_makes_them_errors() {
+    let dir = scratch("warnings");
+    let file = dir.join("unused.toml");
+    let original = bundled("redis-dead-protection.toml");
+    std::fs::write(&file, format!("{original}\n[servers.spare]\n")).unwrap();
+    let path = file.to_str().unwrap();
+    let warning = "warning: ";
+    let located = "unused.toml:";
+    let message = ": servers.spare: no variant uses this server";
+    for command in ["validate", "run"] {
+        let output = outagelab(&[command, path]);
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "{command}: {stderr}");
+        let line = stderr
+            .lines()
+            .find(|line| line.starts_with(warning))
+            .unwrap_or_else(|| panic!("{command}: no warning in {stderr}"));
+        assert!(line.contains(located) && line.contains(message), "{line}");
+        assert!(!text(&output.stdout).contains(warning), "{command}");
+
+        let strict = outagelab(&[command, "--strict", path]);
+        assert_eq!(strict.status.code(), Some(2), "{command} --strict");
+        let stderr = text(&strict.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+        assert!(
+            stderr.contains("--strict: 1 warning, so the file is refused"),
+            "{stderr}"
+        );
+        assert!(
+            text(&strict.stdout).is_empty(),
+            "nothing runs: {}",
+            text(&strict.stdout)
+        );
+    }
+    let seeds = outagelab(&["run", "--strict", "--seeds", "1..2", path]);
+    assert_eq!(seeds.status.code(), Some(2));
 }
 
 #[test]
@@ -479,4 +562,74 @@ fn a_seed_range_runs_every_seed_and_names_the_first_that_fails() {
     let output = outagelab(&["run", without.to_str().unwrap(), "--seeds", "stated"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("states no seed range"));
+}
+
+#[test]
+fn set_overrides_a_key_and_the_reproduce_line_carries_it() {
+    let file = "scenarios/redis-dead-protection.toml";
+    // 400 requests instead of 500: the file's expectations on counts fail, and the command
+    // printed to reproduce the run must carry the override to fail the same way.
+    let set = [
+        "--set",
+        "loads.peak.count=400",
+        "--set",
+        "faults.redis-dead.at=\"0s\"",
+    ];
+    let output = outagelab(&[&["run", file][..], &set].concat());
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("(actual 400)"));
+    let reproduce = format!(
+        "reproduce with: outagelab run {file} --seed 1 --set loads.peak.count=400 --set 'faults.redis-dead.at=\"0s\"'"
+    );
+    assert!(
+        text(&output.stderr).contains(&reproduce),
+        "{}",
+        text(&output.stderr)
+    );
+    let seeds = outagelab(&[&["run", file, "--seeds", "1..2"][..], &set].concat());
+    assert_eq!(seeds.status.code(), Some(1));
+    assert!(
+        text(&seeds.stderr).contains(&reproduce),
+        "{}",
+        text(&seeds.stderr)
+    );
+    // The HTML page's command too.
+    let dir = scratch("set-html");
+    let page = dir.join("page.html");
+    let html = outagelab(&[&["run", file, "--html", page.to_str().unwrap()][..], &set].concat());
+    assert_eq!(html.status.code(), Some(1));
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        page.contains("--set loads.peak.count=400"),
+        "the page's command"
+    );
+}
+
+#[test]
+fn a_bad_set_exits_2_naming_the_flag() {
+    let file = "scenarios/redis-dead-protection.toml";
+    for (set, expected) in [
+        (
+            "loads.peek.rate=400",
+            ": --set loads.peek.rate=400: loads.peek.rate: the scenario has no `loads.peek`, so `loads.peek.rate` cannot be set: did you mean `loads.peak`?",
+        ),
+        (
+            "loads.peak.rate=-1",
+            ": --set loads.peak.rate=-1: loads.peak.rate: must be a positive number",
+        ),
+        (
+            "scenario.seed=7",
+            ": --set scenario.seed=7: scenario.seed: the seed is a parameter of the run: use --seed N",
+        ),
+        ("nothing", "`nothing` is not KEY=VALUE"),
+    ] {
+        for command in ["validate", "run"] {
+            let output = outagelab(&[command, file, "--set", set]);
+            assert_eq!(output.status.code(), Some(2), "{command} --set {set}");
+            let stderr = text(&output.stderr);
+            assert!(stderr.contains(expected), "{command} --set {set}: {stderr}");
+        }
+    }
+    let output = outagelab(&["validate", file, "--set", "loads.peak.rate=400"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
 }

@@ -190,6 +190,10 @@ fn the_same_run_writes_the_same_page() {
         "the inline SVGs lose their XML declaration"
     );
     assert!(page.contains("outagelab run scenarios/redis-dead-protection.toml --seed 1"));
+    assert!(
+        page.contains("on error: read: GET cache -&gt; next (fail-open); db main -&gt; fail"),
+        "the page says what an error does in each flow"
+    );
 }
 
 #[test]

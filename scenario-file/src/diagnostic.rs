@@ -19,15 +19,27 @@ pub struct Diagnostic {
     pub message: String,
     /// The variants the problem shows up in, when it is not in all of them.
     pub variants: Vec<String>,
+    /// The command line's `--set KEY=VALUE` the offending text comes from, when it is not in
+    /// the file (`line` and `column` are 0 then).
+    pub set: Option<String>,
+}
+
+impl Diagnostic {
+    /// Where the problem is: `file:line:column`, `file` for the whole file, or
+    /// `file: --set KEY=VALUE` for a value the command line gave.
+    pub fn location(&self) -> String {
+        let file = self.file.display();
+        match (&self.set, self.line) {
+            (Some(set), _) => format!("{file}: --set {set}"),
+            (None, 0) => file.to_string(),
+            (None, line) => format!("{file}:{line}:{}", self.column),
+        }
+    }
 }
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if self.line > 0 {
-            write!(f, ":{}:{}", self.line, self.column)?;
-        }
-        f.write_str(": ")?;
+        write!(f, "{}: ", self.location())?;
         if !self.key.is_empty() {
             write!(f, "{}: ", self.key)?;
         }
@@ -62,6 +74,9 @@ impl std::error::Error for Diagnostics {}
 pub(crate) struct Source<'a> {
     pub file: &'a Path,
     pub text: &'a str,
+    /// Spans past the end of `text` that hold the values of `--set` flags, each with its
+    /// `KEY=VALUE` as the command line wrote it.
+    pub sets: Vec<(Range<usize>, String)>,
 }
 
 impl Source<'_> {
@@ -71,9 +86,15 @@ impl Source<'_> {
         key: impl Into<String>,
         message: impl Into<String>,
     ) -> Diagnostic {
+        let set = span.as_ref().and_then(|span| {
+            self.sets
+                .iter()
+                .find(|(range, _)| range.contains(&span.start))
+                .map(|(_, set)| set.clone())
+        });
         let (line, column) = match span {
-            Some(span) => self.line_column(span.start),
-            None => (0, 0),
+            Some(span) if set.is_none() => self.line_column(span.start),
+            _ => (0, 0),
         };
         Diagnostic {
             file: self.file.to_owned(),
@@ -82,6 +103,7 @@ impl Source<'_> {
             key: key.into(),
             message: message.into(),
             variants: Vec::new(),
+            set,
         }
     }
 
@@ -178,6 +200,7 @@ mod tests {
         let source = Source {
             file: Path::new("s.toml"),
             text,
+            sets: Vec::new(),
         };
         let offset = text.find("\"x\"").unwrap();
         let diagnostic = source.diagnostic(Some(offset..offset + 3), "bé", "bad");

@@ -66,7 +66,31 @@ fn merge_elements<'a>(
     Ok(())
 }
 
-/// Sets the value at a dotted `path` (every part but the last must be an existing table).
+/// Moves every span in `value` `by` bytes later: a value parsed from a text of its own (a
+/// `--set` flag's) is placed past the end of the file, so that its spans say where it came from.
+pub fn shift(value: &mut Value<'_>, by: usize) {
+    let moved = |span: Range<usize>| span.start + by..span.end + by;
+    let span = moved(value.span());
+    let mut inner = std::mem::replace(value.get_mut(), DeValue::Boolean(false));
+    match &mut inner {
+        DeValue::Array(items) => items.iter_mut().for_each(|item| shift(item, by)),
+        DeValue::Table(table) => {
+            let entries = std::mem::replace(table, Table::new());
+            *table = entries
+                .into_iter()
+                .map(|(key, mut item)| {
+                    shift(&mut item, by);
+                    (Spanned::new(moved(key.span()), key.into_inner()), item)
+                })
+                .collect();
+        }
+        _ => {}
+    }
+    *value = Spanned::new(span, inner);
+}
+
+/// Sets the value at a dotted `path` (every part but the last must be an existing table; a
+/// missing one is named, with the nearest name there is when it looks like a typo).
 pub fn set_path<'a>(
     root: &mut Table<'a>,
     path: &str,
@@ -78,16 +102,24 @@ pub fn set_path<'a>(
     let mut table = root;
     for (depth, part) in parents.iter().enumerate() {
         let seen = parts[..=depth].join(".");
+        if !table.contains_key(*part) {
+            let known = table.iter().map(|(key, _)| key.get_ref().as_ref());
+            let hint = crate::suggest::closest(part, known)
+                .map(|near| {
+                    let mut near_path = parts[..depth].to_vec();
+                    near_path.push(near);
+                    format!(": did you mean `{}`?", near_path.join("."))
+                })
+                .unwrap_or_default();
+            return Err(format!(
+                "the scenario has no `{seen}`, so `{path}` cannot be set{hint}"
+            ));
+        }
         table = match table.get_mut(*part).map(Spanned::get_mut) {
             Some(DeValue::Table(inner)) => inner,
-            Some(_) => {
+            _ => {
                 return Err(format!(
                     "`{seen}` is not a table, so `{path}` cannot be set"
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "the scenario has no `{seen}`, so `{path}` cannot be set"
                 ));
             }
         };
@@ -163,6 +195,19 @@ fn inline(value: &DeValue<'_>) -> String {
             format!("{{ {} }}", entries.join(", "))
         }
     }
+}
+
+/// Span of the key at `path` (every part but the last a table), if the document has it.
+pub fn key_span(root: &Table<'_>, path: &[&str]) -> Option<Range<usize>> {
+    let (last, parents) = path.split_last()?;
+    let mut table = root;
+    for part in parents {
+        match table.get(*part).map(Spanned::get_ref) {
+            Some(DeValue::Table(inner)) => table = inner,
+            _ => return None,
+        }
+    }
+    table.get_key_value(*last).map(|(key, _)| key.span())
 }
 
 /// Deserialises a table (with its spans) into `T`.
@@ -283,12 +328,39 @@ mod tests {
     }
 
     #[test]
+    fn a_shifted_value_keeps_its_shape_with_every_span_moved() {
+        let text = "value = { a = [1, { b = 2 }] }";
+        let mut root = table(text);
+        let (_, mut value) = take(&mut root, "value").unwrap();
+        shift(&mut value, 100);
+        assert_eq!(value.span(), 108..text.len() + 100);
+        let inner = value.get_ref().as_table().unwrap();
+        let (key, a) = inner.get_key_value("a").unwrap();
+        assert_eq!(key.span(), 110..111);
+        let items = a.get_ref().as_array().unwrap();
+        assert_eq!(
+            &text[items[0].span().start - 100..items[0].span().end - 100],
+            "1"
+        );
+        let b = items[1].get_ref().as_table().unwrap().get("b").unwrap();
+        assert_eq!(&text[b.span().start - 100..b.span().end - 100], "2");
+    }
+
+    #[test]
     fn set_path_needs_existing_parent_tables() {
         let mut root = table("[loads.blobs]\ncount = 1\n");
         let value = Spanned::new(0..1, DeValue::Boolean(true));
         assert!(set_path(&mut root, "loads.blobs.count", 0..1, value.clone()).is_ok());
         let error = set_path(&mut root, "loads.nope.count", 0..1, value.clone()).unwrap_err();
-        assert!(error.contains("has no `loads.nope`"), "{error}");
+        assert!(
+            error.ends_with("has no `loads.nope`, so `loads.nope.count` cannot be set"),
+            "{error}"
+        );
+        let error = set_path(&mut root, "loads.blob.count", 0..1, value.clone()).unwrap_err();
+        assert!(
+            error.ends_with("cannot be set: did you mean `loads.blobs`?"),
+            "{error}"
+        );
         let error = set_path(&mut root, "loads.blobs.count.x", 0..1, value).unwrap_err();
         assert!(
             error.contains("`loads.blobs.count` is not a table"),

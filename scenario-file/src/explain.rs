@@ -8,7 +8,11 @@ use outagelab_model::backoff::Jitter;
 use outagelab_model::breaker::{EvaluateOn, HalfOpenRule, LateFailures, Trip, UncountedAs, Window};
 use outagelab_model::presets;
 use outagelab_report::Outcome;
-use outagelab_sim::scenario::{BreakerSpec, ConnectionSpec, OutcomeSet, Reconnect, RetrySpec};
+use outagelab_sim::Scenario;
+use outagelab_sim::scenario::{
+    BreakerSpec, CacheOp, ConnectionSpec, LockOp, OnError, OutcomeSet, Reconnect, RetrySpec,
+    StepAction, StepSpec, ThrottleOp,
+};
 
 use crate::Variant;
 
@@ -39,6 +43,97 @@ pub fn explain(variant: &Variant) -> String {
         out.push_str("(no breakers, retry policies or connections)\n");
     }
     out
+}
+
+/// What an error does in each flow of `scenario`, for every step that can fail (see
+/// [`StepSpec::can_fail`]): `(flow, "GET cache -> next (fail-open); db main -> fail")`, in
+/// flow order, leaving out flows where no step can fail. `run`'s table prints it, so whether a
+/// design fails open or closed is on the page and not only in the file.
+pub fn error_routing(scenario: &Scenario) -> Vec<(String, String)> {
+    let mut flows = Vec::new();
+    for flow in &scenario.flows {
+        let steps: Vec<(usize, &StepSpec)> = flow
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, step)| step.can_fail())
+            .collect();
+        if steps.is_empty() {
+            continue;
+        }
+        let named: Vec<String> = steps
+            .iter()
+            .map(|(_, step)| step_name(scenario, &step.action))
+            .collect();
+        let routes: Vec<String> = steps
+            .iter()
+            .zip(&named)
+            .map(|((index, step), name)| {
+                // Two steps that read alike are told apart by their number.
+                let name = if named.iter().filter(|other| *other == name).count() > 1 {
+                    format!("{name} (step {index})")
+                } else {
+                    name.clone()
+                };
+                let route = match step.on_error {
+                    OnError::Fail => "fail",
+                    OnError::Next => "next (fail-open)",
+                    OnError::Ignore => "ignore (fire-and-forget)",
+                };
+                format!("{name} -> {route}")
+            })
+            .collect();
+        flows.push((flow.name.clone(), routes.join("; ")));
+    }
+    flows
+}
+
+/// A step's action as a few words of the file: `GET cache`, `db main`, `lock file acquire`.
+fn step_name(scenario: &Scenario, action: &StepAction) -> String {
+    match *action {
+        StepAction::Redis {
+            connection,
+            command,
+            ..
+        } => format!(
+            "{} {}",
+            command.name(),
+            scenario.connections[connection.index()].name
+        ),
+        StepAction::Database { database, .. } => {
+            format!("db {}", scenario.databases[database.index()].name)
+        }
+        StepAction::Work { .. } => "work".to_owned(),
+        StepAction::RateLimit { limiter, .. } => {
+            format!("rate_limit {}", scenario.rate_limits[limiter.index()].name)
+        }
+        StepAction::Throttle { throttle, op, .. } => {
+            let op = match op {
+                ThrottleOp::Acquire => "acquire",
+                ThrottleOp::Release => "release",
+            };
+            format!(
+                "throttle {} {op}",
+                scenario.throttles[throttle.index()].name
+            )
+        }
+        StepAction::Cache { cache, op, .. } => {
+            let op = match op {
+                CacheOp::Get => "get",
+                CacheOp::Put { .. } => "put",
+                CacheOp::Invalidate => "invalidate",
+                CacheOp::Flush => "flush",
+            };
+            format!("cache {} {op}", scenario.caches[cache.index()].name)
+        }
+        StepAction::Lock { lock, op, .. } => {
+            let op = match op {
+                LockOp::Acquire(_) => "acquire",
+                LockOp::Release => "release",
+            };
+            format!("lock {} {op}", scenario.locks[lock.index()].name)
+        }
+    }
 }
 
 fn header(out: &mut String, section: &str, preset: Option<(&str, &str, &str)>) {

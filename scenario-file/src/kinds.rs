@@ -52,6 +52,14 @@ macro_rules! resource_kinds {
             [$(stringify!($table),)*].contains(&table)
         }
 
+        /// What one resource of the kind whose root table is `table` is called in messages.
+        pub fn noun(table: &str) -> &'static str {
+            match table {
+                $(stringify!($table) => $noun,)*
+                _ => "resource",
+            }
+        }
+
         /// The names of every resource, by kind. (Nothing refers to a load or a fault by
         /// name, but they are numbered like every kind.)
         #[allow(dead_code)]
@@ -62,7 +70,7 @@ macro_rules! resource_kinds {
         impl<'r> Names<'r> {
             pub fn new(raw: &'r RawScenario) -> Self {
                 Names {
-                    $($table: NameIndex::new(&raw.$table, $noun, $id),)*
+                    $($table: NameIndex::new(&raw.$table, stringify!($table), $noun, $id),)*
                 }
             }
         }
@@ -90,6 +98,11 @@ resource_kinds! {
     faults: RawFault => FaultId, "fault";
 }
 
+/// The kinds nothing refers to by name: what a run starts from (a load sends requests, a
+/// fault acts on a server). Every other resource is there to be named by something, so one
+/// that nothing names is reported as unused.
+pub const ROOTS: [&str; 2] = ["loads", "faults"];
+
 impl Names<'_> {
     /// Whether the rate limiter `name` keeps its buckets in a store (its steps name a key).
     pub fn has_store(&self, name: &str) -> bool {
@@ -104,13 +117,20 @@ impl Names<'_> {
 pub struct NameIndex<'r, Raw, Id> {
     tables: &'r BTreeMap<String, Raw>,
     ids: BTreeMap<&'r str, u32>,
+    /// The kind's root table: `connections`, `keys`.
+    pub table: &'static str,
     /// What one is called in messages: "connection", "key family".
     pub noun: &'static str,
     id: fn(u32) -> Id,
 }
 
 impl<'r, Raw, Id> NameIndex<'r, Raw, Id> {
-    fn new(tables: &'r BTreeMap<String, Raw>, noun: &'static str, id: fn(u32) -> Id) -> Self {
+    fn new(
+        tables: &'r BTreeMap<String, Raw>,
+        table: &'static str,
+        noun: &'static str,
+        id: fn(u32) -> Id,
+    ) -> Self {
         let ids = tables
             .keys()
             .enumerate()
@@ -122,6 +142,7 @@ impl<'r, Raw, Id> NameIndex<'r, Raw, Id> {
         NameIndex {
             tables,
             ids,
+            table,
             noun,
             id,
         }

@@ -4,14 +4,20 @@
 //! in three stages, each with located errors:
 //!
 //! 1. parse the TOML into a tree that keeps the byte span of every key and value;
-//! 2. build one document per variant: take out `[[variant]]` and `[sweep]`, merge each
-//!    variant's `patch` into the base, set each swept value;
+//! 2. build one document per variant: take out `[[variant]]` and `[sweep]`, set the command
+//!    line's `--set` overrides in the base (each value parsed apart and placed past the end of
+//!    the file, so that its problems are located at its flag), merge each variant's `patch`
+//!    into the base, set each swept value;
 //! 3. deserialise each document into raw types (`raw.rs`, unknown keys rejected; the root
 //!    table and the name index come from the one list of resource kinds in `kinds.rs`, and
 //!    tables with a choice of exactly one key, such as a step's action, are read through
 //!    `one_of.rs`), then
 //!    validate into [`outagelab_sim::Scenario`] (`validate.rs`), and parse and check the
 //!    expectations against the shape of that scenario's report.
+//!
+//! What is probably a mistake but runs (a resource nothing names, a patch that creates one, a
+//! step that can fail with no `on_error` before its flow's last step) is a warning, located
+//! like an error, on [`ScenarioFile::warnings`].
 //!
 //! The format is described for users in `docs/scenario-format.md`.
 
@@ -25,7 +31,7 @@ mod suggest;
 pub mod units;
 mod validate;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 
@@ -36,7 +42,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 pub use diagnostic::{Diagnostic, Diagnostics};
-pub use explain::explain;
+pub use explain::{error_routing, explain};
 pub use validate::PresetUse;
 
 use diagnostic::{Source, key_path_at};
@@ -71,6 +77,9 @@ pub struct ScenarioFile {
     /// The comment lines at the top of the file, without their `#`: where a bundled file
     /// states what it models and every parameter it assumes.
     pub preamble: Vec<String>,
+    /// What is probably a mistake but runs (a resource nothing uses, a patch that creates
+    /// one), located like errors, in file order; `--strict` refuses a file that has any.
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl ScenarioFile {
@@ -162,10 +171,47 @@ pub struct LocatedExpectation {
     pub location: String,
 }
 
+/// A key of the base file and the value to give it, from the command line's `--set
+/// KEY=VALUE`: a dotted path (`loads.peak.rate`) and a TOML value (`400`, `"10s"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Override {
+    pub key: String,
+    pub value: String,
+}
+
+impl Override {
+    /// Splits `KEY=VALUE` at its first `=`. The key and value are checked when the file is
+    /// read, where an error can say what the file has.
+    pub fn parse(text: &str) -> Result<Override, String> {
+        match text.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => Ok(Override {
+                key: key.trim().to_owned(),
+                value: value.trim().to_owned(),
+            }),
+            _ => Err(format!(
+                "`{text}` is not KEY=VALUE: write a dotted key and a TOML value, e.g. \
+                 loads.peak.rate=400 or 'faults.redis-dead.duration=\"10s\"'"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Override {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.key, self.value)
+    }
+}
+
 /// Reads and validates the scenario file at `path`.
 pub fn load(path: &Path) -> Result<ScenarioFile, Diagnostics> {
+    load_with(path, &[])
+}
+
+/// Reads and validates the scenario file at `path`, with `overrides` set in its base before
+/// the variants are merged.
+pub fn load_with(path: &Path, overrides: &[Override]) -> Result<ScenarioFile, Diagnostics> {
     match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, path),
+        Ok(text) => parse_with(&text, path, overrides),
         Err(error) => Err(Diagnostics(vec![Diagnostic {
             file: path.to_owned(),
             line: 0,
@@ -173,13 +219,41 @@ pub fn load(path: &Path) -> Result<ScenarioFile, Diagnostics> {
             key: String::new(),
             message: format!("cannot read the file: {error}"),
             variants: Vec::new(),
+            set: None,
         }])),
     }
 }
 
 /// Validates scenario text; `path` is used in messages only.
 pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
-    let source = Source { file: path, text };
+    parse_with(text, path, &[])
+}
+
+/// Validates scenario text with `overrides` set in its base (see [`load_with`]).
+pub fn parse_with(
+    text: &str,
+    path: &Path,
+    overrides: &[Override],
+) -> Result<ScenarioFile, Diagnostics> {
+    // Each override's value is read from a text of its own, `value = VALUE`, whose spans are
+    // then moved past the end of the file, one region per override: a problem in the value is
+    // then located at its `--set`, however deep in the merged document it ends up.
+    let override_texts: Vec<String> = overrides
+        .iter()
+        .map(|o| format!("value = {}", o.value))
+        .collect();
+    let mut regions = Vec::new();
+    let mut start = text.len() + 1;
+    for (set, override_text) in overrides.iter().zip(&override_texts) {
+        let end = start + override_text.len() + 1;
+        regions.push((start..end, set.to_string()));
+        start = end;
+    }
+    let source = Source {
+        file: path,
+        text,
+        sets: regions,
+    };
     let parsed = DeTable::parse(text).map_err(|error| {
         let message = format!("not valid TOML: {}", error.message());
         Diagnostics(vec![source.diagnostic(error.span(), "", message)])
@@ -189,12 +263,31 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
     let mut reader = Reader {
         source: &source,
         errors: Vec::new(),
+        warnings: Vec::new(),
     };
     let variant_value = take(&mut base, "variant");
     let sweep_value = take(&mut base, "sweep");
     let report_value = take(&mut base, "report");
+    for (index, set) in overrides.iter().enumerate() {
+        reader.set(&mut base, set, &override_texts[index], index);
+    }
     let variants = reader.variants(variant_value);
     let sweeps = reader.sweeps(sweep_value, variants.len().max(1));
+    for (index, set) in overrides.iter().enumerate() {
+        if let Some(sweep) = sweeps
+            .iter()
+            .find(|sweep| *sweep.header.parameter.get_ref() == set.key)
+        {
+            let message = format!(
+                "`{}` is swept (values {}): each point sets it, so this would change nothing",
+                set.key,
+                sweep.values.len()
+            );
+            reader
+                .errors
+                .push(reader.set_diagnostic(index, &set.key, message));
+        }
+    }
     if !reader.errors.is_empty() {
         return Err(Diagnostics(reader.errors));
     }
@@ -207,7 +300,9 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
         file.preamble = preamble(text);
     }
     if reader.errors.is_empty() {
-        Ok(file.expect("no errors means a file"))
+        let mut file = file.expect("no errors means a file");
+        file.warnings = dedupe(std::mem::take(&mut reader.warnings), variant_count);
+        Ok(file)
     } else {
         Err(Diagnostics(dedupe(reader.errors, variant_count)))
     }
@@ -236,6 +331,7 @@ fn preamble(text: &str) -> Vec<String> {
 struct Reader<'a> {
     source: &'a Source<'a>,
     errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
 }
 
 /// The most seeds a range may hold: each is a whole run of every variant.
@@ -293,38 +389,143 @@ struct SweepEntry<'t> {
 }
 
 impl<'t> Reader<'_> {
+    /// Sets `--set` number `index`, `set`, in the base: its value read from `text` (`value =
+    /// VALUE`) and placed in its region past the end of the file.
+    fn set(&mut self, base: &mut Table<'t>, set: &Override, text: &'t str, index: usize) {
+        let key = set.key.as_str();
+        let refusal = if key == "scenario.seed" || key == "scenario.seeds" {
+            Some(format!(
+                "the seed is a parameter of the run: use --seed N (or --seeds A..B), not --set \
+                 {key}"
+            ))
+        } else if key.split('.').any(str::is_empty) {
+            Some("must name a key as a dotted path, e.g. loads.peak.rate".to_owned())
+        } else {
+            ["variant", "sweep", "report"]
+                .into_iter()
+                .find(|first| key.split('.').next() == Some(*first))
+                .map(|first| {
+                    format!(
+                        "--set changes the base scenario, before variants are merged; `{first}` \
+                         is read apart from it: change it in the file"
+                    )
+                })
+        };
+        if let Some(message) = refusal {
+            self.errors.push(self.set_diagnostic(index, key, message));
+            return;
+        }
+        let region = &self.source.sets[index].0;
+        let shift_by = region.start;
+        let parsed = DeTable::parse(text).map(Spanned::into_inner);
+        let mut value = match parsed {
+            // One value and nothing after it (a newline could smuggle in other keys).
+            Ok(mut table) if table.len() == 1 => take(&mut table, "value").expect("one key").1,
+            Ok(_) => {
+                let message = "holds more than one TOML value".to_owned();
+                self.errors.push(self.set_diagnostic(index, key, message));
+                return;
+            }
+            Err(error) => {
+                let message = format!(
+                    "`{}` is not a TOML value ({}): a string is written in quotes, e.g. \
+                     --set '{key}=\"10s\"'",
+                    set.value,
+                    error.message().trim()
+                );
+                self.errors.push(self.set_diagnostic(index, key, message));
+                return;
+            }
+        };
+        document::shift(&mut value, shift_by);
+        if let Err(message) = set_path(base, key, shift_by..shift_by + 1, value) {
+            self.errors.push(self.set_diagnostic(index, key, message));
+        }
+    }
+
+    /// A problem with `--set` number `index` as a whole.
+    fn set_diagnostic(&self, index: usize, key: &str, message: String) -> Diagnostic {
+        let start = self.source.sets[index].0.start;
+        self.source.diagnostic(Some(start..start + 1), key, message)
+    }
+
     /// A patch that names a resource the base file does not have creates it, which is what a
     /// typo does too (`servers = { rediss = ... }` makes an unused server and the variant runs
-    /// as the base). A new name one or two edits from an existing one is refused as a typo.
-    fn check_patch_names(&mut self, base: &Table<'_>, patch: &Table<'_>, variant: &str) {
-        for (section, names) in patch.iter() {
-            let (DeValue::Table(names), Some(DeValue::Table(existing))) = (
-                names.get_ref(),
-                base.get(section.get_ref().as_ref()).map(Spanned::get_ref),
-            ) else {
+    /// as the base). A new name one or two edits from an existing one is refused as a typo;
+    /// any other is a warning unless the variant lists it in `creates`, and every name there
+    /// must be one the patch creates.
+    fn check_patch_names(&mut self, base: &Table<'_>, entry: &VariantEntry<'_>) {
+        let variant = entry.header.name.get_ref();
+        let declared = &entry.header.creates;
+        let mut created: Vec<String> = Vec::new();
+        let sections = entry.patch.iter().flat_map(|patch| patch.iter());
+        for (section, names) in sections {
+            let section = section.get_ref().as_ref();
+            let DeValue::Table(names) = names.get_ref() else {
                 continue;
             };
-            if !kinds::is_resource_section(section.get_ref()) {
+            if !kinds::is_resource_section(section) {
                 continue;
             }
+            let existing = match base.get(section).map(Spanned::get_ref) {
+                Some(DeValue::Table(existing)) => Some(existing),
+                _ => None,
+            };
             for (name, _) in names.iter() {
                 let name_text = name.get_ref().as_ref();
-                if existing.contains_key(name_text) {
+                if existing.is_some_and(|existing| existing.contains_key(name_text)) {
                     continue;
                 }
-                let known = existing.iter().map(|(key, _)| key.get_ref().as_ref());
+                let path = format!("{section}.{name_text}");
+                let key = format!("variant \"{variant}\" patch.{path}");
+                if declared.iter().any(|d| *d.get_ref() == path) {
+                    created.push(path);
+                    continue;
+                }
+                let known = existing
+                    .into_iter()
+                    .flat_map(|existing| existing.iter().map(|(key, _)| key.get_ref().as_ref()));
                 if let Some(near) = suggest::closest(name_text, known) {
-                    let section = section.get_ref();
                     self.errors.push(self.source.diagnostic(
                         Some(name.span()),
-                        format!("variant \"{variant}\" patch.{section}.{name_text}"),
+                        key,
                         format!(
-                            "the base file has no {section}.{name_text}: did you mean `{near}`? \
-                             (a patch that names a new resource creates it)"
+                            "the base file has no {path}: did you mean `{near}`? (a patch that \
+                             names a new resource creates it)"
+                        ),
+                    ));
+                } else {
+                    self.warnings.push(self.source.diagnostic(
+                        Some(name.span()),
+                        key,
+                        format!(
+                            "the base file has no {path}, so this patch creates it: if it \
+                             should, say so with creates = [\"{path}\"] in the variant"
                         ),
                     ));
                 }
             }
+        }
+        for entry in declared {
+            let path = entry.get_ref();
+            if created.contains(path) {
+                continue;
+            }
+            let in_base = path
+                .split_once('.')
+                .and_then(|(section, name)| document::key_span(base, &[section, name]))
+                .is_some();
+            let reason = if in_base {
+                "the base file has it already, so the patch changes it rather than creating it"
+            } else {
+                "the patch does not name it: write it as `table.name` of a resource the patch \
+                 adds, e.g. \"faults.down\""
+            };
+            self.errors.push(self.source.diagnostic(
+                Some(entry.span()),
+                format!("variant \"{variant}\" creates"),
+                format!("`{path}` is not created by this variant: {reason}"),
+            ));
         }
     }
 
@@ -334,9 +535,7 @@ impl<'t> Reader<'_> {
             (Some(root), Some(span)) => key_path_at(root, span.start),
             _ => String::new(),
         };
-        let diagnostic = self
-            .source
-            .diagnostic(span, key, error.message().trim().to_owned());
+        let diagnostic = self.source.diagnostic(span, key, serde_message(&error));
         self.errors.push(diagnostic);
     }
 
@@ -541,7 +740,7 @@ impl<'t> Reader<'_> {
         let header = match deserialize_table::<RawSweep>(table, span.clone()) {
             Ok(header) => header,
             Err(error) => {
-                let message = error.message().trim().to_owned();
+                let message = serde_message(&error);
                 let at = error.span().unwrap_or(span);
                 self.errors
                     .push(self.source.diagnostic(Some(at), key.to_owned(), message));
@@ -686,6 +885,7 @@ impl<'t> Reader<'_> {
                 name: Spanned::new(0..0, "base".to_owned()),
                 description: None,
                 expect: Vec::new(),
+                creates: Vec::new(),
             },
             patch: None,
         }];
@@ -698,8 +898,8 @@ impl<'t> Reader<'_> {
         let mut documents = Vec::new();
         for entry in entries {
             let mut document = base.clone();
-            if let Some(patch) = &entry.patch {
-                self.check_patch_names(&base, patch, entry.header.name.get_ref());
+            if explicit {
+                self.check_patch_names(&base, entry);
             }
             if let Some(patch) = &entry.patch
                 && let Err((span, reason)) = merge(&mut document, patch)
@@ -763,6 +963,9 @@ impl<'t> Reader<'_> {
         }
         let mut file: Option<(String, u64, Option<RangeInclusive<u64>>, Option<String>)> = None;
         let mut built = Vec::new();
+        // Every resource of every variant, where its name is written, and those named.
+        let mut defined: BTreeMap<(&'static str, String), Option<Range<usize>>> = BTreeMap::new();
+        let mut used: BTreeSet<(&'static str, String)> = BTreeSet::new();
         for (name, sweep_x, document, entry, point, sweep_values) in documents {
             let errors_before = self.errors.len();
             let raw =
@@ -774,9 +977,20 @@ impl<'t> Reader<'_> {
                         continue;
                     }
                 };
+            for (section, names) in raw.sections() {
+                for resource in names {
+                    defined
+                        .entry((section, resource.to_owned()))
+                        .or_insert_with(|| document::key_span(&document, &[section, resource]));
+                }
+            }
             let mut validator = Validator::new(self.source, &document);
             let scenario = validator.scenario(&raw, &name);
             self.errors.append(&mut validator.errors);
+            let warnings_before = self.warnings.len();
+            self.warnings.append(&mut validator.warnings);
+            tag(&mut self.warnings[warnings_before..], &name);
+            used.append(&mut validator.used);
             let presets = std::mem::take(&mut validator.presets);
             if let Some(scenario) = scenario {
                 let mut lines: Vec<&Spanned<String>> = raw.scenario.expect.iter().collect();
@@ -811,6 +1025,23 @@ impl<'t> Reader<'_> {
             }
             tag(&mut self.errors[errors_before..], &name);
         }
+        let several = built.len() > 1;
+        for ((section, resource), span) in defined {
+            if kinds::ROOTS.contains(&section) || used.contains(&(section, resource.clone())) {
+                continue;
+            }
+            let noun = kinds::noun(section);
+            let message = if several {
+                format!("no variant uses this {noun}: nothing names it")
+            } else {
+                format!("nothing uses this {noun}: nothing names it")
+            };
+            self.warnings.push(self.source.diagnostic(
+                span,
+                format!("{section}.{resource}"),
+                format!("{message} (remove it, or name it where it should be used)"),
+            ));
+        }
         let (name, seed, seeds, description) = file?;
         let axes: Vec<SweepInfo> = sweeps
             .into_iter()
@@ -830,6 +1061,7 @@ impl<'t> Reader<'_> {
             report: ReportSettings::default(),
             description,
             preamble: Vec::new(),
+            warnings: Vec::new(),
         })
     }
 
@@ -846,7 +1078,7 @@ impl<'t> Reader<'_> {
         let raw = match deserialize_table::<RawReport>(table, span.clone()) {
             Ok(raw) => raw,
             Err(error) => {
-                let message = error.message().trim().to_owned();
+                let message = serde_message(&error);
                 let at = error.span().unwrap_or(span);
                 self.errors
                     .push(self.source.diagnostic(Some(at), "report", message));
@@ -945,12 +1177,7 @@ impl<'t> Reader<'_> {
             match checked {
                 Ok(expectation) => expectations.push(LocatedExpectation {
                     expectation,
-                    location: format!(
-                        "{}:{}:{}",
-                        diagnostic.file.display(),
-                        diagnostic.line,
-                        diagnostic.column
-                    ),
+                    location: diagnostic.location(),
                 }),
                 Err(message) => self.errors.push(Diagnostic {
                     message,
@@ -972,6 +1199,11 @@ fn kind_name(unit: &str) -> &'static str {
     }
 }
 
+/// A deserialisation error's message, with a "did you mean" for a misspelt field or value.
+fn serde_message(error: &toml::de::Error) -> String {
+    suggest::serde_message(error.message().trim())
+}
+
 /// Marks diagnostics with the variant they came from (cleared later for those in every one).
 fn tag(diagnostics: &mut [Diagnostic], variant: &str) {
     for diagnostic in diagnostics {
@@ -983,11 +1215,13 @@ fn tag(diagnostics: &mut [Diagnostic], variant: &str) {
 /// once, naming its variants unless it is in all `variant_count` of them; the result is in
 /// file order.
 fn dedupe(diagnostics: Vec<Diagnostic>, variant_count: usize) -> Vec<Diagnostic> {
-    let mut merged: BTreeMap<(usize, usize, String, String), Vec<String>> = BTreeMap::new();
+    type Place = (usize, usize, Option<String>, String, String);
+    let mut merged: BTreeMap<Place, Vec<String>> = BTreeMap::new();
     for diagnostic in &diagnostics {
         let key = (
             diagnostic.line,
             diagnostic.column,
+            diagnostic.set.clone(),
             diagnostic.key.clone(),
             diagnostic.message.clone(),
         );
@@ -1004,7 +1238,7 @@ fn dedupe(diagnostics: Vec<Diagnostic>, variant_count: usize) -> Vec<Diagnostic>
         .unwrap_or_default();
     merged
         .into_iter()
-        .map(|((line, column, key, message), variants)| Diagnostic {
+        .map(|((line, column, set, key, message), variants)| Diagnostic {
             file: file.clone(),
             line,
             column,
@@ -1015,6 +1249,7 @@ fn dedupe(diagnostics: Vec<Diagnostic>, variant_count: usize) -> Vec<Diagnostic>
             } else {
                 variants
             },
+            set,
         })
         .collect()
 }

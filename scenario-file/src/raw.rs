@@ -815,6 +815,10 @@ pub struct RawVariant {
     pub description: Option<String>,
     #[serde(default)]
     pub expect: Vec<Spanned<String>>,
+    /// The resources its patch creates on purpose (`"faults.down"`): a patch that names a
+    /// resource the base file lacks is a warning unless it is listed here.
+    #[serde(default)]
+    pub creates: Vec<Spanned<String>>,
 }
 
 /// The `[sweep]` table, without its `values` (which are inserted into the document).

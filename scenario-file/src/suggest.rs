@@ -18,6 +18,28 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     best.map(|(_, candidate)| candidate)
 }
 
+/// serde's message for an unknown field or enum value (`unknown field `comand_timeout`,
+/// expected one of `server`, `command_timeout`, ...`, `unknown variant `hnag`, expected ...`)
+/// with a "did you mean" when one of the expected names is a plausible typo, in the shape of
+/// an unknown reference's message: `unknown field `comand_timeout`: did you mean
+/// `command_timeout`? (expected one of ...)`. Any other message comes back as it is.
+pub fn serde_message(message: &str) -> String {
+    for unknown in ["unknown field `", "unknown variant `"] {
+        let Some((name, expected)) = message
+            .strip_prefix(unknown)
+            .and_then(|rest| rest.split_once("`, expected "))
+        else {
+            continue;
+        };
+        // The expected names are every other piece between backticks.
+        let candidates = expected.split('`').skip(1).step_by(2);
+        if let Some(near) = closest(name, candidates) {
+            return format!("{unknown}{name}`: did you mean `{near}`? (expected {expected})");
+        }
+    }
+    message.to_owned()
+}
+
 /// Levenshtein distance, in characters: insertions, deletions and substitutions. Names are
 /// short, so the quadratic table is nothing.
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -61,5 +83,26 @@ mod tests {
         assert_eq!(closest("x", names), None, "too short to be a typo");
         assert_eq!(closest("postgres", names), None);
         assert_eq!(closest("redis", names), None, "not misspelt");
+    }
+
+    #[test]
+    fn serde_messages_gain_a_suggestion_only_for_a_near_miss() {
+        assert_eq!(
+            serde_message(
+                "unknown field `comand_timeout`, expected one of `server`, `command_timeout`"
+            ),
+            "unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `server`, `command_timeout`)"
+        );
+        assert_eq!(
+            serde_message("unknown variant `hnag`, expected `stop` or `hang`"),
+            "unknown variant `hnag`: did you mean `hang`? (expected `stop` or `hang`)"
+        );
+        for unchanged in [
+            "unknown field `cost`, expected one of `command_cost`, `hz`",
+            "unknown field `x`, there are no fields",
+            "missing field `name`",
+        ] {
+            assert_eq!(serde_message(unchanged), unchanged);
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! ([`Scenario`]): defaults applied, names resolved to ids, every value checked. Problems are
 //! collected, each pointing at the value (or key) at fault, rather than stopping at the first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::num::NonZeroU32;
 use std::ops::{Range, RangeInclusive};
@@ -31,7 +31,6 @@ use outagelab_report::{Outcome, PercentileRule};
 use outagelab_sim::scenario::*;
 use outagelab_sim::{BUCKETS_MAX, HttpSpec};
 use toml::Spanned;
-use toml::de::DeValue;
 
 use crate::diagnostic::{Diagnostic, Source};
 use crate::document::Table;
@@ -70,8 +69,12 @@ pub(crate) struct Validator<'a> {
     source: &'a Source<'a>,
     root: &'a Table<'a>,
     pub errors: Vec<Diagnostic>,
+    /// What is probably a mistake but still runs: the file is accepted with these.
+    pub warnings: Vec<Diagnostic>,
     /// The presets the file names, in the order they were read.
     pub presets: Vec<PresetUse>,
+    /// Every resource something names, as `(table, name)`: what [`Self::resolve`] found.
+    pub used: BTreeSet<(&'static str, String)>,
 }
 
 /// A breaker or retry policy whose values start from a library's preset.
@@ -89,7 +92,9 @@ impl<'a> Validator<'a> {
             source,
             root,
             errors: Vec::new(),
+            warnings: Vec::new(),
             presets: Vec::new(),
+            used: BTreeSet::new(),
         }
     }
 
@@ -104,15 +109,7 @@ impl<'a> Validator<'a> {
 
     /// Span of the key at `path` in the document, for problems with a name or a table.
     fn key_span(&self, path: &[&str]) -> Option<Range<usize>> {
-        let (last, parents) = path.split_last()?;
-        let mut table = self.root;
-        for part in parents {
-            match table.get(*part).map(Spanned::get_ref) {
-                Some(DeValue::Table(inner)) => table = inner,
-                _ => return None,
-            }
-        }
-        table.get_key_value(*last).map(|(key, _)| key.span())
+        crate::document::key_span(self.root, path)
     }
 
     fn duration(&mut self, value: &Spanned<Text>, key: &str) -> Option<SimDuration> {
@@ -233,6 +230,7 @@ impl<'a> Validator<'a> {
     }
 
     /// The id of the resource `value` names, or a located error listing the names there are.
+    /// The one way a reference is read, so it is also where a resource is marked as used.
     fn resolve<Raw, Id>(
         &mut self,
         index: &NameIndex<Raw, Id>,
@@ -241,7 +239,10 @@ impl<'a> Validator<'a> {
     ) -> Option<Id> {
         let name = value.get_ref().as_str();
         match index.get(name) {
-            Some((id, _)) => Some(id),
+            Some((id, _)) => {
+                self.used.insert((index.table, name.to_owned()));
+                Some(id)
+            }
             None => {
                 let known: Vec<&str> = index.names().collect();
                 let kind = index.noun;
@@ -2153,12 +2154,15 @@ impl<'a> Validator<'a> {
                 Some(outcome) => outcomes.push(outcome),
                 None => {
                     let known: Vec<&str> = Outcome::ALL[1..].iter().map(|o| o.name()).collect();
+                    let name = entry.get_ref();
+                    let hint = crate::suggest::closest(name, known.iter().copied())
+                        .map(|near| format!(": did you mean `{near}`?"))
+                        .unwrap_or_default();
                     self.error(
                         Some(entry.span()),
                         key,
                         format!(
-                            "unknown outcome `{}` (outcomes: {})",
-                            entry.get_ref(),
+                            "unknown outcome `{name}`{hint} (outcomes: {})",
                             known.join(", ")
                         ),
                     );
@@ -2211,7 +2215,18 @@ impl<'a> Validator<'a> {
             .enumerate()
             .filter_map(|(index, step)| {
                 let prefix = format!("flows.{name}.steps[{index}]");
-                self.step(&prefix, index, step, names, &labels)
+                let spec = self.step(&prefix, index, step, names, &labels)?;
+                let last = index + 1 == raw.steps.get_ref().len();
+                if step.get_ref().on_error.is_none() && spec.can_fail() && !last {
+                    self.warnings.push(self.source.diagnostic(
+                        Some(step.span()),
+                        prefix,
+                        "can fail and has no on_error: an error here ends the request (fail-closed, \
+                         the default); write on_error = \"fail\" to say so, or \"next\" to go on \
+                         without it (fail-open)",
+                    ));
+                }
+                Some(spec)
             })
             .collect();
         (self.errors.len() == errors_before).then(|| FlowSpec {
@@ -2251,12 +2266,16 @@ impl<'a> Validator<'a> {
                         }
                         None => {
                             let known: Vec<&str> = labels.keys().copied().collect();
+                            let targets = ["next", "finish"].into_iter().chain(known.clone());
+                            let hint = crate::suggest::closest(label, targets)
+                                .map(|near| format!(": did you mean `{near}`?"))
+                                .unwrap_or_default();
                             self.error(
                                 Some(hit.span()),
                                 key("on_hit"),
                                 format!(
-                                    "`{label}` is not \"next\", \"finish\" or a step label \
-                                     (labels here: {})",
+                                    "`{label}` is not \"next\", \"finish\" or a step \
+                                     label{hint} (labels here: {})",
                                     if known.is_empty() {
                                         "none".to_owned()
                                     } else {
@@ -2406,14 +2425,17 @@ impl<'a> Validator<'a> {
                 .find(|kind| kind.name() == name)
             else {
                 let known: Vec<&str> = PolicyKind::DEFAULT_ORDER.iter().map(|k| k.name()).collect();
-                self.error(
-                    Some(entry.span()),
-                    at,
-                    format!(
+                let message = match crate::suggest::closest(name, known.iter().copied()) {
+                    Some(near) => format!(
+                        "\"{name}\" is not a policy kind: did you mean \"{near}\"? (the kinds are {})",
+                        known.join(", ")
+                    ),
+                    None => format!(
                         "\"{name}\" is not a policy kind; the kinds are {}",
                         known.join(", ")
                     ),
-                );
+                };
+                self.error(Some(entry.span()), at, message);
                 ok = false;
                 continue;
             };

@@ -79,10 +79,165 @@ fn sweep_values(count: usize) -> String {
     format!("[{}]", values.join(", "))
 }
 
+/// Accepts `text` with a warning equal to `t.toml:{expected}` among its warnings.
+fn check_warning(text: &str, expected: &str) {
+    let file = outagelab_scenario_file::parse(text, Path::new("t.toml"))
+        .unwrap_or_else(|diagnostics| panic!("refused: {diagnostics}\n{text}"));
+    check_warning_in(file, &format!("t.toml:{expected}"));
+}
+
+/// `file` has a warning that reads `expected`.
+fn check_warning_in(file: outagelab_scenario_file::ScenarioFile, expected: &str) {
+    let warnings: Vec<String> = file.warnings.iter().map(ToString::to_string).collect();
+    assert!(
+        warnings.iter().any(|w| w == expected),
+        "expected `{expected}`, warned: {warnings:#?}"
+    );
+}
+
+/// Accepts `text` without a warning.
+fn check_silent(text: &str) {
+    let file = outagelab_scenario_file::parse(text, Path::new("t.toml"))
+        .unwrap_or_else(|diagnostics| panic!("refused: {diagnostics}\n{text}"));
+    let warnings: Vec<String> = file.warnings.iter().map(ToString::to_string).collect();
+    assert!(warnings.is_empty(), "warned: {warnings:#?}\n{text}");
+}
+
 #[test]
 fn the_base_is_valid() {
     let file = outagelab_scenario_file::parse(BASE, Path::new("t.toml")).unwrap();
     assert_eq!(file.variants.len(), 1);
+    check_silent(BASE);
+}
+
+/// BASE with one `[[variant]]` named "v" whose patch is `patch`, and `header` lines before it.
+fn with_variant(header: &str, patch: &str) -> String {
+    format!("{BASE}\n[[variant]]\nname = \"v\"\n{header}patch = {patch}\n")
+}
+
+#[test]
+fn warned_files() {
+    let cases: Vec<(String, &str)> = vec![
+        (
+            with_variant("", r#"{ servers = { replica = { hz = 5 } } }"#),
+            "26:23: variant \"v\" patch.servers.replica: the base file has no servers.replica, so this patch creates it: if it should, say so with creates = [\"servers.replica\"] in the variant",
+        ),
+        (
+            // A whole section the base has none of.
+            with_variant(
+                "",
+                r#"{ caches = { l1 = { max_entries = 10, max_bytes = "1MiB", ttl = "1s" } } }"#,
+            ),
+            "26:22: variant \"v\" patch.caches.l1: the base file has no caches.l1, so this patch creates it: if it should, say so with creates = [\"caches.l1\"] in the variant",
+        ),
+        (
+            // Declared, the creation is no longer a warning; that nothing uses it still is.
+            with_variant(
+                "creates = [\"servers.replica\"]\n",
+                r#"{ servers = { replica = { hz = 5 } } }"#,
+            ),
+            "27:23: servers.replica: nothing uses this server: nothing names it (remove it, or name it where it should be used)",
+        ),
+        (
+            format!("{BASE}\n[caches.l1]\nmax_entries = 10\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n"),
+            "24:9: caches.l1: nothing uses this cache: nothing names it (remove it, or name it where it should be used)",
+        ),
+        (
+            // The limiter is unused; its store is named (by the limiter), so only one warning.
+            format!(
+                "{BASE}\n[connections.store]\nserver = \"redis\"\n\n[rate_limits.api]\ncapacity = 5\nrate = 1.0\nstore = \"store\"\n"
+            ),
+            "27:14: rate_limits.api: nothing uses this rate limiter: nothing names it (remove it, or name it where it should be used)",
+        ),
+        (
+            // With variants, a resource is unused when no variant names it.
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\n{}",
+                variants(2)
+            ),
+            "24:11: breakers.b: no variant uses this breaker: nothing names it (remove it, or name it where it should be used)",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (text, expected) in &cases {
+        if std::panic::catch_unwind(|| check_warning(text, expected)).is_err() {
+            wrong.push(expected);
+        }
+    }
+    assert!(wrong.is_empty(), "{} cases failed: {wrong:#?}", wrong.len());
+}
+
+#[test]
+fn a_step_that_can_fail_and_is_not_last_says_what_an_error_does() {
+    let implicit = "can fail and has no on_error: an error here ends the request (fail-closed, the default); write on_error = \"fail\" to say so, or \"next\" to go on without it (fail-open)";
+    // BASE with `first` as a step before its own.
+    let step = |first: &str| with("steps = [", &format!("steps = [{first}, "));
+    check_warning(
+        &step(r#"{ redis = { command = "GET", connection = "c", key = "k" } }"#),
+        &format!("16:10: flows.f.steps[0]: {implicit}"),
+    );
+    // Local work cannot fail, but a bulkhead around it can shed it.
+    check_warning(
+        &(step(r#"{ work = "1ms", bulkhead = "b" }"#)
+            + "\n[bulkheads.b]\nmax_concurrent = 1\nqueue = 0\n"),
+        &format!("16:10: flows.f.steps[0]: {implicit}"),
+    );
+    // Said, or unable to fail, or the last step (whose error ends the request either way).
+    let retry = "\n[retries.r]\nmax_attempts = 2\nbackoff = \"1ms\"\nretry_on = [\"timeout\"]\n";
+    check_silent(&step(
+        r#"{ redis = { command = "GET", connection = "c", key = "k" }, on_error = "fail" }"#,
+    ));
+    check_silent(&step(r#"{ work = "1ms" }"#));
+    // A retry only repeats what fails inside it.
+    check_silent(&(step(r#"{ work = "1ms", retry = "r" }"#) + retry));
+}
+
+#[test]
+fn error_routing_names_each_step_that_can_fail_and_what_an_error_there_does() {
+    let file = outagelab_scenario_file::parse(BASE, Path::new("t.toml")).unwrap();
+    assert_eq!(
+        outagelab_scenario_file::error_routing(&file.variants[0].scenario),
+        [(
+            "f".to_owned(),
+            "GET c -> next (fail-open); db db -> fail".to_owned()
+        )]
+    );
+    let text = with(
+        "{ db = { name = \"db\" } }",
+        "{ work = \"1ms\" }, { redis = { command = \"SET\", connection = \"c\", key = \"k\" }, on_error = \"ignore\" }, { redis = { command = \"GET\", connection = \"c\", key = \"k\" } }",
+    );
+    let file = outagelab_scenario_file::parse(&text, Path::new("t.toml")).unwrap();
+    assert_eq!(
+        outagelab_scenario_file::error_routing(&file.variants[0].scenario),
+        [(
+            "f".to_owned(),
+            "GET c (step 0) -> next (fail-open); SET c -> ignore (fire-and-forget); GET c (step 3) -> fail"
+                .to_owned()
+        )],
+        "work cannot fail; two steps that read alike are numbered"
+    );
+}
+
+#[test]
+fn what_is_used_somewhere_or_declared_is_not_warned_about() {
+    let breaker = "\n[breakers.b]\nenabled = false\nfailures = 5\nopen_for = \"5s\"\n";
+    // A disabled breaker that a step names is used: a variant may enable it.
+    check_silent(&format!(
+        "{}{breaker}",
+        with(
+            "{ db = { name = \"db\" } }",
+            "{ db = { name = \"db\" }, breaker = \"b\" }"
+        )
+    ));
+    // Named in one variant only: used.
+    check_silent(&format!(
+        "{BASE}{breaker}\n[[variant]]\nname = \"base\"\n\n[[variant]]\nname = \"guarded\"\n[variant.patch.flows.f.steps.1]\nbreaker = \"b\"\n"
+    ));
+    // A fault is a root: nothing names it, and a variant that creates one says so.
+    check_silent(&with_variant(
+        "creates = [\"faults.down\"]\n",
+        r#"{ faults = { down = { target = "redis", kind = "stop", at = "1s" } } }"#,
+    ));
 }
 
 #[test]
@@ -216,7 +371,7 @@ fn rejected_files() {
         ),
         (
             with("command = \"GET\"", "command = \"GETT\""),
-            "16:32: flows.f.steps[0].redis.command: unknown variant `GETT`, expected one of `GET`, `SET`, `SET NX PX`, `INCR`, `DEL`",
+            "16:32: flows.f.steps[0].redis.command: unknown variant `GETT`: did you mean `GET`? (expected one of `GET`, `SET`, `SET NX PX`, `INCR`, `DEL`)",
         ),
         (
             with(
@@ -856,6 +1011,55 @@ fn rejected_files() {
 }
 
 #[test]
+fn misspelt_keys_values_and_labels_get_a_suggestion() {
+    let labelled = |on_hit: &str| {
+        with(
+            "on_error = \"next\" }",
+            &format!("on_error = \"next\", on_hit = \"{on_hit}\" }}"),
+        )
+        .replace(
+            "{ db = { name = \"db\" } }",
+            "{ db = { name = \"db\" }, label = \"query\" }",
+        )
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (
+            with("command_timeout = \"100ms\"", "comand_timeout = \"100ms\""),
+            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`)",
+        ),
+        (
+            // An unknown table is an unknown field of the root.
+            with("[keys.k]", "[key.k]"),
+            "10:2: key.k: unknown field `key`: did you mean `keys`? (expected one of `scenario`, `run`, `metrics`, `http`, `servers`, `connections`, `databases`, `keys`, `breakers`, `bulkheads`, `semaphores`, `adaptive_limits`, `retries`, `caches`, `rate_limits`, `kv_stores`, `throttles`, `locks`, `callers`, `flows`, `loads`, `faults`)",
+        ),
+        (
+            format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`)",
+        ),
+        (
+            labelled("qurey"),
+            "16:98: flows.f.steps[0].on_hit: `qurey` is not \"next\", \"finish\" or a step label: did you mean `query`? (labels here: query)",
+        ),
+        (
+            labelled("finsh"),
+            "16:98: flows.f.steps[0].on_hit: `finsh` is not \"next\", \"finish\" or a step label: did you mean `finish`? (labels here: query)",
+        ),
+        (
+            // Too far from every label for a suggestion: the list only.
+            labelled("fill"),
+            "16:98: flows.f.steps[0].on_hit: `fill` is not \"next\", \"finish\" or a step label (labels here: query)",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"timout\"]\n"
+            ),
+            "27:13: retries.r.retry_on: unknown outcome `timout`: did you mean `timeout`? (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype)",
+        ),
+    ];
+    check_all(&cases);
+}
+
+#[test]
 fn a_fault_targets_the_server_even_when_a_database_shares_its_name() {
     let text = with("[servers.redis]", "[servers.db]")
         .replace("server = \"redis\"", "server = \"db\"")
@@ -883,7 +1087,7 @@ fn policy_order_mistakes() {
                 r#"{ db = { name = "db" }, bulkhead = "b", policies = ["bulkhed"] }"#,
                 network,
             ),
-            "16:143: flows.f.steps[1].policies[0]: \"bulkhed\" is not a policy kind; the kinds are retry, bulkhead, semaphore, breaker, adaptive_limit",
+            "16:143: flows.f.steps[1].policies[0]: \"bulkhed\" is not a policy kind: did you mean \"bulkhead\"? (the kinds are retry, bulkhead, semaphore, breaker, adaptive_limit)",
         ),
         (
             with_policies(
@@ -1008,11 +1212,24 @@ fn a_patch_that_misspells_a_resource_is_refused_not_run_as_a_new_one() {
         &typo,
         "26:23: variant \"typo\" patch.servers.rediss: the base file has no servers.rediss: did you mean `redis`? (a patch that names a new resource creates it)",
     );
-    // A new resource whose name is not a near miss is created as before.
+    // A new resource whose name is not a near miss is created, with a warning.
     let new = format!(
         "{BASE}\n[[variant]]\nname = \"new\"\npatch = {{ servers = {{ replica = {{ command_cost = \"1ms\" }} }} }}\n"
     );
-    outagelab_scenario_file::parse(&new, Path::new("t.toml")).expect("a new server");
+    check_warning(
+        &new,
+        "26:23: variant \"new\" patch.servers.replica: the base file has no servers.replica, so this patch creates it: if it should, say so with creates = [\"servers.replica\"] in the variant",
+    );
+    // `creates` names only what the patch creates.
+    let patch = r#"{ servers = { replica = { hz = 5 } } }"#;
+    check(
+        &with_variant("creates = [\"servers.redis\"]\n", patch),
+        "26:12: variant \"v\" creates: `servers.redis` is not created by this variant: the base file has it already, so the patch changes it rather than creating it",
+    );
+    check(
+        &with_variant("creates = [\"servers.other\"]\n", patch),
+        "26:12: variant \"v\" creates: `servers.other` is not created by this variant: the patch does not name it: write it as `table.name` of a resource the patch adds, e.g. \"faults.down\"",
+    );
 }
 
 /// BASE with a lock `l` of `lock` (its keys, one a line) after the key family, and its database
@@ -1129,4 +1346,130 @@ fn memory_keys_memory_faults_and_the_error_reply_outcomes_are_read() {
     let server = &file.variants[0].scenario.servers[0];
     assert_eq!(server.memory, outagelab_sim::scenario::MemorySpec::DEFAULT);
     assert_eq!(server.hz.map(|hz| hz.get()), Some(10));
+}
+
+/// BASE read with `--set` flags `sets` (each `KEY=VALUE`).
+fn parse_set(
+    text: &str,
+    sets: &[&str],
+) -> Result<outagelab_scenario_file::ScenarioFile, outagelab_scenario_file::Diagnostics> {
+    let overrides: Vec<_> = sets
+        .iter()
+        .map(|set| outagelab_scenario_file::Override::parse(set).unwrap())
+        .collect();
+    outagelab_scenario_file::parse_with(text, Path::new("t.toml"), &overrides)
+}
+
+#[test]
+fn rejected_overrides_name_their_flag() {
+    let swept = format!("{BASE}\n[sweep]\nparameter = \"loads.l.count\"\nvalues = [1, 2]\n");
+    let cases: Vec<(&str, &[&str], &str)> = vec![
+        (
+            BASE,
+            &["loads.l.rate=-5"],
+            "t.toml: --set loads.l.rate=-5: loads.l.rate: must be a positive number of requests per second, not -5",
+        ),
+        (
+            BASE,
+            &["loads.l.rte=5"],
+            "t.toml: --set loads.l.rte=5: loads.l.rte: unknown field `rte`: did you mean `rate`? (expected one of `enabled`, `flow`, `arrivals`, `rate`, `count`, `duration`, `start`, `workers`, `think`, `stagger`, `iterations`, `caller`)",
+        ),
+        (
+            BASE,
+            &["connections.c.command_timeout=\"0s\""],
+            "t.toml: --set connections.c.command_timeout=\"0s\": connections.c.command_timeout: must be longer than zero (every command would fail; leave it out to wait forever)",
+        ),
+        (
+            BASE,
+            &["loads.l.flow=\"g\""],
+            "t.toml: --set loads.l.flow=\"g\": loads.l.flow: unknown flow `g` (defined: f)",
+        ),
+        (
+            BASE,
+            &["databases.dbb.latency=\"5ms\""],
+            "t.toml: --set databases.dbb.latency=\"5ms\": databases.dbb.latency: the scenario has no `databases.dbb`, so `databases.dbb.latency` cannot be set: did you mean `databases.db`?",
+        ),
+        (
+            BASE,
+            &["database.db.latency=\"5ms\""],
+            "t.toml: --set database.db.latency=\"5ms\": database.db.latency: the scenario has no `database`, so `database.db.latency` cannot be set: did you mean `databases`?",
+        ),
+        (
+            BASE,
+            &["loads.l.rate=fast"],
+            "t.toml: --set loads.l.rate=fast: loads.l.rate: `fast` is not a TOML value (invalid boolean, expected `false`): a string is written in quotes, e.g. --set 'loads.l.rate=\"10s\"'",
+        ),
+        (
+            BASE,
+            &["loads.l.rate=5\nflow = \"g\""],
+            "t.toml: --set loads.l.rate=5\nflow = \"g\": loads.l.rate: holds more than one TOML value",
+        ),
+        (
+            BASE,
+            &["scenario.seed=5"],
+            "t.toml: --set scenario.seed=5: scenario.seed: the seed is a parameter of the run: use --seed N (or --seeds A..B), not --set scenario.seed",
+        ),
+        (
+            BASE,
+            &["variant.name=\"x\""],
+            "t.toml: --set variant.name=\"x\": variant.name: --set changes the base scenario, before variants are merged; `variant` is read apart from it: change it in the file",
+        ),
+        (
+            BASE,
+            &["loads..rate=5"],
+            "t.toml: --set loads..rate=5: loads..rate: must name a key as a dotted path, e.g. loads.peak.rate",
+        ),
+        (
+            &swept,
+            &["loads.l.count=3"],
+            "t.toml: --set loads.l.count=3: loads.l.count: `loads.l.count` is swept (values 2): each point sets it, so this would change nothing",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (text, sets, expected) in &cases {
+        let first = match parse_set(text, sets) {
+            Ok(_) => "accepted".to_owned(),
+            Err(diagnostics) => diagnostics.0[0].to_string(),
+        };
+        if first != *expected {
+            wrong.push(format!(
+                "{sets:?}\n  got      {first}\n  expected {expected}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    for bad in ["nokey", "=5", " = 5"] {
+        assert!(
+            outagelab_scenario_file::Override::parse(bad).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn overrides_change_the_base_before_the_variants_patch_it() {
+    let text = format!(
+        "{BASE}\n[[variant]]\nname = \"as set\"\n\n[[variant]]\nname = \"patched\"\npatch = {{ servers = {{ redis = {{ hz = 20 }} }} }}\n"
+    );
+    let file = parse_set(&text, &["servers.redis.hz=50", "scenario.name=\"renamed\""])
+        .unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
+    assert_eq!(file.name, "renamed");
+    let hz: Vec<Option<u32>> = file
+        .variants
+        .iter()
+        .map(|v| v.scenario.servers[0].hz.map(|hz| hz.get()))
+        .collect();
+    assert_eq!(
+        hz,
+        [Some(50), Some(20)],
+        "a variant's patch wins over --set"
+    );
+    // A table as the value, and a key the base leaves out.
+    let file = parse_set(BASE, &["run={ horizon = \"2s\" }"]).unwrap();
+    assert!(file.variants[0].scenario.limits.horizon.is_some());
+    // A resource created by --set is unused: warned, at its flag.
+    check_warning_in(
+        parse_set(BASE, &["servers.spare={}"]).unwrap(),
+        "t.toml: --set servers.spare={}: servers.spare: nothing uses this server: nothing names it (remove it, or name it where it should be used)",
+    );
 }

@@ -699,6 +699,23 @@ pub struct StepSpec {
     pub replay_writes: bool,
 }
 
+impl StepSpec {
+    /// Whether the step can end in an error, so that its `on_error` decides something: its
+    /// action can fail (everything but local work and an in-process cache op), or a policy
+    /// around it can refuse it (every kind but a retry, which only repeats what fails inside).
+    pub fn can_fail(&self) -> bool {
+        let action_can_fail = !matches!(
+            self.action,
+            StepAction::Work { .. } | StepAction::Cache { .. }
+        );
+        action_can_fail
+            || self
+                .policies
+                .iter()
+                .any(|policy| policy.kind() != PolicyKind::Retry)
+    }
+}
+
 /// A policy instance a step passes through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PolicyRef {
