@@ -75,6 +75,9 @@ pub(crate) struct Validator<'a> {
     pub presets: Vec<PresetUse>,
     /// Every resource something names, as `(table, name)`: what [`Self::resolve`] found.
     pub used: BTreeSet<(&'static str, String)>,
+    /// The HTTP status of each outcome (the `[http]` table's, else the defaults), read before
+    /// anything that names outcomes by status class (`retry_on = ["5xx"]`).
+    statuses: [u16; Outcome::COUNT],
 }
 
 /// A breaker or retry policy whose values start from a library's preset.
@@ -95,6 +98,7 @@ impl<'a> Validator<'a> {
             warnings: Vec::new(),
             presets: Vec::new(),
             used: BTreeSet::new(),
+            statuses: Outcome::ALL.map(Outcome::default_http_status),
         }
     }
 
@@ -315,6 +319,11 @@ impl<'a> Validator<'a> {
         let bulkheads = self.each(&raw.bulkheads, Self::bulkhead);
         let semaphores = self.each(&raw.semaphores, Self::semaphore);
         let adaptive_limits = self.each(&raw.adaptive_limits, Self::adaptive_limit);
+        // Before the retries: their `retry_on` may name a status class.
+        let http = raw.http.as_ref().map(|http| self.http(http));
+        if let Some(http) = &http {
+            self.statuses = http.status;
+        }
         let retries = self.each(&raw.retries, Self::retry);
         let callers = self.each(&raw.callers, |v, name, caller| {
             v.caller(name, caller, &names)
@@ -356,7 +365,6 @@ impl<'a> Validator<'a> {
         let faults = self.each(&raw.faults, |v, name, fault| {
             v.fault(name, fault, &names, limits.horizon)
         });
-        let http = raw.http.as_ref().map(|http| self.http(http));
         let seed = match &raw.scenario.seed {
             // TOML's integers are signed: the largest seed a file can write is i64::MAX.
             Some(seed) => self
@@ -2147,6 +2155,27 @@ impl<'a> Validator<'a> {
         let errors_before = self.errors.len();
         let mut outcomes = Vec::new();
         for entry in list.get_ref() {
+            // A status class: every error outcome answered with a status in it.
+            if let Some(class) = match entry.get_ref().as_str() {
+                "4xx" => Some(4),
+                "5xx" => Some(5),
+                _ => None,
+            } {
+                let before = outcomes.len();
+                outcomes.extend(
+                    Outcome::ALL[1..]
+                        .iter()
+                        .copied()
+                        .filter(|o| self.statuses[o.index()] / 100 == class),
+                );
+                if outcomes.len() == before {
+                    let message = format!(
+                        "no outcome is answered with a {class}xx status (see [http] status)"
+                    );
+                    self.error(Some(entry.span()), key, message);
+                }
+                continue;
+            }
             match Outcome::from_name(entry.get_ref()) {
                 Some(Outcome::Ok) => {
                     self.error(Some(entry.span()), key, "`ok` is a success, not an error")
@@ -2162,7 +2191,8 @@ impl<'a> Validator<'a> {
                         Some(entry.span()),
                         key,
                         format!(
-                            "unknown outcome `{name}`{hint} (outcomes: {})",
+                            "unknown outcome `{name}`{hint} (outcomes: {}; or a status class, \
+                             4xx or 5xx)",
                             known.join(", ")
                         ),
                     );

@@ -469,7 +469,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"okay\"]\n"
             ),
-            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype)",
+            "27:13: retries.r.retry_on: unknown outcome `okay` (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype; or a status class, 4xx or 5xx)",
         ),
         (
             with(
@@ -1053,7 +1053,14 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
             format!(
                 "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"timout\"]\n"
             ),
-            "27:13: retries.r.retry_on: unknown outcome `timout`: did you mean `timeout`? (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype)",
+            "27:13: retries.r.retry_on: unknown outcome `timout`: did you mean `timeout`? (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype; or a status class, 4xx or 5xx)",
+        ),
+        (
+            // With 429s answered as 503, no outcome is a 4xx.
+            format!(
+                "{BASE}\n[http]\nstatus = {{ rate_limited = 503 }}\n\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"4xx\"]\n"
+            ),
+            "30:13: retries.r.retry_on: no outcome is answered with a 4xx status (see [http] status)",
         ),
     ];
     check_all(&cases);
