@@ -210,6 +210,10 @@ fn side_by_side(page: &mut Page, report: &RunReport, file: &ScenarioFile) {
         page.heading(3, "Calls as their callers saw them");
         page.table("callers", &callers, None);
     }
+    if let Some(instances) = table::instances_table(report) {
+        page.heading(3, "Requests by instance of each service");
+        page.table("instances", &instances, None);
+    }
 }
 
 fn expectations(page: &mut Page, checked: &[Checked]) {

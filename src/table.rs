@@ -66,7 +66,68 @@ pub fn render(report: &RunReport, scenario: &ScenarioFile) -> String {
         out.push_str("\ncalls as their callers saw them (each attempt is a request above)\n\n");
         out.push_str(&callers.render());
     }
+    if let Some(instances) = instances_table(report) {
+        out.push_str("\nrequests by instance of each service\n\n");
+        out.push_str(&instances.render());
+    }
     out
+}
+
+/// One row per variant, service and instance: its requests, how many ended ok, with an error
+/// (each error outcome that occurred, with its count) or not at all; `None` without services.
+pub fn instances_table(report: &RunReport) -> Option<Table> {
+    if report
+        .variants
+        .iter()
+        .all(|v| v.summary.services.is_empty())
+    {
+        return None;
+    }
+    let header = [
+        "variant",
+        "service",
+        "instance",
+        "requests",
+        "ok",
+        "errors",
+        "unfinished",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut rows = Vec::new();
+    for variant in &report.variants {
+        for (service, summary) in &variant.summary.services {
+            let mut instances: Vec<(&String, _)> = summary.instances.iter().collect();
+            instances.sort_by_key(|(number, _)| number.parse::<u32>().unwrap_or(u32::MAX));
+            for (number, instance) in instances {
+                let errors: Vec<String> = instance
+                    .outcomes
+                    .iter()
+                    .filter(|(name, n)| name.as_str() != "ok" && **n > 0)
+                    .map(|(name, n)| format!("{n} {name}"))
+                    .collect();
+                rows.push(vec![
+                    variant.name.clone(),
+                    service.clone(),
+                    number.clone(),
+                    instance.requests.to_string(),
+                    instance
+                        .outcomes
+                        .get("ok")
+                        .copied()
+                        .unwrap_or(0)
+                        .to_string(),
+                    if errors.is_empty() {
+                        "0".to_owned()
+                    } else {
+                        errors.join(", ")
+                    },
+                    instance.unfinished.to_string(),
+                ]);
+            }
+        }
+    }
+    Some(Table { header, rows })
 }
 
 /// One row per variant and caller: its calls, how they ended, the attempts they took, the

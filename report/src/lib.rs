@@ -167,9 +167,30 @@ pub struct Summary {
     /// Calls by caller (`[callers.<name>]`); left out of the JSON when there is none.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub callers: BTreeMap<String, CallerSummary>,
+    /// Services of several instances (`[services.<name>]`), each instance's requests by how
+    /// they ended; left out of the JSON when there is none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub services: BTreeMap<String, ServiceSummary>,
     /// Requests as HTTP answers; only when the scenario has an `[http]` table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpSummary>,
+}
+
+/// A service of several instances: each instance's share of the requests.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServiceSummary {
+    /// By instance number (`"0"`, `"1"`, ...).
+    pub instances: BTreeMap<String, InstanceSummary>,
+}
+
+/// One instance of a service: the requests it was sent, of every flow of the service.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InstanceSummary {
+    pub requests: u64,
+    /// Ended requests by outcome (every outcome listed, zeros included).
+    pub outcomes: BTreeMap<String, u64>,
+    /// Requests still in flight at the end.
+    pub unfinished: u64,
 }
 
 /// What a caller in front of the service saw: its calls, each made of one or more attempts

@@ -10,8 +10,7 @@ use outagelab_model::presets;
 use outagelab_report::Outcome;
 use outagelab_sim::Scenario;
 use outagelab_sim::scenario::{
-    BreakerSpec, CacheOp, ConnectionSpec, LockOp, OnError, OutcomeSet, Reconnect, RetrySpec,
-    StepAction, StepSpec, ThrottleOp,
+    BreakerSpec, ConnectionSpec, OnError, OutcomeSet, Reconnect, RetrySpec, StepSpec,
 };
 
 use crate::Variant;
@@ -51,7 +50,12 @@ pub fn explain(variant: &Variant) -> String {
 /// design fails open or closed is on the page and not only in the file.
 pub fn error_routing(scenario: &Scenario) -> Vec<(String, String)> {
     let mut flows = Vec::new();
-    for flow in &scenario.flows {
+    // A copy of a service's flow for another instance routes errors as its base does.
+    for flow in scenario
+        .flows
+        .iter()
+        .filter(|f| f.instance.is_none_or(|i| i.index == 0))
+    {
         let steps: Vec<(usize, &StepSpec)> = flow
             .steps
             .iter()
@@ -63,7 +67,7 @@ pub fn error_routing(scenario: &Scenario) -> Vec<(String, String)> {
         }
         let named: Vec<String> = steps
             .iter()
-            .map(|(_, step)| step_name(scenario, &step.action))
+            .map(|(_, step)| scenario.step_name(step))
             .collect();
         let routes: Vec<String> = steps
             .iter()
@@ -86,54 +90,6 @@ pub fn error_routing(scenario: &Scenario) -> Vec<(String, String)> {
         flows.push((flow.name.clone(), routes.join("; ")));
     }
     flows
-}
-
-/// A step's action as a few words of the file: `GET cache`, `db main`, `lock file acquire`.
-fn step_name(scenario: &Scenario, action: &StepAction) -> String {
-    match *action {
-        StepAction::Redis {
-            connection,
-            command,
-            ..
-        } => format!(
-            "{} {}",
-            command.name(),
-            scenario.connections[connection.index()].name
-        ),
-        StepAction::Database { database, .. } => {
-            format!("db {}", scenario.databases[database.index()].name)
-        }
-        StepAction::Work { .. } => "work".to_owned(),
-        StepAction::RateLimit { limiter, .. } => {
-            format!("rate_limit {}", scenario.rate_limits[limiter.index()].name)
-        }
-        StepAction::Throttle { throttle, op, .. } => {
-            let op = match op {
-                ThrottleOp::Acquire => "acquire",
-                ThrottleOp::Release => "release",
-            };
-            format!(
-                "throttle {} {op}",
-                scenario.throttles[throttle.index()].name
-            )
-        }
-        StepAction::Cache { cache, op, .. } => {
-            let op = match op {
-                CacheOp::Get => "get",
-                CacheOp::Put { .. } => "put",
-                CacheOp::Invalidate => "invalidate",
-                CacheOp::Flush => "flush",
-            };
-            format!("cache {} {op}", scenario.caches[cache.index()].name)
-        }
-        StepAction::Lock { lock, op, .. } => {
-            let op = match op {
-                LockOp::Acquire(_) => "acquire",
-                LockOp::Release => "release",
-            };
-            format!("lock {} {op}", scenario.locks[lock.index()].name)
-        }
-    }
 }
 
 fn header(out: &mut String, section: &str, preset: Option<(&str, &str, &str)>) {

@@ -93,15 +93,16 @@ resource_kinds! {
     throttles: RawThrottle => ThrottleId, "throttle";
     locks: RawLock => LockId, "lock";
     callers: RawCaller => CallerId, "caller";
+    services: RawService => ServiceId, "service";
     flows: RawFlow => FlowId, "flow";
     loads: RawLoad => LoadId, "load";
     faults: RawFault => FaultId, "fault";
 }
 
 /// The kinds nothing refers to by name: what a run starts from (a load sends requests, a
-/// fault acts on a server). Every other resource is there to be named by something, so one
-/// that nothing names is reported as unused.
-pub const ROOTS: [&str; 2] = ["loads", "faults"];
+/// fault acts on a server, a service runs flows on its instances). Every other resource is
+/// there to be named by something, so one that nothing names is reported as unused.
+pub const ROOTS: [&str; 3] = ["loads", "faults", "services"];
 
 impl Names<'_> {
     /// Whether the rate limiter `name` keeps its buckets in a store (its steps name a key).

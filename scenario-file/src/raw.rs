@@ -447,6 +447,22 @@ pub struct RawCaller {
     pub retry: Option<Spanned<String>>,
 }
 
+/// `[services.api]`: flows that run on several instances (pods) of one service.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawService {
+    pub instances: Spanned<Whole>,
+    pub flows: Spanned<Vec<Spanned<String>>>,
+    pub spread: Option<SpreadName>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpreadName {
+    RoundRobin,
+    Random,
+}
+
 /// `[locks.files]`: a distributed lock over Redis.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

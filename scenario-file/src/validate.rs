@@ -80,6 +80,10 @@ pub(crate) struct Validator<'a> {
     statuses: [u16; Outcome::COUNT],
 }
 
+/// The most instances a service may have: each copies its flows and their per-instance
+/// resources.
+pub const INSTANCES_MAX: u32 = 1000;
+
 /// A breaker or retry policy whose values start from a library's preset.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PresetUse {
@@ -375,7 +379,7 @@ impl<'a> Validator<'a> {
         if self.errors.len() > errors_before {
             return None;
         }
-        let scenario = Scenario {
+        let mut scenario = Scenario {
             name: name.to_owned(),
             seed,
             limits,
@@ -400,11 +404,61 @@ impl<'a> Validator<'a> {
             faults,
             http,
             callers,
+            services: Vec::new(),
         };
+        for (name, service) in &raw.services {
+            self.service(&mut scenario, name, service, &names);
+        }
+        if self.errors.len() > errors_before {
+            return None;
+        }
         scenario
             .check_references()
             .expect("validated references always resolve");
         Some(scenario)
+    }
+
+    /// `[services.<name>]`: runs its flows on `instances` instances, each with its own copies
+    /// of the per-instance resources they use (`outagelab_sim::instances`).
+    fn service(&mut self, scenario: &mut Scenario, name: &str, raw: &RawService, names: &Names) {
+        let key = |field: &str| format!("services.{name}.{field}");
+        let instances = self.whole(
+            &raw.instances,
+            &key("instances"),
+            1..=INSTANCES_MAX,
+            "(each instance copies every per-instance resource of its flows)",
+        );
+        let mut flows = Vec::new();
+        for flow in raw.flows.get_ref() {
+            if let Some(id) = self.resolve(&names.flows, flow, &key("flows")) {
+                if flows.contains(&id) {
+                    let message = format!("flow `{}` is listed twice", flow.get_ref());
+                    self.error(Some(flow.span()), key("flows"), message);
+                }
+                flows.push(id);
+            }
+        }
+        if raw.flows.get_ref().is_empty() {
+            let message = "a service runs at least one flow";
+            self.error(Some(raw.flows.span()), key("flows"), message);
+        }
+        let Some(instances) = instances else { return };
+        if flows.len() != raw.flows.get_ref().len() || flows.is_empty() {
+            return;
+        }
+        let spread = match raw.spread {
+            None | Some(SpreadName::RoundRobin) => Spread::RoundRobin,
+            Some(SpreadName::Random) => Spread::Random,
+        };
+        let spec = ServiceSpec {
+            name: name.to_owned(),
+            instances,
+            spread,
+        };
+        if let Err(message) = outagelab_sim::instances::expand(scenario, spec, &flows) {
+            let span = self.key_span(&["services", name]);
+            self.error(span, format!("services.{name}"), message);
+        }
     }
 
     /// A breaker that counts `shed` hears of a shed only from a layer that sheds (a bulkhead,
@@ -2262,6 +2316,7 @@ impl<'a> Validator<'a> {
         (self.errors.len() == errors_before).then(|| FlowSpec {
             name: name.to_owned(),
             steps,
+            instance: None,
         })
     }
 

@@ -1030,7 +1030,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         (
             // An unknown table is an unknown field of the root.
             with("[keys.k]", "[key.k]"),
-            "10:2: key.k: unknown field `key`: did you mean `keys`? (expected one of `scenario`, `run`, `metrics`, `http`, `servers`, `connections`, `databases`, `keys`, `breakers`, `bulkheads`, `semaphores`, `adaptive_limits`, `retries`, `caches`, `rate_limits`, `kv_stores`, `throttles`, `locks`, `callers`, `flows`, `loads`, `faults`)",
+            "10:2: key.k: unknown field `key`: did you mean `keys`? (expected one of `scenario`, `run`, `metrics`, `http`, `servers`, `connections`, `databases`, `keys`, `breakers`, `bulkheads`, `semaphores`, `adaptive_limits`, `retries`, `caches`, `rate_limits`, `kv_stores`, `throttles`, `locks`, `callers`, `services`, `flows`, `loads`, `faults`)",
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),

@@ -30,8 +30,8 @@ use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease,
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::trace::{Trace, TraceWhat};
 use outagelab_report::{
-    CacheSummary, CountKey, FaultWindow, GaugeKey, LockSummary, LogEntry, Outcome,
-    RateLimitSummary, Summary, VariantReport, Verdict,
+    CacheSummary, CountKey, FaultWindow, GaugeKey, InstanceSummary, LockSummary, LogEntry, Outcome,
+    RateLimitSummary, ServiceSummary, Summary, VariantReport, Verdict,
 };
 
 use crate::callers::{CallNext, CallRef, Callers};
@@ -49,7 +49,7 @@ use crate::rng::{Stream, key_index};
 use crate::scenario::{
     Arrivals, CacheOp, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId,
     LockCommand, LockCommandKind, LockId, LockOp, OnError, OnHit, PolicyRef, RateLimitId,
-    RedisCommand, Scenario, ServerId, StepAction, StepSpec, ThrottleId, ThrottleOp,
+    RedisCommand, Scenario, ServerId, Spread, StepAction, StepSpec, ThrottleId, ThrottleOp,
 };
 use crate::throttles::{Held, Phase, Progress, Throttles};
 use crate::trace::Tracer;
@@ -335,6 +335,40 @@ struct LoadState {
     workers: Vec<u64>,
     /// Closed loops: callers that will send again (the load is active while one is).
     workers_active: u32,
+    /// A load of a service's flow: the copies of the flow it spreads over, one per instance.
+    spread: Option<Spreading>,
+}
+
+/// How a load picks the instance of each request it sends.
+struct Spreading {
+    /// One per instance, in instance order.
+    flows: Vec<FlowId>,
+    how: Spread,
+    /// Round robin: the instance of the next request.
+    next: usize,
+    /// Random: its own stream, so the load's other draws stay as they are.
+    rng: Stream,
+}
+
+impl Spreading {
+    fn pick(&mut self) -> FlowId {
+        let index = match self.how {
+            Spread::RoundRobin => {
+                let index = self.next;
+                self.next = (self.next + 1) % self.flows.len();
+                index
+            }
+            Spread::Random => self.rng.below(self.flows.len() as u64) as usize,
+        };
+        self.flows[index]
+    }
+}
+
+/// One instance's requests (per flow copy) and how they ended, for the services' summaries.
+#[derive(Clone, Copy, Default)]
+struct InstanceTally {
+    requests: u64,
+    outcomes: [u64; Outcome::COUNT],
 }
 
 /// Every this much work (events, requests spawned or advanced), a run's memory estimate is
@@ -419,6 +453,8 @@ struct Simulator<'s> {
     server_series: Vec<ServerSeries>,
     /// The sampled requests' events, when the run is traced.
     tracer: Option<Tracer>,
+    /// Per flow (copies of a service's flows included), when the scenario has a service.
+    instance_tallies: Vec<InstanceTally>,
 }
 
 impl<'s> Simulator<'s> {
@@ -542,12 +578,26 @@ impl<'s> Simulator<'s> {
         let mut loads_active = 0;
         for (index, load) in scenario.loads.iter().enumerate() {
             let id = LoadId(index as u32);
+            let instances = scenario.instance_flows(load.flow);
+            let spread = (instances.len() > 1).then(|| {
+                let service = scenario.flows[load.flow.index()]
+                    .instance
+                    .expect("a flow with copies belongs to a service")
+                    .service;
+                Spreading {
+                    flows: instances,
+                    how: scenario.services[service.index()].spread,
+                    next: 0,
+                    rng: Stream::derive(scenario.seed, "load spread", &load.name),
+                }
+            });
             let mut state = LoadState {
                 rng: Stream::derive(scenario.seed, "load", &load.name),
                 issued: 0,
                 next_arrival_q32: u128::from(load.start.as_nanos()) << 32,
                 workers: Vec::new(),
                 workers_active: 0,
+                spread,
             };
             let any = match load.arrivals {
                 Arrivals::Burst { count } => count > 0,
@@ -649,6 +699,11 @@ impl<'s> Simulator<'s> {
             fail_open,
             server_series,
             tracer: None,
+            instance_tallies: if scenario.services.is_empty() {
+                Vec::new()
+            } else {
+                vec![InstanceTally::default(); scenario.flows.len()]
+            },
         }
     }
 
@@ -967,8 +1022,11 @@ impl<'s> Simulator<'s> {
 
     /// A new request of load `id` arrives now.
     fn spawn(&mut self, id: LoadId) -> RequestRef {
-        let flow = self.scenario.loads[id.index()].flow;
         let state = &mut self.loads[id.index()];
+        let flow = match &mut state.spread {
+            Some(spreading) => spreading.pick(),
+            None => self.scenario.loads[id.index()].flow,
+        };
         state.issued += 1;
         let key_seed = state.rng.next_u64();
         let request = self.allocate(Request::new(flow, 0, Role::Main, self.now, key_seed));
@@ -981,7 +1039,10 @@ impl<'s> Simulator<'s> {
         }
         self.in_flight += 1;
         self.monitors.arrived();
-        self.metrics.record_arrival(flow.index());
+        self.metrics.record_arrival(self.reports_as(flow));
+        if let Some(tally) = self.instance_tallies.get_mut(flow.index()) {
+            tally.requests += 1;
+        }
         self.runnable.push_back(request);
         request
     }
@@ -1102,6 +1163,11 @@ impl<'s> Simulator<'s> {
             .request
             .as_ref()
             .expect("a live request")
+    }
+
+    /// The index of the flow whose figures a request of `flow` counts in.
+    fn reports_as(&self, flow: FlowId) -> usize {
+        self.scenario.flows[flow.index()].reports_as(flow).index()
     }
 
     /// The step the request in `slot` is on (which exists: a request past its last step has
@@ -1888,7 +1954,7 @@ impl<'s> Simulator<'s> {
                 StepResult::Error(kind) => kind,
                 StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
             };
-            let flow = request.flow.index();
+            let flow = self.reports_as(request.flow);
             self.metrics.record_background_end(flow, outcome);
             self.free(slot);
             return Next::Stop;
@@ -2049,7 +2115,10 @@ impl<'s> Simulator<'s> {
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
         let (worker, call) = (request.worker, request.call);
         self.metrics
-            .record_end(flow.index(), outcome, latency.as_nanos());
+            .record_end(self.reports_as(flow), outcome, latency.as_nanos());
+        if let Some(tally) = self.instance_tallies.get_mut(flow.index()) {
+            tally.outcomes[outcome.index()] += 1;
+        }
         if let Some(http) = &mut self.http {
             http.record(now, outcome);
         }
@@ -2091,8 +2160,8 @@ impl<'s> Simulator<'s> {
         let (mut unfinished, mut background_unfinished) = (vec![0u64; flows], vec![0u64; flows]);
         for request in self.slots.iter().filter_map(|slot| slot.request.as_ref()) {
             match request.role {
-                Role::Background => background_unfinished[request.flow.index()] += 1,
-                Role::Main => unfinished[request.flow.index()] += 1,
+                Role::Background => background_unfinished[self.reports_as(request.flow)] += 1,
+                Role::Main => unfinished[self.reports_as(request.flow)] += 1,
             }
         }
         let mut summary = Summary {
@@ -2104,6 +2173,7 @@ impl<'s> Simulator<'s> {
                 .flows
                 .iter()
                 .enumerate()
+                .filter(|(index, flow)| flow.reports_as(FlowId(*index as u32)).index() == *index)
                 .map(|(index, flow)| {
                     let summary = self.metrics.flow_summary(
                         index,
@@ -2222,8 +2292,54 @@ impl<'s> Simulator<'s> {
             .zip(callers)
             .map(|(spec, caller)| (spec.name.clone(), caller))
             .collect();
+        summary.services = self.services_summary();
         self.policies.summarize(scenario, self.now, &mut summary);
         summary
+    }
+
+    /// Each service's instances: the requests of every copy of its flows, by instance.
+    fn services_summary(&self) -> BTreeMap<String, ServiceSummary> {
+        let scenario = self.scenario;
+        let mut in_flight = vec![0u64; scenario.flows.len()];
+        for request in self.slots.iter().filter_map(|slot| slot.request.as_ref()) {
+            if request.role == Role::Main {
+                in_flight[request.flow.index()] += 1;
+            }
+        }
+        let mut services: BTreeMap<String, ServiceSummary> = BTreeMap::new();
+        for (service_index, service) in scenario.services.iter().enumerate() {
+            let mut instances = BTreeMap::new();
+            for number in 0..service.instances {
+                let mut tally = InstanceTally::default();
+                let mut unfinished = 0;
+                for (flow, spec) in scenario.flows.iter().enumerate() {
+                    let Some(instance) = spec.instance else {
+                        continue;
+                    };
+                    if instance.service.index() != service_index || instance.index != number {
+                        continue;
+                    }
+                    let counted = &self.instance_tallies[flow];
+                    tally.requests += counted.requests;
+                    for (sum, count) in tally.outcomes.iter_mut().zip(counted.outcomes) {
+                        *sum += count;
+                    }
+                    unfinished += in_flight[flow];
+                }
+                let outcomes = Outcome::ALL
+                    .into_iter()
+                    .map(|o| (o.name().to_owned(), tally.outcomes[o.index()]))
+                    .collect();
+                let summary = InstanceSummary {
+                    requests: tally.requests,
+                    outcomes,
+                    unfinished,
+                };
+                instances.insert(number.to_string(), summary);
+            }
+            services.insert(service.name.clone(), ServiceSummary { instances });
+        }
+        services
     }
 
     fn report(mut self, verdict: Verdict) -> VariantReport {

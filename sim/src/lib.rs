@@ -22,6 +22,7 @@ mod database;
 mod engine;
 mod error;
 mod http;
+pub mod instances;
 mod journal;
 mod kernel;
 mod metrics;

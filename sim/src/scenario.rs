@@ -74,6 +74,8 @@ id!(/// Index into [`Scenario::faults`].
     FaultId);
 id!(/// Index into [`Scenario::callers`].
     CallerId);
+id!(/// Index into [`Scenario::services`].
+    ServiceId);
 
 /// One fully resolved scenario (a variant of a scenario file is one of these).
 #[derive(Clone, Debug)]
@@ -107,6 +109,40 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     /// How ended requests are answered, when the file has an `[http]` table.
     pub http: Option<crate::HttpSpec>,
+    /// Services of several instances (pods), each instance with its own copies of the
+    /// per-instance resources its flows use; see [`crate::instances`].
+    pub services: Vec<ServiceSpec>,
+}
+
+/// A service run as several instances (pods): each has its own connections, caches,
+/// breakers, bulkheads, semaphores, adaptive limits, retry policies, rate limiters and lock
+/// clients, while servers, databases, KV stores, throttles and callers are shared. A load
+/// that sends one of the service's flows spreads its requests over the instances.
+#[derive(Clone, Debug)]
+pub struct ServiceSpec {
+    pub name: String,
+    pub instances: u32,
+    pub spread: Spread,
+}
+
+/// How a load picks the instance of each request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spread {
+    /// Instance 0, 1, ..., then 0 again, in the order the load sends.
+    RoundRobin,
+    /// Uniformly at random, from the load's own stream for it.
+    Random,
+}
+
+/// Which instance of which service a flow is the copy for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowInstance {
+    pub service: ServiceId,
+    /// From 0.
+    pub index: u32,
+    /// The flow as the file wrote it (instance 0's copy): what the flow's figures and loads
+    /// name.
+    pub base: FlowId,
 }
 
 /// Bounds that end a run. A run always ends: at `horizon` if set, when every request has
@@ -677,6 +713,17 @@ pub enum CacheOp {
 pub struct FlowSpec {
     pub name: String,
     pub steps: Vec<StepSpec>,
+    /// For a flow of a service of several instances: which instance's copy it is. Every copy
+    /// counts in the figures of its `base`.
+    pub instance: Option<FlowInstance>,
+}
+
+impl FlowSpec {
+    /// The flow whose figures this one's requests count in: its base for an instance's copy,
+    /// itself otherwise.
+    pub fn reports_as(&self, id: FlowId) -> FlowId {
+        self.instance.map_or(id, |instance| instance.base)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -822,7 +869,8 @@ impl Scenario {
         }
     }
 
-    /// What a step does, as messages name it: `redis GET on cache`, `db main`, `work`.
+    /// What a step does, as messages name it: `GET cache`, `db main`, `work`, `throttle
+    /// cascade acquire`.
     pub fn step_name(&self, step: &StepSpec) -> String {
         match step.action {
             StepAction::Redis {
@@ -830,7 +878,7 @@ impl Scenario {
                 command,
                 ..
             } => format!(
-                "redis {} on {}",
+                "{} {}",
                 command.name(),
                 self.connections[connection.index()].name
             ),
@@ -839,7 +887,7 @@ impl Scenario {
             }
             StepAction::Work { .. } => "work".to_owned(),
             StepAction::RateLimit { limiter, .. } => {
-                format!("rate limit {}", self.rate_limits[limiter.index()].name)
+                format!("rate_limit {}", self.rate_limits[limiter.index()].name)
             }
             StepAction::Throttle { throttle, op, .. } => {
                 let op = match op {
@@ -1384,8 +1432,40 @@ impl Scenario {
                 }
             }
         }
+        for (index, flow) in self.flows.iter().enumerate() {
+            if let Some(instance) = flow.instance {
+                within("service", instance.service.index(), self.services.len())?;
+                within("flow", instance.base.index(), self.flows.len())?;
+                let service = &self.services[instance.service.index()];
+                if instance.index >= service.instances.max(1) {
+                    return Err(format!(
+                        "flow {} is instance {} of service {}, which has {}",
+                        flow.name, instance.index, service.name, service.instances
+                    ));
+                }
+                let base = &self.flows[instance.base.index()];
+                if base.instance.map(|i| i.base) != Some(instance.base)
+                    || (instance.index == 0) != (instance.base.index() == index)
+                {
+                    return Err(format!(
+                        "flow {} is a copy of flow {}, which is not instance 0 of its service",
+                        flow.name, base.name
+                    ));
+                }
+            }
+        }
         for load in &self.loads {
             within("flow", load.flow.index(), self.flows.len())?;
+            if self.flows[load.flow.index()]
+                .instance
+                .is_some_and(|instance| instance.index != 0)
+            {
+                return Err(format!(
+                    "load {} sends a copy of a service's flow: it sends the flow itself, and \
+                     each request goes to an instance",
+                    load.name
+                ));
+            }
             if let Some(caller) = load.caller {
                 within("caller", caller.index(), self.callers.len())?;
             }
@@ -1453,6 +1533,7 @@ impl Scenario {
             loads: vec![],
             faults: vec![],
             http: None,
+            services: vec![],
         }
     }
 }

@@ -69,6 +69,7 @@ pub fn flow(name: &str, steps: Vec<StepSpec>) -> FlowSpec {
     FlowSpec {
         name: name.into(),
         steps,
+        instance: None,
     }
 }
 

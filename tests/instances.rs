@@ -1,0 +1,147 @@
+//! Services of several instances (`[services.<name>]`): each instance has its own caches,
+//! connections and policies, the databases and servers are shared, and a load spreads its
+//! requests over the instances. Checked against hand-counted runs.
+
+use std::path::Path;
+
+use outagelab_report::VariantReport;
+
+const READS: &str = r#"
+[scenario]
+name = "pods"
+
+[keys.product]
+count = 1
+
+[databases.main]
+latency = "5ms"
+
+[caches.l1]
+max_entries = 100
+max_bytes = "1MiB"
+ttl = "60s"
+
+[flows.read]
+steps = [
+  { cache = { name = "l1", op = "get", key = "product" }, on_hit = "finish" },
+  { db = { name = "main" }, on_error = "fail" },
+  { cache = { name = "l1", op = "put", key = "product", value = "1KiB" } },
+]
+
+[loads.users]
+flow = "read"
+arrivals = "even"
+rate = 10
+count = 6
+"#;
+
+fn run(text: &str) -> VariantReport {
+    let file = outagelab_scenario_file::parse(text, Path::new("pods.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    outagelab_sim::run(&file.variants[0].scenario).unwrap()
+}
+
+fn error(text: &str) -> String {
+    match outagelab_scenario_file::parse(text, Path::new("pods.toml")) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(diagnostics) => diagnostics.to_string(),
+    }
+}
+
+#[test]
+fn each_pod_has_its_own_l1_so_three_pods_read_the_database_three_times() {
+    // One process: the first read misses and fills the L1, the other five hit.
+    let one = run(READS);
+    assert_eq!(one.summary.databases["main"].queries, 1);
+    assert_eq!(one.summary.caches["l1"].hits, 5);
+    // Three pods, round robin: reads 0, 1, 2 each miss their pod's empty L1; 3, 4, 5 hit.
+    let pods = run(&format!(
+        "{READS}\n[services.api]\ninstances = 3\nflows = [\"read\"]\n"
+    ));
+    let summary = &pods.summary;
+    assert_eq!(summary.databases["main"].queries, 3);
+    for pod in 0..3 {
+        let l1 = &summary.caches[&format!("l1@{pod}")];
+        assert_eq!((l1.hits, l1.misses), (1, 1), "l1@{pod}");
+        let instance = &summary.services["api"].instances[&pod.to_string()];
+        assert_eq!((instance.requests, instance.outcomes["ok"]), (2, 2));
+    }
+    assert!(
+        !summary.caches.contains_key("l1"),
+        "every pod's L1 is named"
+    );
+    // The flow's figures count every pod; the copies are not flows of their own.
+    assert_eq!(summary.flows.len(), 1);
+    assert_eq!(summary.flows["read"].requests, 6);
+    assert_eq!(summary.flows["read"].outcomes["ok"], 6);
+    assert_eq!(summary.requests, 6);
+}
+
+#[test]
+fn a_random_spread_is_fair_and_the_same_on_the_same_seed() {
+    let text = READS
+        .replace("count = 6", "count = 600")
+        .replace("rate = 10", "rate = 1000")
+        + "\n[services.api]\ninstances = 3\nflows = [\"read\"]\nspread = \"random\"\n";
+    let report = run(&text);
+    let counts: Vec<u64> = (0..3)
+        .map(|pod| report.summary.services["api"].instances[&pod.to_string()].requests)
+        .collect();
+    assert_eq!(counts.iter().sum::<u64>(), 600);
+    assert!(
+        counts.iter().all(|&n| (150..=250).contains(&n)),
+        "{counts:?}"
+    );
+    assert_ne!(counts, [200, 200, 200], "random, not round robin");
+    let again = run(&text);
+    assert_eq!(
+        format!("{:?}", again.summary),
+        format!("{:?}", report.summary)
+    );
+}
+
+#[test]
+fn a_per_instance_resource_cannot_be_shared_with_flows_outside_the_service() {
+    let text = format!(
+        "{READS}\n[flows.admin]\nsteps = [{{ cache = {{ name = \"l1\", op = \"get\", key = \"product\" }} }}]\n\n\
+         [loads.admin]\nflow = \"admin\"\narrivals = \"burst\"\ncount = 1\n\n\
+         [services.api]\ninstances = 2\nflows = [\"read\"]\n"
+    );
+    let message = error(&text);
+    assert!(
+        message.contains(
+            "services.api: cache l1 is used by flows of service api and by other flows: each \
+             instance has its own"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_services_are_refused_with_the_key_at_fault() {
+    for (service, expected) in [
+        (
+            "instances = 0\nflows = [\"read\"]",
+            "services.api.instances: must be at least 1",
+        ),
+        (
+            "instances = 2\nflows = [\"raed\"]",
+            "services.api.flows: unknown flow `raed`: did you mean `read`?",
+        ),
+        (
+            "instances = 2\nflows = [\"read\", \"read\"]",
+            "services.api.flows: flow `read` is listed twice",
+        ),
+        (
+            "instances = 2\nflows = []",
+            "a service runs at least one flow",
+        ),
+        (
+            "instances = 2\nflows = [\"read\"]\nspread = \"sticky\"",
+            "services.api.spread: unknown variant `sticky`",
+        ),
+    ] {
+        let message = error(&format!("{READS}\n[services.api]\n{service}\n"));
+        assert!(message.contains(expected), "{expected}: {message}");
+    }
+}
