@@ -293,6 +293,11 @@ pub struct FlowSummary {
     pub latency_ms: BTreeMap<String, LatencyStats>,
     /// Fire-and-forget steps this flow started, by how they ended.
     pub background: BTreeMap<String, u64>,
+    /// Requests that ended ok serving a copy (from Redis or an in-process cache) older than
+    /// the last committed write of its key (database steps with a `key`).
+    pub stale_reads: u64,
+    /// How long those copies had been out of date when served.
+    pub stale_age_ms: LatencyStats,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -643,6 +643,9 @@ pub struct RawDbStep {
     pub latency: Option<Spanned<RawLatency>>,
     /// An advisory lock: a key family.
     pub lock: Option<Spanned<String>>,
+    /// The data it reads (or writes, with `write`): a key family, whose versions are followed.
+    pub key: Option<Spanned<String>>,
+    pub write: Option<Spanned<bool>>,
 }
 
 /// `cache = { name = "l1", op = "get", key = "product" }`

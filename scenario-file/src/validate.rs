@@ -2694,11 +2694,25 @@ impl<'a> Validator<'a> {
             Some(lock) => Some(self.resolve(&names.keys, lock, &key("lock"))?),
             None => None,
         };
+        let data = match (&table.key, &table.write) {
+            (Some(family), write) => Some(DataAccess {
+                key: self.resolve(&names.keys, family, &key("key"))?,
+                write: write.as_ref().is_some_and(|w| *w.get_ref()),
+            }),
+            (None, Some(write)) => {
+                let message = "a write commits a new version of a key: give the key family \
+                               it writes (`key = \"...\"`)";
+                self.error(Some(write.span()), key("write"), message);
+                return None;
+            }
+            (None, None) => None,
+        };
         Some(StepAction::Database {
             database: database?,
             timeout,
             latency,
             lock,
+            data,
         })
     }
 

@@ -689,7 +689,21 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ db = { name = \"db\", connection = \"c\" } }",
             ),
-            "16:113: flows.f.steps[1].db.connection: unknown field `connection`, expected one of `name`, `timeout`, `latency`, `lock`",
+            "16:113: flows.f.steps[1].db.connection: unknown field `connection`, expected one of `name`, `timeout`, `latency`, `lock`, `key`, `write`",
+        ),
+        (
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\", write = true } }",
+            ),
+            "16:121: flows.f.steps[1].db.write: a write commits a new version of a key: give the key family it writes (`key = \"...\"`)",
+        ),
+        (
+            with(
+                "{ db = { name = \"db\" } }",
+                "{ db = { name = \"db\", key = \"kk\" } }",
+            ),
+            "16:119: flows.f.steps[1].db.key: unknown key family `kk` (defined: k)",
         ),
         (
             with(

@@ -40,7 +40,7 @@ use crate::error::SimError;
 use crate::http::HttpTally;
 use crate::journal;
 use crate::kernel::{Event, EventQueue, RequestRef, StepResult, TimerKind};
-use crate::metrics::{CounterId, GaugeId, Metrics};
+use crate::metrics::{CounterId, GaugeId, Latency, Metrics};
 use crate::monitors::Monitors;
 use crate::policies::{Enter, Entrant, Exit, Handover, Hold, Leaving, PlantedBugs, Policies};
 use crate::reconnect_slots::{ReconnectSlots, SlotAcquire, link_of};
@@ -53,6 +53,7 @@ use crate::scenario::{
 };
 use crate::throttles::{Held, Phase, Progress, Throttles};
 use crate::trace::Tracer;
+use crate::versions::{DataKey, Versions};
 
 /// Runs one scenario to its end and reports what happened.
 ///
@@ -249,6 +250,26 @@ struct Request {
     call: Option<(CallRef, u32)>,
     /// Its number in the trace, when `run --trace` sampled it.
     trace: Option<u64>,
+    /// The value it last read or wrote of a key whose versions are followed, and where from.
+    value: Option<HeldValue>,
+}
+
+/// A value a request holds: its key, its version, and where it read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HeldValue {
+    key: DataKey,
+    version: u64,
+    from: ValueFrom,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ValueFrom {
+    /// A database query read it, or committed it.
+    Database,
+    /// A Redis `GET` found a copy.
+    Redis,
+    /// An in-process cache held a copy.
+    Cache,
 }
 
 impl Request {
@@ -270,6 +291,7 @@ impl Request {
             worker: None,
             call: None,
             trace: None,
+            value: None,
         }
     }
 }
@@ -455,6 +477,12 @@ struct Simulator<'s> {
     tracer: Option<Tracer>,
     /// Per flow (copies of a service's flows included), when the scenario has a service.
     instance_tallies: Vec<InstanceTally>,
+    /// The committed versions of followed data.
+    versions: Versions,
+    /// Per flow: requests that ended ok serving a copy older than the last commit of its
+    /// key, and how long it had been out of date.
+    /// (The histogram is allocated on a flow's first stale read.)
+    stale_reads: Vec<(u64, Option<Latency>)>,
 }
 
 impl<'s> Simulator<'s> {
@@ -704,6 +732,8 @@ impl<'s> Simulator<'s> {
             } else {
                 vec![InstanceTally::default(); scenario.flows.len()]
             },
+            versions: Versions::default(),
+            stale_reads: (0..scenario.flows.len()).map(|_| (0, None)).collect(),
         }
     }
 
@@ -864,7 +894,11 @@ impl<'s> Simulator<'s> {
                 self.monitors.write_applied_twice(self.now, name, detail);
             } else if !self.redis.completions.is_empty() {
                 let completions = std::mem::take(&mut self.redis.completions);
-                for &(request, result) in &completions {
+                for &(request, result, version) in &completions {
+                    if result == StepResult::Hit && self.is_live(request) {
+                        // A Redis read found a copy: the request now holds its version.
+                        self.hold_value(request.slot, version, ValueFrom::Redis);
+                    }
                     self.settle(request, result);
                 }
                 self.redis.completions = completions;
@@ -873,7 +907,12 @@ impl<'s> Simulator<'s> {
                 let completions = std::mem::take(&mut self.databases.completions);
                 for &request in &completions {
                     match self.after_queries.remove(&(request.slot, request.token)) {
-                        None => self.settle(request, StepResult::Ok),
+                        None => {
+                            if self.is_live(request) {
+                                self.query_answered(request.slot);
+                            }
+                            self.settle(request, StepResult::Ok)
+                        }
                         // The caller timed out; what it kept is free only now.
                         Some(AfterQuery::Release(policy, hold)) => self.release_kept(policy, hold),
                         Some(AfterQuery::Retry(retry, at)) => {
@@ -1286,6 +1325,7 @@ impl<'s> Simulator<'s> {
                 timeout,
                 latency,
                 lock,
+                data: _,
             } => {
                 let query = Query {
                     waiter,
@@ -1314,6 +1354,7 @@ impl<'s> Simulator<'s> {
                             command: RedisCommand::Incr,
                             family: family.0,
                             index: self.key_of(slot, family),
+                            version: 0,
                         };
                         match self.issue_command(slot, store, op, step.replay_writes) {
                             None => Next::Stop,
@@ -1342,16 +1383,22 @@ impl<'s> Simulator<'s> {
                 self.throttle_progress(slot, progress)
             }
             StepAction::Cache { cache, op, key } => {
-                let key = key.map(|family| CacheKey::pair(family.0, self.key_of(slot, family)));
+                let data_key = key.map(|family| (family.0, self.key_of(slot, family)));
+                let key = data_key.map(|(family, index)| CacheKey::pair(family, index));
                 let key = || key.expect("validated: every cache op but flush has a key");
+                // A put copies the value the request holds (its version, when of this key).
+                let version = data_key.map_or(0, |k| self.value_version(slot, k));
                 let (now, cache) = (self.now, &mut self.caches[cache.index()].cache);
                 let result = match op {
                     CacheOp::Get => match cache.get(now, key()) {
-                        Lookup::Hit { .. } => StepResult::Hit,
+                        Lookup::Hit { version, .. } => {
+                            self.hold_value(slot, version, ValueFrom::Cache);
+                            StepResult::Hit
+                        }
                         Lookup::Miss | Lookup::Expired => StepResult::Miss,
                     },
                     CacheOp::Put { value_bytes } => {
-                        let _ = cache.insert(now, key(), 0, u64::from(value_bytes));
+                        let _ = cache.insert(now, key(), version, u64::from(value_bytes));
                         StepResult::Ok
                     }
                     CacheOp::Invalidate => {
@@ -1423,6 +1470,7 @@ impl<'s> Simulator<'s> {
             command: RedisCommand::Lock(command),
             family: key.0,
             index: self.key_of(slot, key),
+            version: 0,
         };
         match self.issue_command(slot, connection, op, false) {
             None => Next::Stop,
@@ -1541,11 +1589,53 @@ impl<'s> Simulator<'s> {
         let StepAction::Redis { command, key, .. } = step.action else {
             return None;
         };
+        let index = self.key_of(slot, key);
         Some(Op {
             command,
             family: key.0,
-            index: self.key_of(slot, key),
+            index,
+            version: self.value_version(slot, (key.0, index)),
         })
+    }
+
+    /// The request in `slot` read `version` of the key its step names from a copy (`from`).
+    fn hold_value(&mut self, slot: u32, version: u64, from: ValueFrom) {
+        let step = self.step_of(slot);
+        let family = match step.action {
+            StepAction::Redis { key, .. } => key,
+            StepAction::Cache { key: Some(key), .. } => key,
+            _ => return,
+        };
+        let key = (family.0, self.key_of(slot, family));
+        self.request_mut(slot).value = Some(HeldValue { key, version, from });
+    }
+
+    /// A query of the request in `slot` that reads or writes followed data answered: it holds
+    /// the committed version now, or commits a new one.
+    fn query_answered(&mut self, slot: u32) {
+        let StepAction::Database {
+            data: Some(data), ..
+        } = self.step_of(slot).action
+        else {
+            return;
+        };
+        let key = (data.key.0, self.key_of(slot, data.key));
+        let version = if data.write {
+            self.versions.commit(self.now, key)
+        } else {
+            self.versions.current(key)
+        };
+        let from = ValueFrom::Database;
+        self.request_mut(slot).value = Some(HeldValue { key, version, from });
+    }
+
+    /// The version of the value of `key` the request in `slot` holds, for a copy it writes
+    /// (a `SET`, an L1 put); 0 when it holds none of that key.
+    fn value_version(&self, slot: u32, key: DataKey) -> u64 {
+        match self.request(slot).value {
+            Some(value) if value.key == key => value.version,
+            _ => 0,
+        }
     }
 
     /// The key of `family` the request in `slot` uses (drawn from its key seed, so every step
@@ -2114,6 +2204,18 @@ impl<'s> Simulator<'s> {
         let request = self.request(slot);
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
         let (worker, call) = (request.worker, request.call);
+        if let (Outcome::Ok, Some(value)) = (outcome, request.value)
+            && value.from != ValueFrom::Database
+            && let Some(age) = self.versions.out_of_date_for(now, value.key, value.version)
+        {
+            let tally =
+                &mut self.stale_reads[self.scenario.flows[flow.index()].reports_as(flow).index()];
+            tally.0 += 1;
+            tally
+                .1
+                .get_or_insert_with(Latency::new)
+                .record(age.as_nanos());
+        }
         self.metrics
             .record_end(self.reports_as(flow), outcome, latency.as_nanos());
         if let Some(tally) = self.instance_tallies.get_mut(flow.index()) {
@@ -2175,11 +2277,16 @@ impl<'s> Simulator<'s> {
                 .enumerate()
                 .filter(|(index, flow)| flow.reports_as(FlowId(*index as u32)).index() == *index)
                 .map(|(index, flow)| {
-                    let summary = self.metrics.flow_summary(
+                    let mut summary = self.metrics.flow_summary(
                         index,
                         unfinished[index],
                         background_unfinished[index],
                     );
+                    let (stale, age) = &self.stale_reads[index];
+                    summary.stale_reads = *stale;
+                    if let Some(age) = age {
+                        summary.stale_age_ms = age.stats(scenario.percentile_rule);
+                    }
                     (flow.name.clone(), summary)
                 })
                 .collect(),

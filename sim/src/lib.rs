@@ -34,6 +34,7 @@ mod rng;
 pub mod scenario;
 mod throttles;
 mod trace;
+mod versions;
 
 pub use engine::{
     Bugs, PROGRESS_EVERY_EVENTS, run, run_observed, run_traced, run_with_bugs, summary_shape,

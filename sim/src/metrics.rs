@@ -448,6 +448,8 @@ impl Metrics {
             unfinished,
             latency_ms: LatencyByOutcome::stats(std::iter::once(&totals.latency), self.rule),
             background,
+            stale_reads: 0,
+            stale_age_ms: LatencyStats::default(),
         }
     }
 

@@ -943,6 +943,9 @@ pub enum StepAction {
         latency: Option<Distribution>,
         /// An advisory lock (a key of this family) the query holds while it runs.
         lock: Option<KeyFamilyId>,
+        /// The data the query reads or writes, when its freshness is followed: the request's
+        /// key of a family, whose committed version it reads (or makes, for a write).
+        data: Option<DataAccess>,
     },
     /// Local work (the service's own time: parsing, auth, rendering) that cannot fail; its
     /// duration is drawn per request from the flow's own random stream.
@@ -973,6 +976,16 @@ pub enum StepAction {
         connection: ConnectionId,
         key: KeyFamilyId,
     },
+}
+
+/// What a database step does to the request's key of a family: read the committed value, or
+/// commit a new one (its version is the last one plus one). A value carries its version as it
+/// is copied into Redis and into L1 caches, so a read served from a copy older than the last
+/// commit is counted stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataAccess {
+    pub key: KeyFamilyId,
+    pub write: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -205,6 +205,7 @@ fn scenario(k: &Knobs) -> Scenario {
         timeout: k.db_timeout_ms.map(ms),
         latency: None,
         lock: None,
+        data: None,
     };
     let fill = redis_step(
         0,

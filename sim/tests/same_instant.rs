@@ -57,6 +57,7 @@ fn a_query_answered_exactly_at_its_timeout_is_in_time() {
         timeout: Some(ms(10)),
         latency: None,
         lock: None,
+        data: None,
     };
     assert_eq!(outcomes(&s), count("ok", 5));
 }

@@ -46,6 +46,7 @@ fn a_query_whose_caller_timed_out_keeps_its_bulkhead_permit_until_it_ends() {
         timeout: Some(common::ms(50)),
         latency: None,
         lock: None,
+        data: None,
     };
     let report = run(&scenario).unwrap();
     let summary = &report.summary;

@@ -240,7 +240,12 @@ impl Redis {
         connection.sent -= 1;
         connection.stats.replies += 1;
         if !command.timed_out {
-            self.completions.push((command.waiter, reply.result()));
+            let version = match reply {
+                Reply::Hit { version, .. } => version,
+                _ => 0,
+            };
+            self.completions
+                .push((command.waiter, reply.result(), version));
         }
         self.command_gone(id, &command);
         self.close_if_drained(id);
@@ -275,7 +280,7 @@ impl Redis {
             command.timed_out = true;
             connection.stats.timeouts += 1;
             self.completions
-                .push((command.waiter, StepResult::Error(Outcome::Timeout)));
+                .push((command.waiter, StepResult::Error(Outcome::Timeout), 0));
         }
     }
 
@@ -334,8 +339,11 @@ impl Redis {
                 connection.commands.push_back(command);
             } else {
                 if !command.timed_out {
-                    self.completions
-                        .push((command.waiter, StepResult::Error(Outcome::ConnectionLost)));
+                    self.completions.push((
+                        command.waiter,
+                        StepResult::Error(Outcome::ConnectionLost),
+                        0,
+                    ));
                 }
                 gone.push(command);
             }

@@ -50,6 +50,8 @@ pub(crate) struct Op {
     pub command: RedisCommand,
     pub family: u32,
     pub index: u32,
+    /// The version of the value a `SET` writes (see `crate::versions`); 0 when unknown.
+    pub version: u64,
 }
 
 impl Op {
@@ -76,6 +78,8 @@ pub(super) enum Reply {
     Ok,
     Hit {
         value_bytes: u32,
+        /// The version of the value it read (0 when unknown).
+        version: u64,
     },
     Miss,
     /// `SET NX` found the key taken.
@@ -89,7 +93,7 @@ impl Reply {
     pub(super) fn bytes(self) -> u64 {
         REPLY_OVERHEAD_BYTES
             + match self {
-                Reply::Hit { value_bytes } => u64::from(value_bytes),
+                Reply::Hit { value_bytes, .. } => u64::from(value_bytes),
                 Reply::Error(error) => error.message().len() as u64,
                 Reply::Ok | Reply::Miss | Reply::NotSet => 0,
             }
@@ -118,6 +122,8 @@ struct Entry {
     /// 0: no key. `u64::MAX`: no expiry. Otherwise the instant (ns) the key expires.
     expires_at: u64,
     value_bytes: u32,
+    /// The version of the value a `SET` wrote (0 for other writes).
+    version: u64,
     counter: i64,
     /// When a command last read or wrote it (ns).
     last_access: u64,
@@ -246,7 +252,7 @@ impl Keyspace {
                 family: preload.family.0,
                 index,
             };
-            self.store(SimTime::ZERO, key, preload.value_bytes, u64::MAX);
+            self.store(SimTime::ZERO, key, preload.value_bytes, 0, u64::MAX);
         }
     }
 
@@ -270,7 +276,7 @@ impl Keyspace {
     }
 
     /// Writes `key` (a new one, or over a live one): its value, its expiry, its access.
-    fn store(&mut self, now: SimTime, key: Key, value_bytes: u32, expires_at: u64) {
+    fn store(&mut self, now: SimTime, key: Key, value_bytes: u32, version: u64, expires_at: u64) {
         let added = self.cost(value_bytes);
         let old = *self.entry(key);
         if old.present() {
@@ -296,6 +302,7 @@ impl Keyspace {
         let entry = Entry {
             expires_at,
             value_bytes,
+            version,
             counter: 0,
             last_access: now.as_nanos(),
             live_slot,
@@ -468,11 +475,12 @@ impl Keyspace {
                 self.touch(now, key);
                 Reply::Hit {
                     value_bytes: entry.value_bytes,
+                    version: entry.version,
                 }
             }
             RedisCommand::Get => Reply::Miss,
             RedisCommand::Set { value_bytes, ttl } => {
-                self.store(now, key, value_bytes, expiry(ttl));
+                self.store(now, key, value_bytes, op.version, expiry(ttl));
                 Reply::Ok
             }
             RedisCommand::SetNxPx { .. } if live => {
@@ -480,14 +488,14 @@ impl Keyspace {
                 Reply::NotSet
             }
             RedisCommand::SetNxPx { value_bytes, ttl } => {
-                self.store(now, key, value_bytes, expiry(Some(ttl)));
+                self.store(now, key, value_bytes, 0, expiry(Some(ttl)));
                 Reply::Ok
             }
             RedisCommand::Incr => {
                 if live {
                     self.touch(now, key);
                 } else {
-                    self.store(now, key, COUNTER_VALUE_BYTES, u64::MAX);
+                    self.store(now, key, COUNTER_VALUE_BYTES, 0, u64::MAX);
                 }
                 let entry = self.entry(key);
                 entry.counter = entry.counter.saturating_add(1);
@@ -525,6 +533,7 @@ mod tests {
             command,
             family: 0,
             index,
+            version: 0,
         }
     }
 
@@ -567,7 +576,10 @@ mod tests {
             &[
                 Reply::Miss,
                 Reply::Ok,
-                Reply::Hit { value_bytes: 100 },
+                Reply::Hit {
+                    value_bytes: 100,
+                    version: 0,
+                },
                 Reply::Miss,
                 Reply::Ok,
                 Reply::Miss,
@@ -580,7 +592,14 @@ mod tests {
         use RedisCommand::Get;
         check(
             &[(10, set(5, Some(20)), 0), (29, Get, 0), (30, Get, 0)],
-            &[Reply::Ok, Reply::Hit { value_bytes: 5 }, Reply::Miss],
+            &[
+                Reply::Ok,
+                Reply::Hit {
+                    value_bytes: 5,
+                    version: 0,
+                },
+                Reply::Miss,
+            ],
         );
     }
 
@@ -597,7 +616,10 @@ mod tests {
                 Reply::Ok,
                 Reply::NotSet,
                 Reply::Ok,
-                Reply::Hit { value_bytes: 3 },
+                Reply::Hit {
+                    value_bytes: 3,
+                    version: 0,
+                },
             ],
         );
         assert_eq!(Reply::NotSet.result(), StepResult::Error(Outcome::LockBusy));
@@ -620,7 +642,10 @@ mod tests {
         );
         assert_eq!(
             keyspace.apply(ms(1), op(RedisCommand::Get, 3)),
-            Reply::Hit { value_bytes: 8 }
+            Reply::Hit {
+                value_bytes: 8,
+                version: 0
+            }
         );
     }
 
@@ -638,7 +663,13 @@ mod tests {
                 op(RedisCommand::Get, index),
             )
         };
-        assert_eq!(get(&mut keyspace, 1), Reply::Hit { value_bytes: 7 });
+        assert_eq!(
+            get(&mut keyspace, 1),
+            Reply::Hit {
+                value_bytes: 7,
+                version: 0
+            }
+        );
         assert_eq!(get(&mut keyspace, 2), Reply::Miss);
         keyspace.clear();
         assert_eq!(get(&mut keyspace, 0), Reply::Miss);
@@ -648,7 +679,14 @@ mod tests {
     fn wire_sizes_count_the_value_once() {
         assert_eq!(op(set(2 << 20, None), 0).request_bytes(), 32 + (2 << 20));
         assert_eq!(op(RedisCommand::Get, 0).request_bytes(), 32);
-        assert_eq!(Reply::Hit { value_bytes: 100 }.bytes(), 108);
+        assert_eq!(
+            Reply::Hit {
+                value_bytes: 100,
+                version: 0
+            }
+            .bytes(),
+            108
+        );
         assert_eq!(Reply::Miss.bytes(), 8);
     }
 
@@ -780,7 +818,10 @@ mod tests {
                 Reply::Ok,
                 oom,
                 oom,
-                Reply::Hit { value_bytes: 100 },
+                Reply::Hit {
+                    value_bytes: 100,
+                    version: 0
+                },
                 Reply::Ok,
                 Reply::Ok,
             ]
@@ -808,7 +849,13 @@ mod tests {
             ],
         );
         assert_eq!(replies[5], Reply::Miss);
-        assert_eq!(replies[6], Reply::Hit { value_bytes: 20 });
+        assert_eq!(
+            replies[6],
+            Reply::Hit {
+                value_bytes: 20,
+                version: 0
+            }
+        );
         assert_eq!(keyspace.stats.evicted_keys, 1);
         assert_eq!(keyspace.used_memory(), 300);
         assert_consistent(&keyspace);
@@ -856,7 +903,10 @@ mod tests {
                     Reply::Ok,
                     Reply::Miss,
                     Reply::Error(ErrorReply::Oom),
-                    Reply::Hit { value_bytes: 100 },
+                    Reply::Hit {
+                        value_bytes: 100,
+                        version: 0
+                    },
                 ],
                 "{policy:?}"
             );

@@ -135,7 +135,8 @@ pub(crate) struct Redis {
     origins: BTreeMap<u64, Origin>,
     next_origin: u64,
     /// Results for waiting requests, produced by the last call; the engine drains it.
-    pub completions: Vec<(RequestRef, StepResult)>,
+    /// Each with the version of the value a hit read (0 for anything else).
+    pub completions: Vec<(RequestRef, StepResult, u64)>,
     /// Ends of slot links' connection attempts, produced by the last call; the engine drains it.
     pub link_events: Vec<LinkEvent>,
     /// Links on which the server just executed, a second time, a write whose step did not
@@ -346,6 +347,7 @@ mod testing {
             command: RedisCommand::Get,
             family: 0,
             index,
+            version: 0,
         }
     }
 
@@ -358,6 +360,7 @@ mod testing {
             },
             family: 0,
             index,
+            version: 0,
         }
     }
 
@@ -473,7 +476,7 @@ mod testing {
         }
 
         fn collect(&mut self) {
-            for (waiter, result) in self.redis.completions.drain(..) {
+            for (waiter, result, _) in self.redis.completions.drain(..) {
                 self.finished.push((waiter.slot, self.now, result));
             }
             for event in self.redis.link_events.drain(..) {

@@ -56,6 +56,7 @@ pub fn db_step(database: u32) -> StepSpec {
             timeout: None,
             latency: None,
             lock: None,
+            data: None,
         },
         policies: Vec::new(),
         on_error: OnError::Fail,
