@@ -289,6 +289,12 @@ pub struct DatabaseSummary {
     /// Times the database collapsed (`collapse`), and how long it stayed collapsed in all.
     pub collapses: u64,
     pub collapsed_ms: u64,
+    /// The configured limits, for reference lines: queries run at full speed up to
+    /// `capacity`; at most `max_connections` hold a connection, and `connection_queue_max`
+    /// more wait for one. `None`: no such limit.
+    pub capacity: Option<u64>,
+    pub max_connections: Option<u64>,
+    pub connection_queue_max: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -297,6 +303,9 @@ pub struct BulkheadSummary {
     pub peak_in_use: u64,
     pub peak_queued: u64,
     pub shed: u64,
+    /// The configured limits: permits, and calls that may wait for one.
+    pub max_concurrent: u64,
+    pub queue_max: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -308,6 +317,9 @@ pub struct SemaphoreSummary {
     pub peak_bytes: u64,
     /// Work dropped at a cap.
     pub rejected: u64,
+    /// The configured caps on permits out and on their bytes (`None`: no cap).
+    pub max_in_flight: Option<u64>,
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -360,6 +372,8 @@ pub struct ThrottleSummary {
     /// Releases that never landed (lost fire-and-forget decrements, or requests that ended
     /// holding a slot).
     pub releases_lost: u64,
+    /// The configured cap: slots of one key held at once.
+    pub inflight_max: u64,
 }
 
 /// A distributed lock's run, over every key and server it was taken on.
@@ -438,6 +452,8 @@ pub struct ConnectionSummary {
     pub fail_open: u64,
     /// A reconnect slot's counters (zero for other connections).
     pub slot: SlotSummary,
+    /// The configured limit on commands a link holds without a reply (`None`: no limit).
+    pub pending_max: Option<u64>,
 }
 
 /// A Redis server's memory over the run (Redis' `INFO memory` and `INFO stats` names).

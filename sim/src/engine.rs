@@ -2023,7 +2023,8 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .enumerate()
                 .map(|(index, spec)| {
-                    let summary = self.throttles.summary(ThrottleId(index as u32));
+                    let mut summary = self.throttles.summary(ThrottleId(index as u32));
+                    summary.inflight_max = u64::from(spec.config.inflight_max());
                     (spec.name.clone(), summary)
                 })
                 .collect(),
@@ -2056,6 +2057,7 @@ impl<'s> Simulator<'s> {
                     let id = ConnectionId(index as u32);
                     let mut summary = self.redis.connection_summary(id);
                     summary.fail_open = self.fail_open[index].0;
+                    summary.pending_max = c.pending_max.map(|max| u64::from(max.get()));
                     if let Some(slot) = self.reconnect_slots.summary(id) {
                         summary.slot = slot;
                     }
