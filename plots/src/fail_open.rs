@@ -71,6 +71,8 @@ fn label(key: &CountKey) -> Option<String> {
         CountKey::RateLimitFailOpenAdmitted(name) => {
             Some(format!("rate limit {name}: admitted unchecked"))
         }
-        CountKey::ServerEvictedKeys(_) | CountKey::ServerExpiredKeys(_) => None,
+        CountKey::ServerEvictedKeys(_)
+        | CountKey::ServerExpiredKeys(_)
+        | CountKey::RejectedAttempts => None,
     }
 }

@@ -520,7 +520,8 @@ pub struct Series {
     /// the connection that failed and went on: requests let through unchecked) and
     /// `rate_limits.<name>.fail_open_admitted` (checks admitted unchecked because the
     /// limiter's store could not be reached), `servers.<name>.evicted_keys` and
-    /// `servers.<name>.expired_keys`.
+    /// `servers.<name>.expired_keys`, and `rejected_attempts` (step attempts answered 429,
+    /// retried or not).
     pub counts: BTreeMap<String, Vec<u64>>,
     /// True when the run had more buckets than the series keeps; later buckets were dropped.
     pub truncated: bool,

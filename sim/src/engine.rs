@@ -385,6 +385,8 @@ struct Simulator<'s> {
     /// The most policy layers a step of the scenario has (for the memory estimate).
     layers_max: usize,
     in_flight_gauge: GaugeId,
+    /// Step attempts answered `rate_limited` (429), per bucket.
+    rejected_attempts: CounterId,
     /// Per database: queries running, and queries waiting for a lock.
     database_gauges: Vec<(GaugeId, GaugeId)>,
     /// The connection-waiting gauge of each database with a connection limit.
@@ -410,6 +412,7 @@ impl<'s> Simulator<'s> {
             scenario.percentile_rule,
         );
         let in_flight_gauge = metrics.add_gauge(GaugeKey::InFlight);
+        let rejected_attempts = metrics.add_counter(CountKey::RejectedAttempts);
         let database_gauges = scenario
             .databases
             .iter()
@@ -619,6 +622,7 @@ impl<'s> Simulator<'s> {
                 .max()
                 .unwrap_or(0),
             in_flight_gauge,
+            rejected_attempts,
             database_gauges,
             connection_waiting_gauges,
             collapsed_gauges,
@@ -1724,6 +1728,9 @@ impl<'s> Simulator<'s> {
             }
             _ => io_result,
         };
+        if result == StepResult::Error(Outcome::RateLimited) {
+            self.metrics.count(self.rejected_attempts); // a 429, retried or not
+        }
         let leaving = Leaving {
             result,
             io_result,
