@@ -1969,6 +1969,7 @@ impl<'s> Simulator<'s> {
             outcomes: self.metrics.outcome_counts(),
             unfinished: self.in_flight,
             latency_ms: self.metrics.latency_stats(),
+            latency_histogram: self.metrics.latency_histogram(),
             flows: scenario
                 .flows
                 .iter()
