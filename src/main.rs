@@ -816,6 +816,7 @@ fn simulate(
         scenario: scenario.name.clone(),
         seed: scenario.seed,
         sweep: scenario.sweep.clone(),
+        slo: scenario.report.slo.clone(),
         variants,
     })
 }

@@ -113,6 +113,7 @@ fn demo_report() -> RunReport {
     RunReport {
         scenario: "cache-stampede".to_string(),
         seed: 7,
+        slo: None,
         sweep: None,
         variants: vec![
             variant("no protection", faults.clone(), demo_series(false)),
@@ -160,6 +161,7 @@ fn sweep_report() -> RunReport {
     RunReport {
         scenario: "blob-fanout".to_string(),
         seed: 7,
+        slo: None,
         sweep: Some(SweepInfo {
             label: "K".to_string(),
             parameter: "load.blobs.count".to_string(),
@@ -282,6 +284,7 @@ fn odd_reports_still_give_charts() {
     let one = |variant| RunReport {
         scenario: "odd".to_string(),
         seed: 1,
+        slo: None,
         sweep: None,
         variants: vec![variant],
     };

@@ -277,6 +277,7 @@ mod tests {
             scenario: "s".into(),
             seed: 7,
             sweep: None,
+            slo: None,
             variants: vec![VariantReport {
                 name: "timeout, then \"breaker\"".into(),
                 sweep_x: None,
@@ -345,6 +346,21 @@ mod tests {
             lines[0]
         );
         assert!(lines[1].contains(",500,completed,4,0,"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn json_has_the_slo_only_when_the_file_states_one() {
+        assert!(!to_json(&report()).contains("\"slo\""));
+        let mut with_slo = report();
+        with_slo.slo = Some(crate::Slo {
+            latency_ms: 200.0,
+            percentile: Some(99.0),
+        });
+        let json: serde_json::Value = serde_json::from_str(&to_json(&with_slo)).unwrap();
+        assert_eq!(
+            json["slo"],
+            serde_json::json!({"latency_ms": 200.0, "percentile": 99.0})
+        );
     }
 
     #[test]
