@@ -223,6 +223,9 @@ fn writes_the_time_charts_as_png_and_svg() {
             svg.contains("timeout + breaker + DB bulkhead"),
             "{name}.svg lacks a variant name"
         );
+    }
+    for name in ["outage", "latency", "concurrency"] {
+        let svg = svg_text(&dir, name);
         assert!(
             svg.contains("redis-down: crash on redis, 10-20 s"),
             "{name}.svg lacks the fault"
@@ -233,7 +236,7 @@ fn writes_the_time_charts_as_png_and_svg() {
         );
     }
     assert!(svg_text(&dir, "outage").contains("cache-stampede: outage curve"));
-    assert!(svg_text(&dir, "outage").contains("failed requests per second"));
+    assert!(svg_text(&dir, "outage").contains("failed requests/s"));
     assert!(svg_text(&dir, "latency").contains("latency (ms)"));
     assert!(svg_text(&dir, "concurrency").contains("database main: queries running"));
     assert!(!dir.join("sweep.png").exists());
@@ -404,50 +407,15 @@ fn a_file_that_cannot_be_written_is_named_in_the_error() {
 #[test]
 fn outage_curve_plots_rates_per_second() {
     let chart = outage::chart(&demo_report());
-    let [failed, succeeded] = &chart.panels[..] else {
-        panic!("two panels")
+    let [failed, succeeded, _in_flight] = &chart.panels[..] else {
+        panic!("three panels")
     };
     // Bucket 100 (10.0 s) of the unprotected variant: 45 timeouts and 3 ok in 100 ms.
     let at_10_s = |panel: &chart::Panel| panel.lines[0].segments[0][100];
     assert_eq!(at_10_s(failed), (10.05, 450.0));
     assert_eq!(at_10_s(succeeded), (10.05, 30.0));
-    assert_eq!(failed.y.description, "failed requests per second");
+    assert_eq!(failed.y.description, "failed requests/s");
     assert_eq!(succeeded.x.range, 0.0..30.0);
-}
-
-#[test]
-fn a_breaker_that_left_closed_gets_a_state_panel_under_the_outage_curve() {
-    let mut report = demo_report();
-    // The protected variant's breaker opens at 10 s and half-opens at 20 s; a second breaker
-    // never leaves closed and gets no line.
-    let opening: Vec<u64> = (0..300)
-        .map(|i| match i {
-            100..200 => 2,
-            200 => 1,
-            _ => 0,
-        })
-        .collect();
-    let gauges = &mut report.variants[1].series.gauges_max;
-    gauges.insert("breakers.redis.state".into(), opening);
-    gauges.insert("breakers.idle.state".into(), vec![0; 300]);
-    let chart = outage::chart(&report);
-    let [_, _, state] = &chart.panels[..] else {
-        panic!("three panels")
-    };
-    assert_eq!(
-        state.lines.len(),
-        1,
-        "one variant has the breaker that opened"
-    );
-    let points = &state.lines[0].segments[0];
-    assert_eq!(
-        (points[99].1, points[100].1, points[200].1),
-        (0.0, 2.0, 1.0)
-    );
-    assert!(chart.legend.iter().any(|entry| entry.label == "redis"));
-    assert!(!chart.legend.iter().any(|entry| entry.label == "idle"));
-    // Without an opening, the chart keeps its two panels.
-    assert_eq!(outage::chart(&demo_report()).panels.len(), 2);
 }
 
 #[test]
@@ -483,60 +451,6 @@ fn latency_breaks_lines_at_empty_buckets_and_goes_log_for_timeouts() {
     assert_eq!(lengths, [150, 149]);
 }
 
-#[test]
-fn concurrency_shows_database_and_bulkhead_gauges_only() {
-    let chart = concurrency::chart(&demo_report());
-    let labels: Vec<&str> = chart
-        .legend
-        .iter()
-        .map(|entry| entry.label.as_str())
-        .collect();
-    assert!(labels.contains(&"database main: queries running"));
-    assert!(labels.contains(&"bulkhead db: permits in use"));
-    assert!(
-        !labels
-            .iter()
-            .any(|label| label.contains("queued") || label.contains("in_flight"))
-    );
-    // One database line per variant, one bulkhead line for the variant that has a bulkhead.
-    assert_eq!(chart.panels[0].lines.len(), 3);
-}
-
-#[test]
-fn concurrency_shows_lock_waiters_only_when_some_query_waited() {
-    let mut report = demo_report();
-    for variant in &mut report.variants {
-        let buckets = variant.series.start_ms.len();
-        variant
-            .series
-            .gauges_max
-            .insert("databases.main.lock_waiting".to_string(), vec![0; buckets]);
-        variant
-            .summary
-            .databases
-            .insert("main".to_string(), DatabaseSummary::default());
-    }
-    let has_lock_line = |report: &RunReport| {
-        concurrency::chart(report)
-            .legend
-            .iter()
-            .any(|entry| entry.label == "database main: waiting for a lock")
-    };
-    assert!(
-        !has_lock_line(&report),
-        "no query waited: no flat zero line"
-    );
-    report.variants[1]
-        .summary
-        .databases
-        .get_mut("main")
-        .unwrap()
-        .peak_lock_waiting = 4;
-    assert!(has_lock_line(&report));
-    // Both variants draw it once some variant waited, next to the three lines of before.
-    assert_eq!(concurrency::chart(&report).panels[0].lines.len(), 5);
-}
-
 /// `demo_report` with a throttle `cascade`, switched on in the second variant only: it holds 3
 /// slots while its counter climbs one per 10 s (leaked slots).
 fn throttle_report() -> RunReport {
@@ -547,6 +461,7 @@ fn throttle_report() -> RunReport {
             "cascade".to_string(),
             ThrottleSummary {
                 enabled: index == 1,
+                inflight_max: 10,
                 ..ThrottleSummary::default()
             },
         );
@@ -595,6 +510,13 @@ fn the_throttle_chart_shows_held_against_counted_for_enabled_throttles() {
     assert!(lines.iter().all(|line| line.stroke.color == palette(1)));
     let last = |line: &chart::Line| line.segments[0].last().unwrap().1;
     assert_eq!((last(&lines[0]), last(&lines[1])), (3.0, 5.0));
+    // Its cap, a labelled reference line.
+    let rules = &chart.panels[0].rules;
+    assert_eq!(rules.len(), 1);
+    assert_eq!(
+        (rules[0].at, rules[0].label.as_str()),
+        (10.0, "throttle cascade: inflight_max 10")
+    );
 
     let dir = scratch("throttles");
     let written = write_charts(&throttle_report(), &dir).unwrap();
@@ -719,9 +641,24 @@ fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
         .unwrap()
         .maxmemory = Some(30 << 20);
     let chart = memory::chart(&report).unwrap();
+    // The same memory in both variants: a panel each, the second named as the same.
+    assert_eq!(chart.panels.len(), 2);
+    assert_eq!(
+        chart.panels[1].title.as_deref(),
+        Some("timeout + breaker + DB bulkhead (same as no protection)")
+    );
     let lines = &chart.panels[0].lines;
-    assert_eq!(lines.len(), 2, "one line per variant for the one server");
+    assert_eq!(lines.len(), 1, "one line for the one server");
     assert_eq!(lines[0].segments[0][0].1, 30.0);
+    assert!(chart.panels[1].lines[0].marks);
+    // The limit in the first variant's file is a reference line on its panel only.
+    let rules: Vec<&str> = chart.panels[0]
+        .rules
+        .iter()
+        .map(|r| r.label.as_str())
+        .collect();
+    assert_eq!(rules, ["server redis: maxmemory at the end 30"]);
+    assert!(chart.panels[1].rules.is_empty());
     let labels: Vec<&str> = chart
         .legend
         .iter()
@@ -734,3 +671,5 @@ fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
     assert!(svg_text(&dir, "memory").contains("Redis used memory over time"));
     fs::remove_dir_all(&dir).unwrap();
 }
+
+mod postmortem;
