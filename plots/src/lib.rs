@@ -8,6 +8,8 @@
 //! - `concurrency`: everything that runs or waits at once (requests in flight, database
 //!   queries, lock and connection waiters, pending commands, bulkhead permits and queues,
 //!   semaphores), with the configured limits;
+//! - `latency_cdf`: the share of requests at or under each latency, one line per variant, from
+//!   the summary's latency histogram, with the objective;
 //!
 //! and, when some control failed open, `fail_open`: requests let through unchecked per second
 //! by control; when some variant switched a throttle on, `throttles`: slots held against what the
@@ -33,6 +35,7 @@
 mod axes;
 mod bitmap_text;
 mod breakers;
+mod cdf;
 mod chart;
 mod concurrency;
 mod fail_open;
@@ -92,10 +95,10 @@ impl fmt::Display for PlotError {
 impl std::error::Error for PlotError {}
 
 /// Writes every chart for `report` into `dir` (created if missing), as PNG and SVG; returns the
-/// paths written, in a stable order: `outage`, `latency`, `concurrency`, then `fail_open` when
-/// some control failed open, `throttles` when some variant switched a throttle on, `memory`
-/// when some Redis server had a memory limit, and `sweep` for a sweep, each as `.png` then
-/// `.svg`.
+/// paths written, in a stable order: `outage`, `latency`, `concurrency`, `latency_cdf`, then
+/// `fail_open` when some control failed open, `throttles` when some variant switched a
+/// throttle on, `memory` when some Redis server had a memory limit, and `sweep` for a sweep,
+/// each as `.png` then `.svg`.
 pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     write_each(&charts(report), dir)
 }
@@ -169,6 +172,7 @@ fn charts(report: &RunReport) -> Vec<Chart> {
         outage::chart(report),
         latency::chart(report),
         concurrency::chart(report),
+        cdf::chart(report),
     ];
     charts.extend(fail_open::chart(report));
     charts.extend(throttles::chart(report));

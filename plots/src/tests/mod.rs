@@ -211,11 +211,13 @@ fn writes_the_time_charts_as_png_and_svg() {
             "latency.png",
             "latency.svg",
             "concurrency.png",
-            "concurrency.svg"
+            "concurrency.svg",
+            "latency_cdf.png",
+            "latency_cdf.svg"
         ]
     );
     assert!(written.iter().all(|path| path.starts_with(&dir)));
-    for name in ["outage", "latency", "concurrency"] {
+    for name in ["outage", "latency", "concurrency", "latency_cdf"] {
         assert_png(&dir.join(format!("{name}.png")));
         let svg = svg_text(&dir, name);
         assert!(svg.starts_with("<svg"), "{name}.svg");
@@ -235,6 +237,7 @@ fn writes_the_time_charts_as_png_and_svg() {
             "{name}.svg lacks the x-axis label"
         );
     }
+    assert!(svg_text(&dir, "latency_cdf").contains("requests at or under (%)"));
     assert!(svg_text(&dir, "outage").contains("cache-stampede: outage curve"));
     assert!(svg_text(&dir, "outage").contains("failed requests/s"));
     assert!(svg_text(&dir, "latency").contains("latency (ms)"));
@@ -247,7 +250,7 @@ fn writes_the_time_charts_as_png_and_svg() {
 fn a_sweep_adds_the_sweep_chart() {
     let dir = scratch("sweep");
     let written = write_charts(&sweep_report(), &dir).unwrap();
-    assert_eq!(file_names(&written)[6..], ["sweep.png", "sweep.svg"]);
+    assert_eq!(file_names(&written)[8..], ["sweep.png", "sweep.svg"]);
     assert_png(&dir.join("sweep.png"));
     let svg = svg_text(&dir, "sweep");
     for text in [
@@ -366,7 +369,7 @@ fn odd_reports_still_give_charts() {
     for (index, (case, report)) in cases.iter().enumerate() {
         let dir = scratch(&format!("odd-{index}"));
         let written = write_charts(report, &dir).unwrap_or_else(|error| panic!("{case}: {error}"));
-        let expected = if report.sweep.is_some() { 8 } else { 6 };
+        let expected = if report.sweep.is_some() { 10 } else { 8 };
         assert_eq!(written.len(), expected, "{case}");
         written
             .iter()
@@ -521,7 +524,7 @@ fn the_throttle_chart_shows_held_against_counted_for_enabled_throttles() {
     let dir = scratch("throttles");
     let written = write_charts(&throttle_report(), &dir).unwrap();
     assert_eq!(
-        file_names(&written)[6..],
+        file_names(&written)[8..],
         ["throttles.png", "throttles.svg"]
     );
     assert!(svg_text(&dir, "throttles").contains("throttle slots over time"));
@@ -567,7 +570,7 @@ fn the_fail_open_chart_shows_only_controls_that_failed_open() {
     let dir = scratch("fail-open");
     let written = write_charts(&report, &dir).unwrap();
     assert_eq!(
-        file_names(&written)[6..],
+        file_names(&written)[8..],
         ["fail_open.png", "fail_open.svg"]
     );
     fs::remove_dir_all(&dir).unwrap();
@@ -667,7 +670,7 @@ fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
     assert!(labels.contains(&"server redis"), "{labels:?}");
     let dir = scratch("memory");
     let written = write_charts(&report, &dir).unwrap();
-    assert_eq!(file_names(&written)[6..], ["memory.png", "memory.svg"]);
+    assert_eq!(file_names(&written)[8..], ["memory.png", "memory.svg"]);
     assert!(svg_text(&dir, "memory").contains("Redis used memory over time"));
     fs::remove_dir_all(&dir).unwrap();
 }

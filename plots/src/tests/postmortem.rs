@@ -1,12 +1,12 @@
 //! The charts a postmortem pastes (issue 9, item 4): small multiples when variants would hide
 //! each other, identical series named, strokes for many variants, limits and objectives as
 //! reference lines, breaker state as lanes, labelled faults, 429s and stuck requests in the
-//! outage curve, log axes where a limit would vanish, the last partial bucket, and every
-//! backlog gauge on the concurrency chart.
+//! outage curve, log axes where a limit would vanish, the last partial bucket, the latency CDF,
+//! and every backlog gauge on the concurrency chart.
 
 use std::collections::BTreeSet;
 
-use outagelab_report::{BulkheadSummary, Slo};
+use outagelab_report::{BulkheadSummary, LatencyHistogram, Slo};
 
 use super::*;
 use crate::chart::{Dash, INK, Key, Panel, variant_stroke};
@@ -190,8 +190,14 @@ fn configured_limits_are_labelled_reference_lines() {
 }
 
 #[test]
-fn the_slo_is_drawn_on_the_latency_chart() {
+fn the_slo_is_drawn_on_the_latency_chart_and_the_cdf() {
     let mut report = demo_report();
+    for variant in &mut report.variants {
+        variant.summary.latency_histogram = LatencyHistogram {
+            le_ms: vec![2.0, 5000.0],
+            counts: vec![90, 10],
+        };
+    }
     assert!(
         latency::chart(&report).panels[0].rules.is_empty(),
         "none stated"
@@ -204,6 +210,12 @@ fn the_slo_is_drawn_on_the_latency_chart() {
     let rule = &latency.panels[0].rules[0];
     assert_eq!((rule.at, rule.vertical), (200.0, false));
     assert_eq!(rule.label, "SLO p99 ≤ 200 ms");
+    let cdf = cdf::chart(&report);
+    let rule = &cdf.panels[0].rules[0];
+    assert_eq!((rule.at, rule.vertical), (200.0, true));
+    let markers: Vec<(f64, f64)> = cdf.panels[0].markers.iter().map(|m| m.at).collect();
+    assert_eq!(markers, [(200.0, 99.0)]);
+    assert!(labels(&cdf).contains(&"SLO p99 ≤ 200 ms"));
 }
 
 #[test]
@@ -319,6 +331,40 @@ fn the_last_bucket_is_divided_by_the_time_it_covered() {
     let chart = outage::chart(&report);
     let succeeded = &chart.panels[1].lines[0].segments;
     assert_eq!(succeeded.last().unwrap().last().unwrap().0, 29.85);
+}
+
+#[test]
+fn the_latency_cdf_has_a_line_per_variant_from_the_histogram() {
+    let mut report = demo_report();
+    let histogram = LatencyHistogram {
+        le_ms: vec![1.0, 2.0, 5000.0],
+        counts: vec![10, 80, 10],
+    };
+    for variant in &mut report.variants {
+        variant.summary.latency_histogram = histogram.clone();
+    }
+    report
+        .variants
+        .push(variant("empty", Vec::new(), Series::default()));
+    let chart = cdf::chart(&report);
+    assert_eq!(chart.name, "latency_cdf");
+    let panel = &chart.panels[0];
+    assert!(panel.x.log, "latency on a log axis");
+    assert_eq!(
+        panel.lines.len(),
+        2,
+        "a variant with no request has no line"
+    );
+    let last = panel.lines[0].segments[0].last().unwrap();
+    assert_eq!(*last, (5000.0, 100.0));
+    assert!(panel.lines[1].marks, "the same distribution as the first");
+    assert!(labels(&chart).contains(&"timeout + breaker + DB bulkhead (same as no protection)"));
+    let names: Vec<&str> = svg_charts(&report)
+        .unwrap()
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    assert!(names.contains(&"latency_cdf"));
 }
 
 #[test]
