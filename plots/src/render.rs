@@ -352,8 +352,8 @@ fn draw_line<DB: DrawingBackend, X: Scale, Y: Scale>(
 /// About how many circles mark a line that is the same as another.
 const MARKS_PER_LINE: usize = 24;
 
-/// A reference line across the panel, its label above its right end (horizontal) or right
-/// of its top (vertical). One outside the axis (a limit of zero on a log axis) is left out.
+/// A reference line across the panel, its label above its right end (horizontal) or beside
+/// its top, on the side with more room (vertical). One outside the axis (a limit of zero on a log axis) is left out.
 fn draw_rule<DB: DrawingBackend, X: Scale, Y: Scale>(
     chart: &mut Context<'_, DB, X, Y>,
     panel: &Panel,
@@ -367,12 +367,15 @@ fn draw_rule<DB: DrawingBackend, X: Scale, Y: Scale>(
             return Ok(());
         }
         let ends = [(rule.at, y.start), (rule.at, y.end)];
-        (
-            (ends),
-            (rule.at, y.end),
-            (4, 4),
-            Pos::new(HPos::Left, VPos::Top),
-        )
+        // Right of the line in the left half of the panel, left of it in the right half.
+        let pixel = |x| chart.backend_coord(&(x, y.end)).0;
+        let (at, left, right) = (pixel(rule.at), pixel(x.start), pixel(x.end));
+        let (offset, h_pos) = if at * 2 > left + right {
+            ((-4, 4), HPos::Right)
+        } else {
+            ((4, 4), HPos::Left)
+        };
+        (ends, (rule.at, y.end), offset, Pos::new(h_pos, VPos::Top))
     } else {
         if !y.contains(&rule.at) {
             return Ok(());

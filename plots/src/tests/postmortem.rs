@@ -216,6 +216,12 @@ fn the_slo_is_drawn_on_the_latency_chart_and_the_cdf() {
     let markers: Vec<(f64, f64)> = cdf.panels[0].markers.iter().map(|m| m.at).collect();
     assert_eq!(markers, [(200.0, 99.0)]);
     assert!(labels(&cdf).contains(&"SLO p99 ≤ 200 ms"));
+    // 200 ms is in the right half of the 1.3..7500 ms axis: its label goes left of the line.
+    assert!(embedded_font_registered());
+    let svg = crate::render::svg(&cdf).unwrap();
+    let label = svg.find("SLO p99 ≤ 200 ms").unwrap();
+    let element = &svg[svg[..label].rfind("<text").unwrap()..label];
+    assert!(element.contains("text-anchor=\"end\""), "{element}");
 }
 
 #[test]
