@@ -275,8 +275,8 @@ fn draw_band<DB: DrawingBackend, X: Scale, Y: Scale>(
 
 const BAND_LABEL_SIZE: f64 = 13.0;
 
-/// A band's label inside its top left corner, or turned to run down its left edge when the
-/// band is narrower than the text.
+/// A band's label inside its top left corner; beside the band, at its top, when the band is
+/// narrower than the text (an instant fault): right of it, or left where there is no room.
 fn draw_band_label<DB: DrawingBackend, X: Scale, Y: Scale>(
     chart: &mut Context<'_, DB, X, Y>,
     panel: &Panel,
@@ -292,22 +292,20 @@ fn draw_band_label<DB: DrawingBackend, X: Scale, Y: Scale>(
     }
     let end = band.x.end.clamp(start, x.end);
     let top = band.y.as_ref().map_or(y.end, |rows| rows.end);
-    let (left_px, _) = chart.backend_coord(&(start, top));
-    let (right_px, _) = chart.backend_coord(&(end, top));
-    let color = RGBColor(70, 70, 70);
-    let fits = text_width(label, BAND_LABEL_SIZE) as i32 + 6 <= right_px - left_px;
-    let style = if fits {
-        text(BAND_LABEL_SIZE)
-            .color(&color)
-            .pos(Pos::new(HPos::Left, VPos::Top))
+    let pixel = |x| chart.backend_coord(&(x, top)).0;
+    let (left, right, panel_right) = (pixel(start), pixel(end), pixel(x.end));
+    let width = text_width(label, BAND_LABEL_SIZE) as i32 + 6;
+    let (at, offset, h_pos) = if width <= right - left {
+        (start, (3, 3), HPos::Left)
+    } else if right + width <= panel_right {
+        (end, (3, 3), HPos::Left)
     } else {
-        text(BAND_LABEL_SIZE)
-            .color(&color)
-            .transform(FontTransform::Rotate90)
-            .pos(Pos::new(HPos::Left, VPos::Bottom))
+        (start, (-3, 3), HPos::Right)
     };
-    let offset = if fits { (3, 3) } else { (3, 4) };
-    let element = EmptyElement::at((start, top)) + Text::new(label.clone(), offset, style);
+    let style = text(BAND_LABEL_SIZE)
+        .color(&RGBColor(70, 70, 70))
+        .pos(Pos::new(h_pos, VPos::Top));
+    let element = EmptyElement::at((at, top)) + Text::new(label.clone(), offset, style);
     chart.plotting_area().draw(&element)
 }
 
