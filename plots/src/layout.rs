@@ -133,7 +133,7 @@ pub(crate) fn lay_out(chart: &Chart) -> Layout {
     let legend_extra = if fits_beside {
         0
     } else {
-        LEGEND_PADDING_TOP + legend_height(&legend_columns)
+        2 * LEGEND_PADDING_TOP + legend_height(&legend_columns)
     };
 
     let flexible_height = match flexible {

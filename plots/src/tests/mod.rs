@@ -265,12 +265,11 @@ fn a_sweep_adds_the_sweep_chart() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn the_same_report_gives_identical_files() {
-    let (first, second) = (scratch("same-1"), scratch("same-2"));
-    let report = sweep_report();
-    let written = write_charts(&report, &first).unwrap();
-    let again = write_charts(&report, &second).unwrap();
+/// Writes every chart of `report` twice and checks that the files are the same bytes.
+fn assert_written_twice_the_same(report: &RunReport, name: &str) {
+    let (first, second) = (scratch(&format!("{name}-1")), scratch(&format!("{name}-2")));
+    let written = write_charts(report, &first).unwrap();
+    let again = write_charts(report, &second).unwrap();
     assert_eq!(file_names(&written), file_names(&again));
     for (a, b) in written.iter().zip(&again) {
         assert!(
@@ -281,6 +280,11 @@ fn the_same_report_gives_identical_files() {
     }
     fs::remove_dir_all(&first).unwrap();
     fs::remove_dir_all(&second).unwrap();
+}
+
+#[test]
+fn the_same_report_gives_identical_files() {
+    assert_written_twice_the_same(&sweep_report(), "same");
 }
 
 /// Reports at the edges: each must give charts, not a panic or an error.

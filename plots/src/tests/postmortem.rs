@@ -98,15 +98,8 @@ fn a_variant_the_same_as_an_earlier_one_is_marked_and_named() {
 #[test]
 fn strokes_stay_distinct_for_many_variants_and_the_legend_stays_in_the_image() {
     let distinct = |count: usize| {
-        let strokes = (0..count).map(|index| {
-            let stroke = variant_stroke(index);
-            (stroke.color, stroke.dash, stroke.width)
-        });
-        strokes.collect::<Vec<_>>().len()
-            == (0..count)
-                .map(|index| format!("{:?}", variant_stroke(index)))
-                .collect::<BTreeSet<_>>()
-                .len()
+        let strokes = (0..count).map(|index| format!("{:?}", variant_stroke(index)));
+        strokes.collect::<BTreeSet<_>>().len() == count
     };
     assert!(distinct(30) && distinct(60), "colour x dash x width");
     assert_eq!(variant_stroke(10).dash, Dash::Dashed);
@@ -437,4 +430,33 @@ fn a_gauge_that_stays_at_zero_everywhere_is_left_out() {
     assert!(has_lock_line(&report));
     // Both variants draw it once some variant waited, next to the six lines of before.
     assert_eq!(concurrency::chart(&report).panels[0].lines.len(), 8);
+}
+
+/// Everything the postmortem charts add, drawn twice from the same report: the same bytes.
+#[test]
+fn the_same_report_gives_the_same_postmortem_charts() {
+    let mut report = many(8);
+    report.slo = Some(Slo {
+        latency_ms: 200.0,
+        percentile: None,
+    });
+    for (index, variant) in report.variants.iter_mut().enumerate() {
+        let state: Vec<u64> = (0..300)
+            .map(|i| u64::from((100..150).contains(&i)) * 2)
+            .collect();
+        variant
+            .series
+            .gauges_max
+            .insert("breakers.redis.state".into(), state);
+        let rejected = (0..300).map(|i| (i % 7) * index as u64).collect();
+        variant
+            .series
+            .counts
+            .insert("rejected_attempts".into(), rejected);
+        variant.summary.latency_histogram = LatencyHistogram {
+            le_ms: vec![1.0, 10.0 * (index + 1) as f64],
+            counts: vec![5, 5],
+        };
+    }
+    assert_written_twice_the_same(&report, "postmortem");
 }
