@@ -1033,6 +1033,7 @@ fn simulate(
         scenario: scenario.name.clone(),
         seed: scenario.seed,
         sweep: scenario.sweep.clone(),
+        slo: scenario.report.slo.clone(),
         variants,
     };
     Ok((report, traces))

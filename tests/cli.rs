@@ -633,3 +633,27 @@ fn a_bad_set_exits_2_naming_the_flag() {
     let output = outagelab(&["validate", file, "--set", "loads.peak.rate=400"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
 }
+
+#[test]
+fn the_file_s_slo_reaches_the_json_and_the_charts() {
+    let dir = scratch("slo");
+    let (json, plot) = (dir.join("r.json"), dir.join("charts"));
+    let output = outagelab(&[
+        "run",
+        "scenarios/redis-dead-protection.toml",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(
+        report["slo"],
+        serde_json::json!({"latency_ms": 200.0, "percentile": 99.0})
+    );
+    for chart in ["latency", "latency_cdf"] {
+        let svg = std::fs::read_to_string(plot.join(format!("{chart}.svg"))).unwrap();
+        assert!(svg.contains("SLO p99 ≤ 200 ms"), "{chart}.svg");
+    }
+}

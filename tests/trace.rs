@@ -32,6 +32,7 @@ fn tracing_leaves_every_figure_of_the_run_as_it_was() {
                 scenario: String::new(),
                 seed: 0,
                 sweep: None,
+                slo: None,
                 variants: vec![report],
             })
         };

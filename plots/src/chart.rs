@@ -12,19 +12,73 @@ use plotters::style::RGBColor;
 pub(crate) struct Chart {
     pub name: &'static str,
     pub title: String,
-    /// Stacked top to bottom, sharing the x-axis; only the last shows the x description.
+    /// Laid out left to right in rows of `columns` (sharing the x-axis and the y-axis: small
+    /// multiples), top to bottom; a `wide` panel takes a row of its own. Only the bottom row
+    /// shows the x description, only the first column the y description.
     pub panels: Vec<Panel>,
-    /// Drawn in a column to the right of the panels, so it never covers data.
+    /// At least 1: 1 stacks the panels.
+    pub columns: usize,
+    /// Drawn in a column to the right of the panels, so it never covers data, or below them
+    /// in columns when it does not fit there.
     pub legend: Vec<LegendEntry>,
 }
 
+impl Chart {
+    /// A chart of panels stacked top to bottom.
+    pub fn stacked(
+        name: &'static str,
+        title: String,
+        panels: Vec<Panel>,
+        legend: Vec<LegendEntry>,
+    ) -> Chart {
+        Chart {
+            name,
+            title,
+            panels,
+            columns: 1,
+            legend,
+        }
+    }
+}
+
 pub(crate) struct Panel {
+    /// Written above the panel: the variant a small multiple shows.
+    pub title: Option<String>,
     pub x: Axis,
     pub y: Axis,
-    /// Drawn first, behind everything else, over the full height of the panel.
+    /// Whether the y-axis has numbered ticks (lanes of states have none).
+    pub y_ticks: bool,
+    /// Drawn first, behind everything else.
     pub bands: Vec<Band>,
     pub lines: Vec<Line>,
     pub markers: Vec<Marker>,
+    /// Reference lines across the panel, each labelled: a configured limit, an objective.
+    pub rules: Vec<Rule>,
+    /// Text at a point of the panel: the name of a lane.
+    pub notes: Vec<Note>,
+    /// A row of its own, full width, under the panels before it.
+    pub wide: bool,
+    /// A fixed height in pixels; `None` shares the height left with the other rows.
+    pub height_px: Option<u32>,
+}
+
+impl Panel {
+    /// An empty panel on these axes, in a row with others.
+    pub fn new(x: Axis, y: Axis) -> Panel {
+        Panel {
+            title: None,
+            x,
+            y,
+            y_ticks: true,
+            bands: Vec::new(),
+            lines: Vec::new(),
+            markers: Vec::new(),
+            rules: Vec::new(),
+            notes: Vec::new(),
+            wide: false,
+            height_px: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -36,14 +90,34 @@ pub(crate) struct Axis {
     pub log: bool,
 }
 
-/// A translucent vertical band, for a fault window.
+/// A translucent band: over the full height of the panel (a fault window), or over part of
+/// it (a lane of states).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Band {
     pub x: Range<f64>,
+    /// `None`: the full height.
+    pub y: Option<Range<f64>>,
     pub color: RGBColor,
     pub opacity: f64,
     /// Outline the start and end with thin lines, to tell overlapping bands apart.
     pub edges: bool,
+    /// Written inside the band at its top left (turned along its edge when the band is
+    /// narrower than the text).
+    pub label: Option<String>,
+}
+
+impl Band {
+    /// A band over the full height, without edges or label.
+    pub fn full_height(x: Range<f64>, color: RGBColor, opacity: f64) -> Band {
+        Band {
+            x,
+            y: None,
+            color,
+            opacity,
+            edges: false,
+            label: None,
+        }
+    }
 }
 
 /// A polyline, broken where data is missing: each segment is drawn on its own.
@@ -51,6 +125,19 @@ pub(crate) struct Band {
 pub(crate) struct Line {
     pub segments: Vec<Vec<(f64, f64)>>,
     pub stroke: Stroke,
+    /// Circles along the line: it is the same as a line drawn before it, which it would
+    /// otherwise hide exactly.
+    pub marks: bool,
+}
+
+impl Line {
+    pub fn new(segments: Vec<Vec<(f64, f64)>>, stroke: Stroke) -> Line {
+        Line {
+            segments,
+            stroke,
+            marks: false,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,6 +161,24 @@ pub(crate) struct Marker {
     pub color: RGBColor,
 }
 
+/// A straight reference line across a panel, with its label at the end.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Rule {
+    /// Where it crosses its axis: y for a horizontal rule, x for a vertical one.
+    pub at: f64,
+    pub vertical: bool,
+    pub stroke: Stroke,
+    /// Written beside the line: above its right end, or right of its top.
+    pub label: String,
+}
+
+/// Text anchored at its left middle to a point of a panel.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Note {
+    pub at: (f64, f64),
+    pub text: String,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct LegendEntry {
     pub key: Key,
@@ -86,6 +191,8 @@ pub(crate) enum Key {
     /// No sample: a section heading or a note.
     Heading,
     Line(Stroke),
+    /// A line with circles on it: a series the same as one before it.
+    Marked(Stroke),
     Band {
         color: RGBColor,
         opacity: f64,
@@ -103,7 +210,8 @@ impl LegendEntry {
 }
 
 /// Colours by variant (or flow) order: Tableau 10, with its gray replaced by near-black so it
-/// stays distinct from the gray fault bands. Index 10 and up wrap around.
+/// stays distinct from the gray fault bands. Index 10 and up wrap around: where more than ten
+/// things share a panel, [`variant_stroke`] tells them apart by dash too.
 const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -124,11 +232,24 @@ pub(crate) fn palette(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
+const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
+
+/// The stroke of the one line of thing `index` (a variant, a flow) where each has one line:
+/// the ten colours solid, then dashed, then dotted, so 30 stay distinct; past them, the same
+/// again in thinner lines (60 in all).
+pub(crate) fn variant_stroke(index: usize) -> Stroke {
+    let style = index / PALETTE.len();
+    Stroke {
+        color: palette(index),
+        dash: DASHES[style % DASHES.len()],
+        width: if style < DASHES.len() { 2 } else { 1 },
+    }
+}
+
 /// The stroke of line `line` (a gauge, a control, a server) of variant `variant` on a chart
 /// whose colour says the variant and whose line style says the line: past the three dash
 /// styles, lines repeat a style with a thinner line.
 pub(crate) fn variant_line_stroke(variant: usize, line: usize) -> Stroke {
-    const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
     Stroke {
         color: palette(variant),
         dash: DASHES[line % DASHES.len()],
@@ -166,73 +287,6 @@ pub(crate) fn y_values(lines: &[Line]) -> impl Iterator<Item = f64> + '_ {
         .flat_map(|line| line.segments.iter().flatten().map(|&(_, y)| y))
 }
 
-/// A linear axis from zero to a little above the largest value, at least `0..1` so that
-/// all-zero data still gets a usable axis.
-pub(crate) fn zero_based_axis(
-    description: impl Into<String>,
-    values: impl IntoIterator<Item = f64>,
-) -> Axis {
-    let max = values
-        .into_iter()
-        .filter(|v| v.is_finite())
-        .fold(0.0_f64, f64::max);
-    let end = if max > 0.0 { max * 1.08 } else { 1.0 };
-    Axis {
-        description: description.into(),
-        range: 0.0..end,
-        log: false,
-    }
-}
-
-/// A latency-style axis: logarithmic when the positive values spread over more than a factor
-/// of 50, otherwise linear from zero. On a log axis, values at or below zero are drawn at the
-/// bottom edge.
-pub(crate) fn value_axis(
-    description: impl Into<String>,
-    values: impl IntoIterator<Item = f64>,
-) -> Axis {
-    let positive: Vec<f64> = values
-        .into_iter()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .collect();
-    let min = positive.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = positive.iter().copied().fold(0.0_f64, f64::max);
-    if positive.is_empty() || max / min <= 50.0 {
-        return zero_based_axis(description, positive);
-    }
-    // A margin each side keeps the extremes off the frame; the range still spans two decades.
-    Axis {
-        description: description.into(),
-        range: min / 1.5..max * 1.5,
-        log: true,
-    }
-}
-
-/// A tick label: no trailing zeros, three significant digits below 100.
-pub(crate) fn format_number(value: f64) -> String {
-    let magnitude = value.abs();
-    let decimals = if magnitude >= 100.0 || magnitude == 0.0 {
-        0
-    } else if magnitude >= 10.0 {
-        1
-    } else if magnitude >= 1.0 {
-        2
-    } else {
-        3
-    };
-    let text = format!("{value:.decimals$}");
-    let text = if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        &text
-    };
-    if text == "-0" {
-        "0".to_string()
-    } else {
-        text.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,31 +305,5 @@ mod tests {
             vec![vec![(0.0, 1.0)], vec![(2.0, 3.0)], vec![(4.0, 5.0)]]
         );
         assert!(segments([(0.0, None)]).is_empty());
-    }
-
-    #[test]
-    fn axes_have_a_range_even_without_data() {
-        assert_eq!(zero_based_axis("y", []).range, 0.0..1.0);
-        assert_eq!(zero_based_axis("y", [0.0, 0.0]).range, 0.0..1.0);
-        assert_eq!(value_axis("y", []).range, 0.0..1.0);
-        assert!(!value_axis("y", [2.0, 100.0]).log);
-        let log = value_axis("y", [0.0, 2.0, 5000.0]);
-        assert!(log.log);
-        assert_eq!(log.range, 2.0 / 1.5..5000.0 * 1.5);
-    }
-
-    #[test]
-    fn numbers_are_short() {
-        for (value, text) in [
-            (0.0, "0"),
-            (5.0, "5"),
-            (2.5, "2.5"),
-            (12.34, "12.3"),
-            (0.125, "0.125"),
-            (1500.0, "1500"),
-            (-0.0001, "0"),
-        ] {
-            assert_eq!(format_number(value), text, "{value}");
-        }
     }
 }

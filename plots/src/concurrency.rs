@@ -1,114 +1,153 @@
-//! Concurrency over time: for every database (`databases.<name>.concurrency`, queries running
-//! at once, and `databases.<name>.lock_waiting`, queries waiting for an advisory lock, if any
-//! query ever waited) and every bulkhead (`bulkheads.<name>.in_use`, permits held), the maximum
-//! reached in each bucket. Colour says the variant, line style says the gauge; fault windows
-//! shaded.
+//! Concurrency over time: everything that waits or runs at once, as the maximum reached in
+//! each bucket: requests in flight, each database's running queries and the queries waiting
+//! for a lock or a connection, each connection's pending commands, each bulkhead's permits in
+//! use and its queue, each semaphore's and adaptive limit's work in flight. A gauge that
+//! stayed at zero in every variant is left out (a flat zero line would only crowd the chart),
+//! and so is the gauge of a policy a variant switched off. The configured limits of what is
+//! drawn (a database's capacity and connections, a bulkhead's permits and queue, a semaphore's
+//! cap, a connection's `pending_max`) are labelled reference lines; the axis turns
+//! logarithmic when a limit or a line would be lost next to a much larger one.
 
 use std::collections::BTreeMap;
 
-use outagelab_report::{GaugeKey, RunReport};
+use outagelab_report::{GaugeKey, RunReport, VariantReport};
 
-use crate::chart::{
-    Chart, LegendEntry, Line, Stroke, segments, variant_line_stroke, y_values, zero_based_axis,
-};
-use crate::timeline::{bucket_middles_s, one_panel_over_time, style_entry};
+use crate::axes::count_axis;
+use crate::chart::{Chart, segments};
+use crate::multiples::{Kind, Limit, OverTime, over_time, parts};
+use crate::timeline::gauge_points;
 
 pub(crate) fn chart(report: &RunReport) -> Chart {
-    // In name order (the order lines get their dash), as the series are stored.
+    // In name order (the order lines get their style), as the series are stored.
+    let shown = |variant: &VariantReport, key: &GaugeKey, values: &[u64]| {
+        label(key).is_some() && enabled(variant, key) && values.iter().any(|&v| v > 0)
+    };
     let gauges: Vec<GaugeKey> = report
         .variants
         .iter()
         .flat_map(|variant| {
-            variant
-                .series
-                .gauges()
-                .map(|(key, _)| (key.to_string(), key))
+            let gauges = variant.series.gauges();
+            gauges.filter(move |(key, values)| shown(variant, key, values))
         })
-        .filter(|(_, key)| gauge_label(key).is_some())
-        .filter(|(_, key)| !is_idle_lock_gauge(report, key))
+        .map(|(key, _)| (key.to_string(), key))
         .collect::<BTreeMap<String, GaugeKey>>()
         .into_values()
         .collect();
-    let stroke = variant_line_stroke;
-    let mut lines = Vec::new();
-    for (variant_index, variant) in report.variants.iter().enumerate() {
-        let series = &variant.series;
-        for (gauge_index, gauge) in gauges.iter().enumerate() {
-            let Some(values) = series.gauge(gauge) else {
+    let kinds = Kind::styled(gauges.iter().map(|gauge| label(gauge).unwrap_or_default()));
+    let parts = parts(report, |variant, part| {
+        for (kind, gauge) in gauges.iter().enumerate() {
+            let Some(values) = variant.series.gauge(gauge) else {
                 continue;
             };
-            if !gauge_enabled(variant, gauge) {
+            if !enabled(variant, gauge) {
                 continue; // a switched-off bulkhead holds no permits: a flat zero says nothing
             }
-            let points =
-                bucket_middles_s(series).zip(values.iter().map(|&value| Some(value as f64)));
-            lines.push(Line {
-                segments: segments(points),
-                stroke: stroke(variant_index, gauge_index),
-            });
+            part.push(kind, segments(gauge_points(&variant.series, values)));
+            part.limits.extend(limits(variant, gauge));
         }
-    }
-    let y = zero_based_axis("in use at once (max per bucket)", y_values(&lines));
-    let mut styles = vec![LegendEntry::heading("Gauges")];
-    if gauges.is_empty() {
-        styles.push(LegendEntry::heading(
-            "(no database or bulkhead gauges in this run)",
-        ));
-    }
-    for (gauge_index, gauge) in gauges.iter().enumerate() {
-        let Stroke { dash, width, .. } = stroke(0, gauge_index);
-        styles.push(style_entry(
-            dash,
-            width,
-            gauge_label(gauge).unwrap_or_default(),
-        ));
-    }
-    one_panel_over_time(
-        report,
-        "concurrency",
-        "concurrency over time",
-        y,
-        lines,
-        styles,
-    )
+    });
+    let heading = if gauges.is_empty() {
+        "(nothing ran or waited at once in this run)"
+    } else {
+        "Gauges"
+    };
+    let y = |lines: &[_], limits: &[f64]| count_axis("at once (max per bucket)", lines, limits);
+    let spec = OverTime {
+        name: "concurrency",
+        title: "concurrency over time",
+        y: &y,
+        heading,
+        kinds,
+    };
+    over_time(report, spec, &parts)
 }
 
-/// Whether the resource behind a gauge was switched on in this variant.
-fn gauge_enabled(variant: &outagelab_report::VariantReport, key: &GaugeKey) -> bool {
+/// Whether the policy behind a gauge was switched on in this variant.
+fn enabled(variant: &VariantReport, key: &GaugeKey) -> bool {
+    let summary = &variant.summary;
     match key {
-        GaugeKey::BulkheadInUse(name) => variant
-            .summary
-            .bulkheads
-            .get(name)
-            .is_none_or(|bulkhead| bulkhead.enabled),
+        GaugeKey::BulkheadInUse(name) | GaugeKey::BulkheadQueued(name) => {
+            summary.bulkheads.get(name).is_none_or(|b| b.enabled)
+        }
+        GaugeKey::SemaphoreInFlight(name) => summary.semaphores.get(name).is_none_or(|s| s.enabled),
+        GaugeKey::AdaptiveLimitInFlight(name) => {
+            summary.adaptive_limits.get(name).is_none_or(|a| a.enabled)
+        }
         _ => true,
     }
 }
 
-/// A database's lock-waiting gauge when no variant ever had a query wait for a lock: every
-/// database has one, and a flat zero line for each would only crowd the chart.
-fn is_idle_lock_gauge(report: &RunReport, key: &GaugeKey) -> bool {
-    let GaugeKey::DatabaseLockWaiting(name) = key else {
-        return false;
+/// The configured limits on what a gauge counts, in this variant.
+fn limits(variant: &VariantReport, key: &GaugeKey) -> Vec<Limit> {
+    let summary = &variant.summary;
+    let limit =
+        |what: String, value: Option<u64>| value.map(|value| Limit::new(what, value as f64));
+    let limits = match key {
+        GaugeKey::DatabaseConcurrency(name) => summary.databases.get(name).map_or(vec![], |db| {
+            vec![
+                limit(format!("database {name}: capacity"), db.capacity),
+                limit(
+                    format!("database {name}: max_connections"),
+                    db.max_connections,
+                ),
+            ]
+        }),
+        GaugeKey::DatabaseConnectionWaiting(name) => {
+            summary.databases.get(name).map_or(vec![], |db| {
+                let queue = db.connection_queue_max.filter(|&queue| queue > 0);
+                vec![limit(format!("database {name}: connection_queue"), queue)]
+            })
+        }
+        GaugeKey::BulkheadInUse(name) => summary.bulkheads.get(name).map_or(vec![], |b| {
+            vec![limit(
+                format!("bulkhead {name}: max_concurrent"),
+                Some(b.max_concurrent),
+            )]
+        }),
+        GaugeKey::BulkheadQueued(name) => summary.bulkheads.get(name).map_or(vec![], |b| {
+            let queue = Some(b.queue_max).filter(|&queue| queue > 0);
+            vec![limit(format!("bulkhead {name}: queue"), queue)]
+        }),
+        GaugeKey::SemaphoreInFlight(name) => summary.semaphores.get(name).map_or(vec![], |s| {
+            vec![limit(
+                format!("semaphore {name}: max_in_flight"),
+                s.max_in_flight,
+            )]
+        }),
+        GaugeKey::ConnectionPending(name) => summary.connections.get(name).map_or(vec![], |c| {
+            vec![limit(
+                format!("connection {name}: pending_max"),
+                c.pending_max,
+            )]
+        }),
+        _ => Vec::new(),
     };
-    report.variants.iter().all(|variant| {
-        variant
-            .summary
-            .databases
-            .get(name)
-            .is_none_or(|database| database.peak_lock_waiting == 0)
-    })
+    limits.into_iter().flatten().collect()
 }
 
-/// The legend text of a gauge this chart shows; `None` for the gauges it leaves out.
-fn gauge_label(key: &GaugeKey) -> Option<String> {
-    match key {
-        GaugeKey::DatabaseConcurrency(name) => Some(format!("database {name}: queries running")),
-        GaugeKey::DatabaseLockWaiting(name) => Some(format!("database {name}: waiting for a lock")),
+/// The legend text of a gauge this chart shows; `None` for the gauges it leaves out (states,
+/// bytes, memory, cache entries, throttle slots: other charts, or none).
+fn label(key: &GaugeKey) -> Option<String> {
+    Some(match key {
+        GaugeKey::InFlight => "requests in flight".to_owned(),
+        GaugeKey::DatabaseConcurrency(name) => format!("database {name}: queries running"),
+        GaugeKey::DatabaseLockWaiting(name) => format!("database {name}: waiting for a lock"),
         GaugeKey::DatabaseConnectionWaiting(name) => {
-            Some(format!("database {name}: waiting for a connection"))
+            format!("database {name}: waiting for a connection")
         }
-        GaugeKey::BulkheadInUse(name) => Some(format!("bulkhead {name}: permits in use")),
-        _ => None,
-    }
+        GaugeKey::ConnectionPending(name) => format!("connection {name}: commands pending"),
+        GaugeKey::BulkheadInUse(name) => format!("bulkhead {name}: permits in use"),
+        GaugeKey::BulkheadQueued(name) => format!("bulkhead {name}: queued"),
+        GaugeKey::SemaphoreInFlight(name) => format!("semaphore {name}: in flight"),
+        GaugeKey::AdaptiveLimitInFlight(name) => format!("adaptive limit {name}: in flight"),
+        GaugeKey::DatabaseCollapsed(_)
+        | GaugeKey::ConnectionConnected(_)
+        | GaugeKey::SemaphoreBytes(_)
+        | GaugeKey::AdaptiveLimit(_)
+        | GaugeKey::CacheEntries(_)
+        | GaugeKey::ThrottleHolders(_)
+        | GaugeKey::ThrottleCounter(_)
+        | GaugeKey::BreakerState(_)
+        | GaugeKey::ServerUsedMemory(_) => return None,
+    })
 }

@@ -2,17 +2,16 @@
 //! let requests through unchecked (`connections.<name>.fail_open`: steps on a connection that
 //! failed and went on; `rate_limits.<name>.fail_open_admitted`: checks admitted because the
 //! limiter's store was unreachable), how many per second. Outcomes alone hide this: a request
-//! that failed open ends `ok`. Colour says the variant, line style says the control; fault
-//! windows shaded.
+//! that failed open ends `ok`. Line style says the control; fault windows shaded.
 
 use std::collections::BTreeMap;
 
 use outagelab_report::{CountKey, RunReport};
 
-use crate::chart::{
-    Chart, LegendEntry, Line, Stroke, segments, variant_line_stroke, y_values, zero_based_axis,
-};
-use crate::timeline::{bucket_middles_s, bucket_ms, one_panel_over_time, style_entry};
+use crate::axes::count_axis;
+use crate::chart::{Chart, segments};
+use crate::multiples::{Kind, OverTime, over_time, parts};
+use crate::timeline::rates;
 
 pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
     // Only the controls that failed open in some variant: the others are flat zero lines.
@@ -29,39 +28,29 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
     if controls.is_empty() {
         return None;
     }
-    let stroke = variant_line_stroke;
-    let mut lines = Vec::new();
-    for (variant_index, variant) in report.variants.iter().enumerate() {
-        let series = &variant.series;
-        let bucket_s = bucket_ms(series) / 1000.0;
-        if bucket_s <= 0.0 {
-            continue;
+    let kinds = Kind::styled(
+        controls
+            .iter()
+            .map(|control| label(control).unwrap_or_default()),
+    );
+    let parts = parts(report, |variant, part| {
+        for (kind, control) in controls.iter().enumerate() {
+            if let Some(values) = variant.series.count(control) {
+                let per_second = rates(variant, |bucket| values.get(bucket).copied().unwrap_or(0));
+                part.push(kind, segments(per_second));
+            }
         }
-        for (control_index, control) in controls.iter().enumerate() {
-            let Some(values) = series.count(control) else {
-                continue;
-            };
-            let rates = values.iter().map(|&count| Some(count as f64 / bucket_s));
-            lines.push(Line {
-                segments: segments(bucket_middles_s(series).zip(rates)),
-                stroke: stroke(variant_index, control_index),
-            });
-        }
-    }
-    let y = zero_based_axis("let through unchecked per second", y_values(&lines));
-    let mut styles = vec![LegendEntry::heading("Controls")];
-    for (control_index, control) in controls.iter().enumerate() {
-        let Stroke { dash, width, .. } = stroke(0, control_index);
-        styles.push(style_entry(dash, width, label(control).unwrap_or_default()));
-    }
-    Some(one_panel_over_time(
-        report,
-        "fail_open",
-        "fail-open over time",
-        y,
-        lines,
-        styles,
-    ))
+    });
+    let y =
+        |lines: &[_], limits: &[f64]| count_axis("let through unchecked per second", lines, limits);
+    let spec = OverTime {
+        name: "fail_open",
+        title: "fail-open over time",
+        y: &y,
+        heading: "Controls",
+        kinds,
+    };
+    Some(over_time(report, spec, &parts))
 }
 
 /// The legend text of a count this chart shows; `None` for counts it leaves out.
@@ -71,6 +60,8 @@ fn label(key: &CountKey) -> Option<String> {
         CountKey::RateLimitFailOpenAdmitted(name) => {
             Some(format!("rate limit {name}: admitted unchecked"))
         }
-        CountKey::ServerEvictedKeys(_) | CountKey::ServerExpiredKeys(_) => None,
+        CountKey::ServerEvictedKeys(_)
+        | CountKey::ServerExpiredKeys(_)
+        | CountKey::RejectedAttempts => None,
     }
 }

@@ -1,15 +1,30 @@
 //! Charts of a run report, as PNG and SVG files.
 //!
 //! [`write_charts`] draws, for every report:
-//! - `outage`: failed and successful requests per second over time (two stacked panels);
-//! - `latency`: p99 and p50 latency over time;
-//! - `concurrency`: database and bulkhead concurrency (and lock waiters) over time;
+//! - `outage`: failed and successful requests per second over time, the 429 attempts retried
+//!   inside requests (when there were any), the requests in flight (stuck or waiting), and
+//!   lanes of breaker state when a breaker left the closed state;
+//! - `latency`: p99, p95 and p50 latency over time, with the file's objective (`[report] slo`);
+//! - `concurrency`: everything that runs or waits at once (requests in flight, database
+//!   queries, lock and connection waiters, pending commands, bulkhead permits and queues,
+//!   semaphores), with the configured limits;
+//! - `latency_cdf`: the share of requests at or under each latency, one line per variant, from
+//!   the summary's latency histogram, with the objective;
 //!
 //! and, when some control failed open, `fail_open`: requests let through unchecked per second
 //! by control; when some variant switched a throttle on, `throttles`: slots held against what the
-//! throttle's counter says; when some Redis server had a memory limit, `memory`: its used memory;
-//! when the variants come from a parameter sweep, `sweep`: each flow's
-//! median latency against the swept value. Every chart over time shades the fault windows.
+//! throttle's counter says, and its cap; when some Redis server had a memory limit, `memory`: its
+//! used memory; when the variants come from a parameter sweep, `sweep`: each flow's median
+//! latency against the swept value.
+//!
+//! Every chart over time shades the fault windows, each labelled with its fault's name, and
+//! draws the configured limits as labelled reference lines. While the variants stay apart they
+//! share a panel; when there are many, or their lines would hide each other, each variant gets
+//! a panel of its own on shared axes (small multiples, `multiples`), and a variant whose lines
+//! equal an earlier one's is marked and named "(same as X)". An axis turns logarithmic when a
+//! limit or a line would be lost next to a much larger one (`axes`). A chart grows taller
+//! rather than squeeze its rows, and a legend too long for its column moves under the panels
+//! (`layout`).
 //!
 //! Architecture invariant: this crate reads finished reports and never runs the model. Text is
 //! drawn with an embedded copy of DejaVu Sans (`assets/`), so charts render the same on a
@@ -17,12 +32,18 @@
 //! text is laid out glyph by glyph in `bitmap_text` (plotters' own bitmap text drops each
 //! glyph's side bearing); SVG text is plotters' `<text>` elements.
 
+mod axes;
 mod bitmap_text;
+mod breakers;
+mod cdf;
 mod chart;
 mod concurrency;
 mod fail_open;
 mod latency;
+mod layout;
+mod legend;
 mod memory;
+mod multiples;
 mod outage;
 mod render;
 mod study;
@@ -74,10 +95,10 @@ impl fmt::Display for PlotError {
 impl std::error::Error for PlotError {}
 
 /// Writes every chart for `report` into `dir` (created if missing), as PNG and SVG; returns the
-/// paths written, in a stable order: `outage`, `latency`, `concurrency`, then `fail_open` when
-/// some control failed open, `throttles` when some variant switched a throttle on, `memory`
-/// when some Redis server had a memory limit, and `sweep` for a sweep, each as `.png` then
-/// `.svg`.
+/// paths written, in a stable order: `outage`, `latency`, `concurrency`, `latency_cdf`, then
+/// `fail_open` when some control failed open, `throttles` when some variant switched a
+/// throttle on, `memory` when some Redis server had a memory limit, and `sweep` for a sweep,
+/// each as `.png` then `.svg`.
 pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     write_each(&charts(report), dir)
 }
@@ -151,6 +172,7 @@ fn charts(report: &RunReport) -> Vec<Chart> {
         outage::chart(report),
         latency::chart(report),
         concurrency::chart(report),
+        cdf::chart(report),
     ];
     charts.extend(fail_open::chart(report));
     charts.extend(throttles::chart(report));

@@ -1,15 +1,16 @@
 //! Redis memory over time, drawn only when some variant's server has a memory limit (from its
 //! file or a `maxmemory` fault): each server's `used_memory` (the most it reached in each
-//! bucket), in MiB. Colour says the variant, line style says the server; fault windows shaded.
+//! bucket), in MiB, with the limit in force at the end as a reference line. Line style says
+//! the server; fault windows shaded.
 
 use std::collections::BTreeSet;
 
 use outagelab_report::{GaugeKey, RunReport};
 
-use crate::chart::{
-    Chart, LegendEntry, Line, Stroke, segments, variant_line_stroke, y_values, zero_based_axis,
-};
-use crate::timeline::{bucket_middles_s, one_panel_over_time, style_entry};
+use crate::axes::count_axis;
+use crate::chart::{Chart, segments};
+use crate::multiples::{Kind, Limit, OverTime, over_time, parts};
+use crate::timeline::bucket_middles_s;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -25,34 +26,32 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
     if servers.is_empty() {
         return None;
     }
-    let stroke = variant_line_stroke;
-    let mut lines = Vec::new();
-    for (variant_index, variant) in report.variants.iter().enumerate() {
-        let series = &variant.series;
-        for (server_index, server) in servers.iter().enumerate() {
+    let kinds = Kind::styled(servers.iter().map(|server| format!("server {server}")));
+    let parts = parts(report, |variant, part| {
+        for (kind, server) in servers.iter().enumerate() {
             let key = GaugeKey::ServerUsedMemory((*server).to_owned());
-            let Some(values) = series.gauge(&key) else {
+            let Some(values) = variant.series.gauge(&key) else {
                 continue;
             };
             let mib = values.iter().map(|&bytes| Some(bytes as f64 / MIB));
-            lines.push(Line {
-                segments: segments(bucket_middles_s(series).zip(mib)),
-                stroke: stroke(variant_index, server_index),
-            });
+            part.push(kind, segments(bucket_middles_s(&variant.series).zip(mib)));
+            let limit = variant
+                .summary
+                .servers
+                .get(*server)
+                .and_then(|s| s.maxmemory);
+            let what = format!("server {server}: maxmemory at the end");
+            part.limits
+                .extend(limit.map(|bytes| Limit::new(what, bytes as f64 / MIB)));
         }
-    }
-    let y = zero_based_axis("used memory (MiB)", y_values(&lines));
-    let mut styles = vec![LegendEntry::heading("Servers")];
-    for (server_index, server) in servers.iter().enumerate() {
-        let Stroke { dash, width, .. } = stroke(0, server_index);
-        styles.push(style_entry(dash, width, format!("server {server}")));
-    }
-    Some(one_panel_over_time(
-        report,
-        "memory",
-        "Redis used memory over time",
-        y,
-        lines,
-        styles,
-    ))
+    });
+    let y = |lines: &[_], limits: &[f64]| count_axis("used memory (MiB)", lines, limits);
+    let spec = OverTime {
+        name: "memory",
+        title: "Redis used memory over time",
+        y: &y,
+        heading: "Servers",
+        kinds,
+    };
+    Some(over_time(report, spec, &parts))
 }

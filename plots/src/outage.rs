@@ -1,134 +1,171 @@
-//! The outage curve: how many requests per second failed (top panel) and succeeded (bottom
-//! panel) over time, one line per variant, with the fault windows shaded. A request counts in
-//! the bucket where it ended, so the curves show when failures were reported to callers.
-//! When a breaker ever left the closed state, a third panel shows each breaker's state over
-//! time (the worst state in each bucket: 0 closed, 1 half-open, 2 open), one line per variant
-//! and breaker, so the storm lines up with the breaker that caused it.
+//! The outage curve: how many requests per second failed and succeeded over time, with the
+//! fault windows shaded. A request counts in the bucket where it ended, so the curves show
+//! when failures were reported to callers; every outcome but `ok` is a failure (a 429 that
+//! ended the request, a shed, a timeout). Two things the outcomes miss get lines of their own:
+//! 429s retried inside a request (`rejected attempts`, dotted, when there were any), and
+//! requests that have not ended, stuck or waiting (a panel of requests in flight). Under them,
+//! lanes of breaker state when a breaker left the closed state (`breakers`).
+//!
+//! While the variants stay apart, failed and successful requests have a panel each with one
+//! line per variant; when they would hide each other (see `multiples`), each variant gets a
+//! panel of its own with all three rates, and the in-flight panel stays one for all.
 
-use std::collections::BTreeSet;
+use outagelab_report::{CountKey, GaugeKey, Outcome, RunReport, Series};
+use plotters::style::RGBColor;
 
-use outagelab_report::{GaugeKey, Outcome, RunReport, Series};
-
-use crate::chart::{
-    Chart, Dash, INK, Key, LegendEntry, Line, Panel, Stroke, palette, segments, y_values,
-    zero_based_axis,
+use crate::axes::count_axis;
+use crate::chart::{Chart, Dash, Panel, segments};
+use crate::multiples::{
+    Arrangement, Kind, Part, all_lines, arrange, arrange_lines, grid_columns, legend, limit_values,
+    multiple_panels, parts, shared_panel,
 };
-use crate::timeline::{bucket_middles_s, bucket_ms, fault_shading, time_axis, variant_legend};
+use crate::timeline::{fault_shading, gauge_points, rates, time_axis};
+
+/// The rates of each variant, in this order.
+const FAILED: usize = 0;
+const SUCCEEDED: usize = 1;
+const REJECTED: usize = 2;
 
 pub(crate) fn chart(report: &RunReport) -> Chart {
     let time = time_axis(report);
-    let faults = fault_shading(report, &time);
-    let lines = |count: fn(&Series, usize) -> u64| -> Vec<Line> {
-        let lines = report
-            .variants
-            .iter()
-            .enumerate()
-            .map(|(index, variant)| Line {
-                segments: segments(per_second(&variant.series, count)),
-                stroke: Stroke {
-                    color: palette(index),
-                    dash: Dash::Solid,
-                    width: 2,
-                },
-            });
-        lines.collect()
+    let rejected = |series: &Series| {
+        series
+            .count(&CountKey::RejectedAttempts)
+            .map(<[u64]>::to_vec)
     };
-    let panel = |description: &str, lines: Vec<Line>| Panel {
-        x: time.clone(),
-        y: zero_based_axis(description, y_values(&lines)),
-        bands: faults.bands.clone(),
-        lines,
-        markers: Vec::new(),
-    };
-    let failed = panel("failed requests per second", lines(errors_at));
-    let succeeded = panel("successful requests per second", lines(ok_at));
-    let mut panels = vec![failed, succeeded];
-    let mut legend = variant_legend(report);
-    let breakers = breaker_lines(report);
-    if !breakers.lines.is_empty() {
-        let mut state = panel("breaker state", breakers.lines);
-        state.y.range = -0.1..2.1;
-        panels.push(state);
-        legend.push(LegendEntry::heading(
-            "Breakers (0 closed, 1 half-open, 2 open)",
-        ));
-        legend.extend(breakers.legend);
+    let any_rejected = report.variants.iter().any(|variant| {
+        rejected(&variant.series).is_some_and(|counts| counts.iter().any(|&count| count > 0))
+    });
+    let mut kinds = vec![
+        kind("failed requests", Dash::Solid, RGBColor(214, 39, 40)),
+        kind("successful requests", Dash::Solid, RGBColor(44, 160, 44)),
+    ];
+    if any_rejected {
+        let label = "rejected attempts (429), retried or not";
+        kinds.push(kind(label, Dash::Dotted, RGBColor(255, 127, 14)));
     }
-    legend.extend(faults.legend);
+    let parts = parts(report, |variant, part| {
+        let series = &variant.series;
+        part.push(FAILED, segments(rates(variant, |i| errors_at(series, i))));
+        part.push(SUCCEEDED, segments(rates(variant, |i| ok_at(series, i))));
+        if let (true, Some(counts)) = (any_rejected, rejected(series)) {
+            let at = |i: usize| counts.get(i).copied().unwrap_or(0);
+            part.push(REJECTED, segments(rates(variant, at)));
+        }
+    });
+    let y = count_axis("requests/s", &all_lines(&parts, &kinds), &[]);
+    // On one panel for all variants, each rate has its own panel: the lines do not add up.
+    let arrangement = arrange_lines(&parts, &y, usize::MAX);
+    let (mut panels, columns, legend_kinds) = if arrangement.multiples {
+        let panels = multiple_panels(report, &parts, &kinds, &arrangement, (&time, &y));
+        (panels, grid_columns(parts.len()), kinds)
+    } else {
+        let (failed, succeeded) = split_failed(&parts);
+        let mut failed_kinds = vec![Kind::new("failed requests (solid)", Dash::Solid, 2)];
+        if any_rejected {
+            let label = "rejected attempts, 429 (dotted)";
+            failed_kinds.push(Kind::new(label, Dash::Dotted, 2));
+        }
+        let succeeded_kinds = [Kind::new("successful requests", Dash::Solid, 2)];
+        let panel = |parts: &[Part], kinds: &[Kind], description: &str| {
+            let y = count_axis(description, &all_lines(parts, kinds), &limit_values(parts));
+            let arrangement = Arrangement {
+                multiples: false,
+                same_as: vec![None; parts.len()],
+            };
+            shared_panel(report, parts, kinds, &arrangement, (&time, &y))
+        };
+        let mut succeeded = panel(&succeeded, &succeeded_kinds, "successful requests/s");
+        // The faults are named once, on the top panel.
+        succeeded
+            .bands
+            .iter_mut()
+            .for_each(|band| band.label = None);
+        let panels = vec![
+            panel(&failed, &failed_kinds, "failed requests/s"),
+            succeeded,
+        ];
+        let kinds = if any_rejected {
+            failed_kinds
+        } else {
+            Vec::new()
+        };
+        (panels, 1, kinds)
+    };
+    let mut in_flight = in_flight(report, &time, arrangement.multiples);
+    if !arrangement.multiples {
+        let bands = in_flight.iter_mut().flat_map(|panel| &mut panel.bands);
+        bands.for_each(|band| band.label = None);
+    }
+    panels.extend(in_flight);
+    let lanes = crate::breakers::lanes(report, &time);
+    panels.extend(lanes.panel);
+    let faults = fault_shading(report, &time, arrangement.multiples);
+    // The in-flight panel has every variant in its colour, on small multiples too.
+    let heading = if legend_kinds.is_empty() { "" } else { "Lines" };
+    let mut legend = legend(report, &arrangement, true, (heading, &legend_kinds), faults);
+    legend.extend(lanes.legend);
     Chart {
         name: "outage",
         title: format!("{}: outage curve", report.scenario),
         panels,
+        columns,
         legend,
     }
 }
 
-struct BreakerLines {
-    lines: Vec<Line>,
-    legend: Vec<LegendEntry>,
+fn kind(label: &str, dash: Dash, color: RGBColor) -> Kind {
+    Kind {
+        color: Some(color),
+        ..Kind::new(label, dash, 2)
+    }
 }
 
-/// One step line per variant and breaker that ever left the closed state: colour says the
-/// variant, dash the breaker.
-fn breaker_lines(report: &RunReport) -> BreakerLines {
-    const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
-    let left_closed = |values: &[u64]| values.iter().any(|&state| state > 0);
-    let names: BTreeSet<String> = report
-        .variants
-        .iter()
-        .flat_map(|variant| variant.series.gauges())
-        .filter_map(|(key, values)| match key {
-            GaugeKey::BreakerState(name) if left_closed(values) => Some(name),
-            _ => None,
-        })
-        .collect();
-    let mut lines = Vec::new();
-    for (index, variant) in report.variants.iter().enumerate() {
-        for (dash, name) in names.iter().enumerate() {
-            let key = GaugeKey::BreakerState(name.clone());
-            let Some(values) = variant.series.gauge(&key) else {
-                continue;
-            };
-            let points = bucket_middles_s(&variant.series)
-                .zip(values.iter().map(|&state| Some(state as f64)));
-            lines.push(Line {
-                segments: segments(points),
-                stroke: Stroke {
-                    color: palette(index),
-                    dash: DASHES[dash % DASHES.len()],
-                    width: 2,
-                },
-            });
+/// The parts of the failed panel (failed requests, then rejected attempts) and of the
+/// successful one, each with its kinds renumbered from 0.
+fn split_failed(parts: &[Part]) -> (Vec<Part>, Vec<Part>) {
+    let pick = |part: &Part, wanted: &[usize]| Part {
+        lines: part
+            .lines
+            .iter()
+            .filter_map(|(kind, line)| {
+                let position = wanted.iter().position(|w| w == kind)?;
+                Some((position, line.clone()))
+            })
+            .collect(),
+        limits: Vec::new(),
+    };
+    let failed = parts.iter().map(|p| pick(p, &[FAILED, REJECTED])).collect();
+    let succeeded = parts.iter().map(|p| pick(p, &[SUCCEEDED])).collect();
+    (failed, succeeded)
+}
+
+/// Requests in flight (the most of each bucket): the ones stuck or still waiting, which no
+/// outcome counts yet. One panel for all variants, wide under small multiples; variants with
+/// the same line are marked.
+fn in_flight(report: &RunReport, time: &crate::chart::Axis, wide: bool) -> Option<Panel> {
+    let parts = parts(report, |variant, part| {
+        if let Some(values) = variant.series.gauge(&GaugeKey::InFlight) {
+            part.push(0, segments(gauge_points(&variant.series, values)));
         }
+    });
+    if parts.iter().all(|part| part.lines.is_empty()) {
+        return None;
     }
-    let legend = names
-        .iter()
-        .enumerate()
-        .map(|(dash, name)| LegendEntry {
-            key: Key::Line(Stroke {
-                color: INK,
-                dash: DASHES[dash % DASHES.len()],
-                width: 2,
-            }),
-            label: name.clone(),
-        })
-        .collect();
-    BreakerLines { lines, legend }
+    let kinds = [Kind::new("requests in flight", Dash::Solid, 2)];
+    let description = "in flight (max)";
+    let y = count_axis(description, &all_lines(&parts, &kinds), &[]);
+    let arrangement = Arrangement {
+        multiples: false,
+        same_as: arrange(&parts, &y).same_as,
+    };
+    let mut panel = shared_panel(report, &parts, &kinds, &arrangement, (time, &y));
+    panel.wide = wide;
+    Some(panel)
 }
 
-/// `count` of each bucket divided by the bucket width in seconds; no points when the series
-/// has no usable bucket width.
-fn per_second(series: &Series, count: fn(&Series, usize) -> u64) -> Vec<(f64, Option<f64>)> {
-    let bucket_s = bucket_ms(series) / 1000.0;
-    if bucket_s <= 0.0 {
-        return Vec::new();
-    }
-    let rates = (0..series.len()).map(|index| Some(count(series, index) as f64 / bucket_s));
-    bucket_middles_s(series).zip(rates).collect()
-}
-
-/// Like `Series::errors_at`, but a column shorter than `start_ms` counts as zero instead of
-/// panicking.
+/// Requests that ended with an error in bucket `index`; a column shorter than `start_ms`
+/// counts as zero instead of panicking.
 fn errors_at(series: &Series, index: usize) -> u64 {
     let errors = series
         .outcomes

@@ -1,106 +1,159 @@
-//! Draws a [`Chart`] with plotters, as PNG or SVG.
-//!
-//! Layout, 1200x800: the title across the top; the panels stacked on the left; the legend in
-//! its own column on the right, so long variant names wrap there instead of covering data.
+//! Draws a [`Chart`] with plotters, as PNG or SVG, where [`layout`](crate::layout) puts each
+//! part: the title across the top, the panels in their rows, the legend beside or below them.
 
 use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{Ranged, ValueFormatter};
-use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::FontTransform;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::axes::format_number;
 use crate::bitmap_text::GlyphBackend;
-use crate::chart::{Axis, Chart, Dash, INK, Key, LegendEntry, Panel, Stroke, format_number};
-
-const SIZE: (u32, u32) = (1200, 800);
-const TITLE_HEIGHT: u32 = 56;
-const LEGEND_WIDTH: u32 = 320;
-/// The family registered with the embedded font (see `lib.rs`).
-const FONT: &str = "sans-serif";
+use crate::chart::{Axis, Band, Chart, Dash, INK, Line, Panel, Rule, Stroke};
+use crate::layout::{FONT, Layout, PanelPlace, TITLE_HEIGHT, lay_out, text_width};
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
+/// An axis of numbers, linear or logarithmic.
+trait Scale: Ranged<ValueType = f64> + ValueFormatter<f64> {}
+impl<T: Ranged<ValueType = f64> + ValueFormatter<f64>> Scale for T {}
+
+/// A panel's plotting area, with its axes.
+type Context<'a, DB, X, Y> = ChartContext<'a, DB, Cartesian2d<X, Y>>;
+
 /// Draws `chart` into a PNG file at `path`, its text placed by [`GlyphBackend`].
 pub(crate) fn write_png(chart: &Chart, path: &Path) -> Result<(), String> {
-    let root = GlyphBackend::new(BitMapBackend::new(path, SIZE)).into_drawing_area();
-    draw(&root, chart).map_err(|error| error.to_string())?;
+    let layout = lay_out(chart);
+    let root = GlyphBackend::new(BitMapBackend::new(path, layout.size)).into_drawing_area();
+    draw(&root, chart, &layout).map_err(|error| error.to_string())?;
     root.present().map_err(|error| error.to_string())
 }
 
 /// Draws `chart` as an SVG document.
 pub(crate) fn svg(chart: &Chart) -> Result<String, String> {
+    let layout = lay_out(chart);
     let mut document = String::new();
     {
-        let root = SVGBackend::with_string(&mut document, SIZE).into_drawing_area();
-        draw(&root, chart).map_err(|error| error.to_string())?;
+        let root = SVGBackend::with_string(&mut document, layout.size).into_drawing_area();
+        draw(&root, chart, &layout).map_err(|error| error.to_string())?;
         root.present().map_err(|error| error.to_string())?;
     }
     Ok(document)
 }
 
-fn text(size: f64) -> TextStyle<'static> {
+pub(crate) fn text(size: f64) -> TextStyle<'static> {
     (FONT, size).into_font().color(&INK)
 }
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> DrawResult<DB> {
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &Chart,
+    layout: &Layout,
+) -> DrawResult<DB> {
     root.fill(&WHITE)?;
-    let (title, body) = root.split_vertically(TITLE_HEIGHT);
     let centered = text(26.0).pos(Pos::new(HPos::Center, VPos::Center));
-    title.draw_text(
-        &chart.title,
-        &centered,
-        (SIZE.0 as i32 / 2, TITLE_HEIGHT as i32 / 2),
-    )?;
-    let (plots, legend) = body.split_horizontally(SIZE.0 - LEGEND_WIDTH);
-    let areas = plots.split_evenly((chart.panels.len().max(1), 1));
-    for (index, (panel, area)) in chart.panels.iter().zip(&areas).enumerate() {
-        draw_panel(area, panel, index + 1 == chart.panels.len())?;
+    let title_at = (layout.size.0 as i32 / 2, TITLE_HEIGHT as i32 / 2);
+    root.draw_text(&chart.title, &centered, title_at)?;
+    for (panel, place) in chart.panels.iter().zip(&layout.panels) {
+        let rect = place.rect;
+        let area = root
+            .clone()
+            .shrink((rect.x, rect.y), (rect.width, rect.height));
+        draw_panel(&area, panel, place)?;
     }
-    draw_legend(&legend, &chart.legend)
+    if let (Some(middle), Some(first)) = (layout.shared_y_description, chart.panels.first()) {
+        let style = y_description_style(&first.y.description, u32::MAX);
+        root.draw_text(&first.y.description, &style, (10, middle))?;
+    }
+    crate::legend::draw(root, &chart.legend, &layout.legend)
 }
 
 const PANEL_MARGIN_TOP: u32 = 10;
+/// Above a panel with a title: room for one line of it.
+const PANEL_TITLE_HEIGHT: u32 = 24;
 const PANEL_MARGIN_RIGHT: u32 = 20;
+/// The y tick labels and the y description, in the first column; ticks alone in the others.
 const Y_LABEL_AREA: u32 = 90;
+const Y_TICKS_AREA: u32 = 60;
+/// Room per x tick label, and per y tick label.
+const X_TICK_SPACING: u32 = 75;
+const Y_TICK_SPACING: u32 = 40;
+const NOTE_SIZE: f64 = 13.0;
 
-/// One panel: axes and grid, then the shaded bands, the lines and the markers. Only the `last`
-/// panel carries the x-axis description (panels above share it).
+/// One panel: its title, axes and grid, then the shaded bands, the lines, the markers, the
+/// reference lines and the notes. Only a panel of the bottom row carries the x description,
+/// only one of the first column the y description.
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
-    last: bool,
+    place: &PanelPlace,
 ) -> DrawResult<DB> {
-    let x_label_area = if last { 60 } else { 36 };
+    let x_label_area = if place.bottom_row { 60 } else { 36 };
+    let y_label_area = match (panel.y_ticks, place.first_column) {
+        (true, true) => Y_LABEL_AREA,
+        (true, false) => Y_TICKS_AREA,
+        // Lanes line up with the panels above them.
+        (false, _) => Y_LABEL_AREA,
+    };
+    let margin_top = match panel.title {
+        Some(_) => PANEL_MARGIN_TOP + PANEL_TITLE_HEIGHT,
+        None => PANEL_MARGIN_TOP,
+    };
+    let (width, height) = area.dim_in_pixel();
+    if let Some(title) = &panel.title {
+        let room = width.saturating_sub(y_label_area + PANEL_MARGIN_RIGHT);
+        let style = text(15.0).pos(Pos::new(HPos::Left, VPos::Top));
+        area.draw_text(
+            &shortened(title, 15.0, room),
+            &style,
+            (y_label_area as i32, 8),
+        )?;
+    }
+    let x_labels = (width.saturating_sub(y_label_area) / X_TICK_SPACING).clamp(3, 12) as usize;
     let mut builder = ChartBuilder::on(area);
     builder
-        .margin_top(PANEL_MARGIN_TOP)
+        .margin_top(margin_top)
         .margin_right(PANEL_MARGIN_RIGHT)
         .x_label_area_size(x_label_area)
-        .y_label_area_size(Y_LABEL_AREA);
+        .y_label_area_size(y_label_area);
     let x = panel.x.range.clone();
-    if panel.y.log {
-        let mut chart = builder.build_cartesian_2d(x, panel.y.range.clone().log_scale())?;
-        draw_contents(&mut chart, panel, last)?;
-    } else {
-        let mut chart = builder.build_cartesian_2d(x, panel.y.range.clone())?;
-        draw_contents(&mut chart, panel, last)?;
+    let mesh = Mesh {
+        x_labels,
+        y_labels: (height / Y_TICK_SPACING).clamp(3, 8) as usize,
+        x_description: place.bottom_row,
+    };
+    let y = panel.y.range.clone();
+    match (panel.x.log, panel.y.log) {
+        (false, false) => draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, &mesh)?,
+        (false, true) => {
+            let mut chart = builder.build_cartesian_2d(x, y.log_scale())?;
+            draw_contents(&mut chart, panel, &mesh)?;
+        }
+        (true, false) => {
+            let mut chart = builder.build_cartesian_2d(x.log_scale(), y)?;
+            draw_contents(&mut chart, panel, &mesh)?;
+        }
+        (true, true) => {
+            let mut chart = builder.build_cartesian_2d(x.log_scale(), y.log_scale())?;
+            draw_contents(&mut chart, panel, &mesh)?;
+        }
     }
     // plotters' own y description is drawn so close to the edge that the embedded font's
     // glyphs get clipped in PNG output: draw it here, a little further in.
-    let (_, height) = area.dim_in_pixel();
-    let middle = (PANEL_MARGIN_TOP + height - x_label_area) as i32 / 2;
-    let vertical = text(17.0)
-        .transform(FontTransform::Rotate270)
-        .pos(Pos::new(HPos::Center, VPos::Top));
-    area.draw_text(&panel.y.description, &vertical, (10, middle))?;
-    let empty = panel.markers.is_empty() && panel.lines.iter().all(|line| line.segments.is_empty());
+    let middle = (margin_top + height - x_label_area) as i32 / 2;
+    if place.describes_y || !panel.y_ticks {
+        let room = height.saturating_sub(margin_top + x_label_area);
+        let style = y_description_style(&panel.y.description, room);
+        area.draw_text(&panel.y.description, &style, (10, middle))?;
+    }
+    let empty = panel.markers.is_empty()
+        && panel.bands.iter().all(|band| band.y.is_none())
+        && panel.lines.iter().all(|line| line.segments.is_empty());
     if empty {
-        let (width, _) = area.dim_in_pixel();
-        let center = (Y_LABEL_AREA + width - PANEL_MARGIN_RIGHT) as i32 / 2;
+        let center = (y_label_area + width - PANEL_MARGIN_RIGHT) as i32 / 2;
         let note = text(20.0)
             .color(&RGBColor(120, 120, 120))
             .pos(Pos::new(HPos::Center, VPos::Center));
@@ -109,72 +162,242 @@ fn draw_panel<DB: DrawingBackend>(
     Ok(())
 }
 
-fn draw_contents<DB, Y>(
-    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, Y>>,
+/// The y description: turned to run upwards, centred where it is written; smaller when it
+/// would not fit in `room` pixels.
+fn y_description_style(description: &str, room: u32) -> TextStyle<'static> {
+    let size = if text_width(description, 17.0) <= room {
+        17.0
+    } else {
+        13.0
+    };
+    text(size)
+        .transform(FontTransform::Rotate270)
+        .pos(Pos::new(HPos::Center, VPos::Top))
+}
+
+/// `title` cut to fit `width` pixels, with an ellipsis where it was cut.
+fn shortened(title: &str, size: f64, width: u32) -> String {
+    if text_width(title, size) <= width {
+        return title.to_owned();
+    }
+    let mut kept: Vec<char> = title.chars().collect();
+    while !kept.is_empty() {
+        kept.pop();
+        let candidate: String = kept.iter().collect::<String>() + "…";
+        if text_width(&candidate, size) <= width {
+            return candidate;
+        }
+    }
+    String::new()
+}
+
+struct Mesh {
+    x_labels: usize,
+    y_labels: usize,
+    x_description: bool,
+}
+
+fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
+    chart: &mut Context<'_, DB, X, Y>,
     panel: &Panel,
-    last: bool,
-) -> DrawResult<DB>
-where
-    DB: DrawingBackend,
-    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
-{
+    layout: &Mesh,
+) -> DrawResult<DB> {
     let format = |value: &f64| format_number(*value);
+    let no_label = |_: &f64| String::new();
     let mut mesh = chart.configure_mesh();
     mesh.x_label_formatter(&format)
-        .y_label_formatter(&format)
-        .x_labels(12)
-        .y_labels(8)
+        .x_labels(layout.x_labels)
+        .y_labels(if panel.y_ticks { layout.y_labels } else { 0 })
         .label_style(text(15.0))
         .axis_desc_style(text(17.0))
         .bold_line_style(RGBColor(215, 215, 215))
         .light_line_style(RGBColor(244, 244, 244))
         .max_light_lines(4);
-    if last {
+    if panel.y_ticks {
+        mesh.y_label_formatter(&format);
+    } else {
+        mesh.y_label_formatter(&no_label).disable_y_mesh();
+    }
+    if layout.x_description {
         mesh.x_desc(panel.x.description.as_str());
     }
     mesh.draw()?;
 
-    let (x, y) = (&panel.x.range, &panel.y.range);
     for band in &panel.bands {
-        let (start, end) = (band.x.start.max(x.start), band.x.end.min(x.end));
-        if start < end {
-            let style = band.color.mix(band.opacity).filled();
-            chart.draw_series([Rectangle::new([(start, y.start), (end, y.end)], style)])?;
-        }
-        if band.edges {
-            let edge = band.color.mix(0.7).stroke_width(1);
-            let inside = [band.x.start, band.x.end]
-                .into_iter()
-                .filter(|x_edge| x.contains(x_edge));
-            let lines =
-                inside.map(|x_edge| PathElement::new([(x_edge, y.start), (x_edge, y.end)], edge));
-            chart.draw_series(lines)?;
-        }
+        draw_band(chart, panel, band)?;
     }
     for line in &panel.lines {
-        let style = shape(line.stroke);
-        for segment in &line.segments {
-            let points = segment.iter().map(|&(x, y)| (x, clamp(&panel.y, y)));
-            if segment.len() == 1 {
-                chart.draw_series(points.map(|point| Circle::new(point, 3, style.filled())))?;
-                continue;
-            }
-            match line.stroke.dash {
-                Dash::Solid => chart.draw_series(LineSeries::new(points, style))?,
-                Dash::Dashed => chart.draw_series(DashedLineSeries::new(points, 9, 6, style))?,
-                Dash::Dotted => chart.draw_series(DashedLineSeries::new(points, 2, 5, style))?,
-            };
-        }
+        draw_line(chart, panel, line)?;
     }
     let crosses = panel.markers.iter().map(|marker| {
-        let at = (marker.at.0, clamp(&panel.y, marker.at.1));
+        let at = (clamp(&panel.x, marker.at.0), clamp(&panel.y, marker.at.1));
         Cross::new(at, 7, marker.color.stroke_width(3))
     });
     chart.draw_series(crosses)?;
+    for rule in &panel.rules {
+        draw_rule(chart, panel, rule)?;
+    }
+    let note_style = text(NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
+    for note in &panel.notes {
+        let at = (note.at.0, clamp(&panel.y, note.at.1));
+        chart.draw_series([Text::new(note.text.clone(), at, note_style.clone())])?;
+    }
+    for band in &panel.bands {
+        draw_band_label(chart, panel, band)?;
+    }
     Ok(())
 }
 
-/// On a log axis, values at or below the bottom edge (zeros) are drawn on it.
+fn draw_band<DB: DrawingBackend, X: Scale, Y: Scale>(
+    chart: &mut Context<'_, DB, X, Y>,
+    panel: &Panel,
+    band: &Band,
+) -> DrawResult<DB> {
+    let (x, y) = (&panel.x.range, &panel.y.range);
+    let rows = band.y.clone().unwrap_or(y.clone());
+    let (start, end) = (band.x.start.max(x.start), band.x.end.min(x.end));
+    if start < end {
+        let style = band.color.mix(band.opacity).filled();
+        let corners = [(start, rows.start), (end, rows.end)];
+        chart.draw_series([Rectangle::new(corners, style)])?;
+    }
+    if band.edges {
+        let edge = band.color.mix(0.7).stroke_width(1);
+        let inside = [band.x.start, band.x.end]
+            .into_iter()
+            .filter(|x_edge| x.contains(x_edge));
+        let lines =
+            inside.map(|x_edge| PathElement::new([(x_edge, rows.start), (x_edge, rows.end)], edge));
+        chart.draw_series(lines)?;
+    }
+    Ok(())
+}
+
+const BAND_LABEL_SIZE: f64 = 13.0;
+
+/// A band's label inside its top left corner; beside the band, at its top, when the band is
+/// narrower than the text (an instant fault): right of it, or left where there is no room.
+fn draw_band_label<DB: DrawingBackend, X: Scale, Y: Scale>(
+    chart: &mut Context<'_, DB, X, Y>,
+    panel: &Panel,
+    band: &Band,
+) -> DrawResult<DB> {
+    let Some(label) = &band.label else {
+        return Ok(());
+    };
+    let (x, y) = (&panel.x.range, &panel.y.range);
+    let start = band.x.start.max(x.start);
+    if start >= x.end {
+        return Ok(());
+    }
+    let end = band.x.end.clamp(start, x.end);
+    let top = band.y.as_ref().map_or(y.end, |rows| rows.end);
+    let pixel = |x| chart.backend_coord(&(x, top)).0;
+    let (left, right, panel_right) = (pixel(start), pixel(end), pixel(x.end));
+    let width = text_width(label, BAND_LABEL_SIZE) as i32 + 6;
+    let (at, offset, h_pos) = if width <= right - left {
+        (start, (3, 3), HPos::Left)
+    } else if right + width <= panel_right {
+        (end, (3, 3), HPos::Left)
+    } else {
+        (start, (-3, 3), HPos::Right)
+    };
+    let style = text(BAND_LABEL_SIZE)
+        .color(&RGBColor(70, 70, 70))
+        .pos(Pos::new(h_pos, VPos::Top));
+    let element = EmptyElement::at((at, top)) + Text::new(label.clone(), offset, style);
+    chart.plotting_area().draw(&element)
+}
+
+/// A line, its segments drawn apart; a segment of one point is a dot. A marked line gets a
+/// circle every few points, so it shows where it lies on the line it is the same as.
+fn draw_line<DB: DrawingBackend, X: Scale, Y: Scale>(
+    chart: &mut Context<'_, DB, X, Y>,
+    panel: &Panel,
+    line: &Line,
+) -> DrawResult<DB> {
+    let style = shape(line.stroke);
+    for segment in &line.segments {
+        let points = segment
+            .iter()
+            .map(|&(x, y)| (clamp(&panel.x, x), clamp(&panel.y, y)));
+        if segment.len() == 1 {
+            chart.draw_series(points.map(|point| Circle::new(point, 3, style.filled())))?;
+            continue;
+        }
+        match line.stroke.dash {
+            Dash::Solid => chart.draw_series(LineSeries::new(points, style))?,
+            Dash::Dashed => chart.draw_series(DashedLineSeries::new(points, 9, 6, style))?,
+            Dash::Dotted => chart.draw_series(DashedLineSeries::new(points, 2, 5, style))?,
+        };
+    }
+    if line.marks {
+        let points: Vec<(f64, f64)> = line.segments.iter().flatten().copied().collect();
+        let every = (points.len() / MARKS_PER_LINE).max(1);
+        let marked = points.iter().skip(every / 2).step_by(every);
+        let circles = marked.map(|&(x, y)| {
+            Circle::new(
+                (clamp(&panel.x, x), clamp(&panel.y, y)),
+                4,
+                line.stroke.color.stroke_width(2),
+            )
+        });
+        chart.draw_series(circles)?;
+    }
+    Ok(())
+}
+
+/// About how many circles mark a line that is the same as another.
+const MARKS_PER_LINE: usize = 24;
+
+/// A reference line across the panel, its label above its right end (horizontal) or beside
+/// its top, on the side with more room (vertical). One outside the axis (a limit of zero on a log axis) is left out.
+fn draw_rule<DB: DrawingBackend, X: Scale, Y: Scale>(
+    chart: &mut Context<'_, DB, X, Y>,
+    panel: &Panel,
+    rule: &Rule,
+) -> DrawResult<DB> {
+    let (x, y) = (&panel.x.range, &panel.y.range);
+    let style = shape(rule.stroke);
+    let label_style = text(BAND_LABEL_SIZE).color(&rule.stroke.color);
+    let (ends, label_at, offset, anchor) = if rule.vertical {
+        if !x.contains(&rule.at) {
+            return Ok(());
+        }
+        let ends = [(rule.at, y.start), (rule.at, y.end)];
+        // Right of the line in the left half of the panel, left of it in the right half.
+        let pixel = |x| chart.backend_coord(&(x, y.end)).0;
+        let (at, left, right) = (pixel(rule.at), pixel(x.start), pixel(x.end));
+        let (offset, h_pos) = if at * 2 > left + right {
+            ((-4, 4), HPos::Right)
+        } else {
+            ((4, 4), HPos::Left)
+        };
+        (ends, (rule.at, y.end), offset, Pos::new(h_pos, VPos::Top))
+    } else {
+        if !y.contains(&rule.at) {
+            return Ok(());
+        }
+        let ends = [(x.start, rule.at), (x.end, rule.at)];
+        (
+            ends,
+            (x.end, rule.at),
+            (-4, -3),
+            Pos::new(HPos::Right, VPos::Bottom),
+        )
+    };
+    match rule.stroke.dash {
+        Dash::Solid => chart.draw_series([PathElement::new(ends, style)])?,
+        Dash::Dashed => chart.draw_series([DashedPathElement::new(ends, 9, 6, style)])?,
+        Dash::Dotted => chart.draw_series([DashedPathElement::new(ends, 2, 5, style)])?,
+    };
+    let label = Text::new(rule.label.clone(), offset, label_style.pos(anchor));
+    chart
+        .plotting_area()
+        .draw(&(EmptyElement::at(label_at) + label))
+}
+
+/// On a log axis, values at or below its start (zeros) are drawn on it.
 fn clamp(axis: &Axis, value: f64) -> f64 {
     if axis.log {
         value.max(axis.range.start)
@@ -183,98 +406,6 @@ fn clamp(axis: &Axis, value: f64) -> f64 {
     }
 }
 
-fn shape(stroke: Stroke) -> ShapeStyle {
+pub(crate) fn shape(stroke: Stroke) -> ShapeStyle {
     stroke.color.stroke_width(stroke.width)
-}
-
-const LEGEND_LINE_HEIGHT: i32 = 21;
-const KEY_LEFT: i32 = 14;
-const KEY_WIDTH: i32 = 34;
-const LABEL_LEFT: i32 = KEY_LEFT + KEY_WIDTH + 10;
-
-/// The legend column: headings, then one key sample and a wrapped label per entry.
-fn draw_legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    entries: &[LegendEntry],
-) -> DrawResult<DB> {
-    let (width, _) = area.dim_in_pixel();
-    let label_style = text(15.0).pos(Pos::new(HPos::Left, VPos::Center));
-    let heading_style = text(15.0)
-        .color(&RGBColor(90, 90, 90))
-        .pos(Pos::new(HPos::Left, VPos::Center));
-    let mut y = 16;
-    for (index, entry) in entries.iter().enumerate() {
-        let (left, style) = match entry.key {
-            Key::Heading => (KEY_LEFT, &heading_style),
-            _ => (LABEL_LEFT, &label_style),
-        };
-        if entry.key == Key::Heading && index > 0 {
-            y += LEGEND_LINE_HEIGHT / 2;
-        }
-        let middle = y + LEGEND_LINE_HEIGHT / 2;
-        draw_key(area, &entry.key, middle)?;
-        for line in wrap(area, &entry.label, style, width as i32 - left - 8)? {
-            area.draw_text(&line, style, (left, y + LEGEND_LINE_HEIGHT / 2))?;
-            y += LEGEND_LINE_HEIGHT;
-        }
-        y += 3;
-    }
-    Ok(())
-}
-
-fn draw_key<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    key: &Key,
-    middle: i32,
-) -> DrawResult<DB> {
-    let (left, right) = (KEY_LEFT, KEY_LEFT + KEY_WIDTH);
-    match *key {
-        Key::Heading => Ok(()),
-        Key::Line(stroke) => {
-            let ends = [(left, middle), (right, middle)];
-            match stroke.dash {
-                Dash::Solid => area.draw(&PathElement::new(ends, shape(stroke))),
-                Dash::Dashed => area.draw(&DashedPathElement::new(ends, 9, 6, shape(stroke))),
-                Dash::Dotted => area.draw(&DashedPathElement::new(ends, 2, 5, shape(stroke))),
-            }
-        }
-        Key::Band { color, opacity } => area.draw(&Rectangle::new(
-            [(left, middle - 8), (right, middle + 8)],
-            color.mix(opacity).filled(),
-        )),
-        Key::Cross(color) => area.draw(&Cross::new(
-            (left + KEY_WIDTH / 2, middle),
-            7,
-            color.stroke_width(3),
-        )),
-    }
-}
-
-/// Splits `label` at spaces into lines no wider than `width` pixels (a longer single word
-/// gets a line of its own).
-fn wrap<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    label: &str,
-    style: &TextStyle,
-    width: i32,
-) -> Result<Vec<String>, DrawingAreaErrorKind<DB::ErrorType>> {
-    let mut lines: Vec<String> = Vec::new();
-    let mut current = String::new();
-    for word in label.split_whitespace() {
-        let candidate = if current.is_empty() {
-            word.to_string()
-        } else {
-            format!("{current} {word}")
-        };
-        let (candidate_width, _) = area.estimate_text_size(&candidate, style)?;
-        if candidate_width as i32 > width && !current.is_empty() {
-            lines.push(std::mem::replace(&mut current, word.to_string()));
-        } else {
-            current = candidate;
-        }
-    }
-    if !current.is_empty() || lines.is_empty() {
-        lines.push(current);
-    }
-    Ok(lines)
 }

@@ -6,9 +6,10 @@
 
 use outagelab_report::study::Study;
 
+use crate::axes::value_axis;
 use crate::chart::{
-    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Marker, Panel, Stroke, palette, segments,
-    value_axis, y_values,
+    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Marker, Panel, Stroke, segments,
+    variant_stroke, y_values,
 };
 
 /// At most this many metrics get a panel (the table has them all).
@@ -37,12 +38,8 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         let mut lines = Vec::new();
         let mut markers = Vec::new();
         for (s, one) in series.iter().enumerate() {
-            let color = palette(s);
-            let stroke = Stroke {
-                color,
-                dash: Dash::Solid,
-                width: 2,
-            };
+            let stroke = variant_stroke(s);
+            let color = stroke.color;
             let mut points = Vec::new();
             for &index in &one.members {
                 let variant = &study.variants[index];
@@ -50,10 +47,12 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
                 let x = x_of(index);
                 points.push((x, across.map(|a| a.mean)));
                 if let Some([low, high]) = across.and_then(|a| a.ci95) {
-                    lines.push(Line {
-                        segments: vec![vec![(x, low), (x, high)]],
-                        stroke: Stroke { width: 1, ..stroke },
-                    });
+                    let bar = Stroke {
+                        width: 1,
+                        dash: Dash::Solid,
+                        ..stroke
+                    };
+                    lines.push(Line::new(vec![vec![(x, low), (x, high)]], bar));
                 }
                 if let (Some(across), Some(true)) = (across, variant.satisfies) {
                     markers.push(Marker {
@@ -69,25 +68,20 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
                     .flat_map(|&(x, y)| [(x - 0.15, y), (x + 0.15, y), (x + 0.16, None)])
                     .collect();
             }
-            lines.push(Line {
-                segments: segments(points),
-                stroke,
-            });
+            lines.push(Line::new(segments(points), stroke));
         }
         if lines.iter().all(|line| line.segments.is_empty()) {
             continue;
         }
         let y = value_axis(metric.clone(), y_values(&lines));
-        panels.push(Panel {
-            x: x_axis(
-                study,
-                series.iter().flat_map(|s| &s.members).map(|&i| x_of(i)),
-            ),
-            y,
-            bands: Vec::new(),
-            lines,
-            markers,
-        });
+        let x = x_axis(
+            study,
+            series.iter().flat_map(|s| &s.members).map(|&i| x_of(i)),
+        );
+        let mut panel = Panel::new(x, y);
+        panel.lines = lines;
+        panel.markers = markers;
+        panels.push(panel);
     }
     if panels.is_empty() {
         return None;
@@ -99,16 +93,15 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
     for (s, one) in series.iter().enumerate() {
         legend.push(LegendEntry {
             key: Key::Line(Stroke {
-                color: palette(s),
-                dash: Dash::Solid,
                 width: 3,
+                ..variant_stroke(s)
             }),
             label: one.label.clone(),
         });
     }
     if study.variants.iter().any(|v| v.satisfies.is_some()) {
         legend.push(LegendEntry {
-            key: Key::Cross(palette(0)),
+            key: Key::Cross(variant_stroke(0).color),
             label: "satisfies the constraints".to_owned(),
         });
         for constraint in &study.selection.constraints {
@@ -131,12 +124,12 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         Some(sweep) => format!("against {}", sweep.label),
         None => "by variant".to_owned(),
     };
-    Some(Chart {
-        name: "study",
-        title: format!("{}: {against}, {} seeds", study.scenario, high - low + 1),
+    Some(Chart::stacked(
+        "study",
+        format!("{}: {against}, {} seeds", study.scenario, high - low + 1),
         panels,
         legend,
-    })
+    ))
 }
 
 /// Groups the variants into lines: for a sweep, those with the same name once the first

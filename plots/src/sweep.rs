@@ -6,9 +6,10 @@ use std::collections::BTreeSet;
 
 use outagelab_report::{Outcome, RunReport, SweepInfo};
 
+use crate::axes::value_axis;
 use crate::chart::{
-    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Marker, Panel, Stroke, palette, segments,
-    value_axis, y_values,
+    Axis, Chart, INK, Key, LegendEntry, Line, Marker, Panel, Stroke, segments, variant_stroke,
+    y_values,
 };
 
 /// `None` when the report is not a sweep.
@@ -29,7 +30,8 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
     let mut markers = Vec::new();
     let mut legend = vec![LegendEntry::heading("Flows: p50 latency, all outcomes")];
     for (index, flow_name) in flows.iter().enumerate() {
-        let color = palette(index);
+        let stroke = variant_stroke(index);
+        let color = stroke.color;
         let mut points = Vec::new();
         for (x, variant) in &variants {
             let flow = variant.summary.flows.get(*flow_name);
@@ -44,20 +46,9 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
                 markers.push(Marker { at: (*x, y), color });
             }
         }
-        lines.push(Line {
-            segments: segments(points),
-            stroke: Stroke {
-                color,
-                dash: Dash::Solid,
-                width: 2,
-            },
-        });
+        lines.push(Line::new(segments(points), stroke));
         legend.push(LegendEntry {
-            key: Key::Line(Stroke {
-                color,
-                dash: Dash::Solid,
-                width: 3,
-            }),
+            key: Key::Line(Stroke { width: 3, ..stroke }),
             label: (*flow_name).to_string(),
         });
     }
@@ -70,18 +61,15 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
     });
     let y = value_axis("p50 latency (ms)", y_values(&lines));
     let x = x_axis(sweep, variants.iter().map(|(x, _)| *x));
-    Some(Chart {
-        name: "sweep",
-        title: format!("{}: latency against {}", report.scenario, sweep.label),
-        panels: vec![Panel {
-            x,
-            y,
-            bands: Vec::new(),
-            lines,
-            markers,
-        }],
+    let mut panel = Panel::new(x, y);
+    panel.lines = lines;
+    panel.markers = markers;
+    Some(Chart::stacked(
+        "sweep",
+        format!("{}: latency against {}", report.scenario, sweep.label),
+        vec![panel],
         legend,
-    })
+    ))
 }
 
 /// The swept values with 5% padding each side, so end points and their crosses stay visible.

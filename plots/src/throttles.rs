@@ -1,17 +1,18 @@
 //! Throttle slots over time, drawn only when some variant switched a throttle on: for every
 //! throttle, the slots truly held (`throttles.<name>.holders`) and what its stored counter says
-//! is held (`throttles.<name>.counter`), the maximum of each bucket. Where the counter line
-//! runs above the holders line, slots leaked (lost decrements) and the cap is smaller than it
-//! looks; where holders run above the cap, a non-atomic counter admitted too many.
+//! is held (`throttles.<name>.counter`), the maximum of each bucket, with the throttle's cap
+//! (`inflight_max`) as a reference line. Where the counter line runs above the holders line,
+//! slots leaked (lost decrements) and the cap is smaller than it looks; where holders run
+//! above the cap, a non-atomic counter admitted too many.
 
 use std::collections::BTreeSet;
 
 use outagelab_report::{GaugeKey, RunReport, VariantReport};
 
-use crate::chart::{
-    Chart, Dash, LegendEntry, Line, Stroke, palette, segments, y_values, zero_based_axis,
-};
-use crate::timeline::{bucket_middles_s, one_panel_over_time, style_entry};
+use crate::axes::count_axis;
+use crate::chart::{Chart, Dash, segments};
+use crate::multiples::{Kind, Limit, OverTime, over_time, parts};
+use crate::timeline::gauge_points;
 
 /// Makes a throttle's gauge key from its name.
 type GaugeOf = fn(String) -> GaugeKey;
@@ -39,57 +40,47 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
         return None;
     }
     // Past the first throttle, lines get thinner so two throttles stay apart.
-    let stroke = |variant: usize, throttle: usize, dash: Dash| Stroke {
-        color: palette(variant),
-        dash,
-        width: if throttle == 0 { 2 } else { 1 },
-    };
-    let mut lines = Vec::new();
-    for (variant_index, variant) in report.variants.iter().enumerate() {
-        for (throttle_index, throttle) in throttles.iter().enumerate() {
-            if !enabled(variant, throttle) {
-                continue; // a switched-off throttle holds nothing: a flat zero says nothing
-            }
-            for (gauge, dash, _) in GAUGES {
-                let key = gauge((*throttle).to_owned());
-                let Some(values) = variant.series.gauge(&key) else {
-                    continue;
-                };
-                let points = bucket_middles_s(&variant.series)
-                    .zip(values.iter().map(|&value| Some(value as f64)));
-                lines.push(Line {
-                    segments: segments(points),
-                    stroke: stroke(variant_index, throttle_index, dash),
-                });
-            }
-        }
-    }
-    let y = zero_based_axis("slots (max per bucket)", y_values(&lines));
-    let mut styles = vec![LegendEntry::heading("Gauges")];
+    let width = |throttle: usize| if throttle == 0 { 2 } else { 1 };
+    let mut kinds = Vec::new();
     for (throttle_index, throttle) in throttles.iter().enumerate() {
         for (_, dash, label) in GAUGES {
-            let Stroke { width, .. } = stroke(0, throttle_index, dash);
-            styles.push(style_entry(
-                dash,
-                width,
-                format!("throttle {throttle}: {label}"),
-            ));
+            let label = format!("throttle {throttle}: {label}");
+            kinds.push(Kind::new(label, dash, width(throttle_index)));
         }
     }
-    Some(one_panel_over_time(
-        report,
-        "throttles",
-        "throttle slots over time",
-        y,
-        lines,
-        styles,
-    ))
+    let parts = parts(report, |variant, part| {
+        for (throttle_index, throttle) in throttles.iter().enumerate() {
+            let Some(summary) = variant.summary.throttles.get(*throttle) else {
+                continue;
+            };
+            if !summary.enabled {
+                continue; // a switched-off throttle holds nothing: a flat zero says nothing
+            }
+            for (gauge_index, (gauge, _, _)) in GAUGES.into_iter().enumerate() {
+                let kind = throttle_index * GAUGES.len() + gauge_index;
+                part.push(kind, gauge_line(variant, gauge((*throttle).to_owned())));
+            }
+            if summary.inflight_max > 0 {
+                let what = format!("throttle {throttle}: inflight_max");
+                part.limits
+                    .push(Limit::new(what, summary.inflight_max as f64));
+            }
+        }
+    });
+    let y = |lines: &[_], limits: &[f64]| count_axis("slots (max per bucket)", lines, limits);
+    let spec = OverTime {
+        name: "throttles",
+        title: "throttle slots over time",
+        y: &y,
+        heading: "Gauges",
+        kinds,
+    };
+    Some(over_time(report, spec, &parts))
 }
 
-fn enabled(variant: &VariantReport, throttle: &str) -> bool {
-    variant
-        .summary
-        .throttles
-        .get(throttle)
-        .is_some_and(|summary| summary.enabled)
+fn gauge_line(variant: &VariantReport, key: GaugeKey) -> Vec<Vec<(f64, f64)>> {
+    match variant.series.gauge(&key) {
+        Some(values) => segments(gauge_points(&variant.series, values)),
+        None => Vec::new(),
+    }
 }

@@ -1,12 +1,11 @@
-//! What the three charts over time (outage, latency, concurrency) share: the time axis, the
-//! shading of fault windows, and the variant legend.
+//! What the charts over time share: the time axis, rates per second, and the shading of fault
+//! windows (each labelled with its fault's name).
 
-use outagelab_report::{FaultWindow, RunReport, Series};
+use outagelab_report::{FaultWindow, RunReport, Series, VariantReport};
+use plotters::style::RGBColor;
 
-use crate::chart::{
-    Axis, Band, Chart, Dash, FAULT_GRAY, INK, Key, LegendEntry, Line, Panel, Stroke, format_number,
-    palette,
-};
+use crate::axes::format_number;
+use crate::chart::{Axis, Band, FAULT_GRAY, Key, LegendEntry, palette};
 
 /// Seconds from 0 to the latest moment any variant reports (its end, its last bucket, a fault
 /// edge); `0..1` when there is nothing, e.g. a run that ended at 0 ms.
@@ -57,24 +56,47 @@ pub(crate) fn bucket_middles_s(series: &Series) -> impl Iterator<Item = f64> + '
         .map(move |start_ms| (start_ms + half_ms) / 1000.0)
 }
 
-/// One legend line per variant, in its palette colour.
-pub(crate) fn variant_legend(report: &RunReport) -> Vec<LegendEntry> {
-    let mut legend = vec![LegendEntry::heading("Variants")];
-    legend.extend(
-        report
-            .variants
-            .iter()
-            .enumerate()
-            .map(|(index, variant)| LegendEntry {
-                key: Key::Line(Stroke {
-                    color: palette(index),
-                    dash: Dash::Solid,
-                    width: 3,
-                }),
-                label: variant.name.clone(),
-            }),
-    );
-    legend
+/// A gauge's values at the middle of their buckets.
+pub(crate) fn gauge_points<'s>(
+    series: &'s Series,
+    values: &'s [u64],
+) -> impl Iterator<Item = (f64, Option<f64>)> + 's {
+    bucket_middles_s(series).zip(values.iter().map(|&value| Some(value as f64)))
+}
+
+/// The part of each bucket the run covered, in milliseconds: the whole bucket, except the
+/// last, which ends with the run (`end_ms`; one that starts there covers nothing).
+pub(crate) fn covered_ms(series: &Series, end_ms: f64) -> impl Iterator<Item = (f64, f64)> + '_ {
+    let width = bucket_ms(series);
+    series.start_ms.iter().map(move |&start| {
+        let end = if end_ms.is_finite() {
+            (start + width).min(end_ms).max(start)
+        } else {
+            start + width
+        };
+        (start, end)
+    })
+}
+
+/// `count(bucket)` per second of each bucket, at the middle of the part of it the run
+/// covered: the last bucket, cut short by the end of the run, is divided by what it covered,
+/// so it does not drop. A bucket that covers no time (one that starts where the run ended)
+/// has no rate; no points at all when the series has no usable bucket width.
+pub(crate) fn rates(
+    variant: &VariantReport,
+    count: impl Fn(usize) -> u64,
+) -> Vec<(f64, Option<f64>)> {
+    let series = &variant.series;
+    if bucket_ms(series) <= 0.0 {
+        return Vec::new();
+    }
+    covered_ms(series, variant.end_ms)
+        .enumerate()
+        .map(|(index, (start, end))| {
+            let rate = (end > start).then(|| count(index) as f64 * 1000.0 / (end - start));
+            ((start + end) / 2000.0, rate)
+        })
+        .collect()
 }
 
 /// Shaded fault windows and their legend.
@@ -85,10 +107,13 @@ pub(crate) struct FaultShading {
 
 const SHARED_OPACITY: f64 = 0.18;
 
-/// When every variant had the same fault windows they are shaded once, in gray, and each is
-/// named in the legend with its times. Otherwise each variant's windows are shaded lightly in
-/// that variant's colour and outlined in it, and the legend names the distinct faults.
-pub(crate) fn fault_shading(report: &RunReport, time: &Axis) -> FaultShading {
+/// The fault windows of all variants on one panel. When every variant had the same windows
+/// they are shaded once, in gray, each labelled with its fault's name and named in the legend
+/// with its times. Otherwise each variant's windows are shaded lightly in that variant's
+/// colour and outlined in it (each fault labelled once), and the legend names the distinct
+/// faults. On small multiples (`own_panels`), each panel shades its own variant's windows, and
+/// the legend says so.
+pub(crate) fn fault_shading(report: &RunReport, time: &Axis, own_panels: bool) -> FaultShading {
     let Some(first) = report.variants.first() else {
         return FaultShading {
             bands: Vec::new(),
@@ -105,28 +130,11 @@ pub(crate) fn fault_shading(report: &RunReport, time: &Axis) -> FaultShading {
             legend: Vec::new(),
         };
     }
-    let min_width_s = (time.range.end - time.range.start) * 0.003;
-    let band = |fault: &FaultWindow, run_end_ms: f64, color, opacity, edges| {
-        let start_s = fault.start_ms / 1000.0;
-        let end_s = fault.end_ms.unwrap_or(run_end_ms) / 1000.0;
-        let end_s = if end_s.is_finite() {
-            end_s.max(start_s + min_width_s)
-        } else {
-            time.range.end
-        };
-        Band {
-            x: start_s..end_s,
-            color,
-            opacity,
-            edges,
-        }
-    };
     let shared = report
         .variants
         .iter()
         .all(|variant| same_windows(&variant.faults, &first.faults));
     if shared {
-        let axis_end_ms = time.range.end * 1000.0;
         let mut legend = vec![LegendEntry::heading("Faults (shaded)")];
         legend.extend(first.faults.iter().map(|fault| LegendEntry {
             key: Key::Band {
@@ -135,11 +143,7 @@ pub(crate) fn fault_shading(report: &RunReport, time: &Axis) -> FaultShading {
             },
             label: format!("{}, {}", describe(fault), times(fault)),
         }));
-        let bands = first
-            .faults
-            .iter()
-            .map(|fault| band(fault, axis_end_ms, FAULT_GRAY, SHARED_OPACITY, false))
-            .collect();
+        let bands = variant_fault_bands(first, time);
         return FaultShading { bands, legend };
     }
     // Overlapping windows of many variants add up: the more variants, the lighter each.
@@ -151,18 +155,28 @@ pub(crate) fn fault_shading(report: &RunReport, time: &Axis) -> FaultShading {
     let opacity = (0.3 / with_faults as f64).clamp(0.04, 0.12);
     let mut bands = Vec::new();
     let mut names: Vec<String> = Vec::new();
+    let mut labelled: Vec<(String, u64)> = Vec::new();
     for (index, variant) in report.variants.iter().enumerate() {
         for fault in &variant.faults {
-            bands.push(band(fault, variant.end_ms, palette(index), opacity, true));
+            let mut band = band(fault, variant.end_ms, time, palette(index), opacity);
+            band.edges = true;
+            let label = (fault.name.clone(), fault.start_ms.to_bits());
+            if !labelled.contains(&label) {
+                labelled.push(label);
+                band.label = Some(fault.name.clone());
+            }
+            bands.push(band);
             let name = describe(fault);
             if !names.contains(&name) {
                 names.push(name);
             }
         }
     }
-    let mut legend = vec![LegendEntry::heading(
-        "Faults (shaded in each variant's colour)",
-    )];
+    let mut legend = vec![LegendEntry::heading(if own_panels {
+        "Faults (shaded in each variant's panel)"
+    } else {
+        "Faults (shaded in each variant's colour)"
+    })];
     legend.extend(names.into_iter().map(|label| LegendEntry {
         key: Key::Band {
             color: FAULT_GRAY,
@@ -171,6 +185,31 @@ pub(crate) fn fault_shading(report: &RunReport, time: &Axis) -> FaultShading {
         label,
     }));
     FaultShading { bands, legend }
+}
+
+/// One variant's fault windows, in gray, each labelled with its fault's name: for a panel of
+/// its own. A fault with no end lasts to the end of the axis.
+pub(crate) fn variant_fault_bands(variant: &VariantReport, time: &Axis) -> Vec<Band> {
+    let axis_end_ms = time.range.end * 1000.0;
+    let bands = variant.faults.iter().map(|fault| {
+        let mut band = band(fault, axis_end_ms, time, FAULT_GRAY, SHARED_OPACITY);
+        band.label = Some(fault.name.clone());
+        band
+    });
+    bands.collect()
+}
+
+/// A fault's window in seconds, at least a sliver wide (an instant fault, a client kill).
+fn band(fault: &FaultWindow, run_end_ms: f64, time: &Axis, color: RGBColor, opacity: f64) -> Band {
+    let min_width_s = (time.range.end - time.range.start) * 0.003;
+    let start_s = fault.start_ms / 1000.0;
+    let end_s = fault.end_ms.unwrap_or(run_end_ms) / 1000.0;
+    let end_s = if end_s.is_finite() {
+        end_s.max(start_s + min_width_s)
+    } else {
+        time.range.end
+    };
+    Band::full_height(start_s..end_s, color, opacity)
 }
 
 fn same_windows(a: &[FaultWindow], b: &[FaultWindow]) -> bool {
@@ -192,46 +231,5 @@ fn times(fault: &FaultWindow) -> String {
         Some(end_ms) if end_ms <= fault.start_ms => format!("at {start} s"),
         Some(end_ms) => format!("{start}-{} s", format_number(end_ms / 1000.0)),
         None => format!("from {start} s to the end"),
-    }
-}
-
-/// A legend entry for a line style (drawn in ink: the colour says the variant).
-pub(crate) fn style_entry(dash: Dash, width: u32, label: String) -> LegendEntry {
-    LegendEntry {
-        key: Key::Line(Stroke {
-            color: INK,
-            dash,
-            width,
-        }),
-        label,
-    }
-}
-
-/// A chart of one panel over time: `lines` against `y` with the fault windows shaded; the
-/// legend lists the variants, then `styles` (what each line style means), then the faults.
-pub(crate) fn one_panel_over_time(
-    report: &RunReport,
-    name: &'static str,
-    title: &str,
-    y: Axis,
-    lines: Vec<Line>,
-    styles: Vec<LegendEntry>,
-) -> Chart {
-    let time = time_axis(report);
-    let faults = fault_shading(report, &time);
-    let mut legend = variant_legend(report);
-    legend.extend(styles);
-    legend.extend(faults.legend);
-    Chart {
-        name,
-        title: format!("{}: {title}", report.scenario),
-        panels: vec![Panel {
-            x: time,
-            y,
-            bands: faults.bands,
-            lines,
-            markers: Vec::new(),
-        }],
-        legend,
     }
 }

@@ -112,6 +112,12 @@ series_keys! {
         /// Keys a Redis server removed when their TTL ran out.
         ServerExpiredKeys => "servers", "expired_keys";
     }
+    plain {
+        /// Step attempts answered `rate_limited` (a 429, from a throttle or a rate limit),
+        /// whether the request then retried or ended with it: the outcomes count only the
+        /// last attempt of each request.
+        RejectedAttempts => "rejected_attempts";
+    }
 }
 
 #[cfg(test)]
@@ -142,6 +148,10 @@ mod tests {
         let evicted = CountKey::ServerEvictedKeys("redis".into());
         assert_eq!(evicted.to_string(), "servers.redis.evicted_keys");
         assert_eq!(CountKey::parse(&evicted.to_string()), Some(evicted));
+        let rejected = CountKey::RejectedAttempts;
+        assert_eq!(rejected.to_string(), "rejected_attempts");
+        assert_eq!(rejected.resource(), None);
+        assert_eq!(CountKey::parse("rejected_attempts"), Some(rejected));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::{LatencyStats, Outcome, RunReport};
+use crate::{CountKey, LatencyStats, Outcome, RunReport};
 
 /// Where [`replace_file`] writes before it renames: beside `path`, hidden, with the same
 /// extension (an image encoder picks its format by it), so a reader of the directory never
@@ -88,8 +88,10 @@ pub fn events_jsonl(report: &RunReport) -> String {
 /// The time series of every variant in long form: one row per variant and bucket.
 ///
 /// Columns: `variant`, `start_ms`, one count per outcome, `p50_ms`, `p95_ms`, `p99_ms`, every gauge
-/// (`<name>_max`), then every event count (`<name>`); an empty cell means "no value" (an empty
-/// bucket's percentiles, or a gauge or count that variant does not have).
+/// (`<name>_max`), then every event count of a resource (`<name>`), then the counts about the
+/// whole run (`rejected_attempts`), which came later and so keep the columns before them in
+/// place; an empty cell means "no value" (an empty bucket's percentiles, or a gauge or count
+/// that variant does not have).
 pub fn series_csv(report: &RunReport) -> String {
     let gauges: BTreeSet<&str> = report
         .variants
@@ -100,6 +102,14 @@ pub fn series_csv(report: &RunReport) -> String {
         .variants
         .iter()
         .flat_map(|variant| variant.series.counts.keys().map(String::as_str))
+        .collect();
+    // A stable partition: counts about a resource first, each part in name order.
+    let whole_run = |name: &&str| CountKey::parse(name).is_some_and(|key| key.resource().is_none());
+    let counts: Vec<&str> = counts
+        .iter()
+        .filter(|name| !whole_run(name))
+        .chain(counts.iter().filter(|name| whole_run(name)))
+        .copied()
         .collect();
     let mut out = String::from("variant,start_ms");
     for outcome in Outcome::ALL {
@@ -259,10 +269,15 @@ mod tests {
         series
             .counts
             .insert("connections.cache.fail_open".into(), vec![0, 7]);
+        series.counts.insert("rejected_attempts".into(), vec![2, 0]);
+        series
+            .counts
+            .insert("servers.redis.evicted_keys".into(), vec![0, 1]);
         RunReport {
             scenario: "s".into(),
             seed: 7,
             sweep: None,
+            slo: None,
             variants: vec![VariantReport {
                 name: "timeout, then \"breaker\"".into(),
                 sweep_x: None,
@@ -291,15 +306,16 @@ mod tests {
             lines[0],
             "variant,start_ms,ok,timeout,refused,connection_lost,breaker_open,shed,\
              server_error,lock_busy,rate_limited,lock_timeout,oom,readonly,loading,wrongtype,p50_ms,p95_ms,p99_ms,databases.main.concurrency_max,\
-             connections.cache.fail_open"
+             connections.cache.fail_open,servers.redis.evicted_keys,rejected_attempts",
+            "the count about the whole run comes after those of resources"
         );
         assert_eq!(
             lines[1],
-            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,0,0,0,0,0,0,1.5,1.9,2,4,0"
+            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,0,0,0,0,0,0,1.5,1.9,2,4,0,0,2"
         );
         assert_eq!(
             lines[2],
-            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,,,0,7"
+            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,,,0,7,1,0"
         );
         assert_eq!(lines.len(), 3);
     }
@@ -330,6 +346,21 @@ mod tests {
             lines[0]
         );
         assert!(lines[1].contains(",500,completed,4,0,"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn json_has_the_slo_only_when_the_file_states_one() {
+        assert!(!to_json(&report()).contains("\"slo\""));
+        let mut with_slo = report();
+        with_slo.slo = Some(crate::Slo {
+            latency_ms: 200.0,
+            percentile: Some(99.0),
+        });
+        let json: serde_json::Value = serde_json::from_str(&to_json(&with_slo)).unwrap();
+        assert_eq!(
+            json["slo"],
+            serde_json::json!({"latency_ms": 200.0, "percentile": 99.0})
+        );
     }
 
     #[test]

@@ -35,8 +35,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 
-use outagelab_report::SweepInfo;
 use outagelab_report::expect::Expectation;
+use outagelab_report::{Slo, SweepInfo};
 use outagelab_sim::Scenario;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
@@ -48,7 +48,7 @@ pub use validate::PresetUse;
 use diagnostic::{Source, key_path_at};
 use document::{Table, Value, deserialize_table, merge, set_path, take};
 use kinds::RawScenario;
-use raw::{RawReport, RawSweep, RawVariant};
+use raw::{RawReport, RawSlo, RawSweep, RawVariant};
 use validate::Validator;
 
 /// The most runs (variants times swept values) one file may expand to. Every run is a document
@@ -112,6 +112,8 @@ pub struct ReportSettings {
     pub constraints: Vec<String>,
     /// `min <metric>` or `max <metric>`.
     pub objective: Option<String>,
+    /// A latency objective, which the charts draw (it reaches them in the report).
+    pub slo: Option<Slo>,
 }
 
 #[derive(Clone, Debug)]
@@ -1129,6 +1131,9 @@ impl<'t> Reader<'_> {
                 )),
             }
         }
+        if let Some(slo) = &raw.slo {
+            settings.slo = self.slo(slo.get_ref());
+        }
         if let Some(baseline) = &raw.baseline {
             let names = file.variants.iter().map(|v| v.name.as_str());
             if file.variants.iter().any(|v| &v.name == baseline.get_ref()) {
@@ -1145,6 +1150,44 @@ impl<'t> Reader<'_> {
             }
         }
         settings
+    }
+
+    /// `[report] slo`: a latency longer than zero, a percentile strictly between 0 and 100.
+    fn slo(&mut self, raw: &RawSlo) -> Option<Slo> {
+        let latency = &raw.latency;
+        let latency_ms = match units::parse_duration(&latency.get_ref().0) {
+            Ok(nanos) if nanos > 0 => Ok(nanos as f64 / 1e6),
+            Ok(_) => Err((
+                "report.slo.latency",
+                latency.span(),
+                "must be longer than zero".into(),
+            )),
+            Err(message) => Err(("report.slo.latency", latency.span(), message)),
+        };
+        let percentile = match &raw.percentile {
+            Some(p) if !(*p.get_ref() > 0.0 && *p.get_ref() < 100.0) => {
+                let message = "must be above 0 and below 100".to_owned();
+                Err(("report.slo.percentile", p.span(), message))
+            }
+            p => Ok(p.as_ref().map(|p| *p.get_ref())),
+        };
+        let mut refuse = |(key, span, message): (&str, Range<usize>, String)| {
+            let diagnostic = self.source.diagnostic(Some(span), key, message);
+            self.errors.push(diagnostic);
+        };
+        match (latency_ms, percentile) {
+            (Ok(latency_ms), Ok(percentile)) => Some(Slo {
+                latency_ms,
+                percentile,
+            }),
+            (latency_ms, percentile) => {
+                [latency_ms.err(), percentile.err()]
+                    .into_iter()
+                    .flatten()
+                    .for_each(&mut refuse);
+                None
+            }
+        }
     }
 
     /// `[scenario] seeds = "A..B"`: at least one seed, at most [`SEEDS_MAX`].

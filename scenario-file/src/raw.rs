@@ -53,6 +53,15 @@ pub struct RawReport {
     #[serde(default)]
     pub constraints: Vec<Spanned<String>>,
     pub objective: Option<Spanned<String>>,
+    pub slo: Option<Spanned<RawSlo>>,
+}
+
+/// `slo = { latency = "200ms", percentile = 99 }`: what the charts mark as the objective.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSlo {
+    pub latency: Spanned<Text>,
+    pub percentile: Option<Spanned<f64>>,
 }
 
 /// `[http]`: the status each outcome is answered with.

@@ -1494,3 +1494,34 @@ fn overrides_change_the_base_before_the_variants_patch_it() {
         "t.toml: --set servers.spare={}: servers.spare: nothing uses this server: nothing names it (remove it, or name it where it should be used)",
     );
 }
+
+#[test]
+fn a_latency_slo_is_read_and_bad_ones_are_refused_at_their_key() {
+    let slo = |table: &str| format!("{BASE}\n[report]\nslo = {table}\n");
+    let read = |table: &str| {
+        let file = outagelab_scenario_file::parse(&slo(table), Path::new("t.toml")).unwrap();
+        file.report.slo.map(|slo| (slo.latency_ms, slo.percentile))
+    };
+    assert_eq!(
+        read(r#"{ latency = "200ms", percentile = 99.9 }"#),
+        Some((200.0, Some(99.9)))
+    );
+    assert_eq!(read(r#"{ latency = "1.5s" }"#), Some((1500.0, None)));
+    let file = outagelab_scenario_file::parse(BASE, Path::new("t.toml")).unwrap();
+    assert!(file.report.slo.is_none(), "no [report], no SLO");
+    let line = BASE.lines().count() + 3;
+    check_all(&[
+        (
+            slo(r#"{ latency = "0ms" }"#),
+            &format!("{line}:19: report.slo.latency: must be longer than zero"),
+        ),
+        (
+            slo(r#"{ latency = "200ms", percentile = 100 }"#),
+            &format!("{line}:41: report.slo.percentile: must be above 0 and below 100"),
+        ),
+        (
+            slo(r#"{ latency = "200ms", p99 = 1 }"#),
+            &format!("{line}:28: report: unknown field `p99`, expected `latency` or `percentile`"),
+        ),
+    ]);
+}

@@ -460,6 +460,8 @@ struct Simulator<'s> {
     /// The most policy layers a step of the scenario has (for the memory estimate).
     layers_max: usize,
     in_flight_gauge: GaugeId,
+    /// Step attempts answered `rate_limited` (429), per bucket.
+    rejected_attempts: CounterId,
     /// Per database: queries running, and queries waiting for a lock.
     database_gauges: Vec<(GaugeId, GaugeId)>,
     /// The connection-waiting gauge of each database with a connection limit.
@@ -495,6 +497,7 @@ impl<'s> Simulator<'s> {
             scenario.percentile_rule,
         );
         let in_flight_gauge = metrics.add_gauge(GaugeKey::InFlight);
+        let rejected_attempts = metrics.add_counter(CountKey::RejectedAttempts);
         let database_gauges = scenario
             .databases
             .iter()
@@ -718,6 +721,7 @@ impl<'s> Simulator<'s> {
                 .max()
                 .unwrap_or(0),
             in_flight_gauge,
+            rejected_attempts,
             database_gauges,
             connection_waiting_gauges,
             collapsed_gauges,
@@ -1978,6 +1982,9 @@ impl<'s> Simulator<'s> {
             }
             _ => io_result,
         };
+        if result == StepResult::Error(Outcome::RateLimited) {
+            self.metrics.count(self.rejected_attempts); // a 429, retried or not
+        }
         let leaving = Leaving {
             result,
             io_result,
@@ -2271,6 +2278,7 @@ impl<'s> Simulator<'s> {
             outcomes: self.metrics.outcome_counts(),
             unfinished: self.in_flight,
             latency_ms: self.metrics.latency_stats(),
+            latency_histogram: self.metrics.latency_histogram(),
             flows: scenario
                 .flows
                 .iter()
@@ -2338,7 +2346,8 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .enumerate()
                 .map(|(index, spec)| {
-                    let summary = self.throttles.summary(ThrottleId(index as u32));
+                    let mut summary = self.throttles.summary(ThrottleId(index as u32));
+                    summary.inflight_max = u64::from(spec.config.inflight_max());
                     (spec.name.clone(), summary)
                 })
                 .collect(),
@@ -2371,6 +2380,7 @@ impl<'s> Simulator<'s> {
                     let id = ConnectionId(index as u32);
                     let mut summary = self.redis.connection_summary(id);
                     summary.fail_open = self.fail_open[index].0;
+                    summary.pending_max = c.pending_max.map(|max| u64::from(max.get()));
                     if let Some(slot) = self.reconnect_slots.summary(id) {
                         summary.slot = slot;
                     }

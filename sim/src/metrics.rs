@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use outagelab_model::time::SimTime;
 use outagelab_report::{
-    CountKey, FlowSummary, GaugeKey, LatencyStats, Outcome, PercentileRule, Series,
+    CountKey, FlowSummary, GaugeKey, LatencyHistogram, LatencyStats, Outcome, PercentileRule,
+    Series,
 };
 
 /// Most buckets a series keeps; later buckets are dropped and the series marked truncated.
@@ -257,6 +258,10 @@ pub(crate) struct Metrics {
     flows: Vec<FlowTotals>,
     /// Lock waits per database, allocated on the first one.
     lock_waits: Vec<Option<Latency>>,
+    /// The upper edges of the latency CDF's buckets ([`latency_edges_nanos`]), and the
+    /// requests that ended in each: exact counts, in a few kilobytes.
+    cdf_edges_nanos: Vec<u64>,
+    cdf_counts: Vec<u64>,
 }
 
 impl Metrics {
@@ -281,6 +286,8 @@ impl Metrics {
             requests: 0,
             outcomes: [0; Outcome::COUNT],
             lock_waits: (0..databases).map(|_| None).collect(),
+            cdf_counts: vec![0; latency_edges_nanos().len()],
+            cdf_edges_nanos: latency_edges_nanos(),
             flows: (0..flows)
                 .map(|_| FlowTotals {
                     requests: 0,
@@ -398,6 +405,10 @@ impl Metrics {
         self.outcomes[outcome.index()] += 1;
         self.bucket_outcomes[outcome.index()] += 1;
         self.bucket_latency.record(latency_nanos / 1000);
+        // The first edge at or above it; the last edge is above every latency the run allows.
+        let edge = self.cdf_edges_nanos.partition_point(|&e| e < latency_nanos);
+        let last = self.cdf_counts.len() - 1;
+        self.cdf_counts[edge.min(last)] += 1;
         let flow = &mut self.flows[flow];
         flow.outcomes[outcome.index()] += 1;
         flow.latency.record(outcome, latency_nanos);
@@ -429,6 +440,16 @@ impl Metrics {
 
     pub fn latency_stats(&self) -> BTreeMap<String, LatencyStats> {
         LatencyByOutcome::stats(self.flows.iter().map(|flow| &flow.latency), self.rule)
+    }
+
+    /// Every ended request's latency in the report's fixed buckets ([`LatencyHistogram`]).
+    pub fn latency_histogram(&self) -> LatencyHistogram {
+        let counted = self.cdf_edges_nanos.iter().zip(&self.cdf_counts);
+        let listed = counted.filter(|&(_, &count)| count > 0);
+        let (le_ms, counts) = listed
+            .map(|(&edge, &count)| (edge as f64 / 1e6, count))
+            .unzip();
+        LatencyHistogram { le_ms, counts }
     }
 
     /// The summary of flow `flow`, given how many of its requests had not ended and how many
@@ -473,6 +494,31 @@ impl Metrics {
                 .insert(counter.name.clone(), std::mem::take(column));
         }
         series
+    }
+}
+
+/// The R20 preferred numbers, in thousandths: the upper edges of a decade of
+/// [`LatencyHistogram`] buckets.
+const R20_THOUSANDTHS: [u64; 20] = [
+    1000, 1120, 1250, 1400, 1600, 1800, 2000, 2240, 2500, 2800, 3150, 3550, 4000, 4500, 5000, 5600,
+    6300, 7100, 8000, 9000,
+];
+
+/// The upper edges of the [`LatencyHistogram`] buckets in nanoseconds, from 1 µs to the first
+/// at or above the largest latency the histograms hold: integers, the same on every platform,
+/// at most 320.
+fn latency_edges_nanos() -> Vec<u64> {
+    let mut edges = Vec::with_capacity(320);
+    let mut decade = 1u64; // nanoseconds per thousandth: 1 µs is 1000 thousandths of 1 ns
+    loop {
+        for step in R20_THOUSANDTHS {
+            let edge = step * decade;
+            edges.push(edge);
+            if edge >= LATENCY_NANOS_MAX {
+                return edges;
+            }
+        }
+        decade *= 10;
     }
 }
 
@@ -537,6 +583,32 @@ mod tests {
         assert_eq!(series.outcomes["timeout"].len() as u64, BUCKETS_MAX);
         assert_eq!(series.p50_ms.last(), Some(&Some(0.005)));
         assert_eq!(metrics.outcome_counts()["ok"], 2);
+    }
+
+    #[test]
+    fn the_latency_histogram_counts_each_request_under_its_edge() {
+        let edges = latency_edges_nanos();
+        assert_eq!(edges[..3], [1000, 1120, 1250]);
+        assert_eq!(edges[20], 10_000, "a decade later: 10 µs");
+        assert!(edges.len() <= 320 && *edges.last().unwrap() >= LATENCY_NANOS_MAX);
+        assert!(edges[edges.len() - 2] < LATENCY_NANOS_MAX);
+
+        let mut metrics = Metrics::new(100 * MS, 2, 0, PercentileRule::NearestRank);
+        // 1 ms exactly (on an edge: in the bucket it closes), 1.05 ms, 3 of 4.2 ms over two
+        // flows and outcomes, and 10 s.
+        metrics.record_end(0, Outcome::Ok, MS);
+        metrics.record_end(0, Outcome::Ok, 1_050_000);
+        metrics.record_end(0, Outcome::Ok, 4_200_000);
+        metrics.record_end(1, Outcome::Timeout, 4_200_000);
+        metrics.record_end(1, Outcome::Ok, 4_200_000);
+        metrics.record_end(1, Outcome::Timeout, 10_000 * MS);
+        let histogram = metrics.latency_histogram();
+        assert_eq!(histogram.le_ms, [1.0, 1.12, 4.5, 10_000.0]);
+        assert_eq!(histogram.counts, [1, 1, 3, 1]);
+        assert_eq!(
+            Metrics::new(MS, 1, 0, PercentileRule::NearestRank).latency_histogram(),
+            LatencyHistogram::default()
+        );
     }
 
     #[test]

@@ -604,6 +604,8 @@ impl Policies {
                     peak_in_use: slot.peak_in_use,
                     peak_queued: slot.peak_queued,
                     shed: slot.shed,
+                    max_concurrent: u64::from(spec.config.max_concurrent()),
+                    queue_max: u64::from(spec.config.queue_max()),
                 };
                 (spec.name.clone(), summary)
             })
@@ -620,6 +622,8 @@ impl Policies {
                     peak_in_flight: u64::from(counters.in_flight_peak),
                     peak_bytes: counters.bytes_in_flight_peak,
                     rejected: counters.rejected_total(),
+                    max_in_flight: spec.config.max_in_flight().map(u64::from),
+                    max_bytes: spec.config.max_bytes(),
                 };
                 (spec.name.clone(), summary)
             })

@@ -284,3 +284,28 @@ fn a_hit_that_finishes_the_request_still_runs_the_finally_release() {
     assert_eq!((summary.admitted, summary.rejected), (5, 0));
     assert_eq!(summary.releases_lost, 0);
 }
+
+#[test]
+fn every_rejected_attempt_is_counted_in_its_bucket_retried_or_not() {
+    use outagelab_model::backoff::{BackoffConfig, Jitter};
+    use outagelab_model::retry::RetryConfig;
+    let mut s = base(3, ThrottleForm::Atomic, CounterTtl::Never);
+    let backoff = BackoffConfig::new(ms(5), 1000, ms(5), Jitter::None).unwrap();
+    s.retries.push(RetrySpec {
+        name: "client".into(),
+        enabled: true,
+        config: RetryConfig::new(2, backoff, None, None).unwrap(),
+        retry_on: OutcomeSet::new([outagelab_report::Outcome::RateLimited]),
+    });
+    let mut flow = cascade();
+    flow.steps[0].policies.push(PolicyRef::Retry(RetryId(0)));
+    s.flows.push(flow);
+    s.loads.push(burst("sync", 0, SimTime::ZERO, 8));
+    let report = run(&s).unwrap();
+    // At 0 s, 3 admitted and 5 answered 429; their retries, after the 1 s Retry-After, find
+    // the first three gone: 3 more admitted, 2 answered 429 again, which end the requests.
+    assert_eq!(outcome(&report, "rate_limited"), 2);
+    let rejected = &report.series.counts["rejected_attempts"];
+    assert_eq!(rejected.iter().sum::<u64>(), 7, "{rejected:?}");
+    assert_eq!(rejected[0], 5, "the first five in the first bucket");
+}

@@ -113,6 +113,7 @@ fn demo_report() -> RunReport {
     RunReport {
         scenario: "cache-stampede".to_string(),
         seed: 7,
+        slo: None,
         sweep: None,
         variants: vec![
             variant("no protection", faults.clone(), demo_series(false)),
@@ -160,6 +161,7 @@ fn sweep_report() -> RunReport {
     RunReport {
         scenario: "blob-fanout".to_string(),
         seed: 7,
+        slo: None,
         sweep: Some(SweepInfo {
             label: "K".to_string(),
             parameter: "load.blobs.count".to_string(),
@@ -209,11 +211,13 @@ fn writes_the_time_charts_as_png_and_svg() {
             "latency.png",
             "latency.svg",
             "concurrency.png",
-            "concurrency.svg"
+            "concurrency.svg",
+            "latency_cdf.png",
+            "latency_cdf.svg"
         ]
     );
     assert!(written.iter().all(|path| path.starts_with(&dir)));
-    for name in ["outage", "latency", "concurrency"] {
+    for name in ["outage", "latency", "concurrency", "latency_cdf"] {
         assert_png(&dir.join(format!("{name}.png")));
         let svg = svg_text(&dir, name);
         assert!(svg.starts_with("<svg"), "{name}.svg");
@@ -221,6 +225,9 @@ fn writes_the_time_charts_as_png_and_svg() {
             svg.contains("timeout + breaker + DB bulkhead"),
             "{name}.svg lacks a variant name"
         );
+    }
+    for name in ["outage", "latency", "concurrency"] {
+        let svg = svg_text(&dir, name);
         assert!(
             svg.contains("redis-down: crash on redis, 10-20 s"),
             "{name}.svg lacks the fault"
@@ -230,8 +237,9 @@ fn writes_the_time_charts_as_png_and_svg() {
             "{name}.svg lacks the x-axis label"
         );
     }
+    assert!(svg_text(&dir, "latency_cdf").contains("requests at or under (%)"));
     assert!(svg_text(&dir, "outage").contains("cache-stampede: outage curve"));
-    assert!(svg_text(&dir, "outage").contains("failed requests per second"));
+    assert!(svg_text(&dir, "outage").contains("failed requests/s"));
     assert!(svg_text(&dir, "latency").contains("latency (ms)"));
     assert!(svg_text(&dir, "concurrency").contains("database main: queries running"));
     assert!(!dir.join("sweep.png").exists());
@@ -242,7 +250,7 @@ fn writes_the_time_charts_as_png_and_svg() {
 fn a_sweep_adds_the_sweep_chart() {
     let dir = scratch("sweep");
     let written = write_charts(&sweep_report(), &dir).unwrap();
-    assert_eq!(file_names(&written)[6..], ["sweep.png", "sweep.svg"]);
+    assert_eq!(file_names(&written)[8..], ["sweep.png", "sweep.svg"]);
     assert_png(&dir.join("sweep.png"));
     let svg = svg_text(&dir, "sweep");
     for text in [
@@ -257,12 +265,11 @@ fn a_sweep_adds_the_sweep_chart() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn the_same_report_gives_identical_files() {
-    let (first, second) = (scratch("same-1"), scratch("same-2"));
-    let report = sweep_report();
-    let written = write_charts(&report, &first).unwrap();
-    let again = write_charts(&report, &second).unwrap();
+/// Writes every chart of `report` twice and checks that the files are the same bytes.
+fn assert_written_twice_the_same(report: &RunReport, name: &str) {
+    let (first, second) = (scratch(&format!("{name}-1")), scratch(&format!("{name}-2")));
+    let written = write_charts(report, &first).unwrap();
+    let again = write_charts(report, &second).unwrap();
     assert_eq!(file_names(&written), file_names(&again));
     for (a, b) in written.iter().zip(&again) {
         assert!(
@@ -275,6 +282,11 @@ fn the_same_report_gives_identical_files() {
     fs::remove_dir_all(&second).unwrap();
 }
 
+#[test]
+fn the_same_report_gives_identical_files() {
+    assert_written_twice_the_same(&sweep_report(), "same");
+}
+
 /// Reports at the edges: each must give charts, not a panic or an error.
 #[test]
 fn odd_reports_still_give_charts() {
@@ -282,6 +294,7 @@ fn odd_reports_still_give_charts() {
     let one = |variant| RunReport {
         scenario: "odd".to_string(),
         seed: 1,
+        slo: None,
         sweep: None,
         variants: vec![variant],
     };
@@ -360,7 +373,7 @@ fn odd_reports_still_give_charts() {
     for (index, (case, report)) in cases.iter().enumerate() {
         let dir = scratch(&format!("odd-{index}"));
         let written = write_charts(report, &dir).unwrap_or_else(|error| panic!("{case}: {error}"));
-        let expected = if report.sweep.is_some() { 8 } else { 6 };
+        let expected = if report.sweep.is_some() { 10 } else { 8 };
         assert_eq!(written.len(), expected, "{case}");
         written
             .iter()
@@ -401,50 +414,15 @@ fn a_file_that_cannot_be_written_is_named_in_the_error() {
 #[test]
 fn outage_curve_plots_rates_per_second() {
     let chart = outage::chart(&demo_report());
-    let [failed, succeeded] = &chart.panels[..] else {
-        panic!("two panels")
+    let [failed, succeeded, _in_flight] = &chart.panels[..] else {
+        panic!("three panels")
     };
     // Bucket 100 (10.0 s) of the unprotected variant: 45 timeouts and 3 ok in 100 ms.
     let at_10_s = |panel: &chart::Panel| panel.lines[0].segments[0][100];
     assert_eq!(at_10_s(failed), (10.05, 450.0));
     assert_eq!(at_10_s(succeeded), (10.05, 30.0));
-    assert_eq!(failed.y.description, "failed requests per second");
+    assert_eq!(failed.y.description, "failed requests/s");
     assert_eq!(succeeded.x.range, 0.0..30.0);
-}
-
-#[test]
-fn a_breaker_that_left_closed_gets_a_state_panel_under_the_outage_curve() {
-    let mut report = demo_report();
-    // The protected variant's breaker opens at 10 s and half-opens at 20 s; a second breaker
-    // never leaves closed and gets no line.
-    let opening: Vec<u64> = (0..300)
-        .map(|i| match i {
-            100..200 => 2,
-            200 => 1,
-            _ => 0,
-        })
-        .collect();
-    let gauges = &mut report.variants[1].series.gauges_max;
-    gauges.insert("breakers.redis.state".into(), opening);
-    gauges.insert("breakers.idle.state".into(), vec![0; 300]);
-    let chart = outage::chart(&report);
-    let [_, _, state] = &chart.panels[..] else {
-        panic!("three panels")
-    };
-    assert_eq!(
-        state.lines.len(),
-        1,
-        "one variant has the breaker that opened"
-    );
-    let points = &state.lines[0].segments[0];
-    assert_eq!(
-        (points[99].1, points[100].1, points[200].1),
-        (0.0, 2.0, 1.0)
-    );
-    assert!(chart.legend.iter().any(|entry| entry.label == "redis"));
-    assert!(!chart.legend.iter().any(|entry| entry.label == "idle"));
-    // Without an opening, the chart keeps its two panels.
-    assert_eq!(outage::chart(&demo_report()).panels.len(), 2);
 }
 
 #[test]
@@ -480,60 +458,6 @@ fn latency_breaks_lines_at_empty_buckets_and_goes_log_for_timeouts() {
     assert_eq!(lengths, [150, 149]);
 }
 
-#[test]
-fn concurrency_shows_database_and_bulkhead_gauges_only() {
-    let chart = concurrency::chart(&demo_report());
-    let labels: Vec<&str> = chart
-        .legend
-        .iter()
-        .map(|entry| entry.label.as_str())
-        .collect();
-    assert!(labels.contains(&"database main: queries running"));
-    assert!(labels.contains(&"bulkhead db: permits in use"));
-    assert!(
-        !labels
-            .iter()
-            .any(|label| label.contains("queued") || label.contains("in_flight"))
-    );
-    // One database line per variant, one bulkhead line for the variant that has a bulkhead.
-    assert_eq!(chart.panels[0].lines.len(), 3);
-}
-
-#[test]
-fn concurrency_shows_lock_waiters_only_when_some_query_waited() {
-    let mut report = demo_report();
-    for variant in &mut report.variants {
-        let buckets = variant.series.start_ms.len();
-        variant
-            .series
-            .gauges_max
-            .insert("databases.main.lock_waiting".to_string(), vec![0; buckets]);
-        variant
-            .summary
-            .databases
-            .insert("main".to_string(), DatabaseSummary::default());
-    }
-    let has_lock_line = |report: &RunReport| {
-        concurrency::chart(report)
-            .legend
-            .iter()
-            .any(|entry| entry.label == "database main: waiting for a lock")
-    };
-    assert!(
-        !has_lock_line(&report),
-        "no query waited: no flat zero line"
-    );
-    report.variants[1]
-        .summary
-        .databases
-        .get_mut("main")
-        .unwrap()
-        .peak_lock_waiting = 4;
-    assert!(has_lock_line(&report));
-    // Both variants draw it once some variant waited, next to the three lines of before.
-    assert_eq!(concurrency::chart(&report).panels[0].lines.len(), 5);
-}
-
 /// `demo_report` with a throttle `cascade`, switched on in the second variant only: it holds 3
 /// slots while its counter climbs one per 10 s (leaked slots).
 fn throttle_report() -> RunReport {
@@ -544,6 +468,7 @@ fn throttle_report() -> RunReport {
             "cascade".to_string(),
             ThrottleSummary {
                 enabled: index == 1,
+                inflight_max: 10,
                 ..ThrottleSummary::default()
             },
         );
@@ -592,11 +517,18 @@ fn the_throttle_chart_shows_held_against_counted_for_enabled_throttles() {
     assert!(lines.iter().all(|line| line.stroke.color == palette(1)));
     let last = |line: &chart::Line| line.segments[0].last().unwrap().1;
     assert_eq!((last(&lines[0]), last(&lines[1])), (3.0, 5.0));
+    // Its cap, a labelled reference line.
+    let rules = &chart.panels[0].rules;
+    assert_eq!(rules.len(), 1);
+    assert_eq!(
+        (rules[0].at, rules[0].label.as_str()),
+        (10.0, "throttle cascade: inflight_max 10")
+    );
 
     let dir = scratch("throttles");
     let written = write_charts(&throttle_report(), &dir).unwrap();
     assert_eq!(
-        file_names(&written)[6..],
+        file_names(&written)[8..],
         ["throttles.png", "throttles.svg"]
     );
     assert!(svg_text(&dir, "throttles").contains("throttle slots over time"));
@@ -642,7 +574,7 @@ fn the_fail_open_chart_shows_only_controls_that_failed_open() {
     let dir = scratch("fail-open");
     let written = write_charts(&report, &dir).unwrap();
     assert_eq!(
-        file_names(&written)[6..],
+        file_names(&written)[8..],
         ["fail_open.png", "fail_open.svg"]
     );
     fs::remove_dir_all(&dir).unwrap();
@@ -716,9 +648,24 @@ fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
         .unwrap()
         .maxmemory = Some(30 << 20);
     let chart = memory::chart(&report).unwrap();
+    // The same memory in both variants: a panel each, the second named as the same.
+    assert_eq!(chart.panels.len(), 2);
+    assert_eq!(
+        chart.panels[1].title.as_deref(),
+        Some("timeout + breaker + DB bulkhead (same as no protection)")
+    );
     let lines = &chart.panels[0].lines;
-    assert_eq!(lines.len(), 2, "one line per variant for the one server");
+    assert_eq!(lines.len(), 1, "one line for the one server");
     assert_eq!(lines[0].segments[0][0].1, 30.0);
+    assert!(chart.panels[1].lines[0].marks);
+    // The limit in the first variant's file is a reference line on its panel only.
+    let rules: Vec<&str> = chart.panels[0]
+        .rules
+        .iter()
+        .map(|r| r.label.as_str())
+        .collect();
+    assert_eq!(rules, ["server redis: maxmemory at the end 30"]);
+    assert!(chart.panels[1].rules.is_empty());
     let labels: Vec<&str> = chart
         .legend
         .iter()
@@ -727,7 +674,9 @@ fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
     assert!(labels.contains(&"server redis"), "{labels:?}");
     let dir = scratch("memory");
     let written = write_charts(&report, &dir).unwrap();
-    assert_eq!(file_names(&written)[6..], ["memory.png", "memory.svg"]);
+    assert_eq!(file_names(&written)[8..], ["memory.png", "memory.svg"]);
     assert!(svg_text(&dir, "memory").contains("Redis used memory over time"));
     fs::remove_dir_all(&dir).unwrap();
 }
+
+mod postmortem;

@@ -1,0 +1,533 @@
+//! Many variants over time: one panel for all of them while their lines stay apart, or small
+//! multiples (one panel per variant, on shared axes) when they would not. Either way, a
+//! variant whose lines are exactly an earlier variant's has circles along its lines and
+//! "(same as X)" after its name, so it is not lost under the other.
+//!
+//! The rule: small multiples when more than [`SHARED_VARIANTS_MAX`] variants are drawn, or more
+//! than [`SHARED_LINES_MAX`] lines (variants times what each shows), or when some variant's
+//! lines would hide an earlier variant's: each of its lines lies within 1% of the axis' span
+//! (on a log axis, within 5% of the value) of the same line of the other at
+//! [`OVERLAP_SHARE_MIN`] of their points or more.
+//!
+//! On one panel, colour says the variant and line style what the line shows (its kind). On
+//! small multiples each panel is one variant, named above it, and colour says the kind when
+//! there are several.
+
+use outagelab_report::{RunReport, VariantReport};
+use plotters::style::RGBColor;
+
+use crate::axes::format_number;
+use crate::chart::{
+    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Panel, Rule, Stroke, palette,
+    variant_line_stroke, variant_stroke,
+};
+use crate::timeline::{FaultShading, fault_shading, time_axis, variant_fault_bands};
+
+/// Up to this many variants share one panel, with up to this many lines in all.
+pub(crate) const SHARED_VARIANTS_MAX: usize = 6;
+pub(crate) const SHARED_LINES_MAX: usize = 12;
+/// Two lines overlap where at least this share of their points are within a pixel or so.
+const OVERLAP_SHARE_MIN: f64 = 0.9;
+
+/// What a line shows (a percentile, a gauge), and how it is drawn.
+pub(crate) struct Kind {
+    pub label: String,
+    pub dash: Dash,
+    pub width: u32,
+    /// Its colour on a variant's own panel; `None`: the palette's, by kind.
+    pub color: Option<RGBColor>,
+}
+
+impl Kind {
+    pub fn new(label: impl Into<String>, dash: Dash, width: u32) -> Kind {
+        Kind {
+            label: label.into(),
+            dash,
+            width,
+            color: None,
+        }
+    }
+
+    /// Kinds told apart by line style alone (their colour says the variant on one panel):
+    /// solid, dashed, dotted, then the same again thinner.
+    pub fn styled(labels: impl IntoIterator<Item = String>) -> Vec<Kind> {
+        let kinds = labels.into_iter().enumerate().map(|(index, label)| {
+            let stroke = variant_line_stroke(0, index);
+            Kind::new(label, stroke.dash, stroke.width)
+        });
+        kinds.collect()
+    }
+
+    /// Its colour where colour says the kind.
+    fn own_color(&self, index: usize) -> RGBColor {
+        self.color.unwrap_or_else(|| palette(index))
+    }
+}
+
+/// One variant's part of a chart: its lines (each with the index of its kind) and its
+/// configured limits. A chart has one part per variant, in the report's order.
+#[derive(Default)]
+pub(crate) struct Part {
+    pub lines: Vec<(usize, Vec<Vec<(f64, f64)>>)>,
+    pub limits: Vec<Limit>,
+}
+
+/// One part per variant of `report`, in its order, each filled by `fill`.
+pub(crate) fn parts(
+    report: &RunReport,
+    mut fill: impl FnMut(&VariantReport, &mut Part),
+) -> Vec<Part> {
+    let parts = report.variants.iter().map(|variant| {
+        let mut part = Part::default();
+        fill(variant, &mut part);
+        part
+    });
+    parts.collect()
+}
+
+impl Part {
+    /// Adds a line of `kind`, unless it has no point to draw.
+    pub fn push(&mut self, kind: usize, segments: Vec<Vec<(f64, f64)>>) {
+        if !segments.is_empty() {
+            self.lines.push((kind, segments));
+        }
+    }
+}
+
+/// A configured limit (or an objective), drawn as a labelled reference line: `what` names the
+/// resource and its key (`bulkhead pool: max_concurrent`), the label defaults to it and the
+/// value.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Limit {
+    pub what: String,
+    pub value: f64,
+    pub label: String,
+}
+
+impl Limit {
+    pub fn new(what: impl Into<String>, value: f64) -> Limit {
+        let what = what.into();
+        Limit {
+            label: format!("{what} {}", format_number(value)),
+            what,
+            value,
+        }
+    }
+}
+
+/// How a chart's variants are drawn.
+pub(crate) struct Arrangement {
+    pub multiples: bool,
+    /// For each variant, the first earlier variant with exactly the same lines.
+    pub same_as: Vec<Option<usize>>,
+}
+
+/// Decides between one panel and small multiples for `parts` drawn against `y`, where one
+/// panel would hold every line of every part.
+pub(crate) fn arrange(parts: &[Part], y: &Axis) -> Arrangement {
+    arrange_lines(parts, y, SHARED_LINES_MAX)
+}
+
+/// [`arrange`] for a chart that spreads the lines over panels of at most `lines_max`.
+pub(crate) fn arrange_lines(parts: &[Part], y: &Axis, lines_max: usize) -> Arrangement {
+    let same_as = same_as(parts);
+    let drawn = parts.iter().filter(|part| !part.lines.is_empty()).count();
+    let lines: usize = parts.iter().map(|part| part.lines.len()).sum();
+    let hidden = (1..parts.len())
+        .any(|later| (0..later).any(|earlier| overlaps(&parts[later], &parts[earlier], y)));
+    Arrangement {
+        multiples: drawn > SHARED_VARIANTS_MAX || lines > lines_max || hidden,
+        same_as,
+    }
+}
+
+fn same_as(parts: &[Part]) -> Vec<Option<usize>> {
+    (0..parts.len())
+        .map(|later| {
+            let lines = &parts[later].lines;
+            (0..later).find(|&earlier| !lines.is_empty() && parts[earlier].lines == *lines)
+        })
+        .collect()
+}
+
+/// Whether every line of `later` lies on the same kind's line of `earlier`.
+fn overlaps(later: &Part, earlier: &Part, y: &Axis) -> bool {
+    let kinds = |part: &Part| part.lines.iter().map(|(kind, _)| *kind).collect::<Vec<_>>();
+    if later.lines.is_empty() || kinds(later) != kinds(earlier) {
+        return false;
+    }
+    let close = |a: f64, b: f64| {
+        if y.log {
+            let (low, high) = (a.min(b), a.max(b));
+            high <= y.range.start || high <= low * 1.05
+        } else {
+            (a - b).abs() <= (y.range.end - y.range.start) * 0.01
+        }
+    };
+    later
+        .lines
+        .iter()
+        .zip(&earlier.lines)
+        .all(|((_, a), (_, b))| {
+            let (a, b): (Vec<_>, Vec<_>) =
+                (a.iter().flatten().collect(), b.iter().flatten().collect());
+            if a.len() != b.len() {
+                return false;
+            }
+            let near = a
+                .iter()
+                .zip(&b)
+                .filter(|(p, q)| p.0 == q.0 && close(p.1, q.1));
+            near.count() as f64 >= a.len() as f64 * OVERLAP_SHARE_MIN
+        })
+}
+
+/// Every limit's value, for sizing the y-axis.
+pub(crate) fn limit_values(parts: &[Part]) -> Vec<f64> {
+    let limits = parts.iter().flat_map(|part| &part.limits);
+    limits.map(|limit| limit.value).collect()
+}
+
+/// Every line of `parts`, for sizing the y-axis.
+pub(crate) fn all_lines(parts: &[Part], kinds: &[Kind]) -> Vec<Line> {
+    let lines = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(variant, part)| styled(part, variant, kinds, false, None));
+    lines.collect()
+}
+
+/// What a chart of one quantity over time is called and how its y-axis is made.
+pub(crate) struct OverTime<'a> {
+    pub name: &'static str,
+    pub title: &'a str,
+    /// The y-axis for every line and limit value.
+    pub y: &'a dyn Fn(&[Line], &[f64]) -> Axis,
+    /// The legend's heading over the kinds.
+    pub heading: &'a str,
+    pub kinds: Vec<Kind>,
+}
+
+/// A chart of one quantity over time: every variant on one panel, or small multiples.
+pub(crate) fn over_time(report: &RunReport, spec: OverTime<'_>, parts: &[Part]) -> Chart {
+    let time = time_axis(report);
+    let y = (spec.y)(&all_lines(parts, &spec.kinds), &limit_values(parts));
+    let arrangement = arrange(parts, &y);
+    let axes = (&time, &y);
+    let (panels, columns) = if arrangement.multiples {
+        let panels = multiple_panels(report, parts, &spec.kinds, &arrangement, axes);
+        (panels, grid_columns(parts.len()))
+    } else {
+        let panel = shared_panel(report, parts, &spec.kinds, &arrangement, axes);
+        (vec![panel], 1)
+    };
+    let faults = fault_shading(report, &time, arrangement.multiples);
+    // On small multiples each panel names its variant, and colour says the kind: a list of
+    // the variants' colours would match nothing drawn.
+    let variants = !arrangement.multiples;
+    let legend = legend(
+        report,
+        &arrangement,
+        variants,
+        (spec.heading, &spec.kinds),
+        faults,
+    );
+    Chart {
+        name: spec.name,
+        title: format!("{}: {}", report.scenario, spec.title),
+        panels,
+        columns,
+        legend,
+    }
+}
+
+/// A variant's lines, coloured by variant (or, on its own panel with several kinds, by kind),
+/// dashed by kind, marked when the variant is the same as an earlier one.
+fn styled(
+    part: &Part,
+    variant: usize,
+    kinds: &[Kind],
+    own_panel: bool,
+    same_as: Option<usize>,
+) -> Vec<Line> {
+    let stroke = |kind: usize| {
+        let Kind { dash, width, .. } = kinds[kind];
+        match (kinds.len(), own_panel) {
+            (1, _) => variant_stroke(variant),
+            (_, true) => Stroke {
+                color: kinds[kind].own_color(kind),
+                dash,
+                width,
+            },
+            (_, false) => Stroke {
+                color: palette(variant),
+                dash,
+                width,
+            },
+        }
+    };
+    let lines = part.lines.iter().map(|(kind, segments)| Line {
+        segments: segments.clone(),
+        stroke: stroke(*kind),
+        marks: same_as.is_some(),
+    });
+    lines.collect()
+}
+
+/// All variants on one panel, over the fault windows of all of them (labelled), with their
+/// limits.
+pub(crate) fn shared_panel(
+    report: &RunReport,
+    parts: &[Part],
+    kinds: &[Kind],
+    arrangement: &Arrangement,
+    (time, y): (&Axis, &Axis),
+) -> Panel {
+    let mut panel = Panel::new(time.clone(), y.clone());
+    panel.bands = fault_shading(report, time, false).bands;
+    for (variant, part) in parts.iter().enumerate() {
+        let same = arrangement.same_as[variant];
+        panel
+            .lines
+            .extend(styled(part, variant, kinds, false, same));
+    }
+    panel.rules = rules(parts, true);
+    panel
+}
+
+/// One panel per variant, named above it, over its own fault windows, with its own limits.
+pub(crate) fn multiple_panels(
+    report: &RunReport,
+    parts: &[Part],
+    kinds: &[Kind],
+    arrangement: &Arrangement,
+    (time, y): (&Axis, &Axis),
+) -> Vec<Panel> {
+    let panels = report.variants.iter().zip(parts).enumerate();
+    panels
+        .map(|(index, (variant, part))| {
+            let same = arrangement.same_as[index];
+            let mut panel = Panel::new(time.clone(), y.clone());
+            panel.title = Some(variant_name(report, index, same));
+            panel.bands = variant_fault_bands(variant, time);
+            panel.lines = styled(part, index, kinds, true, same);
+            panel.rules = rules(std::slice::from_ref(part), false);
+            panel
+        })
+        .collect()
+}
+
+/// Columns of small multiples for `count` variants: one up to 3, two up to 8, then three.
+pub(crate) fn grid_columns(count: usize) -> usize {
+    match count {
+        0..=3 => 1,
+        4..=8 => 2,
+        _ => 3,
+    }
+}
+
+/// A variant's name, and which variant it is the same as.
+pub(crate) fn variant_name(report: &RunReport, variant: usize, same_as: Option<usize>) -> String {
+    let name = &report.variants[variant].name;
+    match same_as {
+        Some(other) => format!("{name} (same as {})", report.variants[other].name),
+        None => name.clone(),
+    }
+}
+
+/// The limits as reference lines: one per value, its labels joined. On one panel, a limit
+/// whose value differs between variants is drawn in each variant's colour.
+fn rules(parts: &[Part], shared: bool) -> Vec<Rule> {
+    let agreed = |what: &str| {
+        let mut values = parts
+            .iter()
+            .flat_map(|part| &part.limits)
+            .filter(|limit| limit.what == what)
+            .map(|limit| limit.value);
+        let first = values.next();
+        values.all(|value| Some(value) == first)
+    };
+    let mut rules: Vec<Rule> = Vec::new();
+    for (variant, part) in parts.iter().enumerate() {
+        for limit in &part.limits {
+            let label = limit.label.clone();
+            let color = if !shared || agreed(&limit.what) {
+                INK
+            } else {
+                palette(variant)
+            };
+            let same_line = rules
+                .iter_mut()
+                .find(|rule| rule.at == limit.value && rule.stroke.color == color);
+            match same_line {
+                Some(rule) if rule.label.split(" · ").any(|l| l == label) => {}
+                Some(rule) => rule.label = format!("{} · {label}", rule.label),
+                None => rules.push(Rule {
+                    at: limit.value,
+                    vertical: false,
+                    stroke: Stroke {
+                        color,
+                        dash: Dash::Dashed,
+                        width: 1,
+                    },
+                    label,
+                }),
+            }
+        }
+    }
+    rules
+}
+
+/// The legend of a chart over time: the `variants` in their colours (with the one each is
+/// the same as), what each kind of line shows under `heading`, and the faults.
+pub(crate) fn legend(
+    report: &RunReport,
+    arrangement: &Arrangement,
+    variants: bool,
+    (heading, kinds): (&str, &[Kind]),
+    faults: FaultShading,
+) -> Vec<LegendEntry> {
+    let mut legend = Vec::new();
+    if variants {
+        legend.push(LegendEntry::heading("Variants"));
+    }
+    for index in (0..report.variants.len()).filter(|_| variants) {
+        let same = arrangement.same_as.get(index).copied().flatten();
+        let stroke = Stroke {
+            width: 3,
+            ..variant_stroke(index)
+        };
+        legend.push(LegendEntry {
+            key: match same {
+                Some(_) => Key::Marked(stroke),
+                None => Key::Line(stroke),
+            },
+            label: variant_name(report, index, same),
+        });
+    }
+    if !heading.is_empty() {
+        legend.push(LegendEntry::heading(heading));
+    }
+    for (index, kind) in kinds.iter().enumerate() {
+        let color = if arrangement.multiples && kinds.len() > 1 {
+            kind.own_color(index)
+        } else {
+            INK
+        };
+        let stroke = Stroke {
+            color,
+            dash: kind.dash,
+            width: kind.width,
+        };
+        legend.push(LegendEntry {
+            key: Key::Line(stroke),
+            label: kind.label.clone(),
+        });
+    }
+    legend.extend(faults.legend);
+    legend
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axis(log: bool) -> Axis {
+        Axis {
+            description: String::new(),
+            range: if log { 1.0..1000.0 } else { 0.0..100.0 },
+            log,
+        }
+    }
+
+    fn part(values: &[f64]) -> Part {
+        let points = values.iter().enumerate().map(|(x, &y)| (x as f64, y));
+        Part {
+            lines: vec![(0, vec![points.collect()])],
+            limits: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn identical_variants_are_named_after_the_first_they_equal() {
+        let parts = [
+            part(&[1.0, 2.0]),
+            part(&[5.0, 6.0]),
+            part(&[1.0, 2.0]),
+            part(&[5.0, 6.0]),
+            Part::default(),
+            Part::default(),
+        ];
+        let arrangement = arrange(&parts, &axis(false));
+        assert_eq!(
+            arrangement.same_as,
+            [None, None, Some(0), Some(1), None, None],
+            "variants without lines are the same as nothing"
+        );
+        assert!(arrangement.multiples, "identical lines hide each other");
+    }
+
+    #[test]
+    fn small_multiples_when_many_variants_or_when_lines_would_hide_others() {
+        let apart = |count: usize| -> Vec<Part> {
+            (0..count)
+                .map(|index| part(&[index as f64 * 10.0, index as f64 * 10.0 + 5.0]))
+                .collect()
+        };
+        assert!(!arrange(&apart(SHARED_VARIANTS_MAX), &axis(false)).multiples);
+        assert!(arrange(&apart(SHARED_VARIANTS_MAX + 1), &axis(false)).multiples);
+        let mut crowded = apart(3);
+        for part in &mut crowded {
+            let line = part.lines[0].1.clone();
+            part.lines.extend((1..5).map(|kind| (kind, line.clone())));
+        }
+        assert!(
+            arrange(&crowded, &axis(false)).multiples,
+            "3 variants of 5 lines each"
+        );
+        // Within 1% of a 0..100 axis at 9 of 10 points: hidden.
+        let base: Vec<f64> = (0..10).map(|x| x as f64 * 10.0).collect();
+        let mut near = base.clone();
+        near.iter_mut().for_each(|y| *y += 0.9);
+        near[3] += 20.0;
+        assert!(arrange(&[part(&base), part(&near)], &axis(false)).multiples);
+        near[4] += 20.0;
+        assert!(!arrange(&[part(&base), part(&near)], &axis(false)).multiples);
+        // On a log axis, within 5%; zeros on the bottom edge overlap.
+        let log = axis(true);
+        assert!(arrange(&[part(&[0.0, 100.0]), part(&[0.5, 104.0])], &log).multiples);
+        assert!(!arrange(&[part(&[0.0, 100.0]), part(&[0.5, 110.0])], &log).multiples);
+    }
+
+    #[test]
+    fn limits_become_one_labelled_rule_per_value() {
+        let limit = Limit::new;
+        let mut first = part(&[1.0]);
+        first.limits = vec![limit("pool: permits", 200.0), limit("db: capacity", 16.0)];
+        let mut second = part(&[2.0]);
+        second.limits = vec![
+            limit("pool: permits", 200.0),
+            limit("db: capacity", 32.0),
+            limit("semaphore: cap", 200.0),
+        ];
+        let parts = [first, second];
+        let shared = rules(&parts, true);
+        let drawn: Vec<(f64, &str)> = shared.iter().map(|r| (r.at, r.label.as_str())).collect();
+        assert_eq!(
+            drawn,
+            [
+                (200.0, "pool: permits 200 · semaphore: cap 200"),
+                (16.0, "db: capacity 16"),
+                (32.0, "db: capacity 32"),
+            ]
+        );
+        assert_eq!(shared[0].stroke.color, INK, "the same in every variant");
+        assert_eq!(
+            (shared[1].stroke.color, shared[2].stroke.color),
+            (palette(0), palette(1)),
+            "a limit that differs is drawn in each variant's colour"
+        );
+        let own = rules(&parts[1..], false);
+        assert!(own.iter().all(|rule| rule.stroke.color == INK));
+    }
+}
