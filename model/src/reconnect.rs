@@ -301,6 +301,9 @@ pub enum Command {
     Del,
     /// A Lua script (the rate-limit admission script checks and charges in one call).
     EvalSha,
+    /// A message to a channel's subscribers: not on the allowlist, since a replay sends it
+    /// twice.
+    Publish,
 }
 
 impl Command {
@@ -335,6 +338,7 @@ impl Command {
             Command::Expire => "EXPIRE",
             Command::Del => "DEL",
             Command::EvalSha => "EVALSHA",
+            Command::Publish => "PUBLISH",
         }
     }
 }

@@ -509,6 +509,10 @@ pub struct ConnectionSummary {
     pub fail_open: u64,
     /// A reconnect slot's counters (zero for other connections).
     pub slot: SlotSummary,
+    /// For a subscriber: messages (published keys, tracking invalidations) it received, and
+    /// those sent while its link was down, which Pub/Sub never delivers.
+    pub messages: u64,
+    pub messages_missed: u64,
     /// The configured limit on commands a link holds without a reply (`None`: no limit).
     pub pending_max: Option<u64>,
 }

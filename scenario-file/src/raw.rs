@@ -123,6 +123,26 @@ pub struct RawConnection {
     pub connected_at_start: Option<bool>,
     pub reconnect: Option<Spanned<ReconnectName>>,
     pub pending_max: Option<Spanned<Whole>>,
+    /// Subscriber mode: `subscribe = { channel = "inv", invalidates = "l1" }`.
+    pub subscribe: Option<Spanned<RawSubscribe>>,
+    /// `tracking = { redirect = "inv" }`, or with `bcast = ["product"]`.
+    pub tracking: Option<Spanned<RawTracking>>,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSubscribe {
+    pub channel: Option<Spanned<String>>,
+    pub invalidates: Spanned<String>,
+    pub flush_on_reconnect: Option<bool>,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTracking {
+    pub redirect: Spanned<String>,
+    #[serde(default)]
+    pub bcast: Vec<Spanned<String>>,
 }
 
 #[derive(Clone, Copy, Deserialize)]
@@ -637,6 +657,8 @@ pub struct RawRedisStep {
     pub ttl: Option<Spanned<Text>>,
     /// On a reconnect slot, replay the step's write after a connection-level failure too.
     pub replay_writes: Option<Spanned<bool>>,
+    /// PUBLISH's channel (the message is the request's key).
+    pub channel: Option<Spanned<String>>,
 }
 
 /// `db = { name = "main", timeout = "1s" }`
@@ -743,6 +765,8 @@ pub enum RedisCommandName {
     Incr,
     #[serde(rename = "DEL")]
     Del,
+    #[serde(rename = "PUBLISH")]
+    Publish,
 }
 
 #[derive(Clone, Copy, Deserialize)]
@@ -809,6 +833,7 @@ pub enum FaultKindName {
     Maxmemory,
     Flushall,
     ErrorReply,
+    Disconnect,
 }
 
 impl FaultKindName {
@@ -821,6 +846,7 @@ impl FaultKindName {
             FaultKindName::Maxmemory => "maxmemory",
             FaultKindName::Flushall => "flushall",
             FaultKindName::ErrorReply => "error_reply",
+            FaultKindName::Disconnect => "disconnect",
         }
     }
 }

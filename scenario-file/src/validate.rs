@@ -78,6 +78,14 @@ pub(crate) struct Validator<'a> {
     /// The HTTP status of each outcome (the `[http]` table's, else the defaults), read before
     /// anything that names outcomes by status class (`retry_on = ["5xx"]`).
     statuses: [u16; Outcome::COUNT],
+    /// Pub/Sub channels by name, in the order first named: a channel's id is its place here.
+    channels: Vec<String>,
+    /// The channels of PUBLISH steps and their keys, checked against the subscribers once
+    /// every connection is read.
+    published: Vec<(Spanned<String>, String)>,
+    /// Faults on a connection (by fault name, with the target as written and its key),
+    /// resolved against the scenario's connections once its services are expanded.
+    fault_targets: Vec<(String, Spanned<String>, String)>,
 }
 
 /// The most instances a service may have: each copies its flows and their per-instance
@@ -103,7 +111,22 @@ impl<'a> Validator<'a> {
             presets: Vec::new(),
             used: BTreeSet::new(),
             statuses: Outcome::ALL.map(Outcome::default_http_status),
+            channels: Vec::new(),
+            published: Vec::new(),
+            fault_targets: Vec::new(),
         }
+    }
+
+    /// The id of channel `name`, named for the first time or not.
+    fn channel_id(&mut self, name: &str) -> ChannelId {
+        let index = match self.channels.iter().position(|c| c == name) {
+            Some(index) => index,
+            None => {
+                self.channels.push(name.to_owned());
+                self.channels.len() - 1
+            }
+        };
+        ChannelId(index as u32)
     }
 
     pub fn error(
@@ -405,10 +428,13 @@ impl<'a> Validator<'a> {
             http,
             callers,
             services: Vec::new(),
+            channels: std::mem::take(&mut self.channels),
         };
+        self.check_published_channels(&scenario);
         for (name, service) in &raw.services {
             self.service(&mut scenario, name, service, &names);
         }
+        self.resolve_fault_targets(&mut scenario);
         if self.errors.len() > errors_before {
             return None;
         }
@@ -416,6 +442,79 @@ impl<'a> Validator<'a> {
             .check_references()
             .expect("validated references always resolve");
         Some(scenario)
+    }
+
+    /// Points each fault on a connection at it, by the name the file gave: `name` for a
+    /// connection outside any service, `name@k` for instance k's copy.
+    fn resolve_fault_targets(&mut self, scenario: &mut Scenario) {
+        for (fault, target, key) in std::mem::take(&mut self.fault_targets) {
+            let name = target.get_ref().as_str();
+            let found = scenario.connections.iter().position(|c| c.name == name);
+            let Some(index) = found else {
+                let known: Vec<&str> = scenario
+                    .connections
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect();
+                let copies = scenario
+                    .connections
+                    .iter()
+                    .any(|c| c.name == format!("{name}@0"));
+                let message = if copies {
+                    format!(
+                        "`{name}` runs on every instance of its service: name one, `{name}@0` \
+                         to `{name}@{}`",
+                        known
+                            .iter()
+                            .filter(|k| k.starts_with(&format!("{name}@")))
+                            .count()
+                            - 1
+                    )
+                } else {
+                    format!(
+                        "unknown connection `{name}` (connections: {})",
+                        known.join(", ")
+                    )
+                };
+                self.error(Some(target.span()), key, message);
+                continue;
+            };
+            if let Some(spec) = scenario.faults.iter_mut().find(|f| f.name == fault) {
+                spec.target = FaultTarget::Connection(ConnectionId(index as u32));
+            }
+        }
+    }
+
+    /// A PUBLISH to a channel nobody subscribes to reaches no one: a misspelt channel loses
+    /// every invalidation silently, so it is an error.
+    fn check_published_channels(&mut self, scenario: &Scenario) {
+        let subscribed: Vec<&str> = scenario
+            .connections
+            .iter()
+            .filter_map(|c| c.subscription?.channel)
+            .map(|channel| scenario.channels[channel.index()].as_str())
+            .collect();
+        for (channel, key) in std::mem::take(&mut self.published) {
+            let name = channel.get_ref().as_str();
+            if subscribed.contains(&name) {
+                continue;
+            }
+            let message = match crate::suggest::closest(name, subscribed.iter().copied()) {
+                Some(near) => {
+                    format!("no connection subscribes to channel `{name}`: did you mean `{near}`?")
+                }
+                None if subscribed.is_empty() => format!(
+                    "no connection subscribes to channel `{name}`: the message would reach no \
+                     one (give a connection `subscribe = {{ channel = \"{name}\", invalidates = \
+                     \"...\" }}`)"
+                ),
+                None => format!(
+                    "no connection subscribes to channel `{name}` (subscribed: {})",
+                    subscribed.join(", ")
+                ),
+            };
+            self.error(Some(channel.span()), key, message);
+        }
     }
 
     /// `[services.<name>]`: runs its flows on `instances` instances, each with its own copies
@@ -906,7 +1005,66 @@ impl<'a> Validator<'a> {
             ),
             None => None,
         };
+        let subscription = match &raw.subscribe {
+            Some(subscribe) => {
+                let table = subscribe.get_ref();
+                let cache = self.resolve(&names.caches, &table.invalidates, &key("subscribe"));
+                let channel = table
+                    .channel
+                    .as_ref()
+                    .map(|channel| self.channel_id(channel.get_ref()));
+                Some(Subscription {
+                    channel,
+                    invalidates: cache?,
+                    flush_on_reconnect: table.flush_on_reconnect.unwrap_or(false),
+                })
+            }
+            None => None,
+        };
+        let tracking = match &raw.tracking {
+            Some(tracking) => {
+                let table = tracking.get_ref();
+                let redirect = self.resolve(&names.connections, &table.redirect, &key("tracking"));
+                let bcast: Vec<Option<KeyFamilyId>> = table
+                    .bcast
+                    .iter()
+                    .map(|family| self.resolve(&names.keys, family, &key("tracking.bcast")))
+                    .collect();
+                let redirect_raw = names.connections.get(table.redirect.get_ref());
+                if let Some((_, target)) = redirect_raw
+                    && (target.subscribe.is_none()
+                        || target.server.get_ref() != raw.server.get_ref())
+                {
+                    let message = format!(
+                        "redirects its invalidations to `{}`, which is not a subscriber on the \
+                         same server (give it `subscribe = {{ invalidates = \"...\" }}`)",
+                        table.redirect.get_ref()
+                    );
+                    self.error(
+                        Some(table.redirect.span()),
+                        key("tracking.redirect"),
+                        message,
+                    );
+                    return None;
+                }
+                Some(Tracking {
+                    redirect: redirect?,
+                    bcast: bcast.into_iter().collect::<Option<Vec<_>>>()?,
+                })
+            }
+            None => None,
+        };
+        if let (Some(_), Some(reconnect)) = (&raw.subscribe, &raw.reconnect)
+            && matches!(reconnect.get_ref(), ReconnectName::Slot)
+        {
+            let message = "a subscriber cannot be a reconnect slot: a slot reconnects on a \
+                           caller's command, and a subscriber sends none";
+            self.error(Some(reconnect.span()), key("reconnect"), message);
+            return None;
+        }
         Some(ConnectionSpec {
+            subscription,
+            tracking,
             pending_max,
             name: name.to_owned(),
             server: server?,
@@ -2631,8 +2789,26 @@ impl<'a> Validator<'a> {
                 }
             }
         }
+        if let (Some(channel), false) = (&table.channel, command_name == RedisCommandName::Publish)
+        {
+            let message = "applies to PUBLISH only: this command sends no message";
+            self.error(Some(channel.span()), key("channel"), message);
+        }
         let connection = self.resolve(&names.connections, &table.connection, &key("connection"));
         let family = self.resolve(&names.keys, &table.key, &key("key"));
+        if names
+            .connections
+            .get(table.connection.get_ref())
+            .is_some_and(|(_, target)| target.subscribe.is_some())
+        {
+            let message = format!(
+                "`{}` is a subscriber: it sends no commands (give the step a connection of its \
+                 own)",
+                table.connection.get_ref()
+            );
+            self.error(Some(table.connection.span()), key("connection"), message);
+            return None;
+        }
         let value_bytes = match &table.value {
             Some(value) if takes_value => self.size(value, &key("value"))?,
             _ => default::VALUE as u32,
@@ -2649,6 +2825,18 @@ impl<'a> Validator<'a> {
             RedisCommandName::Get => RedisCommand::Get,
             RedisCommandName::Incr => RedisCommand::Incr,
             RedisCommandName::Del => RedisCommand::Del,
+            RedisCommandName::Publish => {
+                let Some(channel) = &table.channel else {
+                    let message = "PUBLISH needs the channel it sends the key to \
+                                   (`channel = \"...\"`)";
+                    self.error(Some(table.command.span()), key("channel"), message);
+                    return None;
+                };
+                self.published.push((channel.clone(), key("channel")));
+                RedisCommand::Publish {
+                    channel: self.channel_id(channel.get_ref()),
+                }
+            }
             RedisCommandName::Set => RedisCommand::Set { value_bytes, ttl },
             RedisCommandName::SetNxPx => {
                 let Some(ttl) = ttl else {
@@ -3094,20 +3282,38 @@ impl<'a> Validator<'a> {
     ) -> Option<FaultSpec> {
         let key = |field: &str| format!("faults.{name}.{field}");
         let target_name = raw.target.get_ref();
-        let target =
-            if !names.servers.contains(target_name) && names.databases.contains(target_name) {
-                self.error(
-                    Some(raw.target.span()),
-                    key("target"),
-                    format!(
-                        "`{}` is a database: faults can target Redis servers only",
-                        raw.target.get_ref()
-                    ),
-                );
-                None
-            } else {
-                self.resolve(&names.servers, &raw.target, &key("target"))
-            };
+        // A connection is named as the file writes it, or as `name@k` for instance k's copy
+        // in a service: resolved once the services are expanded (`resolve_fault_targets`).
+        let on_connection = names.connections.contains(target_name)
+            || target_name
+                .rsplit_once('@')
+                .is_some_and(|(base, _)| names.connections.contains(base));
+        let target = if on_connection {
+            self.fault_targets
+                .push((name.to_owned(), raw.target.clone(), key("target")));
+            self.used.insert((
+                "connections",
+                target_name
+                    .as_str()
+                    .rsplit_once('@')
+                    .map_or(target_name.as_str(), |(b, _)| b)
+                    .to_owned(),
+            ));
+            Some(FaultTarget::Connection(ConnectionId(u32::MAX)))
+        } else if !names.servers.contains(target_name) && names.databases.contains(target_name) {
+            self.error(
+                Some(raw.target.span()),
+                key("target"),
+                format!(
+                    "`{}` is a database: faults can target Redis servers and connections only",
+                    raw.target.get_ref()
+                ),
+            );
+            None
+        } else {
+            self.resolve(&names.servers, &raw.target, &key("target"))
+                .map(FaultTarget::Server)
+        };
         let at = SimTime::ZERO.saturating_add(self.duration(&raw.at, &key("at"))?);
         if let Some(horizon) = horizon
             && at > horizon
@@ -3172,6 +3378,7 @@ impl<'a> Validator<'a> {
             FaultKindName::Hang => FaultKind::Hang,
             FaultKindName::Stop => FaultKind::Stop,
             FaultKindName::Kill => FaultKind::Kill,
+            FaultKindName::Disconnect => FaultKind::Disconnect,
             FaultKindName::Flushall => FaultKind::FlushAll,
             FaultKindName::Maxmemory => {
                 let Some(value) = &raw.maxmemory else {
@@ -3223,7 +3430,26 @@ impl<'a> Validator<'a> {
                 FaultKind::ErrorReply { error, commands }
             }
         };
-        if self.errors.len() > errors_before {
+        let fits = match (kind, target) {
+            (FaultKind::Kill, _) => true,
+            (FaultKind::Disconnect, Some(FaultTarget::Connection(_))) => true,
+            (FaultKind::Disconnect, _) => {
+                let message = "a `disconnect` cuts one client connection from its server: \
+                               target a connection (a server can `stop`)";
+                self.error(Some(raw.target.span()), key("target"), message);
+                false
+            }
+            (_, Some(FaultTarget::Connection(_))) => {
+                let message = format!(
+                    "a `{}` fault acts on a server: a connection takes `kill` or `disconnect`",
+                    kind_name.name()
+                );
+                self.error(Some(raw.target.span()), key("target"), message);
+                false
+            }
+            _ => true,
+        };
+        if self.errors.len() > errors_before || !fits {
             return None;
         }
         let duration = match (&raw.duration, kind) {
@@ -3253,7 +3479,7 @@ impl<'a> Validator<'a> {
         };
         Some(FaultSpec {
             name: name.to_owned(),
-            target: FaultTarget::Server(target?),
+            target: target?,
             kind,
             at,
             duration,

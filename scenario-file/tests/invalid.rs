@@ -371,7 +371,7 @@ fn rejected_files() {
         ),
         (
             with("command = \"GET\"", "command = \"GETT\""),
-            "16:32: flows.f.steps[0].redis.command: unknown variant `GETT`: did you mean `GET`? (expected one of `GET`, `SET`, `SET NX PX`, `INCR`, `DEL`)",
+            "16:32: flows.f.steps[0].redis.command: unknown variant `GETT`: did you mean `GET`? (expected one of `GET`, `SET`, `SET NX PX`, `INCR`, `DEL`, `PUBLISH`)",
         ),
         (
             with(
@@ -400,7 +400,7 @@ fn rejected_files() {
         ),
         (
             format!("{BASE}\n[faults.down]\ntarget = \"db\"\nkind = \"stop\"\nat = \"1s\"\n"),
-            "25:10: faults.down.target: `db` is a database: faults can target Redis servers only",
+            "25:10: faults.down.target: `db` is a database: faults can target Redis servers and connections only",
         ),
         (
             format!(
@@ -1039,7 +1039,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
     let cases: Vec<(String, &str)> = vec![
         (
             with("command_timeout = \"100ms\"", "comand_timeout = \"100ms\""),
-            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`)",
+            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`, `subscribe`, `tracking`)",
         ),
         (
             // An unknown table is an unknown field of the root.
@@ -1048,7 +1048,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
-            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`)",
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`)",
         ),
         (
             labelled("qurey"),

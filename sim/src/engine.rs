@@ -871,6 +871,9 @@ impl<'s> Simulator<'s> {
                     FaultTarget::Server(server) => {
                         self.redis.fault(now, server, spec.kind, on, events)
                     }
+                    FaultTarget::Connection(connection) => self
+                        .redis
+                        .connection_fault(now, connection, spec.kind, on, events),
                 }
             }
         }
@@ -880,7 +883,9 @@ impl<'s> Simulator<'s> {
     /// became runnable, until nothing is left to do at this instant.
     fn drain(&mut self) {
         loop {
-            if !self.redis.link_events.is_empty() {
+            if !self.redis.messages.is_empty() || !self.redis.resubscribed.is_empty() {
+                self.deliver_messages();
+            } else if !self.redis.link_events.is_empty() {
                 let link_events = std::mem::take(&mut self.redis.link_events);
                 for &event in &link_events {
                     self.on_link_event(event);
@@ -2024,6 +2029,28 @@ impl<'s> Simulator<'s> {
             }
         }
         self.route(slot, step, result, retry_after)
+    }
+
+    /// A subscriber's message invalidates its key in the subscriber's cache; a subscriber back
+    /// after a loss empties its cache if it flushes on reconnect (it cannot know what it
+    /// missed).
+    fn deliver_messages(&mut self) {
+        let scenario = self.scenario;
+        for (subscriber, family, index) in std::mem::take(&mut self.redis.messages) {
+            let subscription = scenario.connections[subscriber.index()]
+                .subscription
+                .expect("messages go to subscribers");
+            let cache = &mut self.caches[subscription.invalidates.index()].cache;
+            cache.invalidate(CacheKey::pair(family, index));
+        }
+        for subscriber in std::mem::take(&mut self.redis.resubscribed) {
+            let subscription = scenario.connections[subscriber.index()]
+                .subscription
+                .expect("only subscribers resubscribe");
+            if subscription.flush_on_reconnect {
+                self.caches[subscription.invalidates.index()].cache.flush();
+            }
+        }
     }
 
     /// Records what waits for the query `waited_as` was waiting on.

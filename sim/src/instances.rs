@@ -70,6 +70,23 @@ impl Used {
                 | StepAction::Throttle { .. } => {}
             }
         }
+        // A connection's tracking redirects to a subscriber, and a subscriber invalidates a
+        // cache: both belong to the instance whose connection or cache they serve.
+        for (index, connection) in scenario.connections.iter().enumerate() {
+            let redirect = connection.tracking.as_ref().map(|t| t.redirect.0);
+            if let Some(redirect) = redirect
+                && used.connections.contains(&(index as u32))
+            {
+                used.connections.insert(redirect);
+            }
+        }
+        for (index, connection) in scenario.connections.iter().enumerate() {
+            if let Some(subscription) = connection.subscription
+                && used.caches.contains(&subscription.invalidates.0)
+            {
+                used.connections.insert(index as u32);
+            }
+        }
         used
     }
 
@@ -263,6 +280,17 @@ pub fn expand(
             }),
             locks: copy(&mut scenario.locks, &used.locks, index, |s| &mut s.name),
         };
+        // A copied subscriber invalidates its own instance's cache, and a copied tracking
+        // connection redirects to its own instance's subscriber.
+        for &old in &used.connections {
+            let copy = &mut scenario.connections[remap.connections[old as usize] as usize];
+            if let Some(subscription) = &mut copy.subscription {
+                subscription.invalidates = CacheId(remap.caches[subscription.invalidates.index()]);
+            }
+            if let Some(tracking) = &mut copy.tracking {
+                tracking.redirect = ConnectionId(remap.connections[tracking.redirect.index()]);
+            }
+        }
         // A copied rate limiter keeps its buckets in its own instance's store connection.
         for &old in &used.rate_limits {
             let copy = remap.rate_limits[old as usize] as usize;

@@ -76,6 +76,8 @@ id!(/// Index into [`Scenario::callers`].
     CallerId);
 id!(/// Index into [`Scenario::services`].
     ServiceId);
+id!(/// Index into [`Scenario::channels`].
+    ChannelId);
 
 /// One fully resolved scenario (a variant of a scenario file is one of these).
 #[derive(Clone, Debug)]
@@ -112,6 +114,8 @@ pub struct Scenario {
     /// Services of several instances (pods), each instance with its own copies of the
     /// per-instance resources its flows use; see [`crate::instances`].
     pub services: Vec<ServiceSpec>,
+    /// Pub/Sub channel names, in the order the file first names them.
+    pub channels: Vec<String>,
 }
 
 /// A service run as several instances (pods): each has its own connections, caches,
@@ -394,6 +398,37 @@ pub struct ConnectionSpec {
     /// `requestQueueSize` and node-redis' `commandsQueueMaxLength` do. `None` is unlimited
     /// (ioredis has no such limit).
     pub pending_max: Option<NonZeroU32>,
+    /// A connection in subscriber mode: it sends no command, and acts on the messages it
+    /// receives.
+    pub subscription: Option<Subscription>,
+    /// CLIENT TRACKING on this connection: the server sends invalidations of what it reads.
+    pub tracking: Option<Tracking>,
+}
+
+/// A subscriber connection (`SUBSCRIBE`, or the `REDIRECT` target of client tracking). Each
+/// message it receives names a key, which it invalidates in its instance's cache. Pub/Sub is
+/// at-most-once: a message published while its link is down is never delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Subscription {
+    /// The channel it subscribes to; `None` when it only receives the invalidations of
+    /// tracking connections that redirect to it.
+    pub channel: Option<ChannelId>,
+    pub invalidates: CacheId,
+    /// Empty the cache when the link comes back after a loss: the subscriber cannot know what
+    /// it missed meanwhile.
+    pub flush_on_reconnect: bool,
+}
+
+/// `CLIENT TRACKING ON REDIRECT <id>` (RESP2): the server sends an invalidation to `redirect`
+/// (a subscriber on the same server) when a key the tracking connection read is written.
+/// Default mode remembers each key the connection read and sends one invalidation per key
+/// until it is read again; BCAST sends one for every write of a key of `bcast`'s families,
+/// remembering nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tracking {
+    pub redirect: ConnectionId,
+    /// BCAST's prefixes, as key families; empty for default mode.
+    pub bcast: Vec<KeyFamilyId>,
 }
 
 /// What a client does when its connection is lost.
@@ -1002,6 +1037,10 @@ pub enum RedisCommand {
     },
     Incr,
     Del,
+    /// `PUBLISH channel key`: the step's key is the message (an invalidation).
+    Publish {
+        channel: ChannelId,
+    },
     /// A lock step's command (an acquire attempt or a release); a write (see
     /// [`LockCommand::needs_memory`]).
     Lock(LockCommand),
@@ -1021,6 +1060,7 @@ impl RedisCommand {
             RedisCommand::Set { .. } | RedisCommand::SetNxPx { .. } => Command::Set,
             RedisCommand::Incr => Command::IncrBy,
             RedisCommand::Del => Command::Del,
+            RedisCommand::Publish { .. } => Command::Publish,
             RedisCommand::Lock(lock) => match lock.kind {
                 LockCommandKind::Acquire {
                     mode: LockMode::Exclusive,
@@ -1037,7 +1077,7 @@ impl RedisCommand {
     pub fn denyoom(self) -> bool {
         match self {
             RedisCommand::Set { .. } | RedisCommand::SetNxPx { .. } | RedisCommand::Incr => true,
-            RedisCommand::Get | RedisCommand::Del => false,
+            RedisCommand::Get | RedisCommand::Del | RedisCommand::Publish { .. } => false,
             // A lock acquire is a SET NX or a script that adds a reader; a release only deletes.
             RedisCommand::Lock(lock) => lock.needs_memory(),
         }
@@ -1050,6 +1090,7 @@ impl RedisCommand {
             RedisCommand::SetNxPx { .. } => "SET NX PX",
             RedisCommand::Incr => "INCR",
             RedisCommand::Del => "DEL",
+            RedisCommand::Publish { .. } => "PUBLISH",
             RedisCommand::Lock(lock) => match lock.kind {
                 LockCommandKind::Acquire {
                     mode: LockMode::Exclusive,
@@ -1191,6 +1232,8 @@ impl FaultSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultTarget {
     Server(ServerId),
+    /// One client connection: `kill` (CLIENT KILL of that client) or `disconnect`.
+    Connection(ConnectionId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1221,6 +1264,11 @@ pub enum FaultKind {
         error: ErrorReply,
         commands: CommandScope,
     },
+    /// On a connection: the network between the client and its server is cut while it
+    /// lasts. The link drops (the client hears it after what is already on the wire) and every connection
+    /// attempt is refused until the fault ends; the server and its other clients are not
+    /// touched.
+    Disconnect,
 }
 
 /// Which commands a `CLIENT PAUSE` holds.
@@ -1303,6 +1351,7 @@ impl FaultKind {
             FaultKind::MaxMemory(_) => "maxmemory",
             FaultKind::FlushAll => "flushall",
             FaultKind::ErrorReply { .. } => "error_reply",
+            FaultKind::Disconnect => "disconnect",
         }
     }
 
@@ -1311,7 +1360,7 @@ impl FaultKind {
         match self {
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => true,
             FaultKind::Pause(_) | FaultKind::Hang | FaultKind::Stop => false,
-            FaultKind::ErrorReply { .. } => false,
+            FaultKind::ErrorReply { .. } | FaultKind::Disconnect => false,
         }
     }
 }
@@ -1329,6 +1378,37 @@ impl Scenario {
         };
         for connection in &self.connections {
             within("server", connection.server.index(), self.servers.len())?;
+            if let Some(subscription) = connection.subscription {
+                within("cache", subscription.invalidates.index(), self.caches.len())?;
+                if let Some(channel) = subscription.channel {
+                    within("channel", channel.index(), self.channels.len())?;
+                }
+                if matches!(connection.reconnect, Reconnect::Slot(_)) {
+                    return Err(format!(
+                        "subscriber {} cannot be a reconnect slot (a slot reconnects on a \
+                         caller's command, and a subscriber sends none)",
+                        connection.name
+                    ));
+                }
+            }
+            if let Some(tracking) = &connection.tracking {
+                within(
+                    "connection",
+                    tracking.redirect.index(),
+                    self.connections.len(),
+                )?;
+                let redirect = &self.connections[tracking.redirect.index()];
+                if redirect.subscription.is_none() || redirect.server != connection.server {
+                    return Err(format!(
+                        "connection {} redirects its tracking to {}, which is not a subscriber \
+                         on the same server",
+                        connection.name, redirect.name
+                    ));
+                }
+                for family in &tracking.bcast {
+                    within("key family", family.index(), self.keys.len())?;
+                }
+            }
         }
         for throttle in &self.throttles {
             if let ThrottleForm::Kv { store } = throttle.form {
@@ -1387,15 +1467,36 @@ impl Scenario {
                 }
                 match step.action {
                     StepAction::Redis {
-                        connection, key, ..
+                        connection,
+                        key,
+                        command,
                     } => {
                         within("connection", connection.index(), self.connections.len())?;
                         within("key family", key.index(), self.keys.len())?;
+                        if self.connections[connection.index()].subscription.is_some() {
+                            return Err(format!(
+                                "a step of flow {} sends a command on subscriber {}, which \
+                                 takes none",
+                                flow.name,
+                                self.connections[connection.index()].name
+                            ));
+                        }
+                        if let RedisCommand::Publish { channel } = command {
+                            within("channel", channel.index(), self.channels.len())?;
+                        }
                     }
-                    StepAction::Database { database, lock, .. } => {
+                    StepAction::Database {
+                        database,
+                        lock,
+                        data,
+                        ..
+                    } => {
                         within("database", database.index(), self.databases.len())?;
                         if let Some(lock) = lock {
                             within("key family", lock.index(), self.keys.len())?;
+                        }
+                        if let Some(data) = data {
+                            within("key family", data.key.index(), self.keys.len())?;
                         }
                     }
                     StepAction::Work { .. } => {}
@@ -1489,10 +1590,26 @@ impl Scenario {
             }
         }
         for fault in &self.faults {
+            let on_connection = matches!(fault.target, FaultTarget::Connection(_));
             match fault.target {
                 FaultTarget::Server(server) => {
                     within("server", server.index(), self.servers.len())?
                 }
+                FaultTarget::Connection(connection) => {
+                    within("connection", connection.index(), self.connections.len())?
+                }
+            }
+            let fits = match fault.kind {
+                FaultKind::Kill => true,
+                FaultKind::Disconnect => on_connection,
+                _ => !on_connection,
+            };
+            if !fits {
+                return Err(format!(
+                    "fault {} of kind {} cannot act on its target",
+                    fault.name,
+                    fault.kind.name()
+                ));
             }
         }
         for family in &self.keys {
@@ -1510,6 +1627,7 @@ impl Scenario {
     pub fn target_name(&self, target: FaultTarget) -> &str {
         match target {
             FaultTarget::Server(server) => &self.servers[server.index()].name,
+            FaultTarget::Connection(connection) => &self.connections[connection.index()].name,
         }
     }
 
@@ -1547,6 +1665,7 @@ impl Scenario {
             faults: vec![],
             http: None,
             services: vec![],
+            channels: vec![],
         }
     }
 }
@@ -1587,6 +1706,8 @@ impl ConnectionSpec {
             connected_at_start: true,
             reconnect: Reconnect::Always,
             pending_max: None,
+            subscription: None,
+            tracking: None,
         }
     }
 }

@@ -232,6 +232,11 @@ impl Redis {
             return; // an event of a link since gone
         };
         let (seq, reply) = connection.inbound.receive();
+        if let Reply::Push { family, index } = reply {
+            connection.stats.messages += 1;
+            self.messages.push((id, family, index));
+            return;
+        }
         let command = connection
             .commands
             .pop_front()
@@ -438,6 +443,9 @@ impl Redis {
         connection.attempts_failed = 0;
         if is_slot(&connection.spec) {
             self.link_events.push(LinkEvent::Connected(id));
+        }
+        if connection.spec.subscription.is_some() && connection.stats.disconnects > 0 {
+            self.resubscribed.push(id);
         }
         connection.sent = connection.commands.len();
         for index in 0..connection.commands.len() {

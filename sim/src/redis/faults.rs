@@ -12,7 +12,7 @@ use outagelab_model::time::{SimDuration, SimTime};
 
 use super::{Redis, RedisEvent};
 use crate::kernel::EventQueue;
-use crate::scenario::{FaultKind, PauseMode, ServerId};
+use crate::scenario::{ConnectionId, FaultKind, PauseMode, ServerId};
 
 impl Redis {
     /// A fault of `kind` on server `id` starts (`on`) or ends. A kill is an instant: its end
@@ -44,6 +44,7 @@ impl Redis {
             FaultKind::MaxMemory(limit) if on => server.keyspace.set_maxmemory(now, limit),
             FaultKind::FlushAll if on => server.keyspace.clear(),
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => {}
+            FaultKind::Disconnect => unreachable!("validated: a disconnect acts on a connection"),
             FaultKind::ErrorReply { error, commands } => {
                 let fault = (error, commands);
                 if on {
@@ -130,26 +131,66 @@ impl Redis {
     fn drop_clients(&mut self, now: SimTime, id: ServerId, events: &mut EventQueue) {
         let server = &mut self.servers[id.index()];
         server.blocked.clear(); // their input goes with their connections
-        let server = &self.servers[id.index()];
+        let connections = self.servers[id.index()].connections.clone();
+        for connection_id in connections {
+            self.drop_client(now, connection_id, events);
+        }
+    }
+
+    /// The server closes one connection (its input not yet executed goes with it); the client
+    /// hears it after the replies already on the wire.
+    fn drop_client(&mut self, now: SimTime, connection_id: ConnectionId, events: &mut EventQueue) {
+        let connection = &self.connections[connection_id.index()];
+        let server = &mut self.servers[connection.spec.server.index()];
         let executing = server.executing.as_ref().map(|done| done.connection);
-        for &connection_id in &server.connections {
-            let connection = &mut self.connections[connection_id.index()];
-            // The connection whose command is being executed stays scheduled until that
-            // command is done, which puts it back in the ring only if it has more input.
-            connection.scheduled = executing == Some(connection_id);
-            connection.input.clear();
-            if connection.server_open {
-                connection.server_open = false;
-                // The close reaches the client after the replies already on the wire.
-                let closed_at = connection.inbound.arrival_after_queue(now);
-                events.schedule(
-                    closed_at,
-                    RedisEvent::ConnectionClosed {
-                        connection: connection_id,
-                        epoch: connection.epoch,
-                    },
-                );
+        server.ready.retain(|&c| c != connection_id);
+        server.blocked.retain(|&c| c != connection_id);
+        let connection = &mut self.connections[connection_id.index()];
+        // The connection whose command is being executed stays scheduled until that
+        // command is done, which puts it back in the ring only if it has more input.
+        connection.scheduled = executing == Some(connection_id);
+        connection.input.clear();
+        if connection.server_open {
+            connection.server_open = false;
+            // The close reaches the client after the replies already on the wire.
+            let closed_at = connection.inbound.arrival_after_queue(now);
+            events.schedule(
+                closed_at,
+                RedisEvent::ConnectionClosed {
+                    connection: connection_id,
+                    epoch: connection.epoch,
+                },
+            );
+        }
+    }
+
+    /// A fault on one client connection starts (`on`) or ends: `kill` closes it (CLIENT KILL
+    /// of that client; it may reconnect at once), `disconnect` cuts it from its server until
+    /// the end (the link drops and attempts are refused).
+    pub fn connection_fault(
+        &mut self,
+        now: SimTime,
+        id: ConnectionId,
+        kind: FaultKind,
+        on: bool,
+        events: &mut EventQueue,
+    ) {
+        match kind {
+            FaultKind::Kill if on => {
+                let server = &self.servers[self.connections[id.index()].spec.server.index()];
+                // CLIENT KILL is a command: a hung or stopped server cannot run it.
+                if server.hung == 0 && server.stopped == 0 {
+                    self.drop_client(now, id, events);
+                }
             }
+            FaultKind::Kill => {}
+            FaultKind::Disconnect => {
+                adjust(&mut self.cut[id.index()], on);
+                if on {
+                    self.drop_client(now, id, events);
+                }
+            }
+            _ => unreachable!("validated: only kill and disconnect act on a connection"),
         }
     }
 }

@@ -41,6 +41,8 @@ use crate::scenario::{
 const COMMAND_OVERHEAD_BYTES: u64 = 32;
 /// Size of a reply without a value (`+OK`, `:1`, `$-1`), in bytes.
 const REPLY_OVERHEAD_BYTES: u64 = 8;
+/// Bytes of a message pushed to a subscriber beyond the reply overhead (channel and key).
+const PUSH_BYTES: u64 = 48;
 /// Bytes of an `INCR` counter's value.
 const COUNTER_VALUE_BYTES: u32 = 8;
 
@@ -67,7 +69,10 @@ impl Op {
             + match command {
                 RedisCommand::Set { value_bytes, .. }
                 | RedisCommand::SetNxPx { value_bytes, .. } => u64::from(value_bytes),
-                RedisCommand::Get | RedisCommand::Incr | RedisCommand::Del => 0,
+                RedisCommand::Get
+                | RedisCommand::Incr
+                | RedisCommand::Del
+                | RedisCommand::Publish { .. } => 0,
                 RedisCommand::Lock(_) => locks::TOKEN_BYTES,
             }
     }
@@ -86,6 +91,12 @@ pub(super) enum Reply {
     NotSet,
     /// An error reply: the command did not run.
     Error(ErrorReply),
+    /// Not a reply: a message pushed to a subscriber (a published key, or a tracking
+    /// invalidation), naming a key.
+    Push {
+        family: u32,
+        index: u32,
+    },
 }
 
 impl Reply {
@@ -95,6 +106,7 @@ impl Reply {
             + match self {
                 Reply::Hit { value_bytes, .. } => u64::from(value_bytes),
                 Reply::Error(error) => error.message().len() as u64,
+                Reply::Push { .. } => PUSH_BYTES,
                 Reply::Ok | Reply::Miss | Reply::NotSet => 0,
             }
     }
@@ -106,6 +118,7 @@ impl Reply {
             Reply::Miss => StepResult::Miss,
             Reply::NotSet => StepResult::Error(Outcome::LockBusy),
             Reply::Error(error) => StepResult::Error(error.outcome()),
+            Reply::Push { .. } => unreachable!("a push answers no command"),
         }
     }
 }
@@ -505,6 +518,8 @@ impl Keyspace {
                 self.remove(key);
                 Reply::Ok
             }
+            // The server delivers the message (`Redis::publish`); no key changes.
+            RedisCommand::Publish { .. } => Reply::Ok,
             RedisCommand::Lock(_) => unreachable!("lock commands go to the lock table"),
         }
     }

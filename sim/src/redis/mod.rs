@@ -25,6 +25,7 @@ mod faults;
 mod keyspace;
 mod locks;
 mod pipe;
+mod pubsub;
 mod server;
 mod slot_links;
 
@@ -142,6 +143,14 @@ pub(crate) struct Redis {
     /// Links on which the server just executed, a second time, a write whose step did not
     /// opt into replaying it; the engine drains it into the monitors.
     pub applied_twice: Vec<ConnectionId>,
+    /// Messages that reached a subscriber (`pubsub`): the subscriber and the key they name;
+    /// the engine drains it.
+    pub messages: Vec<(ConnectionId, u32, u32)>,
+    /// Subscribers whose link came back after a loss; the engine drains it.
+    pub resubscribed: Vec<ConnectionId>,
+    tracking: pubsub::TrackingTable,
+    /// Per connection: `disconnect` faults in force (its attempts are refused while any is).
+    cut: Vec<u32>,
 }
 
 fn is_slot(spec: &ConnectionSpec) -> bool {
@@ -173,6 +182,10 @@ impl Redis {
             completions: Vec::new(),
             link_events: Vec::new(),
             applied_twice: Vec::new(),
+            messages: Vec::new(),
+            resubscribed: Vec::new(),
+            tracking: Default::default(),
+            cut: vec![0; scenario.connections.len()],
         };
         for (index, spec) in scenario.connections.iter().enumerate() {
             let id = ConnectionId(index as u32);
@@ -296,6 +309,8 @@ impl Redis {
             total.connect_attempts += stats.connect_attempts;
             total.connect_failures += stats.connect_failures;
             total.writes_applied_twice += stats.writes_applied_twice;
+            total.messages += stats.messages;
+            total.messages_missed += stats.messages_missed;
         }
         total.peak_pending = self.pending[connection.index()].1;
         total
@@ -377,6 +392,9 @@ mod testing {
         finished: Vec<(u32, SimTime, StepResult)>,
         /// (when, what) of every slot link's attempt that ended.
         link_events: Vec<(SimTime, LinkEvent)>,
+        /// (when, subscriber, family, index) of every message that reached a subscriber.
+        messages: Vec<(SimTime, ConnectionId, u32, u32)>,
+        resubscribed: Vec<ConnectionId>,
     }
 
     impl Harness {
@@ -413,6 +431,8 @@ mod testing {
                 now: SimTime::ZERO,
                 finished: Vec::new(),
                 link_events: Vec::new(),
+                messages: Vec::new(),
+                resubscribed: Vec::new(),
             }
         }
 
@@ -482,6 +502,28 @@ mod testing {
             for event in self.redis.link_events.drain(..) {
                 self.link_events.push((self.now, event));
             }
+            for (subscriber, family, index) in self.redis.messages.drain(..) {
+                self.messages.push((self.now, subscriber, family, index));
+            }
+            self.resubscribed.append(&mut self.redis.resubscribed);
+        }
+
+        /// (microseconds, subscriber, family, index) of every message delivered.
+        pub fn messages(&self) -> Vec<(u64, ConnectionId, u32, u32)> {
+            self.messages
+                .iter()
+                .map(|&(at, c, f, i)| (at.as_nanos() / 1_000, c, f, i))
+                .collect()
+        }
+
+        /// Subscribers whose link came back after a loss, in order.
+        pub fn resubscribed(&self) -> Vec<ConnectionId> {
+            self.resubscribed.clone()
+        }
+
+        /// Connection `index`'s counters.
+        pub fn connection(&self, index: u32) -> ConnectionSummary {
+            self.redis.connection_summary(ConnectionId(index))
         }
 
         /// (microseconds, event) of every slot link's attempt that ended.

@@ -189,6 +189,7 @@ impl Redis {
                     epoch: server.epoch,
                 },
             );
+            self.after_execute(now, id, connection_id, op, reply, events);
             return;
         }
     }
@@ -258,7 +259,11 @@ impl Redis {
             return; // an event of a link since gone
         };
         let server = &self.servers[connection.spec.server.index()];
-        let accepted = if server.stopped > 0 {
+        let cut = self
+            .cut
+            .get(connection.owner.index())
+            .is_some_and(|&n| n > 0);
+        let accepted = if server.stopped > 0 || cut {
             false
         } else if server.hung > 0 {
             return; // no answer: the connect timeout decides
