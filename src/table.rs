@@ -185,10 +185,15 @@ pub fn summary_table(report: &RunReport) -> Table {
         .map(|v| v.summary.databases.keys().collect())
         .unwrap_or_default();
     let any_unfinished = variants.iter().any(|v| v.summary.unfinished > 0);
+    let stale = |v: &VariantReport| v.summary.flows.values().map(|f| f.stale_reads).sum::<u64>();
+    let any_stale = variants.iter().any(|v| stale(v) > 0);
     let mut header = vec!["variant".to_owned(), "requests".to_owned(), "ok".to_owned()];
     header.extend(errors.iter().map(|o| o.name().to_owned()));
     if any_unfinished {
         header.push("unfinished".to_owned());
+    }
+    if any_stale {
+        header.push("stale".to_owned());
     }
     let http = variants.iter().any(|v| v.summary.http.is_some());
     if http {
@@ -212,6 +217,9 @@ pub fn summary_table(report: &RunReport) -> Table {
             row.extend(errors.iter().map(|&o| count(v, o).to_string()));
             if any_unfinished {
                 row.push(summary.unfinished.to_string());
+            }
+            if any_stale {
+                row.push(stale(v).to_string());
             }
             if http {
                 let http = summary.http.as_ref();

@@ -809,6 +809,8 @@ pub enum ArrivalsName {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFault {
+    /// A disabled fault is checked (a variant may enable it) and left out.
+    pub enabled: Option<bool>,
     pub target: Spanned<String>,
     pub kind: Spanned<FaultKindName>,
     pub at: Spanned<Text>,

@@ -389,8 +389,10 @@ impl<'a> Validator<'a> {
                 "every load is disabled (`enabled = false`): nothing would run",
             );
         }
+        // A disabled fault is still checked (a variant may enable it), then left out.
         let faults = self.each(&raw.faults, |v, name, fault| {
-            v.fault(name, fault, &names, limits.horizon)
+            let spec = v.fault(name, fault, &names, limits.horizon)?;
+            fault.enabled.unwrap_or(true).then_some(spec)
         });
         let seed = match &raw.scenario.seed {
             // TOML's integers are signed: the largest seed a file can write is i64::MAX.
