@@ -95,6 +95,9 @@ pub struct RawServer {
     pub maxmemory_samples: Option<Spanned<Whole>>,
     pub maxmemory_exact: Option<Spanned<bool>>,
     pub hz: Option<Spanned<Whole>>,
+    /// A replica of this primary, `replication_lag` behind it.
+    pub replica_of: Option<Spanned<String>>,
+    pub replication_lag: Option<Spanned<Text>>,
 }
 
 #[derive(Deserialize)]
@@ -127,6 +130,8 @@ pub struct RawConnection {
     pub subscribe: Option<Spanned<RawSubscribe>>,
     /// `tracking = { redirect = "inv" }`, or with `bcast = ["product"]`.
     pub tracking: Option<Spanned<RawTracking>>,
+    /// After a failover of its server, connect to the promoted replica (default `true`).
+    pub follows_failover: Option<bool>,
 }
 
 #[derive(Clone, Deserialize)]
@@ -823,6 +828,8 @@ pub struct RawFault {
     pub error: Option<Spanned<String>>,
     /// `error_reply` only.
     pub commands: Option<Spanned<CommandsName>>,
+    /// `failover` only: the replica promoted.
+    pub replica: Option<Spanned<String>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -836,6 +843,7 @@ pub enum FaultKindName {
     Flushall,
     ErrorReply,
     Disconnect,
+    Failover,
 }
 
 impl FaultKindName {
@@ -849,6 +857,7 @@ impl FaultKindName {
             FaultKindName::Flushall => "flushall",
             FaultKindName::ErrorReply => "error_reply",
             FaultKindName::Disconnect => "disconnect",
+            FaultKindName::Failover => "failover",
         }
     }
 }

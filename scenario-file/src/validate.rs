@@ -54,6 +54,8 @@ mod default {
     pub const VALUE: u64 = 64;
     /// A server's cron frequency (Redis' `hz`).
     pub const HZ: u32 = 10;
+    /// How far a replica is behind its primary unless the file says.
+    pub const REPLICATION_LAG: &str = "10ms";
 }
 
 /// Bounds on sizes that would exhaust memory rather than describe a system.
@@ -800,6 +802,7 @@ impl<'a> Validator<'a> {
                 .as_ref()
                 .and_then(|rate| self.bandwidth(rate, &key("byte_rate"))),
             persistence: raw.persistence.unwrap_or(false),
+            replica_of: self.replication(name, raw, names),
             memory: self.memory(name, raw),
             hz: NonZeroU32::new(match &raw.hz {
                 Some(hz) => self
@@ -813,6 +816,42 @@ impl<'a> Validator<'a> {
                 None => default::HZ,
             }),
         }
+    }
+
+    /// `replica_of` and `replication_lag`: a replica of another server (a primary).
+    fn replication(&mut self, name: &str, raw: &RawServer, names: &Names) -> Option<Replication> {
+        let key = |field: &str| format!("servers.{name}.{field}");
+        let Some(primary_name) = &raw.replica_of else {
+            if let Some(lag) = &raw.replication_lag {
+                let message = "only a replica has a lag: give `replica_of` too";
+                self.error(Some(lag.span()), key("replication_lag"), message);
+            }
+            return None;
+        };
+        let primary = self.resolve(&names.servers, primary_name, &key("replica_of"))?;
+        if primary_name.get_ref() == name {
+            let message = "a server cannot replicate itself";
+            self.error(Some(primary_name.span()), key("replica_of"), message);
+            return None;
+        }
+        if names
+            .servers
+            .get(primary_name.get_ref())
+            .is_some_and(|(_, p)| p.replica_of.is_some())
+        {
+            let message = format!(
+                "`{}` is itself a replica: replicate its primary (chains are not modelled)",
+                primary_name.get_ref()
+            );
+            self.error(Some(primary_name.span()), key("replica_of"), message);
+            return None;
+        }
+        let lag = self.duration_or(
+            &raw.replication_lag,
+            &key("replication_lag"),
+            default::REPLICATION_LAG,
+        );
+        Some(Replication { primary, lag })
     }
 
     /// A server's memory settings: what a key costs, the limit, and the eviction policy.
@@ -1067,6 +1106,7 @@ impl<'a> Validator<'a> {
         Some(ConnectionSpec {
             subscription,
             tracking,
+            follows_failover: raw.follows_failover.unwrap_or(true),
             pending_max,
             name: name.to_owned(),
             server: server?,
@@ -3354,6 +3394,11 @@ impl<'a> Validator<'a> {
                 raw.commands.as_ref().map(Spanned::span),
                 FaultKindName::ErrorReply,
             ),
+            (
+                "replica",
+                raw.replica.as_ref().map(Spanned::span),
+                FaultKindName::Failover,
+            ),
         ];
         for (field, span, owner) in own_keys {
             if let Some(span) = span
@@ -3381,6 +3426,28 @@ impl<'a> Validator<'a> {
             FaultKindName::Stop => FaultKind::Stop,
             FaultKindName::Kill => FaultKind::Kill,
             FaultKindName::Disconnect => FaultKind::Disconnect,
+            FaultKindName::Failover => {
+                let Some(replica_name) = &raw.replica else {
+                    let message = "a `failover` promotes a replica: name it (`replica = \"...\"`)";
+                    self.error(Some(raw.kind.span()), key("replica"), message);
+                    return None;
+                };
+                let replica = self.resolve(&names.servers, replica_name, &key("replica"))?;
+                let follows = names
+                    .servers
+                    .get(replica_name.get_ref())
+                    .and_then(|(_, r)| r.replica_of.as_ref().map(|p| p.get_ref().as_str()));
+                if follows != Some(target_name.as_str()) {
+                    let message = format!(
+                        "`{}` is not a replica of `{target_name}` (give it `replica_of = \
+                         \"{target_name}\"`)",
+                        replica_name.get_ref()
+                    );
+                    self.error(Some(replica_name.span()), key("replica"), message);
+                    return None;
+                }
+                FaultKind::Failover { replica }
+            }
             FaultKindName::Flushall => FaultKind::FlushAll,
             FaultKindName::Maxmemory => {
                 let Some(value) = &raw.maxmemory else {

@@ -249,7 +249,7 @@ fn rejected_files() {
         ),
         (
             with("[servers.redis]", "[servers.redis]\ncost = \"5us\""),
-            "5:1: servers.redis.cost: unknown field `cost`, expected one of `command_cost`, `byte_rate`, `persistence`, `preload`, `key_bytes`, `key_overhead`, `maxmemory`, `maxmemory_policy`, `maxmemory_samples`, `maxmemory_exact`, `hz`",
+            "5:1: servers.redis.cost: unknown field `cost`, expected one of `command_cost`, `byte_rate`, `persistence`, `preload`, `key_bytes`, `key_overhead`, `maxmemory`, `maxmemory_policy`, `maxmemory_samples`, `maxmemory_exact`, `hz`, `replica_of`, `replication_lag`",
         ),
         (
             with("name = \"t\"", "seed = 3"),
@@ -1039,7 +1039,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
     let cases: Vec<(String, &str)> = vec![
         (
             with("command_timeout = \"100ms\"", "comand_timeout = \"100ms\""),
-            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`, `subscribe`, `tracking`)",
+            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`, `subscribe`, `tracking`, `follows_failover`)",
         ),
         (
             // An unknown table is an unknown field of the root.
@@ -1048,7 +1048,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
-            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`)",
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`)",
         ),
         (
             labelled("qurey"),

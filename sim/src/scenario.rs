@@ -283,6 +283,20 @@ pub struct ServerSpec {
     /// rounded down) from time zero. `None`: a pause ends exactly at its end (tests that
     /// compute times by hand); the file always sets it (default 10).
     pub hz: Option<NonZeroU32>,
+    /// A replica of this primary: it applies each write the primary runs `lag` after it
+    /// (asynchronous replication), answers writes from clients with `READONLY`, and can be
+    /// promoted by a `failover` of the primary.
+    pub replica_of: Option<Replication>,
+}
+
+/// How a replica follows its primary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replication {
+    pub primary: ServerId,
+    /// How far behind the primary it is: a write reaches it this long after the primary ran
+    /// it, if the primary is still running then (a write within `lag` of the primary's end is
+    /// lost).
+    pub lag: SimDuration,
 }
 
 /// A Redis server's memory: each live key takes `key_bytes + value bytes + key_overhead`
@@ -403,6 +417,9 @@ pub struct ConnectionSpec {
     pub subscription: Option<Subscription>,
     /// CLIENT TRACKING on this connection: the server sends invalidations of what it reads.
     pub tracking: Option<Tracking>,
+    /// After a failover of its server, connect to the promoted replica (Sentinel, cluster
+    /// clients); `false` keeps connecting to the address it was given.
+    pub follows_failover: bool,
 }
 
 /// A subscriber connection (`SUBSCRIBE`, or the `REDIRECT` target of client tracking). Each
@@ -1257,6 +1274,13 @@ pub enum FaultKind {
     MaxMemory(Option<u64>),
     /// `FLUSHALL`: every key is gone at this instant. Takes no duration.
     FlushAll,
+    /// A failover away from this primary: the primary's process dies at the start (as a
+    /// `stop`, and it stays down); at the end (detection and election done), `replica` is
+    /// promoted: it takes writes, and every connection that follows failovers
+    /// (`follows_failover`, as Sentinel- and cluster-aware clients do) connects to it from its
+    /// next attempt. It has the writes it had replicated; those within its lag of the
+    /// primary's end are lost.
+    Failover { replica: ServerId },
     /// While it lasts, the server answers the commands in `commands` with this error reply
     /// instead of running them (a demoted replica's `READONLY`, a restarting server's
     /// `LOADING`).
@@ -1352,6 +1376,7 @@ impl FaultKind {
             FaultKind::FlushAll => "flushall",
             FaultKind::ErrorReply { .. } => "error_reply",
             FaultKind::Disconnect => "disconnect",
+            FaultKind::Failover { .. } => "failover",
         }
     }
 
@@ -1360,7 +1385,9 @@ impl FaultKind {
         match self {
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => true,
             FaultKind::Pause(_) | FaultKind::Hang | FaultKind::Stop => false,
-            FaultKind::ErrorReply { .. } | FaultKind::Disconnect => false,
+            FaultKind::ErrorReply { .. } | FaultKind::Disconnect | FaultKind::Failover { .. } => {
+                false
+            }
         }
     }
 }
@@ -1420,7 +1447,17 @@ impl Scenario {
                 within("connection", store.index(), self.connections.len())?;
             }
         }
-        for server in &self.servers {
+        for (index, server) in self.servers.iter().enumerate() {
+            if let Some(replication) = server.replica_of {
+                within("server", replication.primary.index(), self.servers.len())?;
+                let primary = &self.servers[replication.primary.index()];
+                if replication.primary.index() == index || primary.replica_of.is_some() {
+                    return Err(format!(
+                        "server {} replicates {}, which is not a primary",
+                        server.name, primary.name
+                    ));
+                }
+            }
             for preload in &server.preload {
                 within("key family", preload.family.index(), self.keys.len())?;
                 if preload.count > self.keys[preload.family.index()].count {
@@ -1599,6 +1636,21 @@ impl Scenario {
                     within("connection", connection.index(), self.connections.len())?
                 }
             }
+            if let (FaultKind::Failover { replica }, FaultTarget::Server(primary)) =
+                (fault.kind, fault.target)
+            {
+                within("server", replica.index(), self.servers.len())?;
+                if self.servers[replica.index()]
+                    .replica_of
+                    .is_none_or(|r| r.primary != primary)
+                {
+                    return Err(format!(
+                        "fault {} fails over to {}, which is not a replica of its target",
+                        fault.name,
+                        self.servers[replica.index()].name
+                    ));
+                }
+            }
             let fits = match fault.kind {
                 FaultKind::Kill => true,
                 FaultKind::Disconnect => on_connection,
@@ -1682,6 +1734,7 @@ impl ServerSpec {
             preload: vec![],
             memory: MemorySpec::DEFAULT,
             hz: None,
+            replica_of: None,
         }
     }
 }
@@ -1708,6 +1761,7 @@ impl ConnectionSpec {
             pending_max: None,
             subscription: None,
             tracking: None,
+            follows_failover: true,
         }
     }
 }

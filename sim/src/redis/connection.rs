@@ -24,7 +24,7 @@ use super::keyspace::{Op, Reply};
 use super::pipe::Pipe;
 use super::{LinkEvent, Redis, RedisEvent, is_slot, is_write};
 use crate::kernel::{EventQueue, RequestRef, StepResult};
-use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect};
+use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect, ServerId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Link {
@@ -84,6 +84,9 @@ pub(super) struct Connection {
     /// Replies on the wire to the client.
     pub(super) inbound: Pipe<(u64, Reply)>,
     pub(super) stats: ConnectionSummary,
+    /// The server it is connected (or connecting) to: its spec's, or after a failover it
+    /// follows, the promoted replica.
+    pub(super) server: ServerId,
 }
 
 impl Connection {
@@ -106,6 +109,7 @@ impl Connection {
             scheduled: false,
             inbound: Pipe::new(spec.bandwidth, spec.latency),
             stats: ConnectionSummary::default(),
+            server: spec.server,
             spec,
         }
     }

@@ -45,6 +45,9 @@ impl Redis {
             FaultKind::FlushAll if on => server.keyspace.clear(),
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => {}
             FaultKind::Disconnect => unreachable!("validated: a disconnect acts on a connection"),
+            // The primary's process dies and stays down: it is replaced, not restarted.
+            FaultKind::Failover { .. } if on => self.stop(now, id, true, events),
+            FaultKind::Failover { replica } => self.promote(id, replica),
             FaultKind::ErrorReply { error, commands } => {
                 let fault = (error, commands);
                 if on {
@@ -141,7 +144,7 @@ impl Redis {
     /// hears it after the replies already on the wire.
     fn drop_client(&mut self, now: SimTime, connection_id: ConnectionId, events: &mut EventQueue) {
         let connection = &self.connections[connection_id.index()];
-        let server = &mut self.servers[connection.spec.server.index()];
+        let server = &mut self.servers[connection.server.index()];
         let executing = server.executing.as_ref().map(|done| done.connection);
         server.ready.retain(|&c| c != connection_id);
         server.blocked.retain(|&c| c != connection_id);
@@ -164,6 +167,18 @@ impl Redis {
         }
     }
 
+    /// `replica` takes over from `primary`: it stops replicating and takes writes, and every
+    /// address that led to `primary` now leads to it, for the connections that follow
+    /// failovers (from their next connection attempt).
+    fn promote(&mut self, primary: ServerId, replica: ServerId) {
+        self.servers[replica.index()].replica_of = None;
+        for route in &mut self.route {
+            if *route == primary {
+                *route = replica;
+            }
+        }
+    }
+
     /// A fault on one client connection starts (`on`) or ends: `kill` closes it (CLIENT KILL
     /// of that client; it may reconnect at once), `disconnect` cuts it from its server until
     /// the end (the link drops and attempts are refused).
@@ -177,7 +192,7 @@ impl Redis {
     ) {
         match kind {
             FaultKind::Kill if on => {
-                let server = &self.servers[self.connections[id.index()].spec.server.index()];
+                let server = &self.servers[self.connections[id.index()].server.index()];
                 // CLIENT KILL is a command: a hung or stopped server cannot run it.
                 if server.hung == 0 && server.stopped == 0 {
                     self.drop_client(now, id, events);

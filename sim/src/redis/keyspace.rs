@@ -47,7 +47,7 @@ const PUSH_BYTES: u64 = 48;
 const COUNTER_VALUE_BYTES: u32 = 8;
 
 /// One command as the server sees it: what to do to which key.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Op {
     pub command: RedisCommand,
     pub family: u32,
@@ -459,6 +459,13 @@ impl Keyspace {
             return Reply::Error(ErrorReply::Oom);
         }
         self.run(now, op)
+    }
+
+    /// Applies a write its primary ran: a replica applies what the primary sends whatever its
+    /// own memory (Redis' `replica-ignore-maxmemory yes`); keys due expire first.
+    pub(super) fn replicate(&mut self, now: SimTime, op: Op) {
+        self.expire_due(now);
+        self.run(now, op);
     }
 
     /// Executes `op` at `now`, whatever the memory (keys due expire first): for tests of the

@@ -13,7 +13,9 @@
 //! - [`connection`]: the client side: commands awaiting replies, timeouts, reconnects;
 //! - [`faults`]: pause, hang, stop and kill of a server, a new `maxmemory`, `FLUSHALL`, and
 //!   error replies for a while;
-//! - [`slot_links`]: the links of reconnect slots and the writes a slot may replay.
+//! - [`slot_links`]: the links of reconnect slots and the writes a slot may replay;
+//! - [`pubsub`]: what a server pushes to subscribers (PUBLISH, client tracking);
+//! - [`replication`]: replicas following a primary, and what a failover keeps.
 //!
 //! Summaries add up every link of a connection. Writes applied twice: each command counts the
 //! times the server executed it. A write executed more than once (resent after a lost link, as
@@ -26,6 +28,7 @@ mod keyspace;
 mod locks;
 mod pipe;
 mod pubsub;
+mod replication;
 mod server;
 mod slot_links;
 
@@ -91,6 +94,8 @@ pub(crate) enum RedisEvent {
     },
     /// A `CLIENT PAUSE` whose fault ended is lifted on this cron tick.
     PauseEnds { server: ServerId, mode: PauseMode },
+    /// The oldest write on its way to this replica (`Redis::replication`) arrives.
+    Replicate { replica: ServerId },
 }
 
 impl RedisEvent {
@@ -107,7 +112,8 @@ impl RedisEvent {
             | RedisEvent::ConnectArrives { .. }
             | RedisEvent::ConnectAnswered { .. }
             | RedisEvent::ReconnectDue { .. }
-            | RedisEvent::ConnectionClosed { .. } => Class::Finish,
+            | RedisEvent::ConnectionClosed { .. }
+            | RedisEvent::Replicate { .. } => Class::Finish,
             // The end of a fault, a little late.
             RedisEvent::PauseEnds { .. } => Class::Fault,
         }
@@ -151,6 +157,13 @@ pub(crate) struct Redis {
     tracking: pubsub::TrackingTable,
     /// Per connection: `disconnect` faults in force (its attempts are refused while any is).
     cut: Vec<u32>,
+    /// Per server address: the server that holds its role now (itself, until a failover
+    /// promotes a replica in its place).
+    route: Vec<ServerId>,
+    /// Per server (a replica): the writes on their way to it, oldest first, each with when
+    /// it arrives and its primary's process epoch when it ran. Bound: the writes its primary
+    /// runs in one replication lag.
+    replication: Vec<std::collections::VecDeque<(SimTime, u32, Op)>>,
 }
 
 fn is_slot(spec: &ConnectionSpec) -> bool {
@@ -186,7 +199,17 @@ impl Redis {
             resubscribed: Vec::new(),
             tracking: Default::default(),
             cut: vec![0; scenario.connections.len()],
+            route: (0..scenario.servers.len() as u32).map(ServerId).collect(),
+            replication: vec![Default::default(); scenario.servers.len()],
         };
+        // A replica starts with what its primary starts with (a full sync before the run).
+        for (replica, spec) in scenario.servers.iter().enumerate() {
+            if let Some(replication) = spec.replica_of {
+                for &preload in &scenario.servers[replication.primary.index()].preload {
+                    servers[replica].keyspace.preload(preload);
+                }
+            }
+        }
         for (index, spec) in scenario.connections.iter().enumerate() {
             let id = ConnectionId(index as u32);
             servers[spec.server.index()].connections.push(id);
@@ -242,6 +265,7 @@ impl Redis {
                 self.on_connection_closed(now, connection, epoch, events)
             }
             RedisEvent::PauseEnds { server, mode } => self.pause(now, server, mode, false, events),
+            RedisEvent::Replicate { replica } => self.on_replicate(now, replica),
         }
     }
 
@@ -270,7 +294,9 @@ impl Redis {
             .iter()
             .map(|s| s.keyspace.locks.holders())
             .sum();
+        let replicating: usize = self.replication.iter().map(|q| q.len()).sum();
         self.queued_commands() * per_command as u64
+            + replicating as u64 * 48
             + self.origins.len() as u64 * 64
             + lock_holders as u64 * 96
     }

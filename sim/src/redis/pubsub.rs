@@ -25,7 +25,7 @@ use outagelab_model::time::SimTime;
 
 use super::connection::Link;
 use super::keyspace::{Op, Reply};
-use super::{Redis, RedisEvent};
+use super::{Redis, RedisEvent, is_write};
 use crate::kernel::EventQueue;
 use crate::scenario::{ConnectionId, RedisCommand, ServerId};
 
@@ -50,11 +50,14 @@ impl Redis {
         if matches!(reply, Reply::Error(_) | Reply::NotSet) {
             return;
         }
+        if is_write(op.command) && !matches!(op.command, RedisCommand::Publish { .. }) {
+            self.replicate(now, server, op, events);
+        }
         if let RedisCommand::Publish { channel } = op.command {
             let subscribers: Vec<ConnectionId> = self
                 .scenario_connections()
                 .filter(|(_, c)| {
-                    c.spec.server == server
+                    c.server == server
                         && c.spec
                             .subscription
                             .is_some_and(|s| s.channel == Some(channel))
@@ -93,7 +96,7 @@ impl Redis {
                 told.extend(
                     self.scenario_connections()
                         .filter(|(_, c)| {
-                            c.spec.server == server
+                            c.server == server
                                 && c.spec.tracking.as_ref().is_some_and(|t| {
                                     t.bcast.iter().any(|family| family.0 == op.family)
                                 })

@@ -59,6 +59,9 @@ pub(super) struct Server {
     pub(super) keyspace: Keyspace,
     /// Every connection (and slot link) made to this server.
     pub(super) connections: Vec<ConnectionId>,
+    /// While it is a replica: its primary and lag. A replica answers clients' writes with
+    /// `READONLY`; promoted, it is a primary.
+    pub(super) replica_of: Option<crate::scenario::Replication>,
 }
 
 impl Server {
@@ -87,6 +90,7 @@ impl Server {
                 .map(|hz| SimDuration::from_nanos(1_000_000_000 / u64::from(hz.get()))),
             keyspace,
             connections: Vec::new(),
+            replica_of: spec.replica_of,
         }
     }
 
@@ -101,6 +105,13 @@ impl Server {
             .error_replies
             .iter()
             .find(|(_, commands)| commands.covers(op.command));
+        // A replica is read-only to its clients (`replica-read-only yes`).
+        let fault = match (fault, self.replica_of) {
+            (None, Some(_)) if is_write(op.command) => {
+                Some(&(ErrorReply::ReadOnly, CommandScope::Writes))
+            }
+            (fault, _) => fault,
+        };
         match fault {
             Some(&(error, _)) => {
                 if error == ErrorReply::Oom {
@@ -137,7 +148,7 @@ impl Redis {
             return; // the server is gone; the client will find out and resend
         }
         connection.input.push_back(seq);
-        let server = connection.spec.server;
+        let server = connection.server;
         if !connection.scheduled {
             connection.scheduled = true;
             self.servers[server.index()].ready.push_back(id);
@@ -258,7 +269,23 @@ impl Redis {
         let Some(connection) = self.connections[id.index()].of_epoch(epoch) else {
             return; // an event of a link since gone
         };
-        let server = &self.servers[connection.spec.server.index()];
+        // A connection that follows failovers connects to whichever server now holds its
+        // address's role; it moves to that server's list of connections.
+        let target = if connection.spec.follows_failover {
+            self.route[connection.spec.server.index()]
+        } else {
+            connection.spec.server
+        };
+        if target != connection.server {
+            let previous = connection.server;
+            connection.server = target;
+            self.servers[previous.index()]
+                .connections
+                .retain(|&c| c != id);
+            self.servers[target.index()].connections.push(id);
+        }
+        let connection = &mut self.connections[id.index()];
+        let server = &self.servers[target.index()];
         let cut = self
             .cut
             .get(connection.owner.index())
