@@ -35,6 +35,7 @@
 pub mod breaker;
 pub mod calibrate;
 pub mod clock;
+pub mod run;
 pub mod semaphore;
 pub mod slot;
 pub mod testing;
