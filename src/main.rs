@@ -5,6 +5,7 @@
 //! failed, a run was cut short by its budget, or a run broke an invariant (a monitor fired);
 //! 2 when the file or the command line is wrong.
 
+mod compare;
 mod live;
 mod page;
 mod review;
@@ -170,6 +171,26 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
         set: Vec<Override>,
     },
+    /// Overlay two run reports (`run --json`, `live --json`) variant by variant: per bucket,
+    /// the difference of their error counts and of their p50 and p99 latency, and each one's
+    /// failure window (the first and the last bucket with an error).
+    Compare {
+        /// The first report (A), typically the simulated run.
+        first: PathBuf,
+        /// The second report (B), typically the live run.
+        second: PathBuf,
+        /// Compare over buckets of this many milliseconds, a whole multiple of both reports'
+        /// (needed when their buckets differ): counts are summed, a regrouped bucket's p50
+        /// and p99 are the largest of its buckets'.
+        #[arg(long, value_name = "N")]
+        bucket_ms: Option<f64>,
+        /// Write the comparison, every bucket of every variant, as JSON to this file.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+        /// Write the overlay charts (PNG and SVG) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
+    },
     /// Measure a real Redis on one connection (round trip, bandwidth of queued big SETs) and
     /// print a `[connections]` table for a scenario file. It writes (then deletes) keys under
     /// `outagelab:calibrate:`, so point it at a server you may write to.
@@ -245,6 +266,18 @@ fn main() -> ExitCode {
             }
         },
         Command::Merge { shards, json } => merge(&shards, &json),
+        Command::Compare {
+            first,
+            second,
+            bucket_ms,
+            json,
+            plot,
+        } => compare::run(
+            [&first, &second],
+            bucket_ms,
+            json.as_deref(),
+            plot.as_deref(),
+        ),
         Command::Live {
             file,
             redis,
@@ -502,18 +535,10 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         }
         eprintln!("wrote {}", path.display());
     }
-    if let Some(dir) = options.plot.as_deref() {
-        match outagelab_plots::write_study_charts(&study, dir) {
-            Ok(paths) => {
-                for path in paths {
-                    eprintln!("wrote {}", path.display());
-                }
-            }
-            Err(error) => {
-                eprintln!("{error}");
-                return ExitCode::from(2);
-            }
-        }
+    if let Some(dir) = options.plot.as_deref()
+        && let Err(code) = say_written(outagelab_plots::write_study_charts(&study, dir))
+    {
+        return code;
     }
     let failed = study::failed_seeds(&study);
     if study::all_held(&study) {
@@ -1042,19 +1067,26 @@ type Writer = fn(&RunReport, &Path) -> Result<Vec<PathBuf>, String>;
 fn write_outputs(report: &RunReport, outputs: &[(Option<&Path>, Writer)]) -> Result<(), ExitCode> {
     for &(target, writer) in outputs {
         let Some(target) = target else { continue };
-        match writer(report, target) {
-            Ok(paths) => {
-                for path in paths {
-                    eprintln!("wrote {}", path.display());
-                }
-            }
-            Err(message) => {
-                eprintln!("{message}");
-                return Err(ExitCode::from(2));
-            }
-        }
+        say_written(writer(report, target))?;
     }
     Ok(())
+}
+
+/// Says on standard error what a writer wrote, or why it could not; `Err` is then the exit
+/// code (2).
+fn say_written<E: std::fmt::Display>(written: Result<Vec<PathBuf>, E>) -> Result<(), ExitCode> {
+    match written {
+        Ok(paths) => {
+            for path in paths {
+                eprintln!("wrote {}", path.display());
+            }
+            Ok(())
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            Err(ExitCode::from(2))
+        }
+    }
 }
 
 /// Runs every variant on the file's seed. Fails with the first variant whose run broke an

@@ -19,6 +19,7 @@
 
 mod bitmap_text;
 mod chart;
+pub mod compare;
 mod concurrency;
 mod fail_open;
 mod latency;
