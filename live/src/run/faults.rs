@@ -137,9 +137,11 @@ impl Admin {
             let (next, keys): (u64, Vec<String>) =
                 redis::from_redis_value(self.query(&scan, Duration::ZERO).await?)?;
             if !keys.is_empty() {
-                let mut unlink = redis::cmd("UNLINK");
-                unlink.arg(&keys);
-                self.query(&unlink, Duration::ZERO).await?;
+                // DEL, not UNLINK: the memory is freed before the next run starts, not by the
+                // server's background thread while it runs.
+                let mut delete = redis::cmd("DEL");
+                delete.arg(&keys);
+                self.query(&delete, Duration::ZERO).await?;
             }
             if next == 0 {
                 return Ok(());
