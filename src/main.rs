@@ -231,6 +231,7 @@ fn main() -> ExitCode {
                 pings,
                 sets,
                 set_bytes: set_kib as usize * 1024,
+                incrs: Plan::SEED_000.incrs,
             },
         ),
         Command::Validate {
