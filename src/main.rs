@@ -5,6 +5,8 @@
 //! failed, a run was cut short by its budget, or a run broke an invariant (a monitor fired);
 //! 2 when the file or the command line is wrong.
 
+mod compare;
+mod live;
 mod page;
 mod review;
 mod study;
@@ -140,6 +142,55 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
         set: Vec<Override>,
     },
+    /// Run a scenario file's loads, Redis steps and faults in wall-clock time against a real
+    /// Redis, and write the report `run --json` writes. It deletes keys under
+    /// `outagelab:live:`, and the file's faults pause, kill, flush and reconfigure the server
+    /// for real: point it at a server of its own.
+    Live {
+        /// The scenario file (TOML).
+        file: PathBuf,
+        /// The server, `host:port` (for example `127.0.0.1:6379`).
+        #[arg(long, value_name = "HOST:PORT")]
+        redis: String,
+        /// Run only this variant (repeatable; default: every variant, one after another).
+        #[arg(long, value_name = "NAME")]
+        variant: Vec<String>,
+        /// Stop each variant at this time at the latest (e.g. `3s`); a run never goes past the
+        /// file's own horizon.
+        #[arg(long, value_name = "DURATION")]
+        horizon: Option<String>,
+        /// Write the report (summaries and time series) as JSON to this file (`-` for
+        /// standard output).
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+        /// Write the charts (PNG and SVG) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
+        /// Set a key of the file's base scenario before its variants are merged, as `run
+        /// --set` does (a dotted key and a TOML value; repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+        set: Vec<Override>,
+    },
+    /// Overlay two run reports (`run --json`, `live --json`) variant by variant: per bucket,
+    /// the difference of their error counts and of their p50 and p99 latency, and each one's
+    /// failure window (the first and the last bucket with an error).
+    Compare {
+        /// The first report (A), typically the simulated run.
+        first: PathBuf,
+        /// The second report (B), typically the live run.
+        second: PathBuf,
+        /// Compare over buckets of this many milliseconds, a whole multiple of both reports'
+        /// (needed when their buckets differ): counts are summed, a regrouped bucket's p50
+        /// and p99 are the largest of its buckets'.
+        #[arg(long, value_name = "N")]
+        bucket_ms: Option<f64>,
+        /// Write the comparison, every bucket of every variant, as JSON to this file.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+        /// Write the overlay charts (PNG and SVG) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
+    },
     /// Measure a real Redis on one connection (round trip, bandwidth of queued big SETs) and
     /// print a `[connections]` table for a scenario file. It writes (then deletes) keys under
     /// `outagelab:calibrate:`, so point it at a server you may write to.
@@ -180,6 +231,7 @@ fn main() -> ExitCode {
                 pings,
                 sets,
                 set_bytes: set_kib as usize * 1024,
+                incrs: Plan::SEED_000.incrs,
             },
         ),
         Command::Validate {
@@ -215,6 +267,37 @@ fn main() -> ExitCode {
             }
         },
         Command::Merge { shards, json } => merge(&shards, &json),
+        Command::Compare {
+            first,
+            second,
+            bucket_ms,
+            json,
+            plot,
+        } => compare::run(
+            [&first, &second],
+            bucket_ms,
+            json.as_deref(),
+            plot.as_deref(),
+        ),
+        Command::Live {
+            file,
+            redis,
+            variant,
+            horizon,
+            json,
+            plot,
+            set,
+        } => live::run(
+            &file,
+            &live::Request {
+                address: redis,
+                variants: variant,
+                horizon,
+                json,
+                plot,
+                sets: set,
+            },
+        ),
         Command::Run {
             file,
             seed,
@@ -345,19 +428,9 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         plot: options.plot.as_deref(),
         trace: None,
     };
-    if let Err(message) = check_outputs(file, outputs) {
-        eprintln!("{message}");
-        return ExitCode::from(2);
-    }
-    if options.json.as_deref() == Some(Path::new("-")) {
-        STDOUT_IS_JSON.store(true, Ordering::Relaxed);
-    }
-    let scenario = match outagelab_scenario_file::load_with(file, &options.sets) {
+    let scenario = match open(file, outputs, &options.sets) {
         Ok(scenario) => scenario,
-        Err(diagnostics) => {
-            eprintln!("{diagnostics}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     if !warnings_pass(&scenario, options.strict) {
         return ExitCode::from(2);
@@ -463,18 +536,10 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         }
         eprintln!("wrote {}", path.display());
     }
-    if let Some(dir) = options.plot.as_deref() {
-        match outagelab_plots::write_study_charts(&study, dir) {
-            Ok(paths) => {
-                for path in paths {
-                    eprintln!("wrote {}", path.display());
-                }
-            }
-            Err(error) => {
-                eprintln!("{error}");
-                return ExitCode::from(2);
-            }
-        }
+    if let Some(dir) = options.plot.as_deref()
+        && let Err(code) = say_written(outagelab_plots::write_study_charts(&study, dir))
+    {
+        return code;
     }
     let failed = study::failed_seeds(&study);
     if study::all_held(&study) {
@@ -706,19 +771,9 @@ fn run(
         plot,
         trace,
     } = outputs;
-    if let Err(message) = check_outputs(file, outputs) {
-        eprintln!("{message}");
-        return ExitCode::from(2);
-    }
-    if json == Some(Path::new("-")) {
-        STDOUT_IS_JSON.store(true, Ordering::Relaxed);
-    }
-    let mut scenario = match outagelab_scenario_file::load_with(file, sets) {
+    let mut scenario = match open(file, outputs, sets) {
         Ok(scenario) => scenario,
-        Err(diagnostics) => {
-            eprintln!("{diagnostics}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     if !warnings_pass(&scenario, strict) {
         return ExitCode::from(2);
@@ -797,20 +852,8 @@ fn run(
         (csv, write_csv),
         (plot, write_plots),
     ];
-    for (target, writer) in outputs {
-        if let Some(target) = target {
-            match writer(&report, target) {
-                Ok(paths) => {
-                    for path in paths {
-                        eprintln!("wrote {}", path.display());
-                    }
-                }
-                Err(message) => {
-                    eprintln!("{message}");
-                    return ExitCode::from(2);
-                }
-            }
-        }
+    if let Err(code) = write_outputs(&report, &outputs) {
+        return code;
     }
     if let Some(path) = report_path {
         let command = reproduce(file, scenario.seed, sets);
@@ -919,6 +962,24 @@ fn warnings_pass(scenario: &ScenarioFile, strict: bool) -> bool {
 /// error then, so the output stays one JSON document.
 static STDOUT_IS_JSON: AtomicBool = AtomicBool::new(false);
 
+/// Reads `file` with its `--set` overrides for a command that writes `outputs`: refuses
+/// outputs that would overwrite the file or each other, and sends everything but the JSON to
+/// standard error when the JSON goes to standard output. `Err` is the exit code (2), the
+/// reason printed.
+fn open(file: &Path, outputs: Outputs, sets: &[Override]) -> Result<ScenarioFile, ExitCode> {
+    if let Err(message) = check_outputs(file, outputs) {
+        eprintln!("{message}");
+        return Err(ExitCode::from(2));
+    }
+    if outputs.json == Some(Path::new("-")) {
+        STDOUT_IS_JSON.store(true, Ordering::Relaxed);
+    }
+    outagelab_scenario_file::load_with(file, sets).map_err(|diagnostics| {
+        eprintln!("{diagnostics}");
+        ExitCode::from(2)
+    })
+}
+
 /// Refuses outputs that would overwrite the scenario file or each other, before anything runs.
 fn check_outputs(file: &Path, outputs: Outputs) -> Result<(), String> {
     // Compared as absolute paths, with `.` and `..` resolved where the path exists.
@@ -1001,6 +1062,33 @@ fn say(text: &str) {
 
 /// Writes one kind of output for a report to a path; returns the files written.
 type Writer = fn(&RunReport, &Path) -> Result<Vec<PathBuf>, String>;
+
+/// Writes each output that has a path, saying what it wrote; `Err` is the exit code (2) after
+/// the first that fails, its reason printed.
+fn write_outputs(report: &RunReport, outputs: &[(Option<&Path>, Writer)]) -> Result<(), ExitCode> {
+    for &(target, writer) in outputs {
+        let Some(target) = target else { continue };
+        say_written(writer(report, target))?;
+    }
+    Ok(())
+}
+
+/// Says on standard error what a writer wrote, or why it could not; `Err` is then the exit
+/// code (2).
+fn say_written<E: std::fmt::Display>(written: Result<Vec<PathBuf>, E>) -> Result<(), ExitCode> {
+    match written {
+        Ok(paths) => {
+            for path in paths {
+                eprintln!("wrote {}", path.display());
+            }
+            Ok(())
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
 
 /// Runs every variant on the file's seed. Fails with the first variant whose run broke an
 /// invariant.

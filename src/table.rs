@@ -13,7 +13,7 @@ pub struct Table {
 }
 
 impl Table {
-    fn render(&self) -> String {
+    pub fn render(&self) -> String {
         let columns = self.header.len();
         let widths: Vec<usize> = (0..columns)
             .map(|c| {

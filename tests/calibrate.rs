@@ -1,5 +1,5 @@
-//! `outagelab calibrate`'s snippet is a valid `[connections]` table: pasted over the HOL
-//! scenario's shared connection, the file still validates.
+//! `outagelab calibrate`'s snippet is a valid `[servers]` and `[connections]` table: pasted
+//! over the HOL scenario's server and shared connection, the file still validates.
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,6 +13,8 @@ fn the_calibration_snippet_validates_in_the_hol_scenario() {
         round_trip_median: Duration::from_micros(17),
         sets_elapsed: Duration::from_millis(156),
         bytes_per_second: 800 << 20,
+        incr_server_nanos: 1_500,
+        set_server_nanos: 301_500,
     };
     let snippet = measured.snippet("shared", "redis");
     assert!(
@@ -27,7 +29,17 @@ fn the_calibration_snippet_validates_in_the_hol_scenario() {
         original.contains(table),
         "the HOL file still has its shared connection"
     );
-    let calibrated = original.replace(table, &snippet);
+    let server = "[servers.redis]\ncommand_cost = \"10us\"\nbyte_rate = \"4GiB/s\"\n";
+    assert!(
+        original.contains(server),
+        "the HOL file still has its server"
+    );
+    let calibrated = original.replace(server, "").replace(table, &snippet);
+    assert!(
+        calibrated
+            .contains("[servers.redis]\ncommand_cost = \"1500ns\"\nbyte_rate = \"6666MiB/s\"\n"),
+        "{calibrated}"
+    );
     if let Err(diagnostics) = outagelab_scenario_file::parse(&calibrated, path) {
         panic!("the calibrated file does not validate:\n{diagnostics}\n{calibrated}");
     }

@@ -12,7 +12,7 @@ use std::future::Future;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use outagelab_model::breaker::{
-    Admit, Breaker, BreakerConfig, BreakerState, CallOutcome, Rejection, Ticket,
+    Admit, Breaker, BreakerConfig, BreakerState, CallOutcome, Rejection, Ticket, Transition,
 };
 
 use crate::clock::{Clock, TokioClock};
@@ -77,6 +77,12 @@ impl<C: Clock> LiveBreaker<C> {
 
     pub fn opened_total(&self) -> u64 {
         self.lock().opened_total()
+    }
+
+    /// The oldest state change not yet taken (the model holds a bounded number): for counting
+    /// and logging what the breaker did, as the simulator drains them.
+    pub fn poll_transition(&self) -> Option<Transition> {
+        self.lock().poll_transition()
     }
 }
 

@@ -9,6 +9,13 @@
 //!   folds in the server's own per-byte cost and the client's, which the simulator's pipe
 //!   bandwidth stands for.
 //!
+//! - **per-command cost**: what the server says it spent executing them (`INFO
+//!   commandstats`, read before and after, so its totals are not reset): an `INCR`'s time per
+//!   call is the simulator's server `command_cost`, and what a SET of [`Plan::set_bytes`]
+//!   took beyond it gives the server's `byte_rate` (none when the server's big SET takes no
+//!   longer: Redis keeps a big argument's buffer instead of copying it). Time reading the
+//!   request off the socket is not in these figures; it is in the bandwidth.
+//!
 //! Bounds: a fixed number of commands, each under the connection's response timeout
 //! ([`RESPONSE_TIMEOUT`]). The keys written are deleted at the end. Integer arithmetic only.
 
@@ -30,6 +37,8 @@ pub struct Plan {
     pub pings: u32,
     pub sets: u32,
     pub set_bytes: usize,
+    /// INCRs sent one after another, for the server's cost of a command.
+    pub incrs: u32,
 }
 
 impl Plan {
@@ -39,6 +48,7 @@ impl Plan {
         pings: 200,
         sets: 60,
         set_bytes: 2 << 20,
+        incrs: 1000,
     };
 }
 
@@ -51,6 +61,9 @@ pub struct Calibration {
     pub sets_elapsed: Duration,
     /// Bytes of values written per second, after taking one round trip off the elapsed time.
     pub bytes_per_second: u64,
+    /// The server's own time per INCR and per SET, from its command statistics.
+    pub incr_server_nanos: u64,
+    pub set_server_nanos: u64,
 }
 
 impl Calibration {
@@ -59,13 +72,39 @@ impl Calibration {
         self.round_trip_median / 2
     }
 
-    /// A `[connections]` table to paste into a scenario file.
+    /// The server's cost of executing any command: an INCR's.
+    pub fn command_cost(&self) -> Duration {
+        Duration::from_nanos(self.incr_server_nanos.max(1))
+    }
+
+    /// The server's per-byte cost, from what a SET took beyond an INCR; `None` when it took
+    /// no longer (bytes are free to execute).
+    pub fn server_byte_rate(&self) -> Option<u64> {
+        let extra_nanos = self.set_server_nanos.checked_sub(self.incr_server_nanos)?;
+        if extra_nanos == 0 {
+            return None;
+        }
+        let rate = self.plan.set_bytes as u128 * 1_000_000_000 / u128::from(extra_nanos);
+        Some(u64::try_from(rate).unwrap_or(u64::MAX))
+    }
+
+    /// A `[servers]` table and a `[connections]` table to paste into a scenario file (the
+    /// server table's two keys replace the file's own `command_cost` and `byte_rate`).
     pub fn snippet(&self, name: &str, server: &str) -> String {
         let latency_us = self.latency_one_way().as_micros().max(1);
         let mib_per_second = (self.bytes_per_second >> 20).max(1);
+        let byte_rate = match self.server_byte_rate() {
+            Some(rate) => format!("byte_rate = \"{}MiB/s\"\n", (rate >> 20).max(1)),
+            None => "# no byte_rate: the server's SET took no longer than its INCR\n".to_owned(),
+        };
         format!(
             "# measured by `outagelab calibrate`: median of {pings} PING round trips {rtt_us}us; \
-             {sets} queued SETs of {size} bytes on one connection in {elapsed_ms} ms\n\
+             {sets} queued SETs of {size} bytes on one connection in {elapsed_ms} ms; the \
+             server's own time per call (INFO commandstats): INCR {incr_ns} ns over {incrs}, \
+             SET {set_ns} ns\n\
+             [servers.{server}]\n\
+             command_cost = \"{command_ns}ns\"\n\
+             {byte_rate}\n\
              [connections.{name}]\n\
              server = \"{server}\"\n\
              latency = \"{latency_us}us\"\n\
@@ -75,6 +114,10 @@ impl Calibration {
             sets = self.plan.sets,
             size = self.plan.set_bytes,
             elapsed_ms = self.sets_elapsed.as_millis(),
+            incr_ns = self.incr_server_nanos,
+            incrs = self.plan.incrs,
+            set_ns = self.set_server_nanos,
+            command_ns = self.command_cost().as_nanos(),
         )
     }
 }
@@ -82,7 +125,7 @@ impl Calibration {
 /// Measures against the server at `address` (`host:port`).
 pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     assert!(
-        plan.pings > 0 && plan.sets > 0 && plan.set_bytes > 0,
+        plan.pings > 0 && plan.sets > 0 && plan.set_bytes > 0 && plan.incrs > 0,
         "an empty plan"
     );
     let client = Client::open(format!("redis://{address}/"))?;
@@ -102,8 +145,24 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     round_trips.sort_unstable();
     let round_trip_median = round_trips[round_trips.len() / 2];
 
+    let before = command_stats(&mut connection).await?;
     let sets_elapsed = queued_sets(&connection, plan).await?;
+    let counter = format!("{KEY_PREFIX}counter");
+    for _ in 0..plan.incrs {
+        let _: i64 = redis::cmd("INCR")
+            .arg(&counter)
+            .query_async(&mut connection)
+            .await?;
+    }
+    let after = command_stats(&mut connection).await?;
+    let per_call = |command: &str| {
+        let (calls, usec) = after.per(command, &before);
+        // Microseconds over calls, as nanoseconds per call.
+        (calls > 0).then(|| usec * 1000 / calls).unwrap_or(0)
+    };
+    let (set_server_nanos, incr_server_nanos) = (per_call("set"), per_call("incr"));
     let mut cleanup = redis::cmd("DEL");
+    cleanup.arg(&counter);
     for index in 0..plan.sets {
         cleanup.arg(format!("{KEY_PREFIX}{index}"));
     }
@@ -121,22 +180,106 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
         round_trip_median,
         sets_elapsed,
         bytes_per_second,
+        incr_server_nanos,
+        set_server_nanos,
     })
 }
 
+/// `INFO commandstats`: calls and microseconds per command, since the server started (or its
+/// last `CONFIG RESETSTAT`).
+struct CommandStats(std::collections::BTreeMap<String, (u64, u64)>);
+
+impl CommandStats {
+    /// Calls and microseconds of `command` since `earlier`.
+    fn per(&self, command: &str, earlier: &CommandStats) -> (u64, u64) {
+        let at = |stats: &CommandStats| stats.0.get(command).copied().unwrap_or((0, 0));
+        let ((calls, usec), (calls_before, usec_before)) = (at(self), at(earlier));
+        (
+            calls.saturating_sub(calls_before),
+            usec.saturating_sub(usec_before),
+        )
+    }
+}
+
+async fn command_stats(connection: &mut MultiplexedConnection) -> RedisResult<CommandStats> {
+    let text: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(connection)
+        .await?;
+    Ok(CommandStats(parse_command_stats(&text)))
+}
+
+/// `cmdstat_set:calls=60,usec=1234,usec_per_call=20.57,...` lines as `set -> (60, 1234)`.
+fn parse_command_stats(text: &str) -> std::collections::BTreeMap<String, (u64, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, fields) = line.trim().strip_prefix("cmdstat_")?.split_once(':')?;
+            let field = |key: &str| {
+                fields
+                    .split(',')
+                    .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+                    .and_then(|value| value.parse::<u64>().ok())
+            };
+            Some((name.to_owned(), (field("calls")?, field("usec")?)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_statistics_are_read_by_command() {
+        let text = "# Commandstats\r\ncmdstat_set:calls=60,usec=1234,usec_per_call=20.57,\
+                    rejected_calls=0,failed_calls=0\r\ncmdstat_incr:calls=1000,usec=2500,\
+                    usec_per_call=2.50\r\n";
+        let stats = parse_command_stats(text);
+        assert_eq!(stats["set"], (60, 1234));
+        assert_eq!(stats["incr"], (1000, 2500));
+        let earlier = CommandStats([("set".to_owned(), (10, 234))].into());
+        assert_eq!(CommandStats(stats).per("set", &earlier), (50, 1000));
+    }
+
+    #[test]
+    fn a_set_no_slower_than_an_incr_makes_bytes_free() {
+        let mut calibration = Calibration {
+            plan: Plan::SEED_000,
+            round_trip_median: Duration::from_micros(40),
+            sets_elapsed: Duration::from_millis(300),
+            bytes_per_second: 400 << 20,
+            incr_server_nanos: 2_000,
+            set_server_nanos: 2_000,
+        };
+        assert_eq!(calibration.server_byte_rate(), None);
+        assert!(calibration.snippet("c", "redis").contains("# no byte_rate"));
+        // 2 MiB in 512 us beyond the INCR's 2 us: 4.096 GB/s, 3906 MiB/s.
+        calibration.set_server_nanos = 514_000;
+        assert_eq!(calibration.server_byte_rate(), Some(4_096_000_000));
+        assert!(
+            calibration.snippet("c", "redis").contains(
+                "[servers.redis]\ncommand_cost = \"2000ns\"\nbyte_rate = \"3906MiB/s\"\n"
+            )
+        );
+    }
+}
+
 /// Sends every SET at once on clones of one connection (so they queue on its one socket) and
-/// returns the time from the first send to the last reply.
+/// returns the time from the first send to the last reply. Each SET is built in its own task
+/// from one shared value, as a live run's burst builds its writes (`outagelab live`), so the
+/// client's own per-byte cost (copying the value into the command, packing it) is the one a
+/// live run pays.
 async fn queued_sets(connection: &MultiplexedConnection, plan: Plan) -> RedisResult<Duration> {
-    let value = vec![b'x'; plan.set_bytes];
+    let value: std::sync::Arc<[u8]> = vec![b'x'; plan.set_bytes].into();
     let started = Instant::now();
     let mut sets = tokio::task::JoinSet::new();
     for index in 0..plan.sets {
-        let mut connection = connection.clone();
-        let command = redis::cmd("SET")
-            .arg(format!("{KEY_PREFIX}{index}"))
-            .arg(value.as_slice())
-            .clone();
-        sets.spawn(async move { command.query_async::<()>(&mut connection).await });
+        let (mut connection, value) = (connection.clone(), std::sync::Arc::clone(&value));
+        sets.spawn(async move {
+            let mut command = redis::cmd("SET");
+            command.arg(format!("{KEY_PREFIX}{index}")).arg(&value[..]);
+            command.query_async::<()>(&mut connection).await
+        });
     }
     // Bounded: one join per SET spawned.
     while let Some(joined) = sets.join_next().await {

@@ -32,14 +32,22 @@ pub struct TokioClock {
 impl TokioClock {
     /// A clock whose `SimTime::ZERO` is now.
     pub fn start_now() -> Self {
-        TokioClock {
-            start: Instant::now(),
-        }
+        Self::start_at(Instant::now())
+    }
+
+    /// A clock whose `SimTime::ZERO` is `start` (before it, it reads zero).
+    pub fn start_at(start: Instant) -> Self {
+        TokioClock { start }
     }
 
     /// The instant this clock reads as `SimTime::ZERO`.
     pub fn start(&self) -> Instant {
         self.start
+    }
+
+    /// The instant this clock will read as `at` (for sleeping until it).
+    pub fn instant_at(&self, at: SimTime) -> Instant {
+        self.start + std::time::Duration::from_nanos(at.as_nanos())
     }
 }
 

@@ -11,6 +11,16 @@
 //!   guard around a call;
 //! - [`semaphore::LiveSemaphore`]: the semaphore by count and bytes
 //!   ([`outagelab_model::semaphore::SharedSemaphore`]) with an RAII permit;
+//! - [`bulkhead::LiveBulkhead`]: the bulkhead ([`outagelab_model::bulkhead::Bulkhead`]), a
+//!   queued caller parked until the model hands it a released permit;
+//! - [`retry::LiveRetry`]: the retry policy with its budget
+//!   ([`outagelab_model::retry::RetryPolicy`]), sleeping until each retry's instant;
+//! - [`rate_limit::LiveRateLimiter`]: the rate limiter
+//!   ([`outagelab_model::rate_limit::RateLimiter`]);
+//! - [`throttle::LiveThrottle`]: seed 004's cascade throttle, atomic form
+//!   ([`outagelab_model::throttle::AtomicThrottle`]), with a slot guard;
+//! - [`run`]: a scenario's variant run in wall-clock time against a real server (`outagelab
+//!   live`);
 //! - [`calibrate`]: what a simulated connection's `latency` and `bandwidth` mean on this machine,
 //!   measured on one real connection (`outagelab calibrate`).
 //!
@@ -33,13 +43,22 @@
 //! instants they feed the model.
 
 pub mod breaker;
+pub mod bulkhead;
 pub mod calibrate;
 pub mod clock;
+pub mod rate_limit;
+pub mod retry;
+pub mod run;
 pub mod semaphore;
 pub mod slot;
 pub mod testing;
+pub mod throttle;
 
 pub use breaker::LiveBreaker;
+pub use bulkhead::LiveBulkhead;
 pub use clock::{Clock, ManualClock, TokioClock};
+pub use rate_limit::LiveRateLimiter;
+pub use retry::LiveRetry;
 pub use semaphore::LiveSemaphore;
 pub use slot::{LiveSlot, QueryError, RedisConnector, Unavailable};
+pub use throttle::LiveThrottle;

@@ -67,10 +67,20 @@ impl RedisConnector {
         connect_timeout: Duration,
         response_timeout: Duration,
     ) -> RedisResult<Self> {
+        Self::with_response_timeout(address, connect_timeout, Some(response_timeout))
+    }
+
+    /// As [`RedisConnector::new`]; `None` waits for every response as long as it takes (a
+    /// scenario connection without a `command_timeout`).
+    pub fn with_response_timeout(
+        address: &str,
+        connect_timeout: Duration,
+        response_timeout: Option<Duration>,
+    ) -> RedisResult<Self> {
         let client = Client::open(format!("redis://{address}/"))?;
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(Some(response_timeout));
+            .set_response_timeout(response_timeout);
         Ok(RedisConnector {
             client,
             config,
@@ -134,15 +144,23 @@ impl<Conn> LiveLease<Conn> {
     }
 }
 
-/// Counters the live wrapper keeps beside the model's [`ReconnectStats`].
+/// Counters the live wrapper keeps beside the model's [`ReconnectStats`]: what callers were
+/// told, as the simulator's `SlotSummary` counts it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReplayStats {
+pub struct SlotCounters {
     /// Commands the model said to replay after a connection-level failure: each asked the slot
     /// for a fresh connection once more (and ran again if it got one; during an outage the
     /// replay fails open instead).
     pub replays_total: u64,
     /// Commands that failed on a connection-level error and were not replayed (writes).
     pub not_replayed_total: u64,
+    /// Callers told to wait for the attempt in progress ([`Acquire::Wait`]).
+    pub waited_total: u64,
+    /// Callers that found a backoff window open ([`Acquire::Unavailable`]).
+    pub unavailable_total: u64,
+    /// Connection-level failures reported through a lease whose connection was no longer the
+    /// live one ([`FailureEffect::NotCurrent`]).
+    pub stale_failures_total: u64,
 }
 
 /// Why [`LiveSlot::run`] has no answer.
@@ -201,7 +219,7 @@ struct State<Conn> {
     live: Option<(ConnectionId, Conn)>,
     /// Ids handed to the model for connections made; the first is 1.
     connections_made: u64,
-    replays: ReplayStats,
+    counters: SlotCounters,
 }
 
 /// One consumer's reconnect slot (seed 001's `ReconnectingRedis`). See the module documentation.
@@ -227,7 +245,7 @@ impl<K: Connector, C: Clock> LiveSlot<K, C> {
                 slot: ReconnectSlot::new(config),
                 live: None,
                 connections_made: 0,
-                replays: ReplayStats::default(),
+                counters: SlotCounters::default(),
             }),
             attempt_ended: watch::Sender::new(0),
             connector,
@@ -247,8 +265,8 @@ impl<K: Connector, C: Clock> LiveSlot<K, C> {
         self.lock().slot.stats()
     }
 
-    pub fn replay_stats(&self) -> ReplayStats {
-        self.lock().replays
+    pub fn counters(&self) -> SlotCounters {
+        self.lock().counters
     }
 
     /// Counts one request let through because Redis could not be reached.
@@ -278,12 +296,16 @@ impl<K: Connector, C: Clock> LiveSlot<K, C> {
                         }))
                     }
                     Acquire::Unavailable { retry_in } => {
+                        state.counters.unavailable_total += 1;
                         Next::Done(Err(Unavailable::BackingOff { retry_in }))
                     }
                     Acquire::Connect(ticket) => Next::Connect(ticket),
                     Acquire::Wait(_) if waited => Next::Done(Err(Unavailable::StillConnecting)),
                     // Subscribed under the lock: the report of `attempt` comes after.
-                    Acquire::Wait(attempt) => Next::Wait(self.attempt_ended.subscribe(), attempt),
+                    Acquire::Wait(attempt) => {
+                        state.counters.waited_total += 1;
+                        Next::Wait(self.attempt_ended.subscribe(), attempt)
+                    }
                 }
             };
             match next {
@@ -348,8 +370,10 @@ impl<K: Connector, C: Clock> LiveSlot<K, C> {
         let now = self.clock.now();
         let mut state = self.lock();
         let effect = state.slot.on_failure(now, &lease.lease, failure);
-        if effect == FailureEffect::Evicted {
-            state.live = None;
+        match effect {
+            FailureEffect::Evicted => state.live = None,
+            FailureEffect::NotCurrent => state.counters.stale_failures_total += 1,
+            FailureEffect::ConnectionKept => {}
         }
         effect
     }
@@ -383,7 +407,7 @@ impl<K: Connector, C: Clock> LiveSlot<K, C> {
         };
         if !should_replay(commands, failure, &lease) {
             if matches!(failure, Failure::Connection(_)) {
-                self.lock().replays.not_replayed_total += 1;
+                self.lock().counters.not_replayed_total += 1;
             }
             return Err(QueryError::Failed {
                 error,
@@ -391,7 +415,7 @@ impl<K: Connector, C: Clock> LiveSlot<K, C> {
                 replayed: false,
             });
         }
-        self.lock().replays.replays_total += 1;
+        self.lock().counters.replays_total += 1;
         let fresh = match self.lease().await {
             Ok(fresh) => fresh,
             Err(unavailable) => return Err(QueryError::Unavailable(unavailable)),

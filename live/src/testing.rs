@@ -40,9 +40,16 @@ impl RedisServer {
         let dir =
             std::env::temp_dir().join(format!("outagelab-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary directory for redis-server");
-        let spawned = Command::new("redis-server")
+        let mut command = Command::new("redis-server");
+        command
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no"])
+            .args(["--save", "", "--appendonly", "no"]);
+        if major_version().is_some_and(|major| major >= 7) {
+            // Redis 7 refuses DEBUG unless told (a live run's `hang` is DEBUG SLEEP); the
+            // option does not exist before 7, where DEBUG is always allowed.
+            command.args(["--enable-debug-command", "local"]);
+        }
+        let spawned = command
             .arg("--dir")
             .arg(&dir)
             .stdin(Stdio::null())
@@ -106,6 +113,18 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The major version of the installed `redis-server` (`Redis server v=7.0.15 ...`), if it
+/// runs and says.
+fn major_version() -> Option<u32> {
+    let output = Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let version = text.split("v=").nth(1)?;
+    version.split('.').next()?.parse().ok()
 }
 
 /// Whether a server on 127.0.0.1:`port` answers PING within 200 ms.

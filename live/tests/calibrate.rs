@@ -14,6 +14,7 @@ async fn calibration_measures_a_round_trip_and_a_bandwidth_and_cleans_up() {
         pings: 20,
         sets: 8,
         set_bytes: 256 << 10,
+        incrs: 50,
     };
     let measured =
         tokio::time::timeout(Duration::from_secs(20), calibrate(&server.address(), plan))
@@ -28,7 +29,17 @@ async fn calibration_measures_a_round_trip_and_a_bandwidth_and_cleans_up() {
     assert!(measured.sets_elapsed >= measured.round_trip_median);
     // Loopback moves 2 MiB in well under a second.
     assert!(measured.bytes_per_second > 2 << 20, "{measured:?}");
+    // The server's own figures: an INCR takes well under a millisecond to execute.
+    assert!(
+        (1..1_000_000).contains(&measured.incr_server_nanos),
+        "{measured:?}"
+    );
+    assert!(measured.set_server_nanos > 0, "{measured:?}");
     let snippet = measured.snippet("calibrated", "redis");
+    assert!(
+        snippet.contains("[servers.redis]\ncommand_cost = \""),
+        "{snippet}"
+    );
     assert!(snippet.contains("[connections.calibrated]\nserver = \"redis\"\nlatency = \""));
     assert!(snippet.contains("MiB/s\"\n"), "{snippet}");
 

@@ -358,3 +358,370 @@ fn the_semaphore_decides_the_same_live_and_simulated() {
         model.release(permit);
     }
 }
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BulkheadStep {
+    /// A call asks for a permit (the model names it by the number of calls before it).
+    Acquire,
+    /// The permit of the call numbered so is given back.
+    Release(u64),
+    /// The queued call numbered so gives up its place.
+    Cancel(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BulkheadDecision {
+    Granted,
+    Queued,
+    Shed,
+    /// A released permit went to the call numbered so, or to nobody.
+    HandedTo(Option<u64>),
+    Cancelled(bool),
+}
+
+#[test]
+fn the_bulkhead_decides_the_same_live_and_simulated() {
+    use BulkheadStep::*;
+    use outagelab_live::bulkhead::{BulkheadPermit, Entry, LiveBulkhead, Queued};
+    use outagelab_model::bulkhead::{Acquire, Bulkhead, BulkheadConfig, Permit};
+    let config = BulkheadConfig::new(2, 2).unwrap();
+    // Two run, two queue, the fifth is shed; a release hands its permit to the oldest waiter;
+    // a waiter that gives up leaves the queue and the next release skips it; a release with
+    // nobody queued frees the permit.
+    let script = [
+        Acquire,
+        Acquire,
+        Acquire,
+        Acquire,
+        Acquire,
+        Release(0),
+        Acquire,
+        Cancel(3),
+        Release(1),
+        Release(2),
+        Acquire,
+        Acquire,
+        Acquire,
+    ];
+    let mut model = Bulkhead::new(config);
+    let mut model_permits: std::collections::BTreeMap<u64, Permit> = Default::default();
+    let live = LiveBulkhead::new(config);
+    let mut live_permits: std::collections::BTreeMap<u64, BulkheadPermit> = Default::default();
+    let mut live_queued: std::collections::BTreeMap<u64, Queued> = Default::default();
+    let mut calls = 0;
+    for (index, &step) in script.iter().enumerate() {
+        let (simulated, decided) = match step {
+            Acquire => {
+                let call = calls;
+                calls += 1;
+                let simulated = match model.try_acquire(call) {
+                    Acquire::Granted(permit) => {
+                        model_permits.insert(call, permit);
+                        BulkheadDecision::Granted
+                    }
+                    Acquire::Queued => BulkheadDecision::Queued,
+                    Acquire::Shed => BulkheadDecision::Shed,
+                };
+                let decided = match live.try_acquire() {
+                    Entry::Granted(permit) => {
+                        live_permits.insert(call, permit);
+                        BulkheadDecision::Granted
+                    }
+                    Entry::Queued(queued) => {
+                        live_queued.insert(call, queued);
+                        BulkheadDecision::Queued
+                    }
+                    Entry::Shed => BulkheadDecision::Shed,
+                };
+                (simulated, decided)
+            }
+            Release(call) => {
+                let simulated = match model.release(model_permits.remove(&call).unwrap()) {
+                    Some(grant) => {
+                        model_permits.insert(grant.waiter, grant.permit);
+                        BulkheadDecision::HandedTo(Some(grant.waiter))
+                    }
+                    None => BulkheadDecision::HandedTo(None),
+                };
+                drop(live_permits.remove(&call).unwrap());
+                let handed = live_queued
+                    .iter_mut()
+                    .find_map(|(&waiter, queued)| Some((waiter, queued.try_take()?)));
+                let decided = match handed {
+                    Some((waiter, permit)) => {
+                        live_queued.remove(&waiter);
+                        live_permits.insert(waiter, permit);
+                        BulkheadDecision::HandedTo(Some(waiter))
+                    }
+                    None => BulkheadDecision::HandedTo(None),
+                };
+                (simulated, decided)
+            }
+            Cancel(call) => {
+                let simulated = BulkheadDecision::Cancelled(model.cancel(call));
+                let decided = BulkheadDecision::Cancelled(live_queued.remove(&call).is_some());
+                (simulated, decided)
+            }
+        };
+        assert_eq!(decided, simulated, "step {index}: {step:?}");
+        assert_eq!(
+            live.occupancy(),
+            (model.in_use(), model.queued()),
+            "occupancy after step {index}"
+        );
+    }
+    assert_eq!(model.in_use(), 2, "the script ends with the bulkhead full");
+    for (_, permit) in model_permits {
+        let _ = model.release(permit);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RetryStep {
+    /// A request starts (the model names it by the number of requests before it).
+    Request,
+    /// An attempt of the request numbered so fails, the server asking for this wait (ms).
+    Fail(usize, Option<u64>),
+}
+
+#[test]
+fn the_retry_policy_decides_the_same_live_and_simulated() {
+    use RetryStep::*;
+    use outagelab_live::retry::LiveRetry;
+    use outagelab_model::backoff::{BackoffConfig, Jitter};
+    use outagelab_model::random::SplitMix64;
+    use outagelab_model::retry::{RetryBudgetConfig, RetryConfig, RetryPolicy};
+    let backoff = BackoffConfig::new(
+        SimDuration::from_millis(100),
+        2000,
+        SimDuration::from_secs(1),
+        Jitter::Full,
+    )
+    .unwrap();
+    // 3 attempts; retries at most half the last second's requests plus one a second; no
+    // Retry-After above 2 s.
+    let budget = RetryBudgetConfig::new(500, 1, SimDuration::from_secs(1)).unwrap();
+    let config =
+        RetryConfig::new(3, backoff, Some(budget), Some(SimDuration::from_secs(2))).unwrap();
+    // Jittered backoffs from one seeded source: retries granted on the reserve and on what
+    // the requests earn, then the attempt cap, the budget spent, a Retry-After too long, the
+    // window forgetting the old requests, and a Retry-After honoured.
+    let script = [
+        (0, Request),
+        (1, Fail(0, None)),
+        (2, Request),
+        (3, Fail(1, None)),
+        (10, Request),
+        (11, Request),
+        (12, Request),
+        (13, Request),
+        (14, Fail(1, None)),
+        (200, Fail(0, None)),
+        (400, Fail(0, None)),
+        (401, Fail(2, Some(500))),
+        (402, Fail(3, Some(3000))),
+        (2500, Request),
+        (2501, Fail(6, None)),
+        (2600, Request),
+        (2601, Fail(7, Some(300))),
+    ];
+    let mut model = RetryPolicy::new(config);
+    let mut model_random = SplitMix64(7);
+    let clock = ManualClock::new();
+    let live = LiveRetry::with_clock(config, SplitMix64(7), clock.clone());
+    let (mut model_requests, mut live_requests) = (Vec::new(), Vec::new());
+    let mut decisions = Vec::new();
+    for (index, &(at, step)) in script.iter().enumerate() {
+        clock.set(ms(at));
+        match step {
+            Request => {
+                model_requests.push(model.on_request(ms(at)));
+                live_requests.push(live.on_request());
+            }
+            Fail(request, retry_after) => {
+                let retry_after = retry_after.map(SimDuration::from_millis);
+                let simulated = model.on_failure(
+                    ms(at),
+                    &mut model_requests[request],
+                    retry_after,
+                    &mut model_random,
+                );
+                let decided = live.on_failure(&mut live_requests[request], retry_after);
+                assert_eq!(decided, simulated, "step {index}: {step:?} at {at} ms");
+                decisions.push(simulated);
+            }
+        }
+        assert_eq!(
+            live.counters(),
+            model.counters(),
+            "counters after step {index}"
+        );
+    }
+    // And the script says what it means to: the rule each failure met, hand-checked.
+    use outagelab_model::retry::{GiveUpReason as Why, RetryDecision as D};
+    let kinds: Vec<Option<Why>> = (decisions.iter())
+        .map(|decision| match decision {
+            D::Retry { .. } => None,
+            D::GiveUp(reason) => Some(*reason),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            None,
+            None,
+            None,
+            None,
+            Some(Why::AttemptsExhausted),
+            Some(Why::BudgetExhausted),
+            Some(Why::RetryAfterTooLong),
+            None,
+            None,
+        ]
+    );
+    let D::Retry { at } = decisions[8] else {
+        unreachable!()
+    };
+    assert!(at >= ms(2901), "the Retry-After was honoured: {at}");
+}
+
+#[test]
+fn the_rate_limiter_decides_the_same_live_and_simulated() {
+    use outagelab_live::rate_limit::LiveRateLimiter;
+    use outagelab_model::rate_limit::{
+        Algorithm, BucketConfig, RateLimiter, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
+    };
+    for algorithm in [Algorithm::TokenBucket, Algorithm::Gcra] {
+        let bucket = BucketConfig::new(3, TokenRate::per_second(2).unwrap()).unwrap();
+        let config =
+            RateLimiterConfig::new(bucket, algorithm, WhenStoreUnreachable::FailOpen).unwrap();
+        // (at ms, cost, store reachable): a burst empties the bucket, a rejection says when,
+        // the refill admits again, a cost above capacity is too large, the store's outage
+        // admits unchecked.
+        let calls = [
+            (0, 1, true),
+            (1, 2, true),
+            (2, 1, true),
+            (400, 1, true),
+            (501, 1, true),
+            (600, 4, true),
+            (700, 1, false),
+            (701, 1, false),
+            (2000, 3, true),
+            (2001, 1, true),
+        ];
+        let mut model = RateLimiter::new(config);
+        let clock = ManualClock::new();
+        let live = LiveRateLimiter::with_clock(config, clock.clone());
+        for (index, &(at, cost, reachable)) in calls.iter().enumerate() {
+            clock.set(ms(at));
+            let (simulated, decided) = if reachable {
+                (model.try_acquire(ms(at), cost), live.try_acquire(cost))
+            } else {
+                (
+                    model.on_store_unreachable(cost),
+                    live.on_store_unreachable(cost),
+                )
+            };
+            assert_eq!(decided, simulated, "{algorithm:?} call {index} at {at} ms");
+            assert_eq!(live.tokens(), model.tokens(ms(at)));
+            assert_eq!(live.counters(), model.counters());
+        }
+        let counters = model.counters();
+        assert!(
+            counters.rejected >= 2 && counters.too_large == 1 && counters.fail_open_admitted == 2,
+            "{algorithm:?}: {counters:?}"
+        );
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThrottleStep {
+    /// A cascade asks for a slot (named by the number of asks before it).
+    Acquire,
+    /// The cascade numbered so ends.
+    Release(usize),
+}
+
+#[test]
+fn the_cascade_throttle_decides_the_same_live_and_simulated() {
+    use ThrottleStep::*;
+    use outagelab_live::throttle::LiveThrottle;
+    use outagelab_model::throttle::{AtomicThrottle, CounterTtl, Decision, ThrottleConfig};
+    for ttl in [
+        CounterTtl::Never,
+        CounterTtl::FixedAtCreation(SimDuration::from_secs(5)),
+    ] {
+        let config =
+            ThrottleConfig::new(2, SimDuration::from_secs(1), ttl, SimDuration::ZERO).unwrap();
+        // A cap of 2: the third is refused with Retry-After 1 s until one ends; with a fixed
+        // TTL the counter expires at 5 s under the slots still held, and two more get in.
+        let script = [
+            (0, Acquire),
+            (1, Acquire),
+            (2, Acquire),
+            (3, Release(0)),
+            (4, Acquire),
+            (5, Acquire),
+            (5000, Acquire),
+            (5001, Acquire),
+            (5002, Release(1)),
+        ];
+        let mut model = AtomicThrottle::new(config);
+        let clock = ManualClock::new();
+        let live = LiveThrottle::with_clock(config, clock.clone());
+        let (mut model_slots, mut live_slots) = (Vec::new(), Vec::new());
+        for (index, &(at, step)) in script.iter().enumerate() {
+            clock.set(ms(at));
+            match step {
+                Acquire => {
+                    let simulated = match model.try_acquire(ms(at)) {
+                        Decision::Admit(slot) => {
+                            model_slots.push(Some(slot));
+                            Ok(())
+                        }
+                        Decision::Reject(rejection) => {
+                            model_slots.push(None);
+                            Err(rejection)
+                        }
+                    };
+                    let decided = match live.try_acquire() {
+                        Ok(slot) => {
+                            live_slots.push(Some(slot));
+                            Ok(())
+                        }
+                        Err(rejection) => {
+                            live_slots.push(None);
+                            Err(rejection)
+                        }
+                    };
+                    assert_eq!(decided, simulated, "{ttl:?} step {index} at {at} ms");
+                }
+                Release(cascade) => {
+                    let slot = model_slots[cascade].take().expect("it was admitted");
+                    model.release(ms(at), slot);
+                    drop(live_slots[cascade].take().expect("it was admitted"));
+                }
+            }
+            assert_eq!(
+                live.stats(),
+                model.stats(),
+                "{ttl:?} stats after step {index}"
+            );
+            assert_eq!(live.counter(), model.counter(ms(at)));
+        }
+        let stats = model.stats();
+        assert!(stats.rejected >= 2, "{ttl:?}: {stats:?}");
+        if ttl == CounterTtl::Never {
+            assert_eq!(stats.holders_peak, 2, "the cap held");
+        } else {
+            assert!(
+                stats.holders_peak > 2,
+                "the expired counter let more in: {stats:?}"
+            );
+        }
+        for slot in model_slots.into_iter().flatten() {
+            model.release(ms(6000), slot);
+        }
+    }
+}

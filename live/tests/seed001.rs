@@ -119,7 +119,7 @@ async fn client_kill_then_each_component_reconnects_and_enforces_again() {
         let after: i64 = budgets.query(Command::IncrBy, &spend, false).await.unwrap();
         assert_eq!(after, 80, "recorded through the new connection");
         assert_eq!(budgets.stats(), stats(true, 2, 1, 0, 1, 0));
-        assert_eq!(budgets.replay_stats().replays_total, 1);
+        assert_eq!(budgets.counters().replays_total, 1);
 
         // Rate limits: the admission script (check and charge) opts into replaying writes.
         let admit = redis::cmd("EVAL")
@@ -136,7 +136,7 @@ async fn client_kill_then_each_component_reconnects_and_enforces_again() {
         let fourth: i64 = rate_limits.query(Command::EvalSha, &admit, true).await.unwrap();
         assert_eq!((second, third, fourth), (1, 1, 0), "the limit of 3 is enforced again");
         assert_eq!(rate_limits.stats(), stats(true, 2, 1, 0, 1, 0));
-        assert_eq!(rate_limits.replay_stats().replays_total, 1);
+        assert_eq!(rate_limits.counters().replays_total, 1);
 
         // Cache: a write that meets the dead connection is lost, not replayed; the next works.
         let fill = redis::cmd("SET").arg("cache:page").arg("v1").clone();
@@ -157,7 +157,7 @@ async fn client_kill_then_each_component_reconnects_and_enforces_again() {
         let cached: Option<String> = cache.query(Command::Get, &get, false).await.unwrap();
         assert_eq!(cached.as_deref(), Some("v3"));
         assert_eq!(cache.stats(), stats(true, 2, 1, 0, 1, 0));
-        assert_eq!(cache.replay_stats().not_replayed_total, 1);
+        assert_eq!(cache.counters().not_replayed_total, 1);
 
         // Each kill touched only its own component's connection.
         for slot in [&budgets, &rate_limits, &cache] {
@@ -197,7 +197,7 @@ async fn a_rejected_command_keeps_the_connection() {
         let value: Option<String> = slot.query(Command::Get, &get, false).await.unwrap();
         assert_eq!(value.as_deref(), Some("v"));
         assert_eq!(slot.stats(), stats(true, 1, 0, 0, 0, 0));
-        assert_eq!(slot.replay_stats(), Default::default());
+        assert_eq!(slot.counters(), Default::default());
     })
     .await;
 }
@@ -324,13 +324,9 @@ async fn forwarder_outage_fails_open_paces_attempts_and_recovers() {
             0,
             "nothing gets through during the outage"
         );
-        assert_eq!(
-            reader.replay_stats().replays_total,
-            1,
-            "the read was replayed"
-        );
-        assert_eq!(writer.replay_stats().replays_total, 0, "the write was not");
-        assert_eq!(writer.replay_stats().not_replayed_total, 1);
+        assert_eq!(reader.counters().replays_total, 1, "the read was replayed");
+        assert_eq!(writer.counters().replays_total, 0, "the write was not");
+        assert_eq!(writer.counters().not_replayed_total, 1);
         for (slot, tally) in [(&reader, &reads), (&writer, &writes)] {
             let during = slot.stats();
             assert!(!during.connected, "disconnected during the outage");

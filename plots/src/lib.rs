@@ -37,6 +37,7 @@ mod bitmap_text;
 mod breakers;
 mod cdf;
 mod chart;
+pub mod compare;
 mod concurrency;
 mod fail_open;
 mod latency;

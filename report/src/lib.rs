@@ -5,6 +5,7 @@
 //! format. Reports are plain serialisable values; every map is a `BTreeMap`, so JSON output is
 //! byte-identical for the same run.
 
+pub mod compare;
 pub mod expect;
 pub mod keys;
 pub mod outcome;

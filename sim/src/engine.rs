@@ -151,6 +151,17 @@ pub fn summary_shape(scenario: &Scenario) -> Result<Summary, SimError> {
     Ok(Simulator::new(scenario, Bugs::default()).summary())
 }
 
+/// The metrics a run of this scenario records into, with every gauge and counter it
+/// registers and nothing recorded yet: for a run of the same scenario outside the simulator
+/// (`outagelab live`) to record into, so that its series have the same names
+/// ([`Metrics::gauge`] and [`Metrics::counter`] find them).
+pub fn empty_metrics(scenario: &Scenario) -> Result<Metrics, SimError> {
+    scenario
+        .check_references()
+        .map_err(SimError::BrokenReference)?;
+    Ok(Simulator::new(scenario, Bugs::default()).metrics)
+}
+
 /// Whether a request counts as one of the run's requests, or is a step running on its own.
 ///
 /// Fan-out (hedged requests, parallel reads) fits this shape without touching the rest: a
@@ -1285,7 +1296,7 @@ impl<'s> Simulator<'s> {
         let entrant = Entrant {
             waiter: self.current_ref(slot),
             bytes: match step.action {
-                StepAction::Redis { command, .. } => Op::command_bytes(command),
+                StepAction::Redis { command, .. } => command.request_bytes(),
                 _ => 0,
             },
         };

@@ -25,7 +25,7 @@ impl Default for HttpSpec {
 /// metrics keep): the first and last 5xx and the 2xx since. Only ends count: a request still
 /// in flight at the end of the run has given no answer.
 #[derive(Clone, Debug)]
-pub(crate) struct HttpTally {
+pub struct HttpTally {
     spec: HttpSpec,
     first_5xx: Option<SimTime>,
     last_5xx: Option<SimTime>,

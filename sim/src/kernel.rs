@@ -17,9 +17,9 @@ use crate::database::DatabaseEvent;
 use crate::redis::RedisEvent;
 use crate::scenario::{FaultId, LoadId};
 
-/// How one step of a request ended.
+/// How one step of a request ended (a live run's steps end the same ways).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StepResult {
+pub enum StepResult {
     Ok,
     /// A `GET` found its key.
     Hit,

@@ -37,14 +37,16 @@ mod trace;
 mod versions;
 
 pub use engine::{
-    Bugs, PROGRESS_EVERY_EVENTS, run, run_observed, run_traced, run_with_bugs, summary_shape,
+    Bugs, PROGRESS_EVERY_EVENTS, empty_metrics, run, run_observed, run_traced, run_with_bugs,
+    summary_shape,
 };
 pub use error::SimError;
-pub use http::HttpSpec;
-pub use metrics::BUCKETS_MAX;
+pub use http::{HttpSpec, HttpTally};
+pub use kernel::StepResult;
+pub use metrics::{BUCKETS_MAX, CounterId, GaugeId, Metrics};
 pub use monitors::{Invariant, Violation};
 /// The seeded streams, for code that must draw what the simulator draws (the bench's
 /// hand-written reference model).
-pub use rng::Stream;
+pub use rng::{Stream, key_index};
 pub use scenario::Scenario;
 pub use trace::{TRACE_EVENTS_MAX, TRACED_REQUESTS_MAX};

@@ -9,6 +9,9 @@
 //! [`BUCKET_SAMPLES_MAX`] of them, from one reusable histogram beyond that. Gauges (in-flight requests, database concurrency,
 //! bulkhead occupancy, pending commands) are kept as the maximum reached in each bucket. The
 //! series keeps at most [`BUCKETS_MAX`] buckets.
+//!
+//! Public for the live runner (`outagelab-live`), which records a real run's requests here so
+//! that its report has the very shape, buckets and percentile rounding of a simulated one.
 
 use std::collections::BTreeMap;
 
@@ -32,11 +35,11 @@ const BUCKET_SAMPLES_MAX: usize = 4096;
 
 /// Index of a gauge registered with [`Metrics::add_gauge`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct GaugeId(usize);
+pub struct GaugeId(usize);
 
 /// Index of an event counter registered with [`Metrics::add_counter`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CounterId(usize);
+pub struct CounterId(usize);
 
 /// Latency of a set of requests: a histogram plus exact min, max and sum.
 pub(crate) struct Latency {
@@ -237,7 +240,7 @@ impl BucketLatency {
     }
 }
 
-pub(crate) struct Metrics {
+pub struct Metrics {
     rule: PercentileRule,
     bucket_nanos: u64,
     /// Index of the bucket being filled.
@@ -327,6 +330,21 @@ impl Metrics {
         });
         self.counter_columns.push(Vec::new());
         CounterId(self.counters.len() - 1)
+    }
+
+    /// The gauge registered as `key`, if one was.
+    pub fn gauge(&self, key: &GaugeKey) -> Option<GaugeId> {
+        let name = key.to_string();
+        self.gauges.iter().position(|g| g.name == name).map(GaugeId)
+    }
+
+    /// The event counter registered as `key`, if one was.
+    pub fn counter(&self, key: &CountKey) -> Option<CounterId> {
+        let name = key.to_string();
+        self.counters
+            .iter()
+            .position(|c| c.name == name)
+            .map(CounterId)
     }
 
     /// One event now. Call [`Metrics::advance_to`] first.

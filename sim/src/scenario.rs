@@ -1100,6 +1100,12 @@ impl RedisCommand {
         }
     }
 
+    /// Bytes the command puts on the wire (its value included), whatever its key: what a
+    /// semaphore's byte cap counts for a step that sends it.
+    pub fn request_bytes(self) -> u64 {
+        crate::redis::Op::command_bytes(self)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RedisCommand::Get => "GET",

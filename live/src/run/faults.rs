@@ -1,0 +1,299 @@
+//! The server side of a live run, through one admin connection: the file's server settings
+//! before the run (and the server's own put back after it), its faults injected with the
+//! real commands, and what the server says about its memory at the end.
+//!
+//! | fault | command |
+//! |---|---|
+//! | `pause` | `CLIENT PAUSE <ms> ALL` (`WRITE` with `mode = "write"`) |
+//! | `hang` | `DEBUG SLEEP <s>`; where the server refuses DEBUG (Redis 7's default), `CLIENT PAUSE <ms> ALL`, said on standard error |
+//! | `kill` | `CLIENT KILL TYPE normal` (every client but the admin connection itself) |
+//! | `maxmemory` | `CONFIG SET maxmemory <bytes>` |
+//! | `flushall` | `FLUSHALL` |
+//!
+//! The admin connection has no response timeout of its own (a `DEBUG SLEEP` answers when the
+//! server wakes); every command is bounded by [`ADMIN_WAIT_MAX`] past the fault's length.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use outagelab_model::time::SimDuration;
+use outagelab_report::ServerSummary;
+use outagelab_sim::Scenario;
+use outagelab_sim::scenario::{FaultKind, FaultSpec, PauseMode};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, Cmd, RedisError, RedisResult, Value};
+
+use crate::clock::std_duration;
+
+/// The prefix of every key a live run writes (`outagelab:live:<family>:<index>`); the keys
+/// under it are deleted before each run and after it.
+pub const KEY_PREFIX: &str = "outagelab:live:";
+
+/// How long an admin command may take beyond the fault it injects.
+pub const ADMIN_WAIT_MAX: Duration = Duration::from_secs(10);
+
+/// The server settings a run changes, read before it and set back after it.
+const SAVED: [&str; 4] = ["maxmemory", "maxmemory-policy", "maxmemory-samples", "hz"];
+
+/// Most SCAN calls while deleting the run's keys (each looks at up to 1000 keys).
+const SCAN_CALLS_MAX: u32 = 1_000_000;
+
+pub(crate) struct Admin {
+    connection: MultiplexedConnection,
+    saved: Vec<(String, String)>,
+}
+
+impl Admin {
+    pub async fn connect(address: &str) -> RedisResult<Admin> {
+        let client = Client::open(format!("redis://{address}/"))?;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(None);
+        let connection = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        Ok(Admin {
+            connection,
+            saved: Vec::new(),
+        })
+    }
+
+    async fn query(&self, cmd: &Cmd, length: Duration) -> RedisResult<Value> {
+        let mut connection = self.connection.clone();
+        match tokio::time::timeout(length + ADMIN_WAIT_MAX, cmd.query_async(&mut connection)).await
+        {
+            Ok(result) => result,
+            Err(_) => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the server did not answer the admin connection",
+            ))),
+        }
+    }
+
+    async fn config_set(&self, name: &str, value: &str) -> RedisResult<()> {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg("SET").arg(name).arg(value);
+        self.query(&cmd, Duration::ZERO).await.map(drop)
+    }
+
+    /// Saves what the run will change, deletes what an earlier run left, and applies the
+    /// file's server settings (memory limit, policy, samples, `hz`); resets the server's
+    /// statistics so the run's evictions and errors are its own.
+    pub async fn prepare(&mut self, scenario: &Scenario) -> RedisResult<()> {
+        self.query(&redis::cmd("CLIENT").arg("UNPAUSE").clone(), Duration::ZERO)
+            .await?;
+        self.saved.clear();
+        for name in SAVED {
+            let mut cmd = redis::cmd("CONFIG");
+            cmd.arg("GET").arg(name);
+            let pairs: Vec<String> =
+                redis::from_redis_value(self.query(&cmd, Duration::ZERO).await?)?;
+            if let [_, value] = pairs.as_slice() {
+                self.saved.push((name.to_owned(), value.clone()));
+            }
+        }
+        self.delete_run_keys().await?;
+        if let Some(server) = scenario.servers.first() {
+            let memory = server.memory;
+            self.config_set("maxmemory", &memory.maxmemory.unwrap_or(0).to_string())
+                .await?;
+            self.config_set("maxmemory-policy", memory.policy.name())
+                .await?;
+            if let outagelab_sim::scenario::EvictionSamples::Sampled(samples) = memory.samples {
+                self.config_set("maxmemory-samples", &samples.to_string())
+                    .await?;
+            }
+            if let Some(hz) = server.hz {
+                self.config_set("hz", &hz.to_string()).await?;
+            }
+        }
+        self.query(
+            &redis::cmd("CONFIG").arg("RESETSTAT").clone(),
+            Duration::ZERO,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Puts back what [`Admin::prepare`] changed, ends a pause, deletes the run's keys.
+    pub async fn restore(&self) -> RedisResult<()> {
+        self.query(&redis::cmd("CLIENT").arg("UNPAUSE").clone(), Duration::ZERO)
+            .await?;
+        for (name, value) in &self.saved {
+            self.config_set(name, value).await?;
+        }
+        self.delete_run_keys().await
+    }
+
+    async fn delete_run_keys(&self) -> RedisResult<()> {
+        let mut cursor: u64 = 0;
+        for _ in 0..SCAN_CALLS_MAX {
+            let mut scan = redis::cmd("SCAN");
+            scan.arg(cursor)
+                .arg("MATCH")
+                .arg(format!("{KEY_PREFIX}*"))
+                .arg("COUNT")
+                .arg(1000);
+            let (next, keys): (u64, Vec<String>) =
+                redis::from_redis_value(self.query(&scan, Duration::ZERO).await?)?;
+            if !keys.is_empty() {
+                // DEL, not UNLINK: the memory is freed before the next run starts, not by the
+                // server's background thread while it runs.
+                let mut delete = redis::cmd("DEL");
+                delete.arg(&keys);
+                self.query(&delete, Duration::ZERO).await?;
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+        Err(RedisError::from(std::io::Error::other(format!(
+            "deleting {KEY_PREFIX}* took more than {SCAN_CALLS_MAX} SCAN calls"
+        ))))
+    }
+
+    /// Injects `fault` now; `rest` is what is left of the run, the length of a fault without
+    /// a duration. Returns a note when the fault had to be injected another way than its
+    /// command (DEBUG refused).
+    pub async fn inject(
+        &self,
+        fault: &FaultSpec,
+        rest: SimDuration,
+    ) -> RedisResult<Option<String>> {
+        let length = std_duration(fault.duration.unwrap_or(rest));
+        let millis = length.as_millis().max(1).to_string();
+        let pause = |mode: &str| {
+            let mut cmd = redis::cmd("CLIENT");
+            cmd.arg("PAUSE").arg(&millis).arg(mode);
+            cmd
+        };
+        let command = match fault.kind {
+            FaultKind::Pause(PauseMode::All) => pause("ALL"),
+            FaultKind::Pause(PauseMode::Write) => pause("WRITE"),
+            FaultKind::Hang => {
+                let mut sleep = redis::cmd("DEBUG");
+                sleep
+                    .arg("SLEEP")
+                    .arg(format!("{:.6}", length.as_secs_f64()));
+                return match self.query(&sleep, length).await {
+                    Ok(_) => Ok(None),
+                    Err(error) if is_debug_refused(&error) => {
+                        self.query(&pause("ALL"), Duration::ZERO).await?;
+                        Ok(Some(format!(
+                            "faults.{}: the server refuses DEBUG (enable-debug-command), so the \
+                             hang is a CLIENT PAUSE {millis} ALL: commands wait, but new \
+                             connections are accepted",
+                            fault.name
+                        )))
+                    }
+                    Err(error) => Err(error),
+                };
+            }
+            FaultKind::Kill => {
+                let mut kill = redis::cmd("CLIENT");
+                kill.arg("KILL").arg("TYPE").arg("normal");
+                kill
+            }
+            FaultKind::MaxMemory(limit) => {
+                let mut set = redis::cmd("CONFIG");
+                set.arg("SET")
+                    .arg("maxmemory")
+                    .arg(limit.unwrap_or(0).to_string());
+                set
+            }
+            FaultKind::FlushAll => redis::cmd("FLUSHALL"),
+            FaultKind::Stop
+            | FaultKind::ErrorReply { .. }
+            | FaultKind::Failover { .. }
+            | FaultKind::Disconnect => {
+                unreachable!("refused by the live check")
+            }
+        };
+        self.query(&command, Duration::ZERO).await.map(|_| None)
+    }
+
+    async fn info(&self, sections: &[&str]) -> RedisResult<String> {
+        let mut info = redis::cmd("INFO");
+        for section in sections {
+            info.arg(*section);
+        }
+        Ok(redis::from_redis_value(
+            self.query(&info, Duration::ZERO).await?,
+        )?)
+    }
+
+    /// The server's memory in use, and the keys it has evicted and expired since the
+    /// statistics were reset at the start of the run.
+    pub async fn memory_sample(&self) -> RedisResult<MemorySample> {
+        let text = self.info(&["memory", "stats"]).await?;
+        let fields = info_fields(&text);
+        let number = |name: &str| number(&fields, name);
+        Ok(MemorySample {
+            used_memory: number("used_memory"),
+            evicted_keys: number("evicted_keys"),
+            expired_keys: number("expired_keys"),
+        })
+    }
+
+    /// What the server says about its memory now (`INFO memory`, `stats`, `errorstats`),
+    /// since the statistics were reset at the start of the run.
+    pub async fn server_summary(&self) -> RedisResult<ServerSummary> {
+        let text = self.info(&["memory", "stats", "errorstats"]).await?;
+        let fields = info_fields(&text);
+        let number = |name: &str| number(&fields, name);
+        let maxmemory = number("maxmemory");
+        Ok(ServerSummary {
+            used_memory: number("used_memory"),
+            used_memory_peak: number("used_memory_peak"),
+            maxmemory: (maxmemory > 0).then_some(maxmemory),
+            evicted_keys: number("evicted_keys"),
+            expired_keys: number("expired_keys"),
+            oom_replies: fields
+                .get("errorstat_OOM")
+                .and_then(|value| value.strip_prefix("count="))
+                .and_then(|count| count.parse().ok())
+                .unwrap_or(0),
+        })
+    }
+}
+
+/// One reading of the server's memory counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MemorySample {
+    pub used_memory: u64,
+    pub evicted_keys: u64,
+    pub expired_keys: u64,
+}
+
+fn number(fields: &BTreeMap<&str, &str>, name: &str) -> u64 {
+    fields
+        .get(name)
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0)
+}
+
+fn is_debug_refused(error: &RedisError) -> bool {
+    error.to_string().contains("DEBUG command not allowed")
+}
+
+/// `INFO`'s `name:value` lines.
+fn info_fields(text: &str) -> BTreeMap<&str, &str> {
+    text.lines()
+        .filter_map(|line| line.trim_end().split_once(':'))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_lines_are_read_by_name() {
+        let text = "# Memory\r\nused_memory:1024\r\nmaxmemory:0\r\n# Errorstats\r\nerrorstat_OOM:count=3\r\n";
+        let fields = info_fields(text);
+        assert_eq!(fields["used_memory"], "1024");
+        assert_eq!(fields["errorstat_OOM"], "count=3");
+        assert_eq!(fields.get("# Memory"), None);
+    }
+}

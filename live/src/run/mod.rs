@@ -1,0 +1,900 @@
+//! One variant of a scenario file run in wall-clock time against a real Redis (`outagelab
+//! live`), written as the same report a simulated run writes.
+//!
+//! What runs for real: the file's loads (open-loop even, Poisson and burst arrivals drawn
+//! exactly as the simulator draws them, from the same seeded streams; closed loops), its
+//! Redis steps (`GET`, `SET`, `SET NX PX`, `INCR`, `DEL`) on `redis` connections with the
+//! file's `command_timeout`, its breakers and semaphores through their live forms
+//! ([`crate::LiveBreaker`], [`crate::LiveSemaphore`]), reconnect slots through
+//! [`crate::LiveSlot`], and its faults as real commands (see `faults.rs`). A database query
+//! and a `work` step are a tokio sleep of a duration drawn from the file's distribution with
+//! the simulator's stream for that database or flow. Anything else is refused before the run
+//! ([`check`]), with the file key that names it.
+//!
+//! What a request's latency is: for an open loop, from the instant its arrival is due to its
+//! end, so a runner that wakes late (tokio's timers have a resolution of a millisecond) counts
+//! its lateness, as a load generator that avoids coordinated omission does; for a closed
+//! loop, from the instant the caller sends it, since a caller that wakes late has only
+//! thought longer.
+//!
+//! Bounds: the run stops at the file's horizon, or earlier at [`Options::horizon_cap`]; a file
+//! without a horizon runs until its requests have ended, at most [`LENGTH_WITHOUT_HORIZON`]
+//! (or the cap). Requests still in flight then are `unfinished`. Every task the run starts is
+//! in one `JoinSet`, aborted at the end.
+
+mod check;
+mod connection;
+mod faults;
+mod record;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use outagelab_model::breaker::{BreakerState, CallOutcome};
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::{
+    BreakerSummary, ConnectionSummary, DatabaseSummary, FaultWindow, Outcome, SemaphoreSummary,
+    SlotSummary, VariantReport, Verdict,
+};
+use outagelab_sim::scenario::{
+    Arrivals, ClosedLoop, FlowId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef,
+    StepAction, StepSpec,
+};
+use outagelab_sim::{Scenario, StepResult, Stream, key_index};
+use redis::RedisError;
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+pub use check::{HZ_MAX, Unsupported, check};
+pub use faults::KEY_PREFIX;
+
+use crate::breaker::LiveBreaker;
+use crate::clock::{Clock, TokioClock};
+use crate::semaphore::LiveSemaphore;
+use connection::Connection;
+use faults::Admin;
+use record::Recorder;
+
+/// How long a run of a file without a horizon may last at most (unless capped shorter).
+pub const LENGTH_WITHOUT_HORIZON: SimDuration = SimDuration::from_secs(60);
+
+/// Time between the run's setup and its start: connections (and slots connected at the
+/// start) are made before the run's clock reads zero, so the first arrivals are on time.
+const SETUP_LEAD: Duration = Duration::from_millis(100);
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The Redis server, `host:port`. Its keys under [`KEY_PREFIX`] are deleted; its
+    /// `maxmemory`, `maxmemory-policy`, `maxmemory-samples` and `hz` are set for the run and
+    /// put back after it; the file's faults pause, kill, flush and reconfigure it for real.
+    pub address: String,
+    /// Stop here at the latest; a run never goes past the file's own horizon.
+    pub horizon_cap: Option<SimDuration>,
+}
+
+/// Why a live run has no report.
+#[derive(Debug)]
+pub enum LiveError {
+    /// The file asks for something a live run cannot do.
+    Unsupported(Unsupported),
+    /// The server could not be reached or refused a command of the run's own.
+    Redis { doing: String, error: RedisError },
+}
+
+impl std::fmt::Display for LiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LiveError::Unsupported(unsupported) => write!(f, "{unsupported}"),
+            LiveError::Redis { doing, error } => write!(f, "{doing}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for LiveError {}
+
+fn redis_error(doing: impl Into<String>) -> impl FnOnce(RedisError) -> LiveError {
+    move |error| LiveError::Redis {
+        doing: doing.into(),
+        error,
+    }
+}
+
+/// Runs `scenario` (one variant, `name`) against the server. Notes (a fault injected another
+/// way than its command) go to `notes`.
+pub async fn run(
+    scenario: &Scenario,
+    name: &str,
+    sweep_x: Option<f64>,
+    options: &Options,
+    notes: &mut Vec<String>,
+) -> Result<VariantReport, LiveError> {
+    check(scenario).map_err(LiveError::Unsupported)?;
+    let mut admin = Admin::connect(&options.address)
+        .await
+        .map_err(redis_error(format!("connecting to {}", options.address)))?;
+    admin
+        .prepare(scenario)
+        .await
+        .map_err(redis_error("setting the server up for the run"))?;
+    let admin = Arc::new(admin);
+    let ran = drive(scenario, name, sweep_x, options, &admin, notes).await;
+    let restored = admin
+        .restore()
+        .await
+        .map_err(redis_error("putting the server's settings back"));
+    let report = ran?;
+    restored?;
+    Ok(report)
+}
+
+struct LiveBreakerSlot {
+    live: LiveBreaker,
+    enabled: bool,
+    counts: OutcomeSet,
+}
+
+struct LiveSemaphoreSlot {
+    live: LiveSemaphore,
+    enabled: bool,
+}
+
+/// Everything one live run shares between its tasks.
+struct Run {
+    scenario: Scenario,
+    clock: TokioClock,
+    recorder: Mutex<Recorder>,
+    connections: Vec<Connection>,
+    breakers: Vec<LiveBreakerSlot>,
+    /// Rejections, and transitions into half-open and closed, per breaker (the model counts
+    /// its openings).
+    breaker_counts: Mutex<Vec<[u64; 3]>>,
+    semaphores: Vec<LiveSemaphoreSlot>,
+    /// The simulator's streams: per database, per flow's work, per load.
+    database_streams: Vec<Mutex<Stream>>,
+    work_streams: Vec<Mutex<Stream>>,
+    /// The bytes every written value is cut from (the longest value of the file).
+    value: Vec<u8>,
+    tasks: Mutex<JoinSet<()>>,
+    done: Notify,
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+type StepFuture<'a> = Pin<Box<dyn Future<Output = StepResult> + Send + 'a>>;
+
+impl Run {
+    fn recorder(&self) -> MutexGuard<'_, Recorder> {
+        locked(&self.recorder)
+    }
+
+    fn now(&self) -> SimTime {
+        self.clock.now()
+    }
+
+    async fn sleep_until(&self, at: SimTime) {
+        tokio::time::sleep_until(self.clock.instant_at(at)).await;
+    }
+
+    /// Starts `task` as part of the run (aborted when the run ends).
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let mut tasks = locked(&self.tasks);
+        // Reap what has finished, so the set holds only what still runs.
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(task);
+    }
+
+    /// Wakes the driver if nothing is left to wait for.
+    fn check_done(&self) {
+        if self.recorder().is_done() {
+            self.done.notify_one();
+        }
+    }
+
+    /// One request of `flow`, sent at `sent` (the instant the file says).
+    async fn request(self: Arc<Self>, flow: FlowId, key_seed: u64, sent: SimTime) {
+        self.recorder().arrived(self.now(), flow);
+        let outcome = self.flow(flow, key_seed).await;
+        self.recorder().ended(self.now(), flow, sent, outcome);
+        self.check_done();
+    }
+
+    /// Runs the steps of `flow` for one request, routed as the simulator routes them.
+    async fn flow(self: &Arc<Self>, flow: FlowId, key_seed: u64) -> Outcome {
+        let steps = &self.scenario.flows[flow.index()].steps;
+        let mut index = 0;
+        // Bounded: each turn moves to a later step.
+        while let Some(step) = steps.get(index) {
+            if step.on_error == OnError::Ignore {
+                self.background(flow, index, key_seed);
+                index += 1;
+                continue;
+            }
+            let result = self.step(flow, step, key_seed).await;
+            match (result, step.on_hit, step.on_error) {
+                (StepResult::Hit, OnHit::Finish, _) => return Outcome::Ok,
+                (StepResult::Hit, OnHit::Goto(target), _) => {
+                    index = usize::from(target);
+                    continue;
+                }
+                (StepResult::Error(kind), _, OnError::Fail) => return kind,
+                (StepResult::Error(kind), _, _) => {
+                    if let StepAction::Redis { connection, .. } = step.action
+                        && !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
+                    {
+                        // Let through unchecked: Redis could not be reached, or was not asked.
+                        self.recorder().failed_open(self.now(), connection.index());
+                        if let Some(slot) = self.connections[connection.index()].slot() {
+                            slot.record_fail_open();
+                        }
+                    }
+                }
+                _ => {}
+            }
+            index += 1;
+        }
+        Outcome::Ok
+    }
+
+    /// A fire-and-forget step: it runs on its own; its end is counted apart.
+    fn background(self: &Arc<Self>, flow: FlowId, index: usize, key_seed: u64) {
+        self.recorder().background_started(flow);
+        let run = Arc::clone(self);
+        self.spawn(async move {
+            let step = &run.scenario.flows[flow.index()].steps[index];
+            let outcome = match run.step(flow, step, key_seed).await {
+                StepResult::Error(kind) => kind,
+                StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
+            };
+            run.recorder().background_ended(run.now(), flow, outcome);
+        });
+    }
+
+    fn step<'a>(
+        self: &'a Arc<Self>,
+        flow: FlowId,
+        step: &'a StepSpec,
+        key_seed: u64,
+    ) -> StepFuture<'a> {
+        self.layers(flow, step, 0, key_seed)
+    }
+
+    /// The step's policies from position `depth` inwards, then its action.
+    fn layers<'a>(
+        self: &'a Arc<Self>,
+        flow: FlowId,
+        step: &'a StepSpec,
+        depth: usize,
+        key_seed: u64,
+    ) -> StepFuture<'a> {
+        Box::pin(async move {
+            let Some(&policy) = step.policies.get(depth) else {
+                return self.act(flow, step, key_seed).await;
+            };
+            let inner = || self.layers(flow, step, depth + 1, key_seed);
+            match policy {
+                PolicyRef::Breaker(id) => {
+                    let slot = &self.breakers[id.index()];
+                    if !slot.enabled {
+                        return inner().await;
+                    }
+                    let admitted = slot.live.try_admit();
+                    self.observe_breaker(id.index());
+                    let Ok(guard) = admitted else {
+                        locked(&self.breaker_counts)[id.index()][0] += 1;
+                        return StepResult::Error(Outcome::BreakerOpen);
+                    };
+                    let result = inner().await;
+                    guard.finish(match result {
+                        StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
+                        StepResult::Error(kind) if slot.counts.contains(kind) => {
+                            CallOutcome::Failure
+                        }
+                        StepResult::Error(_) => CallOutcome::Ignored,
+                    });
+                    self.observe_breaker(id.index());
+                    result
+                }
+                PolicyRef::Semaphore(id) => {
+                    let slot = &self.semaphores[id.index()];
+                    if !slot.enabled {
+                        return inner().await;
+                    }
+                    let bytes = match step.action {
+                        StepAction::Redis { command, .. } => command.request_bytes(),
+                        _ => 0,
+                    };
+                    let Ok(permit) = slot.live.try_acquire(bytes) else {
+                        return StepResult::Error(Outcome::Shed);
+                    };
+                    self.observe_semaphore(id.index());
+                    let result = inner().await;
+                    drop(permit);
+                    self.observe_semaphore(id.index());
+                    result
+                }
+                PolicyRef::Retry(_) | PolicyRef::Bulkhead(_) | PolicyRef::AdaptiveLimit(_) => {
+                    unreachable!("refused by the live check")
+                }
+            }
+        })
+    }
+
+    /// Drains the breaker's transitions into the counts, and sets its state gauge.
+    fn observe_breaker(&self, index: usize) {
+        let live = &self.breakers[index].live;
+        {
+            let mut counts = locked(&self.breaker_counts);
+            while let Some(transition) = live.poll_transition() {
+                match transition.to {
+                    BreakerState::HalfOpen => counts[index][1] += 1,
+                    BreakerState::Closed => counts[index][2] += 1,
+                    BreakerState::Open => {}
+                }
+            }
+        }
+        let level = match live.state() {
+            BreakerState::Closed => 0,
+            BreakerState::HalfOpen => 1,
+            BreakerState::Open => 2,
+        };
+        let mut recorder = self.recorder();
+        let gauge = recorder.breakers[index];
+        recorder.set_gauge(self.now(), gauge, level);
+    }
+
+    fn observe_semaphore(&self, index: usize) {
+        let counters = self.semaphores[index].live.counters();
+        let mut recorder = self.recorder();
+        let (in_flight, bytes) = recorder.semaphores[index];
+        let now = self.now();
+        recorder.set_gauge(now, in_flight, u64::from(counters.in_flight));
+        recorder.set_gauge(now, bytes, counters.bytes_in_flight);
+    }
+
+    async fn act(self: &Arc<Self>, flow: FlowId, step: &StepSpec, key_seed: u64) -> StepResult {
+        match step.action {
+            StepAction::Redis {
+                connection,
+                command,
+                key,
+            } => {
+                let family = &self.scenario.keys[key.index()];
+                let index = key_index(key_seed, key.0, family.count, family.distribution);
+                let key = format!("{KEY_PREFIX}{}:{index}", family.name);
+                let issued = self.now();
+                self.recorder().command_issued(issued, connection.index());
+                let (result, ending) = self.connections[connection.index()]
+                    .execute(
+                        command,
+                        &key,
+                        &self.value,
+                        step.replay_writes,
+                        issued,
+                        &self.clock,
+                    )
+                    .await;
+                let slot_connected = self.connections[connection.index()]
+                    .slot()
+                    .map(|slot| u64::from(slot.stats().connected));
+                let mut recorder = self.recorder();
+                let now = self.now();
+                recorder.command_ended(now, connection.index(), ending);
+                if let (Some(connected), Some(gauge)) =
+                    (slot_connected, recorder.connected[connection.index()])
+                {
+                    recorder.set_gauge(now, gauge, connected);
+                }
+                result
+            }
+            StepAction::Database {
+                database,
+                timeout,
+                latency,
+                lock: _,
+                data: _,
+            } => {
+                let spec = &self.scenario.databases[database.index()];
+                let distribution = latency.unwrap_or(spec.latency);
+                let duration =
+                    locked(&self.database_streams[database.index()]).duration(&distribution);
+                let started = self.now();
+                self.recorder().query_started(started, database.index());
+                let done = started.saturating_add(duration);
+                match timeout {
+                    Some(timeout) if timeout < duration => {
+                        // The query goes on after its caller gave up, as a database's does.
+                        let run = Arc::clone(self);
+                        self.spawn(async move {
+                            run.sleep_until(done).await;
+                            run.recorder().query_ended(run.now(), database.index());
+                        });
+                        self.sleep_until(started.saturating_add(timeout)).await;
+                        StepResult::Error(Outcome::Timeout)
+                    }
+                    _ => {
+                        self.sleep_until(done).await;
+                        self.recorder().query_ended(self.now(), database.index());
+                        StepResult::Ok
+                    }
+                }
+            }
+            StepAction::Work { duration } => {
+                let duration = locked(&self.work_streams[flow.index()]).duration(&duration);
+                self.sleep_until(self.now().saturating_add(duration)).await;
+                StepResult::Ok
+            }
+            StepAction::RateLimit { .. }
+            | StepAction::Throttle { .. }
+            | StepAction::Cache { .. }
+            | StepAction::Lock { .. } => unreachable!("refused by the live check"),
+        }
+    }
+}
+
+/// Sets the run up, runs it to its end, and writes its report.
+async fn drive(
+    scenario: &Scenario,
+    name: &str,
+    sweep_x: Option<f64>,
+    options: &Options,
+    admin: &Arc<Admin>,
+    notes: &mut Vec<String>,
+) -> Result<VariantReport, LiveError> {
+    let clock = TokioClock::start_at(Instant::now() + SETUP_LEAD);
+    let mut connections = Vec::with_capacity(scenario.connections.len());
+    for spec in &scenario.connections {
+        let connection = Connection::open(spec, &options.address, clock)
+            .await
+            .map_err(redis_error(format!("opening connections.{}", spec.name)))?;
+        connections.push(connection);
+    }
+    let value_bytes = (scenario.flows.iter().flat_map(|flow| &flow.steps))
+        .filter_map(|step| match step.action {
+            StepAction::Redis { command, .. } => Some(command.request_bytes()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let seed = scenario.seed;
+    let run = Arc::new(Run {
+        scenario: scenario.clone(),
+        clock,
+        recorder: Mutex::new(Recorder::new(scenario)),
+        connections,
+        breakers: (scenario.breakers.iter())
+            .map(|spec| LiveBreakerSlot {
+                live: LiveBreaker::with_clock(spec.config, clock),
+                enabled: spec.enabled,
+                counts: spec.counts,
+            })
+            .collect(),
+        breaker_counts: Mutex::new(vec![[0; 3]; scenario.breakers.len()]),
+        semaphores: (scenario.semaphores.iter())
+            .map(|spec| LiveSemaphoreSlot {
+                live: LiveSemaphore::new(spec.config),
+                enabled: spec.enabled,
+            })
+            .collect(),
+        database_streams: (scenario.databases.iter())
+            .map(|spec| Mutex::new(Stream::derive(seed, "database", &spec.name)))
+            .collect(),
+        work_streams: (scenario.flows.iter())
+            .map(|flow| Mutex::new(Stream::derive(seed, "work", &flow.name)))
+            .collect(),
+        value: vec![b'x'; value_bytes as usize],
+        tasks: Mutex::new(JoinSet::new()),
+        done: Notify::new(),
+    });
+
+    let file_horizon = scenario.limits.horizon;
+    let cap = options
+        .horizon_cap
+        .map(|cap| SimTime::ZERO.saturating_add(cap));
+    let horizon = match (file_horizon, cap) {
+        (Some(horizon), Some(cap)) => Some(horizon.min(cap)),
+        (horizon, cap) => horizon.or(cap),
+    };
+    let end_at = horizon.unwrap_or(SimTime::ZERO.saturating_add(LENGTH_WITHOUT_HORIZON));
+
+    let windows = Arc::new(Mutex::new(Vec::new()));
+    let fault_notes = Arc::new(Mutex::new(Vec::new()));
+    let fault_errors = Arc::new(Mutex::new(Vec::new()));
+    for (index, fault) in scenario.faults.iter().enumerate() {
+        if fault.at >= end_at {
+            continue;
+        }
+        let (run, admin, fault) = (Arc::clone(&run), Arc::clone(admin), fault.clone());
+        let (windows, notes, errors) = (
+            Arc::clone(&windows),
+            Arc::clone(&fault_notes),
+            Arc::clone(&fault_errors),
+        );
+        let target = scenario.target_name(fault.target).to_owned();
+        run.clone().spawn(async move {
+            run.sleep_until(fault.at).await;
+            let start = run.now();
+            let rest = end_at.saturating_since(start);
+            match admin.inject(&fault, rest).await {
+                Ok(note) => locked(&notes).extend(note),
+                Err(error) => locked(&errors).push(format!("faults.{}: {error}", fault.name)),
+            }
+            let ms = |t: SimTime| t.as_nanos() as f64 / 1e6;
+            locked(&windows).push((
+                index,
+                FaultWindow {
+                    name: fault.name.clone(),
+                    target,
+                    kind: fault.kind.name().to_owned(),
+                    start_ms: ms(start),
+                    end_ms: fault.duration.map(|d| ms(start.saturating_add(d))),
+                },
+            ));
+        });
+    }
+    for load in &scenario.loads {
+        start_load(&run, load);
+    }
+    if !scenario.servers.is_empty() {
+        let (task_run, admin) = (Arc::clone(&run), Arc::clone(admin));
+        run.spawn(sample_server(task_run, admin));
+    }
+
+    tokio::time::sleep_until(clock.start()).await;
+    let completed = if horizon.is_some() {
+        // With a horizon the run goes on to it (late replies and background work included),
+        // as a simulated one does.
+        tokio::time::sleep_until(clock.instant_at(end_at)).await;
+        false
+    } else {
+        let all_ended = async {
+            // Bounded: each wake-up is a request or a load ending, and the check is made
+            // again after it.
+            while !run.recorder().is_done() {
+                run.done.notified().await;
+            }
+        };
+        tokio::time::timeout_at(clock.instant_at(end_at), all_ended)
+            .await
+            .is_ok()
+    };
+    let ended_at = if completed { run.now() } else { end_at };
+    // Aborts every task; one that spawned another while being aborted (on another worker
+    // thread) left it in the fresh set, so this is repeated until the set stays empty, which
+    // takes at most a few rounds because an aborted task spawns nothing after its abort.
+    loop {
+        let mut tasks = std::mem::take(&mut *locked(&run.tasks));
+        if tasks.is_empty() {
+            break;
+        }
+        tasks.shutdown().await;
+    }
+
+    if let Some(error) = locked(&fault_errors).first() {
+        return Err(LiveError::Redis {
+            doing: "injecting a fault".to_owned(),
+            error: RedisError::from(std::io::Error::other(error.clone())),
+        });
+    }
+    notes.extend(locked(&fault_notes).drain(..));
+    let servers = admin
+        .server_summary()
+        .await
+        .map_err(redis_error("reading the server's INFO"))?;
+    // In the file's order, as a simulated report lists them.
+    let mut faults = std::mem::take(&mut *locked(&windows));
+    faults.sort_by_key(|(index, _)| *index);
+    let faults = faults.into_iter().map(|(_, window)| window).collect();
+    let verdict = if completed {
+        Verdict::Completed
+    } else {
+        Verdict::Horizon
+    };
+    Ok(report(
+        &run, name, sweep_x, verdict, ended_at, faults, servers,
+    ))
+}
+
+/// Reads the server's memory once a bucket, for its series (`used_memory`, keys evicted and
+/// expired); a reading the server is too busy to give (paused, asleep) comes when it can.
+async fn sample_server(run: Arc<Run>, admin: Arc<Admin>) {
+    let bucket = run.scenario.bucket;
+    let mut last = faults::MemorySample::default();
+    let mut at = SimTime::ZERO;
+    // Bounded by the run's end, which aborts it.
+    loop {
+        run.sleep_until(at).await;
+        if let Ok(sample) = admin.memory_sample().await {
+            run.recorder().server_sampled(
+                run.now(),
+                0,
+                sample.used_memory,
+                sample.evicted_keys.saturating_sub(last.evicted_keys),
+                sample.expired_keys.saturating_sub(last.expired_keys),
+            );
+            last = sample;
+        }
+        at = at.saturating_add(bucket).max(run.now());
+    }
+}
+
+/// Starts `load`: one task for an open loop, one per caller for a closed loop.
+fn start_load(run: &Arc<Run>, load: &LoadSpec) {
+    let seed = run.scenario.seed;
+    let stream = Stream::derive(seed, "load", &load.name);
+    let (flow, start) = (load.flow, load.start);
+    match load.arrivals {
+        Arrivals::Closed(closed) => {
+            let stream = Arc::new(Mutex::new(stream));
+            let workers: Vec<SimTime> = (0..closed.workers)
+                .map(|worker| {
+                    let offset = u128::from(closed.stagger.as_nanos()) * u128::from(worker)
+                        / u128::from(closed.workers);
+                    start.saturating_add(SimDuration::from_nanos(
+                        u64::try_from(offset).expect("below the stagger"),
+                    ))
+                })
+                .filter(|&at| closed.iterations != Some(0) && closed.until.is_none_or(|u| at < u))
+                .collect();
+            if workers.is_empty() {
+                return;
+            }
+            let active = Arc::new(Mutex::new(workers.len()));
+            run.recorder().loads_active += 1;
+            for first in workers {
+                let (run_for_task, stream, active) =
+                    (Arc::clone(run), Arc::clone(&stream), Arc::clone(&active));
+                run.spawn(async move {
+                    closed_caller(&run_for_task, flow, closed, first, &stream).await;
+                    let mut active = locked(&active);
+                    *active -= 1;
+                    if *active == 0 {
+                        run_for_task.recorder().loads_active -= 1;
+                        run_for_task.check_done();
+                    }
+                });
+            }
+        }
+        arrivals => {
+            let sends = match arrivals {
+                Arrivals::Burst { count } => count > 0,
+                Arrivals::Even { end, .. } | Arrivals::Poisson { end, .. } => match end {
+                    LoadEnd::Count(count) => count > 0,
+                    LoadEnd::Until(until) => start < until,
+                },
+                Arrivals::Closed(_) => unreachable!("matched above"),
+            };
+            if !sends {
+                return;
+            }
+            run.recorder().loads_active += 1;
+            let task_run = Arc::clone(run);
+            run.spawn(async move {
+                open_loop(&task_run, flow, start, arrivals, stream).await;
+                task_run.recorder().loads_active -= 1;
+                task_run.check_done();
+            });
+        }
+    }
+}
+
+/// An open loop's arrivals, at the instants and with the keys the simulator draws: per
+/// arrival, its key seed, then (Poisson) the gap to the next.
+async fn open_loop(
+    run: &Arc<Run>,
+    flow: FlowId,
+    start: SimTime,
+    arrivals: Arrivals,
+    mut stream: Stream,
+) {
+    if let Arrivals::Burst { count } = arrivals {
+        run.sleep_until(start).await;
+        for _ in 0..count {
+            let key_seed = stream.next_u64();
+            run.spawn(Arc::clone(run).request(flow, key_seed, start));
+        }
+        return;
+    }
+    let (rate, end, poisson) = match arrivals {
+        Arrivals::Even { rate, end } => (rate, end, false),
+        Arrivals::Poisson { rate, end } => (rate, end, true),
+        Arrivals::Burst { .. } | Arrivals::Closed(_) => unreachable!("matched by the caller"),
+    };
+    let mut at = start;
+    let mut next_q32 = u128::from(start.as_nanos()) << 32;
+    let mut issued: u64 = 0;
+    // Bounded by the load's count or end (and by the run's end, which aborts it).
+    loop {
+        run.sleep_until(at).await;
+        let key_seed = stream.next_u64();
+        issued += 1;
+        run.spawn(Arc::clone(run).request(flow, key_seed, at));
+        let next = if poisson {
+            next_q32 =
+                next_q32.saturating_add(rate.exponential_gap_q32(stream.neg_ln_uniform_q32()));
+            u64::try_from(next_q32 >> 32).ok().map(SimTime::from_nanos)
+        } else {
+            rate.even_offset(issued)
+                .and_then(|offset| start.checked_add(offset))
+        };
+        let more = match (end, next) {
+            (_, None) => false,
+            (LoadEnd::Count(count), Some(_)) => issued < count,
+            (LoadEnd::Until(until), Some(next)) => next < until,
+        };
+        match next {
+            Some(next) if more => at = next,
+            _ => return,
+        }
+    }
+}
+
+/// One caller of a closed loop: send, wait for the end, think, send again, until its
+/// iterations are sent or its load's time is up.
+async fn closed_caller(
+    run: &Arc<Run>,
+    flow: FlowId,
+    closed: ClosedLoop,
+    first: SimTime,
+    stream: &Mutex<Stream>,
+) {
+    let mut at = first;
+    let mut sent: u64 = 0;
+    // Bounded by `iterations` or `until` (one of them is set), and by the run's end.
+    loop {
+        run.sleep_until(at).await;
+        let key_seed = locked(stream).next_u64();
+        sent += 1;
+        // From the instant it is sent: a caller that wakes late has thought longer, and its
+        // request has not been waiting (unlike an open loop's arrival, which is due at its
+        // instant whether the runner is on time or not).
+        Arc::clone(run).request(flow, key_seed, run.now()).await;
+        let think = locked(stream).duration(&closed.think);
+        let next = run.now().saturating_add(think);
+        let more = closed.iterations.is_none_or(|n| sent < n)
+            && closed.until.is_none_or(|until| next < until);
+        if !more {
+            return;
+        }
+        at = next;
+    }
+}
+
+/// The run's report: the simulator's summary shape, filled with what was measured.
+fn report(
+    run: &Run,
+    name: &str,
+    sweep_x: Option<f64>,
+    verdict: Verdict,
+    ended_at: SimTime,
+    faults: Vec<FaultWindow>,
+    servers: outagelab_report::ServerSummary,
+) -> VariantReport {
+    let scenario = &run.scenario;
+    let mut recorder = run.recorder();
+    let mut summary = outagelab_sim::summary_shape(scenario)
+        .expect("a scenario the file reader validated has sound references");
+    let series = recorder.metrics.finish_series(ended_at);
+    summary.requests = recorder.metrics.requests();
+    summary.outcomes = recorder.metrics.outcome_counts();
+    summary.unfinished = recorder.in_flight();
+    summary.latency_ms = recorder.metrics.latency_stats();
+    summary.latency_histogram = recorder.metrics.latency_histogram();
+    for (index, flow) in scenario.flows.iter().enumerate() {
+        let flow_summary = recorder.metrics.flow_summary(
+            index,
+            recorder.flow_in_flight[index],
+            recorder.background_in_flight[index],
+        );
+        summary.flows.insert(flow.name.clone(), flow_summary);
+    }
+    for (index, database) in scenario.databases.iter().enumerate() {
+        let entry = summary.databases.entry(database.name.clone()).or_default();
+        *entry = DatabaseSummary {
+            queries: recorder.database_queries[index],
+            peak_concurrency: recorder.databases[index].peak,
+            ..DatabaseSummary::default()
+        };
+    }
+    let breaker_counts = locked(&run.breaker_counts);
+    for (index, (spec, slot)) in scenario.breakers.iter().zip(&run.breakers).enumerate() {
+        let [rejected, half_opened, closed] = breaker_counts[index];
+        let final_state = match slot.live.state() {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+        };
+        summary.breakers.insert(
+            spec.name.clone(),
+            BreakerSummary {
+                enabled: slot.enabled,
+                opened: slot.live.opened_total(),
+                half_opened,
+                closed,
+                rejected,
+                final_state: final_state.to_owned(),
+            },
+        );
+    }
+    for (spec, slot) in scenario.semaphores.iter().zip(&run.semaphores) {
+        let counters = slot.live.counters();
+        summary.semaphores.insert(
+            spec.name.clone(),
+            SemaphoreSummary {
+                enabled: slot.enabled,
+                acquired: counters.acquired,
+                peak_in_flight: u64::from(counters.in_flight_peak),
+                peak_bytes: counters.bytes_in_flight_peak,
+                rejected: counters.rejected_total(),
+                max_in_flight: spec.config.max_in_flight().map(u64::from),
+                max_bytes: spec.config.max_bytes(),
+            },
+        );
+    }
+    for (index, (spec, connection)) in scenario
+        .connections
+        .iter()
+        .zip(&run.connections)
+        .enumerate()
+    {
+        let tally = &recorder.connections[index];
+        let (attempts, failures, slot) = match connection.slot() {
+            Some(slot) => {
+                let stats = slot.stats();
+                let counters = slot.counters();
+                (
+                    stats.attempts_total,
+                    stats.connect_failures_total,
+                    SlotSummary {
+                        reconnects: stats.reconnects_total,
+                        evictions: stats.evictions_total,
+                        stale_failures: counters.stale_failures_total,
+                        waited: counters.waited_total,
+                        unavailable: counters.unavailable_total,
+                        replays: counters.replays_total,
+                    },
+                )
+            }
+            None => (1, 0, SlotSummary::default()),
+        };
+        summary.connections.insert(
+            spec.name.clone(),
+            ConnectionSummary {
+                commands: tally.commands,
+                replies: tally.replies,
+                timeouts: tally.timeouts,
+                disconnects: tally.disconnects,
+                connect_attempts: attempts,
+                connect_failures: failures,
+                peak_pending: recorder.pending[index].peak,
+                fail_open: tally.fail_open,
+                slot,
+                ..ConnectionSummary::default()
+            },
+        );
+    }
+    if let Some(server) = scenario.servers.first() {
+        summary.servers.insert(server.name.clone(), servers);
+    }
+    if let Some(http) = recorder.http() {
+        summary.http = Some(http.summary(&summary.outcomes));
+    }
+    VariantReport {
+        name: name.to_owned(),
+        sweep_x,
+        verdict,
+        percentile_rule: scenario.percentile_rule,
+        end_ms: ended_at.as_nanos() as f64 / 1e6,
+        events: 0,
+        faults,
+        summary,
+        series,
+        log: Vec::new(),
+        log_dropped: 0,
+    }
+}

@@ -1,0 +1,337 @@
+//! `outagelab_live::run`: what a live run refuses, by the file key that names it, and short
+//! runs against a real `redis-server` (started by the test) whose figures are known by
+//! construction. Each run lasts at most 1.5 s of wall-clock time.
+
+use std::path::Path;
+use std::time::Duration;
+
+use outagelab_live::run::{KEY_PREFIX, Options, check, run};
+use outagelab_live::testing::RedisServer;
+use outagelab_report::VariantReport;
+use outagelab_sim::Scenario;
+
+/// Every run of these tests stops by itself within this.
+const RUN_TIME_MAX: Duration = Duration::from_secs(10);
+
+fn scenario(text: &str) -> Scenario {
+    let file = outagelab_scenario_file::parse(text, Path::new("live-test.toml"))
+        .unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
+    file.variants[0].scenario.clone()
+}
+
+const BASE: &str = r#"
+[scenario]
+name = "live-test"
+seed = 1
+
+[run]
+horizon = "1s"
+
+[servers.redis]
+hz = 100
+
+[connections.c]
+server = "redis"
+latency = "100us"
+command_timeout = "100ms"
+
+[databases.main]
+latency = "20ms"
+
+[keys.k]
+count = 1
+
+[loads.l]
+flow = "read"
+arrivals = "even"
+rate = 20
+duration = "1s"
+"#;
+
+/// The key a refusal names, for `BASE` plus `extra`.
+fn refused(extra: &str) -> String {
+    let scenario = scenario(&format!("{BASE}{extra}"));
+    match check(&scenario) {
+        Ok(()) => panic!("accepted:\n{extra}"),
+        Err(unsupported) => {
+            assert!(!unsupported.reason.is_empty());
+            unsupported.key
+        }
+    }
+}
+
+#[test]
+fn what_a_live_run_cannot_do_is_refused_by_its_key() {
+    let read = |step: &str| format!("[flows.read]\nsteps = [{step}]\n");
+    let get = r#"{ redis = { command = "GET", connection = "c", key = "k" } }"#;
+    let cases: &[(&str, &str)] = &[
+        (
+            &format!(
+                "{}[caches.l1]\nmax_entries = 10\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n",
+                read(r#"{ cache = { name = "l1", op = "get", key = "k" } }"#)
+            ),
+            "flows.read.steps[0].cache",
+        ),
+        (
+            &format!(
+                "{}[bulkheads.b]\nmax_concurrent = 2\nqueue = 0\n",
+                read(r#"{ db = { name = "main" }, bulkhead = "b" }"#)
+            ),
+            "flows.read.steps[0].bulkhead",
+        ),
+        (
+            &format!(
+                "{}[faults.f]\ntarget = \"redis\"\nkind = \"stop\"\nat = \"100ms\"\nduration = \"100ms\"\n",
+                read(get)
+            ),
+            "faults.f",
+        ),
+        (
+            &format!(
+                "{}[faults.f]\ntarget = \"redis\"\nkind = \"kill\"\nat = \"100ms\"\n",
+                read(get)
+            ),
+            "connections.c.reconnect",
+        ),
+        (&format!("{}[servers.other]\n", read(get)), "servers"),
+        (
+            &format!(
+                "{}[databases.slow]\nlatency = \"1ms\"\ncapacity = 4\n",
+                read(r#"{ db = { name = "slow" } }"#)
+            ),
+            "databases.slow.capacity",
+        ),
+        (
+            &format!(
+                "{}",
+                read(&format!("{get}, {{ work = \"1ms\", finally = true }}"))
+            ),
+            "flows.read.steps[1].finally",
+        ),
+    ];
+    for (extra, key) in cases {
+        assert_eq!(refused(extra), *key, "for\n{extra}");
+    }
+    // And what it can do passes.
+    let fine = format!(
+        "{}",
+        read(&format!(
+            r#"{get}, {{ db = {{ name = "main", timeout = "50ms" }} }}, {{ work = "1ms" }}"#
+        ))
+    );
+    assert_eq!(check(&scenario(&format!("{BASE}{fine}"))), Ok(()));
+}
+
+async fn run_live(server: &RedisServer, scenario: &Scenario) -> VariantReport {
+    let options = Options {
+        address: server.address(),
+        horizon_cap: None,
+    };
+    let mut notes = Vec::new();
+    let report = tokio::time::timeout(
+        RUN_TIME_MAX,
+        run(scenario, "live", None, &options, &mut notes),
+    )
+    .await
+    .expect("the run stopped by itself")
+    .expect("the run ran");
+    assert!(notes.is_empty(), "{notes:?}");
+    report
+}
+
+async fn keys_left(server: &RedisServer) -> Vec<String> {
+    let client = redis::Client::open(format!("redis://{}/", server.address())).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("KEYS")
+        .arg(format!("{KEY_PREFIX}*"))
+        .query_async(&mut connection)
+        .await
+        .unwrap()
+}
+
+/// Cache-aside through a real Redis: the first read misses, waits 20 ms for the database
+/// stand-in and fills the key; every later read (50 ms apart) hits and finishes. The report
+/// has the shape a simulated one has, to the key.
+#[tokio::test(flavor = "current_thread")]
+async fn a_live_run_does_what_the_file_says_and_reports_it_as_a_simulation_does() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let text = format!(
+        "{BASE}[flows.read]\nsteps = [\n  {{ redis = {{ command = \"GET\", connection = \"c\", \
+         key = \"k\" }}, on_hit = \"finish\" }},\n  {{ db = {{ name = \"main\" }} }},\n  \
+         {{ redis = {{ command = \"SET\", connection = \"c\", key = \"k\", value = \"1KiB\" }} }},\n]\n"
+    );
+    let scenario = scenario(&text);
+    let live = run_live(&server, &scenario).await;
+    let simulated = outagelab_sim::run(&scenario).unwrap();
+    let summary = &live.summary;
+    println!(
+        "live: {} requests, outcomes {:?}, latency {:?}",
+        summary.requests, summary.outcomes, summary.latency_ms["all"]
+    );
+    assert_eq!(summary.requests, 20);
+    assert_eq!(summary.outcomes["ok"], 20);
+    assert_eq!(summary.unfinished, 0);
+    assert_eq!(
+        summary.databases["main"].queries, 1,
+        "only the first read missed"
+    );
+    assert_eq!(summary.databases["main"].peak_concurrency, 1);
+    assert_eq!(summary.connections["c"].commands, 21, "20 GETs and one SET");
+    assert_eq!(summary.connections["c"].replies, 21);
+    let max = summary.latency_ms["all"].max.unwrap();
+    assert!(
+        (20.0..60.0).contains(&max),
+        "the miss waited for the database: {max} ms"
+    );
+    // The same figures as the simulation where they do not depend on the machine.
+    let sim = &simulated.summary;
+    assert_eq!(
+        (
+            sim.requests,
+            sim.outcomes["ok"],
+            sim.databases["main"].queries
+        ),
+        (20, 20, 1)
+    );
+    assert_eq!(live.series.bucket_ms, simulated.series.bucket_ms);
+    assert_eq!(live.series.len(), simulated.series.len());
+    assert_eq!(live.series.outcomes["ok"].iter().sum::<u64>(), 20);
+    let (live_shape, simulated_shape) = (
+        shape(&serde_json::to_value(&live).unwrap()),
+        shape(&serde_json::to_value(&simulated).unwrap()),
+    );
+    let only = |a: &[String], b: &[String]| -> Vec<String> {
+        a.iter().filter(|key| !b.contains(key)).cloned().collect()
+    };
+    assert_eq!(
+        (
+            only(&live_shape, &simulated_shape),
+            only(&simulated_shape, &live_shape)
+        ),
+        (vec![], vec![]),
+        "the same keys, to the leaves (only live, only simulated)"
+    );
+    assert!(
+        keys_left(&server).await.is_empty(),
+        "the run's keys are deleted"
+    );
+}
+
+/// Every key path of a JSON value, arrays as one element.
+fn shape(value: &serde_json::Value) -> Vec<String> {
+    let mut paths = Vec::new();
+    fn walk(value: &serde_json::Value, path: String, paths: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    walk(value, format!("{path}.{key}"), paths);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                if let Some(first) = items.first() {
+                    walk(first, format!("{path}[]"), paths);
+                }
+            }
+            _ => paths.push(path),
+        }
+    }
+    walk(value, String::new(), &mut paths);
+    paths
+}
+
+/// The faults as real commands, on a reconnect slot with writes that fail open: DEBUG SLEEP
+/// makes commands time out, CLIENT KILL drops the slot's connection (evicted, reconnected),
+/// CONFIG SET maxmemory makes writes OOM, FLUSHALL empties the keys.
+#[tokio::test(flavor = "current_thread")]
+async fn the_files_faults_are_real_commands() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let text = r#"
+[scenario]
+name = "live-faults"
+seed = 1
+
+[run]
+horizon = "1500ms"
+
+[servers.redis]
+hz = 100
+
+[connections.c]
+server = "redis"
+latency = "100us"
+command_timeout = "100ms"
+reconnect = "slot"
+
+[keys.k]
+count = 10
+
+[flows.write]
+steps = [
+  { redis = { command = "SET", connection = "c", key = "k", value = "100KiB" }, on_error = "next" },
+  { redis = { command = "GET", connection = "c", key = "k" }, on_error = "next" },
+]
+
+[loads.steady]
+flow = "write"
+arrivals = "even"
+rate = 100
+duration = "1400ms"
+
+[faults.hang]
+target = "redis"
+kind = "hang"
+at = "200ms"
+duration = "300ms"
+
+[faults.kill]
+target = "redis"
+kind = "kill"
+at = "700ms"
+
+[faults.full]
+target = "redis"
+kind = "maxmemory"
+maxmemory = "1MiB"
+at = "900ms"
+
+[faults.flush]
+target = "redis"
+kind = "flushall"
+at = "1100ms"
+"#;
+    let live = run_live(&server, &scenario(text)).await;
+    let summary = &live.summary;
+    let connection = &summary.connections["c"];
+    let server_summary = &summary.servers["redis"];
+    println!(
+        "live: {connection:?}\n{server_summary:?}\n{:?}",
+        live.faults
+    );
+    assert_eq!(summary.requests, 140);
+    assert!(connection.timeouts >= 1, "the hang timed commands out");
+    assert!(connection.slot.evictions >= 1 && connection.slot.reconnects >= 1);
+    assert!(
+        server_summary.oom_replies >= 1,
+        "writes over maxmemory were refused"
+    );
+    assert!(connection.fail_open >= server_summary.oom_replies);
+    let faults: Vec<(&str, &str)> = (live.faults.iter())
+        .map(|f| (f.name.as_str(), f.kind.as_str()))
+        .collect();
+    assert_eq!(
+        faults,
+        [
+            ("flush", "flushall"),
+            ("full", "maxmemory"),
+            ("hang", "hang"),
+            ("kill", "kill")
+        ]
+    );
+    let hang = &live.faults[2];
+    assert!((200.0..230.0).contains(&hang.start_ms), "{hang:?}");
+    assert!(keys_left(&server).await.is_empty());
+}

@@ -1,0 +1,149 @@
+//! `outagelab live`'s command line: what it refuses before touching a server (exit 2, the file,
+//! the variant and the key named), with no server needed.
+
+mod common;
+
+use common::{outagelab, scratch};
+
+#[test]
+fn a_feature_a_live_run_cannot_do_is_refused_by_file_variant_and_key() {
+    let dir = scratch("live-refusals");
+    let file = dir.join("cache.toml");
+    std::fs::write(
+        &file,
+        r#"[scenario]
+name = "cache"
+
+[caches.l1]
+max_entries = 10
+max_bytes = "1MiB"
+ttl = "1s"
+
+[keys.k]
+count = 1
+
+[flows.read]
+steps = [{ cache = { name = "l1", op = "get", key = "k" } }]
+
+[loads.l]
+flow = "read"
+arrivals = "burst"
+count = 1
+"#,
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    // Port 9 (discard) on loopback: nothing is sent, since the file is refused first.
+    let output = outagelab(&["live", file, "--redis", "127.0.0.1:9"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{file}: variant \"base\": flows.read.steps[0].cache: in-process cache steps are \
+             not run live"
+        )),
+        "{stderr}"
+    );
+
+    let output = outagelab(&[
+        "live",
+        "scenarios/closed-loop-pause.toml",
+        "--redis",
+        "127.0.0.1:9",
+        "--variant",
+        "closed loop",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--variant \"closed loop\": scenarios/closed-loop-pause.toml has no such variant (it has: \"closed loop, 50 callers\", \"open loop, same mean rate\")"),
+        "{stderr}"
+    );
+
+    let output = outagelab(&[
+        "live",
+        "scenarios/closed-loop-pause.toml",
+        "--redis",
+        "127.0.0.1:9",
+        "--horizon",
+        "0s",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--horizon: must be longer than zero")
+    );
+}
+
+/// `compare` of a run with itself: every difference is zero and the failure windows coincide;
+/// with the buckets regrouped to 500 ms the window is the same time, coarser.
+#[test]
+fn a_report_compared_with_itself_differs_by_nothing() {
+    let dir = scratch("compare-itself");
+    let json = dir.join("sim.json");
+    let json = json.to_str().unwrap();
+    let output = outagelab(&["run", "scenarios/closed-loop-pause.toml", "--json", json]);
+    assert_eq!(output.status.code(), Some(0));
+    let plots = dir.join("charts");
+    let comparison = dir.join("comparison.json");
+    let output = outagelab(&[
+        "compare",
+        json,
+        json,
+        "--plot",
+        plots.to_str().unwrap(),
+        "--json",
+        comparison.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    println!("{stdout}");
+    // 150 timeouts in the closed loop, from 2.5 s to 3.6 s (the end of the bucket at 3.5 s).
+    assert_eq!(
+        row(&stdout, "closed loop, 50 callers"),
+        [
+            "150", "150", "2.5-3.6", "2.5-3.6", "+0 / +0", "0", "0.0", "0.0"
+        ],
+        "{stdout}"
+    );
+    for chart in ["compare.png", "compare.svg"] {
+        assert!(plots.join(chart).is_file(), "{chart}");
+    }
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&comparison).unwrap()).unwrap();
+    assert_eq!(
+        written["variants"][0]["window_shift_buckets"],
+        serde_json::json!([0, 0])
+    );
+
+    let output = outagelab(&["compare", json, json, "--bucket-ms", "500"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        row(&stdout, "closed loop, 50 callers")[2..4],
+        ["2.5-4.0", "2.5-4.0"],
+        "{stdout}"
+    );
+    let output = outagelab(&["compare", json, json, "--bucket-ms", "150"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("150 ms is not a whole number of the reports' 100 ms buckets")
+    );
+    let output = outagelab(&["compare", json, "Cargo.toml"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("Cargo.toml: not a run report"));
+}
+
+/// The cells after the name of the table row that starts with `name` (cells are separated by
+/// two spaces or more).
+fn row(text: &str, name: &str) -> Vec<String> {
+    let line = text
+        .lines()
+        .find(|line| line.starts_with(name))
+        .unwrap_or_else(|| panic!("no row {name:?} in\n{text}"));
+    line[name.len()..]
+        .split("  ")
+        .map(str::trim)
+        .filter(|cell| !cell.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
