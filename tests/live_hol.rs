@@ -65,7 +65,7 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
 /// The INCR latency (ms) of `flow` in each variant `K=k` of a report.
 fn incr_latency(report: &serde_json::Value, flow: &str, k: u64) -> f64 {
     let variant = (report["variants"].as_array().unwrap().iter())
-        .find(|v| v["name"] == format!("K={k}"))
+        .find(|v| v["name"] == format!("published fit / K={k}"))
         .unwrap_or_else(|| panic!("no variant K={k}"));
     let all = &variant["summary"]["flows"][flow]["latency_ms"]["all"];
     assert_eq!(all["count"], 1, "one INCR in {flow} at K={k}");
@@ -118,7 +118,7 @@ fn round(server: &RedisServer, dir: &Path, index: usize) -> Round {
         .iter()
         .map(|&k| {
             let json = dir.join(format!("live-{index}-{k}.json"));
-            let variant = format!("K={k}");
+            let variant = format!("published fit / K={k}");
             let args = ["live", FILE, "--redis", &address, "--variant", &variant];
             run_ok(
                 &[&args[..], &["--json", json.to_str().unwrap()]].concat(),

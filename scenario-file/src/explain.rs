@@ -250,8 +250,12 @@ fn explain_connection(
         Reconnect::Always => "always",
         Reconnect::Never => "never",
         Reconnect::Slot(_) => "slot",
+        Reconnect::Manager { .. } => "manager",
     };
     line("reconnect", format!("\"{reconnect}\""));
+    if let Reconnect::Manager { retries } = spec.reconnect {
+        line("reconnect_retries", retries.to_string());
+    }
     line("reconnect_delay", format!("\"{}\"", spec.reconnect_delay));
     line(
         "reconnect_delay_max",

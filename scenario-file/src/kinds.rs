@@ -79,6 +79,7 @@ macro_rules! resource_kinds {
 
 resource_kinds! {
     servers: RawServer => ServerId, "server";
+    client_loops: RawClientLoop => ClientLoopId, "client event loop";
     connections: RawConnection => ConnectionId, "connection";
     databases: RawDatabase => DatabaseId, "database";
     keys: RawKeys => KeyFamilyId, "key family";

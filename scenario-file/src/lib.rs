@@ -275,6 +275,7 @@ pub fn parse_with(
     }
     let variants = reader.variants(variant_value);
     let sweeps = reader.sweeps(sweep_value, variants.len().max(1));
+    reader.check_expect_at(&variants, &sweeps);
     for (index, set) in overrides.iter().enumerate() {
         if let Some(sweep) = sweeps
             .iter()
@@ -875,6 +876,32 @@ impl<'t> Reader<'_> {
         })
     }
 
+    /// A variant's `expect_at` names swept values: each must be one, of some axis.
+    fn check_expect_at(&mut self, variants: &[VariantEntry<'t>], sweeps: &[SweepEntry<'t>]) {
+        for entry in variants {
+            for (value_text, lines) in &entry.header.expect_at {
+                let swept = sweeps
+                    .iter()
+                    .any(|sweep| sweep.values.iter().any(|(text, _, _)| text == value_text));
+                if !swept {
+                    let span = lines.first().map(Spanned::span);
+                    let message = if sweeps.is_empty() {
+                        "`expect_at` gives expectations at swept values, and the file sweeps \
+                         nothing"
+                            .to_owned()
+                    } else {
+                        format!("`{value_text}` is not one of the swept values")
+                    };
+                    let key = format!(
+                        "variant \"{}\" expect_at.{value_text}",
+                        entry.header.name.get_ref()
+                    );
+                    self.errors.push(self.source.diagnostic(span, key, message));
+                }
+            }
+        }
+    }
+
     fn build(
         &mut self,
         base: Table<'t>,
@@ -887,6 +914,7 @@ impl<'t> Reader<'_> {
                 name: Spanned::new(0..0, "base".to_owned()),
                 description: None,
                 expect: Vec::new(),
+                expect_at: BTreeMap::new(),
                 creates: Vec::new(),
             },
             patch: None,
@@ -1000,6 +1028,7 @@ impl<'t> Reader<'_> {
                 for (sweep, &index) in sweeps.iter().zip(&point) {
                     let text = &sweep.values[index].0;
                     lines.extend(sweep.header.expect.get(text).into_iter().flatten());
+                    lines.extend(entry.header.expect_at.get(text).into_iter().flatten());
                 }
                 let expectations = self.expectations(&scenario, &lines);
                 if file.is_none() {

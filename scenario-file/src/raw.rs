@@ -132,6 +132,19 @@ pub struct RawConnection {
     pub tracking: Option<Spanned<RawTracking>>,
     /// After a failover of its server, connect to the promoted replica (default `true`).
     pub follows_failover: Option<bool>,
+    /// The `[client_loops]` entry that writes its commands.
+    pub client_loop: Option<Spanned<String>>,
+    /// How late its timers fire.
+    pub timer_lateness: Option<Spanned<Text>>,
+    /// `reconnect = "manager"` only: attempts after the first.
+    pub reconnect_retries: Option<Spanned<Whole>>,
+}
+
+/// `[client_loops.node]`: a client's event loop, shared by the connections that name it.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClientLoop {
+    pub write_rate: Spanned<Text>,
 }
 
 #[derive(Clone, Deserialize)]
@@ -156,6 +169,7 @@ pub enum ReconnectName {
     Always,
     Never,
     Slot,
+    Manager,
 }
 
 #[derive(Deserialize)]
@@ -880,6 +894,10 @@ pub struct RawVariant {
     pub description: Option<String>,
     #[serde(default)]
     pub expect: Vec<Spanned<String>>,
+    /// This variant's own expectations at a swept value (`"60" = ["..."]`), beside
+    /// `[sweep.expect]`'s, which every variant has.
+    #[serde(default)]
+    pub expect_at: BTreeMap<String, Vec<Spanned<String>>>,
     /// The resources its patch creates on purpose (`"faults.down"`): a patch that names a
     /// resource the base file lacks is a warning unless it is listed here.
     #[serde(default)]

@@ -56,6 +56,11 @@ mod default {
     pub const HZ: u32 = 10;
     /// How far a replica is behind its primary unless the file says.
     pub const REPLICATION_LAG: &str = "10ms";
+    /// redis-rs 0.27's `ConnectionManager`: delays of 100 ms · 2^n (its factor 100, base 2),
+    /// 6 retries; it sets no maximum delay, and 6 retries never pass 6.4 s.
+    pub const MANAGER_FACTOR: &str = "100ms";
+    pub const MANAGER_DELAY_MAX: &str = "10s";
+    pub const MANAGER_RETRIES: u32 = 6;
 }
 
 /// Bounds on sizes that would exhaust memory rather than describe a system.
@@ -340,6 +345,13 @@ impl<'a> Validator<'a> {
         let servers = self.each(&raw.servers, |v, name, server| {
             Some(v.server(name, server, &names, &keys))
         });
+        let client_loops = self.each(&raw.client_loops, |v, name, client_loop| {
+            let key = format!("client_loops.{name}.write_rate");
+            Some(ClientLoopSpec {
+                name: name.to_owned(),
+                write_rate: v.bandwidth(&client_loop.write_rate, &key)?,
+            })
+        });
         let connections = self.each(&raw.connections, |v, name, connection| {
             v.connection(name, connection, &names)
         });
@@ -433,6 +445,7 @@ impl<'a> Validator<'a> {
             callers,
             services: Vec::new(),
             channels: std::mem::take(&mut self.channels),
+            client_loops,
         };
         self.check_published_channels(&scenario);
         for (name, service) in &raw.services {
@@ -1002,8 +1015,14 @@ impl<'a> Validator<'a> {
             )?,
             None => self.duration_or(&None, "", default::CONNECT_TIMEOUT),
         };
+        let manager = matches!(
+            raw.reconnect.as_ref().map(|r| *r.get_ref()),
+            Some(ReconnectName::Manager)
+        );
         let (delay_default, delay_max_default) = if slot {
             (default::SLOT_BACKOFF, default::SLOT_BACKOFF_MAX)
+        } else if manager {
+            (default::MANAGER_FACTOR, default::MANAGER_DELAY_MAX)
         } else {
             (default::RECONNECT_DELAY, default::RECONNECT_DELAY_MAX)
         };
@@ -1103,10 +1122,29 @@ impl<'a> Validator<'a> {
             self.error(Some(reconnect.span()), key("reconnect"), message);
             return None;
         }
+        if let Some(retries) = &raw.reconnect_retries
+            && !manager
+        {
+            let message = "only `reconnect = \"manager\"` counts its retries (ioredis' own are \
+                           `max_retries`, per command)";
+            self.error(Some(retries.span()), key("reconnect_retries"), message);
+        }
+        let client_loop = match &raw.client_loop {
+            Some(client_loop) => {
+                Some(self.resolve(&names.client_loops, client_loop, &key("client_loop"))?)
+            }
+            None => None,
+        };
+        let timer_lateness = match &raw.timer_lateness {
+            Some(lateness) => self.duration(lateness, &key("timer_lateness"))?,
+            None => SimDuration::ZERO,
+        };
         Some(ConnectionSpec {
             subscription,
             tracking,
             follows_failover: raw.follows_failover.unwrap_or(true),
+            client_loop,
+            timer_lateness,
             pending_max,
             name: name.to_owned(),
             server: server?,
@@ -1125,6 +1163,17 @@ impl<'a> Validator<'a> {
             reconnect: match raw.reconnect.as_ref().map(|r| *r.get_ref()) {
                 None | Some(ReconnectName::Always) => Reconnect::Always,
                 Some(ReconnectName::Never) => Reconnect::Never,
+                Some(ReconnectName::Manager) => Reconnect::Manager {
+                    retries: match &raw.reconnect_retries {
+                        Some(retries) => self.whole(
+                            retries,
+                            &key("reconnect_retries"),
+                            0..=1000,
+                            "(each is one more connection attempt)",
+                        )?,
+                        None => default::MANAGER_RETRIES,
+                    },
+                },
                 Some(ReconnectName::Slot) => {
                     // Checked above: a delay is longer than zero and at most the maximum.
                     match ReconnectConfig::new(

@@ -1039,12 +1039,12 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
     let cases: Vec<(String, &str)> = vec![
         (
             with("command_timeout = \"100ms\"", "comand_timeout = \"100ms\""),
-            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`, `subscribe`, `tracking`, `follows_failover`)",
+            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`, `subscribe`, `tracking`, `follows_failover`, `client_loop`, `timer_lateness`, `reconnect_retries`)",
         ),
         (
             // An unknown table is an unknown field of the root.
             with("[keys.k]", "[key.k]"),
-            "10:2: key.k: unknown field `key`: did you mean `keys`? (expected one of `scenario`, `run`, `metrics`, `http`, `servers`, `connections`, `databases`, `keys`, `breakers`, `bulkheads`, `semaphores`, `adaptive_limits`, `retries`, `caches`, `rate_limits`, `kv_stores`, `throttles`, `locks`, `callers`, `services`, `flows`, `loads`, `faults`)",
+            "10:2: key.k: unknown field `key`: did you mean `keys`? (expected one of `scenario`, `run`, `metrics`, `http`, `servers`, `client_loops`, `connections`, `databases`, `keys`, `breakers`, `bulkheads`, `semaphores`, `adaptive_limits`, `retries`, `caches`, `rate_limits`, `kv_stores`, `throttles`, `locks`, `callers`, `services`, `flows`, `loads`, `faults`)",
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),

@@ -145,3 +145,48 @@ fn grid_mistakes_are_refused_at_their_key() {
         "{error}"
     );
 }
+
+#[test]
+fn a_variant_s_expect_at_applies_to_its_own_points_only() {
+    let file = parse(
+        r#"
+[[variant]]
+name = "a"
+[variant.expect_at]
+"20" = ["requests == 5"]
+[[variant]]
+name = "b"
+
+[sweep]
+parameter = "loads.l.rate"
+values = [10, 20]
+"#,
+    )
+    .unwrap();
+    let expected: Vec<(&str, usize)> = file
+        .variants
+        .iter()
+        .map(|v| (v.name.as_str(), v.expectations.len()))
+        .collect();
+    assert_eq!(
+        expected,
+        [
+            ("a / value=10", 0),
+            ("a / value=20", 1),
+            ("b / value=10", 0),
+            ("b / value=20", 0)
+        ]
+    );
+    let unswept = parse(
+        "[[variant]]\nname = \"a\"\n[variant.expect_at]\n\"30\" = [\"requests == 5\"]\n\n[sweep]\nparameter = \"loads.l.rate\"\nvalues = [10, 20]\n",
+    )
+    .unwrap_err();
+    assert!(
+        unswept.contains("variant \"a\" expect_at.30: `30` is not one of the swept values"),
+        "{unswept}"
+    );
+    let no_sweep =
+        parse("[[variant]]\nname = \"a\"\n[variant.expect_at]\n\"30\" = [\"requests == 5\"]\n")
+            .unwrap_err();
+    assert!(no_sweep.contains("the file sweeps nothing"), "{no_sweep}");
+}

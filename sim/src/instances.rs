@@ -31,6 +31,8 @@ struct Used {
     caches: BTreeSet<u32>,
     rate_limits: BTreeSet<u32>,
     locks: BTreeSet<u32>,
+    /// The event loops of the connections: each pod is a process of its own.
+    client_loops: BTreeSet<u32>,
 }
 
 impl Used {
@@ -85,6 +87,11 @@ impl Used {
                 && used.caches.contains(&subscription.invalidates.0)
             {
                 used.connections.insert(index as u32);
+            }
+        }
+        for &index in &used.connections {
+            if let Some(client_loop) = scenario.connections[index as usize].client_loop {
+                used.client_loops.insert(client_loop.0);
             }
         }
         used
@@ -149,6 +156,7 @@ struct Remap {
     caches: Vec<u32>,
     rate_limits: Vec<u32>,
     locks: Vec<u32>,
+    client_loops: Vec<u32>,
 }
 
 /// Copies every resource of `used` in `specs` for one more instance, `name@index`, and
@@ -253,6 +261,9 @@ pub fn expand(
         &mut s.name
     });
     rename(&mut scenario.locks, &used.locks, |s| &mut s.name);
+    rename(&mut scenario.client_loops, &used.client_loops, |s| {
+        &mut s.name
+    });
     for index in 1..instances {
         let remap = Remap {
             connections: copy(&mut scenario.connections, &used.connections, index, |s| {
@@ -279,6 +290,9 @@ pub fn expand(
                 &mut s.name
             }),
             locks: copy(&mut scenario.locks, &used.locks, index, |s| &mut s.name),
+            client_loops: copy(&mut scenario.client_loops, &used.client_loops, index, |s| {
+                &mut s.name
+            }),
         };
         // A copied subscriber invalidates its own instance's cache, and a copied tracking
         // connection redirects to its own instance's subscriber.
@@ -289,6 +303,9 @@ pub fn expand(
             }
             if let Some(tracking) = &mut copy.tracking {
                 tracking.redirect = ConnectionId(remap.connections[tracking.redirect.index()]);
+            }
+            if let Some(client_loop) = &mut copy.client_loop {
+                *client_loop = ClientLoopId(remap.client_loops[client_loop.index()]);
             }
         }
         // A copied rate limiter keeps its buckets in its own instance's store connection.

@@ -78,6 +78,8 @@ id!(/// Index into [`Scenario::services`].
     ServiceId);
 id!(/// Index into [`Scenario::channels`].
     ChannelId);
+id!(/// Index into [`Scenario::client_loops`].
+    ClientLoopId);
 
 /// One fully resolved scenario (a variant of a scenario file is one of these).
 #[derive(Clone, Debug)]
@@ -116,6 +118,18 @@ pub struct Scenario {
     pub services: Vec<ServiceSpec>,
     /// Pub/Sub channel names, in the order the file first names them.
     pub channels: Vec<String>,
+    /// Client event loops that connections share (a Node process, a tokio runtime thread).
+    pub client_loops: Vec<ClientLoopSpec>,
+}
+
+/// A client's event loop: one thread that writes every command of its connections to their
+/// sockets, one after another, at `write_rate` (copying the bytes into socket buffers). A
+/// small command on one connection waits behind the large writes of another connection of
+/// the same loop, though its own pipe is idle.
+#[derive(Clone, Debug)]
+pub struct ClientLoopSpec {
+    pub name: String,
+    pub write_rate: ByteRate,
 }
 
 /// A service run as several instances (pods): each has its own connections, caches,
@@ -420,6 +434,13 @@ pub struct ConnectionSpec {
     /// After a failover of its server, connect to the promoted replica (Sentinel, cluster
     /// clients); `false` keeps connecting to the address it was given.
     pub follows_failover: bool,
+    /// The event loop that writes its commands, shared with other connections; `None`: the
+    /// connection writes at once.
+    pub client_loop: Option<ClientLoopId>,
+    /// How late the client's timers fire after their deadline (Node's timers run on the next
+    /// turn of a busy loop): a command timeout of 100 ms with 1 ms of lateness fails at
+    /// 101 ms.
+    pub timer_lateness: SimDuration,
 }
 
 /// A subscriber connection (`SUBSCRIBE`, or the `REDIRECT` target of client tracking). Each
@@ -462,6 +483,13 @@ pub enum Reconnect {
     /// backoff windows in which callers fail at once (`refused`); a read-only command whose
     /// connection died is replayed once on a fresh one. No offline queue.
     Slot(ReconnectConfig),
+    /// redis-rs' `ConnectionManager`: the commands on a lost link fail (`connection_lost`,
+    /// nothing is replayed); one reconnect runs for everyone, attempt `n` after
+    /// `min(reconnect_delay · 2^n, reconnect_delay_max)` scaled by a uniform draw in [0, 1)
+    /// (full jitter), at most `retries` attempts; commands issued meanwhile wait for it and
+    /// go out on the new link, or fail `refused` when it gives up. The next command after
+    /// that starts a new reconnect.
+    Manager { retries: u32 },
 }
 
 impl ConnectionSpec {
@@ -1411,6 +1439,9 @@ impl Scenario {
         };
         for connection in &self.connections {
             within("server", connection.server.index(), self.servers.len())?;
+            if let Some(client_loop) = connection.client_loop {
+                within("client loop", client_loop.index(), self.client_loops.len())?;
+            }
             if let Some(subscription) = connection.subscription {
                 within("cache", subscription.invalidates.index(), self.caches.len())?;
                 if let Some(channel) = subscription.channel {
@@ -1724,6 +1755,7 @@ impl Scenario {
             http: None,
             services: vec![],
             channels: vec![],
+            client_loops: vec![],
         }
     }
 }
@@ -1768,6 +1800,8 @@ impl ConnectionSpec {
             subscription: None,
             tracking: None,
             follows_failover: true,
+            client_loop: None,
+            timer_lateness: SimDuration::ZERO,
         }
     }
 }

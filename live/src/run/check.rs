@@ -96,6 +96,13 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
         if connection.tracking.is_some() {
             return refuse(key("tracking"), "client tracking is not run live");
         }
+        if let Reconnect::Manager { .. } = connection.reconnect {
+            return refuse(
+                key("reconnect"),
+                "the modelled ConnectionManager is not run live (use reconnect = \"slot\" or \
+                 \"never\")",
+            );
+        }
         if connection.pending_max.is_some() {
             return refuse(
                 key("pending_max"),

@@ -60,6 +60,7 @@ impl Connection {
                 }
                 Link::Slot(slot)
             }
+            Reconnect::Manager { .. } => unreachable!("refused by the live check"),
             Reconnect::Always | Reconnect::Never => {
                 use crate::slot::Connector;
                 Link::Plain {

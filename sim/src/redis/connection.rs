@@ -17,13 +17,14 @@
 
 use std::collections::VecDeque;
 
-use outagelab_model::time::SimTime;
+use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{ConnectionSummary, Outcome};
 
 use super::keyspace::{Op, Reply};
 use super::pipe::Pipe;
 use super::{LinkEvent, Redis, RedisEvent, is_slot, is_write};
 use crate::kernel::{EventQueue, RequestRef, StepResult};
+use crate::rng::Stream;
 use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect, ServerId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +88,10 @@ pub(super) struct Connection {
     /// The server it is connected (or connecting) to: its spec's, or after a failover it
     /// follows, the promoted replica.
     pub(super) server: ServerId,
+    /// A `ConnectionManager` that gave up reconnecting: the next command starts again.
+    manager_idle: bool,
+    /// A `ConnectionManager`'s draws of its reconnect delays (full jitter).
+    pub(super) jitter: Option<Stream>,
 }
 
 impl Connection {
@@ -110,6 +115,8 @@ impl Connection {
             inbound: Pipe::new(spec.bandwidth, spec.latency),
             stats: ConnectionSummary::default(),
             server: spec.server,
+            manager_idle: false,
+            jitter: None,
             spec,
         }
     }
@@ -179,7 +186,8 @@ impl Redis {
         events: &mut EventQueue,
     ) -> Option<StepResult> {
         let connection = &mut self.connections[id.index()];
-        if connection.link != Link::Connected && !connection.spec.offline_queue {
+        let manager = matches!(connection.spec.reconnect, Reconnect::Manager { .. });
+        if connection.link != Link::Connected && !connection.spec.offline_queue && !manager {
             // A slot's link that was lost: writing to it fails like a broken pipe.
             let error = if is_slot(&connection.spec) {
                 Outcome::ConnectionLost
@@ -199,10 +207,14 @@ impl Redis {
         let connection = &mut self.connections[id.index()];
         let seq = connection.next_seq;
         connection.next_seq += 1;
+        // The client's timer fires its lateness after the deadline.
         let deadline = connection
             .spec
             .command_timeout
-            .map_or(SimTime::MAX, |timeout| now.saturating_add(timeout));
+            .map_or(SimTime::MAX, |timeout| {
+                now.saturating_add(timeout)
+                    .saturating_add(connection.spec.timer_lateness)
+            });
         connection.commands.push_back(Command {
             seq,
             op,
@@ -225,10 +237,34 @@ impl Redis {
             events.schedule(deadline, RedisEvent::CommandTimeout { connection: id });
         }
         if connection.link == Link::Connected {
+            let client_loop = connection.spec.client_loop;
+            let at = self.loop_writes(now, client_loop, op.request_bytes());
+            let connection = &mut self.connections[id.index()];
             connection.sent += 1;
-            connection.transmit(now, id, seq, op, events);
+            connection.transmit(at, id, seq, op, events);
+        } else if connection.manager_idle {
+            // A ConnectionManager that gave up starts a new reconnect for this command.
+            connection.manager_idle = false;
+            connection.attempts_failed = 0;
+            self.start_connect(now, id, events);
         }
         None
+    }
+
+    /// When a write of `bytes` issued now leaves the client: at once without an event loop;
+    /// else once the loop has written everything before it, at its write rate.
+    fn loop_writes(
+        &mut self,
+        now: SimTime,
+        client_loop: Option<crate::scenario::ClientLoopId>,
+        bytes: u64,
+    ) -> SimTime {
+        let Some(client_loop) = client_loop else {
+            return now;
+        };
+        let (rate, free_at) = &mut self.client_loops[client_loop.index()];
+        *free_at = (*free_at).max(now).saturating_add(rate.time_for(bytes));
+        *free_at
     }
 
     pub(super) fn on_reply_arrives(&mut self, id: ConnectionId, epoch: u32) {
@@ -336,23 +372,37 @@ impl Redis {
         events: &mut EventQueue,
     ) {
         let connection = &mut self.connections[id.index()];
+        let sent = connection.sent;
         connection.drop_link();
         let (offline_queue, max_retries) =
             (connection.spec.offline_queue, connection.spec.max_retries);
+        let manager = match connection.spec.reconnect {
+            Reconnect::Manager { retries } => Some(retries),
+            _ => None,
+        };
+        // A ConnectionManager that has run out of attempts gives up: what waits fails.
+        let gives_up =
+            manager.is_some_and(|retries| attempt_failed && connection.attempts_failed >= retries);
         let mut gone = Vec::new();
         let commands = std::mem::take(&mut connection.commands);
-        for mut command in commands {
+        for (index, mut command) in commands.into_iter().enumerate() {
             command.retries = command.retries.saturating_add(1);
-            let keep = offline_queue && max_retries.is_none_or(|max| command.retries <= max);
+            let keep = match manager {
+                // What was on the lost link fails; what waits for the reconnect stays.
+                Some(_) => index >= sent && !gives_up,
+                None => offline_queue && max_retries.is_none_or(|max| command.retries <= max),
+            };
+            let error = if manager.is_some() && index >= sent {
+                Outcome::Refused
+            } else {
+                Outcome::ConnectionLost
+            };
             if keep {
                 connection.commands.push_back(command);
             } else {
                 if !command.timed_out {
-                    self.completions.push((
-                        command.waiter,
-                        StepResult::Error(Outcome::ConnectionLost),
-                        0,
-                    ));
+                    self.completions
+                        .push((command.waiter, StepResult::Error(error), 0));
                 }
                 gone.push(command);
             }
@@ -365,6 +415,41 @@ impl Redis {
         match reconnect {
             Reconnect::Always => {}
             Reconnect::Never => return, // the link stays down for good
+            Reconnect::Manager { .. } if gives_up => {
+                self.connections[id.index()].manager_idle = true;
+                return;
+            }
+            Reconnect::Manager { .. } if !attempt_failed => {
+                // The first attempt goes at once, as tokio-retry's first try does.
+                self.connections[id.index()].attempts_failed = 0;
+                self.start_connect(now, id, events);
+                return;
+            }
+            Reconnect::Manager { .. } => {
+                let connection = &mut self.connections[id.index()];
+                let spec = &connection.spec;
+                let exponential = spec
+                    .reconnect_delay
+                    .checked_mul(1u64 << connection.attempts_failed.min(62))
+                    .map_or(spec.reconnect_delay_max, |d| {
+                        d.min(spec.reconnect_delay_max)
+                    });
+                let jitter = connection
+                    .jitter
+                    .as_mut()
+                    .expect("a manager draws its delays")
+                    .below(1 << 20);
+                let nanos = u128::from(exponential.as_nanos()) * u128::from(jitter) >> 20;
+                let delay = SimDuration::from_nanos(nanos as u64);
+                events.schedule(
+                    now.saturating_add(delay),
+                    RedisEvent::ReconnectDue {
+                        connection: id,
+                        epoch: connection.epoch,
+                    },
+                );
+                return;
+            }
             Reconnect::Slot(_) => {
                 // A slot's link never reconnects itself: the slot opens a new one.
                 if attempt_failed {
@@ -452,12 +537,15 @@ impl Redis {
             self.resubscribed.push(id);
         }
         connection.sent = connection.commands.len();
-        for index in 0..connection.commands.len() {
-            let (seq, op) = (
+        for index in 0..self.connections[id.index()].commands.len() {
+            let connection = &self.connections[id.index()];
+            let (seq, op, client_loop) = (
                 connection.commands[index].seq,
                 connection.commands[index].op,
+                connection.spec.client_loop,
             );
-            connection.transmit(now, id, seq, op, events);
+            let at = self.loop_writes(now, client_loop, op.request_bytes());
+            self.connections[id.index()].transmit(at, id, seq, op, events);
         }
     }
 
@@ -592,5 +680,122 @@ mod tests {
                 (1, 1_000, StepResult::Error(Outcome::Refused)),
             ]
         );
+    }
+
+    #[test]
+    fn a_small_command_waits_behind_another_connection_s_big_write_on_one_event_loop() {
+        // A 1 MB/s loop: the 1 000 000-byte SET (plus 32 bytes of command) takes it 1 000 032
+        // us to write; the GET on the other connection is written after it, 32 us later.
+        let with_loop = |shared: bool| {
+            let mut redis = Harness::with(2, |scenario| {
+                if shared {
+                    scenario.client_loops.push(crate::scenario::ClientLoopSpec {
+                        name: "node".into(),
+                        write_rate: crate::scenario::ByteRate::new(1_000_000).unwrap(),
+                    });
+                    for connection in &mut scenario.connections {
+                        connection.client_loop = Some(crate::scenario::ClientLoopId(0));
+                    }
+                }
+            });
+            redis.issue_at(0, 0, super::super::testing::set(1, 1_000_000), 1);
+            redis.issue_at(0, 1, get(2), 2);
+            redis.run();
+            redis
+                .finished_us()
+                .into_iter()
+                .find(|(slot, _)| *slot == 2)
+                .unwrap()
+                .1
+        };
+        // Alone, the GET reaches the server at 100 us and is answered at 205 us (the server
+        // runs the SET from 100 us too, 5 us each).
+        assert!(with_loop(false) < 300, "{}", with_loop(false));
+        // Behind the SET's write: out at 1 000 064 us, at the server 100 us later.
+        let shared = with_loop(true);
+        assert!((1_000_164..1_000_300).contains(&shared), "{shared}");
+    }
+
+    #[test]
+    fn a_late_timer_fires_its_lateness_after_the_deadline() {
+        let mut redis = Harness::with(1, |scenario| {
+            scenario.connections[0].command_timeout =
+                Some(outagelab_model::time::SimDuration::from_millis(100));
+            scenario.connections[0].timer_lateness =
+                outagelab_model::time::SimDuration::from_millis(1);
+        });
+        redis.fault_at(0, FaultKind::Hang, true);
+        redis.issue_at(0, 0, get(0), 0);
+        redis.run_until(200_000);
+        assert_eq!(redis.finished(), vec![(0, 101_000, TIMEOUT)]);
+    }
+
+    /// One connection managed as redis-rs' ConnectionManager does: 2 retries, delays of
+    /// 10 ms · 2^n up to 1 s, full jitter.
+    fn managed() -> Harness {
+        Harness::with(1, |scenario| {
+            let connection = &mut scenario.connections[0];
+            connection.reconnect = crate::scenario::Reconnect::Manager { retries: 2 };
+            connection.reconnect_delay = outagelab_model::time::SimDuration::from_millis(10);
+            connection.reconnect_delay_max = outagelab_model::time::SimDuration::from_secs(1);
+            connection.offline_queue = false;
+        })
+    }
+
+    #[test]
+    fn a_manager_fails_what_was_on_the_lost_link_and_reconnects_at_once() {
+        let mut redis = managed();
+        redis.fault_at(0, FaultKind::Pause(PauseMode::All), true);
+        redis.issue_at(0, 0, get(0), 1); // held by the pause
+        redis.fault_at(1_000, FaultKind::Kill, false); // no-op: kill's end
+        redis.fault_at(1_000, FaultKind::Kill, true);
+        redis.issue_at(1_050, 0, get(1), 2); // while the client has not heard of the close
+        redis.fault_at(5_000, FaultKind::Pause(PauseMode::All), false);
+        redis.run();
+        let results: Vec<(u32, StepResult)> = redis
+            .finished()
+            .into_iter()
+            .map(|(slot, _, result)| (slot, result))
+            .collect();
+        // Both were written to the killed link: both fail, neither is replayed; the client
+        // reconnected at once (one attempt) and nothing else failed.
+        assert_eq!(
+            results,
+            [
+                (1, StepResult::Error(Outcome::ConnectionLost)),
+                (2, StepResult::Error(Outcome::ConnectionLost)),
+            ]
+        );
+        assert_eq!(redis.summary().connect_attempts, 1);
+    }
+
+    #[test]
+    fn a_manager_makes_its_retries_then_refuses_what_waits_until_the_next_command() {
+        let mut redis = managed();
+        redis.fault_at(0, FaultKind::Stop, true);
+        redis.run_until(10_000);
+        // Attempts: at once, then after up to 20 ms and up to 40 ms: three, all refused.
+        redis.issue_at(10_000, 0, get(0), 1); // waits for the reconnect
+        redis.run_until(1_000_000);
+        assert_eq!(redis.summary().connect_attempts, 3);
+        assert_eq!(
+            redis
+                .finished()
+                .last()
+                .map(|&(slot, _, result)| (slot, result)),
+            Some((1, StepResult::Error(Outcome::Refused)))
+        );
+        // The server is back; the next command starts a new reconnect and is served.
+        redis.fault_at(2_000_000, FaultKind::Stop, false);
+        redis.issue_at(2_000_000, 0, get(0), 2);
+        redis.run();
+        assert_eq!(
+            redis
+                .finished()
+                .last()
+                .map(|&(slot, _, result)| (slot, result)),
+            Some((2, StepResult::Miss))
+        );
+        assert_eq!(redis.summary().connect_attempts, 4);
     }
 }

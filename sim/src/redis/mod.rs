@@ -164,6 +164,8 @@ pub(crate) struct Redis {
     /// it arrives and its primary's process epoch when it ran. Bound: the writes its primary
     /// runs in one replication lag.
     replication: Vec<std::collections::VecDeque<(SimTime, u32, Op)>>,
+    /// Per client event loop: its write rate, and when it is done writing what it was given.
+    client_loops: Vec<(crate::scenario::ByteRate, SimTime)>,
 }
 
 fn is_slot(spec: &ConnectionSpec) -> bool {
@@ -201,6 +203,9 @@ impl Redis {
             cut: vec![0; scenario.connections.len()],
             route: (0..scenario.servers.len() as u32).map(ServerId).collect(),
             replication: vec![Default::default(); scenario.servers.len()],
+            client_loops: (scenario.client_loops.iter())
+                .map(|spec| (spec.write_rate, SimTime::ZERO))
+                .collect(),
         };
         // A replica starts with what its primary starts with (a full sync before the run).
         for (replica, spec) in scenario.servers.iter().enumerate() {
@@ -213,7 +218,15 @@ impl Redis {
         for (index, spec) in scenario.connections.iter().enumerate() {
             let id = ConnectionId(index as u32);
             servers[spec.server.index()].connections.push(id);
-            redis.connections.push(Connection::new(spec.clone(), id));
+            let mut connection = Connection::new(spec.clone(), id);
+            if matches!(spec.reconnect, Reconnect::Manager { .. }) {
+                connection.jitter = Some(crate::rng::Stream::derive(
+                    scenario.seed,
+                    "reconnect",
+                    &spec.name,
+                ));
+            }
+            redis.connections.push(connection);
         }
         redis.servers = servers;
         for index in 0..redis.connections.len() {
