@@ -145,3 +145,36 @@ fn bad_services_are_refused_with_the_key_at_fault() {
         assert!(message.contains(expected), "{expected}: {message}");
     }
 }
+
+#[test]
+fn in_flight_requests_are_a_series_per_instance_and_per_flow() {
+    // Reads that each take 5 ms of the database, one every 100 ms: at most one in flight,
+    // on one instance at a time; a second flow makes per-flow series too.
+    let text = format!(
+        "{READS}\n[flows.ping]\nsteps = [{{ work = \"1ms\" }}]\n\n[loads.pings]\nflow = \"ping\"\narrivals = \"burst\"\ncount = 2\n\n[services.api]\ninstances = 3\nflows = [\"read\"]\n"
+    );
+    let report = run(&text);
+    let gauges = &report.series.gauges_max;
+    let max = |name: &str| {
+        gauges
+            .get(name)
+            .unwrap_or_else(|| panic!("no series {name}: {:?}", gauges.keys()))
+            .iter()
+            .copied()
+            .max()
+            .unwrap()
+    };
+    for pod in 0..3 {
+        assert_eq!(
+            max(&format!("services.api@{pod}.in_flight")),
+            1,
+            "pod {pod}"
+        );
+    }
+    assert_eq!(max("flows.read.in_flight"), 1);
+    assert_eq!(max("flows.ping.in_flight"), 2);
+    assert!(
+        !gauges.contains_key("flows.read@1.in_flight"),
+        "copies count as their flow"
+    );
+}

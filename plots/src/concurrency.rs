@@ -140,6 +140,8 @@ fn label(key: &GaugeKey) -> Option<String> {
         GaugeKey::BulkheadQueued(name) => format!("bulkhead {name}: queued"),
         GaugeKey::SemaphoreInFlight(name) => format!("semaphore {name}: in flight"),
         GaugeKey::AdaptiveLimitInFlight(name) => format!("adaptive limit {name}: in flight"),
+        GaugeKey::FlowInFlight(name) => format!("flow {name}: in flight"),
+        GaugeKey::InstanceInFlight(name) => format!("instance {name}: in flight"),
         GaugeKey::DatabaseCollapsed(_)
         | GaugeKey::ConnectionConnected(_)
         | GaugeKey::SemaphoreBytes(_)

@@ -93,6 +93,10 @@ series_keys! {
         BreakerState => "breakers", "state";
         /// Bytes a Redis server's live keys take (keys, values and per-key overhead).
         ServerUsedMemory => "servers", "used_memory";
+        /// Requests of a flow in flight (with several flows), every instance's.
+        FlowInFlight => "flows", "in_flight";
+        /// Requests in flight on one instance of a service (`api@1`).
+        InstanceInFlight => "services", "in_flight";
     }
     plain {
         /// Requests in flight.

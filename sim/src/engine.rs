@@ -490,6 +490,10 @@ struct Simulator<'s> {
     tracer: Option<Tracer>,
     /// Per flow (copies of a service's flows included), when the scenario has a service.
     instance_tallies: Vec<InstanceTally>,
+    /// Per flow (copies included): the in-flight gauges its requests count in, its base
+    /// flow's (with several flows) and its instance's (in a service), each with its count.
+    flow_gauges: Vec<[Option<usize>; 2]>,
+    in_flight_by: Vec<(u64, GaugeId)>,
     /// The committed versions of followed data.
     versions: Versions,
     /// Per flow: requests that ended ok serving a copy older than the last commit of its
@@ -508,6 +512,35 @@ impl<'s> Simulator<'s> {
             scenario.percentile_rule,
         );
         let in_flight_gauge = metrics.add_gauge(GaugeKey::InFlight);
+        // In flight per flow (with several) and per instance of a service, over time.
+        let mut in_flight_by: Vec<(u64, GaugeId)> = Vec::new();
+        let base_flows = (scenario.flows.iter().enumerate())
+            .filter(|(index, flow)| flow.reports_as(FlowId(*index as u32)).index() == *index)
+            .count();
+        let mut flow_gauge_of_base: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut instance_gauge: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+        let flow_gauges: Vec<[Option<usize>; 2]> = (scenario.flows.iter().enumerate())
+            .map(|(index, flow)| {
+                let base = flow.reports_as(FlowId(index as u32));
+                let by_flow = (base_flows > 1).then(|| {
+                    *flow_gauge_of_base.entry(base.index()).or_insert_with(|| {
+                        let name = scenario.flows[base.index()].name.clone();
+                        in_flight_by.push((0, metrics.add_gauge(GaugeKey::FlowInFlight(name))));
+                        in_flight_by.len() - 1
+                    })
+                });
+                let by_instance = flow.instance.map(|instance| {
+                    let key = (instance.service.0, instance.index);
+                    *instance_gauge.entry(key).or_insert_with(|| {
+                        let service = &scenario.services[instance.service.index()].name;
+                        let name = format!("{service}@{}", instance.index);
+                        in_flight_by.push((0, metrics.add_gauge(GaugeKey::InstanceInFlight(name))));
+                        in_flight_by.len() - 1
+                    })
+                });
+                [by_flow, by_instance]
+            })
+            .collect();
         let rejected_attempts = metrics.add_counter(CountKey::RejectedAttempts);
         let database_gauges = scenario
             .databases
@@ -748,6 +781,8 @@ impl<'s> Simulator<'s> {
                 vec![InstanceTally::default(); scenario.flows.len()]
             },
             versions: Versions::default(),
+            flow_gauges,
+            in_flight_by,
             stale_reads: (0..scenario.flows.len()).map(|_| (0, None)).collect(),
         }
     }
@@ -1097,6 +1132,7 @@ impl<'s> Simulator<'s> {
             self.trace(request.slot, TraceWhat::Started { flow });
         }
         self.in_flight += 1;
+        self.count_in_flight(flow, true);
         self.monitors.arrived();
         self.metrics.record_arrival(self.reports_as(flow));
         if let Some(tally) = self.instance_tallies.get_mut(flow.index()) {
@@ -1222,6 +1258,20 @@ impl<'s> Simulator<'s> {
             .request
             .as_ref()
             .expect("a live request")
+    }
+
+    /// A request of `flow` arrived (`true`) or ended: the in-flight gauges of its flow and its
+    /// instance follow.
+    fn count_in_flight(&mut self, flow: FlowId, arrived: bool) {
+        for index in self.flow_gauges[flow.index()].into_iter().flatten() {
+            let (count, gauge) = &mut self.in_flight_by[index];
+            if arrived {
+                *count += 1;
+            } else {
+                *count -= 1;
+            }
+            self.metrics.set_gauge(*gauge, *count);
+        }
     }
 
     /// The index of the flow whose figures a request of `flow` counts in.
@@ -2270,6 +2320,7 @@ impl<'s> Simulator<'s> {
             http.record(now, outcome);
         }
         self.in_flight -= 1;
+        self.count_in_flight(flow, false);
         self.monitors.ended();
         self.free(slot);
         if let Some((load, worker)) = worker {
