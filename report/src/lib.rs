@@ -324,6 +324,8 @@ pub struct FlowSummary {
     pub latency_ms: BTreeMap<String, LatencyStats>,
     /// Fire-and-forget steps this flow started, by how they ended.
     pub background: BTreeMap<String, u64>,
+    /// The most requests of the flow in flight at once (every instance's).
+    pub peak_in_flight: u64,
     /// Requests that ended ok serving a copy (from Redis or an in-process cache) older than
     /// the last committed write of its key (database steps with a `key`).
     pub stale_reads: u64,

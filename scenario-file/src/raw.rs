@@ -858,6 +858,7 @@ pub enum FaultKindName {
     ErrorReply,
     Disconnect,
     Failover,
+    Crash,
 }
 
 impl FaultKindName {
@@ -872,6 +873,7 @@ impl FaultKindName {
             FaultKindName::ErrorReply => "error_reply",
             FaultKindName::Disconnect => "disconnect",
             FaultKindName::Failover => "failover",
+            FaultKindName::Crash => "crash",
         }
     }
 }

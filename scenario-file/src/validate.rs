@@ -3473,6 +3473,7 @@ impl<'a> Validator<'a> {
             }
             FaultKindName::Hang => FaultKind::Hang,
             FaultKindName::Stop => FaultKind::Stop,
+            FaultKindName::Crash => FaultKind::Crash,
             FaultKindName::Kill => FaultKind::Kill,
             FaultKindName::Disconnect => FaultKind::Disconnect,
             FaultKindName::Failover => {

@@ -494,6 +494,8 @@ struct Simulator<'s> {
     /// flow's (with several flows) and its instance's (in a service), each with its count.
     flow_gauges: Vec<[Option<usize>; 2]>,
     in_flight_by: Vec<(u64, GaugeId)>,
+    /// Per flow (a base flow counting its copies): requests in flight now, and the most.
+    flow_in_flight: Vec<(u64, u64)>,
     /// The committed versions of followed data.
     versions: Versions,
     /// Per flow: requests that ended ok serving a copy older than the last commit of its
@@ -783,6 +785,7 @@ impl<'s> Simulator<'s> {
             versions: Versions::default(),
             flow_gauges,
             in_flight_by,
+            flow_in_flight: vec![(0, 0); scenario.flows.len()],
             stale_reads: (0..scenario.flows.len()).map(|_| (0, None)).collect(),
         }
     }
@@ -1263,6 +1266,14 @@ impl<'s> Simulator<'s> {
     /// A request of `flow` arrived (`true`) or ended: the in-flight gauges of its flow and its
     /// instance follow.
     fn count_in_flight(&mut self, flow: FlowId, arrived: bool) {
+        let base = self.reports_as(flow);
+        let (now, peak) = &mut self.flow_in_flight[base];
+        if arrived {
+            *now += 1;
+            *peak = (*peak).max(*now);
+        } else {
+            *now -= 1;
+        }
         for index in self.flow_gauges[flow.index()].into_iter().flatten() {
             let (count, gauge) = &mut self.in_flight_by[index];
             if arrived {
@@ -2379,6 +2390,7 @@ impl<'s> Simulator<'s> {
                         unfinished[index],
                         background_unfinished[index],
                     );
+                    summary.peak_in_flight = self.flow_in_flight[index].1;
                     let (stale, age) = &self.stale_reads[index];
                     summary.stale_reads = *stale;
                     if let Some(age) = age {

@@ -487,6 +487,7 @@ impl Metrics {
             unfinished,
             latency_ms: LatencyByOutcome::stats(std::iter::once(&totals.latency), self.rule),
             background,
+            peak_in_flight: 0,
             stale_reads: 0,
             stale_age_ms: LatencyStats::default(),
         }

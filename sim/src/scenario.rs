@@ -1299,6 +1299,10 @@ pub enum FaultKind {
     /// The process exits: connections are dropped and new ones refused until it starts again
     /// at the end of the fault; without persistence its keys are gone.
     Stop,
+    /// The node dies (an OOM-killed pod, a lost host): connections are dropped, and its
+    /// address answers nothing while the fault lasts, so connection attempts wait out their
+    /// connect timeout; at the end a new process starts there, empty unless `persistence`.
+    Crash,
     /// `CLIENT KILL` of every client, at one instant: connections are dropped (a reply not yet
     /// on the wire is lost), the process keeps running with its keys, and new connections are
     /// accepted at once. Takes no duration.
@@ -1405,6 +1409,7 @@ impl FaultKind {
             FaultKind::Pause(_) => "pause",
             FaultKind::Hang => "hang",
             FaultKind::Stop => "stop",
+            FaultKind::Crash => "crash",
             FaultKind::Kill => "kill",
             FaultKind::MaxMemory(_) => "maxmemory",
             FaultKind::FlushAll => "flushall",
@@ -1418,7 +1423,7 @@ impl FaultKind {
     pub fn is_instant(self) -> bool {
         match self {
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => true,
-            FaultKind::Pause(_) | FaultKind::Hang | FaultKind::Stop => false,
+            FaultKind::Pause(_) | FaultKind::Hang | FaultKind::Stop | FaultKind::Crash => false,
             FaultKind::ErrorReply { .. } | FaultKind::Disconnect | FaultKind::Failover { .. } => {
                 false
             }

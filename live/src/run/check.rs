@@ -226,7 +226,7 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
             | FaultKind::Kill
             | FaultKind::MaxMemory(_)
             | FaultKind::FlushAll => {}
-            FaultKind::Stop => {
+            FaultKind::Stop | FaultKind::Crash => {
                 return refuse(
                     key,
                     "a live run does not stop the server it was given (kind = \"stop\")",

@@ -204,6 +204,7 @@ impl Admin {
             }
             FaultKind::FlushAll => redis::cmd("FLUSHALL"),
             FaultKind::Stop
+            | FaultKind::Crash
             | FaultKind::ErrorReply { .. }
             | FaultKind::Failover { .. }
             | FaultKind::Disconnect => {

@@ -40,6 +40,10 @@ impl Redis {
             }
             FaultKind::Hang => self.hang(now, id, on, events),
             FaultKind::Stop => self.stop(now, id, on, events),
+            FaultKind::Crash => {
+                adjust(&mut self.servers[id.index()].unreachable, on);
+                self.stop(now, id, on, events);
+            }
             FaultKind::Kill if on => self.kill(now, id, events),
             FaultKind::MaxMemory(limit) if on => server.keyspace.set_maxmemory(now, limit),
             FaultKind::FlushAll if on => server.keyspace.clear(),
@@ -416,5 +420,29 @@ mod tests {
         let server = redis.server();
         assert_eq!((server.used_memory, server.oom_replies), (180, 1));
         assert_eq!(server.maxmemory, Some(100));
+    }
+
+    #[test]
+    fn a_crashed_node_answers_no_attempt_and_comes_back_empty() {
+        // A crash at 1 ms drops the link; the client hears it at 1.1 ms and reconnects 50 ms
+        // later, into silence: the attempt waits out its 10 s connect timeout. The node is
+        // back at 5 s, empty: the next attempt (after the timeout and a 100 ms delay) is
+        // answered, and the SET of before the crash is gone.
+        let mut redis = Harness::new(1);
+        redis.issue_at(0, 0, set(3, 10), 0);
+        redis.fault_at(1_000, crate::scenario::FaultKind::Crash, true);
+        redis.fault_at(5_000_000, crate::scenario::FaultKind::Crash, false);
+        redis.run_until(10_500_000);
+        let summary = redis.summary();
+        assert_eq!(summary.connect_failures, 1, "one attempt timed out");
+        redis.issue_at(10_500_000, 0, get(3), 1);
+        redis.run_until(11_000_000);
+        assert_eq!(
+            redis
+                .finished()
+                .last()
+                .map(|&(slot, _, result)| (slot, result)),
+            Some((1, StepResult::Miss))
+        );
     }
 }

@@ -38,6 +38,8 @@ pub(super) struct Server {
     pub(super) paused_writes: u32,
     pub(super) hung: u32,
     pub(super) stopped: u32,
+    /// Crashes in force: the address answers no connection attempt.
+    pub(super) unreachable: u32,
     /// Bumped when the process stops, so the completion of an aborted command is dropped.
     pub(super) epoch: u32,
     pub(super) executing: Option<Executing>,
@@ -79,6 +81,7 @@ impl Server {
             paused_writes: 0,
             hung: 0,
             stopped: 0,
+            unreachable: 0,
             epoch: 0,
             executing: None,
             parked: None,
@@ -290,10 +293,10 @@ impl Redis {
             .cut
             .get(connection.owner.index())
             .is_some_and(|&n| n > 0);
-        let accepted = if server.stopped > 0 || cut {
-            false
-        } else if server.hung > 0 {
+        let accepted = if server.unreachable > 0 || server.hung > 0 {
             return; // no answer: the connect timeout decides
+        } else if server.stopped > 0 || cut {
+            false
         } else {
             connection.server_open = true;
             true
