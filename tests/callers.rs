@@ -62,6 +62,43 @@ fn a_caller_that_times_out_and_retries_leaves_every_attempt_running_in_the_servi
         .get("in_flight")
         .expect("the in-flight gauge");
     assert_eq!(in_flight.iter().max(), Some(&3));
+    // The failed call started at 0 ms: the users' failure window opens there, and the
+    // callers' series counts one failed call and no ok one.
+    assert_eq!(
+        (proxy.first_failed_call_ms, proxy.last_failed_call_ms),
+        (Some(0.0), Some(0.0))
+    );
+    assert_eq!(proxy.first_abandoned_ms, Some(0.0));
+    let counts = &report.series.counts;
+    assert_eq!(counts["callers.proxy.failed"].iter().sum::<u64>(), 1);
+    assert_eq!(counts["callers.proxy.ok"].iter().sum::<u64>(), 0);
+}
+
+#[test]
+fn a_retry_asks_for_the_same_key_as_the_attempt_it_replaces() {
+    // One call, three attempts, each an INCR of a key drawn from a million: the retries
+    // ask for the same product page again, so Redis ends with one counter at 3 (88 bytes:
+    // 16 of name, 8 of value, 64 of overhead), not three counters at 1.
+    let report = run(r#"
+[servers.redis]
+
+[connections.c]
+server = "redis"
+
+[keys.page]
+count = 1000000
+
+[flows.count]
+steps = [{ redis = { command = "INCR", connection = "c", key = "page" } }, { work = "100ms" }]
+
+[loads.users]
+flow = "count"
+arrivals = "burst"
+count = 1
+caller = "proxy"
+"#);
+    assert_eq!(report.summary.callers["proxy"].attempts, 3);
+    assert_eq!(report.summary.servers["redis"].used_memory, 88);
 }
 
 #[test]

@@ -11,8 +11,10 @@
 //! - `latency_cdf`: the share of requests at or under each latency, one line per variant, from
 //!   the summary's latency histogram, with the objective;
 //!
-//! and, when some control failed open, `fail_open`: requests let through unchecked per second
-//! by control; when some variant switched a throttle on, `throttles`: slots held against what the
+//! and, when a load has a caller, `calls`: each caller's calls that ended ok and failed per
+//! second (the users' view, which the service's outcomes miss when an attempt given up on
+//! ends `ok` later); when some control failed open, `fail_open`: requests let through
+//! unchecked per second by control; when some variant switched a throttle on, `throttles`: slots held against what the
 //! throttle's counter says, and its cap; when some Redis server had a memory limit, `memory`: its
 //! used memory; when the variants come from a parameter sweep, `sweep`: each flow's median
 //! latency against the swept value.
@@ -35,6 +37,7 @@
 mod axes;
 mod bitmap_text;
 mod breakers;
+mod calls;
 mod cdf;
 mod chart;
 pub mod compare;
@@ -97,7 +100,7 @@ impl std::error::Error for PlotError {}
 
 /// Writes every chart for `report` into `dir` (created if missing), as PNG and SVG; returns the
 /// paths written, in a stable order: `outage`, `latency`, `concurrency`, `latency_cdf`, then
-/// `fail_open` when some control failed open, `throttles` when some variant switched a
+/// `calls` when a load has a caller, `fail_open` when some control failed open, `throttles` when some variant switched a
 /// throttle on, `memory` when some Redis server had a memory limit, and `sweep` for a sweep,
 /// each as `.png` then `.svg`.
 pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
@@ -175,6 +178,7 @@ fn charts(report: &RunReport) -> Vec<Chart> {
         concurrency::chart(report),
         cdf::chart(report),
     ];
+    charts.extend(calls::chart(report));
     charts.extend(fail_open::chart(report));
     charts.extend(throttles::chart(report));
     charts.extend(memory::chart(report));

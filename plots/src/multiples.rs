@@ -13,15 +13,17 @@
 //! small multiples each panel is one variant, named above it, and colour says the kind when
 //! there are several.
 
-use outagelab_report::{RunReport, VariantReport};
+use std::collections::BTreeMap;
+
+use outagelab_report::{CountKey, RunReport, VariantReport};
 use plotters::style::RGBColor;
 
-use crate::axes::format_number;
+use crate::axes::{count_axis, format_number};
 use crate::chart::{
-    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Panel, Rule, Stroke, palette,
+    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Panel, Rule, Stroke, palette, segments,
     variant_line_stroke, variant_stroke,
 };
-use crate::timeline::{FaultShading, fault_shading, time_axis, variant_fault_bands};
+use crate::timeline::{FaultShading, fault_shading, rates, time_axis, variant_fault_bands};
 
 /// Up to this many variants share one panel, with up to this many lines in all.
 pub(crate) const SHARED_VARIANTS_MAX: usize = 6;
@@ -206,6 +208,51 @@ pub(crate) struct OverTime<'a> {
     /// The legend's heading over the kinds.
     pub heading: &'a str,
     pub kinds: Vec<Kind>,
+}
+
+/// A chart of event counters over time, as rates per second, one line style per counter:
+/// the counters `label` names (its text is the legend's), in name order (the order lines get
+/// their dash, as the series are stored); with `only_active`, only those some variant counted
+/// anything on. `None` when no counter is left.
+pub(crate) fn counts_over_time(
+    report: &RunReport,
+    label: fn(&CountKey) -> Option<String>,
+    only_active: bool,
+    spec: (&'static str, &str, &str, &str),
+) -> Option<Chart> {
+    let (name, title, y_label, heading) = spec;
+    let counters: Vec<CountKey> = report
+        .variants
+        .iter()
+        .flat_map(|variant| variant.series.counters())
+        .filter(|(key, values)| {
+            label(key).is_some() && (!only_active || values.iter().any(|&v| v > 0))
+        })
+        .map(|(key, _)| (key.to_string(), key))
+        .collect::<BTreeMap<String, CountKey>>()
+        .into_values()
+        .collect();
+    if counters.is_empty() {
+        return None;
+    }
+    let kinds = Kind::styled(counters.iter().map(|key| label(key).unwrap_or_default()));
+    let parts = parts(report, |variant, part| {
+        for (kind, key) in counters.iter().enumerate() {
+            if let Some(values) = variant.series.count(key) {
+                let per_second = rates(variant, |bucket| values.get(bucket).copied().unwrap_or(0));
+                part.push(kind, segments(per_second));
+            }
+        }
+    });
+    let y = |lines: &[Line], limits: &[f64]| count_axis(y_label, lines, limits);
+    let spec = OverTime {
+        name,
+        title,
+        y: &y,
+        heading,
+        kinds,
+    };
+    Some(over_time(report, spec, &parts))
 }
 
 /// A chart of one quantity over time: every variant on one panel, or small multiples.

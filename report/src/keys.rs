@@ -115,6 +115,10 @@ series_keys! {
         ServerEvictedKeys => "servers", "evicted_keys";
         /// Keys a Redis server removed when their TTL ran out.
         ServerExpiredKeys => "servers", "expired_keys";
+        /// Calls of a caller that ended ok, by the bucket they ended in: the users' view.
+        CallerOk => "callers", "ok";
+        /// Calls of a caller that ended otherwise (its last attempt failed or timed out).
+        CallerFailed => "callers", "failed";
     }
     plain {
         /// Step attempts answered `rate_limited` (a 429, from a throttle or a rate limit),

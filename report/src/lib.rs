@@ -227,6 +227,17 @@ pub struct CallerSummary {
     pub abandoned: u64,
     /// Latency of ended calls, from the first attempt to the end, backoffs included.
     pub latency_ms: LatencyStats,
+    /// When the earliest call that failed was started (ms), if one failed: the moment the
+    /// service stopped answering this caller, which the calls' end times (a timeout later)
+    /// would place too late.
+    pub first_failed_call_ms: Option<f64>,
+    /// When the latest call that failed was started (ms): calls started after it all
+    /// ended ok (or had not ended when the run did).
+    pub last_failed_call_ms: Option<f64>,
+    /// When the earliest attempt the caller gave up on was sent (ms): from then on the
+    /// service did not answer within the caller's timeout, whether a retry later saved the
+    /// call or not.
+    pub first_abandoned_ms: Option<f64>,
 }
 
 /// Ended requests as the HTTP answers a service gives (`[http]` in the scenario maps each

@@ -844,6 +844,8 @@ pub struct RawFault {
     pub commands: Option<Spanned<CommandsName>>,
     /// `failover` only: the replica promoted.
     pub replica: Option<Spanned<String>>,
+    /// `failover` only: the primary's address answers nothing (its host died).
+    pub unreachable: Option<Spanned<bool>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -3448,6 +3448,11 @@ impl<'a> Validator<'a> {
                 raw.replica.as_ref().map(Spanned::span),
                 FaultKindName::Failover,
             ),
+            (
+                "unreachable",
+                raw.unreachable.as_ref().map(Spanned::span),
+                FaultKindName::Failover,
+            ),
         ];
         for (field, span, owner) in own_keys {
             if let Some(span) = span
@@ -3496,7 +3501,10 @@ impl<'a> Validator<'a> {
                     self.error(Some(replica_name.span()), key("replica"), message);
                     return None;
                 }
-                FaultKind::Failover { replica }
+                FaultKind::Failover {
+                    replica,
+                    unreachable: raw.unreachable.as_ref().is_some_and(|u| *u.get_ref()),
+                }
             }
             FaultKindName::Flushall => FaultKind::FlushAll,
             FaultKindName::Maxmemory => {

@@ -31,8 +31,12 @@ pub(crate) struct CallRef {
 pub(crate) enum CallNext {
     /// Make the next attempt at `at`.
     Retry { at: SimTime },
-    /// The call ended; its closed-loop caller, if any, goes on.
-    Ended { worker: Option<(LoadId, u32)> },
+    /// The call ended (`ok` or not); its closed-loop caller, if any, goes on.
+    Ended {
+        caller: CallerId,
+        ok: bool,
+        worker: Option<(LoadId, u32)>,
+    },
 }
 
 struct Call {
@@ -45,6 +49,10 @@ struct Call {
     attempts: u32,
     /// The service's request of the current attempt, while the caller waits for it.
     current: Option<RequestRef>,
+    /// When the current (or last) attempt was sent.
+    attempt_started: SimTime,
+    /// The keys of the first attempt, which every retry asks for again.
+    key_seed: Option<u64>,
     worker: Option<(LoadId, u32)>,
 }
 
@@ -63,6 +71,10 @@ struct CallerState {
     retries: u64,
     abandoned: u64,
     latency: Latency,
+    /// Start times of the earliest and the latest call that failed.
+    failed_calls: Option<(SimTime, SimTime)>,
+    /// When the earliest attempt the caller gave up on was sent.
+    first_abandoned: Option<SimTime>,
 }
 
 pub(crate) struct Callers {
@@ -90,6 +102,8 @@ impl Callers {
                 retries: 0,
                 abandoned: 0,
                 latency: Latency::new(),
+                failed_calls: None,
+                first_abandoned: None,
             })
             .collect();
         Callers {
@@ -131,6 +145,8 @@ impl Callers {
             retry,
             attempts: 0,
             current: None,
+            attempt_started: now,
+            key_seed: None,
             worker,
         };
         self.in_flight += 1;
@@ -163,17 +179,20 @@ impl Callers {
         slot.call.as_mut()
     }
 
-    /// The call's next attempt is `request`, sent now: returns its number and, if the caller
-    /// has a timeout, when it gives up on it.
+    /// The call's next attempt is `request` (with the keys `key_seed` draws), sent now:
+    /// returns its number and, if the caller has a timeout, when it gives up on it.
     pub fn attempting(
         &mut self,
         now: SimTime,
         call: CallRef,
         request: RequestRef,
+        key_seed: u64,
     ) -> (u32, Option<SimTime>) {
         let live = self.call_mut(call).expect("an attempt of a live call");
         live.attempts += 1;
         live.current = Some(request);
+        live.attempt_started = now;
+        live.key_seed.get_or_insert(key_seed);
         let (attempt, caller) = (live.attempts, live.caller);
         let state = &mut self.callers[caller.index()];
         state.attempts += 1;
@@ -206,8 +225,10 @@ impl Callers {
         if live.attempts != attempt || live.current.take().is_none() {
             return None;
         }
-        let caller = live.caller;
-        self.callers[caller.index()].abandoned += 1;
+        let (caller, sent) = (live.caller, live.attempt_started);
+        let state = &mut self.callers[caller.index()];
+        state.abandoned += 1;
+        state.first_abandoned = Some(state.first_abandoned.map_or(sent, |first| first.min(sent)));
         Some(self.decide(now, call, Outcome::Timeout, None))
     }
 
@@ -239,9 +260,27 @@ impl Callers {
         state
             .latency
             .record(now.saturating_since(ended.started).as_nanos());
+        let ok = outcome == Outcome::Ok;
+        if !ok {
+            let (first, last) = state
+                .failed_calls
+                .get_or_insert((ended.started, ended.started));
+            *first = (*first).min(ended.started);
+            *last = (*last).max(ended.started);
+        }
         CallNext::Ended {
+            caller: ended.caller,
+            ok,
             worker: ended.worker,
         }
+    }
+
+    /// The keys every attempt of `call` uses: `None` before its first attempt.
+    pub fn key_seed(&self, call: CallRef) -> Option<u64> {
+        self.slots[call.slot as usize]
+            .call
+            .as_ref()
+            .and_then(|live| live.key_seed)
     }
 
     /// The load whose flow the attempts of `call` run; `call` is live (a retry is
@@ -258,6 +297,7 @@ impl Callers {
         for call in self.slots.iter().filter_map(|slot| slot.call.as_ref()) {
             unfinished[call.caller.index()] += 1;
         }
+        let ms = |t: SimTime| t.as_nanos() as f64 / 1e6;
         self.callers
             .iter()
             .zip(unfinished)
@@ -272,6 +312,9 @@ impl Callers {
                 retries: state.retries,
                 abandoned: state.abandoned,
                 latency_ms: state.latency.stats(rule),
+                first_failed_call_ms: state.failed_calls.map(|(first, _)| ms(first)),
+                last_failed_call_ms: state.failed_calls.map(|(_, last)| ms(last)),
+                first_abandoned_ms: state.first_abandoned.map(ms),
             })
     }
 }

@@ -473,6 +473,8 @@ struct Simulator<'s> {
     in_flight_gauge: GaugeId,
     /// Step attempts answered `rate_limited` (429), per bucket.
     rejected_attempts: CounterId,
+    /// Per caller: its calls that ended ok, and those that failed.
+    caller_counters: Vec<(CounterId, CounterId)>,
     /// Per database: queries running, and queries waiting for a lock.
     database_gauges: Vec<(GaugeId, GaugeId)>,
     /// The connection-waiting gauge of each database with a connection limit.
@@ -544,6 +546,16 @@ impl<'s> Simulator<'s> {
             })
             .collect();
         let rejected_attempts = metrics.add_counter(CountKey::RejectedAttempts);
+        let caller_counters = scenario
+            .callers
+            .iter()
+            .map(|caller| {
+                (
+                    metrics.add_counter(CountKey::CallerOk(caller.name.clone())),
+                    metrics.add_counter(CountKey::CallerFailed(caller.name.clone())),
+                )
+            })
+            .collect();
         let database_gauges = scenario
             .databases
             .iter()
@@ -768,6 +780,7 @@ impl<'s> Simulator<'s> {
                 .unwrap_or(0),
             in_flight_gauge,
             rejected_attempts,
+            caller_counters,
             database_gauges,
             connection_waiting_gauges,
             collapsed_gauges,
@@ -1119,13 +1132,21 @@ impl<'s> Simulator<'s> {
 
     /// A new request of load `id` arrives now.
     fn spawn(&mut self, id: LoadId) -> RequestRef {
+        self.spawn_with_keys(id, None)
+    }
+
+    /// [`Self::spawn`], with the keys of `same_keys` (a caller's retry asks for the same
+    /// product page again) instead of fresh ones; the load still makes its draw, so its
+    /// other draws stay as they are.
+    fn spawn_with_keys(&mut self, id: LoadId, same_keys: Option<u64>) -> RequestRef {
         let state = &mut self.loads[id.index()];
         let flow = match &mut state.spread {
             Some(spreading) => spreading.pick(),
             None => self.scenario.loads[id.index()].flow,
         };
         state.issued += 1;
-        let key_seed = state.rng.next_u64();
+        let drawn = state.rng.next_u64();
+        let key_seed = same_keys.unwrap_or(drawn);
         let request = self.allocate(Request::new(flow, 0, Role::Main, self.now, key_seed));
         if let Some(tracer) = &mut self.tracer
             && let Some(number) = tracer.arrived()
@@ -1170,8 +1191,9 @@ impl<'s> Simulator<'s> {
     /// The next attempt of `call`: a request of its load's flow, and the caller's timeout.
     fn attempt(&mut self, call: CallRef) {
         let load = self.callers.load_of(call);
-        let request = self.spawn(load);
-        let (attempt, deadline) = self.callers.attempting(self.now, call, request);
+        let request = self.spawn_with_keys(load, self.callers.key_seed(call));
+        let key_seed = self.request(request.slot).key_seed;
+        let (attempt, deadline) = self.callers.attempting(self.now, call, request, key_seed);
         self.request_mut(request.slot).call = Some((call, attempt));
         if let Some(deadline) = deadline {
             self.events
@@ -1183,10 +1205,13 @@ impl<'s> Simulator<'s> {
     fn after_attempt(&mut self, call: CallRef, end: CallNext) {
         match end {
             CallNext::Retry { at } => self.events.schedule(at, Event::CallerRetry { call }),
-            CallNext::Ended {
-                worker: Some((load, worker)),
-            } => self.worker_done_with(load, worker),
-            CallNext::Ended { worker: None } => {}
+            CallNext::Ended { caller, ok, worker } => {
+                let (ok_calls, failed_calls) = self.caller_counters[caller.index()];
+                self.metrics.count(if ok { ok_calls } else { failed_calls });
+                if let Some((load, worker)) = worker {
+                    self.worker_done_with(load, worker);
+                }
+            }
         }
     }
 

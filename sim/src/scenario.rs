@@ -1317,8 +1317,13 @@ pub enum FaultKind {
     /// promoted: it takes writes, and every connection that follows failovers
     /// (`follows_failover`, as Sentinel- and cluster-aware clients do) connects to it from its
     /// next attempt. It has the writes it had replicated; those within its lag of the
-    /// primary's end are lost.
-    Failover { replica: ServerId },
+    /// primary's end are lost. With `unreachable`, the primary's host dies with it (as a
+    /// `crash`): its address answers nothing from the start, so a connection attempt there
+    /// waits out its connect timeout instead of being refused.
+    Failover {
+        replica: ServerId,
+        unreachable: bool,
+    },
     /// While it lasts, the server answers the commands in `commands` with this error reply
     /// instead of running them (a demoted replica's `READONLY`, a restarting server's
     /// `LOADING`).
@@ -1678,7 +1683,7 @@ impl Scenario {
                     within("connection", connection.index(), self.connections.len())?
                 }
             }
-            if let (FaultKind::Failover { replica }, FaultTarget::Server(primary)) =
+            if let (FaultKind::Failover { replica, .. }, FaultTarget::Server(primary)) =
                 (fault.kind, fault.target)
             {
                 within("server", replica.index(), self.servers.len())?;

@@ -581,6 +581,41 @@ fn the_fail_open_chart_shows_only_controls_that_failed_open() {
 }
 
 #[test]
+fn the_calls_chart_shows_each_callers_ok_and_failed_calls_even_when_none_failed() {
+    assert!(
+        calls::chart(&demo_report()).is_none(),
+        "no caller, no chart"
+    );
+    let mut report = demo_report();
+    for variant in &mut report.variants {
+        let buckets = variant.series.start_ms.len();
+        let counts = &mut variant.series.counts;
+        // 30 ok calls per 100 ms bucket (300/s) and no failed one: a flat zero line of
+        // failed calls is the news here, so it is drawn.
+        counts.insert("callers.upstream.ok".to_string(), vec![30; buckets]);
+        counts.insert("callers.upstream.failed".to_string(), vec![0; buckets]);
+    }
+    let chart = calls::chart(&report).unwrap();
+    let labels: Vec<&str> = chart
+        .legend
+        .iter()
+        .map(|entry| entry.label.as_str())
+        .collect();
+    assert!(labels.contains(&"upstream: ok calls"), "{labels:?}");
+    assert!(labels.contains(&"upstream: failed calls"), "{labels:?}");
+    // The two variants' lines are the same, so each has a panel of its own.
+    assert_eq!(chart.panels.len(), 2);
+    for panel in &chart.panels {
+        let rates: Vec<f64> = panel
+            .lines
+            .iter()
+            .map(|line| line.segments[0].last().unwrap().1)
+            .collect();
+        assert_eq!(rates, [0.0, 300.0], "per second, failed first (name order)");
+    }
+}
+
+#[test]
 fn an_instant_fault_is_labelled_with_its_instant() {
     let kill = FaultWindow {
         kind: "kill".to_string(),

@@ -50,8 +50,14 @@ impl Redis {
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => {}
             FaultKind::Disconnect => unreachable!("validated: a disconnect acts on a connection"),
             // The primary's process dies and stays down: it is replaced, not restarted.
-            FaultKind::Failover { .. } if on => self.stop(now, id, true, events),
-            FaultKind::Failover { replica } => self.promote(id, replica),
+            // A dead host stays dead too: its address answers nothing from then on.
+            FaultKind::Failover { unreachable, .. } if on => {
+                if unreachable {
+                    adjust(&mut self.servers[id.index()].unreachable, true);
+                }
+                self.stop(now, id, true, events);
+            }
+            FaultKind::Failover { replica, .. } => self.promote(id, replica),
             FaultKind::ErrorReply { error, commands } => {
                 let fault = (error, commands);
                 if on {

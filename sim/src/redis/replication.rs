@@ -87,6 +87,7 @@ mod tests {
 
     const FAILOVER: FaultKind = FaultKind::Failover {
         replica: ServerId(1),
+        unreachable: false,
     };
 
     #[test]
@@ -162,5 +163,36 @@ mod tests {
             "no answer from the old address"
         );
         assert!(redis.connection(1).connect_failures > 0);
+    }
+
+    #[test]
+    fn an_unreachable_failover_leaves_the_old_address_silent_while_followers_move() {
+        // The primary's host dies at 1 ms: connection 1 (not following failovers) hears the
+        // link drop at 1.1 ms and reconnects 50 ms later into silence, where a refused attempt
+        // would have failed at once. Its 10 s connect timeout runs out at 10.051 s; connection
+        // 0 follows the replica promoted at 20 ms and is answered.
+        let mut redis = pair();
+        let unreachable = FaultKind::Failover {
+            replica: ServerId(1),
+            unreachable: true,
+        };
+        redis.fault_at(1_000, unreachable, true);
+        redis.fault_at(20_000, unreachable, false);
+        redis.issue_at(9_000_000, 1, get(1), 1);
+        redis.issue_at(200_000, 0, set(2, 10), 2);
+        redis.run_until(9_500_000);
+        assert_eq!(redis.connection(1).connect_failures, 0, "still waiting");
+        assert!(
+            redis
+                .finished()
+                .iter()
+                .any(|&(s, _, r)| (s, r) == (2, StepResult::Ok))
+        );
+        redis.run_until(10_100_000);
+        assert_eq!(
+            redis.connection(1).connect_failures,
+            1,
+            "timed out, not refused"
+        );
     }
 }
