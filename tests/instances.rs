@@ -178,3 +178,62 @@ fn in_flight_requests_are_a_series_per_instance_and_per_flow() {
         "copies count as their flow"
     );
 }
+
+#[test]
+fn a_breaker_opened_on_one_pod_never_affects_another() {
+    // Two pods, each with its own connection to one Redis and its own breaker around the GET.
+    // Pod 0's link is cut from 1 s to 3 s: its GETs are refused, its breaker opens and its
+    // requests fail fast. Pod 1, on the same Redis, never sees an error: its breaker stays
+    // closed and every one of its requests is ok. One breaker for both (the process-wide
+    // design of seed 000) would have refused pod 1's reads too.
+    let text = r#"
+[scenario]
+name = "blast-radius"
+
+[servers.redis]
+
+[connections.cache]
+server = "redis"
+offline_queue = false
+
+[keys.k]
+count = 10
+
+[breakers.redis]
+failures = 3
+open_for = "500ms"
+
+[flows.read]
+steps = [{ redis = { command = "GET", connection = "cache", key = "k" }, breaker = "redis" }]
+
+[services.api]
+instances = 2
+flows = ["read"]
+
+[loads.users]
+flow = "read"
+arrivals = "even"
+rate = 40
+count = 200
+
+[faults.cut]
+target = "cache@0"
+kind = "disconnect"
+at = "1s"
+duration = "2s"
+"#;
+    let report = run(text);
+    let summary = &report.summary;
+    let pod0 = &summary.breakers["redis@0"];
+    assert!(pod0.opened >= 1, "pod 0's breaker opened: {pod0:?}");
+    let pod1 = &summary.breakers["redis@1"];
+    assert_eq!(
+        (pod1.opened, pod1.rejected),
+        (0, 0),
+        "pod 1's breaker never moved"
+    );
+    let instances = &summary.services["api"].instances;
+    assert!(instances["0"].outcomes["breaker_open"] > 0);
+    assert_eq!(instances["1"].outcomes["ok"], instances["1"].requests);
+    assert_eq!(instances["1"].requests, 100);
+}
