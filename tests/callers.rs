@@ -75,6 +75,41 @@ fn a_caller_that_times_out_and_retries_leaves_every_attempt_running_in_the_servi
 }
 
 #[test]
+fn a_caller_that_cancels_stops_the_abandoned_attempt_before_its_next_step() {
+    // Steps of 10, 40 and 50 ms. Attempt 1 at 0 ms is given up on at 30, in its second step,
+    // and stops when that step ends, at 50; attempt 2 at 40, given up at 70, stops at 90;
+    // attempt 3 at 80, given up at 110, stops at 130. Without cancelling they run to 100, 140
+    // and 180 ms, three at once from 80 to 100 ms; cancelled, never more than two.
+    let two_steps = r#"
+[flows.two]
+steps = [{ work = "10ms" }, { work = "40ms" }, { work = "50ms" }]
+
+[loads.users]
+flow = "two"
+arrivals = "burst"
+count = 1
+caller = "proxy"
+"#;
+    let cancelling = SERVICE.replace(
+        "timeout = \"30ms\"\nretry",
+        "timeout = \"30ms\"\ncancel_on_timeout = true\nretry",
+    );
+    let text = format!("{cancelling}\n{two_steps}");
+    let file = outagelab_scenario_file::parse(&text, Path::new("callers.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let report = outagelab_sim::run(&file.variants[0].scenario).unwrap();
+    assert_eq!(report.summary.callers["proxy"].outcomes["timeout"], 1);
+    assert_eq!(report.summary.outcomes["cancelled"], 3);
+    assert_eq!(report.end_ms, 130.0);
+    let in_flight = &report.series.gauges_max["in_flight"];
+    assert_eq!(in_flight.iter().max(), Some(&2));
+    // The same caller without cancelling: every attempt runs both steps.
+    let report = run(two_steps);
+    assert_eq!(report.summary.outcomes["ok"], 3);
+    assert_eq!(report.end_ms, 180.0);
+}
+
+#[test]
 fn a_retry_asks_for_the_same_key_as_the_attempt_it_replaces() {
     // One call, three attempts, each an INCR of a key drawn from a million: the retries
     // ask for the same product page again, so Redis ends with one counter at 3 (88 bytes:
@@ -141,6 +176,10 @@ fn bad_callers_are_refused_at_their_key() {
         (
             "[callers.p]\nretry = \"nope\"",
             "callers.p.retry: unknown retry policy `nope`",
+        ),
+        (
+            "[callers.p]\ncancel_on_timeout = true",
+            "callers.p.cancel_on_timeout: a caller without a `timeout` never gives up",
         ),
         (
             "[loads.l]\nflow = \"slow\"\narrivals = \"burst\"\ncount = 1\ncaller = \"prox\"",

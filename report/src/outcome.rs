@@ -37,11 +37,14 @@ pub enum Outcome {
     Loading,
     /// `WRONGTYPE Operation against a key holding the wrong kind of value`.
     WrongType,
+    /// The caller gave up and the service heard it (a closed connection, a cancelled
+    /// context): the request stopped before its next step. nginx logs this as 499.
+    Cancelled,
 }
 
 impl Outcome {
     /// New kinds go at the end, so the columns of a series CSV keep their places.
-    pub const ALL: [Outcome; 14] = [
+    pub const ALL: [Outcome; 15] = [
         Outcome::Ok,
         Outcome::Timeout,
         Outcome::Refused,
@@ -56,6 +59,7 @@ impl Outcome {
         Outcome::ReadOnly,
         Outcome::Loading,
         Outcome::WrongType,
+        Outcome::Cancelled,
     ];
 
     /// Number of outcomes; `outcome.index()` is below it.
@@ -81,6 +85,7 @@ impl Outcome {
             Outcome::ReadOnly => "readonly",
             Outcome::Loading => "loading",
             Outcome::WrongType => "wrongtype",
+            Outcome::Cancelled => "cancelled",
         }
     }
 
@@ -101,6 +106,7 @@ impl Outcome {
             Outcome::Ok => 200,
             Outcome::RateLimited => 429,
             Outcome::BreakerOpen | Outcome::Shed | Outcome::LockTimeout => 503,
+            Outcome::Cancelled => 499,
             Outcome::Timeout
             | Outcome::Refused
             | Outcome::ConnectionLost

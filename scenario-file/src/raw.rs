@@ -493,6 +493,7 @@ pub struct RawThrottle {
 pub struct RawCaller {
     pub timeout: Option<Spanned<Text>>,
     pub retry: Option<Spanned<String>>,
+    pub cancel_on_timeout: Option<Spanned<bool>>,
 }
 
 /// `[services.api]`: flows that run on several instances (pods) of one service.

@@ -3357,10 +3357,21 @@ impl<'a> Validator<'a> {
             Some(retry) => Some(self.resolve(&names.retries, retry, &key("retry"))?),
             None => None,
         };
+        let cancel_on_timeout = match &raw.cancel_on_timeout {
+            Some(cancel) if *cancel.get_ref() && timeout.is_none() => {
+                let message = "a caller without a `timeout` never gives up, so it never cancels: \
+                               give it a `timeout`";
+                self.error(Some(cancel.span()), key("cancel_on_timeout"), message);
+                return None;
+            }
+            Some(cancel) => *cancel.get_ref(),
+            None => false,
+        };
         Some(CallerSpec {
             name: name.to_owned(),
             timeout,
             retry,
+            cancel_on_timeout,
         })
     }
 

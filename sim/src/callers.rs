@@ -63,6 +63,8 @@ struct Slot {
 
 struct CallerState {
     timeout: Option<outagelab_model::time::SimDuration>,
+    /// Whether the service hears that this caller gave up on an attempt.
+    cancels: bool,
     policy: Option<(RetryPolicy, OutcomeSet)>,
     random: Stream,
     calls: u64,
@@ -91,6 +93,7 @@ impl Callers {
             .iter()
             .map(|spec| CallerState {
                 timeout: spec.timeout,
+                cancels: spec.cancel_on_timeout,
                 policy: spec.retry.map(|id| {
                     let retry = &scenario.retries[id.index()];
                     (RetryPolicy::new(retry.config), retry.retry_on)
@@ -219,17 +222,25 @@ impl Callers {
     }
 
     /// The caller's timeout for attempt `attempt` of `call` fell due; `None` when that
-    /// attempt had already answered. The service's request is left running.
-    pub fn timed_out(&mut self, now: SimTime, call: CallRef, attempt: u32) -> Option<CallNext> {
+    /// attempt had already answered. The service's request is left running; with it comes
+    /// the request to cancel, when the caller cancels what it gives up on.
+    pub fn timed_out(
+        &mut self,
+        now: SimTime,
+        call: CallRef,
+        attempt: u32,
+    ) -> Option<(CallNext, Option<RequestRef>)> {
         let live = self.call_mut(call)?;
-        if live.attempts != attempt || live.current.take().is_none() {
+        if live.attempts != attempt {
             return None;
         }
+        let abandoned = live.current.take()?;
         let (caller, sent) = (live.caller, live.attempt_started);
         let state = &mut self.callers[caller.index()];
         state.abandoned += 1;
         state.first_abandoned = Some(state.first_abandoned.map_or(sent, |first| first.min(sent)));
-        Some(self.decide(now, call, Outcome::Timeout, None))
+        let cancel = state.cancels.then_some(abandoned);
+        Some((self.decide(now, call, Outcome::Timeout, None), cancel))
     }
 
     /// An attempt of `call` ended with `outcome`: retry (not before `retry_after`), or end

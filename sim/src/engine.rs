@@ -263,6 +263,8 @@ struct Request {
     trace: Option<u64>,
     /// The value it last read or wrote of a key whose versions are followed, and where from.
     value: Option<HeldValue>,
+    /// Its caller gave up on it and told the service: it stops before its next step.
+    cancelled: bool,
 }
 
 /// A value a request holds: its key, its version, and where it read it.
@@ -298,6 +300,7 @@ impl Request {
             replayed: false,
             origin: None,
             lock_pending: None,
+            cancelled: false,
             locks_held: Vec::new(),
             worker: None,
             call: None,
@@ -910,7 +913,15 @@ impl<'s> Simulator<'s> {
             Event::Arrival(load) => self.on_arrival(load),
             Event::WorkerSends { load, worker } => self.on_worker_sends(load, worker),
             Event::CallerTimeout { call, attempt } => {
-                if let Some(end) = self.callers.timed_out(now, call, attempt) {
+                if let Some((end, cancel)) = self.callers.timed_out(now, call, attempt) {
+                    // The slot still holds that attempt unless it ended meanwhile (its token
+                    // moves on with every step, so the attempt is known by its call).
+                    if let Some(request) = cancel
+                        && let Some(live) = self.slots[request.slot as usize].request.as_mut()
+                        && live.call == Some((call, attempt))
+                    {
+                        live.cancelled = true;
+                    }
                     self.after_attempt(call, end);
                 }
             }
@@ -1337,6 +1348,10 @@ impl<'s> Simulator<'s> {
             }
             let step = &flow.steps[step_index];
             let next = match request.stage {
+                Stage::Start if request.cancelled && role == Role::Main => {
+                    self.end_request(slot, Outcome::Cancelled);
+                    return;
+                }
                 Stage::Start => {
                     if self.tracer.is_some() {
                         let (step_number, action) = (request.step, scenario.step_name(step));

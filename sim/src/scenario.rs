@@ -1222,6 +1222,10 @@ pub struct CallerSpec {
     /// How it retries (its own instance of the policy: its own budget); the policy's
     /// `retry_on` says which outcomes, `timeout` included, it retries.
     pub retry: Option<RetryId>,
+    /// Whether the service hears that the caller gave up on an attempt (the caller closes
+    /// its connection; the service checks its request context between steps): the request
+    /// stops before its next step and ends `cancelled`. The step it is in runs to its end.
+    pub cancel_on_timeout: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

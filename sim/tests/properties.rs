@@ -263,6 +263,7 @@ fn scenario(k: &Knobs) -> Scenario {
             name: "upstream".into(),
             timeout: timeout_ms.map(ms),
             retry: Some(RetryId(0)),
+            cancel_on_timeout: false,
         });
         CallerId(0)
     });
