@@ -305,17 +305,17 @@ mod tests {
         assert_eq!(
             lines[0],
             "variant,start_ms,ok,timeout,refused,connection_lost,breaker_open,shed,\
-             server_error,lock_busy,rate_limited,lock_timeout,oom,readonly,loading,wrongtype,p50_ms,p95_ms,p99_ms,databases.main.concurrency_max,\
+             server_error,lock_busy,rate_limited,lock_timeout,oom,readonly,loading,wrongtype,cancelled,p50_ms,p95_ms,p99_ms,databases.main.concurrency_max,\
              connections.cache.fail_open,servers.redis.evicted_keys,rejected_attempts",
             "the count about the whole run comes after those of resources"
         );
         assert_eq!(
             lines[1],
-            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,0,0,0,0,0,0,1.5,1.9,2,4,0,0,2"
+            "\"timeout, then \"\"breaker\"\"\",0,3,1,0,0,0,0,0,0,0,0,0,0,0,0,0,1.5,1.9,2,4,0,0,2"
         );
         assert_eq!(
             lines[2],
-            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,,,0,7,1,0"
+            "\"timeout, then \"\"breaker\"\"\",100,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,,,0,7,1,0"
         );
         assert_eq!(lines.len(), 3);
     }
