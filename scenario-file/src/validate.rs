@@ -1676,7 +1676,11 @@ impl<'a> Validator<'a> {
                         ),
                         Some(outcome) => outcomes.push(outcome),
                         None => {
-                            let known: Vec<&str> = Outcome::ALL[1..].iter().map(|o| o.name()).collect();
+                            let known: Vec<&str> = Outcome::ALL[1..]
+                        .iter()
+                        .filter(|&&o| o != Outcome::Cancelled)
+                        .map(|o| o.name())
+                        .collect();
                             self.error(
                                 Some(entry.span()),
                                 key,
@@ -2469,6 +2473,7 @@ impl<'a> Validator<'a> {
                     Outcome::ALL[1..]
                         .iter()
                         .copied()
+                        .filter(|&o| o != Outcome::Cancelled)
                         .filter(|o| self.statuses[o.index()] / 100 == class),
                 );
                 if outcomes.len() == before {
@@ -2483,9 +2488,19 @@ impl<'a> Validator<'a> {
                 Some(Outcome::Ok) => {
                     self.error(Some(entry.span()), key, "`ok` is a success, not an error")
                 }
+                Some(Outcome::Cancelled) => self.error(
+                    Some(entry.span()),
+                    key,
+                    "`cancelled` ends a request whose caller has gone: no step, policy or \
+                     caller sees it",
+                ),
                 Some(outcome) => outcomes.push(outcome),
                 None => {
-                    let known: Vec<&str> = Outcome::ALL[1..].iter().map(|o| o.name()).collect();
+                    let known: Vec<&str> = Outcome::ALL[1..]
+                        .iter()
+                        .filter(|&&o| o != Outcome::Cancelled)
+                        .map(|o| o.name())
+                        .collect();
                     let name = entry.get_ref();
                     let hint = crate::suggest::closest(name, known.iter().copied())
                         .map(|near| format!(": did you mean `{near}`?"))

@@ -1070,6 +1070,12 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
             "27:13: retries.r.retry_on: unknown outcome `timout`: did you mean `timeout`? (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype; or a status class, 4xx or 5xx)",
         ),
         (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"cancelled\"]\n"
+            ),
+            "27:13: retries.r.retry_on: `cancelled` ends a request whose caller has gone: no step, policy or caller sees it",
+        ),
+        (
             // With 429s answered as 503, no outcome is a 4xx.
             format!(
                 "{BASE}\n[http]\nstatus = {{ rate_limited = 503 }}\n\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"4xx\"]\n"
