@@ -42,7 +42,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             if !enabled(variant, gauge) {
                 continue; // a switched-off bulkhead holds no permits: a flat zero says nothing
             }
-            part.push(kind, segments(gauge_points(&variant.series, values)));
+            part.push(kind, segments(gauge_points(variant, values)));
             part.limits.extend(limits(variant, gauge));
         }
     });

@@ -146,7 +146,7 @@ fn split_failed(parts: &[Part]) -> (Vec<Part>, Vec<Part>) {
 fn in_flight(report: &RunReport, time: &crate::chart::Axis, wide: bool) -> Option<Panel> {
     let parts = parts(report, |variant, part| {
         if let Some(values) = variant.series.gauge(&GaugeKey::InFlight) {
-            part.push(0, segments(gauge_points(&variant.series, values)));
+            part.push(0, segments(gauge_points(variant, values)));
         }
     });
     if parts.iter().all(|part| part.lines.is_empty()) {

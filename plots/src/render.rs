@@ -318,18 +318,26 @@ fn draw_line<DB: DrawingBackend, X: Scale, Y: Scale>(
 ) -> DrawResult<DB> {
     let style = shape(line.stroke);
     for segment in &line.segments {
-        let points = segment
+        let points: Vec<(f64, f64)> = segment
             .iter()
-            .map(|&(x, y)| (clamp(&panel.x, x), clamp(&panel.y, y)));
+            .map(|&(x, y)| (clamp(&panel.x, x), clamp(&panel.y, y)))
+            .collect();
         if segment.len() == 1 {
-            chart.draw_series(points.map(|point| Circle::new(point, 3, style.filled())))?;
+            chart.draw_series(
+                points
+                    .into_iter()
+                    .map(|point| Circle::new(point, 3, style.filled())),
+            )?;
             continue;
         }
-        match line.stroke.dash {
-            Dash::Solid => chart.draw_series(LineSeries::new(points, style))?,
-            Dash::Dashed => chart.draw_series(DashedLineSeries::new(points, 9, 6, style))?,
-            Dash::Dotted => chart.draw_series(DashedLineSeries::new(points, 2, 5, style))?,
-        };
+        for piece in pieces(&points, |point| chart.backend_coord(point)) {
+            let piece = piece.iter().copied();
+            match line.stroke.dash {
+                Dash::Solid => chart.draw_series(LineSeries::new(piece, style))?,
+                Dash::Dashed => chart.draw_series(DashedLineSeries::new(piece, 9, 6, style))?,
+                Dash::Dotted => chart.draw_series(DashedLineSeries::new(piece, 2, 5, style))?,
+            };
+        }
     }
     if line.marks {
         let points: Vec<(f64, f64)> = line.segments.iter().flatten().copied().collect();
@@ -345,6 +353,36 @@ fn draw_line<DB: DrawingBackend, X: Scale, Y: Scale>(
         chart.draw_series(circles)?;
     }
     Ok(())
+}
+
+/// A polyline cut into pieces at its sharp turns (more than 120 degrees, in pixels): a thick
+/// line's mitred join at a spike (a p99 that jumps up for one bucket) reaches far past the
+/// point, out of the panel, where two pieces meeting at the point do not.
+pub(crate) fn pieces(
+    points: &[(f64, f64)],
+    pixel: impl Fn(&(f64, f64)) -> (i32, i32),
+) -> Vec<&[(f64, f64)]> {
+    let at: Vec<(f64, f64)> = points
+        .iter()
+        .map(|point| {
+            let (x, y) = pixel(point);
+            (f64::from(x), f64::from(y))
+        })
+        .collect();
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for i in 1..points.len().saturating_sub(1) {
+        let incoming = (at[i].0 - at[i - 1].0, at[i].1 - at[i - 1].1);
+        let outgoing = (at[i + 1].0 - at[i].0, at[i + 1].1 - at[i].1);
+        let lengths = incoming.0.hypot(incoming.1) * outgoing.0.hypot(outgoing.1);
+        let dot = incoming.0 * outgoing.0 + incoming.1 * outgoing.1;
+        if lengths > 0.0 && dot < -0.5 * lengths {
+            pieces.push(&points[start..=i]);
+            start = i;
+        }
+    }
+    pieces.push(&points[start..]);
+    pieces
 }
 
 /// About how many circles mark a line that is the same as another.

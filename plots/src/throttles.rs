@@ -80,7 +80,7 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
 
 fn gauge_line(variant: &VariantReport, key: GaugeKey) -> Vec<Vec<(f64, f64)>> {
     match variant.series.gauge(&key) {
-        Some(values) => segments(gauge_points(&variant.series, values)),
+        Some(values) => segments(gauge_points(variant, values)),
         None => Vec::new(),
     }
 }

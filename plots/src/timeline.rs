@@ -56,12 +56,23 @@ pub(crate) fn bucket_middles_s(series: &Series) -> impl Iterator<Item = f64> + '
         .map(move |start_ms| (start_ms + half_ms) / 1000.0)
 }
 
-/// A gauge's values at the middle of their buckets.
+/// A gauge's values (each bucket's maximum) at the middle of the part of their bucket the run
+/// covered. A bucket that starts where the run ended holds only the last instant's value,
+/// which is no bucket's maximum: it is left out, as the rates leave it out, so the line does
+/// not drop at its end.
 pub(crate) fn gauge_points<'s>(
-    series: &'s Series,
+    variant: &'s VariantReport,
     values: &'s [u64],
 ) -> impl Iterator<Item = (f64, Option<f64>)> + 's {
-    bucket_middles_s(series).zip(values.iter().map(|&value| Some(value as f64)))
+    let series = &variant.series;
+    covered_ms(series, variant.end_ms)
+        .zip(values)
+        .map(|((start, end), &value)| {
+            (
+                (start + end) / 2000.0,
+                (end > start).then_some(value as f64),
+            )
+        })
 }
 
 /// The part of each bucket the run covered, in milliseconds: the whole bucket, except the

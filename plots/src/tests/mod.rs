@@ -715,3 +715,44 @@ fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
 }
 
 mod postmortem;
+
+#[test]
+fn a_thick_line_is_cut_at_a_spike_so_its_join_cannot_leave_the_panel() {
+    // A p99 that jumps from 10 to 1000 for one bucket and back: the turn at the top is
+    // sharp, so the line is drawn as two pieces meeting there (no mitred join to overshoot);
+    // the gentle turns at the foot of the spike keep their joins.
+    let points = [
+        (0.0, 10.0),
+        (1.0, 10.0),
+        (1.1, 1000.0),
+        (1.2, 10.0),
+        (2.0, 10.0),
+    ];
+    // 100 px a unit across, 1 px per value down.
+    let pixel = |&(x, y): &(f64, f64)| ((x * 100.0) as i32, (1000.0 - y) as i32);
+    let pieces = crate::render::pieces(&points, pixel);
+    assert_eq!(pieces, [&points[..3], &points[2..]]);
+    // A straight or gently bending line stays one piece.
+    let gentle = [(0.0, 10.0), (1.0, 20.0), (2.0, 25.0)];
+    assert_eq!(crate::render::pieces(&gentle, pixel), [&gentle[..]]);
+}
+
+#[test]
+fn a_gauge_ends_at_its_level_not_at_the_instant_after_the_run() {
+    // The run ends where the last bucket starts: that bucket holds only the end's value (in
+    // flight at the horizon, lower than the bucket maximum before it) and is not drawn.
+    let mut report = demo_report();
+    let variant = &mut report.variants[0];
+    let buckets = variant.series.start_ms.len();
+    variant.end_ms = variant.series.start_ms[buckets - 1];
+    let mut values = vec![200; buckets];
+    values[buckets - 1] = 142;
+    let points: Vec<(f64, Option<f64>)> = crate::timeline::gauge_points(variant, &values).collect();
+    assert_eq!(points.len(), buckets);
+    assert_eq!(points[buckets - 2].1, Some(200.0));
+    assert_eq!(
+        points[buckets - 1].1,
+        None,
+        "the empty bucket at the horizon"
+    );
+}
