@@ -74,10 +74,10 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
         ),
         (
             &format!(
-                "{}[bulkheads.b]\nmax_concurrent = 2\nqueue = 0\n",
-                read(r#"{ db = { name = "main" }, bulkhead = "b" }"#)
+                "{}[adaptive_limits.a]\nlimit_initial = 20\nlimit_max = 200\naimd = {{ backoff_ratio = 0.9, timeout = \"100ms\" }}\n",
+                read(r#"{ db = { name = "main" }, adaptive_limit = "a" }"#)
             ),
-            "flows.read.steps[0].bulkhead",
+            "flows.read.steps[0].adaptive_limit",
         ),
         (
             &format!(

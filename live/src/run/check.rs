@@ -158,8 +158,11 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
             }
             for policy in &step.policies {
                 match policy {
-                    PolicyRef::Breaker(_) | PolicyRef::Semaphore(_) => {}
-                    PolicyRef::Retry(_) | PolicyRef::Bulkhead(_) | PolicyRef::AdaptiveLimit(_) => {
+                    PolicyRef::Breaker(_)
+                    | PolicyRef::Semaphore(_)
+                    | PolicyRef::Bulkhead(_)
+                    | PolicyRef::Retry(_) => {}
+                    PolicyRef::AdaptiveLimit(_) => {
                         return refuse(
                             key(policy.kind().name()),
                             format!(

@@ -4,8 +4,9 @@
 //! What runs for real: the file's loads (open-loop even, Poisson and burst arrivals drawn
 //! exactly as the simulator draws them, from the same seeded streams; closed loops), its
 //! Redis steps (`GET`, `SET`, `SET NX PX`, `INCR`, `DEL`) on `redis` connections with the
-//! file's `command_timeout`, its breakers and semaphores through their live forms
-//! ([`crate::LiveBreaker`], [`crate::LiveSemaphore`]), reconnect slots through
+//! file's `command_timeout`, its breakers, semaphores, bulkheads and retry policies through
+//! their live forms ([`crate::LiveBreaker`], [`crate::LiveSemaphore`],
+//! [`crate::LiveBulkhead`], [`crate::LiveRetry`]), reconnect slots through
 //! [`crate::LiveSlot`], and its faults as real commands (see `faults.rs`). A database query
 //! and a `work` step are a tokio sleep of a duration drawn from the file's distribution with
 //! the simulator's stream for that database or flow. Anything else is refused before the run
@@ -33,10 +34,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use outagelab_model::breaker::{BreakerState, CallOutcome};
+use outagelab_model::retry::RetryDecision;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    BreakerSummary, ConnectionSummary, DatabaseSummary, FaultWindow, Outcome, SemaphoreSummary,
-    SlotSummary, VariantReport, Verdict,
+    BreakerSummary, BulkheadSummary, ConnectionSummary, DatabaseSummary, FaultWindow, Outcome,
+    RetrySummary, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
 };
 use outagelab_sim::scenario::{
     Arrivals, ClosedLoop, FlowId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef,
@@ -52,7 +54,9 @@ pub use check::{HZ_MAX, Unsupported, check};
 pub use faults::KEY_PREFIX;
 
 use crate::breaker::LiveBreaker;
-use crate::clock::{Clock, TokioClock};
+use crate::bulkhead::{Entry, LiveBulkhead};
+use crate::clock::{Clock, TokioClock, std_duration};
+use crate::retry::LiveRetry;
 use crate::semaphore::LiveSemaphore;
 use connection::Connection;
 use faults::Admin;
@@ -142,6 +146,21 @@ struct LiveSemaphoreSlot {
     enabled: bool,
 }
 
+struct LiveBulkheadSlot {
+    live: LiveBulkhead,
+    enabled: bool,
+    /// The most permits out and waiters queued at once, and the calls shed.
+    tally: Mutex<[u64; 3]>,
+}
+
+/// A retry policy, one per file (its budget shared by the steps that name it), drawing its
+/// jitter from the stream the simulator gives the same policy.
+struct LiveRetrySlot {
+    live: LiveRetry<Stream>,
+    enabled: bool,
+    retry_on: OutcomeSet,
+}
+
 /// Everything one live run shares between its tasks.
 struct Run {
     scenario: Scenario,
@@ -153,6 +172,8 @@ struct Run {
     /// its openings).
     breaker_counts: Mutex<Vec<[u64; 3]>>,
     semaphores: Vec<LiveSemaphoreSlot>,
+    bulkheads: Vec<LiveBulkheadSlot>,
+    retries: Vec<LiveRetrySlot>,
     /// The simulator's streams: per database, per flow's work, per load.
     database_streams: Vec<Mutex<Stream>>,
     work_streams: Vec<Mutex<Stream>>,
@@ -318,9 +339,54 @@ impl Run {
                     self.observe_semaphore(id.index());
                     result
                 }
-                PolicyRef::Retry(_) | PolicyRef::Bulkhead(_) | PolicyRef::AdaptiveLimit(_) => {
-                    unreachable!("refused by the live check")
+                PolicyRef::Bulkhead(id) => {
+                    let slot = &self.bulkheads[id.index()];
+                    if !slot.enabled {
+                        return inner().await;
+                    }
+                    let permit = match slot.live.try_acquire() {
+                        Entry::Granted(permit) => permit,
+                        Entry::Queued(queued) => {
+                            self.observe_bulkhead(id.index());
+                            queued.await
+                        }
+                        Entry::Shed => {
+                            locked(&slot.tally)[2] += 1;
+                            return StepResult::Error(Outcome::Shed);
+                        }
+                    };
+                    self.observe_bulkhead(id.index());
+                    let result = inner().await;
+                    drop(permit);
+                    self.observe_bulkhead(id.index());
+                    result
                 }
+                PolicyRef::Retry(id) => {
+                    let slot = &self.retries[id.index()];
+                    if !slot.enabled {
+                        return inner().await;
+                    }
+                    // The whole step again (its inner layers and action) after the backoff
+                    // the model names, as the simulator runs it.
+                    let mut state = slot.live.on_request();
+                    loop {
+                        let result = inner().await;
+                        let StepResult::Error(outcome) = result else {
+                            return result;
+                        };
+                        if !slot.retry_on.contains(outcome) {
+                            return result;
+                        }
+                        match slot.live.on_failure(&mut state, None) {
+                            RetryDecision::Retry { at } => {
+                                let wait = at.saturating_since(self.now());
+                                tokio::time::sleep(std_duration(wait)).await;
+                            }
+                            RetryDecision::GiveUp(_) => return result,
+                        }
+                    }
+                }
+                PolicyRef::AdaptiveLimit(_) => unreachable!("refused by the live check"),
             }
         })
     }
@@ -346,6 +412,22 @@ impl Run {
         let mut recorder = self.recorder();
         let gauge = recorder.breakers[index];
         recorder.set_gauge(self.now(), gauge, level);
+    }
+
+    /// Follows the bulkhead's occupancy into its peaks and gauges.
+    fn observe_bulkhead(&self, index: usize) {
+        let slot = &self.bulkheads[index];
+        let (in_use, queued) = slot.live.occupancy();
+        {
+            let mut tally = locked(&slot.tally);
+            tally[0] = tally[0].max(u64::from(in_use));
+            tally[1] = tally[1].max(u64::from(queued));
+        }
+        let mut recorder = self.recorder();
+        let (in_use_gauge, queued_gauge) = recorder.bulkheads[index];
+        let now = self.now();
+        recorder.set_gauge(now, in_use_gauge, u64::from(in_use));
+        recorder.set_gauge(now, queued_gauge, u64::from(queued));
     }
 
     fn observe_semaphore(&self, index: usize) {
@@ -479,6 +561,24 @@ async fn drive(
             .map(|spec| LiveSemaphoreSlot {
                 live: LiveSemaphore::new(spec.config),
                 enabled: spec.enabled,
+            })
+            .collect(),
+        bulkheads: (scenario.bulkheads.iter())
+            .map(|spec| LiveBulkheadSlot {
+                live: LiveBulkhead::new(spec.config),
+                enabled: spec.enabled,
+                tally: Mutex::new([0; 3]),
+            })
+            .collect(),
+        retries: (scenario.retries.iter())
+            .map(|spec| LiveRetrySlot {
+                live: LiveRetry::with_clock(
+                    spec.config,
+                    Stream::derive(seed, "retry", &spec.name),
+                    clock,
+                ),
+                enabled: spec.enabled,
+                retry_on: spec.retry_on,
             })
             .collect(),
         database_streams: (scenario.databases.iter())
@@ -833,6 +933,33 @@ fn report(
                 rejected: counters.rejected_total(),
                 max_in_flight: spec.config.max_in_flight().map(u64::from),
                 max_bytes: spec.config.max_bytes(),
+            },
+        );
+    }
+    for (spec, slot) in scenario.bulkheads.iter().zip(&run.bulkheads) {
+        let [peak_in_use, peak_queued, shed] = *locked(&slot.tally);
+        summary.bulkheads.insert(
+            spec.name.clone(),
+            BulkheadSummary {
+                enabled: slot.enabled,
+                peak_in_use,
+                peak_queued,
+                shed,
+                max_concurrent: u64::from(spec.config.max_concurrent()),
+                queue_max: u64::from(spec.config.queue_max()),
+            },
+        );
+    }
+    for (spec, slot) in scenario.retries.iter().zip(&run.retries) {
+        let counters = slot.live.counters();
+        summary.retries.insert(
+            spec.name.clone(),
+            RetrySummary {
+                enabled: slot.enabled,
+                requests: counters.requests,
+                retries: counters.retries_granted,
+                gave_up_attempts: counters.attempts_exhausted,
+                gave_up_budget: counters.budget_exhausted,
             },
         );
     }

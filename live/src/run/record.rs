@@ -87,6 +87,8 @@ pub(crate) struct Recorder {
     fail_open: Vec<CounterId>,
     pub breakers: Vec<GaugeId>,
     pub semaphores: Vec<(GaugeId, GaugeId)>,
+    /// Per bulkhead: permits out, waiters queued.
+    pub bulkheads: Vec<(GaugeId, GaugeId)>,
     servers: Vec<ServerSeries>,
 }
 
@@ -114,6 +116,14 @@ impl Recorder {
             .collect();
         let breakers = (scenario.breakers.iter())
             .map(|b| gauge(&metrics, &GaugeKey::BreakerState(b.name.clone())))
+            .collect();
+        let bulkheads = (scenario.bulkheads.iter())
+            .map(|b| {
+                (
+                    gauge(&metrics, &GaugeKey::BulkheadInUse(b.name.clone())),
+                    gauge(&metrics, &GaugeKey::BulkheadQueued(b.name.clone())),
+                )
+            })
             .collect();
         let semaphores = (scenario.semaphores.iter())
             .map(|s| {
@@ -148,6 +158,7 @@ impl Recorder {
             fail_open,
             breakers,
             semaphores,
+            bulkheads,
             servers,
         }
     }

@@ -1,0 +1,119 @@
+//! A bulkhead and a retry policy in a live run (`outagelab live`) against a `redis-server` the
+//! test starts, held against the simulation of the same file: the same decisions, counted the
+//! same way. A bulkhead of 2 permits and 1 place in its queue takes a burst of 5 calls of
+//! 200 ms: 2 run, 1 waits and runs after them (ending at 400 ms), 2 are shed. A retry policy
+//! of 3 attempts, 20 ms apart, around a query that always outlasts its 10 ms timeout: each of
+//! 2 requests is retried twice and given up on (70 ms: 3 timeouts and 2 backoffs).
+//!
+//! Its own test binary (under a second of wall time), so that no other test competes for the
+//! cores while it measures.
+
+mod common;
+
+use common::{outagelab, scratch};
+use outagelab_live::testing::RedisServer;
+
+const FILE: &str = r#"[scenario]
+name = "live-policies"
+
+[databases.main]
+latency = "50ms"
+
+[bulkheads.pool]
+max_concurrent = 2
+queue = 1
+
+[retries.again]
+max_attempts = 3
+backoff = "20ms"
+retry_on = ["timeout"]
+
+[flows.guarded]
+steps = [{ work = "200ms", bulkhead = "pool" }]
+
+[flows.retried]
+steps = [{ db = { name = "main", timeout = "10ms" }, retry = "again", on_error = "fail" }]
+
+[loads.burst]
+flow = "guarded"
+arrivals = "burst"
+count = 5
+
+[loads.retries]
+flow = "retried"
+arrivals = "burst"
+count = 2
+"#;
+
+fn summary(args: &[&str]) -> serde_json::Value {
+    let output = outagelab(args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json = args[args.iter().position(|&a| a == "--json").unwrap() + 1];
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    report["variants"][0]["summary"].clone()
+}
+
+#[test]
+fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let dir = scratch("live-policies");
+    let file = dir.join("policies.toml");
+    std::fs::write(&file, FILE).unwrap();
+    let (file, simulated, live) = (
+        file.to_str().unwrap(),
+        dir.join("simulated.json"),
+        dir.join("live.json"),
+    );
+    let simulated = summary(&["run", file, "--json", simulated.to_str().unwrap()]);
+    let address = server.address();
+    let live = summary(&[
+        "live",
+        file,
+        "--redis",
+        &address,
+        "--json",
+        live.to_str().unwrap(),
+    ]);
+    for report in [&simulated, &live] {
+        let pool = &report["bulkheads"]["pool"];
+        assert_eq!(
+            (&pool["peak_in_use"], &pool["peak_queued"], &pool["shed"]),
+            (&2.into(), &1.into(), &2.into()),
+            "{pool}"
+        );
+        let guarded = &report["flows"]["guarded"]["outcomes"];
+        assert_eq!((&guarded["ok"], &guarded["shed"]), (&3.into(), &2.into()));
+        let again = &report["retries"]["again"];
+        assert_eq!(
+            (
+                &again["requests"],
+                &again["retries"],
+                &again["gave_up_attempts"]
+            ),
+            (&2.into(), &4.into(), &2.into()),
+            "{again}"
+        );
+        assert_eq!(report["flows"]["retried"]["outcomes"]["timeout"], 2);
+    }
+    // And the times: the queued call ends after the two before it, the retried requests
+    // after their three timeouts and two backoffs (tokio's timers are a millisecond or so
+    // late each; 40 ms covers a loaded machine).
+    let max = |report: &serde_json::Value, flow: &str| {
+        report["flows"][flow]["latency_ms"]["all"]["max"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(max(&simulated, "guarded"), 400.0);
+    assert_eq!(max(&simulated, "retried"), 70.0);
+    let (guarded, retried) = (max(&live, "guarded"), max(&live, "retried"));
+    assert!((400.0..440.0).contains(&guarded), "{guarded}");
+    assert!((70.0..110.0).contains(&retried), "{retried}");
+}
