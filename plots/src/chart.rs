@@ -152,6 +152,9 @@ pub(crate) enum Dash {
     Solid,
     Dashed,
     Dotted,
+    /// Long dashes with short gaps: the fourth style, so that 40 variants stay apart at the
+    /// full width before any repeats thinner.
+    Long,
 }
 
 /// A cross at one data point, for example a sweep point where requests timed out.
@@ -232,11 +235,11 @@ pub(crate) fn palette(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
-const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
+const DASHES: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::Long];
 
 /// The stroke of the one line of thing `index` (a variant, a flow) where each has one line:
-/// the ten colours solid, then dashed, then dotted, so 30 stay distinct; past them, the same
-/// again in thinner lines (60 in all).
+/// the ten colours solid, then dashed, then dotted, then in long dashes, so 40 stay
+/// distinct; past them, the same again in thinner lines (80 in all).
 pub(crate) fn variant_stroke(index: usize) -> Stroke {
     let style = index / PALETTE.len();
     Stroke {
@@ -247,7 +250,7 @@ pub(crate) fn variant_stroke(index: usize) -> Stroke {
 }
 
 /// The stroke of line `line` (a gauge, a control, a server) of variant `variant` on a chart
-/// whose colour says the variant and whose line style says the line: past the three dash
+/// whose colour says the variant and whose line style says the line: past the four dash
 /// styles, lines repeat a style with a thinner line.
 pub(crate) fn variant_line_stroke(variant: usize, line: usize) -> Stroke {
     Stroke {

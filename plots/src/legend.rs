@@ -78,5 +78,6 @@ fn draw_sample<DB: DrawingBackend>(
         Dash::Solid => area.draw(&PathElement::new(ends, shape(stroke))),
         Dash::Dashed => area.draw(&DashedPathElement::new(ends, 9, 6, shape(stroke))),
         Dash::Dotted => area.draw(&DashedPathElement::new(ends, 2, 5, shape(stroke))),
+        Dash::Long => area.draw(&DashedPathElement::new(ends, 18, 4, shape(stroke))),
     }
 }

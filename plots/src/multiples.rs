@@ -51,7 +51,7 @@ impl Kind {
     }
 
     /// Kinds told apart by line style alone (their colour says the variant on one panel):
-    /// solid, dashed, dotted, then the same again thinner.
+    /// solid, dashed, dotted, long dashes, then the same again thinner.
     pub fn styled(labels: impl IntoIterator<Item = String>) -> Vec<Kind> {
         let kinds = labels.into_iter().enumerate().map(|(index, label)| {
             let stroke = variant_line_stroke(0, index);

@@ -175,8 +175,27 @@ fn y_description_style(description: &str, room: u32) -> TextStyle<'static> {
         .pos(Pos::new(HPos::Center, VPos::Top))
 }
 
-/// `title` cut to fit `width` pixels, with an ellipsis where it was cut.
-fn shortened(title: &str, size: f64, width: u32) -> String {
+/// `title` cut to fit `width` pixels, with an ellipsis where it was cut. A variant's
+/// "(same as X)" is what the panel says that its lines do not, so the name before it is cut
+/// first; only when the note alone does not fit is it cut too.
+pub(crate) fn shortened(title: &str, size: f64, width: u32) -> String {
+    if text_width(title, size) <= width {
+        return title.to_owned();
+    }
+    if let Some(at) = title.rfind(" (same as ") {
+        let (name, note) = title.split_at(at);
+        let room = width.saturating_sub(text_width(note, size));
+        let name = cut_to(name, size, room);
+        if !name.is_empty() {
+            return name + note;
+        }
+    }
+    cut_to(title, size, width)
+}
+
+/// `title` cut from its end, with an ellipsis, until it fits `width` pixels; empty when not
+/// even one character and the ellipsis do.
+fn cut_to(title: &str, size: f64, width: u32) -> String {
     if text_width(title, size) <= width {
         return title.to_owned();
     }
@@ -336,6 +355,7 @@ fn draw_line<DB: DrawingBackend, X: Scale, Y: Scale>(
                 Dash::Solid => chart.draw_series(LineSeries::new(piece, style))?,
                 Dash::Dashed => chart.draw_series(DashedLineSeries::new(piece, 9, 6, style))?,
                 Dash::Dotted => chart.draw_series(DashedLineSeries::new(piece, 2, 5, style))?,
+                Dash::Long => chart.draw_series(DashedLineSeries::new(piece, 18, 4, style))?,
             };
         }
     }
@@ -428,6 +448,7 @@ fn draw_rule<DB: DrawingBackend, X: Scale, Y: Scale>(
         Dash::Solid => chart.draw_series([PathElement::new(ends, style)])?,
         Dash::Dashed => chart.draw_series([DashedPathElement::new(ends, 9, 6, style)])?,
         Dash::Dotted => chart.draw_series([DashedPathElement::new(ends, 2, 5, style)])?,
+        Dash::Long => chart.draw_series([DashedPathElement::new(ends, 18, 4, style)])?,
     };
     let label = Text::new(rule.label.clone(), offset, label_style.pos(anchor));
     chart

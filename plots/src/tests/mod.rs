@@ -756,3 +756,33 @@ fn a_gauge_ends_at_its_level_not_at_the_instant_after_the_run() {
         "the empty bucket at the horizon"
     );
 }
+
+#[test]
+fn a_cut_title_keeps_its_same_as_note() {
+    let title = "atomic, release on handler return (same as no throttle)";
+    let width = crate::layout::text_width("atomic, release (same as no throttle)", 11.0);
+    let cut = crate::render::shortened(title, 11.0, width);
+    assert!(cut.ends_with("… (same as no throttle)"), "{cut}");
+    assert!(crate::layout::text_width(&cut, 11.0) <= width);
+    // A title without the note is cut from its end, as before.
+    let plain = crate::render::shortened("atomic, release on handler return", 11.0, width / 2);
+    assert!(
+        plain.ends_with('…') && plain.starts_with("atomic"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn forty_variants_have_forty_full_width_styles() {
+    use crate::chart::variant_stroke;
+    let strokes: Vec<_> = (0..40).map(variant_stroke).collect();
+    for (i, a) in strokes.iter().enumerate() {
+        assert_eq!(a.width, 2, "variant {i}");
+        for b in &strokes[i + 1..] {
+            assert!(a.color != b.color || a.dash != b.dash, "{a:?} twice");
+        }
+    }
+    // The 31st variant (a sweep of 36 had it look like the first) is in long dashes.
+    assert_eq!(variant_stroke(30).dash, crate::chart::Dash::Long);
+    assert_eq!(variant_stroke(40).width, 1, "then the same again, thinner");
+}
