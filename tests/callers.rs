@@ -110,6 +110,46 @@ caller = "proxy"
 }
 
 #[test]
+fn a_cancelled_request_still_runs_the_finally_step_it_stopped_in_front_of() {
+    // Given up on at 30 ms in its 50 ms first step, the request stops at 50 ms in front of its
+    // `finally` INCR, which runs all the same (in the background, within the 1 s horizon):
+    // Redis ends with the counter (88 bytes).
+    let report = run(r#"
+[run]
+horizon = "1s"
+
+[servers.redis]
+
+[connections.c]
+server = "redis"
+
+[keys.counter]
+count = 1
+
+[flows.release]
+steps = [{ work = "50ms" }, { redis = { command = "INCR", connection = "c", key = "counter" }, finally = true }]
+
+[loads.users]
+flow = "release"
+arrivals = "burst"
+count = 1
+caller = "cancelling"
+
+[retries.once]
+max_attempts = 1
+backoff = "10ms"
+retry_on = ["timeout"]
+
+[callers.cancelling]
+timeout = "30ms"
+retry = "once"
+cancel_on_timeout = true
+"#);
+    assert_eq!(report.summary.outcomes["cancelled"], 1);
+    assert_eq!(report.summary.servers["redis"].used_memory, 88);
+}
+
+#[test]
 fn a_retry_asks_for_the_same_key_as_the_attempt_it_replaces() {
     // One call, three attempts, each an INCR of a key drawn from a million: the retries
     // ask for the same product page again, so Redis ends with one counter at 3 (88 bytes:

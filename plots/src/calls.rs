@@ -1,4 +1,4 @@
-//! Calls over time, as the callers saw them, drawn only when a load has a caller
+//! Calls over time, as the callers saw them, drawn only when the file has a caller
 //! (`[callers.<name>]`): for each caller, calls that ended ok and calls that failed per second,
 //! by the bucket they ended in. The outage curve counts the service's requests, and an attempt
 //! the caller gave up on still ends `ok` there when the service finishes it later; this chart

@@ -11,7 +11,7 @@
 //! - `latency_cdf`: the share of requests at or under each latency, one line per variant, from
 //!   the summary's latency histogram, with the objective;
 //!
-//! and, when a load has a caller, `calls`: each caller's calls that ended ok and failed per
+//! and, when the file has a caller, `calls`: each caller's calls that ended ok and failed per
 //! second (the users' view, which the service's outcomes miss when an attempt given up on
 //! ends `ok` later); when some control failed open, `fail_open`: requests let through
 //! unchecked per second by control; when some variant switched a throttle on, `throttles`: slots held against what the
@@ -100,7 +100,7 @@ impl std::error::Error for PlotError {}
 
 /// Writes every chart for `report` into `dir` (created if missing), as PNG and SVG; returns the
 /// paths written, in a stable order: `outage`, `latency`, `concurrency`, `latency_cdf`, then
-/// `calls` when a load has a caller, `fail_open` when some control failed open, `throttles` when some variant switched a
+/// `calls` when the file has a caller, `fail_open` when some control failed open, `throttles` when some variant switched a
 /// throttle on, `memory` when some Redis server had a memory limit, and `sweep` for a sweep,
 /// each as `.png` then `.svg`.
 pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {

@@ -1674,6 +1674,12 @@ impl<'a> Validator<'a> {
                             key,
                             "`breaker_open` is the breaker's own refusal: it never reaches the breaker",
                         ),
+                        Some(Outcome::Cancelled) => self.error(
+                            Some(entry.span()),
+                            key,
+                            "`cancelled` ends a request whose caller has gone: no step, policy or \
+                             caller sees it",
+                        ),
                         Some(outcome) => outcomes.push(outcome),
                         None => {
                             let known: Vec<&str> = Outcome::ALL[1..]

@@ -1076,6 +1076,12 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
             "27:13: retries.r.retry_on: `cancelled` ends a request whose caller has gone: no step, policy or caller sees it",
         ),
         (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 3\nopen_for = \"1s\"\ncounts = [\"cancelled\"]\n"
+            ),
+            "27:11: breakers.b.counts: `cancelled` ends a request whose caller has gone: no step, policy or caller sees it",
+        ),
+        (
             // With 429s answered as 503, no outcome is a 4xx.
             format!(
                 "{BASE}\n[http]\nstatus = {{ rate_limited = 503 }}\n\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nretry_on = [\"4xx\"]\n"

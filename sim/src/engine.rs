@@ -1349,6 +1349,10 @@ impl<'s> Simulator<'s> {
             let step = &flow.steps[step_index];
             let next = match request.stage {
                 Stage::Start if request.cancelled && role == Role::Main => {
+                    // It stops here: this step has not run, so a `finally` one still runs,
+                    // as the later ones do (`end_request` runs those).
+                    let flow_id = request.flow;
+                    self.run_skipped_finally(slot, flow_id, step_index..step_index + 1);
                     self.end_request(slot, Outcome::Cancelled);
                     return;
                 }

@@ -293,10 +293,14 @@ impl Redis {
             .cut
             .get(connection.owner.index())
             .is_some_and(|&n| n > 0);
-        let accepted = if server.unreachable > 0 || server.hung > 0 {
+        // A dead host answers nothing; a stopped process, or a cut link, refuses at once; a
+        // frozen process accepts nothing and says nothing.
+        let accepted = if server.unreachable > 0 {
             return; // no answer: the connect timeout decides
         } else if server.stopped > 0 || cut {
             false
+        } else if server.hung > 0 {
+            return;
         } else {
             connection.server_open = true;
             true
