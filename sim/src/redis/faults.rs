@@ -451,4 +451,19 @@ mod tests {
             Some((1, StepResult::Miss))
         );
     }
+
+    #[test]
+    fn a_cut_link_is_refused_even_while_its_server_is_hung() {
+        // The server freezes at 1 ms; at 2 ms the client's network is cut too. Its reconnect
+        // 50 ms after the drop is refused by the cut at once, not left to its 10 s connect
+        // timeout by the frozen server behind it.
+        let mut redis = Harness::new(1);
+        redis.fault_at(1_000, crate::scenario::FaultKind::Hang, true);
+        redis.connection_fault_at(2_000, 0, crate::scenario::FaultKind::Disconnect, true);
+        redis.run_until(1_000_000);
+        assert!(
+            redis.summary().connect_failures >= 1,
+            "refused within a second"
+        );
+    }
 }

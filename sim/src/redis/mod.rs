@@ -520,6 +520,21 @@ mod testing {
             self.collect();
         }
 
+        /// At `at_us`, a fault of `kind` on connection `connection` starts (`on`) or ends.
+        pub fn connection_fault_at(
+            &mut self,
+            at_us: u64,
+            connection: u32,
+            kind: FaultKind,
+            on: bool,
+        ) {
+            self.run_until(at_us);
+            let now = self.now;
+            self.redis
+                .connection_fault(now, ConnectionId(connection), kind, on, &mut self.events);
+            self.collect();
+        }
+
         /// At `at_us`, slot `owner` opens a link for an attempt.
         pub fn open_link_at(&mut self, at_us: u64, owner: u32) -> ConnectionId {
             self.run_until(at_us);
