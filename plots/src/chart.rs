@@ -157,6 +157,19 @@ pub(crate) enum Dash {
     Long,
 }
 
+impl Dash {
+    /// Pixels drawn and skipped in turn; `None` for a solid line. The one place a style's
+    /// pattern is written: lines, reference lines and legend samples all draw it from here.
+    pub(crate) fn pattern(self) -> Option<(u32, u32)> {
+        match self {
+            Dash::Solid => None,
+            Dash::Dashed => Some((9, 6)),
+            Dash::Dotted => Some((2, 5)),
+            Dash::Long => Some((18, 4)),
+        }
+    }
+}
+
 /// A cross at one data point, for example a sweep point where requests timed out.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Marker {

@@ -6,7 +6,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::chart::{Dash, Key, LegendEntry, Stroke};
+use crate::chart::{Key, LegendEntry, Stroke};
 use crate::layout::{
     KEY_LEFT, KEY_WIDTH, LABEL_LEFT, LEGEND_LINE_HEIGHT, LEGEND_TEXT_SIZE, PlacedEntry,
 };
@@ -74,10 +74,8 @@ fn draw_sample<DB: DrawingBackend>(
     middle: i32,
 ) -> DrawResult<DB> {
     let ends = [(left, middle), (right, middle)];
-    match stroke.dash {
-        Dash::Solid => area.draw(&PathElement::new(ends, shape(stroke))),
-        Dash::Dashed => area.draw(&DashedPathElement::new(ends, 9, 6, shape(stroke))),
-        Dash::Dotted => area.draw(&DashedPathElement::new(ends, 2, 5, shape(stroke))),
-        Dash::Long => area.draw(&DashedPathElement::new(ends, 18, 4, shape(stroke))),
+    match stroke.dash.pattern() {
+        None => area.draw(&PathElement::new(ends, shape(stroke))),
+        Some((on, off)) => area.draw(&DashedPathElement::new(ends, on, off, shape(stroke))),
     }
 }

@@ -12,7 +12,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::axes::format_number;
 use crate::bitmap_text::GlyphBackend;
-use crate::chart::{Axis, Band, Chart, Dash, INK, Line, Panel, Rule, Stroke};
+use crate::chart::{Axis, Band, Chart, INK, Line, Panel, Rule, Stroke};
 use crate::layout::{FONT, Layout, PanelPlace, TITLE_HEIGHT, lay_out, text_width};
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
@@ -351,11 +351,11 @@ fn draw_line<DB: DrawingBackend, X: Scale, Y: Scale>(
         }
         for piece in pieces(&points, |point| chart.backend_coord(point)) {
             let piece = piece.iter().copied();
-            match line.stroke.dash {
-                Dash::Solid => chart.draw_series(LineSeries::new(piece, style))?,
-                Dash::Dashed => chart.draw_series(DashedLineSeries::new(piece, 9, 6, style))?,
-                Dash::Dotted => chart.draw_series(DashedLineSeries::new(piece, 2, 5, style))?,
-                Dash::Long => chart.draw_series(DashedLineSeries::new(piece, 18, 4, style))?,
+            match line.stroke.dash.pattern() {
+                None => chart.draw_series(LineSeries::new(piece, style))?,
+                Some((on, off)) => {
+                    chart.draw_series(DashedLineSeries::new(piece, on, off, style))?
+                }
             };
         }
     }
@@ -444,11 +444,9 @@ fn draw_rule<DB: DrawingBackend, X: Scale, Y: Scale>(
             Pos::new(HPos::Right, VPos::Bottom),
         )
     };
-    match rule.stroke.dash {
-        Dash::Solid => chart.draw_series([PathElement::new(ends, style)])?,
-        Dash::Dashed => chart.draw_series([DashedPathElement::new(ends, 9, 6, style)])?,
-        Dash::Dotted => chart.draw_series([DashedPathElement::new(ends, 2, 5, style)])?,
-        Dash::Long => chart.draw_series([DashedPathElement::new(ends, 18, 4, style)])?,
+    match rule.stroke.dash.pattern() {
+        None => chart.draw_series([PathElement::new(ends, style)])?,
+        Some((on, off)) => chart.draw_series([DashedPathElement::new(ends, on, off, style)])?,
     };
     let label = Text::new(rule.label.clone(), offset, label_style.pos(anchor));
     chart
