@@ -10,7 +10,7 @@ use outagelab_report::{GaugeKey, RunReport};
 use crate::axes::count_axis;
 use crate::chart::{Chart, segments};
 use crate::multiples::{Kind, Limit, OverTime, over_time, parts};
-use crate::timeline::bucket_middles_s;
+use crate::timeline::gauge_points;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -33,8 +33,8 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
             let Some(values) = variant.series.gauge(&key) else {
                 continue;
             };
-            let mib = values.iter().map(|&bytes| Some(bytes as f64 / MIB));
-            part.push(kind, segments(bucket_middles_s(&variant.series).zip(mib)));
+            let mib = gauge_points(variant, values).map(|(x, bytes)| (x, bytes.map(|b| b / MIB)));
+            part.push(kind, segments(mib));
             let limit = variant
                 .summary
                 .servers
