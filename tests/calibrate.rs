@@ -1,5 +1,6 @@
-//! `outagelab calibrate`'s snippet is a valid `[servers]` and `[connections]` table: pasted
-//! over the HOL scenario's server and shared connection, the file still validates.
+//! `outagelab calibrate`'s snippet is a valid `[servers]`, `[client_loops]` and `[connections]`
+//! table: pasted over the HOL scenario's server and shared connection, the file still
+//! validates.
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,14 +12,15 @@ fn the_calibration_snippet_validates_in_the_hol_scenario() {
     let measured = Calibration {
         plan: Plan::SEED_000,
         round_trip_median: Duration::from_micros(17),
-        sets_elapsed: Duration::from_millis(156),
-        bytes_per_second: 800 << 20,
+        // 60 SETs of 2 MiB: the loop 1 ms a SET, the pipe 2.5 ms (151 = 1 + 60 x 2.5).
+        sets_elapsed: Duration::from_micros(151_017),
+        loop_elapsed: Duration::from_millis(60),
         incr_server_nanos: 1_500,
         set_server_nanos: 301_500,
     };
     let snippet = measured.snippet("shared", "redis");
     assert!(
-        snippet.contains("latency = \"8us\"\nbandwidth = \"800MiB/s\"\n"),
+        snippet.contains("latency = \"8us\"\nbandwidth = \"800MiB/s\"\nclient_loop = \"shared\"\n"),
         "{snippet}"
     );
     let path = Path::new("scenarios/shared-connection-hol.toml");

@@ -1,13 +1,25 @@
 //! What the simulator's connection parameters mean on this machine, measured against a real
-//! Redis on one multiplexed connection (the `redis` crate, as the slot uses it):
+//! Redis on multiplexed connections (the `redis` crate, as the slot uses it):
 //!
 //! - **latency**: half the median round trip of [`Plan::pings`] PINGs sent one after another
 //!   (the simulator's `latency` is one way);
-//! - **bandwidth**: [`Plan::sets`] SETs of [`Plan::set_bytes`] each, all queued at once on the
-//!   one connection, as seed 000's blob writes were; the effective bandwidth is the bytes
-//!   written over the time from the first send to the last reply, less one round trip. It
-//!   folds in the server's own per-byte cost and the client's, which the simulator's pipe
-//!   bandwidth stands for.
+//! - **the client loop's write rate**: the client is one event loop (a current-thread tokio
+//!   runtime, as `outagelab live` runs, and as ioredis' Node is one thread), and every command
+//!   of every connection is built and handed to its connection by that loop, one after
+//!   another. The loop's cost of the [`Plan::sets`] SETs of [`Plan::set_bytes`] each is what
+//!   a PING on a second connection, sent by a task spawned right after them, waits beyond its
+//!   round trip: the task runs once the loop has been through every SET before it (copying
+//!   the value into the command, packing it, handing it to the connection), and its PING goes
+//!   out once the loop has also written into the first connection's socket what it takes.
+//!   Bytes over that time is the simulator's `[client_loops] write_rate`: what a command on
+//!   another connection of the same client waits for.
+//! - **bandwidth**: the same SETs, all queued at once on the one connection, as seed 000's
+//!   blob writes were, from the first send to the last reply, less one round trip. The
+//!   simulator sends each SET through the client loop and then the connection's pipe, two
+//!   stages one after the other, so the pipe's time per SET is solved from that tandem: with
+//!   `a` the loop's time per SET and `T` the burst's, `T = a + K b` when the pipe is the slower
+//!   stage (`b >= a`), else `T = K a + b`. It folds in the server's own per-byte cost and the
+//!   socket's, which the simulator's pipe bandwidth stands for.
 //!
 //! - **per-command cost**: what the server says it spent executing them (`INFO
 //!   commandstats`, read before and after, so its totals are not reset): an `INCR`'s time per
@@ -22,7 +34,7 @@
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, RedisResult};
+use redis::{AsyncConnectionConfig, Client, RedisError, RedisResult};
 use tokio::time::Instant;
 
 /// Every command of the calibration must be answered within this.
@@ -59,8 +71,10 @@ pub struct Calibration {
     pub round_trip_median: Duration,
     /// From the first SET sent to the last reply.
     pub sets_elapsed: Duration,
-    /// Bytes of values written per second, after taking one round trip off the elapsed time.
-    pub bytes_per_second: u64,
+    /// What a PING on a second connection, sent after the last SET was spawned, waited
+    /// beyond its round trip (from the first SET spawned): the client loop's time for the
+    /// SETs.
+    pub loop_elapsed: Duration,
     /// The server's own time per INCR and per SET, from its command statistics.
     pub incr_server_nanos: u64,
     pub set_server_nanos: u64,
@@ -70,6 +84,35 @@ impl Calibration {
     /// The one-way latency the simulator's `latency` key means.
     pub fn latency_one_way(&self) -> Duration {
         self.round_trip_median / 2
+    }
+
+    /// The client loop's write rate: the SETs' bytes over the loop's time for them.
+    pub fn loop_bytes_per_second(&self) -> u64 {
+        let nanos = self.loop_elapsed.as_nanos().max(1);
+        u64::try_from(self.bytes() * 1_000_000_000 / nanos).unwrap_or(u64::MAX)
+    }
+
+    /// The connection's bandwidth: the pipe stage of the loop-then-pipe tandem the simulator
+    /// puts each SET through, solved from the burst's time less one round trip (see the
+    /// module's documentation).
+    pub fn bytes_per_second(&self) -> u64 {
+        let sets = u128::from(self.plan.sets);
+        let burst = self
+            .sets_elapsed
+            .saturating_sub(self.round_trip_median)
+            .as_nanos();
+        let per_set_loop = self.loop_elapsed.as_nanos() / sets;
+        let per_set_pipe = if burst >= (sets + 1) * per_set_loop {
+            (burst - per_set_loop) / sets
+        } else {
+            burst.saturating_sub(sets * per_set_loop)
+        };
+        let rate = self.plan.set_bytes as u128 * 1_000_000_000 / per_set_pipe.max(1);
+        u64::try_from(rate).unwrap_or(u64::MAX)
+    }
+
+    fn bytes(&self) -> u128 {
+        u128::from(self.plan.sets) * self.plan.set_bytes as u128
     }
 
     /// The server's cost of executing any command: an INCR's.
@@ -88,32 +131,40 @@ impl Calibration {
         Some(u64::try_from(rate).unwrap_or(u64::MAX))
     }
 
-    /// A `[servers]` table and a `[connections]` table to paste into a scenario file (the
-    /// server table's two keys replace the file's own `command_cost` and `byte_rate`).
+    /// A `[servers]`, a `[client_loops]` and a `[connections]` table to paste into a scenario
+    /// file (the server table's two keys replace the file's own `command_cost` and
+    /// `byte_rate`; the client loop is named as the connection is, and every connection of
+    /// the client names it).
     pub fn snippet(&self, name: &str, server: &str) -> String {
         let latency_us = self.latency_one_way().as_micros().max(1);
-        let mib_per_second = (self.bytes_per_second >> 20).max(1);
+        let mib_per_second = (self.bytes_per_second() >> 20).max(1);
+        let loop_mib_per_second = (self.loop_bytes_per_second() >> 20).max(1);
         let byte_rate = match self.server_byte_rate() {
             Some(rate) => format!("byte_rate = \"{}MiB/s\"\n", (rate >> 20).max(1)),
             None => "# no byte_rate: the server's SET took no longer than its INCR\n".to_owned(),
         };
         format!(
             "# measured by `outagelab calibrate`: median of {pings} PING round trips {rtt_us}us; \
-             {sets} queued SETs of {size} bytes on one connection in {elapsed_ms} ms; the \
-             server's own time per call (INFO commandstats): INCR {incr_ns} ns over {incrs}, \
-             SET {set_ns} ns\n\
+             {sets} queued SETs of {size} bytes on one connection in {elapsed_ms} ms, the client \
+             loop's share {loop_ms} ms; the server's own time per call (INFO commandstats): \
+             INCR {incr_ns} ns over {incrs}, SET {set_ns} ns\n\
              [servers.{server}]\n\
              command_cost = \"{command_ns}ns\"\n\
              {byte_rate}\n\
+             [client_loops.{name}]\n\
+             write_rate = \"{loop_mib_per_second}MiB/s\"\n\
+             \n\
              [connections.{name}]\n\
              server = \"{server}\"\n\
              latency = \"{latency_us}us\"\n\
-             bandwidth = \"{mib_per_second}MiB/s\"\n",
+             bandwidth = \"{mib_per_second}MiB/s\"\n\
+             client_loop = \"{name}\"\n",
             pings = self.plan.pings,
             rtt_us = self.round_trip_median.as_micros(),
             sets = self.plan.sets,
             size = self.plan.set_bytes,
             elapsed_ms = self.sets_elapsed.as_millis(),
+            loop_ms = self.loop_elapsed.as_millis(),
             incr_ns = self.incr_server_nanos,
             incrs = self.plan.incrs,
             set_ns = self.set_server_nanos,
@@ -122,12 +173,21 @@ impl Calibration {
     }
 }
 
-/// Measures against the server at `address` (`host:port`).
+/// Measures against the server at `address` (`host:port`). Runs on a current-thread runtime
+/// only (an error otherwise): the client loop's share is what one thread spends.
 pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     assert!(
         plan.pings > 0 && plan.sets > 0 && plan.set_bytes > 0 && plan.incrs > 0,
         "an empty plan"
     );
+    if tokio::runtime::Handle::current().runtime_flavor()
+        != tokio::runtime::RuntimeFlavor::CurrentThread
+    {
+        return Err(RedisError::from(std::io::Error::other(
+            "calibrate runs on a current-thread runtime: the client loop it measures is one \
+             thread",
+        )));
+    }
     let client = Client::open(format!("redis://{address}/"))?;
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
@@ -146,7 +206,12 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     let round_trip_median = round_trips[round_trips.len() / 2];
 
     let before = command_stats(&mut connection).await?;
-    let sets_elapsed = queued_sets(&connection, plan).await?;
+    let other = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
+    let (sets_elapsed, probe_answered) = queued_sets(&connection, other, plan).await?;
+    // The probe's PING took one round trip beyond the loop's wait.
+    let loop_elapsed = probe_answered.saturating_sub(round_trip_median);
     let counter = format!("{KEY_PREFIX}counter");
     for _ in 0..plan.incrs {
         let _: i64 = redis::cmd("INCR")
@@ -168,18 +233,11 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     }
     let _: i64 = cleanup.query_async(&mut connection).await?;
 
-    let bytes = u128::from(plan.sets) * plan.set_bytes as u128;
-    let transfer_nanos = sets_elapsed
-        .saturating_sub(round_trip_median)
-        .as_nanos()
-        .max(1);
-    let bytes_per_second =
-        u64::try_from(bytes * 1_000_000_000 / transfer_nanos).unwrap_or(u64::MAX);
     Ok(Calibration {
         plan,
         round_trip_median,
         sets_elapsed,
-        bytes_per_second,
+        loop_elapsed,
         incr_server_nanos,
         set_server_nanos,
     })
@@ -225,6 +283,43 @@ fn parse_command_stats(text: &str) -> std::collections::BTreeMap<String, (u64, u
         .collect()
 }
 
+/// Sends every SET at once on clones of one connection (so they queue on its one socket) and
+/// returns the time from the first send to the last reply, and when a PING on `other`, a
+/// second connection of the same client sent by a task spawned after the last SET, was
+/// answered. Each SET is built in its own task from one
+/// shared value, as a live run's burst builds its writes (`outagelab live`), so the client's
+/// own per-byte cost (copying the value into the command, packing it) is the one a live run
+/// pays.
+async fn queued_sets(
+    connection: &MultiplexedConnection,
+    mut other: MultiplexedConnection,
+    plan: Plan,
+) -> RedisResult<(Duration, Duration)> {
+    let value: std::sync::Arc<[u8]> = vec![b'x'; plan.set_bytes].into();
+    let started = Instant::now();
+    let mut sets = tokio::task::JoinSet::new();
+    for index in 0..plan.sets {
+        let (mut connection, value) = (connection.clone(), std::sync::Arc::clone(&value));
+        sets.spawn(async move {
+            let mut command = redis::cmd("SET");
+            command.arg(format!("{KEY_PREFIX}{index}")).arg(&value[..]);
+            command.query_async::<()>(&mut connection).await
+        });
+    }
+    // Spawned after every SET: on one thread, it runs once the loop has taken each, and its
+    // PING goes out on the other connection once the loop has written what it had before.
+    let probe = tokio::spawn(async move {
+        let _: String = redis::cmd("PING").query_async(&mut other).await?;
+        RedisResult::Ok(started.elapsed())
+    });
+    // Bounded: one join per SET spawned.
+    while let Some(joined) = sets.join_next().await {
+        joined.expect("a SET task finished")?;
+    }
+    let probe_answered = probe.await.expect("the probe task finished")?;
+    Ok((started.elapsed(), probe_answered))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,7 +342,7 @@ mod tests {
             plan: Plan::SEED_000,
             round_trip_median: Duration::from_micros(40),
             sets_elapsed: Duration::from_millis(300),
-            bytes_per_second: 400 << 20,
+            loop_elapsed: Duration::from_millis(120),
             incr_server_nanos: 2_000,
             set_server_nanos: 2_000,
         };
@@ -262,28 +357,37 @@ mod tests {
             )
         );
     }
-}
 
-/// Sends every SET at once on clones of one connection (so they queue on its one socket) and
-/// returns the time from the first send to the last reply. Each SET is built in its own task
-/// from one shared value, as a live run's burst builds its writes (`outagelab live`), so the
-/// client's own per-byte cost (copying the value into the command, packing it) is the one a
-/// live run pays.
-async fn queued_sets(connection: &MultiplexedConnection, plan: Plan) -> RedisResult<Duration> {
-    let value: std::sync::Arc<[u8]> = vec![b'x'; plan.set_bytes].into();
-    let started = Instant::now();
-    let mut sets = tokio::task::JoinSet::new();
-    for index in 0..plan.sets {
-        let (mut connection, value) = (connection.clone(), std::sync::Arc::clone(&value));
-        sets.spawn(async move {
-            let mut command = redis::cmd("SET");
-            command.arg(format!("{KEY_PREFIX}{index}")).arg(&value[..]);
-            command.query_async::<()>(&mut connection).await
-        });
+    #[test]
+    fn the_pipe_is_solved_from_the_loop_then_pipe_tandem() {
+        let mut calibration = Calibration {
+            plan: Plan::SEED_000,
+            round_trip_median: Duration::from_micros(40),
+            // 60 SETs: 300 ms less the round trip, the loop 2 ms a SET.
+            sets_elapsed: Duration::from_micros(300_040),
+            loop_elapsed: Duration::from_millis(120),
+            incr_server_nanos: 2_000,
+            set_server_nanos: 2_000,
+        };
+        // 120 MiB over 120 ms.
+        assert_eq!(calibration.loop_bytes_per_second(), 1_048_576_000);
+        // The pipe is the slower stage: 300 = 2 + 60 b, b = 4.9667 ms a 2 MiB SET.
+        assert_eq!(
+            calibration.bytes_per_second(),
+            2_097_152_000_000_000 / 4_966_666
+        );
+        let snippet = calibration.snippet("tokio", "redis");
+        assert!(
+            snippet.contains(
+                "[client_loops.tokio]\nwrite_rate = \"1000MiB/s\"\n\n[connections.tokio]\n\
+                 server = \"redis\"\nlatency = \"20us\"\nbandwidth = \"402MiB/s\"\n\
+                 client_loop = \"tokio\"\n"
+            ),
+            "{snippet}"
+        );
+        // The loop is the slower stage (4 ms a SET): 242 = 60 x 4 + b, b = 2 ms.
+        calibration.loop_elapsed = Duration::from_millis(240);
+        calibration.sets_elapsed = Duration::from_micros(242_040);
+        assert_eq!(calibration.bytes_per_second(), 1_048_576_000);
     }
-    // Bounded: one join per SET spawned.
-    while let Some(joined) = sets.join_next().await {
-        joined.expect("a SET task finished")?;
-    }
-    Ok(started.elapsed())
 }

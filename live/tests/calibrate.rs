@@ -5,8 +5,9 @@ use std::time::Duration;
 use outagelab_live::calibrate::{KEY_PREFIX, Plan, calibrate};
 use outagelab_live::testing::RedisServer;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calibration_measures_a_round_trip_and_a_bandwidth_and_cleans_up() {
+/// On one thread, as `outagelab calibrate` runs it: the client loop's share is one thread's.
+#[tokio::test(flavor = "current_thread")]
+async fn calibration_measures_a_round_trip_a_loop_and_a_bandwidth_and_cleans_up() {
     let Some(server) = RedisServer::start() else {
         return;
     };
@@ -27,8 +28,14 @@ async fn calibration_measures_a_round_trip_and_a_bandwidth_and_cleans_up() {
         "{measured:?}"
     );
     assert!(measured.sets_elapsed >= measured.round_trip_median);
-    // Loopback moves 2 MiB in well under a second.
-    assert!(measured.bytes_per_second > 2 << 20, "{measured:?}");
+    // Loopback moves 2 MiB in well under a second, and the loop copies it faster still.
+    assert!(measured.bytes_per_second() > 2 << 20, "{measured:?}");
+    assert!(measured.loop_bytes_per_second() > 2 << 20, "{measured:?}");
+    // The loop's share is part of the burst, whose last reply comes after the loop wrote it.
+    assert!(
+        measured.loop_elapsed < measured.sets_elapsed,
+        "{measured:?}"
+    );
     // The server's own figures: an INCR takes well under a millisecond to execute.
     assert!(
         (1..1_000_000).contains(&measured.incr_server_nanos),
@@ -40,7 +47,12 @@ async fn calibration_measures_a_round_trip_and_a_bandwidth_and_cleans_up() {
         snippet.contains("[servers.redis]\ncommand_cost = \""),
         "{snippet}"
     );
+    assert!(snippet.contains("[client_loops.calibrated]\nwrite_rate = \""));
     assert!(snippet.contains("[connections.calibrated]\nserver = \"redis\"\nlatency = \""));
+    assert!(
+        snippet.contains("client_loop = \"calibrated\"\n"),
+        "{snippet}"
+    );
     assert!(snippet.contains("MiB/s\"\n"), "{snippet}");
 
     let client = redis::Client::open(format!("redis://{}/", server.address())).unwrap();
@@ -54,4 +66,14 @@ async fn calibration_measures_a_round_trip_and_a_bandwidth_and_cleans_up() {
         left.is_empty(),
         "the calibration deleted its keys: {left:?}"
     );
+}
+
+/// On a runtime of several threads the loop it would measure is not one thread's: refused
+/// before anything is sent (no server needed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibration_on_several_threads_is_refused() {
+    let error = calibrate("127.0.0.1:1", Plan::SEED_000)
+        .await
+        .expect_err("refused");
+    assert!(error.to_string().contains("current-thread"), "{error}");
 }

@@ -103,6 +103,13 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
         (&format!("{}[servers.other]\n", read(get)), "servers"),
         (
             &format!(
+                "{}[client_loops.a]\nwrite_rate = \"1GB/s\"\n[client_loops.b]\nwrite_rate = \"1GB/s\"\n[connections.d]\nserver = \"redis\"\nclient_loop = \"b\"\n",
+                read(&format!("{get}, {}", get.replace("\"c\"", "\"d\"")))
+            ),
+            "client_loops.b",
+        ),
+        (
+            &format!(
                 "{}[databases.slow]\nlatency = \"1ms\"\ncapacity = 4\n",
                 read(r#"{ db = { name = "slow" } }"#)
             ),

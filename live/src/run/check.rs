@@ -3,8 +3,9 @@
 //! else.
 //!
 //! What a live run does not model at all, because the real thing stands in for it, is not
-//! refused: a connection's `latency` and `bandwidth` (the real network), a server's
-//! `command_cost`, `byte_rate` and memory accounting (the real server). See
+//! refused: a connection's `latency` and `bandwidth` (the real network), a client loop's
+//! `write_rate` (the live client's own event loop), a server's `command_cost`, `byte_rate`
+//! and memory accounting (the real server). See
 //! `docs/scenario-format.md`, "Live runs".
 
 use std::fmt;
@@ -83,6 +84,13 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                 format!("a real server runs at most {HZ_MAX} cron ticks a second"),
             );
         }
+    }
+    if let Some(second) = scenario.client_loops.get(1) {
+        return refuse(
+            format!("client_loops.{}", second.name),
+            "a live run is one client, one event loop (a current-thread runtime) for all its \
+             connections: a second loop would be a second process",
+        );
     }
     let drops_connections = scenario
         .faults
