@@ -191,8 +191,10 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
     },
-    /// Measure a real Redis on one connection (round trip, bandwidth of queued big SETs) and
-    /// print a `[connections]` table for a scenario file. It writes (then deletes) keys under
+    /// Measure a real Redis from one client loop (round trip, the loop's and the connection's
+    /// rates for queued big SETs, the server's own costs) and print `[servers]`,
+    /// `[client_loops]` and `[connections]` tables for a scenario file. It writes (then
+    /// deletes) keys under
     /// `outagelab:calibrate:`, so point it at a server you may write to.
     Calibrate {
         /// The server, `host:port` (for example `127.0.0.1:6379`).

@@ -21,8 +21,9 @@
 //!   ([`outagelab_model::throttle::AtomicThrottle`]), with a slot guard;
 //! - [`run`]: a scenario's variant run in wall-clock time against a real server (`outagelab
 //!   live`);
-//! - [`calibrate`]: what a simulated connection's `latency` and `bandwidth` mean on this machine,
-//!   measured on one real connection (`outagelab calibrate`).
+//! - [`calibrate`]: what a simulated connection's `latency` and `bandwidth`, and its client
+//!   loop's `write_rate`, mean on this machine, measured on real connections (`outagelab
+//!   calibrate`).
 //!
 //! # Plain async functions, not tower
 //!
