@@ -47,6 +47,7 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod calibrate;
 pub mod clock;
+pub mod forwarder;
 pub mod rate_limit;
 pub mod retry;
 pub mod run;

@@ -3,7 +3,7 @@
 //! rig). Public so that integration tests (and a calibration run) share them.
 //!
 //! Bounds: starting a server waits at most [`START_WAIT_MAX`] for it to answer PING; every
-//! server is killed when its handle drops; the forwarder binds 127.0.0.1 only.
+//! server is killed when its handle drops; the forwarder ([`Forwarder`]) binds 127.0.0.1 only.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener, TcpStream as StdStream};
@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::{JoinHandle, JoinSet};
+/// Seed 001's TCP forwarder (the one a live run puts in front of its connections), for the
+/// tests that take one down by hand.
+pub use crate::forwarder::Forwarder;
 
 /// How long [`RedisServer::start`] waits for the server to answer PING.
 pub const START_WAIT_MAX: Duration = Duration::from_secs(10);
@@ -146,79 +147,4 @@ pub fn free_port() -> u16 {
         .and_then(|listener| listener.local_addr())
         .expect("a free loopback port")
         .port()
-}
-
-/// A TCP forwarder 127.0.0.1:`port` -> 127.0.0.1:`target` (seed 001's rig). Taking it down
-/// closes its listening socket (new connects are refused) and every connection through it
-/// (clients see their connection drop); bringing it back listens on the same port again.
-pub struct Forwarder {
-    port: u16,
-    target: u16,
-    running: Option<JoinHandle<()>>,
-}
-
-impl Forwarder {
-    /// A forwarder that is up. Needs a tokio runtime.
-    pub async fn start(target: u16) -> Forwarder {
-        let listener = TcpListener::bind((LOOPBACK, 0))
-            .await
-            .expect("a loopback port for the forwarder");
-        let port = listener.local_addr().expect("its address").port();
-        Forwarder {
-            port,
-            target,
-            running: Some(tokio::spawn(forward(listener, target))),
-        }
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    pub fn address(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// Refuses new connections and drops every connection through it.
-    pub async fn down(&mut self) {
-        if let Some(running) = self.running.take() {
-            running.abort();
-            let _ = running.await;
-        }
-    }
-
-    /// Listens again on the same port.
-    pub async fn up(&mut self) {
-        assert!(self.running.is_none(), "the forwarder is already up");
-        let listener = TcpListener::bind((LOOPBACK, self.port))
-            .await
-            .expect("the forwarder's port is free again");
-        self.running = Some(tokio::spawn(forward(listener, self.target)));
-    }
-}
-
-impl Drop for Forwarder {
-    fn drop(&mut self) {
-        if let Some(running) = self.running.take() {
-            running.abort();
-        }
-    }
-}
-
-/// Accepts and forwards until aborted; aborting drops the set of connections, which aborts
-/// each of them.
-async fn forward(listener: TcpListener, target: u16) {
-    let mut connections = JoinSet::new();
-    loop {
-        let Ok((mut inbound, _)) = listener.accept().await else {
-            continue;
-        };
-        // Reap finished connections so the set holds only live ones.
-        while connections.try_join_next().is_some() {}
-        connections.spawn(async move {
-            if let Ok(mut outbound) = TcpStream::connect((LOOPBACK, target)).await {
-                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-            }
-        });
-    }
 }

@@ -282,7 +282,9 @@ async fn forwarder_outage_fails_open_paces_attempts_and_recovers() {
         return;
     };
     bounded(async {
-        let mut forwarder = Forwarder::start(server.port()).await;
+        let forwarder = Forwarder::start(server.address())
+            .await
+            .expect("a forwarder");
         let reader = slot_to(&forwarder.address());
         let writer = slot_to(&forwarder.address());
         let read = redis::cmd("GET").arg("counter").clone();
@@ -342,7 +344,7 @@ async fn forwarder_outage_fails_open_paces_attempts_and_recovers() {
             assert_paced(&tally.attempt_failures, callers_every);
         }
 
-        forwarder.up().await;
+        forwarder.up().await.expect("the forwarder's port again");
         let until_ok = Duration::from_secs(6);
         assert!(
             retry_until_ok(&reader, &mut reads, until_ok, || async {
@@ -424,7 +426,9 @@ async fn a_burst_of_500_callers_gives_one_connect_failure() {
         return;
     };
     bounded(async {
-        let mut forwarder = Forwarder::start(server.port()).await;
+        let forwarder = Forwarder::start(server.address())
+            .await
+            .expect("a forwarder");
         let slot = std::sync::Arc::new(slot_to(&forwarder.address()));
         let get = redis::cmd("GET").arg("key").clone();
         let _: Option<String> = slot.query(Command::Get, &get, false).await.unwrap();
