@@ -88,10 +88,17 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
         ),
         (
             &format!(
-                "{}[faults.f]\ntarget = \"redis\"\nkind = \"stop\"\nat = \"100ms\"\nduration = \"100ms\"\n",
+                "{}[faults.f]\ntarget = \"redis\"\nkind = \"crash\"\nat = \"100ms\"\nduration = \"100ms\"\n",
                 read(get)
             ),
             "faults.f",
+        ),
+        (
+            &format!(
+                "{}[faults.f]\ntarget = \"redis\"\nkind = \"stop\"\nat = \"100ms\"\nduration = \"100ms\"\n",
+                read(get)
+            ),
+            "connections.c.reconnect",
         ),
         (
             &format!(
@@ -126,6 +133,50 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
     for (extra, key) in cases {
         assert_eq!(refused(extra), *key, "for\n{extra}");
     }
+    // Faults that cut the network, on a file whose connection is a slot: one cut at a time
+    // per forwarder.
+    let slot = "[connections.s]\nserver = \"redis\"\nreconnect = \"slot\"\n[connections.t]\n\
+                server = \"redis\"\nreconnect = \"slot\"\n[flows.read]\nsteps = [\
+                { redis = { command = \"GET\", connection = \"s\", key = \"k\" } }, \
+                { redis = { command = \"GET\", connection = \"t\", key = \"k\" } }]\n";
+    let fault = |name: &str, target: &str, kind: &str, at: &str, duration: &str| {
+        format!(
+            "[faults.{name}]\ntarget = \"{target}\"\nkind = \"{kind}\"\nat = \"{at}\"\n\
+             duration = \"{duration}\"\n"
+        )
+    };
+    let cuts = |faults: &[String]| {
+        check(&scenario(&format!(
+            "{}{slot}{}",
+            BASE.replace("[connections.c]", "[connections.c]\nreconnect = \"slot\""),
+            faults.concat()
+        )))
+        .map_err(|unsupported| unsupported.key)
+    };
+    let stop = fault("a", "redis", "stop", "100ms", "200ms");
+    assert_eq!(cuts(&[stop.clone()]), Ok(()));
+    assert_eq!(
+        cuts(&[stop.clone(), fault("b", "s", "disconnect", "250ms", "10ms")]),
+        Err("faults.b".to_owned())
+    );
+    assert_eq!(
+        cuts(&[stop, fault("b", "s", "disconnect", "300ms", "10ms")]),
+        Ok(()),
+        "one after the other"
+    );
+    assert_eq!(
+        cuts(&[
+            fault("a", "s", "disconnect", "100ms", "200ms"),
+            fault("b", "t", "disconnect", "150ms", "10ms")
+        ]),
+        Ok(()),
+        "two connections' forwarders at once"
+    );
+    let kill_one = "[faults.a]\ntarget = \"s\"\nkind = \"kill\"\nat = \"100ms\"\n";
+    assert_eq!(
+        cuts(&[kill_one.to_owned()]),
+        Err("faults.a.target".to_owned())
+    );
     // And what it can do passes.
     let fine = format!(
         "{}",

@@ -92,10 +92,12 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
              connections: a second loop would be a second process",
         );
     }
-    let drops_connections = scenario
-        .faults
-        .iter()
-        .find(|fault| matches!(fault.kind, FaultKind::Kill));
+    let drops_connections = scenario.faults.iter().find(|fault| {
+        matches!(
+            fault.kind,
+            FaultKind::Kill | FaultKind::Stop | FaultKind::Disconnect
+        )
+    });
     for connection in &scenario.connections {
         let key = |field: &str| format!("connections.{}.{field}", connection.name);
         if connection.subscription.is_some() {
@@ -241,10 +243,12 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
     }
     for fault in &scenario.faults {
         let key = format!("faults.{}", fault.name);
-        if let FaultTarget::Connection(_) = fault.target {
+        if let FaultTarget::Connection(_) = fault.target
+            && fault.kind != FaultKind::Disconnect
+        {
             return refuse(
                 format!("{key}.target"),
-                "faults on one connection are not injected in a live run",
+                "of the faults on one connection, a live run injects `disconnect` only",
             );
         }
         match fault.kind {
@@ -252,14 +256,15 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
             | FaultKind::Hang
             | FaultKind::Kill
             | FaultKind::MaxMemory(_)
-            | FaultKind::FlushAll => {}
-            FaultKind::Stop | FaultKind::Crash => {
+            | FaultKind::FlushAll
+            | FaultKind::Stop
+            | FaultKind::Disconnect => {}
+            FaultKind::Crash => {
                 return refuse(
                     key,
-                    format!(
-                        "a live run does not stop the server it was given (kind = \"{}\")",
-                        fault.kind.name()
-                    ),
+                    "a crash leaves an address that answers nothing, and a live run's \
+                     forwarder either refuses a connection or takes it (kind = \"crash\"; \
+                     `stop` is run live)",
                 );
             }
             FaultKind::ErrorReply { .. } => {
@@ -269,16 +274,50 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                      (kind = \"error_reply\")",
                 );
             }
-            FaultKind::Failover { .. } | FaultKind::Disconnect => {
+            FaultKind::Failover { .. } => {
                 return refuse(
                     key,
-                    format!(
-                        "a live run drives one server and no replica (kind = \"{}\")",
-                        fault.kind.name()
-                    ),
+                    "a live run drives one server and no replica (kind = \"failover\")",
                 );
             }
         }
     }
+    if let Some((later, earlier)) = overlapping_cuts(scenario) {
+        return refuse(
+            format!("faults.{later}"),
+            format!(
+                "it cuts the network while faults.{earlier} still does, and a live run's \
+                 forwarder is down or up, not down twice: make them one fault, or apart"
+            ),
+        );
+    }
     Ok(())
+}
+
+/// Two faults that cut the network at the same forwarder at once (a `stop` cuts every
+/// connection's, a `disconnect` its connection's): the later one's name and the earlier's.
+fn overlapping_cuts(scenario: &Scenario) -> Option<(&str, &str)> {
+    let cuts: Vec<_> = (scenario.faults.iter())
+        .filter(|fault| matches!(fault.kind, FaultKind::Stop | FaultKind::Disconnect))
+        .collect();
+    for (index, later) in cuts.iter().enumerate() {
+        for earlier in &cuts[..index] {
+            let (first, second) = if earlier.at <= later.at {
+                (earlier, later)
+            } else {
+                (later, earlier)
+            };
+            let apart = first
+                .duration
+                .is_some_and(|duration| first.at.saturating_add(duration) <= second.at);
+            let same_forwarder = match (first.target, second.target) {
+                (FaultTarget::Connection(a), FaultTarget::Connection(b)) => a == b,
+                _ => true,
+            };
+            if !apart && same_forwarder {
+                return Some((&second.name, &first.name));
+            }
+        }
+    }
+    None
 }

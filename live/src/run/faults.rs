@@ -9,6 +9,12 @@
 //! | `kill` | `CLIENT KILL TYPE normal` (every client but the admin connection itself) |
 //! | `maxmemory` | `CONFIG SET maxmemory <bytes>` |
 //! | `flushall` | `FLUSHALL` |
+//! | `stop` | every connection's forwarder down (connects refused, links dropped); at the end `FLUSHALL` unless `persistence`, the file's settings again, the forwarders up |
+//! | `disconnect` | that connection's forwarder down for the fault's length |
+//!
+//! The last two cut the network, not the server: a live run whose file has either puts a
+//! [`crate::forwarder::Forwarder`] in front of each connection (`mod.rs`), and injects them
+//! there; this connection gives the restart's commands.
 //!
 //! The admin connection has no response timeout of its own (a `DEBUG SLEEP` answers when the
 //! server wakes); every command is bounded by [`ADMIN_WAIT_MAX`] past the fault's length.
@@ -93,26 +99,48 @@ impl Admin {
             }
         }
         self.delete_run_keys().await?;
-        if let Some(server) = scenario.servers.first() {
-            let memory = server.memory;
-            self.config_set("maxmemory", &memory.maxmemory.unwrap_or(0).to_string())
-                .await?;
-            self.config_set("maxmemory-policy", memory.policy.name())
-                .await?;
-            if let outagelab_sim::scenario::EvictionSamples::Sampled(samples) = memory.samples {
-                self.config_set("maxmemory-samples", &samples.to_string())
-                    .await?;
-            }
-            if let Some(hz) = server.hz {
-                self.config_set("hz", &hz.to_string()).await?;
-            }
-        }
+        self.apply_settings(scenario).await?;
         self.query(
             &redis::cmd("CONFIG").arg("RESETSTAT").clone(),
             Duration::ZERO,
         )
         .await?;
         Ok(())
+    }
+
+    /// The file's server settings: memory limit, policy, samples, `hz` (as a server started
+    /// with them has them).
+    async fn apply_settings(&self, scenario: &Scenario) -> RedisResult<()> {
+        let Some(server) = scenario.servers.first() else {
+            return Ok(());
+        };
+        let memory = server.memory;
+        self.config_set("maxmemory", &memory.maxmemory.unwrap_or(0).to_string())
+            .await?;
+        self.config_set("maxmemory-policy", memory.policy.name())
+            .await?;
+        if let outagelab_sim::scenario::EvictionSamples::Sampled(samples) = memory.samples {
+            self.config_set("maxmemory-samples", &samples.to_string())
+                .await?;
+        }
+        if let Some(hz) = server.hz {
+            self.config_set("hz", &hz.to_string()).await?;
+        }
+        Ok(())
+    }
+
+    /// What a stopped server is like when it starts again: without `persistence` its keys are
+    /// gone (`FLUSHALL`), and it runs with its configured settings, the file's (a `maxmemory`
+    /// fault's limit does not outlive a restart).
+    pub async fn restart(&self, scenario: &Scenario) -> RedisResult<()> {
+        let persistence = scenario
+            .servers
+            .first()
+            .is_some_and(|server| server.persistence);
+        if !persistence {
+            self.query(&redis::cmd("FLUSHALL"), Duration::ZERO).await?;
+        }
+        self.apply_settings(scenario).await
     }
 
     /// Puts back what [`Admin::prepare`] changed, ends a pause, deletes the run's keys.
@@ -203,11 +231,10 @@ impl Admin {
                 set
             }
             FaultKind::FlushAll => redis::cmd("FLUSHALL"),
-            FaultKind::Stop
-            | FaultKind::Crash
-            | FaultKind::ErrorReply { .. }
-            | FaultKind::Failover { .. }
-            | FaultKind::Disconnect => {
+            FaultKind::Stop | FaultKind::Disconnect => {
+                unreachable!("injected at the forwarders (run::cut_network)")
+            }
+            FaultKind::Crash | FaultKind::ErrorReply { .. } | FaultKind::Failover { .. } => {
                 unreachable!("refused by the live check")
             }
         };

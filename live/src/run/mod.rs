@@ -7,7 +7,9 @@
 //! file's `command_timeout`, its breakers, semaphores, bulkheads and retry policies through
 //! their live forms ([`crate::LiveBreaker`], [`crate::LiveSemaphore`],
 //! [`crate::LiveBulkhead`], [`crate::LiveRetry`]), reconnect slots through
-//! [`crate::LiveSlot`], and its faults as real commands (see `faults.rs`). A database query
+//! [`crate::LiveSlot`], and its faults as real commands (see `faults.rs`), or, for those that
+//! cut the network (`stop`, `disconnect`), at a [`Forwarder`] in front of each connection. A
+//! database query
 //! and a `work` step are a tokio sleep of a duration drawn from the file's distribution with
 //! the simulator's stream for that database or flow. Anything else is refused before the run
 //! ([`check`]), with the file key that names it.
@@ -41,8 +43,8 @@ use outagelab_report::{
     RetrySummary, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
 };
 use outagelab_sim::scenario::{
-    Arrivals, ClosedLoop, FlowId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef,
-    StepAction, StepSpec,
+    Arrivals, ClosedLoop, FaultKind, FaultSpec, FaultTarget, FlowId, LoadEnd, LoadSpec, OnError,
+    OnHit, OutcomeSet, PolicyRef, StepAction, StepSpec,
 };
 use outagelab_sim::{Scenario, StepResult, Stream, key_index};
 use redis::RedisError;
@@ -56,6 +58,7 @@ pub use faults::KEY_PREFIX;
 use crate::breaker::LiveBreaker;
 use crate::bulkhead::{Entry, LiveBulkhead};
 use crate::clock::{Clock, TokioClock, std_duration};
+use crate::forwarder::Forwarder;
 use crate::retry::LiveRetry;
 use crate::semaphore::LiveSemaphore;
 use connection::Connection;
@@ -528,10 +531,16 @@ async fn drive(
     admin: &Arc<Admin>,
     notes: &mut Vec<String>,
 ) -> Result<VariantReport, LiveError> {
+    let forwarders = Arc::new(
+        forwarders(scenario, &options.address)
+            .await
+            .map_err(|error| redis_error("starting the forwarders")(RedisError::from(error)))?,
+    );
     let clock = TokioClock::start_at(Instant::now() + SETUP_LEAD);
     let mut connections = Vec::with_capacity(scenario.connections.len());
-    for spec in &scenario.connections {
-        let connection = Connection::open(spec, &options.address, clock)
+    for (index, spec) in scenario.connections.iter().enumerate() {
+        let address = (forwarders.get(index)).map_or(options.address.clone(), Forwarder::address);
+        let connection = Connection::open(spec, &address, clock)
             .await
             .map_err(redis_error(format!("opening connections.{}", spec.name)))?;
         connections.push(connection);
@@ -616,11 +625,17 @@ async fn drive(
             Arc::clone(&fault_errors),
         );
         let target = scenario.target_name(fault.target).to_owned();
+        let forwarders = Arc::clone(&forwarders);
         run.clone().spawn(async move {
             run.sleep_until(fault.at).await;
             let start = run.now();
             let rest = end_at.saturating_since(start);
-            match admin.inject(&fault, rest).await {
+            let injected = if cuts_network(&fault) {
+                cut_network(&run, &forwarders, &admin, &fault).await
+            } else {
+                admin.inject(&fault, rest).await
+            };
+            match injected {
                 Ok(note) => locked(&notes).extend(note),
                 Err(error) => locked(&errors).push(format!("faults.{}: {error}", fault.name)),
             }
@@ -698,6 +713,57 @@ async fn drive(
     Ok(report(
         &run, name, sweep_x, verdict, ended_at, faults, servers,
     ))
+}
+
+/// Whether `fault` cuts the network rather than commanding the server: a live run injects
+/// it at the forwarders.
+fn cuts_network(fault: &FaultSpec) -> bool {
+    matches!(fault.kind, FaultKind::Stop | FaultKind::Disconnect)
+}
+
+/// One forwarder in front of each connection, in the connections' order, when a fault of the
+/// file cuts the network; none otherwise (a forwarder's hop is not free, so a file without
+/// such a fault talks to the server directly).
+async fn forwarders(scenario: &Scenario, address: &str) -> std::io::Result<Vec<Forwarder>> {
+    if !scenario.faults.iter().any(cuts_network) {
+        return Ok(Vec::new());
+    }
+    let mut forwarders = Vec::with_capacity(scenario.connections.len());
+    for _ in &scenario.connections {
+        forwarders.push(Forwarder::start(address).await?);
+    }
+    Ok(forwarders)
+}
+
+/// A `stop` or `disconnect` fault, at the forwarders: the ones it cuts (every connection's
+/// for a stop, the named connection's for a disconnect) go down now and come back at its end
+/// (never, without a duration: the run's end drops them); a stopped server starts again as
+/// one does ([`Admin::restart`]) before its forwarders come back. The check refuses cuts that
+/// overlap, so one fault's end never brings back what another still holds down.
+async fn cut_network(
+    run: &Run,
+    forwarders: &[Forwarder],
+    admin: &Admin,
+    fault: &FaultSpec,
+) -> Result<Option<String>, RedisError> {
+    let cut: Vec<&Forwarder> = match fault.target {
+        FaultTarget::Connection(connection) => vec![&forwarders[connection.index()]],
+        FaultTarget::Server(_) => forwarders.iter().collect(),
+    };
+    for forwarder in &cut {
+        forwarder.down().await;
+    }
+    let Some(duration) = fault.duration else {
+        return Ok(None);
+    };
+    run.sleep_until(fault.at.saturating_add(duration)).await;
+    if fault.kind == FaultKind::Stop {
+        admin.restart(&run.scenario).await?;
+    }
+    for forwarder in &cut {
+        forwarder.up().await?;
+    }
+    Ok(None)
 }
 
 /// Reads the server's memory once a bucket, for its series (`used_memory`, keys evicted and
@@ -970,12 +1036,16 @@ fn report(
         .enumerate()
     {
         let tally = &recorder.connections[index];
+        // A connection the file has connected at the start was made before the run's clock
+        // started, as a simulated one is there without an attempt: that connect is not one of
+        // the run's.
+        let before_run = u64::from(spec.connected_at_start);
         let (attempts, failures, slot) = match connection.slot() {
             Some(slot) => {
                 let stats = slot.stats();
                 let counters = slot.counters();
                 (
-                    stats.attempts_total,
+                    stats.attempts_total.saturating_sub(before_run),
                     stats.connect_failures_total,
                     SlotSummary {
                         reconnects: stats.reconnects_total,
@@ -987,7 +1057,7 @@ fn report(
                     },
                 )
             }
-            None => (1, 0, SlotSummary::default()),
+            None => (0, 0, SlotSummary::default()),
         };
         summary.connections.insert(
             spec.name.clone(),
