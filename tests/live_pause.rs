@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::{outagelab, scratch};
+use common::{scratch, succeed};
 use outagelab_live::testing::RedisServer;
 
 const FILE: &str = "scenarios/closed-loop-pause.toml";
@@ -29,17 +29,6 @@ const SETS: [&str; 3] = [
     "run.horizon=\"4s\"",
     "servers.redis.hz=100",
 ];
-
-fn run_ok(args: &[&str]) -> String {
-    let output = outagelab(args);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
 
 fn with_sets<'a>(args: &[&'a str]) -> Vec<&'a str> {
     let mut all = args.to_vec();
@@ -63,11 +52,11 @@ fn a_live_pause_fails_requests_in_the_window_the_simulation_says() {
         live.to_str().unwrap(),
         comparison.to_str().unwrap(),
     );
-    run_ok(&with_sets(&["run", FILE, "--json", simulated]));
+    succeed(&with_sets(&["run", FILE, "--json", simulated]));
     let address = server.address();
     let args = ["live", FILE, "--redis", &address, "--variant", VARIANT];
-    run_ok(&with_sets(&[&args[..], &["--json", live]].concat()));
-    let table = run_ok(&["compare", simulated, live, "--json", comparison]);
+    succeed(&with_sets(&[&args[..], &["--json", live]].concat()));
+    let table = succeed(&["compare", simulated, live, "--json", comparison]);
     println!("{table}");
 
     let compared: serde_json::Value =

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{outagelab, scratch};
+use common::{scratch, succeed};
 use outagelab_live::testing::RedisServer;
 
 const FILE: &str = r#"[scenario]
@@ -46,13 +46,7 @@ count = 2
 "#;
 
 fn summary(args: &[&str]) -> serde_json::Value {
-    let output = outagelab(args);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    succeed(args);
     let json = args[args.iter().position(|&a| a == "--json").unwrap() + 1];
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();

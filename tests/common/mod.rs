@@ -20,3 +20,17 @@ pub fn scratch(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Runs the binary with `args` and returns its standard output; fails the test, with its
+/// standard error, unless it exits 0.
+#[allow(dead_code, reason = "not every test binary needs a command to succeed")]
+pub fn succeed(args: &[&str]) -> String {
+    let output = outagelab(args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}

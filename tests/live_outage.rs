@@ -1,0 +1,115 @@
+//! Seed 001's forwarder test, live against simulated: `scenarios/forwarder-outage.toml` cuts
+//! the network between the gateway and Redis for 1.2 s (a `stop` with `persistence`; in the
+//! second variant a `disconnect` of one connection). `outagelab live` puts a TCP forwarder in
+//! front of each connection and takes it down for the fault, against a `redis-server` the
+//! test starts; `outagelab run` simulates the same file. Per variant and connection, the live
+//! run must fail open in the same 100 ms buckets (the first and the last within one), as many
+//! times (within 5%: a live caller arriving on the edge of a bucket), with as many failed
+//! connect attempts (one per backoff window) and reconnects, and never apply the spend twice.
+//!
+//! Both sides run the same reconnect slot (the model's `ReconnectSlot`; live through
+//! `LiveSlot`), so this checks the harness as much as the simulator: that a forwarder taken
+//! down reads to the slot as a dropped and refused network does in the simulator.
+//!
+//! Its own test binary (about 10 s), so that no other test of this crate competes for the cores.
+
+mod common;
+
+use common::{scratch, succeed};
+use outagelab_live::testing::RedisServer;
+
+const FILE: &str = "scenarios/forwarder-outage.toml";
+const VARIANTS: [&str; 2] = ["network cut", "one link cut"];
+const CONNECTIONS: [&str; 2] = ["cache", "budgets"];
+
+fn read(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// What a connection did in one variant of a report.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    fail_open: u64,
+    /// The first and the last bucket with a request let through unchecked.
+    window: Option<(usize, usize)>,
+    connect_failures: u64,
+    reconnects: u64,
+    writes_applied_twice: u64,
+}
+
+fn seen(report: &serde_json::Value, variant: &str, connection: &str) -> Seen {
+    let variant = (report["variants"].as_array().unwrap().iter())
+        .find(|v| v["name"] == variant)
+        .unwrap_or_else(|| panic!("no variant {variant}"));
+    let summary = &variant["summary"]["connections"][connection];
+    let number = |value: &serde_json::Value| value.as_u64().unwrap();
+    let buckets = &variant["series"]["counts"][format!("connections.{connection}.fail_open")];
+    let open: Vec<usize> = (buckets
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter())
+    .enumerate()
+    .filter(|(_, count)| number(count) > 0)
+    .map(|(index, _)| index)
+    .collect();
+    Seen {
+        fail_open: number(&summary["fail_open"]),
+        window: open.first().zip(open.last()).map(|(a, b)| (*a, *b)),
+        connect_failures: number(&summary["connect_failures"]),
+        reconnects: number(&summary["slot"]["reconnects"]),
+        writes_applied_twice: number(&summary["writes_applied_twice"]),
+    }
+}
+
+#[test]
+fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let dir = scratch("live-outage");
+    let (simulated, live) = (dir.join("simulated.json"), dir.join("live.json"));
+    succeed(&["run", FILE, "--json", simulated.to_str().unwrap()]);
+    let address = server.address();
+    succeed(&[
+        "live",
+        FILE,
+        "--redis",
+        &address,
+        "--json",
+        live.to_str().unwrap(),
+    ]);
+    let (simulated, live) = (read(&simulated), read(&live));
+    for variant in VARIANTS {
+        for connection in CONNECTIONS {
+            let (sim, measured) = (
+                seen(&simulated, variant, connection),
+                seen(&live, variant, connection),
+            );
+            println!("{variant}, {connection}: simulated {sim:?}, live {measured:?}");
+            let context = format!("{variant}, {connection}: simulated {sim:?}, live {measured:?}");
+            match (sim.window, measured.window) {
+                (None, None) => {}
+                (Some((first, last)), Some((live_first, live_last))) => assert!(
+                    first.abs_diff(live_first) <= 1 && last.abs_diff(live_last) <= 1,
+                    "the fail-open window is more than a bucket off: {context}"
+                ),
+                _ => panic!("one side failed open and the other did not: {context}"),
+            }
+            assert!(
+                measured.fail_open.abs_diff(sim.fail_open) * 20 <= sim.fail_open,
+                "fail-open counts more than 5% apart: {context}"
+            );
+            assert_eq!(
+                (measured.connect_failures, measured.reconnects),
+                (sim.connect_failures, sim.reconnects),
+                "connect failures and reconnects: {context}"
+            );
+            assert_eq!(measured.writes_applied_twice, 0, "{context}");
+        }
+    }
+    // The simulated side is what the file's header says: both controls fail open from the
+    // cut at 1 s to the attempt at 2.5 s, after four refused attempts.
+    let cut = seen(&simulated, "network cut", "budgets");
+    assert_eq!((cut.window, cut.connect_failures), (Some((10, 25)), 4));
+}
