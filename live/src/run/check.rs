@@ -225,10 +225,9 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                         "an advisory lock needs a database; a live run has only a sleep",
                     );
                 }
-                StepAction::Database { .. } | StepAction::Work { .. } => {}
-                StepAction::RateLimit { .. } => {
-                    return refuse(key("rate_limit"), "rate-limit steps are not run live");
-                }
+                StepAction::Database { .. }
+                | StepAction::Work { .. }
+                | StepAction::RateLimit { .. } => {}
                 StepAction::Throttle { .. } => {
                     return refuse(key("throttle"), "throttle steps are not run live");
                 }

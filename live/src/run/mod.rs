@@ -40,11 +40,11 @@ use outagelab_model::retry::RetryDecision;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
     BreakerSummary, BulkheadSummary, ConnectionSummary, DatabaseSummary, FaultWindow, Outcome,
-    RetrySummary, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
+    RateLimitSummary, RetrySummary, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
 };
 use outagelab_sim::scenario::{
-    Arrivals, ClosedLoop, FaultKind, FaultSpec, FaultTarget, FlowId, LoadEnd, LoadSpec, OnError,
-    OnHit, OutcomeSet, PolicyRef, StepAction, StepSpec,
+    Arrivals, ClosedLoop, ConnectionId, FaultKind, FaultSpec, FaultTarget, FlowId, KeyFamilyId,
+    LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef, RedisCommand, StepAction, StepSpec,
 };
 use outagelab_sim::{Scenario, StepResult, Stream, key_index};
 use redis::RedisError;
@@ -59,10 +59,12 @@ use crate::breaker::LiveBreaker;
 use crate::bulkhead::{Entry, LiveBulkhead};
 use crate::clock::{Clock, TokioClock, std_duration};
 use crate::forwarder::Forwarder;
+use crate::rate_limit::LiveRateLimiter;
 use crate::retry::LiveRetry;
 use crate::semaphore::LiveSemaphore;
 use connection::Connection;
 use faults::Admin;
+use outagelab_model::rate_limit::Decision as RateDecision;
 use record::Recorder;
 
 /// How long a run of a file without a horizon may last at most (unless capped shorter).
@@ -164,6 +166,13 @@ struct LiveRetrySlot {
     retry_on: OutcomeSet,
 }
 
+/// A rate limiter: the model's, deciding on what its store (when it has one) answered.
+struct LiveRateLimitSlot {
+    live: LiveRateLimiter,
+    enabled: bool,
+    store: Option<ConnectionId>,
+}
+
 /// Everything one live run shares between its tasks.
 struct Run {
     scenario: Scenario,
@@ -177,6 +186,7 @@ struct Run {
     semaphores: Vec<LiveSemaphoreSlot>,
     bulkheads: Vec<LiveBulkheadSlot>,
     retries: Vec<LiveRetrySlot>,
+    rate_limits: Vec<LiveRateLimitSlot>,
     /// The simulator's streams: per database, per flow's work, per load.
     database_streams: Vec<Mutex<Stream>>,
     work_streams: Vec<Mutex<Stream>>,
@@ -190,7 +200,23 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-type StepFuture<'a> = Pin<Box<dyn Future<Output = StepResult> + Send + 'a>>;
+/// How a step ended, as its layers see it on the way out (the simulator's `Leaving`):
+/// `result` is what the step returns (what a retry reacts to), `io` what its I/O returned
+/// (what a breaker judges the called service by). They differ on a rate-limit step, whose
+/// result is the limiter's decision on what its store answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StepEnd {
+    result: StepResult,
+    io: StepResult,
+}
+
+impl StepEnd {
+    fn same(result: StepResult) -> StepEnd {
+        StepEnd { result, io: result }
+    }
+}
+
+type StepFuture<'a> = Pin<Box<dyn Future<Output = StepEnd> + Send + 'a>>;
 
 impl Run {
     fn recorder(&self) -> MutexGuard<'_, Recorder> {
@@ -284,8 +310,8 @@ impl Run {
         flow: FlowId,
         step: &'a StepSpec,
         key_seed: u64,
-    ) -> StepFuture<'a> {
-        self.layers(flow, step, 0, key_seed)
+    ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 'a>> {
+        Box::pin(async move { self.layers(flow, step, 0, key_seed).await.result })
     }
 
     /// The step's policies from position `depth` inwards, then its action.
@@ -298,7 +324,11 @@ impl Run {
     ) -> StepFuture<'a> {
         Box::pin(async move {
             let Some(&policy) = step.policies.get(depth) else {
-                return self.act(flow, step, key_seed).await;
+                let io = self.act(flow, step, key_seed).await;
+                return StepEnd {
+                    result: self.rate_limit_decision(step, io),
+                    io,
+                };
             };
             let inner = || self.layers(flow, step, depth + 1, key_seed);
             match policy {
@@ -311,10 +341,16 @@ impl Run {
                     self.observe_breaker(id.index());
                     let Ok(guard) = admitted else {
                         locked(&self.breaker_counts)[id.index()][0] += 1;
-                        return StepResult::Error(Outcome::BreakerOpen);
+                        // The store was not asked: a rate-limit step's limiter answers that as
+                        // it answers a timeout.
+                        let io = StepResult::Error(Outcome::BreakerOpen);
+                        return StepEnd {
+                            result: self.rate_limit_decision(step, io),
+                            io,
+                        };
                     };
-                    let result = inner().await;
-                    guard.finish(match result {
+                    let end = inner().await;
+                    guard.finish(match end.io {
                         StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
                         StepResult::Error(kind) if slot.counts.contains(kind) => {
                             CallOutcome::Failure
@@ -322,7 +358,7 @@ impl Run {
                         StepResult::Error(_) => CallOutcome::Ignored,
                     });
                     self.observe_breaker(id.index());
-                    result
+                    end
                 }
                 PolicyRef::Semaphore(id) => {
                     let slot = &self.semaphores[id.index()];
@@ -334,13 +370,13 @@ impl Run {
                         _ => 0,
                     };
                     let Ok(permit) = slot.live.try_acquire(bytes) else {
-                        return StepResult::Error(Outcome::Shed);
+                        return StepEnd::same(StepResult::Error(Outcome::Shed));
                     };
                     self.observe_semaphore(id.index());
-                    let result = inner().await;
+                    let end = inner().await;
                     drop(permit);
                     self.observe_semaphore(id.index());
-                    result
+                    end
                 }
                 PolicyRef::Bulkhead(id) => {
                     let slot = &self.bulkheads[id.index()];
@@ -355,14 +391,14 @@ impl Run {
                         }
                         Entry::Shed => {
                             locked(&slot.tally)[2] += 1;
-                            return StepResult::Error(Outcome::Shed);
+                            return StepEnd::same(StepResult::Error(Outcome::Shed));
                         }
                     };
                     self.observe_bulkhead(id.index());
-                    let result = inner().await;
+                    let end = inner().await;
                     drop(permit);
                     self.observe_bulkhead(id.index());
-                    result
+                    end
                 }
                 PolicyRef::Retry(id) => {
                     let slot = &self.retries[id.index()];
@@ -373,19 +409,19 @@ impl Run {
                     // the model names, as the simulator runs it.
                     let mut state = slot.live.on_request();
                     loop {
-                        let result = inner().await;
-                        let StepResult::Error(outcome) = result else {
-                            return result;
+                        let end = inner().await;
+                        let StepResult::Error(outcome) = end.result else {
+                            return end;
                         };
                         if !slot.retry_on.contains(outcome) {
-                            return result;
+                            return end;
                         }
                         match slot.live.on_failure(&mut state, None) {
                             RetryDecision::Retry { at } => {
                                 let wait = at.saturating_since(self.now());
                                 tokio::time::sleep(std_duration(wait)).await;
                             }
-                            RetryDecision::GiveUp(_) => return result,
+                            RetryDecision::GiveUp(_) => return end,
                         }
                     }
                 }
@@ -442,40 +478,95 @@ impl Run {
         recorder.set_gauge(now, bytes, counters.bytes_in_flight);
     }
 
+    /// What a step returns given what its I/O returned: for a rate-limit step, its limiter's
+    /// decision (as the simulator's `rate_limit_decision`: a store that answered is a check, one
+    /// that did not is `when_unreachable`'s case); for any other step, the I/O's result.
+    fn rate_limit_decision(&self, step: &StepSpec, io: StepResult) -> StepResult {
+        let StepAction::RateLimit { limiter, .. } = step.action else {
+            return io;
+        };
+        let slot = &self.rate_limits[limiter.index()];
+        if !slot.enabled {
+            return StepResult::Ok;
+        }
+        let decision = match io {
+            StepResult::Ok | StepResult::Hit | StepResult::Miss => slot.live.try_acquire(1),
+            StepResult::Error(_) => slot.live.on_store_unreachable(1),
+        };
+        let mut recorder = self.recorder();
+        let now = self.now();
+        if let (StepResult::Error(_), RateDecision::Admit) = (io, decision) {
+            recorder.rate_limit_failed_open(now, limiter.index());
+        }
+        match decision {
+            RateDecision::Admit => StepResult::Ok,
+            RateDecision::Reject { .. } | RateDecision::TooLarge => {
+                recorder.rejected_attempt(now); // a 429, retried or not
+                StepResult::Error(Outcome::RateLimited)
+            }
+        }
+    }
+
+    /// `command` on `connection`, on the request's key of the family `key`.
+    async fn redis(
+        &self,
+        connection: ConnectionId,
+        command: RedisCommand,
+        key: KeyFamilyId,
+        replay_writes: bool,
+        key_seed: u64,
+    ) -> StepResult {
+        let family = &self.scenario.keys[key.index()];
+        let index = key_index(key_seed, key.0, family.count, family.distribution);
+        let key = format!("{KEY_PREFIX}{}:{index}", family.name);
+        let issued = self.now();
+        self.recorder().command_issued(issued, connection.index());
+        let (result, ending) = self.connections[connection.index()]
+            .execute(
+                command,
+                &key,
+                &self.value,
+                replay_writes,
+                issued,
+                &self.clock,
+            )
+            .await;
+        let slot_connected = self.connections[connection.index()]
+            .slot()
+            .map(|slot| u64::from(slot.stats().connected));
+        let mut recorder = self.recorder();
+        let now = self.now();
+        recorder.command_ended(now, connection.index(), ending);
+        if let (Some(connected), Some(gauge)) =
+            (slot_connected, recorder.connected[connection.index()])
+        {
+            recorder.set_gauge(now, gauge, connected);
+        }
+        result
+    }
+
     async fn act(self: &Arc<Self>, flow: FlowId, step: &StepSpec, key_seed: u64) -> StepResult {
         match step.action {
+            StepAction::RateLimit { limiter, key } => {
+                let slot = &self.rate_limits[limiter.index()];
+                match (slot.enabled, slot.store, key) {
+                    // The store's check-and-charge, as the simulator stands it in: an INCR of
+                    // the request's key on the store's connection. The decision is the model's.
+                    (true, Some(store), Some(key)) => {
+                        self.redis(store, RedisCommand::Incr, key, step.replay_writes, key_seed)
+                            .await
+                    }
+                    // A local limiter (or a disabled one) answers at once.
+                    _ => StepResult::Ok,
+                }
+            }
             StepAction::Redis {
                 connection,
                 command,
                 key,
             } => {
-                let family = &self.scenario.keys[key.index()];
-                let index = key_index(key_seed, key.0, family.count, family.distribution);
-                let key = format!("{KEY_PREFIX}{}:{index}", family.name);
-                let issued = self.now();
-                self.recorder().command_issued(issued, connection.index());
-                let (result, ending) = self.connections[connection.index()]
-                    .execute(
-                        command,
-                        &key,
-                        &self.value,
-                        step.replay_writes,
-                        issued,
-                        &self.clock,
-                    )
-                    .await;
-                let slot_connected = self.connections[connection.index()]
-                    .slot()
-                    .map(|slot| u64::from(slot.stats().connected));
-                let mut recorder = self.recorder();
-                let now = self.now();
-                recorder.command_ended(now, connection.index(), ending);
-                if let (Some(connected), Some(gauge)) =
-                    (slot_connected, recorder.connected[connection.index()])
-                {
-                    recorder.set_gauge(now, gauge, connected);
-                }
-                result
+                self.redis(connection, command, key, step.replay_writes, key_seed)
+                    .await
             }
             StepAction::Database {
                 database,
@@ -514,10 +605,9 @@ impl Run {
                 self.sleep_until(self.now().saturating_add(duration)).await;
                 StepResult::Ok
             }
-            StepAction::RateLimit { .. }
-            | StepAction::Throttle { .. }
-            | StepAction::Cache { .. }
-            | StepAction::Lock { .. } => unreachable!("refused by the live check"),
+            StepAction::Throttle { .. } | StepAction::Cache { .. } | StepAction::Lock { .. } => {
+                unreachable!("refused by the live check")
+            }
         }
     }
 }
@@ -588,6 +678,13 @@ async fn drive(
                 ),
                 enabled: spec.enabled,
                 retry_on: spec.retry_on,
+            })
+            .collect(),
+        rate_limits: (scenario.rate_limits.iter())
+            .map(|spec| LiveRateLimitSlot {
+                live: LiveRateLimiter::with_clock(spec.config, clock),
+                enabled: spec.enabled,
+                store: spec.store,
             })
             .collect(),
         database_streams: (scenario.databases.iter())
@@ -999,6 +1096,20 @@ fn report(
                 rejected: counters.rejected_total(),
                 max_in_flight: spec.config.max_in_flight().map(u64::from),
                 max_bytes: spec.config.max_bytes(),
+            },
+        );
+    }
+    for (spec, slot) in scenario.rate_limits.iter().zip(&run.rate_limits) {
+        // As the simulator sums them: a request too large for the bucket is a rejection too.
+        let counters = slot.live.counters();
+        summary.rate_limits.insert(
+            spec.name.clone(),
+            RateLimitSummary {
+                enabled: slot.enabled,
+                admitted: counters.admitted,
+                rejected: counters.rejected + counters.too_large,
+                fail_open_admitted: counters.fail_open_admitted,
+                fail_closed_rejected: counters.fail_closed_rejected,
             },
         );
     }

@@ -85,6 +85,10 @@ pub(crate) struct Recorder {
     pub connected: Vec<Option<GaugeId>>,
     pub connections: Vec<ConnectionTally>,
     fail_open: Vec<CounterId>,
+    /// Per rate limiter: requests admitted unchecked because its store could not be reached.
+    rate_limit_fail_open: Vec<CounterId>,
+    /// Attempts a rate limiter refused (a 429, retried or not).
+    rejected_attempts: CounterId,
     pub breakers: Vec<GaugeId>,
     pub semaphores: Vec<(GaugeId, GaugeId)>,
     /// Per bulkhead: permits out, waiters queued.
@@ -114,6 +118,15 @@ impl Recorder {
         let fail_open = (scenario.connections.iter())
             .map(|c| counter(&metrics, &CountKey::ConnectionFailOpen(c.name.clone())))
             .collect();
+        let rate_limit_fail_open = (scenario.rate_limits.iter())
+            .map(|r| {
+                counter(
+                    &metrics,
+                    &CountKey::RateLimitFailOpenAdmitted(r.name.clone()),
+                )
+            })
+            .collect();
+        let rejected_attempts = counter(&metrics, &CountKey::RejectedAttempts);
         let breakers = (scenario.breakers.iter())
             .map(|b| gauge(&metrics, &GaugeKey::BreakerState(b.name.clone())))
             .collect();
@@ -156,6 +169,8 @@ impl Recorder {
                 .map(|_| ConnectionTally::default())
                 .collect(),
             fail_open,
+            rate_limit_fail_open,
+            rejected_attempts,
             breakers,
             semaphores,
             bulkheads,
@@ -252,7 +267,9 @@ impl Recorder {
             CommandEnd::Reply => tally.replies += 1,
             CommandEnd::Timeout => tally.timeouts += 1,
             CommandEnd::Lost => tally.disconnects += 1,
-            CommandEnd::NotSent => {}
+            // Refused before it reached a link: not one of the connection's commands, as the
+            // simulator does not count a command its connection refuses.
+            CommandEnd::NotSent => tally.commands -= 1,
         }
         self.pending[connection].add(&mut self.metrics, -1);
     }
@@ -262,6 +279,18 @@ impl Recorder {
         self.at(now);
         self.connections[connection].fail_open += 1;
         self.metrics.count(self.fail_open[connection]);
+    }
+
+    /// Rate limiter `limiter` let a request through unchecked: its store could not be reached.
+    pub fn rate_limit_failed_open(&mut self, now: SimTime, limiter: usize) {
+        self.at(now);
+        self.metrics.count(self.rate_limit_fail_open[limiter]);
+    }
+
+    /// A rate limiter refused an attempt.
+    pub fn rejected_attempt(&mut self, now: SimTime) {
+        self.at(now);
+        self.metrics.count(self.rejected_attempts);
     }
 
     pub fn set_gauge(&mut self, now: SimTime, gauge: GaugeId, value: u64) {
