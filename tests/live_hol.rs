@@ -13,13 +13,14 @@
 //!
 //! Printed, not held, and said in the README's validation table: the separate INCR at K = 10,
 //! 30 and 60. The live client is a tokio current-thread runtime, whose tasks run in the order
-//! they were woken: every SET of a burst is built before the connection's writer task first
-//! runs (the first SET's reply comes after the last SET was built), and the INCR, due 1 ms in,
-//! is sent once the loop has nothing else to run, after the writer has copied what the socket
-//! takes. Below about 120 queued SETs the server keeps up with that copying, the loop is busy
-//! until the burst is on the wire, and the separate INCR takes about as long as the shared
-//! one. The simulated loop hands each SET to the pipe as it is built and has one per-byte
-//! cost. Nor is K = 0 run (a bare round trip: 25% of ~0.1 ms is below the live run's
+//! they were woken: every SET of a burst is built before the connection's writer first runs,
+//! the writer then writes for as long as the socket takes the bytes, and the loop looks at its
+//! timers and other sockets only when a write would block. Below about 120 queued SETs the
+//! server keeps up with the writing nearly to the end, so the INCR due 1 ms in goes out, and
+//! its reply is read, only when the burst is (nearly) written, and the separate INCR takes
+//! about as long as the shared one (traced with `strace`; see the README). The simulated loop
+//! hands each SET to the pipe as it is built, with one per-byte cost, and has no socket that
+//! fills. Nor is K = 0 run (a bare round trip: 25% of ~0.1 ms is below the live run's
 //! millisecond timers).
 //!
 //! Timing on a shared machine: each round is a calibration, a live run of every K and the
