@@ -3,7 +3,12 @@
 //! same way. A bulkhead of 2 permits and 1 place in its queue takes a burst of 5 calls of
 //! 200 ms: 2 run, 1 waits and runs after them (ending at 400 ms), 2 are shed. A retry policy
 //! of 3 attempts, 20 ms apart, around a query that always outlasts its 10 ms timeout: each of
-//! 2 requests is retried twice and given up on (70 ms: 3 timeouts and 2 backoffs).
+//! 2 requests is retried twice and given up on (70 ms: 3 timeouts and 2 backoffs). And a
+//! bulkhead of one connection in front of a 100 ms query with a 20 ms timeout, a retry inside
+//! it: a query whose caller gave up keeps its connection until the query ends, so the retry
+//! goes again on it at 100 ms (not after its 20 ms backoff) and gives up at 120 ms, and the
+//! request queued behind gets the connection only when the second query ends, at 200 ms: it
+//! ends at 320 ms (20 ms, a wait for its own first query, 20 ms).
 //!
 //! Its own test binary (under a second of wall time), so that no other test competes for the
 //! cores while it measures.
@@ -34,6 +39,21 @@ steps = [{ work = "200ms", bulkhead = "pool" }]
 [flows.retried]
 steps = [{ db = { name = "main", timeout = "10ms" }, retry = "again", on_error = "fail" }]
 
+[databases.slow]
+latency = "100ms"
+
+[bulkheads.connections]
+max_concurrent = 1
+queue = 1
+
+[retries.once]
+max_attempts = 2
+backoff = "20ms"
+retry_on = ["timeout"]
+
+[flows.pooled]
+steps = [{ db = { name = "slow", timeout = "20ms" }, bulkhead = "connections", retry = "once", policies = ["bulkhead", "retry"], on_error = "fail" }]
+
 [loads.burst]
 flow = "guarded"
 arrivals = "burst"
@@ -41,6 +61,11 @@ count = 5
 
 [loads.retries]
 flow = "retried"
+arrivals = "burst"
+count = 2
+
+[loads.pooled]
+flow = "pooled"
 arrivals = "burst"
 count = 2
 "#;
@@ -96,6 +121,16 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
             "{again}"
         );
         assert_eq!(report["flows"]["retried"]["outcomes"]["timeout"], 2);
+        let connections = &report["bulkheads"]["connections"];
+        assert_eq!(
+            (&connections["peak_in_use"], &connections["peak_queued"]),
+            (&1.into(), &1.into()),
+            "{connections}"
+        );
+        assert_eq!(report["retries"]["once"]["retries"], 2);
+        assert_eq!(report["flows"]["pooled"]["outcomes"]["timeout"], 2);
+        // One query at a time: the pool's connection is held by every query until it ends.
+        assert_eq!(report["databases"]["slow"]["peak_concurrency"], 1);
     }
     // And the times: the queued call ends after the two before it, the retried requests
     // after their three timeouts and two backoffs (tokio's timers are a millisecond or so
@@ -107,7 +142,10 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
     };
     assert_eq!(max(&simulated, "guarded"), 400.0);
     assert_eq!(max(&simulated, "retried"), 70.0);
+    assert_eq!(max(&simulated, "pooled"), 320.0);
     let (guarded, retried) = (max(&live, "guarded"), max(&live, "retried"));
     assert!((400.0..440.0).contains(&guarded), "{guarded}");
     assert!((70.0..110.0).contains(&retried), "{retried}");
+    let pooled = max(&live, "pooled");
+    assert!((320.0..360.0).contains(&pooled), "{pooled}");
 }

@@ -74,13 +74,6 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
         ),
         (
             &format!(
-                "{}[bulkheads.b]\nmax_concurrent = 2\nqueue = 0\n",
-                read(r#"{ db = { name = "main", timeout = "10ms" }, bulkhead = "b" }"#)
-            ),
-            "flows.read.steps[0].bulkhead",
-        ),
-        (
-            &format!(
                 "{}[adaptive_limits.a]\nlimit_initial = 20\nlimit_max = 200\naimd = {{ backoff_ratio = 0.9, timeout = \"100ms\" }}\n",
                 read(r#"{ db = { name = "main" }, adaptive_limit = "a" }"#)
             ),

@@ -167,22 +167,6 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                 return refuse(key("finally"), "finally steps are not run live");
             }
             for policy in &step.policies {
-                // The simulator's bulkhead in front of a query is the pool: a query its
-                // client gave up on keeps its permit until the database ends it. Live, the
-                // step returns at the timeout while the query's sleep goes on, without it.
-                if let (
-                    PolicyRef::Bulkhead(_),
-                    StepAction::Database {
-                        timeout: Some(_), ..
-                    },
-                ) = (policy, &step.action)
-                {
-                    return refuse(
-                        key("bulkhead"),
-                        "a bulkhead around a query with a timeout keeps its permit until the \
-                         query ends, which a live run's sleep does not do",
-                    );
-                }
                 match policy {
                     PolicyRef::Breaker(_)
                     | PolicyRef::Semaphore(_)

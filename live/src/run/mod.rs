@@ -48,7 +48,7 @@ use outagelab_sim::scenario::{
 };
 use outagelab_sim::{Scenario, StepResult, Stream, key_index};
 use redis::RedisError;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -56,7 +56,7 @@ pub use check::{HZ_MAX, Unsupported, check};
 pub use faults::KEY_PREFIX;
 
 use crate::breaker::LiveBreaker;
-use crate::bulkhead::{Entry, LiveBulkhead};
+use crate::bulkhead::{BulkheadPermit, Entry, LiveBulkhead};
 use crate::clock::{Clock, TokioClock, std_duration};
 use crate::forwarder::Forwarder;
 use crate::rate_limit::LiveRateLimiter;
@@ -204,17 +204,38 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// `result` is what the step returns (what a retry reacts to), `io` what its I/O returned
 /// (what a breaker judges the called service by). They differ on a rate-limit step, whose
 /// result is the limiter's decision on what its store answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 struct StepEnd {
     result: StepResult,
     io: StepResult,
+    /// The step's work goes on after the step ended (a database query whose caller timed out):
+    /// it is done once this reads `true`.
+    work: Option<WorkDone>,
 }
 
 impl StepEnd {
     fn same(result: StepResult) -> StepEnd {
-        StepEnd { result, io: result }
+        StepEnd {
+            result,
+            io: result,
+            work: None,
+        }
     }
 }
+
+/// The end of work that outlived its step: `true` once it is done.
+type WorkDone = watch::Receiver<bool>;
+
+/// Waits until `work` is done (at once if its sender is gone: the run is ending).
+async fn work_done(mut work: WorkDone) {
+    let _ = work.wait_for(|done| *done).await;
+}
+
+/// Bulkhead permits a request keeps after its step, each until the work that outlived the
+/// step is done (the simulator's `Exit::Kept`: a query whose caller gave up holds its pool's
+/// connection until the database ends it). The request's task gives them back when its
+/// flow is over, so they borrow from the run for as long as the task holds it.
+type Kept<'a> = Mutex<Vec<(usize, BulkheadPermit<'a>, WorkDone)>>;
 
 type StepFuture<'a> = Pin<Box<dyn Future<Output = StepEnd> + Send + 'a>>;
 
@@ -249,13 +270,31 @@ impl Run {
     /// One request of `flow`, sent at `sent` (the instant the file says).
     async fn request(self: Arc<Self>, flow: FlowId, key_seed: u64, sent: SimTime) {
         self.recorder().arrived(self.now(), flow);
-        let outcome = self.flow(flow, key_seed).await;
+        let kept = Kept::default();
+        let outcome = self.flow(flow, key_seed, &kept).await;
         self.recorder().ended(self.now(), flow, sent, outcome);
         self.check_done();
+        self.give_back(kept).await;
+    }
+
+    /// Gives back each kept permit once the work it was kept for is done.
+    async fn give_back(&self, kept: Kept<'_>) {
+        let kept = kept.into_inner().unwrap_or_else(PoisonError::into_inner);
+        // Bounded: one wait per permit kept, each ended by its query's end (or the run's).
+        for (bulkhead, permit, work) in kept {
+            work_done(work).await;
+            drop(permit);
+            self.observe_bulkhead(bulkhead);
+        }
     }
 
     /// Runs the steps of `flow` for one request, routed as the simulator routes them.
-    async fn flow(self: &Arc<Self>, flow: FlowId, key_seed: u64) -> Outcome {
+    async fn flow<'a>(
+        self: &'a Arc<Self>,
+        flow: FlowId,
+        key_seed: u64,
+        kept: &Kept<'a>,
+    ) -> Outcome {
         let steps = &self.scenario.flows[flow.index()].steps;
         let mut index = 0;
         // Bounded: each turn moves to a later step.
@@ -265,7 +304,7 @@ impl Run {
                 index += 1;
                 continue;
             }
-            let result = self.step(flow, step, key_seed).await;
+            let result = self.step(flow, step, key_seed, kept).await;
             match (result, step.on_hit, step.on_error) {
                 (StepResult::Hit, OnHit::Finish, _) => return Outcome::Ok,
                 (StepResult::Hit, OnHit::Goto(target), _) => {
@@ -297,40 +336,45 @@ impl Run {
         let run = Arc::clone(self);
         self.spawn(async move {
             let step = &run.scenario.flows[flow.index()].steps[index];
-            let outcome = match run.step(flow, step, key_seed).await {
+            let kept = Kept::default();
+            let outcome = match run.step(flow, step, key_seed, &kept).await {
                 StepResult::Error(kind) => kind,
                 StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
             };
             run.recorder().background_ended(run.now(), flow, outcome);
+            run.give_back(kept).await;
         });
     }
 
-    fn step<'a>(
+    fn step<'a: 'k, 'k>(
         self: &'a Arc<Self>,
         flow: FlowId,
         step: &'a StepSpec,
         key_seed: u64,
-    ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 'a>> {
-        Box::pin(async move { self.layers(flow, step, 0, key_seed).await.result })
+        kept: &'k Kept<'a>,
+    ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 'k>> {
+        Box::pin(async move { self.layers(flow, step, 0, key_seed, kept).await.result })
     }
 
     /// The step's policies from position `depth` inwards, then its action.
-    fn layers<'a>(
+    fn layers<'a: 'k, 'k>(
         self: &'a Arc<Self>,
         flow: FlowId,
         step: &'a StepSpec,
         depth: usize,
         key_seed: u64,
-    ) -> StepFuture<'a> {
+        kept: &'k Kept<'a>,
+    ) -> StepFuture<'k> {
         Box::pin(async move {
             let Some(&policy) = step.policies.get(depth) else {
-                let io = self.act(flow, step, key_seed).await;
+                let (io, work) = self.act(flow, step, key_seed).await;
                 return StepEnd {
                     result: self.rate_limit_decision(step, io),
                     io,
+                    work,
                 };
             };
-            let inner = || self.layers(flow, step, depth + 1, key_seed);
+            let inner = || self.layers(flow, step, depth + 1, key_seed, kept);
             match policy {
                 PolicyRef::Breaker(id) => {
                     let slot = &self.breakers[id.index()];
@@ -347,6 +391,7 @@ impl Run {
                         return StepEnd {
                             result: self.rate_limit_decision(step, io),
                             io,
+                            work: None,
                         };
                     };
                     let end = inner().await;
@@ -396,8 +441,15 @@ impl Run {
                     };
                     self.observe_bulkhead(id.index());
                     let end = inner().await;
-                    drop(permit);
-                    self.observe_bulkhead(id.index());
+                    match &end.work {
+                        // A bulkhead in front of a database stands for its connection pool:
+                        // a query whose caller gave up holds its connection until it ends.
+                        Some(work) => locked(kept).push((id.index(), permit, work.clone())),
+                        None => {
+                            drop(permit);
+                            self.observe_bulkhead(id.index());
+                        }
+                    }
                     end
                 }
                 PolicyRef::Retry(id) => {
@@ -420,6 +472,12 @@ impl Run {
                             RetryDecision::Retry { at } => {
                                 let wait = at.saturating_since(self.now());
                                 tokio::time::sleep(std_duration(wait)).await;
+                                if let (Some(work), true) = (end.work, in_a_pool(step, depth)) {
+                                    // The retry runs inside a pool whose connection the
+                                    // abandoned query still holds: it goes again on that
+                                    // connection once the query is over, as simulated.
+                                    work_done(work).await;
+                                }
                             }
                             RetryDecision::GiveUp(_) => return end,
                         }
@@ -545,8 +603,14 @@ impl Run {
         result
     }
 
-    async fn act(self: &Arc<Self>, flow: FlowId, step: &StepSpec, key_seed: u64) -> StepResult {
-        match step.action {
+    /// The step's action; with the end of its work when that outlives the step.
+    async fn act(
+        self: &Arc<Self>,
+        flow: FlowId,
+        step: &StepSpec,
+        key_seed: u64,
+    ) -> (StepResult, Option<WorkDone>) {
+        let result = match step.action {
             StepAction::RateLimit { limiter, key } => {
                 let slot = &self.rate_limits[limiter.index()];
                 match (slot.enabled, slot.store, key) {
@@ -586,12 +650,14 @@ impl Run {
                     Some(timeout) if timeout < duration => {
                         // The query goes on after its caller gave up, as a database's does.
                         let run = Arc::clone(self);
+                        let (ended, work) = watch::channel(false);
                         self.spawn(async move {
                             run.sleep_until(done).await;
                             run.recorder().query_ended(run.now(), database.index());
+                            let _ = ended.send(true);
                         });
                         self.sleep_until(started.saturating_add(timeout)).await;
-                        StepResult::Error(Outcome::Timeout)
+                        return (StepResult::Error(Outcome::Timeout), Some(work));
                     }
                     _ => {
                         self.sleep_until(done).await;
@@ -608,7 +674,8 @@ impl Run {
             StepAction::Throttle { .. } | StepAction::Cache { .. } | StepAction::Lock { .. } => {
                 unreachable!("refused by the live check")
             }
-        }
+        };
+        (result, None)
     }
 }
 
@@ -810,6 +877,14 @@ async fn drive(
     Ok(report(
         &run, name, sweep_x, verdict, ended_at, faults, servers,
     ))
+}
+
+/// Whether a layer outside position `depth` of `step` stands for a connection pool (an
+/// enabled bulkhead), so that work outliving an attempt keeps it busy.
+fn in_a_pool(step: &StepSpec, depth: usize) -> bool {
+    step.policies[..depth]
+        .iter()
+        .any(|policy| matches!(policy, PolicyRef::Bulkhead(_)))
 }
 
 /// Whether `fault` cuts the network rather than commanding the server: a live run injects
