@@ -8,7 +8,8 @@
 //! it: a query whose caller gave up keeps its connection until the query ends, so the retry
 //! goes again on it at 100 ms (not after its 20 ms backoff) and gives up at 120 ms, and the
 //! request queued behind gets the connection only when the second query ends, at 200 ms: it
-//! ends at 320 ms (20 ms, a wait for its own first query, 20 ms).
+//! ends at 320 ms (20 ms, a wait for its own first query, 20 ms). A `finally` step after a
+//! query that fails its request still runs, in the background.
 //!
 //! Its own test binary (under a second of wall time), so that no other test competes for the
 //! cores while it measures.
@@ -53,6 +54,18 @@ retry_on = ["timeout"]
 
 [flows.pooled]
 steps = [{ db = { name = "slow", timeout = "20ms" }, bulkhead = "connections", retry = "once", policies = ["bulkhead", "retry"], on_error = "fail" }]
+
+# A query that fails its request, then a cleanup that runs however the request ended.
+[flows.cleaned]
+steps = [
+  { db = { name = "main", timeout = "10ms" }, on_error = "fail" },
+  { work = "5ms", finally = true },
+]
+
+[loads.cleaned]
+flow = "cleaned"
+arrivals = "burst"
+count = 3
 
 [loads.burst]
 flow = "guarded"
@@ -131,6 +144,10 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
         assert_eq!(report["flows"]["pooled"]["outcomes"]["timeout"], 2);
         // One query at a time: the pool's connection is held by every query until it ends.
         assert_eq!(report["databases"]["slow"]["peak_concurrency"], 1);
+        // Each failed request's cleanup ran, in the background.
+        let cleaned = &report["flows"]["cleaned"];
+        assert_eq!(cleaned["outcomes"]["timeout"], 3);
+        assert_eq!(cleaned["background"]["ok"], 3, "{cleaned}");
     }
     // And the times: the queued call ends after the two before it, the retried requests
     // after their three timeouts and two backoffs (tokio's timers are a millisecond or so

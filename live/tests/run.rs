@@ -115,13 +115,6 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
             ),
             "databases.slow.capacity",
         ),
-        (
-            &format!(
-                "{}",
-                read(&format!("{get}, {{ work = \"1ms\", finally = true }}"))
-            ),
-            "flows.read.steps[1].finally",
-        ),
     ];
     for (extra, key) in cases {
         assert_eq!(refused(extra), *key, "for\n{extra}");

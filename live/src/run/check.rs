@@ -163,9 +163,6 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
     for flow in &scenario.flows {
         for (index, step) in flow.steps.iter().enumerate() {
             let key = |field: &str| format!("flows.{}.steps[{index}].{field}", flow.name);
-            if step.finally {
-                return refuse(key("finally"), "finally steps are not run live");
-            }
             for policy in &step.policies {
                 match policy {
                     PolicyRef::Breaker(_)

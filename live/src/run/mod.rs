@@ -306,12 +306,20 @@ impl Run {
             }
             let result = self.step(flow, step, key_seed, kept).await;
             match (result, step.on_hit, step.on_error) {
-                (StepResult::Hit, OnHit::Finish, _) => return Outcome::Ok,
+                (StepResult::Hit, OnHit::Finish, _) => {
+                    self.run_skipped_finally(flow, index + 1..steps.len(), key_seed);
+                    return Outcome::Ok;
+                }
                 (StepResult::Hit, OnHit::Goto(target), _) => {
+                    // A jump over a `finally` step does not skip it: it runs in the background.
+                    self.run_skipped_finally(flow, index + 1..usize::from(target), key_seed);
                     index = usize::from(target);
                     continue;
                 }
-                (StepResult::Error(kind), _, OnError::Fail) => return kind,
+                (StepResult::Error(kind), _, OnError::Fail) => {
+                    self.run_skipped_finally(flow, index + 1..steps.len(), key_seed);
+                    return kind;
+                }
                 (StepResult::Error(kind), _, _) => {
                     if let StepAction::Redis { connection, .. } = step.action
                         && !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
@@ -328,6 +336,21 @@ impl Run {
             index += 1;
         }
         Outcome::Ok
+    }
+
+    /// Starts, in the background, every `finally` step among `steps` of `flow`, which the
+    /// request will not reach (it ended, or jumped past them), as the simulator does.
+    fn run_skipped_finally(
+        self: &Arc<Self>,
+        flow: FlowId,
+        steps: std::ops::Range<usize>,
+        key_seed: u64,
+    ) {
+        for index in steps {
+            if self.scenario.flows[flow.index()].steps[index].finally {
+                self.background(flow, index, key_seed);
+            }
+        }
     }
 
     /// A fire-and-forget step: it runs on its own; its end is counted apart.
