@@ -9,7 +9,8 @@
 //! goes again on it at 100 ms (not after its 20 ms backoff) and gives up at 120 ms, and the
 //! request queued behind gets the connection only when the second query ends, at 200 ms: it
 //! ends at 320 ms (20 ms, a wait for its own first query, 20 ms). A `finally` step after a
-//! query that fails its request still runs, in the background.
+//! query that fails its request still runs, in the background. An in-process cache in front
+//! of a query serves every request after the first.
 //!
 //! Its own test binary (under a second of wall time), so that no other test competes for the
 //! cores while it measures.
@@ -66,6 +67,32 @@ steps = [
 flow = "cleaned"
 arrivals = "burst"
 count = 3
+
+# Cache-aside in front of a 20 ms query, one key, a request every 50 ms: the first misses and
+# fills the cache, the other nine hit and finish.
+[caches.l1]
+max_entries = 10
+max_bytes = "1MiB"
+ttl = "1s"
+
+[keys.product]
+count = 1
+
+[flows.cached]
+steps = [
+  { cache = { name = "l1", op = "get", key = "product" }, on_hit = "finish" },
+  { db = { name = "fast" } },
+  { cache = { name = "l1", op = "put", key = "product", value = "1KiB" } },
+]
+
+[databases.fast]
+latency = "20ms"
+
+[loads.cached]
+flow = "cached"
+arrivals = "even"
+rate = 20
+count = 10
 
 [loads.burst]
 flow = "guarded"
@@ -148,6 +175,9 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
         let cleaned = &report["flows"]["cleaned"];
         assert_eq!(cleaned["outcomes"]["timeout"], 3);
         assert_eq!(cleaned["background"]["ok"], 3, "{cleaned}");
+        let l1 = &report["caches"]["l1"];
+        assert_eq!((&l1["hits"], &l1["misses"]), (&9.into(), &1.into()), "{l1}");
+        assert_eq!(report["databases"]["fast"]["queries"], 1);
     }
     // And the times: the queued call ends after the two before it, the retried requests
     // after their three timeouts and two backoffs (tokio's timers are a millisecond or so

@@ -45,6 +45,7 @@
 
 pub mod breaker;
 pub mod bulkhead;
+pub mod cache;
 pub mod calibrate;
 pub mod clock;
 pub mod forwarder;
@@ -58,6 +59,7 @@ pub mod throttle;
 
 pub use breaker::LiveBreaker;
 pub use bulkhead::LiveBulkhead;
+pub use cache::LiveCache;
 pub use clock::{Clock, ManualClock, TokioClock};
 pub use rate_limit::LiveRateLimiter;
 pub use retry::LiveRetry;

@@ -67,13 +67,6 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
     let cases: &[(&str, &str)] = &[
         (
             &format!(
-                "{}[caches.l1]\nmax_entries = 10\nmax_bytes = \"1MiB\"\nttl = \"1s\"\n",
-                read(r#"{ cache = { name = "l1", op = "get", key = "k" } }"#)
-            ),
-            "flows.read.steps[0].cache",
-        ),
-        (
-            &format!(
                 "{}[adaptive_limits.a]\nlimit_initial = 20\nlimit_max = 200\naimd = {{ backoff_ratio = 0.9, timeout = \"100ms\" }}\n",
                 read(r#"{ db = { name = "main" }, adaptive_limit = "a" }"#)
             ),

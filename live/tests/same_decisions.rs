@@ -635,6 +635,76 @@ fn the_rate_limiter_decides_the_same_live_and_simulated() {
     }
 }
 
+#[test]
+fn the_cache_decides_the_same_live_and_simulated() {
+    use outagelab_live::cache::LiveCache;
+    use outagelab_model::cache::{Cache, CacheConfig, CacheKey};
+    // Two entries or 3 KiB at most, a TTL of 100 ms.
+    let config = CacheConfig::new(2, 3 << 10, SimDuration::from_millis(100)).unwrap();
+    #[derive(Clone, Copy, Debug)]
+    enum Op {
+        Get(u64),
+        Put(u64, u64),
+        Invalidate(u64),
+        Flush,
+    }
+    // (at ms, op): stores, a hit, a third key evicting the least recently used, a value too
+    // large, an expiry, an invalidation and a flush.
+    let calls = [
+        (0, Op::Put(1, 1024)),
+        (1, Op::Put(2, 1024)),
+        (2, Op::Get(1)),
+        (3, Op::Put(3, 1024)),
+        (4, Op::Get(2)),
+        (5, Op::Put(4, 8 << 10)),
+        (50, Op::Get(1)),
+        (150, Op::Get(3)),
+        (151, Op::Put(5, 512)),
+        (152, Op::Invalidate(5)),
+        (153, Op::Get(5)),
+        (154, Op::Put(6, 512)),
+        (155, Op::Flush),
+        (156, Op::Get(6)),
+    ];
+    let mut model = Cache::new(config);
+    let clock = ManualClock::new();
+    let live = LiveCache::with_clock(config, clock.clone());
+    for (index, &(at, op)) in calls.iter().enumerate() {
+        clock.set(ms(at));
+        let now = ms(at);
+        let (simulated, decided) = match op {
+            Op::Get(key) => (
+                format!("{:?}", model.get(now, CacheKey::Id(key))),
+                format!("{:?}", live.get(CacheKey::Id(key))),
+            ),
+            Op::Put(key, bytes) => (
+                format!("{:?}", model.insert(now, CacheKey::Id(key), at, bytes)),
+                format!("{:?}", live.insert(CacheKey::Id(key), at, bytes)),
+            ),
+            Op::Invalidate(key) => (
+                format!("{:?}", model.invalidate(CacheKey::Id(key))),
+                format!("{:?}", live.invalidate(CacheKey::Id(key))),
+            ),
+            Op::Flush => (
+                format!("{:?}", model.flush()),
+                format!("{:?}", live.flush()),
+            ),
+        };
+        assert_eq!(decided, simulated, "call {index}: {op:?} at {at} ms");
+        assert_eq!(live.len(), model.len());
+        assert_eq!(live.counters(), model.counters());
+    }
+    let counters = model.counters();
+    assert!(
+        counters.hits >= 2
+            && counters.evictions >= 1
+            && counters.expirations >= 1
+            && counters.invalidations == 1
+            && counters.flushes == 1,
+        "{counters:?}"
+    );
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ThrottleStep {
     /// A cascade asks for a slot (named by the number of asks before it).

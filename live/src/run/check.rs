@@ -208,12 +208,10 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                 }
                 StepAction::Database { .. }
                 | StepAction::Work { .. }
-                | StepAction::RateLimit { .. } => {}
+                | StepAction::RateLimit { .. }
+                | StepAction::Cache { .. } => {}
                 StepAction::Throttle { .. } => {
                     return refuse(key("throttle"), "throttle steps are not run live");
-                }
-                StepAction::Cache { .. } => {
-                    return refuse(key("cache"), "in-process cache steps are not run live");
                 }
                 StepAction::Lock { .. } => {
                     return refuse(key("lock"), "distributed lock steps are not run live");

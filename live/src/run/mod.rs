@@ -39,12 +39,13 @@ use outagelab_model::breaker::{BreakerState, CallOutcome};
 use outagelab_model::retry::RetryDecision;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    BreakerSummary, BulkheadSummary, ConnectionSummary, DatabaseSummary, FaultWindow, Outcome,
-    RateLimitSummary, RetrySummary, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
+    BreakerSummary, BulkheadSummary, CacheSummary, ConnectionSummary, DatabaseSummary, FaultWindow,
+    Outcome, RateLimitSummary, RetrySummary, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
 };
 use outagelab_sim::scenario::{
-    Arrivals, ClosedLoop, ConnectionId, FaultKind, FaultSpec, FaultTarget, FlowId, KeyFamilyId,
-    LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef, RedisCommand, StepAction, StepSpec,
+    Arrivals, CacheOp, ClosedLoop, ConnectionId, FaultKind, FaultSpec, FaultTarget, FlowId,
+    KeyFamilyId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef, RedisCommand,
+    StepAction, StepSpec,
 };
 use outagelab_sim::{Scenario, StepResult, Stream, key_index};
 use redis::RedisError;
@@ -57,6 +58,7 @@ pub use faults::KEY_PREFIX;
 
 use crate::breaker::LiveBreaker;
 use crate::bulkhead::{BulkheadPermit, Entry, LiveBulkhead};
+use crate::cache::LiveCache;
 use crate::clock::{Clock, TokioClock, std_duration};
 use crate::forwarder::Forwarder;
 use crate::rate_limit::LiveRateLimiter;
@@ -64,6 +66,7 @@ use crate::retry::LiveRetry;
 use crate::semaphore::LiveSemaphore;
 use connection::Connection;
 use faults::Admin;
+use outagelab_model::cache::{CacheKey, Lookup};
 use outagelab_model::rate_limit::Decision as RateDecision;
 use record::Recorder;
 
@@ -187,6 +190,7 @@ struct Run {
     bulkheads: Vec<LiveBulkheadSlot>,
     retries: Vec<LiveRetrySlot>,
     rate_limits: Vec<LiveRateLimitSlot>,
+    caches: Vec<LiveCache>,
     /// The simulator's streams: per database, per flow's work, per load.
     database_streams: Vec<Mutex<Stream>>,
     work_streams: Vec<Mutex<Stream>>,
@@ -694,7 +698,43 @@ impl Run {
                 self.sleep_until(self.now().saturating_add(duration)).await;
                 StepResult::Ok
             }
-            StepAction::Throttle { .. } | StepAction::Cache { .. } | StepAction::Lock { .. } => {
+            StepAction::Cache { cache, op, key } => {
+                // The request's key of the family, named as the simulator names it; a put
+                // stores version 0 (a live run follows no data versions).
+                let key = key.map(|family| {
+                    let spec = &self.scenario.keys[family.index()];
+                    CacheKey::pair(
+                        family.0,
+                        key_index(key_seed, family.0, spec.count, spec.distribution),
+                    )
+                });
+                let key = || key.expect("validated: every cache op but flush has a key");
+                let live = &self.caches[cache.index()];
+                let result = match op {
+                    CacheOp::Get => match live.get(key()) {
+                        Lookup::Hit { .. } => StepResult::Hit,
+                        Lookup::Miss | Lookup::Expired => StepResult::Miss,
+                    },
+                    CacheOp::Put { value_bytes } => {
+                        let _ = live.insert(key(), 0, u64::from(value_bytes));
+                        StepResult::Ok
+                    }
+                    CacheOp::Invalidate => {
+                        live.invalidate(key());
+                        StepResult::Ok
+                    }
+                    CacheOp::Flush => {
+                        live.flush();
+                        StepResult::Ok
+                    }
+                };
+                let mut recorder = self.recorder();
+                let now = self.now();
+                let gauge = recorder.cache_entries[cache.index()];
+                recorder.set_gauge(now, gauge, live.len() as u64);
+                result
+            }
+            StepAction::Throttle { .. } | StepAction::Lock { .. } => {
                 unreachable!("refused by the live check")
             }
         };
@@ -776,6 +816,9 @@ async fn drive(
                 enabled: spec.enabled,
                 store: spec.store,
             })
+            .collect(),
+        caches: (scenario.caches.iter())
+            .map(|spec| LiveCache::with_clock(spec.config, clock))
             .collect(),
         database_streams: (scenario.databases.iter())
             .map(|spec| Mutex::new(Stream::derive(seed, "database", &spec.name)))
@@ -1208,6 +1251,20 @@ fn report(
                 rejected: counters.rejected + counters.too_large,
                 fail_open_admitted: counters.fail_open_admitted,
                 fail_closed_rejected: counters.fail_closed_rejected,
+            },
+        );
+    }
+    for (spec, live) in scenario.caches.iter().zip(&run.caches) {
+        let counters = live.counters();
+        summary.caches.insert(
+            spec.name.clone(),
+            CacheSummary {
+                hits: counters.hits,
+                misses: counters.misses,
+                expirations: counters.expirations,
+                evictions: counters.evictions,
+                invalidations: counters.invalidations,
+                flushes: counters.flushes,
             },
         );
     }

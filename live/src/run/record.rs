@@ -90,6 +90,8 @@ pub(crate) struct Recorder {
     /// Attempts a rate limiter refused (a 429, retried or not).
     rejected_attempts: CounterId,
     pub breakers: Vec<GaugeId>,
+    /// Per in-process cache: its entries.
+    pub cache_entries: Vec<GaugeId>,
     pub semaphores: Vec<(GaugeId, GaugeId)>,
     /// Per bulkhead: permits out, waiters queued.
     pub bulkheads: Vec<(GaugeId, GaugeId)>,
@@ -127,6 +129,9 @@ impl Recorder {
             })
             .collect();
         let rejected_attempts = counter(&metrics, &CountKey::RejectedAttempts);
+        let cache_entries = (scenario.caches.iter())
+            .map(|c| gauge(&metrics, &GaugeKey::CacheEntries(c.name.clone())))
+            .collect();
         let breakers = (scenario.breakers.iter())
             .map(|b| gauge(&metrics, &GaugeKey::BreakerState(b.name.clone())))
             .collect();
@@ -172,6 +177,7 @@ impl Recorder {
             rate_limit_fail_open,
             rejected_attempts,
             breakers,
+            cache_entries,
             semaphores,
             bulkheads,
             servers,
