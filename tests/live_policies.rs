@@ -10,7 +10,8 @@
 //! request queued behind gets the connection only when the second query ends, at 200 ms: it
 //! ends at 320 ms (20 ms, a wait for its own first query, 20 ms). A `finally` step after a
 //! query that fails its request still runs, in the background. An in-process cache in front
-//! of a query serves every request after the first.
+//! of a query serves every request after the first. And a database of capacity 2 shares it
+//! between four 40 ms queries, which all end at 80 ms.
 //!
 //! Its own test binary (under a second of wall time), so that no other test competes for the
 //! cores while it measures.
@@ -87,6 +88,20 @@ steps = [
 
 [databases.fast]
 latency = "20ms"
+
+# Four 40 ms queries at once on a database that runs two at full speed: they share it, each
+# at half speed, and all end at 80 ms.
+[databases.shared]
+latency = "40ms"
+capacity = 2
+
+[flows.shared]
+steps = [{ db = { name = "shared" } }]
+
+[loads.shared]
+flow = "shared"
+arrivals = "burst"
+count = 4
 
 [loads.cached]
 flow = "cached"
@@ -178,6 +193,7 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
         let l1 = &report["caches"]["l1"];
         assert_eq!((&l1["hits"], &l1["misses"]), (&9.into(), &1.into()), "{l1}");
         assert_eq!(report["databases"]["fast"]["queries"], 1);
+        assert_eq!(report["databases"]["shared"]["peak_concurrency"], 4);
     }
     // And the times: the queued call ends after the two before it, the retried requests
     // after their three timeouts and two backoffs (tokio's timers are a millisecond or so
@@ -195,4 +211,19 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
     assert!((70.0..110.0).contains(&retried), "{retried}");
     let pooled = max(&live, "pooled");
     assert!((320.0..360.0).contains(&pooled), "{pooled}");
+    // Shared above capacity: all four at 80 ms, none at its 40 ms alone.
+    let shared = |report: &serde_json::Value, stat: &str| {
+        report["flows"]["shared"]["latency_ms"]["all"][stat]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(
+        [shared(&simulated, "min"), shared(&simulated, "max")],
+        [80.0, 80.0]
+    );
+    let (fastest, slowest) = (shared(&live, "min"), shared(&live, "max"));
+    assert!(
+        fastest >= 80.0 && slowest < 120.0,
+        "live: {fastest} to {slowest} ms"
+    );
 }

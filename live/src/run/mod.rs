@@ -27,6 +27,7 @@
 
 mod check;
 mod connection;
+mod database;
 mod faults;
 mod record;
 
@@ -43,8 +44,8 @@ use outagelab_report::{
     Outcome, RateLimitSummary, RetrySummary, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
 };
 use outagelab_sim::scenario::{
-    Arrivals, CacheOp, ClosedLoop, ConnectionId, FaultKind, FaultSpec, FaultTarget, FlowId,
-    KeyFamilyId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef, RedisCommand,
+    Arrivals, CacheOp, ClosedLoop, ConnectionId, DatabaseId, FaultKind, FaultSpec, FaultTarget,
+    FlowId, KeyFamilyId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef, RedisCommand,
     StepAction, StepSpec,
 };
 use outagelab_sim::{Scenario, StepResult, Stream, key_index};
@@ -65,6 +66,7 @@ use crate::rate_limit::LiveRateLimiter;
 use crate::retry::LiveRetry;
 use crate::semaphore::LiveSemaphore;
 use connection::Connection;
+use database::SharedDatabase;
 use faults::Admin;
 use outagelab_model::cache::{CacheKey, Lookup};
 use outagelab_model::rate_limit::Decision as RateDecision;
@@ -191,6 +193,8 @@ struct Run {
     retries: Vec<LiveRetrySlot>,
     rate_limits: Vec<LiveRateLimitSlot>,
     caches: Vec<LiveCache>,
+    /// Per database, its stand-in when it has a capacity (a plain sleep otherwise).
+    shared_databases: Vec<Option<SharedDatabase>>,
     /// The simulator's streams: per database, per flow's work, per load.
     database_streams: Vec<Mutex<Stream>>,
     work_streams: Vec<Mutex<Stream>>,
@@ -630,6 +634,43 @@ impl Run {
         result
     }
 
+    /// A query of `work` on a database with a capacity (`database.rs`): it ends when it has
+    /// had its work, however the running queries share the capacity meanwhile; a client-side
+    /// `timeout` ends the step first and leaves the query running, as a database does.
+    async fn shared_query(
+        self: &Arc<Self>,
+        shared: &SharedDatabase,
+        database: DatabaseId,
+        work: SimDuration,
+        timeout: Option<SimDuration>,
+    ) -> (StepResult, Option<WorkDone>) {
+        let started = self.now();
+        let mut finished = shared.start(work);
+        let ended = move |run: &Run| run.recorder().query_ended(run.now(), database.index());
+        let Some(timeout) = timeout else {
+            let _ = finished.await; // an error: the run is ending
+            ended(self);
+            return (StepResult::Ok, None);
+        };
+        tokio::select! {
+            biased;
+            _ = &mut finished => {
+                ended(self);
+                (StepResult::Ok, None)
+            }
+            () = self.sleep_until(started.saturating_add(timeout)) => {
+                let run = Arc::clone(self);
+                let (over, work) = watch::channel(false);
+                self.spawn(async move {
+                    let _ = finished.await;
+                    ended(&run);
+                    let _ = over.send(true);
+                });
+                (StepResult::Error(Outcome::Timeout), Some(work))
+            }
+        }
+    }
+
     /// The step's action; with the end of its work when that outlives the step.
     async fn act(
         self: &Arc<Self>,
@@ -672,6 +713,9 @@ impl Run {
                     locked(&self.database_streams[database.index()]).duration(&distribution);
                 let started = self.now();
                 self.recorder().query_started(started, database.index());
+                if let Some(shared) = &self.shared_databases[database.index()] {
+                    return self.shared_query(shared, database, duration, timeout).await;
+                }
                 let done = started.saturating_add(duration);
                 match timeout {
                     Some(timeout) if timeout < duration => {
@@ -820,6 +864,12 @@ async fn drive(
         caches: (scenario.caches.iter())
             .map(|spec| LiveCache::with_clock(spec.config, clock))
             .collect(),
+        shared_databases: (scenario.databases.iter())
+            .map(|spec| {
+                spec.capacity
+                    .map(|capacity| SharedDatabase::new(capacity, clock))
+            })
+            .collect(),
         database_streams: (scenario.databases.iter())
             .map(|spec| Mutex::new(Stream::derive(seed, "database", &spec.name)))
             .collect(),
@@ -881,6 +931,16 @@ async fn drive(
                 },
             ));
         });
+    }
+    for (index, shared) in run.shared_databases.iter().enumerate() {
+        if shared.is_some() {
+            let driving = Arc::clone(&run);
+            run.spawn(async move {
+                if let Some(shared) = &driving.shared_databases[index] {
+                    shared.drive().await;
+                }
+            });
+        }
     }
     for load in &scenario.loads {
         start_load(&run, load);
