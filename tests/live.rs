@@ -8,22 +8,23 @@ use common::{outagelab, scratch};
 #[test]
 fn a_feature_a_live_run_cannot_do_is_refused_by_file_variant_and_key() {
     let dir = scratch("live-refusals");
-    let file = dir.join("cache.toml");
+    let file = dir.join("pending.toml");
     std::fs::write(
         &file,
         r#"[scenario]
-name = "cache"
+name = "pending"
 
-[caches.l1]
-max_entries = 10
-max_bytes = "1MiB"
-ttl = "1s"
+[servers.redis]
+
+[connections.c]
+server = "redis"
+pending_max = 10
 
 [keys.k]
 count = 1
 
 [flows.read]
-steps = [{ cache = { name = "l1", op = "get", key = "k" } }]
+steps = [{ redis = { command = "GET", connection = "c", key = "k" } }]
 
 [loads.l]
 flow = "read"
@@ -39,8 +40,8 @@ count = 1
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "{file}: variant \"base\": flows.read.steps[0].cache: in-process cache steps are \
-             not run live"
+            "{file}: variant \"base\": connections.c.pending_max: a client's request-queue \
+             limit is not enforced by the live client"
         )),
         "{stderr}"
     );

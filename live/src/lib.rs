@@ -43,6 +43,7 @@
 //! [`clock::Clock`], so tests can substitute a [`clock::ManualClock`] and feed the wrapper the
 //! instants they feed the model.
 
+pub mod adaptive_limit;
 pub mod breaker;
 pub mod bulkhead;
 pub mod cache;
@@ -57,6 +58,7 @@ pub mod slot;
 pub mod testing;
 pub mod throttle;
 
+pub use adaptive_limit::LiveAdaptiveLimit;
 pub use breaker::LiveBreaker;
 pub use bulkhead::LiveBulkhead;
 pub use cache::LiveCache;

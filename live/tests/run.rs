@@ -67,13 +67,6 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
     let cases: &[(&str, &str)] = &[
         (
             &format!(
-                "{}[adaptive_limits.a]\nlimit_initial = 20\nlimit_max = 200\naimd = {{ backoff_ratio = 0.9, timeout = \"100ms\" }}\n",
-                read(r#"{ db = { name = "main" }, adaptive_limit = "a" }"#)
-            ),
-            "flows.read.steps[0].adaptive_limit",
-        ),
-        (
-            &format!(
                 "{}[faults.f]\ntarget = \"redis\"\nkind = \"crash\"\nat = \"100ms\"\nduration = \"100ms\"\n",
                 read(get)
             ),
@@ -103,10 +96,10 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
         ),
         (
             &format!(
-                "{}[databases.slow]\nlatency = \"1ms\"\ncapacity = 4\n",
+                "{}[databases.slow]\nlatency = \"1ms\"\nmax_connections = 4\n",
                 read(r#"{ db = { name = "slow" } }"#)
             ),
-            "databases.slow.capacity",
+            "databases.slow.max_connections",
         ),
     ];
     for (extra, key) in cases {

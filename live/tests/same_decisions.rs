@@ -636,6 +636,83 @@ fn the_rate_limiter_decides_the_same_live_and_simulated() {
 }
 
 #[test]
+fn the_adaptive_limit_decides_the_same_live_and_simulated() {
+    use outagelab_live::adaptive_limit::{CallEnd, LiveAdaptiveLimit};
+    use outagelab_model::adaptive_limit::{
+        Acquire, AdaptiveLimit, AdaptiveLimitConfig, Algorithm, Outcome,
+    };
+    for algorithm in [Algorithm::AIMD_NETFLIX, Algorithm::GRADIENT2_NETFLIX] {
+        let config = AdaptiveLimitConfig::new(4, 2, 8, algorithm).unwrap();
+        let mut model = AdaptiveLimit::new(config);
+        let clock = ManualClock::new();
+        let live = LiveAdaptiveLimit::with_clock(config, clock.clone());
+        // Rounds of calls admitted together at `at` and ended `rtt` later, each as `end`:
+        // fills to the limit and past it (rejections), fast successes (the limit grows),
+        // drops and slow calls (it shrinks), an ignored call (it stays).
+        let rounds: [(u64, u64, usize, CallEnd); 8] = [
+            (0, 5, 6, CallEnd::Success),
+            (10, 5, 4, CallEnd::Success),
+            (20, 5, 6, CallEnd::Success),
+            (30, 50, 8, CallEnd::Success),
+            (100, 5, 6, CallEnd::Dropped),
+            (200, 5, 3, CallEnd::Ignored),
+            (300, 900, 5, CallEnd::Success),
+            (2000, 5, 9, CallEnd::Success),
+        ];
+        for (round, &(at, rtt, calls, end)) in rounds.iter().enumerate() {
+            clock.set(ms(at));
+            let mut permits = Vec::new();
+            let mut guards = Vec::new();
+            for call in 0..calls {
+                let simulated = match model.try_acquire(ms(at)) {
+                    Acquire::Granted(permit) => {
+                        permits.push(permit);
+                        true
+                    }
+                    Acquire::Rejected => false,
+                };
+                let decided = match live.try_acquire() {
+                    Ok(guard) => {
+                        guards.push(guard);
+                        true
+                    }
+                    Err(_) => false,
+                };
+                assert_eq!(
+                    decided, simulated,
+                    "{algorithm:?} round {round} call {call}"
+                );
+            }
+            clock.set(ms(at + rtt));
+            let rtt = SimDuration::from_millis(rtt);
+            let outcome = match end {
+                CallEnd::Success => Outcome::Success { rtt },
+                CallEnd::Dropped => Outcome::Dropped { rtt },
+                CallEnd::Ignored => Outcome::Ignored,
+            };
+            for (permit, guard) in permits.into_iter().zip(guards) {
+                model.release(ms(at).saturating_add(rtt), permit, outcome);
+                guard.finish(end);
+                assert_eq!(live.limit(), model.limit(), "{algorithm:?} round {round}");
+            }
+            assert_eq!(
+                live.counters(),
+                model.counters(),
+                "{algorithm:?} round {round}"
+            );
+        }
+        let counters = model.counters();
+        assert!(
+            counters.rejected > 0
+                && counters.dropped > 0
+                && counters.limit_max_seen > 4
+                && counters.limit_min_seen < counters.limit_max_seen,
+            "{algorithm:?}: {counters:?}"
+        );
+    }
+}
+
+#[test]
 fn the_cache_decides_the_same_live_and_simulated() {
     use outagelab_live::cache::LiveCache;
     use outagelab_model::cache::{Cache, CacheConfig, CacheKey};

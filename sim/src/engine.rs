@@ -30,8 +30,8 @@ use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease,
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::trace::{Trace, TraceWhat};
 use outagelab_report::{
-    CacheSummary, CountKey, FaultWindow, GaugeKey, InstanceSummary, LockSummary, LogEntry, Outcome,
-    RateLimitSummary, ServiceSummary, Summary, VariantReport, Verdict,
+    CountKey, FaultWindow, GaugeKey, InstanceSummary, LockSummary, LogEntry, Outcome,
+    ServiceSummary, Summary, VariantReport, Verdict,
 };
 
 use crate::callers::{CallNext, CallRef, Callers};
@@ -2458,15 +2458,7 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .zip(&self.caches)
                 .map(|(spec, slot)| {
-                    let counters = slot.cache.counters();
-                    let summary = CacheSummary {
-                        hits: counters.hits,
-                        misses: counters.misses,
-                        expirations: counters.expirations,
-                        evictions: counters.evictions,
-                        invalidations: counters.invalidations,
-                        flushes: counters.flushes,
-                    };
+                    let summary = crate::summaries::cache(&slot.cache.counters());
                     (spec.name.clone(), summary)
                 })
                 .collect(),
@@ -2475,14 +2467,8 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .zip(&self.rate_limits)
                 .map(|(spec, slot)| {
-                    let counters = slot.limiter.counters();
-                    let summary = RateLimitSummary {
-                        enabled: slot.enabled,
-                        admitted: counters.admitted,
-                        rejected: counters.rejected + counters.too_large,
-                        fail_open_admitted: counters.fail_open_admitted,
-                        fail_closed_rejected: counters.fail_closed_rejected,
-                    };
+                    let summary =
+                        crate::summaries::rate_limit(slot.enabled, &slot.limiter.counters());
                     (spec.name.clone(), summary)
                 })
                 .collect(),

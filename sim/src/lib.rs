@@ -32,6 +32,7 @@ mod reconnect_slots;
 mod redis;
 mod rng;
 pub mod scenario;
+pub mod summaries;
 mod throttles;
 mod trace;
 mod versions;

@@ -27,8 +27,8 @@ use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    AdaptiveLimitSummary, BreakerSummary, BulkheadSummary, GaugeKey, LogEntry, Outcome,
-    RetrySummary, SemaphoreSummary, Summary,
+    BreakerSummary, BulkheadSummary, GaugeKey, LogEntry, Outcome, RetrySummary, SemaphoreSummary,
+    Summary,
 };
 
 use crate::journal::{self, Journal};
@@ -580,17 +580,8 @@ impl Policies {
             .iter()
             .zip(&self.adaptive_limits)
             .map(|(spec, slot)| {
-                let counters = slot.limit.counters();
-                let summary = AdaptiveLimitSummary {
-                    enabled: slot.enabled,
-                    admitted: counters.admitted,
-                    rejected: counters.rejected,
-                    dropped: counters.dropped,
-                    final_limit: u64::from(counters.limit),
-                    limit_min_seen: u64::from(counters.limit_min_seen),
-                    limit_max_seen: u64::from(counters.limit_max_seen),
-                    peak_in_flight: u64::from(counters.in_flight_peak),
-                };
+                let summary =
+                    crate::summaries::adaptive_limit(slot.enabled, &slot.limit.counters());
                 (spec.name.clone(), summary)
             })
             .collect();

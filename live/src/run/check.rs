@@ -12,7 +12,7 @@ use std::fmt;
 
 use outagelab_sim::Scenario;
 use outagelab_sim::scenario::{
-    EvictionSamples, FaultKind, FaultTarget, PolicyRef, Reconnect, RedisCommand, StepAction,
+    EvictionSamples, FaultKind, FaultTarget, Reconnect, RedisCommand, StepAction,
 };
 
 /// The most `hz` a Redis server accepts (`CONFIG SET hz`).
@@ -161,23 +161,6 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
     for flow in &scenario.flows {
         for (index, step) in flow.steps.iter().enumerate() {
             let key = |field: &str| format!("flows.{}.steps[{index}].{field}", flow.name);
-            for policy in &step.policies {
-                match policy {
-                    PolicyRef::Breaker(_)
-                    | PolicyRef::Semaphore(_)
-                    | PolicyRef::Bulkhead(_)
-                    | PolicyRef::Retry(_) => {}
-                    PolicyRef::AdaptiveLimit(_) => {
-                        return refuse(
-                            key(policy.kind().name()),
-                            format!(
-                                "no live form of a {} runs in a live run",
-                                policy.kind().name()
-                            ),
-                        );
-                    }
-                }
-            }
             match step.action {
                 StepAction::Redis { command, .. } => match command {
                     RedisCommand::Get

@@ -40,15 +40,15 @@ use outagelab_model::breaker::{BreakerState, CallOutcome};
 use outagelab_model::retry::RetryDecision;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    BreakerSummary, BulkheadSummary, CacheSummary, ConnectionSummary, DatabaseSummary, FaultWindow,
-    Outcome, RateLimitSummary, RetrySummary, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
+    BreakerSummary, BulkheadSummary, ConnectionSummary, DatabaseSummary, FaultWindow, Outcome,
+    RetrySummary, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
 };
 use outagelab_sim::scenario::{
     Arrivals, CacheOp, ClosedLoop, ConnectionId, DatabaseId, FaultKind, FaultSpec, FaultTarget,
     FlowId, KeyFamilyId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef, RedisCommand,
     StepAction, StepSpec,
 };
-use outagelab_sim::{Scenario, StepResult, Stream, key_index};
+use outagelab_sim::{Scenario, StepResult, Stream, key_index, summaries};
 use redis::RedisError;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -57,6 +57,7 @@ use tokio::time::Instant;
 pub use check::{HZ_MAX, Unsupported, check};
 pub use faults::KEY_PREFIX;
 
+use crate::adaptive_limit::{CallEnd, LiveAdaptiveLimit};
 use crate::breaker::LiveBreaker;
 use crate::bulkhead::{BulkheadPermit, Entry, LiveBulkhead};
 use crate::cache::LiveCache;
@@ -171,6 +172,13 @@ struct LiveRetrySlot {
     retry_on: OutcomeSet,
 }
 
+/// An adaptive limit, sampling the errors in `drops` as drops.
+struct LiveAdaptiveLimitSlot {
+    live: LiveAdaptiveLimit,
+    enabled: bool,
+    drops: OutcomeSet,
+}
+
 /// A rate limiter: the model's, deciding on what its store (when it has one) answered.
 struct LiveRateLimitSlot {
     live: LiveRateLimiter,
@@ -192,6 +200,7 @@ struct Run {
     bulkheads: Vec<LiveBulkheadSlot>,
     retries: Vec<LiveRetrySlot>,
     rate_limits: Vec<LiveRateLimitSlot>,
+    adaptive_limits: Vec<LiveAdaptiveLimitSlot>,
     caches: Vec<LiveCache>,
     /// Per database, its stand-in when it has a capacity (a plain sleep otherwise).
     shared_databases: Vec<Option<SharedDatabase>>,
@@ -514,7 +523,26 @@ impl Run {
                         }
                     }
                 }
-                PolicyRef::AdaptiveLimit(_) => unreachable!("refused by the live check"),
+                PolicyRef::AdaptiveLimit(id) => {
+                    let slot = &self.adaptive_limits[id.index()];
+                    if !slot.enabled {
+                        return inner().await;
+                    }
+                    let admitted = slot.live.try_acquire();
+                    self.observe_adaptive_limit(id.index());
+                    let Ok(guard) = admitted else {
+                        return StepEnd::same(StepResult::Error(Outcome::Shed));
+                    };
+                    let end = inner().await;
+                    // The sample is of what the step's I/O returned, as simulated.
+                    guard.finish(match end.io {
+                        StepResult::Ok | StepResult::Hit | StepResult::Miss => CallEnd::Success,
+                        StepResult::Error(kind) if slot.drops.contains(kind) => CallEnd::Dropped,
+                        StepResult::Error(_) => CallEnd::Ignored,
+                    });
+                    self.observe_adaptive_limit(id.index());
+                    end
+                }
             }
         })
     }
@@ -543,6 +571,17 @@ impl Run {
     }
 
     /// Follows the bulkhead's occupancy into its peaks and gauges.
+    /// Sets the adaptive limit's gauges: its limit and its calls in flight.
+    fn observe_adaptive_limit(&self, index: usize) {
+        let live = &self.adaptive_limits[index].live;
+        let (limit, in_flight) = (live.limit(), live.in_flight());
+        let mut recorder = self.recorder();
+        let (limit_gauge, in_flight_gauge) = recorder.adaptive_limits[index];
+        let now = self.now();
+        recorder.set_gauge(now, limit_gauge, u64::from(limit));
+        recorder.set_gauge(now, in_flight_gauge, u64::from(in_flight));
+    }
+
     fn observe_bulkhead(&self, index: usize) {
         let slot = &self.bulkheads[index];
         let (in_use, queued) = slot.live.occupancy();
@@ -859,6 +898,13 @@ async fn drive(
                 live: LiveRateLimiter::with_clock(spec.config, clock),
                 enabled: spec.enabled,
                 store: spec.store,
+            })
+            .collect(),
+        adaptive_limits: (scenario.adaptive_limits.iter())
+            .map(|spec| LiveAdaptiveLimitSlot {
+                live: LiveAdaptiveLimit::with_clock(spec.config, clock),
+                enabled: spec.enabled,
+                drops: spec.drops,
             })
             .collect(),
         caches: (scenario.caches.iter())
@@ -1301,32 +1347,21 @@ fn report(
         );
     }
     for (spec, slot) in scenario.rate_limits.iter().zip(&run.rate_limits) {
-        // As the simulator sums them: a request too large for the bucket is a rejection too.
         let counters = slot.live.counters();
-        summary.rate_limits.insert(
+        (summary.rate_limits).insert(
             spec.name.clone(),
-            RateLimitSummary {
-                enabled: slot.enabled,
-                admitted: counters.admitted,
-                rejected: counters.rejected + counters.too_large,
-                fail_open_admitted: counters.fail_open_admitted,
-                fail_closed_rejected: counters.fail_closed_rejected,
-            },
+            summaries::rate_limit(slot.enabled, &counters),
+        );
+    }
+    for (spec, slot) in scenario.adaptive_limits.iter().zip(&run.adaptive_limits) {
+        let counters = slot.live.counters();
+        summary.adaptive_limits.insert(
+            spec.name.clone(),
+            summaries::adaptive_limit(slot.enabled, &counters),
         );
     }
     for (spec, live) in scenario.caches.iter().zip(&run.caches) {
-        let counters = live.counters();
-        summary.caches.insert(
-            spec.name.clone(),
-            CacheSummary {
-                hits: counters.hits,
-                misses: counters.misses,
-                expirations: counters.expirations,
-                evictions: counters.evictions,
-                invalidations: counters.invalidations,
-                flushes: counters.flushes,
-            },
-        );
+        (summary.caches).insert(spec.name.clone(), summaries::cache(&live.counters()));
     }
     for (spec, slot) in scenario.bulkheads.iter().zip(&run.bulkheads) {
         let [peak_in_use, peak_queued, shed] = *locked(&slot.tally);

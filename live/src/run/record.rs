@@ -90,6 +90,8 @@ pub(crate) struct Recorder {
     /// Attempts a rate limiter refused (a 429, retried or not).
     rejected_attempts: CounterId,
     pub breakers: Vec<GaugeId>,
+    /// Per adaptive limit: its limit, its calls in flight.
+    pub adaptive_limits: Vec<(GaugeId, GaugeId)>,
     /// Per in-process cache: its entries.
     pub cache_entries: Vec<GaugeId>,
     pub semaphores: Vec<(GaugeId, GaugeId)>,
@@ -129,6 +131,14 @@ impl Recorder {
             })
             .collect();
         let rejected_attempts = counter(&metrics, &CountKey::RejectedAttempts);
+        let adaptive_limits = (scenario.adaptive_limits.iter())
+            .map(|a| {
+                (
+                    gauge(&metrics, &GaugeKey::AdaptiveLimit(a.name.clone())),
+                    gauge(&metrics, &GaugeKey::AdaptiveLimitInFlight(a.name.clone())),
+                )
+            })
+            .collect();
         let cache_entries = (scenario.caches.iter())
             .map(|c| gauge(&metrics, &GaugeKey::CacheEntries(c.name.clone())))
             .collect();
@@ -177,6 +187,7 @@ impl Recorder {
             rate_limit_fail_open,
             rejected_attempts,
             breakers,
+            adaptive_limits,
             cache_entries,
             semaphores,
             bulkheads,
