@@ -8,7 +8,9 @@
 //! it: a query whose caller gave up keeps its connection until the query ends, so the retry
 //! goes again on it at 100 ms (not after its 20 ms backoff) and gives up at 120 ms, and the
 //! request queued behind gets the connection only when the second query ends, at 200 ms: it
-//! ends at 320 ms (20 ms, a wait for its own first query, 20 ms). A `finally` step after a
+//! ends at 320 ms (20 ms, a wait for its own first query, 20 ms). With the retry outside the
+//! bulkhead (the default order), the second attempt queues for the connection its first
+//! query still holds and gets it when that query ends: 120 ms. A `finally` step after a
 //! query that fails its request still runs, in the background. An in-process cache in front
 //! of a query serves every request after the first. And a database of capacity 2 shares it
 //! between four 40 ms queries, which all end at 80 ms.
@@ -56,6 +58,23 @@ retry_on = ["timeout"]
 
 [flows.pooled]
 steps = [{ db = { name = "slow", timeout = "20ms" }, bulkhead = "connections", retry = "once", policies = ["bulkhead", "retry"], on_error = "fail" }]
+
+# The retry outside the pool (the default order): the second attempt queues for the
+# connection its own first query still holds, and gets it when that query ends.
+[databases.slow_outside]
+latency = "100ms"
+
+[bulkheads.outside]
+max_concurrent = 1
+queue = 1
+
+[flows.pooled_outside]
+steps = [{ db = { name = "slow_outside", timeout = "20ms" }, bulkhead = "outside", retry = "once", on_error = "fail" }]
+
+[loads.pooled_outside]
+flow = "pooled_outside"
+arrivals = "burst"
+count = 1
 
 # A query that fails its request, then a cleanup that runs however the request ended.
 [flows.cleaned]
@@ -182,7 +201,8 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
             (&1.into(), &1.into()),
             "{connections}"
         );
-        assert_eq!(report["retries"]["once"]["retries"], 2);
+        // Two retries in the pool, one outside it.
+        assert_eq!(report["retries"]["once"]["retries"], 3);
         assert_eq!(report["flows"]["pooled"]["outcomes"]["timeout"], 2);
         // One query at a time: the pool's connection is held by every query until it ends.
         assert_eq!(report["databases"]["slow"]["peak_concurrency"], 1);
@@ -211,6 +231,11 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
     assert!((70.0..110.0).contains(&retried), "{retried}");
     let pooled = max(&live, "pooled");
     assert!((320.0..360.0).contains(&pooled), "{pooled}");
+    // Retried outside the pool: the second attempt waits for the first query's end (100 ms)
+    // for the connection, and times out 20 ms later.
+    assert_eq!(max(&simulated, "pooled_outside"), 120.0);
+    let outside = max(&live, "pooled_outside");
+    assert!((120.0..160.0).contains(&outside), "{outside}");
     // Shared above capacity: all four at 80 ms, none at its 40 ms alone.
     let shared = |report: &serde_json::Value, stat: &str| {
         report["flows"]["shared"]["latency_ms"]["all"][stat]

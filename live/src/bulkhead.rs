@@ -128,6 +128,32 @@ pub struct BulkheadPermit<'a> {
     permit: Option<Permit>,
 }
 
+impl BulkheadPermit<'_> {
+    /// The permit without its guard, for work that outlives the task holding the guard (a
+    /// query whose caller gave up keeps its pool's connection until the database ends it):
+    /// whoever waits for that work gives it back with [`LiveBulkhead::give_back`].
+    pub fn detach(mut self) -> DetachedPermit {
+        DetachedPermit(
+            self.permit
+                .take()
+                .expect("a guard holds its permit until dropped"),
+        )
+    }
+}
+
+/// A permit out of its guard ([`BulkheadPermit::detach`]). Single use, as the model's permit:
+/// given back once with [`LiveBulkhead::give_back`]; dropped without that, its place stays
+/// taken (the end of a run, whose bulkhead goes with it, is the one place that may do so).
+#[must_use = "a detached permit holds its place until it is given back"]
+pub struct DetachedPermit(Permit);
+
+impl LiveBulkhead {
+    /// Gives a detached permit back, as dropping its guard would have.
+    pub fn give_back(&self, permit: DetachedPermit) {
+        LiveBulkhead::release(&mut self.lock(), permit.0);
+    }
+}
+
 impl Drop for BulkheadPermit<'_> {
     fn drop(&mut self) {
         if let Some(permit) = self.permit.take() {
@@ -196,6 +222,27 @@ impl Drop for Queued<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_detached_permit_holds_its_place_until_given_back() {
+        let bulkhead = bulkhead(1, 1);
+        let Entry::Granted(permit) = bulkhead.try_acquire() else {
+            panic!("the first call runs");
+        };
+        let detached = permit.detach();
+        // Its place is still taken: the next call queues.
+        let Entry::Queued(mut queued) = bulkhead.try_acquire() else {
+            panic!("the second call queues");
+        };
+        assert_eq!(bulkhead.occupancy(), (1, 1));
+        assert!(queued.try_take().is_none());
+        bulkhead.give_back(detached);
+        // Given back, it goes to the waiter.
+        let permit = queued.try_take().expect("the waiter has the permit");
+        assert_eq!(bulkhead.occupancy(), (1, 0));
+        drop(permit);
+        assert_eq!(bulkhead.occupancy(), (0, 0));
+    }
 
     fn bulkhead(max: u32, queue: u32) -> LiveBulkhead {
         LiveBulkhead::new(BulkheadConfig::new(max, queue).unwrap())

@@ -107,7 +107,11 @@ impl Calibration {
         } else {
             burst.saturating_sub(sets * per_set_loop)
         };
-        let rate = self.plan.set_bytes as u128 * 1_000_000_000 / per_set_pipe.max(1);
+        // A loop about as slow as the whole burst leaves the pipe next to nothing; a pipe
+        // faster than the loop by more than that is not told apart from it, so its time per
+        // SET is taken as at least a tenth of the loop's.
+        let per_set_pipe = per_set_pipe.max(per_set_loop / 10).max(1);
+        let rate = self.plan.set_bytes as u128 * 1_000_000_000 / per_set_pipe;
         u64::try_from(rate).unwrap_or(u64::MAX)
     }
 
@@ -316,8 +320,9 @@ async fn queued_sets(
     while let Some(joined) = sets.join_next().await {
         joined.expect("a SET task finished")?;
     }
+    let sets_elapsed = started.elapsed();
     let probe_answered = probe.await.expect("the probe task finished")?;
-    Ok((started.elapsed(), probe_answered))
+    Ok((sets_elapsed, probe_answered))
 }
 
 #[cfg(test)]

@@ -5,10 +5,12 @@
 //! cut the network (`stop`, `disconnect`); seed 001's tests take one down by hand.
 //!
 //! Bounds: it binds 127.0.0.1 only; each connection through it is one task that ends when
-//! either side closes, and taking the forwarder down (or dropping it) aborts them all.
+//! either side closes, and taking the forwarder down (or dropping it) aborts them all; a
+//! failed accept is retried after [`ACCEPT_RETRY`], never in a tight loop.
 
 use std::net::Ipv4Addr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
@@ -22,6 +24,8 @@ pub struct Forwarder {
     target: String,
     /// The accepting task while it is up (`None` while down).
     running: Mutex<Option<JoinHandle<()>>>,
+    /// The connections through it, each a task; taken down with it.
+    links: Arc<Mutex<JoinSet<()>>>,
 }
 
 impl Forwarder {
@@ -31,11 +35,13 @@ impl Forwarder {
         let listener = TcpListener::bind((LOOPBACK, 0)).await?;
         let port = listener.local_addr()?.port();
         let target = target.into();
-        let running = tokio::spawn(forward(listener, target.clone()));
+        let links = Arc::new(Mutex::new(JoinSet::new()));
+        let running = tokio::spawn(forward(listener, target.clone(), Arc::clone(&links)));
         Ok(Forwarder {
             port,
             target,
             running: Mutex::new(Some(running)),
+            links,
         })
     }
 
@@ -48,14 +54,17 @@ impl Forwarder {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// Refuses new connections and drops every connection through it; nothing when it is
-    /// already down.
+    /// Refuses new connections and drops every connection through it, both done when it
+    /// returns; nothing when it is already down.
     pub async fn down(&self) {
         let running = self.running.lock().expect("not poisoned").take();
         if let Some(running) = running {
             running.abort();
             let _ = running.await;
         }
+        let mut links = std::mem::take(&mut *self.links.lock().expect("not poisoned"));
+        // Aborts each connection's task and waits for it to end, its sockets closed.
+        links.shutdown().await;
     }
 
     /// Listens again on the same port; nothing when it is already up. An error when the port
@@ -65,7 +74,11 @@ impl Forwarder {
             return Ok(());
         }
         let listener = TcpListener::bind((LOOPBACK, self.port)).await?;
-        let running = tokio::spawn(forward(listener, self.target.clone()));
+        let running = tokio::spawn(forward(
+            listener,
+            self.target.clone(),
+            Arc::clone(&self.links),
+        ));
         *self.running.lock().expect("not poisoned") = Some(running);
         Ok(())
     }
@@ -76,22 +89,29 @@ impl Drop for Forwarder {
         if let Some(running) = self.running.lock().expect("not poisoned").take() {
             running.abort();
         }
+        // Dropping the set aborts each connection's task.
+        drop(std::mem::take(
+            &mut *self.links.lock().expect("not poisoned"),
+        ));
     }
 }
 
-/// Accepts and forwards until aborted; aborting drops the set of connections, which aborts
-/// each of them.
-async fn forward(listener: TcpListener, target: String) {
-    let mut connections = JoinSet::new();
+/// A failed accept (out of file descriptors, say) is tried again after this, not at once.
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
+
+/// Accepts and forwards until aborted, each connection a task in `links`.
+async fn forward(listener: TcpListener, target: String, links: Arc<Mutex<JoinSet<()>>>) {
     loop {
         let Ok((mut inbound, _)) = listener.accept().await else {
+            tokio::time::sleep(ACCEPT_RETRY).await;
             continue;
         };
         let _ = inbound.set_nodelay(true);
-        // Reap finished connections so the set holds only live ones.
-        while connections.try_join_next().is_some() {}
         let target = target.clone();
-        connections.spawn(async move {
+        let mut links = links.lock().expect("not poisoned");
+        // Reap finished connections so the set holds only live ones.
+        while links.try_join_next().is_some() {}
+        links.spawn(async move {
             if let Ok(mut outbound) = TcpStream::connect(target.as_str()).await {
                 let _ = outbound.set_nodelay(true);
                 let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;

@@ -59,7 +59,7 @@ pub use faults::KEY_PREFIX;
 
 use crate::adaptive_limit::{CallEnd, LiveAdaptiveLimit};
 use crate::breaker::LiveBreaker;
-use crate::bulkhead::{BulkheadPermit, Entry, LiveBulkhead};
+use crate::bulkhead::{DetachedPermit, Entry, LiveBulkhead};
 use crate::cache::LiveCache;
 use crate::clock::{Clock, TokioClock, std_duration};
 use crate::forwarder::Forwarder;
@@ -248,12 +248,6 @@ async fn work_done(mut work: WorkDone) {
     let _ = work.wait_for(|done| *done).await;
 }
 
-/// Bulkhead permits a request keeps after its step, each until the work that outlived the
-/// step is done (the simulator's `Exit::Kept`: a query whose caller gave up holds its pool's
-/// connection until the database ends it). The request's task gives them back when its
-/// flow is over, so they borrow from the run for as long as the task holds it.
-type Kept<'a> = Mutex<Vec<(usize, BulkheadPermit<'a>, WorkDone)>>;
-
 type StepFuture<'a> = Pin<Box<dyn Future<Output = StepEnd> + Send + 'a>>;
 
 impl Run {
@@ -287,31 +281,25 @@ impl Run {
     /// One request of `flow`, sent at `sent` (the instant the file says).
     async fn request(self: Arc<Self>, flow: FlowId, key_seed: u64, sent: SimTime) {
         self.recorder().arrived(self.now(), flow);
-        let kept = Kept::default();
-        let outcome = self.flow(flow, key_seed, &kept).await;
+        let outcome = self.flow(flow, key_seed).await;
         self.recorder().ended(self.now(), flow, sent, outcome);
         self.check_done();
-        self.give_back(kept).await;
     }
 
-    /// Gives back each kept permit once the work it was kept for is done.
-    async fn give_back(&self, kept: Kept<'_>) {
-        let kept = kept.into_inner().unwrap_or_else(PoisonError::into_inner);
-        // Bounded: one wait per permit kept, each ended by its query's end (or the run's).
-        for (bulkhead, permit, work) in kept {
+    /// Keeps bulkhead `index`'s `permit` until `work` is done, then gives it back (the
+    /// simulator's `Exit::Kept`: a query whose caller gave up holds its pool's connection
+    /// until the database ends it), on a task of its own, whatever its request does meanwhile.
+    fn keep_until_done(self: &Arc<Self>, index: usize, permit: DetachedPermit, work: WorkDone) {
+        let run = Arc::clone(self);
+        self.spawn(async move {
             work_done(work).await;
-            drop(permit);
-            self.observe_bulkhead(bulkhead);
-        }
+            run.bulkheads[index].live.give_back(permit);
+            run.observe_bulkhead(index);
+        });
     }
 
     /// Runs the steps of `flow` for one request, routed as the simulator routes them.
-    async fn flow<'a>(
-        self: &'a Arc<Self>,
-        flow: FlowId,
-        key_seed: u64,
-        kept: &Kept<'a>,
-    ) -> Outcome {
+    async fn flow(self: &Arc<Self>, flow: FlowId, key_seed: u64) -> Outcome {
         let steps = &self.scenario.flows[flow.index()].steps;
         let mut index = 0;
         // Bounded: each turn moves to a later step.
@@ -321,7 +309,7 @@ impl Run {
                 index += 1;
                 continue;
             }
-            let result = self.step(flow, step, key_seed, kept).await;
+            let result = self.step(flow, step, key_seed).await;
             match (result, step.on_hit, step.on_error) {
                 (StepResult::Hit, OnHit::Finish, _) => {
                     self.run_skipped_finally(flow, index + 1..steps.len(), key_seed);
@@ -376,35 +364,31 @@ impl Run {
         let run = Arc::clone(self);
         self.spawn(async move {
             let step = &run.scenario.flows[flow.index()].steps[index];
-            let kept = Kept::default();
-            let outcome = match run.step(flow, step, key_seed, &kept).await {
+            let outcome = match run.step(flow, step, key_seed).await {
                 StepResult::Error(kind) => kind,
                 StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
             };
             run.recorder().background_ended(run.now(), flow, outcome);
-            run.give_back(kept).await;
         });
     }
 
-    fn step<'a: 'k, 'k>(
+    fn step<'a>(
         self: &'a Arc<Self>,
         flow: FlowId,
         step: &'a StepSpec,
         key_seed: u64,
-        kept: &'k Kept<'a>,
-    ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 'k>> {
-        Box::pin(async move { self.layers(flow, step, 0, key_seed, kept).await.result })
+    ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 'a>> {
+        Box::pin(async move { self.layers(flow, step, 0, key_seed).await.result })
     }
 
     /// The step's policies from position `depth` inwards, then its action.
-    fn layers<'a: 'k, 'k>(
+    fn layers<'a>(
         self: &'a Arc<Self>,
         flow: FlowId,
         step: &'a StepSpec,
         depth: usize,
         key_seed: u64,
-        kept: &'k Kept<'a>,
-    ) -> StepFuture<'k> {
+    ) -> StepFuture<'a> {
         Box::pin(async move {
             let Some(&policy) = step.policies.get(depth) else {
                 let (io, work) = self.act(flow, step, key_seed).await;
@@ -414,7 +398,7 @@ impl Run {
                     work,
                 };
             };
-            let inner = || self.layers(flow, step, depth + 1, key_seed, kept);
+            let inner = || self.layers(flow, step, depth + 1, key_seed);
             match policy {
                 PolicyRef::Breaker(id) => {
                     let slot = &self.breakers[id.index()];
@@ -484,7 +468,9 @@ impl Run {
                     match &end.work {
                         // A bulkhead in front of a database stands for its connection pool:
                         // a query whose caller gave up holds its connection until it ends.
-                        Some(work) => locked(kept).push((id.index(), permit, work.clone())),
+                        Some(work) => {
+                            self.keep_until_done(id.index(), permit.detach(), work.clone())
+                        }
                         None => {
                             drop(permit);
                             self.observe_bulkhead(id.index());
@@ -512,7 +498,8 @@ impl Run {
                             RetryDecision::Retry { at } => {
                                 let wait = at.saturating_since(self.now());
                                 tokio::time::sleep(std_duration(wait)).await;
-                                if let (Some(work), true) = (end.work, in_a_pool(step, depth)) {
+                                if let (Some(work), true) = (end.work, self.in_a_pool(step, depth))
+                                {
                                     // The retry runs inside a pool whose connection the
                                     // abandoned query still holds: it goes again on that
                                     // connection once the query is over, as simulated.
@@ -570,7 +557,16 @@ impl Run {
         recorder.set_gauge(self.now(), gauge, level);
     }
 
-    /// Follows the bulkhead's occupancy into its peaks and gauges.
+    /// Whether a layer outside position `depth` of `step` stands for a connection pool (an
+    /// enabled bulkhead, as the simulator's `pools_work`), so that work outliving an attempt
+    /// keeps it busy.
+    fn in_a_pool(&self, step: &StepSpec, depth: usize) -> bool {
+        step.policies[..depth].iter().any(|policy| match policy {
+            PolicyRef::Bulkhead(id) => self.bulkheads[id.index()].enabled,
+            _ => false,
+        })
+    }
+
     /// Sets the adaptive limit's gauges: its limit and its calls in flight.
     fn observe_adaptive_limit(&self, index: usize) {
         let live = &self.adaptive_limits[index].live;
@@ -582,6 +578,7 @@ impl Run {
         recorder.set_gauge(now, in_flight_gauge, u64::from(in_flight));
     }
 
+    /// Follows the bulkhead's occupancy into its peaks and gauges.
     fn observe_bulkhead(&self, index: usize) {
         let slot = &self.bulkheads[index];
         let (in_use, queued) = slot.live.occupancy();
@@ -956,15 +953,8 @@ async fn drive(
             run.sleep_until(fault.at).await;
             let start = run.now();
             let rest = end_at.saturating_since(start);
-            let injected = if cuts_network(&fault) {
-                cut_network(&run, &forwarders, &admin, &fault).await
-            } else {
-                admin.inject(&fault, rest).await
-            };
-            match injected {
-                Ok(note) => locked(&notes).extend(note),
-                Err(error) => locked(&errors).push(format!("faults.{}: {error}", fault.name)),
-            }
+            // Its window is the report's from the instant it starts: an injection that lasts
+            // the fault (a DEBUG SLEEP, a cut network) may be aborted by the run's end.
             let ms = |t: SimTime| t.as_nanos() as f64 / 1e6;
             locked(&windows).push((
                 index,
@@ -976,6 +966,15 @@ async fn drive(
                     end_ms: fault.duration.map(|d| ms(start.saturating_add(d))),
                 },
             ));
+            let injected = if cuts_network(&fault) {
+                cut_network(&run, &forwarders, &admin, &fault).await
+            } else {
+                admin.inject(&fault, rest).await
+            };
+            match injected {
+                Ok(note) => locked(&notes).extend(note),
+                Err(error) => locked(&errors).push(format!("faults.{}: {error}", fault.name)),
+            }
         });
     }
     for (index, shared) in run.shared_databases.iter().enumerate() {
@@ -1051,14 +1050,6 @@ async fn drive(
     ))
 }
 
-/// Whether a layer outside position `depth` of `step` stands for a connection pool (an
-/// enabled bulkhead), so that work outliving an attempt keeps it busy.
-fn in_a_pool(step: &StepSpec, depth: usize) -> bool {
-    step.policies[..depth]
-        .iter()
-        .any(|policy| matches!(policy, PolicyRef::Bulkhead(_)))
-}
-
 /// Whether `fault` cuts the network rather than commanding the server: a live run injects
 /// it at the forwarders.
 fn cuts_network(fault: &FaultSpec) -> bool {
@@ -1101,13 +1092,16 @@ async fn cut_network(
         return Ok(None);
     };
     run.sleep_until(fault.at.saturating_add(duration)).await;
-    if fault.kind == FaultKind::Stop {
-        admin.restart(&run.scenario).await?;
-    }
+    let restarted = match fault.kind {
+        FaultKind::Stop => admin.restart(&run.scenario).await,
+        _ => Ok(()),
+    };
+    // Up again even if the restart failed: the run fails with that error, not with a network
+    // left cut as well.
     for forwarder in &cut {
         forwarder.up().await?;
     }
-    Ok(None)
+    restarted.map(|()| None)
 }
 
 /// Reads the server's memory once a bucket, for its series (`used_memory`, keys evicted and
