@@ -372,3 +372,33 @@ at = "1100ms"
     assert!((200.0..230.0).contains(&hang.start_ms), "{hang:?}");
     assert!(keys_left(&server).await.is_empty());
 }
+
+/// A preloaded server: the keys the file's server starts with are written before the run, so
+/// every read of them hits and no request reaches the database, live as simulated. And the
+/// run deletes them afterwards.
+#[tokio::test(flavor = "current_thread")]
+async fn preloaded_keys_are_there_when_the_run_starts() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let text = BASE.replace(
+        "[servers.redis]\nhz = 100\n",
+        "[servers.redis]\nhz = 100\npreload = [{ key = \"k\", value = \"1KiB\" }]\n",
+    ) + "[flows.read]\nsteps = [\n  \
+           { redis = { command = \"GET\", connection = \"c\", key = \"k\" }, on_hit = \"finish\" },\n  \
+           { db = { name = \"main\" } },\n]\n";
+    let scenario = scenario(&text);
+    let live = run_live(&server, &scenario).await;
+    let simulated = outagelab_sim::run(&scenario).unwrap();
+    for (name, summary) in [("live", &live.summary), ("simulated", &simulated.summary)] {
+        assert_eq!(summary.requests, 20, "{name}");
+        assert_eq!(
+            summary.databases["main"].queries, 0,
+            "{name}: every read hit"
+        );
+    }
+    assert!(
+        keys_left(&server).await.is_empty(),
+        "the run deleted what it preloaded"
+    );
+}

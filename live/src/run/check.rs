@@ -64,12 +64,6 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
     }
     for server in &scenario.servers {
         let key = |field: &str| format!("servers.{}.{field}", server.name);
-        if !server.preload.is_empty() {
-            return refuse(
-                key("preload"),
-                "preloaded keys are not written by a live run",
-            );
-        }
         if server.memory.samples == EvictionSamples::Exact {
             return refuse(
                 key("maxmemory_samples"),

@@ -35,6 +35,14 @@ use crate::clock::std_duration;
 /// under it are deleted before each run and after it.
 pub const KEY_PREFIX: &str = "outagelab:live:";
 
+/// The name a live run gives the key `index` of the family `family`.
+pub(crate) fn live_key(family: &str, index: u32) -> String {
+    format!("{KEY_PREFIX}{family}:{index}")
+}
+
+/// Preloaded keys are written this many to a pipeline.
+const PRELOAD_BATCH: u32 = 256;
+
 /// How long an admin command may take beyond the fault it injects.
 pub const ADMIN_WAIT_MAX: Duration = Duration::from_secs(10);
 
@@ -99,12 +107,48 @@ impl Admin {
             }
         }
         self.delete_run_keys().await?;
+        self.preload(scenario).await?;
         self.apply_settings(scenario).await?;
         self.query(
             &redis::cmd("CONFIG").arg("RESETSTAT").clone(),
             Duration::ZERO,
         )
         .await?;
+        Ok(())
+    }
+
+    /// Writes the keys the file's server starts with (`preload`: the first `count` keys of a
+    /// family, each a value of `value_bytes`, without expiry), before its memory limit is
+    /// set, as the simulated server holds them from the start. Bounded: one pipeline per
+    /// [`PRELOAD_BATCH`] keys.
+    async fn preload(&self, scenario: &Scenario) -> RedisResult<()> {
+        let Some(server) = scenario.servers.first() else {
+            return Ok(());
+        };
+        for preload in &server.preload {
+            let family = &scenario.keys[preload.family.index()].name;
+            let value = vec![b'x'; preload.value_bytes as usize];
+            let mut start = 0;
+            while start < preload.count {
+                let end = preload.count.min(start + PRELOAD_BATCH);
+                let mut pipeline = redis::pipe();
+                for index in start..end {
+                    pipeline.set(live_key(family, index), &value[..]).ignore();
+                }
+                let mut connection = self.connection.clone();
+                let bounded = tokio::time::timeout(
+                    ADMIN_WAIT_MAX,
+                    pipeline.query_async::<()>(&mut connection),
+                );
+                bounded.await.map_err(|_| {
+                    RedisError::from(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the server did not take the preloaded keys",
+                    ))
+                })??;
+                start = end;
+            }
+        }
         Ok(())
     }
 

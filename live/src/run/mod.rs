@@ -643,7 +643,7 @@ impl Run {
     ) -> StepResult {
         let family = &self.scenario.keys[key.index()];
         let index = key_index(key_seed, key.0, family.count, family.distribution);
-        let key = format!("{KEY_PREFIX}{}:{index}", family.name);
+        let key = faults::live_key(&family.name, index);
         let issued = self.now();
         self.recorder().command_issued(issued, connection.index());
         let (result, ending) = self.connections[connection.index()]
