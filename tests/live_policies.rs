@@ -10,7 +10,8 @@
 //! request queued behind gets the connection only when the second query ends, at 200 ms: it
 //! ends at 320 ms (20 ms, a wait for its own first query, 20 ms). With the retry outside the
 //! bulkhead (the default order), the second attempt queues for the connection its first
-//! query still holds and gets it when that query ends: 120 ms. A `finally` step after a
+//! query still holds and gets it when that query ends: 120 ms. Inside a bulkhead that is off
+//! the retry does not wait for the query: 60 ms. A `finally` step after a
 //! query that fails its request still runs, in the background. An in-process cache in front
 //! of a query serves every request after the first. And a database of capacity 2 shares it
 //! between four 40 ms queries, which all end at 80 ms.
@@ -73,6 +74,24 @@ steps = [{ db = { name = "slow_outside", timeout = "20ms" }, bulkhead = "outside
 
 [loads.pooled_outside]
 flow = "pooled_outside"
+arrivals = "burst"
+count = 1
+
+# The same retry inside a bulkhead that is switched off: no pool, so the retry goes after its
+# backoff (at 40 ms) without waiting for the first query, and gives up at 60 ms.
+[databases.slow_unpooled]
+latency = "100ms"
+
+[bulkheads.off]
+enabled = false
+max_concurrent = 1
+queue = 0
+
+[flows.unpooled]
+steps = [{ db = { name = "slow_unpooled", timeout = "20ms" }, bulkhead = "off", retry = "once", policies = ["bulkhead", "retry"], on_error = "fail" }]
+
+[loads.unpooled]
+flow = "unpooled"
 arrivals = "burst"
 count = 1
 
@@ -201,8 +220,8 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
             (&1.into(), &1.into()),
             "{connections}"
         );
-        // Two retries in the pool, one outside it.
-        assert_eq!(report["retries"]["once"]["retries"], 3);
+        // Two retries in the pool, one outside it, one in the bulkhead that is off.
+        assert_eq!(report["retries"]["once"]["retries"], 4);
         assert_eq!(report["flows"]["pooled"]["outcomes"]["timeout"], 2);
         // One query at a time: the pool's connection is held by every query until it ends.
         assert_eq!(report["databases"]["slow"]["peak_concurrency"], 1);
@@ -236,6 +255,10 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
     assert_eq!(max(&simulated, "pooled_outside"), 120.0);
     let outside = max(&live, "pooled_outside");
     assert!((120.0..160.0).contains(&outside), "{outside}");
+    // A bulkhead that is off pools nothing: the retry does not wait for the first query.
+    assert_eq!(max(&simulated, "unpooled"), 60.0);
+    let unpooled = max(&live, "unpooled");
+    assert!((60.0..100.0).contains(&unpooled), "{unpooled}");
     // Shared above capacity: all four at 80 ms, none at its 40 ms alone.
     let shared = |report: &serde_json::Value, stat: &str| {
         report["flows"]["shared"]["latency_ms"]["all"][stat]
