@@ -43,7 +43,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{outagelab, scratch};
+use common::{outagelab, read_report, scratch};
 use outagelab_live::testing::RedisServer;
 
 const FILE: &str = "scenarios/shared-connection-hol.toml";
@@ -75,9 +75,7 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
 /// The INCR latency (ms) of `flow` in the variant `{variant} / K={k}` of a report.
 fn incr_latency(report: &serde_json::Value, variant: &str, flow: &str, k: u64) -> f64 {
     let name = format!("{variant} / K={k}");
-    let variant = (report["variants"].as_array().unwrap().iter())
-        .find(|v| v["name"] == name)
-        .unwrap_or_else(|| panic!("no variant {name}"));
+    let variant = common::variant(report, &name);
     let all = &variant["summary"]["flows"][flow]["latency_ms"]["all"];
     assert_eq!(all["count"], 1, "one INCR in {flow} of {name}");
     all["max"].as_f64().unwrap()
@@ -86,10 +84,6 @@ fn incr_latency(report: &serde_json::Value, variant: &str, flow: &str, k: u64) -
 /// The shared and the separate INCR of `variant` at K = `k`.
 fn incrs(report: &serde_json::Value, variant: &str, k: u64) -> [f64; 2] {
     ["incr_shared", "incr_separate"].map(|flow| incr_latency(report, variant, flow, k))
-}
-
-fn read(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// One round: this machine's figures (`outagelab calibrate`), the live curve (`outagelab
@@ -159,7 +153,7 @@ fn round(server: &RedisServer, dir: &Path, index: usize) -> Round {
                 &[&args[..], &["--json", json.to_str().unwrap()]].concat(),
                 &[0],
             );
-            incrs(&read(&json), LIVE_VARIANT, k)
+            incrs(&read_report(&json), LIVE_VARIANT, k)
         })
         .collect();
     Round {
@@ -186,7 +180,7 @@ fn simulated(snippet: &str, dir: &Path, index: usize) -> Vec<[f64; 2]> {
         ],
         &[0, 1],
     );
-    let report = read(&json);
+    let report = read_report(&json);
     KS.iter()
         .map(|&k| incrs(&report, ROUND_VARIANT, k))
         .collect()

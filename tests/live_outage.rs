@@ -19,16 +19,12 @@
 
 mod common;
 
-use common::{scratch, succeed};
+use common::{read_report, scratch, simulated_and_live, succeed};
 use outagelab_live::testing::RedisServer;
 
 const FILE: &str = "scenarios/forwarder-outage.toml";
 const VARIANTS: [&str; 2] = ["network cut", "one link cut"];
 const CONNECTIONS: [&str; 3] = ["cache", "limits", "budgets"];
-
-fn read(path: &std::path::Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// What a connection did in one variant of a report.
 #[derive(Debug, PartialEq)]
@@ -43,9 +39,7 @@ struct Seen {
 }
 
 fn seen(report: &serde_json::Value, variant: &str, connection: &str) -> Seen {
-    let variant = (report["variants"].as_array().unwrap().iter())
-        .find(|v| v["name"] == variant)
-        .unwrap_or_else(|| panic!("no variant {variant}"));
+    let variant = common::variant(report, variant);
     let summary = &variant["summary"]["connections"][connection];
     let number = |value: &serde_json::Value| value.as_u64().unwrap();
     let buckets = &variant["series"]["counts"][format!("connections.{connection}.fail_open")];
@@ -85,18 +79,8 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
         return;
     };
     let dir = scratch("live-outage");
-    let (simulated, live) = (dir.join("simulated.json"), dir.join("live.json"));
-    succeed(&["run", FILE, "--json", simulated.to_str().unwrap()]);
     let address = server.address();
-    succeed(&[
-        "live",
-        FILE,
-        "--redis",
-        &address,
-        "--json",
-        live.to_str().unwrap(),
-    ]);
-    let (simulated, live) = (read(&simulated), read(&live));
+    let (simulated, live) = simulated_and_live(FILE, &address, &dir, &[]);
     for variant in VARIANTS {
         for connection in CONNECTIONS {
             let (sim, measured) = (
@@ -129,9 +113,7 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
     // (and unchecked while the store was cut off).
     for variant in VARIANTS {
         let decisions = |report: &serde_json::Value| {
-            let variant = (report["variants"].as_array().unwrap().iter())
-                .find(|v| v["name"] == variant)
-                .unwrap();
+            let variant = common::variant(report, variant);
             let limiter = &variant["summary"]["rate_limits"]["tenant"];
             ["admitted", "rejected", "fail_open_admitted"].map(|key| limiter[key].as_u64().unwrap())
         };
@@ -161,7 +143,7 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
         "--json",
         short.to_str().unwrap(),
     ]);
-    let faults = &read(&short)["variants"][0]["faults"];
+    let faults = &read_report(&short)["variants"][0]["faults"];
     assert_eq!(faults.as_array().map(Vec::len), Some(1), "{faults}");
     assert_eq!(faults[0]["name"], "network", "{faults}");
     let start = faults[0]["start_ms"].as_f64().unwrap();

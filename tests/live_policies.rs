@@ -21,7 +21,7 @@
 
 mod common;
 
-use common::{scratch, succeed};
+use common::{scratch, simulated_and_live};
 use outagelab_live::testing::RedisServer;
 
 const FILE: &str = r#"[scenario]
@@ -163,14 +163,6 @@ arrivals = "burst"
 count = 2
 "#;
 
-fn summary(args: &[&str]) -> serde_json::Value {
-    succeed(args);
-    let json = args[args.iter().position(|&a| a == "--json").unwrap() + 1];
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-    report["variants"][0]["summary"].clone()
-}
-
 #[test]
 fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
     let Some(server) = RedisServer::start() else {
@@ -179,21 +171,12 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
     let dir = scratch("live-policies");
     let file = dir.join("policies.toml");
     std::fs::write(&file, FILE).unwrap();
-    let (file, simulated, live) = (
-        file.to_str().unwrap(),
-        dir.join("simulated.json"),
-        dir.join("live.json"),
+    let (simulated, live) =
+        simulated_and_live(file.to_str().unwrap(), &server.address(), &dir, &[]);
+    let (simulated, live) = (
+        simulated["variants"][0]["summary"].clone(),
+        live["variants"][0]["summary"].clone(),
     );
-    let simulated = summary(&["run", file, "--json", simulated.to_str().unwrap()]);
-    let address = server.address();
-    let live = summary(&[
-        "live",
-        file,
-        "--redis",
-        &address,
-        "--json",
-        live.to_str().unwrap(),
-    ]);
     for report in [&simulated, &live] {
         let pool = &report["bulkheads"]["pool"];
         assert_eq!(

@@ -12,22 +12,15 @@
 
 mod common;
 
-use common::{scratch, succeed};
+use common::{scratch, simulated_and_live};
 use outagelab_live::testing::RedisServer;
 
 const FILE: &str = "scenarios/retry-storm.toml";
 const VARIANTS: [&str; 3] = ["no retries", "3 attempts", "3 attempts, 10% budget"];
 
-fn read(path: &std::path::Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 /// Requests ended ok, queries run, retries granted.
 fn figures(report: &serde_json::Value, variant: &str) -> [u64; 3] {
-    let variant = (report["variants"].as_array().unwrap().iter())
-        .find(|v| v["name"] == variant)
-        .unwrap_or_else(|| panic!("no variant {variant}"));
-    let summary = &variant["summary"];
+    let summary = &common::variant(report, variant)["summary"];
     [
         &summary["outcomes"]["ok"],
         &summary["databases"]["main"]["queries"],
@@ -42,18 +35,7 @@ fn a_retry_storm_overloads_the_database_live_as_simulated() {
         return;
     };
     let dir = scratch("live-retry-storm");
-    let (simulated, live) = (dir.join("simulated.json"), dir.join("live.json"));
-    succeed(&["run", FILE, "--json", simulated.to_str().unwrap()]);
-    let address = server.address();
-    succeed(&[
-        "live",
-        FILE,
-        "--redis",
-        &address,
-        "--json",
-        live.to_str().unwrap(),
-    ]);
-    let (simulated, live) = (read(&simulated), read(&live));
+    let (simulated, live) = simulated_and_live(FILE, &server.address(), &dir, &[]);
     for variant in VARIANTS {
         let (sim, measured) = (figures(&simulated, variant), figures(&live, variant));
         println!("{variant}: ok, queries, retries: simulated {sim:?}, live {measured:?}");
