@@ -618,15 +618,16 @@ impl Run {
             StepResult::Ok | StepResult::Hit | StepResult::Miss => slot.live.try_acquire(1),
             StepResult::Error(_) => slot.live.on_store_unreachable(1),
         };
-        let mut recorder = self.recorder();
-        let now = self.now();
-        if let (StepResult::Error(_), RateDecision::Admit) = (io, decision) {
-            recorder.rate_limit_failed_open(now, limiter.index());
-        }
-        match decision {
-            RateDecision::Admit => StepResult::Ok,
-            RateDecision::Reject { .. } | RateDecision::TooLarge => {
-                recorder.rejected_attempt(now); // a 429, retried or not
+        // The recorder is taken only for what it counts: most checks admit a store's answer.
+        match (decision, io) {
+            (RateDecision::Admit, StepResult::Error(_)) => {
+                self.recorder()
+                    .rate_limit_failed_open(self.now(), limiter.index());
+                StepResult::Ok
+            }
+            (RateDecision::Admit, _) => StepResult::Ok,
+            (RateDecision::Reject { .. } | RateDecision::TooLarge, _) => {
+                self.recorder().rejected_attempt(self.now()); // a 429, retried or not
                 StepResult::Error(Outcome::RateLimited)
             }
         }
