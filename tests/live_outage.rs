@@ -61,16 +61,16 @@ fn seen(report: &serde_json::Value, variant: &str, connection: &str) -> Seen {
     }
 }
 
-/// `live` within 5% of `simulated`, or within 3 for small counts: a live caller arriving on
-/// the edge of a bucket, or of a token, can fall on the other side (the limiter's 26
-/// rejections were 28 in one live run). Equal when the simulation says none.
-fn close_to(live: u64, simulated: u64) -> bool {
+/// `live` within 5% of `simulated`, or within 3 for small counts, and `extra` more: a live
+/// caller arriving on the edge of a bucket, or of a token, can fall on the other side (the
+/// limiter's 26 rejections were 28 in one live run). Equal when the simulation says none.
+fn close_to(live: u64, simulated: u64, extra: u64) -> bool {
     let slack = if simulated == 0 {
         0
     } else {
         (simulated / 20).max(3)
     };
-    live.abs_diff(simulated) <= slack
+    live.abs_diff(simulated) <= slack + extra
 }
 
 #[test]
@@ -98,8 +98,8 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
                 _ => panic!("one side failed open and the other did not: {context}"),
             }
             assert!(
-                close_to(measured.fail_open, sim.fail_open)
-                    && close_to(measured.commands, sim.commands),
+                close_to(measured.fail_open, sim.fail_open, 0)
+                    && close_to(measured.commands, sim.commands, 0),
                 "fail-open or command counts further apart than close_to allows: {context}"
             );
             assert_eq!(
@@ -118,14 +118,25 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
             ["admitted", "rejected", "fail_open_admitted"].map(|key| limiter[key].as_u64().unwrap())
         };
         let (sim, measured) = (decisions(&simulated), decisions(&live));
+        // A runner that woke late (a busy machine) sent what was due as a burst, and a full
+        // bucket lost the tokens of the time lost: 150 a second of it (the run's start, which
+        // was the case in CI once, is opened again until it is on time).
+        let runner = &common::variant(&live, variant)["runner"];
+        let lost_tokens = if runner["late_wakes"].as_u64().unwrap() > 0 {
+            (150.0 * runner["worst_lateness_ms"].as_f64().unwrap() / 1e3).ceil() as u64
+        } else {
+            0
+        };
         println!(
-            "{variant}, the limiter's admitted, rejected, fail-open: simulated {sim:?}, live {measured:?}"
+            "{variant}, the limiter's admitted, rejected, fail-open: simulated {sim:?}, live \
+             {measured:?}; the live runner's timing {runner}"
         );
         assert!(
             sim.iter()
                 .zip(&measured)
-                .all(|(&sim, &live)| close_to(live, sim)),
-            "{variant}: the limiter decided otherwise: simulated {sim:?}, live {measured:?}"
+                .all(|(&sim, &live)| close_to(live, sim, lost_tokens)),
+            "{variant}: the limiter decided otherwise: simulated {sim:?}, live {measured:?}, \
+             the runner's timing {runner}"
         );
     }
     // A run that ends while the network is still cut lists the fault all the same, from its

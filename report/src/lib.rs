@@ -78,6 +78,33 @@ pub struct VariantReport {
     /// Log entries a source could not keep (it keeps a bounded number).
     #[serde(skip)]
     pub log_dropped: u64,
+    /// How well a live run's runner kept the file's times (absent from a simulated report,
+    /// whose times are exact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<RunnerTiming>,
+}
+
+/// How late a live run's runner woke for what the file times: an open loop's arrivals, a
+/// closed-loop caller's next send, a fault's start. A runner that wakes late sends a burst of
+/// what was due meanwhile, and what a late burst changes is the reader's to judge: nothing,
+/// mostly, but a rate limiter's bucket that was full lost the tokens it would have gained
+/// (`rate x worst_lateness_ms`), so counts on a limit's edge move by that much.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunnerTiming {
+    /// Wake-ups for a timed instant (arrivals, sends, fault starts).
+    pub wakes: u64,
+    /// Of them, those more than [`RunnerTiming::LATE_MS`] late.
+    pub late_wakes: u64,
+    /// The latest wake-up's lateness, and the instant it was due, in milliseconds.
+    pub worst_lateness_ms: f64,
+    pub worst_due_ms: f64,
+}
+
+impl RunnerTiming {
+    /// A wake-up later than this is late. tokio's timers have a resolution of a millisecond,
+    /// and a quiet machine here wakes up to 6 ms late now and then; ten is the runner not
+    /// keeping up.
+    pub const LATE_MS: f64 = 10.0;
 }
 
 /// One state change of a run: a breaker's transition, a reconnect slot's link made or lost, a

@@ -294,6 +294,7 @@ mod tests {
                 series,
                 log: Vec::new(),
                 log_dropped: 0,
+                runner: None,
             }],
         }
     }

@@ -2621,6 +2621,7 @@ impl<'s> Simulator<'s> {
             series,
             log,
             log_dropped,
+            runner: None,
         }
     }
 

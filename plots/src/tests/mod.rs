@@ -38,6 +38,7 @@ fn variant(name: &str, faults: Vec<FaultWindow>, series: Series) -> VariantRepor
         series,
         log: Vec::new(),
         log_dropped: 0,
+        runner: None,
     }
 }
 
