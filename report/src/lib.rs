@@ -85,7 +85,9 @@ pub struct VariantReport {
 }
 
 /// How late a live run's runner woke for what the file times: an open loop's arrivals, a
-/// closed-loop caller's next send, a fault's start. A runner that wakes late sends a burst of
+/// closed-loop caller's next send, a fault's start. Its one loop may have been busy (seed
+/// 000's INCR, due while the loop builds a burst of big SETs, is late by design: that is the
+/// client's head-of-line blocking), or the machine. A runner that wakes late sends a burst of
 /// what was due meanwhile, and what a late burst changes is the reader's to judge: nothing,
 /// mostly, but a rate limiter's bucket that was full lost the tokens it would have gained
 /// (`rate x worst_lateness_ms`), so counts on a limit's edge move by that much.

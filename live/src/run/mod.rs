@@ -1050,9 +1050,10 @@ async fn drive(
     if timing.late_wakes > 0 {
         notes.push(format!(
             "{name}: {} of {} timed wake-ups (arrivals, sends, fault starts) came more than \
-             {} ms late, the latest {:.1} ms late (due at {:.1} ms): the machine did not keep \
-             the file's times, and a late runner sends what was due as a burst (the report's \
-             `runner` has the figures)",
+             {} ms late, the latest {:.1} ms late (due at {:.1} ms): the runner's one loop was \
+             busy (building or writing a burst, as a real client's is) or the machine was, and \
+             a late runner sends what was due as a burst (the report's `runner` has the \
+             figures)",
             timing.late_wakes,
             timing.wakes,
             RunnerTiming::LATE_MS,
