@@ -145,6 +145,9 @@ pub struct RawConnection {
 #[serde(deny_unknown_fields)]
 pub struct RawClientLoop {
     pub write_rate: Spanned<Text>,
+    /// The writer's turn: both or neither.
+    pub copy_rate: Option<Spanned<Text>>,
+    pub copy_before_yield: Option<Spanned<Size>>,
 }
 
 #[derive(Clone, Deserialize)]
@@ -984,6 +987,7 @@ impl<'de> Deserialize<'de> for Whole {
 }
 
 /// A size: a whole number of bytes, or a string with a unit such as `"2MiB"`.
+#[derive(Clone)]
 pub enum Size {
     Bytes(u64),
     Text(String),

@@ -346,10 +346,47 @@ impl<'a> Validator<'a> {
             Some(v.server(name, server, &names, &keys))
         });
         let client_loops = self.each(&raw.client_loops, |v, name, client_loop| {
-            let key = format!("client_loops.{name}.write_rate");
+            let key = |field: &str| format!("client_loops.{name}.{field}");
+            let write_rate = v.bandwidth(&client_loop.write_rate, &key("write_rate"));
+            const TURN: &str = "the writer's turn is its copy rate and how much it copies \
+                                before it yields";
+            let writer = match (&client_loop.copy_rate, &client_loop.copy_before_yield) {
+                (None, None) => Some(None),
+                (Some(copy_rate), Some(most)) => {
+                    let copy_rate = v.bandwidth(copy_rate, &key("copy_rate"));
+                    match v.size_any(most, &key("copy_before_yield")) {
+                        Some(0) => {
+                            v.error(
+                                Some(most.span()),
+                                &key("copy_before_yield"),
+                                "must be more than zero bytes: a writer that yields before \
+                                 copying anything never writes",
+                            );
+                            None
+                        }
+                        most => copy_rate.zip(most).map(|(copy_rate, copy_before_yield)| {
+                            Some(WriterTurn {
+                                copy_rate,
+                                copy_before_yield,
+                            })
+                        }),
+                    }
+                }
+                (Some(copy_rate), None) => {
+                    let message = format!("is needed with copy_rate: {TURN}");
+                    v.error(Some(copy_rate.span()), &key("copy_before_yield"), message);
+                    None
+                }
+                (None, Some(most)) => {
+                    let message = format!("is needed with copy_before_yield: {TURN}");
+                    v.error(Some(most.span()), &key("copy_rate"), message);
+                    None
+                }
+            };
             Some(ClientLoopSpec {
                 name: name.to_owned(),
-                write_rate: v.bandwidth(&client_loop.write_rate, &key)?,
+                write_rate: write_rate?,
+                writer: writer?,
             })
         });
         let connections = self.each(&raw.connections, |v, name, connection| {

@@ -1019,6 +1019,30 @@ fn rejected_files() {
             format!("{BASE}\n{}", variants(10_001)),
             "20024:1: variant[10000]: 10001 variants are more than the 10000 runs a file may expand to: split them over several files",
         ),
+        (
+            format!(
+                "{BASE}\n[client_loops.tokio]\nwrite_rate = \"700MiB/s\"\ncopy_rate = \"1GiB/s\"\n"
+            ),
+            "26:13: client_loops.tokio.copy_before_yield: is needed with copy_rate: the writer's turn is its copy rate and how much it copies before it yields",
+        ),
+        (
+            format!(
+                "{BASE}\n[client_loops.tokio]\nwrite_rate = \"700MiB/s\"\ncopy_before_yield = \"8MiB\"\n"
+            ),
+            "26:21: client_loops.tokio.copy_rate: is needed with copy_before_yield: the writer's turn is its copy rate and how much it copies before it yields",
+        ),
+        (
+            format!(
+                "{BASE}\n[client_loops.tokio]\nwrite_rate = \"700MiB/s\"\ncopy_rate = \"1GiB/s\"\ncopy_before_yield = 0\n"
+            ),
+            "27:21: client_loops.tokio.copy_before_yield: must be more than zero bytes: a writer that yields before copying anything never writes",
+        ),
+        (
+            format!(
+                "{BASE}\n[client_loops.tokio]\nwrite_rate = \"700MiB/s\"\ncopy_rate = \"0MiB/s\"\ncopy_before_yield = \"8MiB\"\n"
+            ),
+            "26:13: client_loops.tokio.copy_rate: must be more than zero bytes per second",
+        ),
     ];
     assert!(cases.len() >= 15);
     check_all(&cases);

@@ -122,14 +122,26 @@ pub struct Scenario {
     pub client_loops: Vec<ClientLoopSpec>,
 }
 
-/// A client's event loop: one thread that writes every command of its connections to their
-/// sockets, one after another, at `write_rate` (copying the bytes into socket buffers). A
-/// small command on one connection waits behind the large writes of another connection of
-/// the same loop, though its own pipe is idle.
+/// A client's event loop: one thread that builds every command of its connections, one
+/// after another, at `write_rate` (copying the bytes into the command). A small command on
+/// one connection waits behind the large writes of another connection of the same loop,
+/// though its own pipe is idle. With a `writer`, each connection's writer also takes its turn
+/// on the loop (see `redis::client_loop`).
 #[derive(Clone, Debug)]
 pub struct ClientLoopSpec {
     pub name: String,
     pub write_rate: ByteRate,
+    pub writer: Option<WriterTurn>,
+}
+
+/// A connection's writer on its client's loop: once the loop has built what was issued at an
+/// instant, it copies it into the socket at `copy_rate`, up to `copy_before_yield` bytes (as
+/// long as the socket takes them), before the loop does anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriterTurn {
+    pub copy_rate: ByteRate,
+    /// Positive.
+    pub copy_before_yield: u64,
 }
 
 /// A service run as several instances (pods): each has its own connections, caches,

@@ -238,7 +238,7 @@ impl Redis {
         }
         if connection.link == Link::Connected {
             let client_loop = connection.spec.client_loop;
-            let at = self.loop_writes(now, client_loop, op.request_bytes());
+            let at = self.loop_writes(now, id, client_loop, op.request_bytes());
             let connection = &mut self.connections[id.index()];
             connection.sent += 1;
             connection.transmit(at, id, seq, op, events);
@@ -251,20 +251,19 @@ impl Redis {
         None
     }
 
-    /// When a write of `bytes` issued now leaves the client: at once without an event loop;
-    /// else once the loop has written everything before it, at its write rate.
+    /// When a write of `bytes` on `id` issued now leaves the client: at once without an event
+    /// loop; else once the loop has built it after everything before it (`client_loop`).
     fn loop_writes(
         &mut self,
         now: SimTime,
+        id: ConnectionId,
         client_loop: Option<crate::scenario::ClientLoopId>,
         bytes: u64,
     ) -> SimTime {
         let Some(client_loop) = client_loop else {
             return now;
         };
-        let (rate, free_at) = &mut self.client_loops[client_loop.index()];
-        *free_at = (*free_at).max(now).saturating_add(rate.time_for(bytes));
-        *free_at
+        self.client_loops[client_loop.index()].write(now, id, bytes)
     }
 
     pub(super) fn on_reply_arrives(&mut self, id: ConnectionId, epoch: u32) {
@@ -544,7 +543,7 @@ impl Redis {
                 connection.commands[index].op,
                 connection.spec.client_loop,
             );
-            let at = self.loop_writes(now, client_loop, op.request_bytes());
+            let at = self.loop_writes(now, id, client_loop, op.request_bytes());
             self.connections[id.index()].transmit(at, id, seq, op, events);
         }
     }
@@ -692,6 +691,7 @@ mod tests {
                     scenario.client_loops.push(crate::scenario::ClientLoopSpec {
                         name: "node".into(),
                         write_rate: crate::scenario::ByteRate::new(1_000_000).unwrap(),
+                        writer: None,
                     });
                     for connection in &mut scenario.connections {
                         connection.client_loop = Some(crate::scenario::ClientLoopId(0));

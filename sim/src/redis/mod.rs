@@ -22,6 +22,7 @@
 //! ioredis' offline queue does) is counted in `writes_applied_twice` when it leaves the client;
 //! a slot's replayed copies are added up through their origin (see [`slot_links`]).
 
+mod client_loop;
 mod connection;
 mod faults;
 mod keyspace;
@@ -164,8 +165,8 @@ pub(crate) struct Redis {
     /// it arrives and its primary's process epoch when it ran. Bound: the writes its primary
     /// runs in one replication lag.
     replication: Vec<std::collections::VecDeque<(SimTime, u32, Op)>>,
-    /// Per client event loop: its write rate, and when it is done writing what it was given.
-    client_loops: Vec<(crate::scenario::ByteRate, SimTime)>,
+    /// Per client event loop: what it has been given to build and write.
+    client_loops: Vec<client_loop::ClientLoop>,
 }
 
 fn is_slot(spec: &ConnectionSpec) -> bool {
@@ -204,7 +205,7 @@ impl Redis {
             route: (0..scenario.servers.len() as u32).map(ServerId).collect(),
             replication: vec![Default::default(); scenario.servers.len()],
             client_loops: (scenario.client_loops.iter())
-                .map(|spec| (spec.write_rate, SimTime::ZERO))
+                .map(client_loop::ClientLoop::new)
                 .collect(),
         };
         // A replica starts with what its primary starts with (a full sync before the run).
