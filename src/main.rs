@@ -234,6 +234,7 @@ fn main() -> ExitCode {
                 sets,
                 set_bytes: set_kib as usize * 1024,
                 incrs: Plan::SEED_000.incrs,
+                small_sets: Plan::SEED_000.small_sets,
             },
         ),
         Command::Validate {

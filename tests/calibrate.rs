@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use outagelab_live::calibrate::{Calibration, Plan};
+use outagelab_live::calibrate::{Calibration, LoopTurns, Plan};
 
 #[test]
 fn the_calibration_snippet_validates_in_the_hol_scenario() {
@@ -14,11 +14,25 @@ fn the_calibration_snippet_validates_in_the_hol_scenario() {
         round_trip_median: Duration::from_micros(17),
         // 60 SETs of 2 MiB: the loop 1 ms a SET, the pipe 2.5 ms (151 = 1 + 60 x 2.5).
         sets_elapsed: Duration::from_micros(151_017),
-        loop_elapsed: Duration::from_millis(60),
+        burst: LoopTurns {
+            build: Duration::from_millis(60),
+            writer: Duration::from_millis(20),
+        },
+        // 4 SETs, 8 MiB, copied in 4 ms: 2000 MiB/s, so 40 MiB in the big burst's turn.
+        small_burst: LoopTurns {
+            build: Duration::from_millis(4),
+            writer: Duration::from_millis(4),
+        },
         incr_server_nanos: 1_500,
         set_server_nanos: 301_500,
     };
     let snippet = measured.snippet("shared", "redis");
+    assert!(
+        snippet.contains(
+            "write_rate = \"2000MiB/s\"\ncopy_rate = \"2000MiB/s\"\ncopy_before_yield = 41943040\n"
+        ),
+        "{snippet}"
+    );
     assert!(
         snippet.contains("latency = \"8us\"\nbandwidth = \"800MiB/s\"\nclient_loop = \"shared\"\n"),
         "{snippet}"

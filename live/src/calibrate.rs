@@ -6,18 +6,21 @@
 //! - **the client loop's write rate**: the client is one event loop (a current-thread tokio
 //!   runtime, as `outagelab live` runs, and as ioredis' Node is one thread), and every command
 //!   of every connection is built and handed to its connection by that loop, one after
-//!   another. The loop's cost of the [`Plan::sets`] SETs of [`Plan::set_bytes`] each is what
-//!   a PING on a second connection, sent by a task spawned right after them, waits beyond its
-//!   round trip: the task runs once the loop has been through every SET before it (copying
-//!   the value into the command, packing it, handing it to the connection), and its PING goes
-//!   out once the loop has also written into the first connection's socket what it takes.
-//!   Bytes over that time is the simulator's `[client_loops] write_rate`: what a command on
-//!   another connection of the same client waits for.
+//!   another. A task spawned right after the [`Plan::sets`] SETs of [`Plan::set_bytes`] each
+//!   first runs once the loop has built every one (copying the value into the command,
+//!   packing it): bytes over that time is the simulator's `[client_loops] write_rate`.
+//! - **the writer's first turn**: that task's PING, on a second connection, is answered only
+//!   after the first connection's writer has had its turn, which comes after the builds: it
+//!   writes into the socket as long as the socket takes bytes before the loop looks at
+//!   anything else. What the PING waits beyond its round trip from the task's first run is
+//!   that turn. A burst of [`Plan::small_sets`] (small enough for one turn) gives its copy
+//!   rate (`copy_rate`); the big burst's turn, at that rate, gives how much it copies before
+//!   it yields (`copy_before_yield`).
 //! - **bandwidth**: the same SETs, all queued at once on the one connection, as seed 000's
 //!   blob writes were, from the first send to the last reply, less one round trip. The
 //!   simulator sends each SET through the client loop and then the connection's pipe, two
 //!   stages one after the other, so the pipe's time per SET is solved from that tandem: with
-//!   `a` the loop's time per SET and `T` the burst's, `T = a + K b` when the pipe is the slower
+//!   `a` the loop's time to build a SET and `T` the burst's, `T = a + K b` when the pipe is the slower
 //!   stage (`b >= a`), else `T = K a + b`. It folds in the server's own per-byte cost and the
 //!   socket's, which the simulator's pipe bandwidth stands for.
 //!
@@ -51,6 +54,8 @@ pub struct Plan {
     pub set_bytes: usize,
     /// INCRs sent one after another, for the server's cost of a command.
     pub incrs: u32,
+    /// A second, small burst of SETs of `set_bytes`, all copied in the writer's first turn.
+    pub small_sets: u32,
 }
 
 impl Plan {
@@ -61,6 +66,7 @@ impl Plan {
         sets: 60,
         set_bytes: 2 << 20,
         incrs: 1000,
+        small_sets: 4,
     };
 }
 
@@ -71,13 +77,24 @@ pub struct Calibration {
     pub round_trip_median: Duration,
     /// From the first SET sent to the last reply.
     pub sets_elapsed: Duration,
-    /// What a PING on a second connection, sent after the last SET was spawned, waited
-    /// beyond its round trip (from the first SET spawned): the client loop's time for the
-    /// SETs.
-    pub loop_elapsed: Duration,
+    /// A burst's turns on the client loop: the big one's ([`Plan::sets`]) and the small
+    /// one's ([`Plan::small_sets`]).
+    pub burst: LoopTurns,
+    pub small_burst: LoopTurns,
     /// The server's own time per INCR and per SET, from its command statistics.
     pub incr_server_nanos: u64,
     pub set_server_nanos: u64,
+}
+
+/// What the client loop spent on one burst of SETs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopTurns {
+    /// From the first SET spawned to the first run of a task spawned after the last: the
+    /// loop's time building them.
+    pub build: Duration,
+    /// From then until that task's PING on another connection was answered, less a round
+    /// trip: the first connection's writer's first turn.
+    pub writer: Duration,
 }
 
 impl Calibration {
@@ -86,10 +103,25 @@ impl Calibration {
         self.round_trip_median / 2
     }
 
-    /// The client loop's write rate: the SETs' bytes over the loop's time for them.
+    /// The client loop's write rate: the SETs' bytes over the loop's time building them.
     pub fn loop_bytes_per_second(&self) -> u64 {
-        let nanos = self.loop_elapsed.as_nanos().max(1);
-        u64::try_from(self.bytes() * 1_000_000_000 / nanos).unwrap_or(u64::MAX)
+        rate(self.bytes(), self.burst.build)
+    }
+
+    /// The writer's copy rate: the small burst's bytes over its writer's turn.
+    pub fn copy_bytes_per_second(&self) -> u64 {
+        let bytes = u128::from(self.plan.small_sets) * self.plan.set_bytes as u128;
+        rate(bytes, self.small_burst.writer)
+    }
+
+    /// How much the writer copies before it yields: the big burst's turn at the copy rate,
+    /// at least the small burst (which one turn copied) and at most the big one.
+    pub fn copy_before_yield(&self) -> u64 {
+        let copied =
+            u128::from(self.copy_bytes_per_second()) * self.burst.writer.as_nanos() / 1_000_000_000;
+        let small = u128::from(self.plan.small_sets) * self.plan.set_bytes as u128;
+        let most = copied.clamp(small.min(self.bytes()), self.bytes().max(1));
+        u64::try_from(most).unwrap_or(u64::MAX)
     }
 
     /// The connection's bandwidth: the pipe stage of the loop-then-pipe tandem the simulator
@@ -101,7 +133,7 @@ impl Calibration {
             .sets_elapsed
             .saturating_sub(self.round_trip_median)
             .as_nanos();
-        let per_set_loop = self.loop_elapsed.as_nanos() / sets;
+        let per_set_loop = self.burst.build.as_nanos() / sets;
         let per_set_pipe = if burst >= (sets + 1) * per_set_loop {
             (burst - per_set_loop) / sets
         } else {
@@ -149,14 +181,17 @@ impl Calibration {
         };
         format!(
             "# measured by `outagelab calibrate`: median of {pings} PING round trips {rtt_us}us; \
-             {sets} queued SETs of {size} bytes on one connection in {elapsed_ms} ms, the client \
-             loop's share {loop_ms} ms; the server's own time per call (INFO commandstats): \
-             INCR {incr_ns} ns over {incrs}, SET {set_ns} ns\n\
+             {sets} queued SETs of {size} bytes on one connection in {elapsed_ms} ms, built by \
+             the client loop in {build_ms} ms, its writer's first turn {turn_ms} ms ({small} SETs: \
+             {small_turn_us}us); the server's own time per call (INFO commandstats): INCR \
+             {incr_ns} ns over {incrs}, SET {set_ns} ns\n\
              [servers.{server}]\n\
              command_cost = \"{command_ns}ns\"\n\
              {byte_rate}\n\
              [client_loops.{name}]\n\
              write_rate = \"{loop_mib_per_second}MiB/s\"\n\
+             copy_rate = \"{copy_mib_per_second}MiB/s\"\n\
+             copy_before_yield = {copy_before_yield}\n\
              \n\
              [connections.{name}]\n\
              server = \"{server}\"\n\
@@ -168,7 +203,12 @@ impl Calibration {
             sets = self.plan.sets,
             size = self.plan.set_bytes,
             elapsed_ms = self.sets_elapsed.as_millis(),
-            loop_ms = self.loop_elapsed.as_millis(),
+            build_ms = self.burst.build.as_millis(),
+            turn_ms = self.burst.writer.as_millis(),
+            small = self.plan.small_sets,
+            small_turn_us = self.small_burst.writer.as_micros(),
+            copy_mib_per_second = (self.copy_bytes_per_second() >> 20).max(1),
+            copy_before_yield = self.copy_before_yield(),
             incr_ns = self.incr_server_nanos,
             incrs = self.plan.incrs,
             set_ns = self.set_server_nanos,
@@ -181,7 +221,11 @@ impl Calibration {
 /// only (an error otherwise): the client loop's share is what one thread spends.
 pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     assert!(
-        plan.pings > 0 && plan.sets > 0 && plan.set_bytes > 0 && plan.incrs > 0,
+        plan.pings > 0
+            && plan.sets > 0
+            && plan.set_bytes > 0
+            && plan.incrs > 0
+            && plan.small_sets > 0,
         "an empty plan"
     );
     if tokio::runtime::Handle::current().runtime_flavor()
@@ -213,9 +257,17 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     let other = client
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
-    let (sets_elapsed, probe_answered) = queued_sets(&connection, other, plan).await?;
-    // The probe's PING took one round trip beyond the loop's wait.
-    let loop_elapsed = probe_answered.saturating_sub(round_trip_median);
+    let (sets_elapsed, burst) =
+        queued_sets(&connection, &other, plan.sets, 0, plan, round_trip_median).await?;
+    let (_, small_burst) = queued_sets(
+        &connection,
+        &other,
+        plan.small_sets,
+        plan.sets,
+        plan,
+        round_trip_median,
+    )
+    .await?;
     let counter = format!("{KEY_PREFIX}counter");
     for _ in 0..plan.incrs {
         let _: i64 = redis::cmd("INCR")
@@ -232,7 +284,7 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     let (set_server_nanos, incr_server_nanos) = (per_call("set"), per_call("incr"));
     let mut cleanup = redis::cmd("DEL");
     cleanup.arg(&counter);
-    for index in 0..plan.sets {
+    for index in 0..plan.sets + plan.small_sets {
         cleanup.arg(format!("{KEY_PREFIX}{index}"));
     }
     let _: i64 = cleanup.query_async(&mut connection).await?;
@@ -241,7 +293,8 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
         plan,
         round_trip_median,
         sets_elapsed,
-        loop_elapsed,
+        burst,
+        small_burst,
         incr_server_nanos,
         set_server_nanos,
     })
@@ -287,47 +340,85 @@ fn parse_command_stats(text: &str) -> std::collections::BTreeMap<String, (u64, u
         .collect()
 }
 
-/// Sends every SET at once on clones of one connection (so they queue on its one socket) and
-/// returns the time from the first send to the last reply, and when a PING on `other`, a
-/// second connection of the same client sent by a task spawned after the last SET, was
-/// answered. Each SET is built in its own task from one
-/// shared value, as a live run's burst builds its writes (`outagelab live`), so the client's
-/// own per-byte cost (copying the value into the command, packing it) is the one a live run
-/// pays.
+/// Sends `sets` SETs (keys from `first_key`) at once on clones of one connection (so they
+/// queue on its one socket) and returns the time from the first send to the last reply, and
+/// the loop's turns for them: when a task spawned after the last SET first ran, and when its
+/// PING on `other`, a second connection of the same client, was answered. Each SET is built
+/// in its own task from one shared value, as a live run's burst builds its writes (`outagelab
+/// live`), so the client's own per-byte cost (copying the value into the command, packing
+/// it) is the one a live run pays.
 async fn queued_sets(
     connection: &MultiplexedConnection,
-    mut other: MultiplexedConnection,
+    other: &MultiplexedConnection,
+    sets: u32,
+    first_key: u32,
     plan: Plan,
-) -> RedisResult<(Duration, Duration)> {
+    round_trip: Duration,
+) -> RedisResult<(Duration, LoopTurns)> {
     let value: std::sync::Arc<[u8]> = vec![b'x'; plan.set_bytes].into();
     let started = Instant::now();
-    let mut sets = tokio::task::JoinSet::new();
-    for index in 0..plan.sets {
+    let mut tasks = tokio::task::JoinSet::new();
+    for index in first_key..first_key + sets {
         let (mut connection, value) = (connection.clone(), std::sync::Arc::clone(&value));
-        sets.spawn(async move {
+        tasks.spawn(async move {
             let mut command = redis::cmd("SET");
             command.arg(format!("{KEY_PREFIX}{index}")).arg(&value[..]);
             command.query_async::<()>(&mut connection).await
         });
     }
-    // Spawned after every SET: on one thread, it runs once the loop has taken each, and its
-    // PING goes out on the other connection once the loop has written what it had before.
+    // Spawned after every SET: on one thread, it first runs once the loop has built each, and
+    // its PING is answered once the first connection's writer has had its turn.
+    let mut other = other.clone();
     let probe = tokio::spawn(async move {
+        let built = started.elapsed();
         let _: String = redis::cmd("PING").query_async(&mut other).await?;
-        RedisResult::Ok(started.elapsed())
+        RedisResult::Ok((built, started.elapsed()))
     });
     // Bounded: one join per SET spawned.
-    while let Some(joined) = sets.join_next().await {
+    while let Some(joined) = tasks.join_next().await {
         joined.expect("a SET task finished")?;
     }
     let sets_elapsed = started.elapsed();
-    let probe_answered = probe.await.expect("the probe task finished")?;
-    Ok((sets_elapsed, probe_answered))
+    let (built, answered) = probe.await.expect("the probe task finished")?;
+    // The PING took one round trip beyond the writer's turn.
+    let writer = answered.saturating_sub(built).saturating_sub(round_trip);
+    Ok((
+        sets_elapsed,
+        LoopTurns {
+            build: built,
+            writer,
+        },
+    ))
+}
+
+/// `bytes` over `elapsed`, per second (an `elapsed` of zero taken as a nanosecond).
+fn rate(bytes: u128, elapsed: Duration) -> u64 {
+    u64::try_from(bytes * 1_000_000_000 / elapsed.as_nanos().max(1)).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 60 SETs of 2 MiB over 300 ms, built in 120 ms, the writer's turn 20 ms; 4 SETs (8 MiB)
+    /// copied in 4 ms.
+    fn measured() -> Calibration {
+        Calibration {
+            plan: Plan::SEED_000,
+            round_trip_median: Duration::from_micros(40),
+            sets_elapsed: Duration::from_millis(300),
+            burst: LoopTurns {
+                build: Duration::from_millis(120),
+                writer: Duration::from_millis(20),
+            },
+            small_burst: LoopTurns {
+                build: Duration::from_millis(8),
+                writer: Duration::from_millis(4),
+            },
+            incr_server_nanos: 2_000,
+            set_server_nanos: 2_000,
+        }
+    }
 
     #[test]
     fn command_statistics_are_read_by_command() {
@@ -343,14 +434,7 @@ mod tests {
 
     #[test]
     fn a_set_no_slower_than_an_incr_makes_bytes_free() {
-        let mut calibration = Calibration {
-            plan: Plan::SEED_000,
-            round_trip_median: Duration::from_micros(40),
-            sets_elapsed: Duration::from_millis(300),
-            loop_elapsed: Duration::from_millis(120),
-            incr_server_nanos: 2_000,
-            set_server_nanos: 2_000,
-        };
+        let mut calibration = measured();
         assert_eq!(calibration.server_byte_rate(), None);
         assert!(calibration.snippet("c", "redis").contains("# no byte_rate"));
         // 2 MiB in 512 us beyond the INCR's 2 us: 4.096 GB/s, 3906 MiB/s.
@@ -366,16 +450,15 @@ mod tests {
     #[test]
     fn the_pipe_is_solved_from_the_loop_then_pipe_tandem() {
         let mut calibration = Calibration {
-            plan: Plan::SEED_000,
-            round_trip_median: Duration::from_micros(40),
             // 60 SETs: 300 ms less the round trip, the loop 2 ms a SET.
             sets_elapsed: Duration::from_micros(300_040),
-            loop_elapsed: Duration::from_millis(120),
-            incr_server_nanos: 2_000,
-            set_server_nanos: 2_000,
+            ..measured()
         };
-        // 120 MiB over 120 ms.
+        // 120 MiB built in 120 ms.
         assert_eq!(calibration.loop_bytes_per_second(), 1_048_576_000);
+        // 8 MiB copied in 4 ms; the big burst's turn, 20 ms of it, copied 40 MiB.
+        assert_eq!(calibration.copy_bytes_per_second(), 2_097_152_000);
+        assert_eq!(calibration.copy_before_yield(), 40 * 1_048_576);
         // The pipe is the slower stage: 300 = 2 + 60 b, b = 4.9667 ms a 2 MiB SET.
         assert_eq!(
             calibration.bytes_per_second(),
@@ -384,15 +467,27 @@ mod tests {
         let snippet = calibration.snippet("tokio", "redis");
         assert!(
             snippet.contains(
-                "[client_loops.tokio]\nwrite_rate = \"1000MiB/s\"\n\n[connections.tokio]\n\
+                "[client_loops.tokio]\nwrite_rate = \"1000MiB/s\"\ncopy_rate = \"2000MiB/s\"\n\
+                 copy_before_yield = 41943040\n\n[connections.tokio]\n\
                  server = \"redis\"\nlatency = \"20us\"\nbandwidth = \"402MiB/s\"\n\
                  client_loop = \"tokio\"\n"
             ),
             "{snippet}"
         );
         // The loop is the slower stage (4 ms a SET): 242 = 60 x 4 + b, b = 2 ms.
-        calibration.loop_elapsed = Duration::from_millis(240);
+        calibration.burst.build = Duration::from_millis(240);
         calibration.sets_elapsed = Duration::from_micros(242_040);
         assert_eq!(calibration.bytes_per_second(), 1_048_576_000);
+    }
+
+    #[test]
+    fn the_writer_copies_at_least_the_small_burst_and_at_most_the_big_one() {
+        let mut calibration = measured();
+        calibration.burst.writer = Duration::from_millis(2);
+        // A big turn shorter than the small one (noise): the small burst, which one turn took.
+        assert_eq!(calibration.copy_before_yield(), 8 << 20);
+        // A big turn long enough for more than the burst: the burst.
+        calibration.burst.writer = Duration::from_secs(1);
+        assert_eq!(calibration.copy_before_yield(), 120 << 20);
     }
 }

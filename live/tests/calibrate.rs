@@ -16,6 +16,7 @@ async fn calibration_measures_a_round_trip_a_loop_and_a_bandwidth_and_cleans_up(
         sets: 8,
         set_bytes: 256 << 10,
         incrs: 50,
+        small_sets: 2,
     };
     let measured =
         tokio::time::timeout(Duration::from_secs(20), calibrate(&server.address(), plan))
@@ -31,9 +32,15 @@ async fn calibration_measures_a_round_trip_a_loop_and_a_bandwidth_and_cleans_up(
     // Loopback moves 2 MiB in well under a second, and the loop copies it faster still.
     assert!(measured.bytes_per_second() > 2 << 20, "{measured:?}");
     assert!(measured.loop_bytes_per_second() > 2 << 20, "{measured:?}");
-    // The loop's share is part of the burst, whose last reply comes after the loop wrote it.
+    assert!(measured.copy_bytes_per_second() > 2 << 20, "{measured:?}");
+    // The loop's share is part of the burst, whose last reply comes after the loop built it
+    // and the writer had its turn.
     assert!(
-        measured.loop_elapsed < measured.sets_elapsed,
+        measured.burst.build + measured.burst.writer < measured.sets_elapsed,
+        "{measured:?}"
+    );
+    assert!(
+        (2 * (256 << 10)..=8 * (256 << 10)).contains(&measured.copy_before_yield()),
         "{measured:?}"
     );
     // The server's own figures: an INCR takes well under a millisecond to execute.
@@ -48,6 +55,8 @@ async fn calibration_measures_a_round_trip_a_loop_and_a_bandwidth_and_cleans_up(
         "{snippet}"
     );
     assert!(snippet.contains("[client_loops.calibrated]\nwrite_rate = \""));
+    assert!(snippet.contains("MiB/s\"\ncopy_rate = \""), "{snippet}");
+    assert!(snippet.contains("\ncopy_before_yield = "), "{snippet}");
     assert!(snippet.contains("[connections.calibrated]\nserver = \"redis\"\nlatency = \""));
     assert!(
         snippet.contains("client_loop = \"calibrated\"\n"),
