@@ -131,6 +131,25 @@ pub fn render(comparison: &Comparison) -> String {
         "(failing: from the start of the first bucket with an error to the end of the last; \
          shift: how many buckets later B's starts and ends)\n",
     );
+    for variant in &comparison.variants {
+        for (report, runner) in variant.runners.iter().enumerate() {
+            if let Some(runner) = runner.as_ref().filter(|runner| runner.late_wakes > 0) {
+                writeln!(
+                    out,
+                    "{}'s runner in {}: {} of {} timed wake-ups more than {} ms late, the latest \
+                     {:.1} ms (due at {:.1} ms): what was due then went out as a burst",
+                    ["A", "B"][report],
+                    variant.name,
+                    runner.late_wakes,
+                    runner.wakes,
+                    outagelab_report::RunnerTiming::LATE_MS,
+                    runner.worst_lateness_ms,
+                    runner.worst_due_ms,
+                )
+                .unwrap();
+            }
+        }
+    }
     for (report, names) in comparison.unmatched.iter().enumerate() {
         if !names.is_empty() {
             let which = ["A", "B"][report];

@@ -132,6 +132,28 @@ fn a_report_compared_with_itself_differs_by_nothing() {
     let output = outagelab(&["compare", json, "Cargo.toml"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("Cargo.toml: not a run report"));
+    assert!(
+        !stdout.contains("runner"),
+        "a simulation has no runner: {stdout}"
+    );
+
+    // The same report as a live run whose runner woke late once: said under the table.
+    let mut live: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    live["variants"][0]["runner"] = serde_json::json!({
+        "wakes": 51, "late_wakes": 1, "worst_lateness_ms": 31.5, "worst_due_ms": 1.0,
+    });
+    let live_json = dir.join("late.json");
+    std::fs::write(&live_json, live.to_string()).unwrap();
+    let output = outagelab(&["compare", json, live_json.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(
+            "B's runner in closed loop, 50 callers: 1 of 51 timed wake-ups more than 10 ms late, \
+             the latest 31.5 ms (due at 1.0 ms)"
+        ),
+        "{stdout}"
+    );
 }
 
 /// The cells after the name of the table row that starts with `name` (cells are separated by

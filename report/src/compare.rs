@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Outcome, SweepInfo};
+use crate::{Outcome, RunnerTiming, SweepInfo};
 
 /// A run report as the comparison reads it (the JSON of `run --json` or `live --json`).
 #[derive(Clone, Debug, Deserialize)]
@@ -39,6 +39,9 @@ pub struct Run {
     #[serde(default)]
     pub faults: Vec<Fault>,
     pub summary: Totals,
+    /// A live run's runner timing (absent from a simulated report).
+    #[serde(default)]
+    pub runner: Option<RunnerTiming>,
 }
 
 /// A variant's time series, as compared.
@@ -142,6 +145,9 @@ pub struct VariantComparison {
     /// Each flow's p50 and largest latency over the run, in each report.
     pub flows: BTreeMap<String, [Percentiles; 2]>,
     pub faults: [Vec<Fault>; 2],
+    /// Each live report's runner timing (how late it woke for the file's instants); `None`
+    /// for a simulated one.
+    pub runners: [Option<RunnerTiming>; 2],
 }
 
 /// Both reports, overlaid.
@@ -346,6 +352,7 @@ fn compare(name: String, a: &Run, b: &Run, width: f64) -> VariantComparison {
             .map(|flow| (flow.clone(), [all(a, flow), all(b, flow)]))
             .collect(),
         faults: [a.faults.clone(), b.faults.clone()],
+        runners: [a.runner.clone(), b.runner.clone()],
         errors: [ra.errors, rb.errors],
         p50_ms: [ra.p50, rb.p50],
         p99_ms: [ra.p99, rb.p99],
@@ -382,6 +389,40 @@ mod tests {
 
     fn labels() -> [String; 2] {
         ["a".to_owned(), "b".to_owned()]
+    }
+
+    #[test]
+    fn a_live_reports_runner_timing_is_carried_and_a_simulated_one_has_none() {
+        let simulated = runs("v", 100.0, &[0, 1]);
+        let text = serde_json::json!({
+            "scenario": "s",
+            "variants": [{
+                "name": "v",
+                "series": {
+                    "bucket_ms": 100.0,
+                    "start_ms": [0.0, 100.0],
+                    "outcomes": { "ok": [1, 1] },
+                    "p50_ms": [1.0, 1.0],
+                    "p99_ms": [1.0, 1.0],
+                },
+                "summary": { "flows": {} },
+                "runner": { "wakes": 20, "late_wakes": 2, "worst_lateness_ms": 31.5, "worst_due_ms": 1.0 },
+            }],
+        })
+        .to_string();
+        let live = Runs::from_json(&text).unwrap();
+        let comparison = Comparison::of(labels(), &simulated, &live, None).unwrap();
+        let [first, second] = &comparison.variants[0].runners;
+        assert_eq!(first, &None);
+        assert_eq!(
+            second,
+            &Some(RunnerTiming {
+                wakes: 20,
+                late_wakes: 2,
+                worst_lateness_ms: 31.5,
+                worst_due_ms: 1.0,
+            })
+        );
     }
 
     #[test]

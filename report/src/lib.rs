@@ -91,7 +91,7 @@ pub struct VariantReport {
 /// what was due meanwhile, and what a late burst changes is the reader's to judge: nothing,
 /// mostly, but a rate limiter's bucket that was full lost the tokens it would have gained
 /// (`rate x worst_lateness_ms`), so counts on a limit's edge move by that much.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunnerTiming {
     /// Wake-ups for a timed instant (arrivals, sends, fault starts).
     pub wakes: u64,
