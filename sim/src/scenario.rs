@@ -134,9 +134,10 @@ pub struct ClientLoopSpec {
     pub writer: Option<WriterTurn>,
 }
 
-/// A connection's writer on its client's loop: once the loop has built what was issued at an
-/// instant, it copies it into the socket at `copy_rate`, up to `copy_before_yield` bytes (as
-/// long as the socket takes them), before the loop does anything else.
+/// A connection's writer on its client's loop: once the loop has built a batch (what was
+/// issued before the loop got to it), it copies its share into the socket at `copy_rate`, up to
+/// `copy_before_yield` bytes (as long as the socket takes them), before the loop builds anything
+/// of a later batch (`redis::client_loop`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriterTurn {
     pub copy_rate: ByteRate,

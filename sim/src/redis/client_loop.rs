@@ -9,16 +9,24 @@
 //! - **The writer's first turn** (`copy_rate` and `copy_before_yield`, tokio's and the
 //!   `redis` crate's case, which `outagelab calibrate` measures): a connection's writer is a
 //!   task of the loop too, woken by the first command handed to it, so it runs once the loop
-//!   has built every command issued at that instant, and it writes into the socket, at
-//!   `copy_rate`, as long as the socket takes bytes, up to `copy_before_yield` of what was
-//!   handed to it. Only then does the loop look at anything else (a timer due meanwhile,
-//!   another connection's reply). What the writer copies past that, it copies a little at a
-//!   time while the socket drains; the loop is mostly idle then, waiting on the socket, and
-//!   that time is not charged to it.
+//!   has built the commands of its batch, and it writes into the socket, at `copy_rate`, as
+//!   long as the socket takes bytes, up to `copy_before_yield` of what was handed to it. A
+//!   batch is what the loop takes together: the commands issued at one instant, and those
+//!   issued later but before the loop got to them (tasks woken while it was busy run back to
+//!   back once it is free). What is issued after the loop got to a batch waits for the
+//!   batch's turns (its writers were woken first). What the writer copies past its turn, it
+//!   copies a little at a time while the socket drains; the loop is mostly idle then, waiting
+//!   on the socket, and that time is not charged to it.
+//!
+//! Simplified, and said where it is documented for users: a command leaves for its pipe once
+//! it is built, not when its writer copies it, and a reply is never delayed by the loop. So a
+//! command on another connection in the same batch as a burst goes out before the burst's
+//! turn (in tokio it waits for the writers woken before its own); seed 000's INCR, due 1 ms
+//! after its burst, is in the next batch and waits, as it does live.
 //!
 //! Invariants: the loop's `free_at` never goes backwards; a loop without a writer's turn is
-//! exactly a FIFO at `write_rate`; a turn is charged once, after the builds of its instant and
-//! before anything issued later.
+//! exactly a FIFO at `write_rate`; each batch's turns are charged once, after its builds and
+//! before anything of a later batch.
 
 use outagelab_model::time::SimTime;
 
@@ -32,10 +40,11 @@ pub(super) struct ClientLoop {
     /// When the loop is done with what it was given so far (its turns due included once
     /// they are settled).
     free_at: SimTime,
-    /// The writers' turns due after the builds of instant `turns_at`: per connection, the
-    /// bytes handed to it then.
+    /// The open batch's turns, due after its builds: per connection, in the order its writer
+    /// was woken, the bytes handed to it.
     turns: Vec<(ConnectionId, u64)>,
-    turns_at: SimTime,
+    /// When the loop got to the open batch: a command issued by then joins it.
+    batch_reached: SimTime,
 }
 
 impl ClientLoop {
@@ -47,22 +56,24 @@ impl ClientLoop {
                 .map(|writer| (writer.copy_rate, writer.copy_before_yield)),
             free_at: SimTime::ZERO,
             turns: Vec::new(),
-            turns_at: SimTime::ZERO,
+            batch_reached: SimTime::ZERO,
         }
     }
 
     /// A command of `bytes` on `connection`, issued at `now`: when it leaves the client,
     /// built.
     pub(super) fn write(&mut self, now: SimTime, connection: ConnectionId, bytes: u64) -> SimTime {
-        if now > self.turns_at {
+        if now > self.batch_reached {
             self.settle_turns();
+        }
+        if self.writer.is_some() && self.turns.is_empty() {
+            self.batch_reached = self.free_at.max(now);
         }
         self.free_at = self
             .free_at
             .max(now)
             .saturating_add(self.write_rate.time_for(bytes));
         if self.writer.is_some() {
-            self.turns_at = now;
             match self.turns.iter_mut().find(|(id, _)| *id == connection) {
                 Some((_, handed)) => *handed = handed.saturating_add(bytes),
                 None => self.turns.push((connection, bytes)),
@@ -71,8 +82,8 @@ impl ClientLoop {
         self.free_at
     }
 
-    /// The turns due, taken after the builds of their instant: each writer copies what it was
-    /// handed, up to its first turn's most.
+    /// The open batch's turns, taken after its builds: each writer copies what it was handed,
+    /// up to its turn's most.
     fn settle_turns(&mut self) {
         let Some((copy_rate, most)) = self.writer else {
             return;
@@ -161,6 +172,22 @@ mod tests {
         assert_eq!(client.write(ms(1), ConnectionId(2), 0), ms(12));
         // Settled once: a command later still finds the loop free at 12 ms.
         assert_eq!(client.write(ms(2), ConnectionId(2), 0), ms(12));
+    }
+
+    #[test]
+    fn commands_issued_while_the_loop_is_busy_are_one_batch_with_one_turn() {
+        let mut client = client_loop(true);
+        for _ in 0..30 {
+            client.write(SimTime::ZERO, A, 2 * MIB);
+        }
+        // Built by 60 ms, A's turn to 65. Three 4 MiB commands on B at 1, 2 and 3 ms: the loop
+        // gets to them at 65 and builds them back to back, to 77; a command at 4 ms joins them.
+        for at in 1..=3 {
+            client.write(ms(at), B, 4 * MIB);
+        }
+        assert_eq!(client.write(ms(4), ConnectionId(2), 0), ms(77));
+        // Then B's one turn, 10 of its 12 MiB (5 ms), not three of 4 MiB (6 ms).
+        assert_eq!(client.write(ms(78), ConnectionId(2), 0), ms(82));
     }
 
     #[test]
