@@ -373,13 +373,13 @@ impl<'a> Validator<'a> {
                     }
                 }
                 (Some(copy_rate), None) => {
-                    let message = format!("is needed with copy_rate: {TURN}");
-                    v.error(Some(copy_rate.span()), &key("copy_before_yield"), message);
+                    let message = format!("needs copy_before_yield too: {TURN}");
+                    v.error(Some(copy_rate.span()), &key("copy_rate"), message);
                     None
                 }
                 (None, Some(most)) => {
-                    let message = format!("is needed with copy_before_yield: {TURN}");
-                    v.error(Some(most.span()), &key("copy_rate"), message);
+                    let message = format!("needs copy_rate too: {TURN}");
+                    v.error(Some(most.span()), &key("copy_before_yield"), message);
                     None
                 }
             };

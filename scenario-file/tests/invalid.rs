@@ -1023,13 +1023,13 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[client_loops.tokio]\nwrite_rate = \"700MiB/s\"\ncopy_rate = \"1GiB/s\"\n"
             ),
-            "26:13: client_loops.tokio.copy_before_yield: is needed with copy_rate: the writer's turn is its copy rate and how much it copies before it yields",
+            "26:13: client_loops.tokio.copy_rate: needs copy_before_yield too: the writer's turn is its copy rate and how much it copies before it yields",
         ),
         (
             format!(
                 "{BASE}\n[client_loops.tokio]\nwrite_rate = \"700MiB/s\"\ncopy_before_yield = \"8MiB\"\n"
             ),
-            "26:21: client_loops.tokio.copy_rate: is needed with copy_before_yield: the writer's turn is its copy rate and how much it copies before it yields",
+            "26:21: client_loops.tokio.copy_before_yield: needs copy_rate too: the writer's turn is its copy rate and how much it copies before it yields",
         ),
         (
             format!(
