@@ -54,7 +54,8 @@ pub struct Plan {
     pub set_bytes: usize,
     /// INCRs sent one after another, for the server's cost of a command.
     pub incrs: u32,
-    /// A second, small burst of SETs of `set_bytes`, all copied in the writer's first turn.
+    /// A small burst of SETs of `set_bytes`, all copied in the writer's first turn (measured
+    /// first, before the big one).
     pub small_sets: u32,
 }
 
@@ -116,9 +117,11 @@ impl Calibration {
 
     /// How much the writer copies before it yields: the big burst's turn at the copy rate,
     /// at least the small burst (which one turn copied) and at most the big one.
+    /// (At the copy rate in whole MiB/s, as the snippet prints it, so that the simulated turn
+    /// lasts what was measured.)
     pub fn copy_before_yield(&self) -> u64 {
-        let copied =
-            u128::from(self.copy_bytes_per_second()) * self.burst.writer.as_nanos() / 1_000_000_000;
+        let printed_rate = (self.copy_bytes_per_second() >> 20).max(1) << 20;
+        let copied = u128::from(printed_rate) * self.burst.writer.as_nanos() / 1_000_000_000;
         let small = u128::from(self.plan.small_sets) * self.plan.set_bytes as u128;
         let most = copied.clamp(small.min(self.bytes()), self.bytes().max(1));
         u64::try_from(most).unwrap_or(u64::MAX)
@@ -257,8 +260,8 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     let other = client
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
-    let (sets_elapsed, burst) =
-        queued_sets(&connection, &other, plan.sets, 0, plan, round_trip_median).await?;
+    // The small burst first, in a process that has not yet written big values (as a live
+    // run's small burst is): one that has reuses their memory and writes the next faster.
     let (_, small_burst) = queued_sets(
         &connection,
         &other,
@@ -268,6 +271,8 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
         round_trip_median,
     )
     .await?;
+    let (sets_elapsed, burst) =
+        queued_sets(&connection, &other, plan.sets, 0, plan, round_trip_median).await?;
     let counter = format!("{KEY_PREFIX}counter");
     for _ in 0..plan.incrs {
         let _: i64 = redis::cmd("INCR")
