@@ -34,7 +34,7 @@
 //! misses too: the bound is not widened, a measurement that other load disturbed is retaken.
 //!
 //! Its own test binary, so that no other test of this crate competes for the two cores. About
-//! 45 s (90 s when it retakes).
+//! 40 s (80 s when it retakes).
 
 mod common;
 

@@ -119,8 +119,9 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
         };
         let (sim, measured) = (decisions(&simulated), decisions(&live));
         // A runner that woke late (a busy machine) sent what was due as a burst, and a full
-        // bucket lost the tokens of the time lost: 150 a second of it (the run's start, which
-        // was the case in CI once, is opened again until it is on time).
+        // bucket lost the tokens of the time lost: the file's rate, 150 a second, of the
+        // latest wake-up's lateness (a bound for one late stretch; the run's start, which was
+        // the late stretch in CI once, is opened again until it is on time).
         let runner = &common::variant(&live, variant)["runner"];
         let lost_tokens = if runner["late_wakes"].as_u64().unwrap() > 0 {
             (150.0 * runner["worst_lateness_ms"].as_f64().unwrap() / 1e3).ceil() as u64
