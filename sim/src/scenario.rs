@@ -135,9 +135,9 @@ pub struct ClientLoopSpec {
 }
 
 /// A connection's writer on its client's loop: once the loop has built a batch (what was
-/// issued before the loop got to it), it copies its share into the socket at `copy_rate`, up to
-/// `copy_before_yield` bytes (as long as the socket takes them), before the loop builds anything
-/// of a later batch (`redis::client_loop`).
+/// issued before the loop got to it), it copies its share into the socket at `copy_rate`, each
+/// command leaving once copied, and the loop builds nothing of a later batch until it has
+/// copied up to `copy_before_yield` bytes (`redis::client_loop`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriterTurn {
     pub copy_rate: ByteRate,

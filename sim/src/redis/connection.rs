@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{ConnectionSummary, Outcome};
 
+use super::client_loop::{Due, Sent, Written};
 use super::keyspace::{Op, Reply};
 use super::pipe::Pipe;
 use super::{LinkEvent, Redis, RedisEvent, is_slot, is_write};
@@ -237,11 +238,8 @@ impl Redis {
             events.schedule(deadline, RedisEvent::CommandTimeout { connection: id });
         }
         if connection.link == Link::Connected {
-            let client_loop = connection.spec.client_loop;
-            let at = self.loop_writes(now, id, client_loop, op.request_bytes());
-            let connection = &mut self.connections[id.index()];
             connection.sent += 1;
-            connection.transmit(at, id, seq, op, events);
+            self.send(now, id, seq, op, events);
         } else if connection.manager_idle {
             // A ConnectionManager that gave up starts a new reconnect for this command.
             connection.manager_idle = false;
@@ -251,19 +249,69 @@ impl Redis {
         None
     }
 
-    /// When a write of `bytes` on `id` issued now leaves the client: at once without an event
-    /// loop; else once the loop has built it after everything before it (`client_loop`).
-    fn loop_writes(
+    /// Sends a command issued now on `id` (connected): at once without an event loop; else
+    /// once its loop has built it (and, with a writer's turn, copied it in its batch's turn).
+    fn send(&mut self, now: SimTime, id: ConnectionId, seq: u64, op: Op, events: &mut EventQueue) {
+        let connection = &mut self.connections[id.index()];
+        let Some(client_loop) = connection.spec.client_loop else {
+            connection.transmit(now, id, seq, op, events);
+            return;
+        };
+        let epoch = connection.epoch;
+        let closed = self.client_loops[client_loop.index()].close_passed(now);
+        self.transmit_sent(closed, events);
+        let written = self.client_loops[client_loop.index()].write(
+            now,
+            id,
+            op.request_bytes(),
+            (epoch, seq, op),
+        );
+        match written {
+            Written::At(at) => {
+                self.connections[id.index()].transmit(at, id, seq, op, events);
+            }
+            Written::Batched {
+                opened: Some((batch, at)),
+            } => events.schedule(
+                at,
+                RedisEvent::LoopTurn {
+                    client_loop: client_loop.0,
+                    batch,
+                },
+            ),
+            Written::Batched { opened: None } => {}
+        }
+    }
+
+    /// A client loop's look at a batch: its turns, once its builds are over.
+    pub(super) fn on_loop_turn(
         &mut self,
         now: SimTime,
-        id: ConnectionId,
-        client_loop: Option<crate::scenario::ClientLoopId>,
-        bytes: u64,
-    ) -> SimTime {
-        let Some(client_loop) = client_loop else {
-            return now;
-        };
-        self.client_loops[client_loop.index()].write(now, id, bytes)
+        client_loop: u32,
+        batch: u64,
+        events: &mut EventQueue,
+    ) {
+        match self.client_loops[client_loop as usize].turn_due(now, batch) {
+            Due::Again(at) => events.schedule(at, RedisEvent::LoopTurn { client_loop, batch }),
+            Due::Sent(sent) => self.transmit_sent(sent, events),
+            Due::Gone => {}
+        }
+    }
+
+    /// Puts a batch's commands on their pipes as they leave the client, each on the link it
+    /// was issued on (one lost since resends its commands itself).
+    fn transmit_sent(&mut self, sent: Vec<Sent<(u32, u64, Op)>>, events: &mut EventQueue) {
+        for Sent {
+            connection: id,
+            item: (epoch, seq, op),
+            at,
+        } in sent
+        {
+            let connection = &mut self.connections[id.index()];
+            if connection.epoch == epoch && connection.link == Link::Connected {
+                connection.transmit(at, id, seq, op, events);
+            }
+        }
     }
 
     pub(super) fn on_reply_arrives(&mut self, id: ConnectionId, epoch: u32) {
@@ -538,13 +586,11 @@ impl Redis {
         connection.sent = connection.commands.len();
         for index in 0..self.connections[id.index()].commands.len() {
             let connection = &self.connections[id.index()];
-            let (seq, op, client_loop) = (
+            let (seq, op) = (
                 connection.commands[index].seq,
                 connection.commands[index].op,
-                connection.spec.client_loop,
             );
-            let at = self.loop_writes(now, id, client_loop, op.request_bytes());
-            self.connections[id.index()].transmit(at, id, seq, op, events);
+            self.send(now, id, seq, op, events);
         }
     }
 

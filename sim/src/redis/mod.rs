@@ -97,6 +97,9 @@ pub(crate) enum RedisEvent {
     PauseEnds { server: ServerId, mode: PauseMode },
     /// The oldest write on its way to this replica (`Redis::replication`) arrives.
     Replicate { replica: ServerId },
+    /// A client loop looks at a batch of commands whose builds may be over, to give its
+    /// writers their turn (`client_loop`).
+    LoopTurn { client_loop: u32, batch: u64 },
 }
 
 impl RedisEvent {
@@ -114,7 +117,8 @@ impl RedisEvent {
             | RedisEvent::ConnectAnswered { .. }
             | RedisEvent::ReconnectDue { .. }
             | RedisEvent::ConnectionClosed { .. }
-            | RedisEvent::Replicate { .. } => Class::Finish,
+            | RedisEvent::Replicate { .. }
+            | RedisEvent::LoopTurn { .. } => Class::Finish,
             // The end of a fault, a little late.
             RedisEvent::PauseEnds { .. } => Class::Fault,
         }
@@ -165,8 +169,9 @@ pub(crate) struct Redis {
     /// it arrives and its primary's process epoch when it ran. Bound: the writes its primary
     /// runs in one replication lag.
     replication: Vec<std::collections::VecDeque<(SimTime, u32, Op)>>,
-    /// Per client event loop: what it has been given to build and write.
-    client_loops: Vec<client_loop::ClientLoop>,
+    /// Per client event loop: what it has been given to build and write; a command in a
+    /// batch is its connection's link (epoch), sequence number and operation.
+    client_loops: Vec<client_loop::ClientLoop<(u32, u64, Op)>>,
 }
 
 fn is_slot(spec: &ConnectionSpec) -> bool {
@@ -280,6 +285,9 @@ impl Redis {
             }
             RedisEvent::PauseEnds { server, mode } => self.pause(now, server, mode, false, events),
             RedisEvent::Replicate { replica } => self.on_replicate(now, replica),
+            RedisEvent::LoopTurn { client_loop, batch } => {
+                self.on_loop_turn(now, client_loop, batch, events)
+            }
         }
     }
 
