@@ -12,7 +12,8 @@ fn the_calibration_snippet_validates_in_the_hol_scenario() {
     let measured = Calibration {
         plan: Plan::SEED_000,
         round_trip_median: Duration::from_micros(17),
-        // 60 SETs of 2 MiB: the loop 1 ms a SET, the pipe 2.5 ms (151 = 1 + 60 x 2.5).
+        // 60 SETs of 2 MiB, built in 60 ms, then the writer 1 ms a SET and the pipe 1.5 ms
+        // (151 - 60 = 1 + 60 x 1.5).
         sets_elapsed: Duration::from_micros(151_017),
         burst: LoopTurns {
             build: Duration::from_millis(60),
@@ -34,7 +35,8 @@ fn the_calibration_snippet_validates_in_the_hol_scenario() {
         "{snippet}"
     );
     assert!(
-        snippet.contains("latency = \"8us\"\nbandwidth = \"800MiB/s\"\nclient_loop = \"shared\"\n"),
+        snippet
+            .contains("latency = \"8us\"\nbandwidth = \"1333MiB/s\"\nclient_loop = \"shared\"\n"),
         "{snippet}"
     );
     let path = Path::new("scenarios/shared-connection-hol.toml");

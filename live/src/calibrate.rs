@@ -18,11 +18,12 @@
 //!   it yields (`copy_before_yield`).
 //! - **bandwidth**: the same SETs, all queued at once on the one connection, as seed 000's
 //!   blob writes were, from the first send to the last reply, less one round trip. The
-//!   simulator sends each SET through the client loop and then the connection's pipe, two
-//!   stages one after the other, so the pipe's time per SET is solved from that tandem: with
-//!   `a` the loop's time to build a SET and `T` the burst's, `T = a + K b` when the pipe is the slower
-//!   stage (`b >= a`), else `T = K a + b`. It folds in the server's own per-byte cost and the
-//!   socket's, which the simulator's pipe bandwidth stands for.
+//!   simulator builds every SET of the burst first (`B`), then sends each through its writer
+//!   and the connection's pipe, two stages one after the other, so the pipe's time per SET is
+//!   solved from that tandem: with `c` the writer's time to copy a SET and `T` the burst's,
+//!   `T - B = c + K b` when the pipe is the slower stage (`b >= c`), else `T - B = K c + b`.
+//!   It folds in the server's own per-byte cost and the socket's, which the simulator's pipe
+//!   bandwidth stands for.
 //!
 //! - **per-command cost**: what the server says it spent executing them (`INFO
 //!   commandstats`, read before and after, so its totals are not reset): an `INCR`'s time per
@@ -127,25 +128,28 @@ impl Calibration {
         u64::try_from(most).unwrap_or(u64::MAX)
     }
 
-    /// The connection's bandwidth: the pipe stage of the loop-then-pipe tandem the simulator
-    /// puts each SET through, solved from the burst's time less one round trip (see the
-    /// module's documentation).
+    /// The connection's bandwidth: the pipe stage of the writer-then-pipe tandem the simulator
+    /// puts each SET through once the burst is built, solved from the burst's time less one
+    /// round trip and the builds (see the module's documentation), at the copy rate as the
+    /// snippet prints it.
     pub fn bytes_per_second(&self) -> u64 {
         let sets = u128::from(self.plan.sets);
         let burst = self
             .sets_elapsed
             .saturating_sub(self.round_trip_median)
             .as_nanos();
-        let per_set_loop = self.burst.build.as_nanos() / sets;
-        let per_set_pipe = if burst >= (sets + 1) * per_set_loop {
-            (burst - per_set_loop) / sets
+        let after_builds = burst.saturating_sub(self.burst.build.as_nanos());
+        let per_set_copy = self.plan.set_bytes as u128 * 1_000_000_000
+            / u128::from((self.copy_bytes_per_second() >> 20).max(1) << 20);
+        let per_set_pipe = if after_builds >= (sets + 1) * per_set_copy {
+            (after_builds - per_set_copy) / sets
         } else {
-            burst.saturating_sub(sets * per_set_loop)
+            after_builds.saturating_sub(sets * per_set_copy)
         };
-        // A loop about as slow as the whole burst leaves the pipe next to nothing; a pipe
-        // faster than the loop by more than that is not told apart from it, so its time per
-        // SET is taken as at least a tenth of the loop's.
-        let per_set_pipe = per_set_pipe.max(per_set_loop / 10).max(1);
+        // A writer about as slow as the whole burst leaves the pipe next to nothing; a pipe
+        // faster than the writer by more than that is not told apart from it, so its time per
+        // SET is taken as at least a tenth of the writer's.
+        let per_set_pipe = per_set_pipe.max(per_set_copy / 10).max(1);
         let rate = self.plan.set_bytes as u128 * 1_000_000_000 / per_set_pipe;
         u64::try_from(rate).unwrap_or(u64::MAX)
     }
@@ -453,36 +457,35 @@ mod tests {
     }
 
     #[test]
-    fn the_pipe_is_solved_from_the_loop_then_pipe_tandem() {
+    fn the_pipe_is_solved_from_the_writer_then_pipe_tandem_after_the_builds() {
         let mut calibration = Calibration {
-            // 60 SETs: 300 ms less the round trip, the loop 2 ms a SET.
+            // 60 SETs: 300 ms less the round trip.
             sets_elapsed: Duration::from_micros(300_040),
             ..measured()
         };
         // 120 MiB built in 120 ms.
         assert_eq!(calibration.loop_bytes_per_second(), 1_048_576_000);
-        // 8 MiB copied in 4 ms; the big burst's turn, 20 ms of it, copied 40 MiB.
+        // 8 MiB copied in 4 ms (1 ms a SET); the big burst's turn, 20 ms of it, copied 40 MiB.
         assert_eq!(calibration.copy_bytes_per_second(), 2_097_152_000);
         assert_eq!(calibration.copy_before_yield(), 40 * 1_048_576);
-        // The pipe is the slower stage: 300 = 2 + 60 b, b = 4.9667 ms a 2 MiB SET.
+        // The pipe is the slower stage: 300 - 120 = 1 + 60 b, b = 2.9833 ms a 2 MiB SET.
         assert_eq!(
             calibration.bytes_per_second(),
-            2_097_152_000_000_000 / 4_966_666
+            2_097_152_000_000_000 / 2_983_333
         );
         let snippet = calibration.snippet("tokio", "redis");
         assert!(
             snippet.contains(
                 "[client_loops.tokio]\nwrite_rate = \"1000MiB/s\"\ncopy_rate = \"2000MiB/s\"\n\
                  copy_before_yield = 41943040\n\n[connections.tokio]\n\
-                 server = \"redis\"\nlatency = \"20us\"\nbandwidth = \"402MiB/s\"\n\
+                 server = \"redis\"\nlatency = \"20us\"\nbandwidth = \"670MiB/s\"\n\
                  client_loop = \"tokio\"\n"
             ),
             "{snippet}"
         );
-        // The loop is the slower stage (4 ms a SET): 242 = 60 x 4 + b, b = 2 ms.
-        calibration.burst.build = Duration::from_millis(240);
-        calibration.sets_elapsed = Duration::from_micros(242_040);
-        assert_eq!(calibration.bytes_per_second(), 1_048_576_000);
+        // The writer is the slower stage: 60.5 = 60 x 1 + b, b = 0.5 ms.
+        calibration.sets_elapsed = Duration::from_micros(180_540);
+        assert_eq!(calibration.bytes_per_second(), 4_194_304_000);
     }
 
     #[test]
