@@ -15,7 +15,8 @@
 //! the builds and for the writer's first turn, which below about 30 SETs is the whole burst
 //! (it takes about as long as the shared one) and above it a turn of tens of MiB; the shared
 //! one waits for the pipe to carry the SETs. The simulated client loop does both (its
-//! `write_rate`, and its writer's `copy_rate` and `copy_before_yield`). Where the simulation
+//! `write_rate`, and its writer's `copy_rate` and `copy_before_yield`, no byte of a batch
+//! leaving before the batch is built). The SETs' own p50 is printed, not held. Where the simulation
 //! says the separate INCR is clearly the faster (from about K = 120), the live one must be
 //! too. Nor is K = 0 run (a bare round trip: 25% of ~0.1 ms is below the live run's
 //! millisecond timers).
@@ -82,9 +83,14 @@ fn incr_latency(report: &serde_json::Value, variant: &str, flow: &str, k: u64) -
     all["max"].as_f64().unwrap()
 }
 
-/// The shared and the separate INCR of `variant` at K = `k`.
-fn incrs(report: &serde_json::Value, variant: &str, k: u64) -> [f64; 2] {
-    ["incr_shared", "incr_separate"].map(|flow| incr_latency(report, variant, flow, k))
+/// The shared and the separate INCR of `variant` at K = `k`, and the SETs' p50 (printed, not
+/// held).
+fn incrs(report: &serde_json::Value, variant: &str, k: u64) -> [f64; 3] {
+    let [shared, separate] =
+        ["incr_shared", "incr_separate"].map(|flow| incr_latency(report, variant, flow, k));
+    let name = format!("{variant} / K={k}");
+    let sets = &common::variant(report, &name)["summary"]["flows"]["blob_set"]["latency_ms"];
+    [shared, separate, sets["all"]["p50"].as_f64().unwrap()]
 }
 
 /// One round: this machine's figures (`outagelab calibrate`), the live curve (`outagelab
@@ -95,8 +101,8 @@ struct Round {
     rates: [String; 4],
     /// Per K: the shared and the separate INCR, live and simulated with this round's
     /// calibration.
-    live: Vec<[f64; 2]>,
-    simulated: Vec<[f64; 2]>,
+    live: Vec<[f64; 3]>,
+    simulated: Vec<[f64; 3]>,
 }
 
 fn run_ok(args: &[&str], codes: &[i32]) -> String {
@@ -153,7 +159,7 @@ fn round(server: &RedisServer, dir: &Path, index: usize) -> Round {
         .map(|&k| {
             let variant = format!("{LIVE_VARIANT} / K={k}");
             let args = ["live", FILE, "--redis", &address, "--variant", &variant];
-            let runs: Vec<[f64; 2]> = (0..live_runs(k))
+            let runs: Vec<[f64; 3]> = (0..live_runs(k))
                 .map(|run| {
                     let json = dir.join(format!("live-{index}-{k}-{run}.json"));
                     run_ok(
@@ -163,7 +169,7 @@ fn round(server: &RedisServer, dir: &Path, index: usize) -> Round {
                     incrs(&read_report(&json), LIVE_VARIANT, k)
                 })
                 .collect();
-            [0, 1].map(|side| median(runs.iter().map(|run| run[side])))
+            [0, 1, 2].map(|side| median(runs.iter().map(|run| run[side])))
         })
         .collect();
     Round {
@@ -175,7 +181,7 @@ fn round(server: &RedisServer, dir: &Path, index: usize) -> Round {
 }
 
 /// The simulated curve of the file with the calibration appended as a variant.
-fn simulated(snippet: &str, dir: &Path, index: usize) -> Vec<[f64; 2]> {
+fn simulated(snippet: &str, dir: &Path, index: usize) -> Vec<[f64; 3]> {
     let text = std::fs::read_to_string(FILE).unwrap() + &round_variant(snippet);
     let file = dir.join(format!("calibrated-{index}.toml"));
     std::fs::write(&file, text).unwrap();
@@ -233,7 +239,7 @@ fn measure(server: &RedisServer, dir: &Path) -> Vec<String> {
             round.rates[2],
             round.rates[3],
             (round.live.iter().zip(&round.simulated))
-                .map(|([shared, separate], [shared_sim, separate_sim])| {
+                .map(|([shared, separate, _], [shared_sim, separate_sim, _])| {
                     format!("{shared:.0}/{shared_sim:.0} {separate:.0}/{separate_sim:.0}")
                 })
                 .collect::<Vec<_>>()
@@ -244,7 +250,10 @@ fn measure(server: &RedisServer, dir: &Path) -> Vec<String> {
         "medians of {ROUNDS} rounds; diff: the median of each round's live against its own \
          calibrated simulation"
     );
-    println!("K    shared live ms  sim ms  diff    separate live ms  sim ms  diff");
+    println!(
+        "K    shared live ms  sim ms  diff    separate live ms  sim ms  diff    SETs' p50 live \
+         ms  sim ms  diff (printed)"
+    );
     let mut failures = Vec::new();
     for (index, &k) in KS.iter().enumerate() {
         let of = |pick: &dyn Fn(&Round) -> f64| median(rounds.iter().map(pick));
@@ -252,11 +261,14 @@ fn measure(server: &RedisServer, dir: &Path) -> Vec<String> {
         let [shared_sim, separate_sim] = [0, 1].map(|side| of(&|r| r.simulated[index][side]));
         let [shared_diff, separate_diff] =
             [0, 1].map(|side| of(&|r| r.live[index][side] / r.simulated[index][side] - 1.0));
+        let (sets, sets_sim) = (of(&|r| r.live[index][2]), of(&|r| r.simulated[index][2]));
+        let sets_diff = of(&|r| r.live[index][2] / r.simulated[index][2] - 1.0);
         println!(
             "{k:<4} {shared:>14.1}  {shared_sim:>6.1}  {:>+5.1}%  {separate:>16.1}  \
-             {separate_sim:>6.1}  {:>+5.1}%",
+             {separate_sim:>6.1}  {:>+5.1}%  {sets:>17.1}  {sets_sim:>6.1}  {:>+5.1}%",
             shared_diff * 100.0,
             separate_diff * 100.0,
+            sets_diff * 100.0,
         );
         let mut miss = |side: &str, live: f64, simulated: f64, difference: f64| {
             failures.push(format!(
