@@ -232,6 +232,16 @@ mod tests {
         SimTime::ZERO.saturating_add(SimDuration::from_micros(us))
     }
 
+    /// What a write that opened batch `batch`, to be looked at `at`, says.
+    fn opens(batch: u64, at: SimTime) -> Written {
+        Written::Batched {
+            opened: Some((batch, at)),
+        }
+    }
+
+    /// What a write that joined the open batch says.
+    const JOINED: Written = Written::Batched { opened: None };
+
     /// Writes as the simulator does (closing a passed batch first); what left, as (command,
     /// instant), and what the write said.
     fn write(
@@ -278,15 +288,10 @@ mod tests {
     fn a_burst_leaves_as_its_writer_copies_it_after_every_build() {
         let mut client = client_loop(true);
         let (_, opened) = write(&mut client, SimTime::ZERO, A, 2, 1);
-        assert_eq!(
-            opened,
-            Written::Batched {
-                opened: Some((1, ms(2)))
-            }
-        );
+        assert_eq!(opened, opens(1, ms(2)));
         for name in 2..=3 {
             let (_, joined) = write(&mut client, SimTime::ZERO, A, 2, name);
-            assert_eq!(joined, Written::Batched { opened: None });
+            assert_eq!(joined, JOINED);
         }
         // Looked at when the first build ended: two more were built since.
         assert_eq!(client.turn_due(ms(2), 1), Due::Again(ms(6)));
@@ -298,12 +303,7 @@ mod tests {
         assert_eq!(client.turn_due(ms(6), 1), Due::Gone);
         // A command issued later waits for the turn: built at 9 ms, copied at once.
         let (_, opened) = write(&mut client, ms(1), B, 0, 4);
-        assert_eq!(
-            opened,
-            Written::Batched {
-                opened: Some((2, ms(9)))
-            }
-        );
+        assert_eq!(opened, opens(2, ms(9)));
         assert_eq!(turns(&mut client, 2, ms(9)), [(4, ms(9))]);
     }
 
@@ -315,12 +315,7 @@ mod tests {
         }
         let (closed, opened) = write(&mut client, ms(1), B, 0, 4);
         assert_eq!(closed, [(1, ms(7)), (2, ms(8)), (3, ms(9))]);
-        assert_eq!(
-            opened,
-            Written::Batched {
-                opened: Some((2, ms(9)))
-            }
-        );
+        assert_eq!(opened, opens(2, ms(9)));
         assert_eq!(client.turn_due(ms(6), 1), Due::Gone);
     }
 
@@ -350,12 +345,7 @@ mod tests {
             [(1, ms(10)), (3, ms(11)), (2, ms(12))]
         );
         let (_, opened) = write(&mut client, ms(9), C, 0, 4);
-        assert_eq!(
-            opened,
-            Written::Batched {
-                opened: Some((2, ms(12)))
-            }
-        );
+        assert_eq!(opened, opens(2, ms(12)));
     }
 
     #[test]
@@ -367,18 +357,10 @@ mod tests {
         // Built by 60 ms, A's turn to 65. Three 4 MiB commands on B at 1, 2 and 3 ms: the loop
         // gets to them at 65 and builds them back to back, to 77; one on C at 4 ms joins them.
         let (_, opened) = write(&mut client, ms(1), B, 4, 31);
-        assert_eq!(
-            opened,
-            Written::Batched {
-                opened: Some((2, ms(69)))
-            }
-        );
+        assert_eq!(opened, opens(2, ms(69)));
         for (at, name) in [(2, 32), (3, 33)] {
             let (closed, joined) = write(&mut client, ms(at), B, 4, name);
-            assert_eq!(
-                (closed, joined),
-                (vec![], Written::Batched { opened: None })
-            );
+            assert_eq!((closed, joined), (vec![], JOINED));
         }
         write(&mut client, ms(4), C, 0, 34);
         // B's one turn: its commands leave as copied (2 ms each), the loop charged 10 of its
@@ -396,12 +378,7 @@ mod tests {
         assert_eq!(turns(&mut client, 1, ms(2)), [(1, ms(3))]);
         // Idle long after: a new batch from when it is issued.
         let (_, opened) = write(&mut client, ms(50), B, 1, 2);
-        assert_eq!(
-            opened,
-            Written::Batched {
-                opened: Some((2, ms(51)))
-            }
-        );
+        assert_eq!(opened, opens(2, ms(51)));
         assert_eq!(turns(&mut client, 2, ms(51)), [(2, us(51_500))]);
     }
 }

@@ -272,13 +272,7 @@ impl Redis {
             }
             Written::Batched {
                 opened: Some((batch, at)),
-            } => events.schedule(
-                at,
-                RedisEvent::LoopTurn {
-                    client_loop: client_loop.0,
-                    batch,
-                },
-            ),
+            } => events.schedule(at, RedisEvent::LoopTurn { client_loop, batch }),
             Written::Batched { opened: None } => {}
         }
     }
@@ -287,11 +281,11 @@ impl Redis {
     pub(super) fn on_loop_turn(
         &mut self,
         now: SimTime,
-        client_loop: u32,
+        client_loop: crate::scenario::ClientLoopId,
         batch: u64,
         events: &mut EventQueue,
     ) {
-        match self.client_loops[client_loop as usize].turn_due(now, batch) {
+        match self.client_loops[client_loop.index()].turn_due(now, batch) {
             Due::Again(at) => events.schedule(at, RedisEvent::LoopTurn { client_loop, batch }),
             Due::Sent(sent) => self.transmit_sent(sent, events),
             Due::Gone => {}
@@ -760,6 +754,39 @@ mod tests {
         // Behind the SET's write: out at 1 000 064 us, at the server 100 us later.
         let shared = with_loop(true);
         assert!((1_000_164..1_000_300).contains(&shared), "{shared}");
+    }
+
+    #[test]
+    fn a_writer_s_turn_sends_a_burst_once_built_and_holds_a_later_command_behind_it() {
+        // A loop that builds at 1 MB/s and whose writer copies at 2 MB/s, 1.5 MB at most in
+        // its turn: two SETs of 1 000 032 bytes on connection 0 at 0, a GET on connection 1 at
+        // 1 us. The SETs are built by 2 000 064 us and only then copied: the first leaves at
+        // 2 500 080 us, the second at 3 000 096. The GET, issued while the loop was busy,
+        // waits for the turn (750 000 us of it), is built by 2 750 096 us and copied in 16.
+        let mut redis = Harness::with(2, |scenario| {
+            let rate = |bytes| crate::scenario::ByteRate::new(bytes).unwrap();
+            scenario.client_loops.push(crate::scenario::ClientLoopSpec {
+                name: "tokio".into(),
+                write_rate: rate(1_000_000),
+                writer: Some(crate::scenario::WriterTurn {
+                    copy_rate: rate(2_000_000),
+                    copy_before_yield: 1_500_000,
+                }),
+            });
+            for connection in &mut scenario.connections {
+                connection.client_loop = Some(crate::scenario::ClientLoopId(0));
+            }
+        });
+        redis.issue_at(0, 0, super::super::testing::set(1, 1_000_000), 1);
+        redis.issue_at(0, 0, super::super::testing::set(2, 1_000_000), 2);
+        redis.issue_at(1, 1, get(3), 3);
+        redis.run();
+        let finished: std::collections::BTreeMap<_, _> = redis.finished_us().into_iter().collect();
+        // Each at the server 100 us after it leaves, answered within a few us, back in 100.
+        let within = |slot: u32, left: u64| (left + 200..left + 300).contains(&finished[&slot]);
+        assert!(within(1, 2_500_080), "{finished:?}");
+        assert!(within(2, 3_000_096), "{finished:?}");
+        assert!(within(3, 2_750_112), "{finished:?}");
     }
 
     #[test]

@@ -99,7 +99,10 @@ pub(crate) enum RedisEvent {
     Replicate { replica: ServerId },
     /// A client loop looks at a batch of commands whose builds may be over, to give its
     /// writers their turn (`client_loop`).
-    LoopTurn { client_loop: u32, batch: u64 },
+    LoopTurn {
+        client_loop: crate::scenario::ClientLoopId,
+        batch: u64,
+    },
 }
 
 impl RedisEvent {
