@@ -133,18 +133,12 @@ pub fn render(comparison: &Comparison) -> String {
     );
     for variant in &comparison.variants {
         for (report, runner) in variant.runners.iter().enumerate() {
-            if let Some(runner) = runner.as_ref().filter(|runner| runner.late_wakes > 0) {
+            if let Some(late) = runner.as_ref().and_then(|runner| runner.late_summary()) {
                 writeln!(
                     out,
-                    "{}'s runner in {}: {} of {} timed wake-ups more than {} ms late, the latest \
-                     {:.1} ms (due at {:.1} ms): what was due then went out as a burst",
+                    "{}'s runner in {}: {late}: what was due then went out as a burst",
                     ["A", "B"][report],
                     variant.name,
-                    runner.late_wakes,
-                    runner.wakes,
-                    outagelab_report::RunnerTiming::LATE_MS,
-                    runner.worst_lateness_ms,
-                    runner.worst_due_ms,
                 )
                 .unwrap();
             }

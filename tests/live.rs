@@ -149,8 +149,8 @@ fn a_report_compared_with_itself_differs_by_nothing() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains(
-            "B's runner in closed loop, 50 callers: 1 of 51 timed wake-ups more than 10 ms late, \
-             the latest 31.5 ms (due at 1.0 ms)"
+            "B's runner in closed loop, 50 callers: 1 of 51 timed wake-ups (arrivals, sends, \
+             fault starts) came more than 10 ms late, the latest 31.5 ms late (due at 1.0 ms)"
         ),
         "{stdout}"
     );

@@ -103,6 +103,22 @@ pub struct RunnerTiming {
 }
 
 impl RunnerTiming {
+    /// What a reader is told of a runner that woke late (`None` when it never did): how many
+    /// wake-ups, and the latest one's lateness and due instant.
+    pub fn late_summary(&self) -> Option<String> {
+        (self.late_wakes > 0).then(|| {
+            format!(
+                "{} of {} timed wake-ups (arrivals, sends, fault starts) came more than {} ms \
+                 late, the latest {:.1} ms late (due at {:.1} ms)",
+                self.late_wakes,
+                self.wakes,
+                Self::LATE_MS,
+                self.worst_lateness_ms,
+                self.worst_due_ms,
+            )
+        })
+    }
+
     /// A wake-up later than this is late. tokio's timers have a resolution of a millisecond,
     /// and a quiet machine here wakes up to 6 ms late now and then; ten is the runner not
     /// keeping up.

@@ -1046,19 +1046,11 @@ async fn drive(
         });
     }
     notes.extend(locked(&fault_notes).drain(..));
-    let timing = locked(&run.timing).clone();
-    if timing.late_wakes > 0 {
+    if let Some(late) = locked(&run.timing).late_summary() {
         notes.push(format!(
-            "{name}: {} of {} timed wake-ups (arrivals, sends, fault starts) came more than \
-             {} ms late, the latest {:.1} ms late (due at {:.1} ms): the runner's one loop was \
-             busy (building or writing a burst, as a real client's is) or the machine was, and \
-             a late runner sends what was due as a burst (the report's `runner` has the \
-             figures)",
-            timing.late_wakes,
-            timing.wakes,
-            RunnerTiming::LATE_MS,
-            timing.worst_lateness_ms,
-            timing.worst_due_ms,
+            "{name}: {late}: the runner's one loop was busy (building or writing a burst, as a \
+             real client's is) or the machine was, and a late runner sends what was due as a \
+             burst (the report's `runner` has the figures)"
         ));
     }
     let servers = admin
