@@ -34,15 +34,18 @@
 //! A measurement that misses the bound is taken once more, and the test fails if that one
 //! misses too: the bound is not widened, a measurement that other load disturbed is retaken.
 //!
-//! Its own test binary, so that no other test of this crate competes for the two cores. About
-//! 40 s (80 s when it retakes).
+//! Timing-sensitive: it compares milliseconds of wall-clock time with the simulation's, so it
+//! runs only with `OUTAGELAB_TIMING_TESTS` set (`.ci/run`'s timing step sets it; the plain
+//! `cargo test --workspace` says it left it out), on an otherwise idle machine. Its own test
+//! binary, so that no other test of this crate competes for the two cores. About 30 s (60 s
+//! when it retakes).
 
 mod common;
 
 use std::path::Path;
 
 use common::{outagelab, read_report, scratch};
-use outagelab_live::testing::RedisServer;
+use outagelab_live::testing::{RedisServer, timing_tests};
 
 const FILE: &str = "scenarios/shared-connection-hol.toml";
 /// The file's variant run live (a live run has the real network, loop and server instead of
@@ -52,7 +55,7 @@ const LIVE_VARIANT: &str = "calibrated here";
 const ROUND_VARIANT: &str = "calibrated in this round";
 /// The sweep's values that are run live: every one but K = 0 (see the module's documentation).
 const KS: [u64; 5] = [10, 30, 60, 120, 260];
-const ROUNDS: usize = 7;
+const ROUNDS: usize = 5;
 /// The calibration's burst: between the K compared at the top of the range. A live SET
 /// costs more in a burst of 260 than in one of 120 (by 10-25% here: the client and the
 /// server hold every queued value's buffers at once, over 1 GiB between them at 260), and a
@@ -205,6 +208,9 @@ fn simulated(snippet: &str, dir: &Path, index: usize) -> Vec<[f64; 3]> {
 
 #[test]
 fn an_incr_behind_queued_sets_takes_as_long_live_as_the_calibrated_simulation_says() {
+    if !timing_tests("seed 000's head-of-line curve, live against the calibrated simulation") {
+        return;
+    }
     let Some(server) = RedisServer::start() else {
         return;
     };

@@ -7,7 +7,9 @@
 //! times and with as many commands (within 5%, or 3 for small counts: a live caller arriving
 //! on the edge of a bucket), with as many failed connect attempts (one per backoff window) and
 //! reconnects; and the rate limiter must admit, refuse and admit unchecked as many requests
-//! (within the same). (That
+//! (within the same). A runner that woke late (a busy machine: the report's `runner` measures
+//! it) widens the counts' bound by the requests of the time it lost, so the test adapts to a
+//! busy machine instead of failing on it. (That
 //! the spend is never applied twice is the file's own expectation, on the simulated side: a
 //! live run does not see what the server applied.)
 //!
@@ -73,6 +75,17 @@ fn close_to(live: u64, simulated: u64, extra: u64) -> bool {
     live.abs_diff(simulated) <= slack + extra
 }
 
+/// The requests a late runner of `variant` may have sent on the other side of an instant:
+/// the file's rate, 150 a second, of its latest wake-up's lateness; 0 when it was never late.
+fn late_requests(live: &serde_json::Value, variant: &str) -> u64 {
+    let runner = &common::variant(live, variant)["runner"];
+    if runner["late_wakes"].as_u64().unwrap() > 0 {
+        (150.0 * runner["worst_lateness_ms"].as_f64().unwrap() / 1e3).ceil() as u64
+    } else {
+        0
+    }
+}
+
 #[test]
 fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
     let Some(server) = RedisServer::start() else {
@@ -82,6 +95,12 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
     let address = server.address();
     let (simulated, live) = simulated_and_live(FILE, &address, &dir, &[]);
     for variant in VARIANTS {
+        // A runner that woke late (a busy machine) sent what was due as a burst: the requests
+        // of the time lost, the file's rate (150 a second) of the latest wake-up's lateness,
+        // can fall on the other side of the cut, or of a token (a bound for one late stretch;
+        // the run's start, which was the late stretch in CI once, is opened again until it is
+        // on time). Counts are held to that much more; on a machine that kept up, to none.
+        let lost = late_requests(&live, variant);
         for connection in CONNECTIONS {
             let (sim, measured) = (
                 seen(&simulated, variant, connection),
@@ -98,8 +117,8 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
                 _ => panic!("one side failed open and the other did not: {context}"),
             }
             assert!(
-                close_to(measured.fail_open, sim.fail_open, 0)
-                    && close_to(measured.commands, sim.commands, 0),
+                close_to(measured.fail_open, sim.fail_open, lost)
+                    && close_to(measured.commands, sim.commands, lost),
                 "fail-open or command counts further apart than close_to allows: {context}"
             );
             assert_eq!(
@@ -118,16 +137,9 @@ fn a_cut_network_fails_open_live_in_the_window_the_simulation_says() {
             ["admitted", "rejected", "fail_open_admitted"].map(|key| limiter[key].as_u64().unwrap())
         };
         let (sim, measured) = (decisions(&simulated), decisions(&live));
-        // A runner that woke late (a busy machine) sent what was due as a burst, and a full
-        // bucket lost the tokens of the time lost: the file's rate, 150 a second, of the
-        // latest wake-up's lateness (a bound for one late stretch; the run's start, which was
-        // the late stretch in CI once, is opened again until it is on time).
+        // A full bucket lost the tokens of the time a late runner lost (`late_requests`).
         let runner = &common::variant(&live, variant)["runner"];
-        let lost_tokens = if runner["late_wakes"].as_u64().unwrap() > 0 {
-            (150.0 * runner["worst_lateness_ms"].as_f64().unwrap() / 1e3).ceil() as u64
-        } else {
-            0
-        };
+        let lost_tokens = late_requests(&live, variant);
         println!(
             "{variant}, the limiter's admitted, rejected, fail-open: simulated {sim:?}, live \
              {measured:?}; the live runner's timing {runner}"

@@ -22,7 +22,7 @@
 mod common;
 
 use common::{scratch, simulated_and_live};
-use outagelab_live::testing::RedisServer;
+use outagelab_live::testing::{RedisServer, timing_tests};
 
 const FILE: &str = r#"[scenario]
 name = "live-policies"
@@ -218,43 +218,59 @@ fn a_live_bulkhead_and_retry_decide_as_the_simulated_ones() {
         assert_eq!(report["databases"]["shared"]["peak_concurrency"], 4);
     }
     // And the times: the queued call ends after the two before it, the retried requests
-    // after their three timeouts and two backoffs (tokio's timers are a millisecond or so
-    // late each; 40 ms covers a loaded machine).
+    // after their three timeouts and two backoffs. A live request is never faster than its
+    // simulation (timers do not fire early), on any machine; how much slower it may be (tokio's
+    // timers are a millisecond or so late each; 40 ms covers a machine that is otherwise idle)
+    // is held only where timing is (`TIMING_TESTS_VAR`).
     let max = |report: &serde_json::Value, flow: &str| {
         report["flows"][flow]["latency_ms"]["all"]["max"]
             .as_f64()
             .unwrap()
     };
-    assert_eq!(max(&simulated, "guarded"), 400.0);
-    assert_eq!(max(&simulated, "retried"), 70.0);
-    assert_eq!(max(&simulated, "pooled"), 320.0);
-    let (guarded, retried) = (max(&live, "guarded"), max(&live, "retried"));
-    assert!((400.0..440.0).contains(&guarded), "{guarded}");
-    assert!((70.0..110.0).contains(&retried), "{retried}");
-    let pooled = max(&live, "pooled");
-    assert!((320.0..360.0).contains(&pooled), "{pooled}");
-    // Retried outside the pool: the second attempt waits for the first query's end (100 ms)
-    // for the connection, and times out 20 ms later.
-    assert_eq!(max(&simulated, "pooled_outside"), 120.0);
-    let outside = max(&live, "pooled_outside");
-    assert!((120.0..160.0).contains(&outside), "{outside}");
-    // A bulkhead that is off pools nothing: the retry does not wait for the first query.
-    assert_eq!(max(&simulated, "unpooled"), 60.0);
-    let unpooled = max(&live, "unpooled");
-    assert!((60.0..100.0).contains(&unpooled), "{unpooled}");
-    // Shared above capacity: all four at 80 ms, none at its 40 ms alone.
     let shared = |report: &serde_json::Value, stat: &str| {
         report["flows"]["shared"]["latency_ms"]["all"][stat]
             .as_f64()
             .unwrap()
     };
+    // (flow, simulated, live): the queued call, the retries, a pooled query's retry inside
+    // the pool; retried outside the pool, the second attempt waits for the first query's end
+    // (100 ms) for the connection and times out 20 ms later; a bulkhead that is off pools
+    // nothing, so the retry does not wait for the first query; shared above capacity, all
+    // four at 80 ms, none at its 40 ms alone.
+    let times = [
+        ("guarded", 400.0, max(&live, "guarded")),
+        ("retried", 70.0, max(&live, "retried")),
+        ("pooled", 320.0, max(&live, "pooled")),
+        ("pooled_outside", 120.0, max(&live, "pooled_outside")),
+        ("unpooled", 60.0, max(&live, "unpooled")),
+        ("shared (fastest)", 80.0, shared(&live, "min")),
+        ("shared (slowest)", 80.0, shared(&live, "max")),
+    ];
     assert_eq!(
-        [shared(&simulated, "min"), shared(&simulated, "max")],
-        [80.0, 80.0]
+        [
+            max(&simulated, "guarded"),
+            max(&simulated, "retried"),
+            max(&simulated, "pooled"),
+            max(&simulated, "pooled_outside"),
+            max(&simulated, "unpooled"),
+            shared(&simulated, "min"),
+            shared(&simulated, "max"),
+        ],
+        times.map(|(_, simulated, _)| simulated),
+        "the simulated times"
     );
-    let (fastest, slowest) = (shared(&live, "min"), shared(&live, "max"));
-    assert!(
-        fastest >= 80.0 && slowest < 120.0,
-        "live: {fastest} to {slowest} ms"
-    );
+    for (flow, simulated, live) in times {
+        assert!(
+            live >= simulated,
+            "{flow}: live {live} ms, simulated {simulated} ms"
+        );
+    }
+    if timing_tests("how much later than simulated the live bulkhead's and retries' requests end") {
+        for (flow, simulated, live) in times {
+            assert!(
+                live < simulated + 40.0,
+                "{flow}: live {live} ms, simulated {simulated} ms"
+            );
+        }
+    }
 }

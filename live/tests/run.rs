@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use outagelab_live::run::{KEY_PREFIX, Options, check, run};
-use outagelab_live::testing::RedisServer;
+use outagelab_live::testing::{RedisServer, timing_tests};
 use outagelab_report::VariantReport;
 use outagelab_sim::Scenario;
 
@@ -172,7 +172,20 @@ async fn run_live(server: &RedisServer, scenario: &Scenario) -> VariantReport {
     .await
     .expect("the run stopped by itself")
     .expect("the run ran");
-    assert!(notes.is_empty(), "{notes:?}");
+    // A late runner (a busy machine) is the one note a run of these files may give; whether
+    // it woke on time is held only where timing is (`TIMING_TESTS_VAR`).
+    let late = (report.runner.as_ref()).and_then(|runner| runner.late_summary());
+    let others: Vec<&String> = (notes.iter())
+        .filter(|note| {
+            !late
+                .as_ref()
+                .is_some_and(|late| note.contains(late.as_str()))
+        })
+        .collect();
+    assert!(others.is_empty(), "{others:?}");
+    if timing_tests("that a live runner wakes within 10 ms of every timed instant") {
+        assert!(late.is_none(), "{notes:?}");
+    }
     report
 }
 
