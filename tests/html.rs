@@ -62,19 +62,39 @@ fn browse(browser: &Path, page: &Path, args: &[&str]) -> Browsed {
     let reader = read(Box::new(child.stdout.take().unwrap()));
     let errors = read(Box::new(child.stderr.take().unwrap()));
     let started = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
         if started.elapsed() > Duration::from_secs(60) {
             let _ = child.kill();
             panic!("the browser did not finish within a minute");
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
+    };
     let stderr = errors.join().unwrap().unwrap_or_default();
+    let stdout = reader.join().unwrap().unwrap_or_default();
+    // A browser that could not start (a missing library, no user data directory) gives no
+    // page: say so, with what it said, rather than let a caller look for an element in
+    // nothing.
+    let dumping = args.contains(&"--dump-dom");
+    if !status.success() || (dumping && stdout.trim().is_empty()) {
+        let said: Vec<&str> = stderr.lines().rev().take(20).collect();
+        let said: Vec<&str> = said.into_iter().rev().collect();
+        panic!(
+            "the browser ({}) failed: it exited with {status}{}; the last lines it wrote to \
+             standard error:\n{}",
+            browser.display(),
+            if dumping && stdout.trim().is_empty() {
+                " and gave no page"
+            } else {
+                ""
+            },
+            said.join("\n")
+        );
+    }
     Browsed {
-        stdout: reader.join().unwrap().unwrap_or_default(),
+        stdout,
         console: stderr
             .lines()
             .filter(|line| line.contains(":CONSOLE"))
@@ -248,6 +268,29 @@ fn a_headless_browser_renders_the_tables_the_expectations_and_the_charts() {
     let dimension = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
     assert_eq!((dimension(16), dimension(20)), (1280, 2000));
     assert!(png.len() > 50_000, "a page with charts, not a blank one");
+}
+
+/// A browser that cannot start is named as the failure, with its exit status and what it
+/// wrote, not met later as a page without the element looked for (a stand-in that exits 1
+/// after writing a line, as chromium does without its libraries).
+#[test]
+#[should_panic(expected = "failed: it exited with exit status: 1 and gave no page")]
+fn a_browser_that_cannot_start_is_named_as_the_failure() {
+    let dir = scratch("html-no-browser");
+    let fake = dir.join("chromium");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'error while loading shared libraries: libnss3.so' >&2\nexit 1\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let page = dir.join("page.html");
+    std::fs::write(&page, "<p>hi</p>").unwrap();
+    browse(&fake, &page, &["--dump-dom"]);
 }
 
 #[test]
