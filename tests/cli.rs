@@ -203,6 +203,62 @@ fn a_bad_file_exits_2_naming_file_line_column_and_key() {
     assert!(text(&output.stderr).contains("no/such/file.toml: cannot read the file"));
 }
 
+/// The mistakes a newcomer makes first, each answered with what to write instead (issue 18):
+/// a rate with a unit, a missing required key (its meaning quoted from the reference), an SLO
+/// written as a string (at `report.slo`, not `report`), a latency expectation with a unit,
+/// and a baseline that is no variant (listing the variants).
+#[test]
+fn a_newcomer_s_mistakes_are_answered_with_the_fix() {
+    let dir = scratch("newcomer-mistakes");
+    let base = bundled("redis-dead-protection.toml");
+    let cases = [
+        (
+            base.replace("rate = 500\n", "rate = \"1500/s\"\n"),
+            "loads.peak.rate: `1500/s` is a number with a unit, but `rate` is a plain number (a \
+             rate is requests per second): write `rate = 1500`",
+        ),
+        (
+            base.replace("queue = 50\n", ""),
+            "bulkheads.db: missing field `queue`, which a `[bulkheads.<name>]` requires: waiters \
+             in FIFO order; when full, the step fails with `shed` at once",
+        ),
+        (
+            base.replace(
+                "slo = { latency = \"200ms\", percentile = 99 }",
+                "slo = \"p99 < 200ms\"",
+            ),
+            "report.slo: expected a table, found string \"p99 < 200ms\": write it as e.g. \
+             `slo = { latency = \"200ms\", percentile = 99 }`",
+        ),
+        (
+            base.replace(
+                "\"unfinished == 0\",",
+                "\"unfinished == 0\", \"p99 < 300ms\",",
+            ),
+            "expect: `300ms` has a unit: an expectation compares plain numbers, each metric in \
+             the unit its name says (`latency_ms` in milliseconds, sizes in bytes), e.g. \
+             `latency_ms.all.p99 < 300`. `p99` alone is no metric",
+        ),
+        (
+            base.replace(
+                "slo = { latency = \"200ms\", percentile = 99 }",
+                "slo = { latency = \"200ms\", percentile = 99 }\nbaseline = \"breaker\"",
+            ),
+            "report.baseline: \"breaker\" is not a variant (the variants: \"timeout only \
+             (fail-open)\", \"timeout + breaker\", \"timeout + breaker + DB bulkhead\")",
+        ),
+    ];
+    for (index, (text_of_file, message)) in cases.iter().enumerate() {
+        assert_ne!(text_of_file, &base, "case {index} changed the file");
+        let file = dir.join(format!("mistake-{index}.toml"));
+        std::fs::write(&file, text_of_file).unwrap();
+        let output = outagelab(&["validate", file.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2), "case {index}");
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains(message), "case {index}: {stderr}");
+    }
+}
+
 #[test]
 fn a_failed_expectation_exits_1_and_says_how_to_reproduce() {
     let dir = scratch("failing");

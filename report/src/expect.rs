@@ -173,6 +173,7 @@ impl Expectation {
                 (*path, Check::Within(low, high))
             }
             [path, op, value] => {
+                let op_text = *op;
                 let op = OPS
                     .iter()
                     .find(|(symbol, _)| symbol == op)
@@ -187,6 +188,9 @@ impl Expectation {
                             && value.starts_with(|c: char| c.is_ascii_alphabetic()) =>
                     {
                         Operand::Metric(metric_path(value)?)
+                    }
+                    Err(_) if has_unit(value) => {
+                        return Err(unit_message(path, op_text, value));
                     }
                     Err(error) => return Err(error),
                 };
@@ -373,6 +377,49 @@ impl fmt::Display for Expectation {
     }
 }
 
+/// Whether `text` is a number with a unit after it (`300ms`, `2s`, `1.5GiB`).
+fn has_unit(text: &str) -> bool {
+    let digits = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(text.len());
+    digits > 0
+        && digits < text.len()
+        && text[..digits].parse::<f64>().is_ok()
+        && text[digits..]
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '/')
+}
+
+/// What to write instead of `<metric> <op> 300ms`: a metric is a plain number in the unit its
+/// name says, and a bare `p99` is no metric.
+fn unit_message(path: &str, op: &str, value: &str) -> String {
+    let digits = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(value.len());
+    let (amount, unit) = value.split_at(digits);
+    let metric = if path.starts_with('p') && path[1..].parse::<u32>().is_ok() {
+        format!("latency_ms.all.{path}")
+    } else {
+        path.to_owned()
+    };
+    let example = match unit {
+        "s" => format!(
+            "`{metric} {op} {}` (in milliseconds)",
+            amount.parse::<f64>().unwrap_or(0.0) * 1000.0
+        ),
+        _ => format!("`{metric} {op} {amount}`"),
+    };
+    let bare = if metric != path {
+        format!(" `{path}` alone is no metric: a request latency percentile is `{metric}`.")
+    } else {
+        String::new()
+    };
+    format!(
+        "`{value}` has a unit: an expectation compares plain numbers, each metric in the unit \
+         its name says (`latency_ms` in milliseconds, sizes in bytes), e.g. {example}.{bare}"
+    )
+}
+
 fn number(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(value) if value.is_finite() => Ok(value),
@@ -464,6 +511,20 @@ mod tests {
         rejected("outcomes.ok == outcomes.nope", "`outcomes` has no `nope`");
         rejected("outcomes.ok == 1e999", "`1e999` is not a finite number");
         rejected("outcomes.ok == NaN", "`NaN` is not a finite number");
+        // A unit after the number says what to write instead, and what a bare `p99` means.
+        rejected(
+            "p99 < 300ms",
+            "`300ms` has a unit: an expectation compares plain numbers, each metric in the unit \
+             its name says (`latency_ms` in milliseconds, sizes in bytes), e.g. \
+             `latency_ms.all.p99 < 300`. `p99` alone is no metric: a request latency \
+             percentile is `latency_ms.all.p99`.",
+        );
+        rejected(
+            "latency_ms.ok.max <= 2s",
+            "`2s` has a unit: an expectation compares plain numbers, each metric in the unit \
+             its name says (`latency_ms` in milliseconds, sizes in bytes), e.g. \
+             `latency_ms.ok.max <= 2000` (in milliseconds).",
+        );
         rejected("outcomes.ok in 5..2", "is empty");
         rejected("outcomes.ok in 5", "is not a range");
         rejected("outcome.ok == 1", "the summary has no `outcome`");

@@ -260,7 +260,16 @@ impl Study {
             .variants
             .iter()
             .position(|v| v.name == self.baseline)
-            .ok_or_else(|| format!("the baseline \"{}\" is not a variant", self.baseline))?;
+            .ok_or_else(|| {
+                let names: Vec<String> = (self.variants.iter())
+                    .map(|v| format!("\"{}\"", v.name))
+                    .collect();
+                format!(
+                    "the baseline \"{}\" is not a variant (the variants: {})",
+                    self.baseline,
+                    names.join(", ")
+                )
+            })?;
         let per_variant: Vec<Vec<&RunRow>> = (0..self.variants.len())
             .map(|v| self.runs.iter().filter(|row| row.variant == v).collect())
             .collect();

@@ -538,7 +538,8 @@ impl<'t> Reader<'_> {
             (Some(root), Some(span)) => key_path_at(root, span.start),
             _ => String::new(),
         };
-        let diagnostic = self.source.diagnostic(span, key, serde_message(&error));
+        let message = serde_message_at(&error, &key);
+        let diagnostic = self.source.diagnostic(span, key, message);
         self.errors.push(diagnostic);
     }
 
@@ -1106,13 +1107,21 @@ impl<'t> Reader<'_> {
                 .push(self.source.diagnostic(Some(span), "report", message));
             return ReportSettings::default();
         };
+        let whole = table.clone();
         let raw = match deserialize_table::<RawReport>(table, span.clone()) {
             Ok(raw) => raw,
             Err(error) => {
-                let message = serde_message(&error);
                 let at = error.span().unwrap_or(span);
+                // The key inside the table the error is at (`report.slo`), not the table.
+                let inner = key_path_at(&whole, at.start);
+                let key = if inner.is_empty() {
+                    "report".to_owned()
+                } else {
+                    format!("report.{inner}")
+                };
+                let message = serde_message_at(&error, &key);
                 self.errors
-                    .push(self.source.diagnostic(Some(at), "report", message));
+                    .push(self.source.diagnostic(Some(at), key, message));
                 return ReportSettings::default();
             }
         };
@@ -1168,13 +1177,19 @@ impl<'t> Reader<'_> {
             if file.variants.iter().any(|v| &v.name == baseline.get_ref()) {
                 settings.baseline = Some(baseline.get_ref().clone());
             } else {
-                let hint = suggest::closest(baseline.get_ref(), names)
+                let hint = suggest::closest(baseline.get_ref(), names.clone())
                     .map(|near| format!(": did you mean \"{near}\"?"))
                     .unwrap_or_default();
+                // A sweep renames its points ("base / K=10"): list what the names are now.
+                let listed: Vec<String> = names.map(|name| format!("\"{name}\"")).collect();
                 self.errors.push(self.source.diagnostic(
                     Some(baseline.span()),
                     "report.baseline",
-                    format!("\"{}\" is not a variant{hint}", baseline.get_ref()),
+                    format!(
+                        "\"{}\" is not a variant{hint} (the variants: {})",
+                        baseline.get_ref(),
+                        listed.join(", ")
+                    ),
                 ));
             }
         }
@@ -1274,6 +1289,12 @@ fn kind_name(unit: &str) -> &'static str {
 /// A deserialisation error's message, with a "did you mean" for a misspelt field or value.
 fn serde_message(error: &toml::de::Error) -> String {
     suggest::serde_message(error.message().trim())
+}
+
+/// [`serde_message`] for the value at `key`, with what to write instead where serde's words
+/// do not say it (see [`suggest::serde_message_at`]).
+fn serde_message_at(error: &toml::de::Error, key: &str) -> String {
+    suggest::serde_message_at(error.message().trim(), key)
 }
 
 /// Marks diagnostics with the variant they came from (cleared later for those in every one).

@@ -1,4 +1,5 @@
-//! "Did you mean": the name closest to a misspelt one, when one is close enough to be a typo.
+//! "Did you mean": the name closest to a misspelt one, when one is close enough to be a typo;
+//! and what to write instead, for serde's messages that name a Rust type rather than the fix.
 
 /// The candidate nearest to `name` by edit distance, if it is a plausible typo of it: at most
 /// two edits, and fewer edits than the shorter name has characters (so `a` is not a typo of
@@ -38,6 +39,117 @@ pub fn serde_message(message: &str) -> String {
         }
     }
     message.to_owned()
+}
+
+/// [`serde_message`] for the value at `key` (a dotted path, e.g. `bulkheads.db`), with what
+/// its words alone do not tell: a missing field's meaning, from the reference
+/// (`docs/scenario-format.md`, the one place keys are described); a number written with a unit
+/// where the key takes a plain number; a table written as a string, without the name of the
+/// reader's Rust type.
+pub fn serde_message_at(message: &str, key: &str) -> String {
+    let message = serde_message(message);
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        return match meaning(key, field) {
+            Some((section, meaning)) => format!(
+                "missing field `{field}`, which {section} requires: {meaning} \
+                 (docs/scenario-format.md)"
+            ),
+            None => message,
+        };
+    }
+    let Some((found, expected)) = message
+        .strip_prefix("invalid type: ")
+        .and_then(|rest| rest.split_once(", expected "))
+    else {
+        return message;
+    };
+    let leaf = key.rsplit('.').next().unwrap_or(key);
+    if let Some(text) = found
+        .strip_prefix("string \"")
+        .and_then(|rest| rest.strip_suffix('"'))
+    {
+        const NUMBERS: [&str; 10] = [
+            "f64", "f32", "u64", "u32", "u16", "u8", "usize", "i64", "i32", "a number",
+        ];
+        if NUMBERS.contains(&expected) {
+            if let Some((amount, unit)) = number_and_unit(text) {
+                let per_second = if unit == "/s" {
+                    " (a rate is requests per second)"
+                } else {
+                    ""
+                };
+                return format!(
+                    "`{text}` is a number with a unit, but `{leaf}` is a plain number{per_second}: \
+                     write `{leaf} = {amount}`"
+                );
+            }
+            return format!("`{leaf}` is a number, not a string: write it without quotes");
+        }
+    }
+    if expected.starts_with("struct Raw") {
+        let example = match leaf {
+            "slo" => " e.g. `slo = { latency = \"200ms\", percentile = 99 }`".to_owned(),
+            _ => format!(" `{leaf} = {{ ... }}` or a `[{key}]` section"),
+        };
+        return format!("expected a table, found {found}: write it as{example}");
+    }
+    message
+}
+
+/// `1500/s` as (`1500`, `/s`), `300ms` as (`300`, `ms`): a number, then letters or a slash.
+fn number_and_unit(text: &str) -> Option<(&str, &str)> {
+    let text = text.trim();
+    let end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(text.len());
+    let (amount, unit) = text.split_at(end);
+    let unit_like = unit.trim_start();
+    (!amount.is_empty()
+        && amount.parse::<f64>().is_ok()
+        && !unit_like.is_empty()
+        && unit_like
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '/'))
+    .then_some((amount, unit_like))
+}
+
+/// The reference the messages quote.
+const REFERENCE: &str = include_str!("../../docs/scenario-format.md");
+
+/// What the reference says `field` of the table at `key` means: its section's heading
+/// (``[bulkheads.<name>]`` for `bulkheads.db`, ``[report]`` for `report`) and the last cell of
+/// the field's row in that section's table; `None` when the reference has no such row or says
+/// nothing more than "required".
+fn meaning(key: &str, field: &str) -> Option<(String, String)> {
+    let kind = key
+        .split(['.', '['])
+        .next()
+        .filter(|kind| !kind.is_empty())?;
+    let headings = [format!("`[{kind}.<name>]`"), format!("`[{kind}]`")];
+    let mut lines = REFERENCE.lines();
+    let heading = lines.by_ref().find(|line| {
+        line.starts_with("## ") && headings.iter().any(|h| line.contains(h.as_str()))
+    })?;
+    let section = if heading.contains("<name>]") {
+        format!("a `[{kind}.<name>]`")
+    } else {
+        format!("`[{kind}]`")
+    };
+    let row = format!("| `{field}` |");
+    let line = lines
+        .take_while(|line| !line.starts_with("## "))
+        .find(|line| line.starts_with(&row))?;
+    let meaning = line
+        .trim_end()
+        .trim_end_matches('|')
+        .rsplit('|')
+        .next()?
+        .trim();
+    (!meaning.is_empty() && !matches!(meaning, "required" | "yes"))
+        .then(|| (section, meaning.to_owned()))
 }
 
 /// Levenshtein distance, in characters: insertions, deletions and substitutions. Names are
@@ -83,6 +195,46 @@ mod tests {
         assert_eq!(closest("x", names), None, "too short to be a typo");
         assert_eq!(closest("postgres", names), None);
         assert_eq!(closest("redis", names), None, "not misspelt");
+    }
+
+    #[test]
+    fn a_missing_field_says_what_it_is_from_the_reference() {
+        assert_eq!(
+            serde_message_at("missing field `queue`", "bulkheads.db"),
+            "missing field `queue`, which a `[bulkheads.<name>]` requires: waiters in FIFO \
+             order; when full, the step fails with `shed` at once (0 sheds whenever no permit \
+             is free) (docs/scenario-format.md)"
+        );
+        // A row that says no more than "required", or a field the reference has no row for,
+        // keeps serde's words.
+        assert_eq!(
+            serde_message_at("missing field `nothing`", "bulkheads.db"),
+            "missing field `nothing`"
+        );
+    }
+
+    #[test]
+    fn a_number_with_a_unit_or_a_string_table_says_what_to_write() {
+        assert_eq!(
+            serde_message_at(
+                "invalid type: string \"1500/s\", expected f64",
+                "loads.peak.rate"
+            ),
+            "`1500/s` is a number with a unit, but `rate` is a plain number (a rate is \
+             requests per second): write `rate = 1500`"
+        );
+        assert_eq!(
+            serde_message_at("invalid type: string \"ten\", expected u64", "keys.k.count"),
+            "`count` is a number, not a string: write it without quotes"
+        );
+        assert_eq!(
+            serde_message_at(
+                "invalid type: string \"p99 < 200ms\", expected struct RawSlo",
+                "report.slo"
+            ),
+            "expected a table, found string \"p99 < 200ms\": write it as e.g. \
+             `slo = { latency = \"200ms\", percentile = 99 }`"
+        );
     }
 
     #[test]

@@ -253,7 +253,8 @@ fn rejected_files() {
         ),
         (
             with("name = \"t\"", "seed = 3"),
-            "1:1: scenario: missing field `name`",
+            "1:1: scenario: missing field `name`, which `[scenario]` requires: the scenario's \
+             name in reports and chart titles (docs/scenario-format.md)",
         ),
         (
             with("command_timeout = \"100ms\"", "command_timeout = 100"),
@@ -1557,7 +1558,10 @@ fn a_latency_slo_is_read_and_bad_ones_are_refused_at_their_key() {
         ),
         (
             slo(r#"{ latency = "200ms", p99 = 1 }"#),
-            &format!("{line}:28: report: unknown field `p99`, expected `latency` or `percentile`"),
+            &format!(
+                "{line}:28: report.slo.p99: unknown field `p99`, expected `latency` or \
+                 `percentile`"
+            ),
         ),
     ]);
 }
