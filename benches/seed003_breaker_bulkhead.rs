@@ -8,8 +8,8 @@
 //! (`bespoke/`, no metrics): the loop is the speed of light, and the engine's throughput as a
 //! fraction of it is the figure to watch. Before timing, the bench checks that both give the
 //! same outcome counts. It prints one line per latency model from its own alternating runs,
-//! then criterion measures each of the four. The README records the figures measured on the
-//! project's machine. Run with `cargo bench --bench seed003_breaker_bulkhead`.
+//! then criterion measures each of the four. docs/performance.md records the figures measured
+//! on the project's machine. Run with `cargo bench --bench seed003_breaker_bulkhead`.
 
 mod bespoke;
 

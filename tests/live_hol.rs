@@ -11,7 +11,7 @@
 //! client is a tokio current-thread runtime, whose tasks run in the order they were woken:
 //! every SET of a burst is built before the connection's writer first runs, and the writer
 //! then writes for as long as the socket takes the bytes before the loop looks at its timers
-//! and other sockets (traced with `strace`; see the README). So the separate INCR waits for
+//! and other sockets (traced with `strace`; see docs/live.md). So the separate INCR waits for
 //! the builds and for the writer's first turn, which below about 30 SETs is the whole burst
 //! (it takes about as long as the shared one) and above it a turn of tens of MiB; the shared
 //! one waits for the pipe to carry the SETs. The simulated client loop does both (its

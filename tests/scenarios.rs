@@ -1,7 +1,9 @@
 //! Every bundled scenario is valid, runs to a real end, and meets the expectations it carries:
-//! the figures reproduced from the seed documents are checked on every `cargo test`.
+//! the figures reproduced from the seed documents are checked on every `cargo test`. The
+//! README's quick start is one of them, and shows what it prints.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use outagelab_scenario_file::load;
 
@@ -59,5 +61,39 @@ fn every_bundled_scenario_meets_its_expectations() {
         failures.is_empty(),
         "failed expectations:\n{}",
         failures.join("\n")
+    );
+}
+
+/// The README's quick start is the bundled file, and the README shows what running it prints:
+/// a newcomer who copies the file gets the table they read.
+#[test]
+fn the_readme_quick_start_is_the_bundled_file_and_shows_what_it_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let file = std::fs::read_to_string(root.join("scenarios/quick-start.toml")).expect("file");
+    assert!(
+        readme.contains(&format!("```toml\n{file}```")),
+        "README.md's quick start is not scenarios/quick-start.toml: paste the file into it"
+    );
+    let command = "$ outagelab run scenarios/quick-start.toml --plot out\n";
+    let start = readme
+        .find(command)
+        .expect("README.md runs the quick start")
+        + command.len();
+    let shown: Vec<&str> = readme[start..]
+        .lines()
+        .take_while(|line| !line.starts_with("wrote ") && !line.starts_with("```"))
+        .collect();
+    let output = Command::new(env!("CARGO_BIN_EXE_outagelab"))
+        .args(["run", "scenarios/quick-start.toml"])
+        .current_dir(root)
+        .output()
+        .expect("the binary runs");
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let printed: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        shown, printed,
+        "README.md's quick-start output is not what the run prints: paste it again"
     );
 }
