@@ -80,7 +80,9 @@
 //!
 //! [`UncountedAs::Ignored`] (the default) leaves [`CallOutcome::Ignored`] out of everything
 //! above; [`UncountedAs::Success`] takes it for a success everywhere (resilience4j and
-//! opossum count an error they are told not to record as a success).
+//! opossum count an error they are told not to record as a success). A call that ended
+//! without a result (its caller stopped waiting) is [`Breaker::on_cancelled`], which counts
+//! neither way under either setting: no reply was seen, so none is made up.
 //!
 //! # Which results count: the classifier lives with the caller
 //!
@@ -851,12 +853,29 @@ impl Breaker {
     ///
     /// Panics if `ticket` was issued by another breaker (checked before anything changes).
     pub fn on_result(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
-        self.id.assert_issued(ticket.owner, "a ticket", "breaker");
-        let now = self.observe(now);
         let outcome = match (outcome, self.config.uncounted_as) {
             (CallOutcome::Ignored, UncountedAs::Success) => CallOutcome::Success,
             (outcome, _) => outcome,
         };
+        self.settle(now, ticket, outcome);
+    }
+
+    /// Reports that an admitted call ended without a result: its caller stopped waiting (a
+    /// cancelled future, a timeout around the call, a task aborted). It counts neither way
+    /// under every configuration, [`UncountedAs::Success`] included: that setting says how
+    /// the library counts an error it was told not to record, and here no reply was seen at
+    /// all. Counting it a success would let a half-open breaker close on a probe that never
+    /// answered. A half-open probe's slot is freed for another probe.
+    ///
+    /// Panics if `ticket` was issued by another breaker (checked before anything changes).
+    pub fn on_cancelled(&mut self, now: SimTime, ticket: Ticket) {
+        self.settle(now, ticket, CallOutcome::Ignored);
+    }
+
+    /// Records `outcome` (already mapped by `uncounted_as`) for `ticket`.
+    fn settle(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
+        self.id.assert_issued(ticket.owner, "a ticket", "breaker");
+        let now = self.observe(now);
         let slow = self
             .config
             .slow_calls
@@ -2147,6 +2166,19 @@ mod tests {
         let mut b = Breaker::new(config);
         trip(&mut b, ms(0), 2);
         assert_eq!(probes(&mut b, ms(100), &[Ignored]), [BreakerState::Closed]);
+        // A cancelled one (no result seen) does not: it frees its slot, and counts in no
+        // window either.
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 2);
+        let Admit::Yes(probe) = b.try_admit(ms(100)) else {
+            panic!("half-open admits a probe")
+        };
+        b.on_cancelled(ms(101), probe);
+        assert_eq!(b.state_at(ms(101)), BreakerState::HalfOpen);
+        assert!(
+            matches!(b.try_admit(ms(102)), Admit::Yes(_)),
+            "the slot is free"
+        );
     }
 
     #[test]
