@@ -67,6 +67,10 @@ enum Command {
         /// that satisfy the constraints.
         #[arg(long, value_name = "min|max METRIC", requires = "seeds")]
         objective: Option<String>,
+        /// With --seeds and an objective: `min <metric>` or `max <metric>`, which chooses the
+        /// best among the points tied with it on the objective (95% intervals that overlap).
+        #[arg(long, value_name = "min|max METRIC", requires = "seeds")]
+        tie_break: Option<String>,
         /// With --seeds: threads to run on (default: every core). The results do not depend
         /// on it.
         #[arg(long, value_name = "N", requires = "seeds", value_parser = clap::value_parser!(u16).range(1..=1024))]
@@ -312,6 +316,7 @@ fn main() -> ExitCode {
             baseline,
             constraint,
             objective,
+            tie_break,
             jobs,
             shard,
             quiet,
@@ -329,6 +334,7 @@ fn main() -> ExitCode {
                 baseline,
                 constraints: constraint,
                 objective,
+                tie_break,
                 jobs: jobs.map(usize::from),
                 shard,
                 quiet,
@@ -414,6 +420,7 @@ struct StudyOptions {
     baseline: Option<String>,
     constraints: Vec<String>,
     objective: Option<String>,
+    tie_break: Option<String>,
     jobs: Option<usize>,
     shard: Option<String>,
     quiet: bool,
@@ -479,6 +486,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             .map(|c| ("--constraint", c.clone())),
     );
     chosen.extend(options.objective.iter().map(|o| ("--objective", o.clone())));
+    chosen.extend(options.tie_break.iter().map(|o| ("--tie-break", o.clone())));
     // The command line first, then the file's [report], then the defaults.
     let stated = &scenario.report;
     let metrics = [options.metrics, stated.metrics.clone()]
@@ -496,6 +504,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             metrics,
             constraints,
             objective: options.objective.or_else(|| stated.objective.clone()),
+            tie_break: options.tie_break.or_else(|| stated.tie_break.clone()),
         },
         baseline: options.baseline.or_else(|| stated.baseline.clone()),
         shard,

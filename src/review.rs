@@ -105,11 +105,16 @@ pub fn study_page(
         ));
     }
     match result.variants.iter().find(|v| v.best) {
-        Some(best) => page.paragraph(&format!(
-            "Best under the constraints (`{}`): {}.",
-            result.selection.objective.as_deref().unwrap_or_default(),
-            best.name
-        )),
+        Some(best) => {
+            let sentence = study::best_sentence(result, best);
+            let mut letters = sentence.chars();
+            let first = letters.next().map(|c| c.to_ascii_uppercase());
+            page.paragraph(&format!(
+                "{}{}.",
+                first.into_iter().collect::<String>(),
+                letters.as_str()
+            ))
+        }
         None if result.variants.iter().any(|v| v.satisfies.is_some()) => {
             page.paragraph("No variant satisfies every constraint.")
         }

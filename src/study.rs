@@ -68,6 +68,16 @@ pub fn check_plan(scenario: &ScenarioFile, plan: &Plan) -> Result<(), String> {
         let parsed = Objective::parse(objective)?;
         known(&parsed.metric, "--objective")?;
     }
+    if let Some(tie_break) = &plan.selection.tie_break {
+        let parsed = Objective::parse(tie_break)?;
+        known(&parsed.metric, "--tie-break")?;
+        if plan.selection.objective.is_none() {
+            return Err(format!(
+                "--tie-break `{tie_break}` chooses among points tied on the objective: give \
+                 --objective (or `[report] objective`) too"
+            ));
+        }
+    }
     if let Some(baseline) = &plan.baseline
         && !scenario.variants.iter().any(|v| &v.name == baseline)
     {
@@ -105,6 +115,7 @@ pub fn run(scenario: &ScenarioFile, plan: &Plan) -> Result<Study, (String, u64, 
             metrics: Default::default(),
             satisfies: None,
             best: false,
+            tied: false,
         })
         .collect();
     let mut study = Study::header(
@@ -236,13 +247,9 @@ pub fn render(study: &Study) -> String {
     text.push_str(&align(&metrics_table(study)));
     writeln!(text, "{METRICS_NOTE}").unwrap();
     if let Some(best) = study.variants.iter().find(|v| v.best) {
-        let objective = study.selection.objective.as_deref().unwrap_or_default();
-        writeln!(
-            text,
-            "\nbest under the constraints ({objective}): {}",
-            best.name
-        )
-        .unwrap();
+        text.push('\n');
+        text.push_str(&best_sentence(study, best));
+        text.push('\n');
     } else if study.variants.iter().any(|v| v.satisfies.is_some()) {
         text.push_str("\nno variant satisfies every constraint\n");
     }
@@ -349,6 +356,7 @@ pub fn metrics_table(study: &Study) -> Table {
             if constrained {
                 row.push(match (m, variant.satisfies, variant.best) {
                     (0, _, true) => "best".to_owned(),
+                    (0, _, false) if variant.tied => "tied with best".to_owned(),
                     (0, Some(true), _) => "satisfied".to_owned(),
                     (0, Some(false), _) => "not satisfied".to_owned(),
                     _ => String::new(),
@@ -358,6 +366,32 @@ pub fn metrics_table(study: &Study) -> Table {
         }
     }
     Table { header, rows }
+}
+
+/// Which point is best, and with which it is tied (their objective's 95% intervals overlap,
+/// so the seeds cannot tell them apart): the study's answer in one sentence.
+pub fn best_sentence(study: &Study, best: &StudyVariant) -> String {
+    let objective = study.selection.objective.as_deref().unwrap_or_default();
+    let tied: Vec<String> = (study.variants.iter())
+        .filter(|v| v.tied)
+        .map(|v| format!("\"{}\"", v.name))
+        .collect();
+    let mut sentence = format!("best under the constraints ({objective}): {}", best.name);
+    match (&study.selection.tie_break, tied.is_empty()) {
+        (_, true) => {}
+        (Some(tie_break), false) => sentence.push_str(&format!(
+            ", chosen by the tie-break ({tie_break}) among the points tied with it on the \
+             objective (95% intervals overlap): {}",
+            tied.join(", ")
+        )),
+        (None, false) => sentence.push_str(&format!(
+            "; TIED on the objective with {} (their 95% intervals overlap, so these seeds \
+             cannot tell them apart: run more seeds, or add a tie-break such as \
+             `--tie-break \"min latency_ms.all.p99\"`)",
+            tied.join(", ")
+        )),
+    }
+    sentence
 }
 
 /// What the metrics table's numbers are.

@@ -151,6 +151,66 @@ fn the_table_gives_means_intervals_paired_differences_and_the_best_point() {
     assert_eq!(p99["mean"].as_f64().unwrap(), mean);
 }
 
+/// The breaker sweep's objective (fewest database queries) cannot tell its best points apart
+/// on 5 seeds: the study says so, names the points tied with the best, and a tie-break
+/// chooses among those only.
+#[test]
+fn a_best_point_tied_with_others_is_flagged_and_a_tie_break_chooses_among_them() {
+    let study = |extra: &[&str]| {
+        let args = [
+            &[
+                "run",
+                "scenarios/breaker-open-sweep.toml",
+                "--seeds",
+                "1..5",
+                "--json",
+                "-",
+            ][..],
+            extra,
+        ]
+        .concat();
+        let output = outagelab(&args);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let study: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let marks = |key: &str| -> Vec<String> {
+            (study["variants"].as_array().unwrap().iter())
+                .filter(|v| v[key] == true)
+                .map(|v| v["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        (text(&output.stderr), marks("best"), marks("tied"))
+    };
+    let (table, best, tied) = study(&[]);
+    assert_eq!(best.len(), 1, "{table}");
+    assert!(!tied.is_empty(), "{table}");
+    assert!(table.contains("TIED on the objective with"), "{table}");
+    assert!(table.contains("tied with best"), "{table}");
+    // Fewest timeouts among the tied points, which a tie-break on timeouts picks.
+    let (table, best_by_timeouts, tied_then) =
+        study(&["--tie-break", "min connections.cache.timeouts"]);
+    assert!(table.contains("chosen by the tie-break"), "{table}");
+    let mut level = [best.clone(), tied.clone()].concat();
+    level.sort();
+    let mut level_then = [best_by_timeouts.clone(), tied_then].concat();
+    level_then.sort();
+    assert_eq!(
+        level, level_then,
+        "a tie-break chooses among the same points"
+    );
+    assert_ne!(best, best_by_timeouts, "{table}");
+    // A tie-break without an objective has nothing to break.
+    let output = outagelab(&[
+        "run",
+        "scenarios/redis-dead-protection.toml",
+        "--seeds",
+        "1..2",
+        "--tie-break",
+        "min latency_ms.all.p99",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("give --objective"));
+}
+
 #[test]
 fn expectations_on_the_mean_a_quantile_or_a_share_of_seeds() {
     let dir = scratch("study-scopes");

@@ -239,6 +239,7 @@ mod tests {
                     metrics,
                     satisfies: Some(mean <= 100.0),
                     best: rule == "polly" && x == 500.0,
+                    tied: false,
                 });
             }
         }
@@ -255,6 +256,7 @@ mod tests {
                 metrics: vec!["timeouts".into(), "absent".into()],
                 constraints: vec!["timeouts <= 100".into()],
                 objective: Some("min timeouts".into()),
+                tie_break: None,
             },
             variants,
         );

@@ -56,6 +56,10 @@ pub struct Selection {
     pub constraints: Vec<String>,
     /// `min <metric>` or `max <metric>`.
     pub objective: Option<String>,
+    /// A second objective, `min <metric>` or `max <metric>`, that chooses among the best point
+    /// and the points tied with it on the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie_break: Option<String>,
 }
 
 /// `run --shard K/N`: the runs whose index `i` (in seed-then-variant order) has
@@ -96,6 +100,10 @@ pub struct StudyVariant {
     /// Whether this is the best variant under the constraints, by the objective.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub best: bool,
+    /// Whether this point satisfies the constraints and is tied with the best on the
+    /// objective: the 95% intervals of their means overlap (the seeds cannot tell them apart).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tied: bool,
 }
 
 /// One expectation judged over the seeds.
@@ -281,7 +289,10 @@ impl Study {
         self.choose()
     }
 
-    /// Marks the variants whose means satisfy the constraints and the best one.
+    /// Marks the variants whose means satisfy the constraints, the best one by the objective,
+    /// and those tied with it: satisfying points whose objective's 95% interval overlaps the
+    /// best's (a point without an interval, one seed, is its mean). With a tie-break, the best
+    /// is the point of that set best by the second objective, and the rest are tied.
     fn choose(&mut self) -> Result<(), String> {
         let constraints = self
             .selection
@@ -311,9 +322,47 @@ impl Study {
                 best = Some((index, score));
             }
         }
-        if let Some((index, _)) = best {
-            self.variants[index].best = true;
+        let tie_break = (self.selection.tie_break.as_deref())
+            .map(Objective::parse)
+            .transpose()?;
+        let (Some((first_best, _)), Some(objective)) = (best, objective) else {
+            return Ok(());
+        };
+        let interval = |variant: &StudyVariant| {
+            (variant.metrics.get(&objective.metric)).map(|a| a.ci95.unwrap_or([a.mean, a.mean]))
+        };
+        let [low, high] = interval(&self.variants[first_best]).expect("the best has a value");
+        let level: Vec<usize> = (0..self.variants.len())
+            .filter(|&index| {
+                let variant = &self.variants[index];
+                variant.satisfies == Some(true)
+                    && interval(variant).is_some_and(|[l, h]| l <= high && low <= h)
+            })
+            .collect();
+        let mut chosen = first_best;
+        if let Some(tie_break) = tie_break {
+            let score = |index: usize| {
+                (self.variants[index].metrics.get(&tie_break.metric))
+                    .map(|a| tie_break.score(a.mean))
+            };
+            // The first of the lowest scores, in the file's order; a point without a value
+            // of the second metric is not chosen by it.
+            let mut lowest: Option<(usize, f64)> = None;
+            for &index in &level {
+                if let Some(score) = score(index)
+                    && lowest.is_none_or(|(_, l)| score < l)
+                {
+                    lowest = Some((index, score));
+                }
+            }
+            if let Some((index, _)) = lowest {
+                chosen = index;
+            }
         }
+        for index in level {
+            self.variants[index].tied = index != chosen;
+        }
+        self.variants[chosen].best = true;
         Ok(())
     }
 }
@@ -574,6 +623,7 @@ mod tests {
             metrics: BTreeMap::new(),
             satisfies: None,
             best: false,
+            tied: false,
         };
         let mut study = Study::header(
             "t",
@@ -584,6 +634,7 @@ mod tests {
                 metrics: vec!["outcomes.ok".into()],
                 constraints: vec!["outcomes.ok >= 10".into()],
                 objective: Some("max outcomes.ok".into()),
+                tie_break: None,
             },
             vec![variant("a"), variant("b")],
         );
@@ -615,8 +666,53 @@ mod tests {
         // Both satisfy `ok >= 10` on the mean; the larger mean is best.
         assert_eq!(s.variants[0].satisfies, Some(true));
         assert!(s.variants[1].best && !s.variants[0].best);
+        // But their means' intervals overlap: the seeds cannot tell them apart on the
+        // objective, and the study says so.
+        assert!(s.variants[0].tied && !s.variants[1].tied);
         let judged = &s.variants[0].verdicts[0];
         assert!(judged.held && judged.seeds_held == 3);
+    }
+
+    /// Three points on three seeds: `a` and `b` close on the objective (ok), `c` far below;
+    /// `a` has the lower p99.
+    fn close_call(tie_break: Option<&str>) -> Study {
+        let mut s = study(Vec::new());
+        s.variants.push(StudyVariant {
+            name: "c".to_owned(),
+            ..s.variants[0].clone()
+        });
+        s.selection.tie_break = tie_break.map(str::to_owned);
+        for (seed, oks) in [
+            (1, [20.0, 21.0, 11.0]),
+            (2, [22.0, 22.5, 12.0]),
+            (3, [21.0, 22.0, 11.5]),
+        ] {
+            for (variant, ok) in oks.into_iter().enumerate() {
+                let mut row = row(seed, variant, ok);
+                let p99 = [100.0, 300.0, 50.0][variant];
+                row.metrics
+                    .insert("latency_ms.all.p99".to_owned(), p99 + seed as f64);
+                s.runs.push(row);
+            }
+        }
+        s.finish().unwrap();
+        s
+    }
+
+    #[test]
+    fn a_best_point_the_seeds_cannot_tell_from_another_is_flagged_tied() {
+        let s = close_call(None);
+        let marks: Vec<(bool, bool)> = s.variants.iter().map(|v| (v.best, v.tied)).collect();
+        // b has the highest mean ok, a's interval overlaps it, c's (well below) does not.
+        assert_eq!(marks, [(false, true), (true, false), (false, false)]);
+    }
+
+    #[test]
+    fn a_tie_break_chooses_among_the_tied_points_only() {
+        let s = close_call(Some("min latency_ms.all.p99"));
+        let marks: Vec<(bool, bool)> = s.variants.iter().map(|v| (v.best, v.tied)).collect();
+        // a has the lower p99 of the two tied; c, lower still, is not tied on ok.
+        assert_eq!(marks, [(true, false), (false, true), (false, false)]);
     }
 
     #[test]

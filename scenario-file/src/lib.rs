@@ -112,6 +112,8 @@ pub struct ReportSettings {
     pub constraints: Vec<String>,
     /// `min <metric>` or `max <metric>`.
     pub objective: Option<String>,
+    /// A second objective that chooses among the points tied on the first.
+    pub tie_break: Option<String>,
     /// A latency objective, which the charts draw (it reaches them in the report).
     pub slo: Option<Slo>,
 }
@@ -1165,6 +1167,24 @@ impl<'t> Reader<'_> {
                 Err(message) => self.errors.push(self.source.diagnostic(
                     Some(objective.span()),
                     "report.objective",
+                    message,
+                )),
+            }
+        }
+        if let Some(tie_break) = &raw.tie_break {
+            let checked = outagelab_report::study::Objective::parse(tie_break.get_ref())
+                .and_then(|o| known(&o.metric))
+                .and_then(|()| match raw.objective {
+                    Some(_) => Ok(()),
+                    None => Err("a tie-break chooses among points tied on the `objective`: \
+                                 state one"
+                        .to_owned()),
+                });
+            match checked {
+                Ok(()) => settings.tie_break = Some(tie_break.get_ref().clone()),
+                Err(message) => self.errors.push(self.source.diagnostic(
+                    Some(tie_break.span()),
+                    "report.tie_break",
                     message,
                 )),
             }

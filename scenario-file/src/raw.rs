@@ -43,7 +43,8 @@ pub struct RawMetrics {
 }
 
 /// `[report]`: what a study's table shows and how it chooses (`run --seeds`); the command
-/// line's `--metric`, `--baseline`, `--constraint` and `--objective` take precedence.
+/// line's `--metric`, `--baseline`, `--constraint`, `--objective` and `--tie-break` take
+/// precedence.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawReport {
@@ -53,6 +54,7 @@ pub struct RawReport {
     #[serde(default)]
     pub constraints: Vec<Spanned<String>>,
     pub objective: Option<Spanned<String>>,
+    pub tie_break: Option<Spanned<String>>,
     pub slo: Option<Spanned<RawSlo>>,
 }
 
