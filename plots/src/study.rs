@@ -33,6 +33,15 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
             index as f64 + 1.0
         }
     };
+    // A variant the sweep does not apply to (`[sweep] variants`) ran once, at the file's
+    // value: it is drawn as a dashed level across the swept range, not as a point at some x.
+    let swept_range = {
+        let xs = (study.variants.iter()).filter_map(|v| v.sweep_x.filter(|x| x.is_finite()));
+        xs.fold(None, |range: Option<(f64, f64)>, x| {
+            Some(range.map_or((x, x), |(low, high)| (low.min(x), high.max(x))))
+        })
+    };
+    let unswept = |index: usize| swept && study.variants[index].sweep_x.is_none();
     let mut panels = Vec::new();
     for metric in study.selection.metrics.iter().take(PANELS_MAX) {
         let mut lines = Vec::new();
@@ -40,6 +49,26 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         for (s, one) in series.iter().enumerate() {
             let stroke = variant_stroke(s);
             let color = stroke.color;
+            if let ([index], Some((low, high))) = (one.members.as_slice(), swept_range)
+                && unswept(*index)
+            {
+                let variant = &study.variants[*index];
+                if let Some(across) = variant.metrics.get(metric) {
+                    let level = Stroke {
+                        dash: Dash::Dashed,
+                        ..stroke
+                    };
+                    let points = vec![(low, Some(across.mean)), (high, Some(across.mean))];
+                    lines.push(Line::new(segments(points), level));
+                    if variant.satisfies == Some(true) {
+                        markers.push(Marker {
+                            at: (low, across.mean),
+                            color: if variant.best { INK } else { color },
+                        });
+                    }
+                }
+                continue;
+            }
             let mut points = Vec::new();
             for &index in &one.members {
                 let variant = &study.variants[index];
@@ -91,12 +120,18 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         "mean over seeds {low}..{high}, 95% CI bars"
     ))];
     for (s, one) in series.iter().enumerate() {
+        let level = matches!(one.members.as_slice(), [index] if unswept(*index));
         legend.push(LegendEntry {
             key: Key::Line(Stroke {
                 width: 3,
+                dash: if level { Dash::Dashed } else { Dash::Solid },
                 ..variant_stroke(s)
             }),
-            label: one.label.clone(),
+            label: if level {
+                format!("{} (not swept)", one.label)
+            } else {
+                one.label.clone()
+            },
         });
     }
     if study.variants.iter().any(|v| v.satisfies.is_some()) {
@@ -297,6 +332,32 @@ mod tests {
             "{labels:?}"
         );
         assert!(labels.contains(&"best: polly / open=500ms"), "{labels:?}");
+    }
+
+    /// A variant the sweep does not apply to ran once: it is a dashed level across the
+    /// swept range (from the lowest to the highest swept x), not a point at some x.
+    #[test]
+    fn a_variant_the_sweep_skips_is_a_level_across_the_swept_range() {
+        let mut study = study();
+        let mut baseline = study.variants[0].clone();
+        baseline.name = "no breaker".to_owned();
+        baseline.sweep_x = None;
+        baseline.point = vec![("open".to_owned(), "-".to_owned())];
+        baseline.best = false;
+        study.variants.insert(0, baseline);
+        let chart = chart(&study).unwrap();
+        let panel = &chart.panels[0];
+        let levels: Vec<&Line> = (panel.lines.iter())
+            .filter(|line| line.stroke.dash == Dash::Dashed)
+            .collect();
+        assert_eq!(levels.len(), 1, "{:?}", panel.lines);
+        assert_eq!(levels[0].segments, [vec![(500.0, 200.0), (2000.0, 200.0)]]);
+        let labels: Vec<&str> = chart.legend.iter().map(|e| e.label.as_str()).collect();
+        assert!(labels.contains(&"no breaker (not swept)"), "{labels:?}");
+        assert!(
+            panel.markers.iter().all(|m| m.at.0.is_finite()),
+            "no point drawn at an x it does not have"
+        );
     }
 
     #[test]

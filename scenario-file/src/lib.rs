@@ -928,6 +928,48 @@ impl<'t> Reader<'_> {
             &variants
         };
         let explicit = !variants.is_empty();
+        // An axis's `variants` name variants of the file.
+        for (axis, sweep) in sweeps.iter().enumerate() {
+            let Some(names) = &sweep.header.variants else {
+                continue;
+            };
+            let key = if sweeps.len() > 1 {
+                format!("sweep[{axis}].variants")
+            } else {
+                "sweep.variants".to_owned()
+            };
+            if !explicit || names.get_ref().is_empty() {
+                let message = if explicit {
+                    "names no variant: leave it out to sweep every variant"
+                } else {
+                    "the file has no [[variant]]: leave it out"
+                };
+                self.errors
+                    .push(self.source.diagnostic(Some(names.span()), key, message));
+                return None;
+            }
+            for name in names.get_ref() {
+                if !entries
+                    .iter()
+                    .any(|e| e.header.name.get_ref() == name.get_ref())
+                {
+                    let listed: Vec<String> = (entries.iter())
+                        .map(|e| format!("\"{}\"", e.header.name.get_ref()))
+                        .collect();
+                    let message = format!(
+                        "\"{}\" is not a variant (the variants: {})",
+                        name.get_ref(),
+                        listed.join(", ")
+                    );
+                    self.errors.push(self.source.diagnostic(
+                        Some(name.span()),
+                        key.clone(),
+                        message,
+                    ));
+                    return None;
+                }
+            }
+        }
         let mut documents = Vec::new();
         for entry in entries {
             let mut document = base.clone();
@@ -946,17 +988,30 @@ impl<'t> Reader<'_> {
                 continue;
             }
             let variant_name = entry.header.name.get_ref().clone();
+            // The axes that sweep this variant: those without `variants`, and those that
+            // name it. Over the others it runs once, at the file's value (shown as `-`).
+            let applies: Vec<bool> = (sweeps.iter())
+                .map(|sweep| {
+                    (sweep.header.variants.as_ref()).is_none_or(|names| {
+                        (names.get_ref().iter()).any(|name| name.get_ref() == &variant_name)
+                    })
+                })
+                .collect();
+            let lengths: Vec<usize> = (sweeps.iter().zip(&applies))
+                .map(|(sweep, &applies)| if applies { sweep.values.len() } else { 1 })
+                .collect();
             // Every point of the grid, the first axis outermost: the indices of its values.
             let mut point = vec![0usize; sweeps.len()];
-            let count = if sweeps.is_empty() {
-                1
-            } else {
-                points(&sweeps)
-            };
+            let count = lengths.iter().product::<usize>();
             for _ in 0..count {
                 let mut swept = document.clone();
                 let mut texts = Vec::new();
-                for (sweep, &index) in sweeps.iter().zip(&point) {
+                for ((sweep, &index), &applies) in sweeps.iter().zip(&point).zip(&applies) {
+                    let label = sweep.header.label.as_deref().unwrap_or("value");
+                    if !applies {
+                        texts.push((label.to_owned(), "-".to_owned()));
+                        continue;
+                    }
                     let (text, _, value) = &sweep.values[index];
                     let parameter = &sweep.header.parameter;
                     if let Err(message) = set_path(
@@ -973,21 +1028,28 @@ impl<'t> Reader<'_> {
                         self.errors.push(diagnostic);
                         return None;
                     }
-                    let label = sweep.header.label.as_deref().unwrap_or("value");
                     texts.push((label.to_owned(), text.clone()));
                 }
-                let shown: Vec<String> = texts.iter().map(|(l, t)| format!("{l}={t}")).collect();
+                let shown: Vec<String> = (texts.iter().zip(&applies))
+                    .filter(|(_, applies)| **applies)
+                    .map(|((l, t), _)| format!("{l}={t}"))
+                    .collect();
                 let name = match (explicit, shown.is_empty()) {
                     (_, true) => variant_name.clone(),
                     (true, false) => format!("{variant_name} / {}", shown.join(", ")),
                     (false, false) => shown.join(", "),
                 };
-                let x = sweeps.first().map(|sweep| sweep.values[point[0]].1);
-                documents.push((name, x, swept, entry, point.clone(), texts));
+                let x = (sweeps.first())
+                    .filter(|_| applies[0])
+                    .map(|sweep| sweep.values[point[0]].1);
+                let at: Vec<Option<usize>> = (point.iter().zip(&applies))
+                    .map(|(&index, &applies)| applies.then_some(index))
+                    .collect();
+                documents.push((name, x, swept, entry, at, texts));
                 // The next point: the last axis moves fastest.
                 for axis in (0..point.len()).rev() {
                     point[axis] += 1;
-                    if point[axis] < sweeps[axis].values.len() {
+                    if point[axis] < lengths[axis] {
                         break;
                     }
                     point[axis] = 0;
@@ -1028,7 +1090,8 @@ impl<'t> Reader<'_> {
             if let Some(scenario) = scenario {
                 let mut lines: Vec<&Spanned<String>> = raw.scenario.expect.iter().collect();
                 lines.extend(&entry.header.expect);
-                for (sweep, &index) in sweeps.iter().zip(&point) {
+                for (sweep, index) in sweeps.iter().zip(&point) {
+                    let Some(index) = *index else { continue };
                     let text = &sweep.values[index].0;
                     lines.extend(sweep.header.expect.get(text).into_iter().flatten());
                     lines.extend(entry.header.expect_at.get(text).into_iter().flatten());

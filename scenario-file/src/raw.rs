@@ -920,6 +920,9 @@ pub struct RawVariant {
 pub struct RawSweep {
     pub parameter: Spanned<String>,
     pub label: Option<String>,
+    /// The variants this axis applies to (all without it): the others run once, at the
+    /// file's value, instead of once per swept value.
+    pub variants: Option<Spanned<Vec<Spanned<String>>>>,
     /// Expectations by swept value, e.g. `"60" = ["..."]`.
     #[serde(default)]
     pub expect: BTreeMap<String, Vec<Spanned<String>>>,

@@ -190,3 +190,74 @@ values = [10, 20]
             .unwrap_err();
     assert!(no_sweep.contains("the file sweeps nothing"), "{no_sweep}");
 }
+
+/// An axis that names its variants sweeps those only: the others run once, at the file's
+/// value, under their own name, with `-` for the axis (in a 3-variant review, 7 runs instead
+/// of 21). A value's expectations reach only the points that have it.
+#[test]
+fn an_axis_sweeps_only_the_variants_it_names() {
+    let file = parse(
+        r#"
+[[variant]]
+name = "a"
+[[variant]]
+name = "b"
+[[variant]]
+name = "c"
+
+[sweep]
+parameter = "databases.db.latency"
+label = "db"
+values = ["5ms", "20ms"]
+variants = ["b"]
+[sweep.expect]
+"20ms" = ["requests == 5"]
+"#,
+    )
+    .unwrap();
+    let seen: Vec<(&str, Option<f64>, Vec<(String, String)>, usize)> = (file.variants.iter())
+        .map(|v| {
+            let values = v.sweep_values.clone();
+            (v.name.as_str(), v.sweep_x, values, v.expectations.len())
+        })
+        .collect();
+    let value = |text: &str| vec![("db".to_owned(), text.to_owned())];
+    assert_eq!(
+        seen,
+        [
+            ("a", None, value("-"), 0),
+            ("b / db=5ms", Some(5.0), value("5ms"), 0),
+            ("b / db=20ms", Some(20.0), value("20ms"), 1),
+            ("c", None, value("-"), 0),
+        ]
+    );
+    // The unswept variants keep the file's value.
+    let latency = |index: usize| match file.variants[index].scenario.databases[0].latency {
+        outagelab_sim::scenario::Distribution::Constant(d) => d.as_nanos(),
+        ref other => panic!("{other:?}"),
+    };
+    assert_eq!([latency(0), latency(3)], [10_000_000; 2]);
+}
+
+#[test]
+fn an_axis_naming_no_variant_of_the_file_is_refused() {
+    let variants = "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n";
+    let sweep = |names: &str| {
+        format!("[sweep]\nparameter = \"loads.l.rate\"\nvalues = [1, 2]\nvariants = {names}\n")
+    };
+    let unknown = parse(&format!("{variants}{}", sweep("[\"bb\"]"))).unwrap_err();
+    assert!(
+        unknown.contains("sweep.variants: \"bb\" is not a variant (the variants: \"a\", \"b\")"),
+        "{unknown}"
+    );
+    let empty = parse(&format!("{variants}{}", sweep("[]"))).unwrap_err();
+    assert!(
+        empty.contains("sweep.variants: names no variant"),
+        "{empty}"
+    );
+    let implicit = parse(&sweep("[\"base\"]")).unwrap_err();
+    assert!(
+        implicit.contains("sweep.variants: the file has no [[variant]]"),
+        "{implicit}"
+    );
+}
