@@ -98,3 +98,39 @@ pub(super) fn start(
     };
     Started::Ended(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use outagelab_model::cache::CacheConfig;
+
+    use crate::actions::testing::{KEY, ended, ms, run, scenario, step, work};
+    use crate::scenario::{CacheId, CacheOp, CacheSpec, OnHit, StepAction};
+
+    fn op(op: CacheOp) -> crate::scenario::StepSpec {
+        step(StepAction::Cache {
+            cache: CacheId(0),
+            op,
+            key: Some(KEY),
+        })
+    }
+
+    #[test]
+    fn a_get_misses_until_a_put_and_a_hit_takes_no_time() {
+        let mut s = scenario();
+        s.caches.push(CacheSpec {
+            name: "l1".into(),
+            config: CacheConfig::new(10, 10_000, ms(1_000)).unwrap(),
+        });
+        let mut get = op(CacheOp::Get);
+        get.on_hit = OnHit::Finish;
+        let put = op(CacheOp::Put { value_bytes: 100 });
+        // The first request misses, works 1 ms and puts; the second, at 10 ms, hits and
+        // finishes at once.
+        let report = run(s, vec![get, work(ms(1)), put], &[(0, 1), (10, 1)]);
+        assert_eq!(ended(&report, "ok"), 2);
+        assert_eq!(report.end_ms, 10.0);
+        let cache = &report.summary.caches["l1"];
+        assert_eq!((cache.hits, cache.misses), (1, 1));
+        assert_eq!(report.summary.latency_ms["all"].min, Some(0.0));
+    }
+}

@@ -230,3 +230,62 @@ pub(super) fn on_reply(
         AttemptEnd::Failed => Some(result),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use outagelab_model::lock::LockConfig;
+
+    use crate::actions::testing::{CONNECTION, KEY, ended, ms, run, scenario, step, work};
+    use crate::scenario::{LockId, LockMode, LockOp, LockSpec, StepAction};
+
+    fn lock(op: LockOp) -> crate::scenario::StepSpec {
+        step(StepAction::Lock {
+            lock: LockId(0),
+            op,
+            connection: CONNECTION,
+            key: KEY,
+        })
+    }
+
+    fn with_lock(acquire_timeout_ms: u64) -> crate::scenario::Scenario {
+        let mut s = scenario();
+        let config = LockConfig::new(ms(1_000), ms(1), ms(acquire_timeout_ms)).unwrap();
+        s.locks.push(LockSpec {
+            name: "job".into(),
+            config,
+        });
+        s
+    }
+
+    fn steps() -> Vec<crate::scenario::StepSpec> {
+        vec![
+            lock(LockOp::Acquire(LockMode::Exclusive)),
+            work(ms(10)),
+            lock(LockOp::Release),
+        ]
+    }
+
+    #[test]
+    fn an_acquire_and_a_release_are_a_round_trip_each() {
+        // 2.005 ms to acquire, 10 ms of work, 2.005 ms to release.
+        let report = run(with_lock(100), steps(), &[(0, 1)]);
+        assert_eq!(ended(&report, "ok"), 1);
+        assert_eq!(report.end_ms, 14.01);
+        let summary = &report.summary.locks["job"];
+        assert_eq!((summary.acquired, summary.released), (1, 1));
+        assert_eq!(summary.busy_retries, 0);
+    }
+
+    #[test]
+    fn a_lock_held_past_the_acquire_timeout_fails_the_other_acquire() {
+        // The first holds the lock until its release lands (at 14.01 ms); the second finds it
+        // busy, tries again every 1 ms (jittered) and gives up 5 ms in.
+        let report = run(with_lock(5), steps(), &[(0, 2)]);
+        assert_eq!(ended(&report, "ok"), 1);
+        assert_eq!(ended(&report, "lock_timeout"), 1);
+        assert_eq!(report.end_ms, 14.01);
+        let summary = &report.summary.locks["job"];
+        assert_eq!((summary.acquired, summary.timed_out), (1, 1));
+        assert!(summary.busy_retries >= 1);
+    }
+}

@@ -359,3 +359,6 @@ pub(crate) fn hand_to_background(held: &mut RequestHeld, action: &StepAction) ->
     }
     handed
 }
+
+#[cfg(test)]
+mod testing;

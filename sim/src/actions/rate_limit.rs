@@ -108,3 +108,85 @@ pub(super) fn decide(
         Decision::Reject { .. } | Decision::TooLarge => StepResult::Error(Outcome::RateLimited),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use outagelab_model::rate_limit::{
+        Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
+    };
+
+    use outagelab_model::time::SimTime;
+
+    use crate::actions::testing::{CONNECTION, KEY, ended, ms, run, scenario, step, work};
+    use crate::scenario::{
+        FaultKind, FaultSpec, FaultTarget, RateLimitId, RateLimitSpec, Scenario, ServerId,
+        StepAction, StepSpec,
+    };
+
+    /// A bucket of two tokens, one more a second, fail-open; checked in Redis when `stored`.
+    fn limited(stored: bool) -> (Scenario, StepSpec) {
+        let mut s = scenario();
+        let rate = TokenRate::new(1, ms(1_000)).unwrap();
+        let bucket = BucketConfig::new(2, rate).unwrap();
+        let config = RateLimiterConfig::new(
+            bucket,
+            Algorithm::TokenBucket,
+            WhenStoreUnreachable::FailOpen,
+        )
+        .unwrap();
+        s.rate_limits.push(RateLimitSpec {
+            name: "api".into(),
+            enabled: true,
+            config,
+            store: stored.then_some(CONNECTION),
+        });
+        let check = step(StepAction::RateLimit {
+            limiter: RateLimitId(0),
+            key: stored.then_some(KEY),
+        });
+        (s, check)
+    }
+
+    #[test]
+    fn a_local_limiter_admits_its_bucket_and_refuses_the_rest_at_once() {
+        let (s, check) = limited(false);
+        // Three at once on a bucket of two: two go on to 1 ms of work, one is refused at 0.
+        let report = run(s, vec![check, work(ms(1))], &[(0, 3)]);
+        assert_eq!(ended(&report, "ok"), 2);
+        assert_eq!(ended(&report, "rate_limited"), 1);
+        assert_eq!(report.summary.latency_ms["rate_limited"].max, Some(0.0));
+        assert_eq!(report.end_ms, 1.0);
+        let limiter = &report.summary.rate_limits["api"];
+        assert_eq!((limiter.admitted, limiter.rejected), (2, 1));
+    }
+
+    #[test]
+    fn a_limiter_with_a_store_checks_in_a_round_trip() {
+        // 2.005 ms to the store and back, then 1 ms of work.
+        let (s, check) = limited(true);
+        let report = run(s, vec![check, work(ms(1))], &[(0, 1)]);
+        assert_eq!(ended(&report, "ok"), 1);
+        assert_eq!(report.end_ms, 3.005);
+        assert_eq!(report.summary.rate_limits["api"].admitted, 1);
+    }
+
+    #[test]
+    fn a_store_that_does_not_answer_lets_the_check_through_when_fail_open() {
+        // The server hangs: the check's command times out at 5 ms, the limiter fails open,
+        // and the request works its 1 ms.
+        let (mut s, check) = limited(true);
+        s.connections[0].command_timeout = Some(ms(5));
+        s.faults.push(FaultSpec {
+            name: "hang".into(),
+            target: FaultTarget::Server(ServerId(0)),
+            kind: FaultKind::Hang,
+            at: SimTime::ZERO,
+            duration: None,
+        });
+        let report = run(s, vec![check, work(ms(1))], &[(0, 1)]);
+        assert_eq!(ended(&report, "ok"), 1);
+        assert_eq!(report.end_ms, 6.0);
+        let limiter = &report.summary.rate_limits["api"];
+        assert_eq!((limiter.admitted, limiter.fail_open_admitted), (0, 1));
+    }
+}

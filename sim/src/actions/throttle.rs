@@ -166,3 +166,46 @@ fn progress_of(sim: &mut Simulator<'_>, slot: u32, progress: Progress) -> Starte
     };
     Started::Ended(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use outagelab_model::throttle::{CounterTtl, ThrottleConfig};
+
+    use crate::actions::testing::{KEY, ended, ms, run, scenario, step, work};
+    use crate::scenario::{StepAction, ThrottleForm, ThrottleId, ThrottleOp, ThrottleSpec};
+
+    fn throttle(op: ThrottleOp) -> crate::scenario::StepSpec {
+        step(StepAction::Throttle {
+            throttle: ThrottleId(0),
+            op,
+            key: KEY,
+        })
+    }
+
+    #[test]
+    fn an_atomic_throttle_holds_its_slot_until_the_release() {
+        let mut s = scenario();
+        let config = ThrottleConfig::new(1, ms(1_000), CounterTtl::Never, ms(0)).unwrap();
+        s.throttles.push(ThrottleSpec {
+            name: "one".into(),
+            enabled: true,
+            config,
+            form: ThrottleForm::Atomic,
+            release_loss_permille: 0,
+        });
+        let steps = vec![
+            throttle(ThrottleOp::Acquire),
+            work(ms(10)),
+            throttle(ThrottleOp::Release),
+        ];
+        // Of two at 0, one holds the slot for 10 ms, the other is refused; one at 10 ms finds
+        // the slot given back and ends at 20 ms.
+        let report = run(s, steps, &[(0, 2), (10, 1)]);
+        assert_eq!(ended(&report, "ok"), 2);
+        assert_eq!(ended(&report, "rate_limited"), 1);
+        assert_eq!(report.end_ms, 20.0);
+        let summary = &report.summary.throttles["one"];
+        assert_eq!((summary.admitted, summary.rejected), (2, 1));
+        assert_eq!(summary.peak_holders, 1);
+    }
+}

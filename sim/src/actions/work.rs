@@ -25,3 +25,23 @@ pub(super) fn start(sim: &mut Simulator<'_>, slot: u32, duration: &Distribution)
     sim.set_timer(slot, at, TimerKind::Action(Timer::Work));
     Started::Waits
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::actions::testing::{ended, ms, run, scenario, work};
+
+    #[test]
+    fn work_steps_take_their_duration_one_after_the_other() {
+        // 10 ms, then 5 ms: two requests sent together end together, at 15 ms.
+        let report = run(scenario(), vec![work(ms(10)), work(ms(5))], &[(0, 2)]);
+        assert_eq!(ended(&report, "ok"), 2);
+        assert_eq!(report.end_ms, 15.0);
+    }
+
+    #[test]
+    fn a_work_step_of_zero_ends_at_its_start() {
+        let report = run(scenario(), vec![work(ms(0))], &[(3, 1)]);
+        assert_eq!(ended(&report, "ok"), 1);
+        assert_eq!(report.end_ms, 3.0);
+    }
+}
