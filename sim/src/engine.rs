@@ -20,22 +20,17 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use outagelab_model::cache::{Cache, CacheKey, Lookup};
-use outagelab_model::lock::{
-    Acquiring, Attempt, AttemptEnd, AttemptReply, Held as LockHeld, LockClient, LockToken,
-    ReleaseReply, Wake,
-};
-use outagelab_model::rate_limit::{Decision as RateDecision, RateLimiter};
 use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::trace::{Trace, TraceWhat};
 use outagelab_report::{
-    CountKey, FaultWindow, GaugeKey, InstanceSummary, LockSummary, LogEntry, Outcome,
-    ServiceSummary, Summary, VariantReport, Verdict,
+    CountKey, FaultWindow, GaugeKey, InstanceSummary, LogEntry, Outcome, ServiceSummary, Summary,
+    VariantReport, Verdict,
 };
 
+use crate::actions::{self, Actions, RequestHeld, Started, Waiting, Woken};
 use crate::callers::{CallNext, CallRef, Callers};
-use crate::database::{Databases, Query};
+use crate::database::Databases;
 use crate::error::SimError;
 use crate::http::HttpTally;
 use crate::journal;
@@ -47,11 +42,9 @@ use crate::reconnect_slots::{ReconnectSlots, SlotAcquire, link_of};
 use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
-    Arrivals, CacheOp, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId,
-    LockCommand, LockCommandKind, LockId, LockOp, OnError, OnHit, PolicyRef, RateLimitId,
-    RedisCommand, Scenario, ServerId, Spread, StepAction, StepSpec, ThrottleId, ThrottleOp,
+    Arrivals, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId, OnError,
+    OnHit, PolicyRef, Scenario, ServerId, Spread, StepSpec,
 };
-use crate::throttles::{Held, Phase, Progress, Throttles};
 use crate::trace::Tracer;
 use crate::versions::{DataKey, Versions};
 
@@ -178,7 +171,7 @@ enum Role {
 }
 
 /// What a request is doing. Only the first three stages are runnable.
-enum Stage {
+pub(crate) enum Stage {
     /// About to start its current step.
     Start,
     /// Entering the step's layers; `next` is the position of the next one to enter.
@@ -194,24 +187,17 @@ enum Stage {
     Backoff { next: u8 },
 }
 
-/// What a request's action waits for.
-enum Wait {
+/// What a request's action waits for: an answer of one of the engine's mechanisms, or a wait
+/// of the action's own.
+pub(crate) enum Wait {
     /// A Redis reply (or the command's timeout, or the link's loss).
     Reply,
     /// A database query (or its timeout).
     Query,
-    /// Its own local work.
-    Work,
     /// A reconnect slot's connection attempt.
     SlotConnect,
-    /// A KV round trip of a throttle.
-    ThrottleKv {
-        throttle: ThrottleId,
-        key: outagelab_model::throttle::KvKey,
-        phase: Phase,
-    },
-    /// A lock acquire's wait after a busy attempt.
-    LockRetry(Acquiring),
+    /// A wait the action keeps, and ends through its own timer.
+    Action(Waiting),
 }
 
 impl Stage {
@@ -224,17 +210,15 @@ impl Stage {
             Stage::Queued { .. } => "queued",
             Stage::Waiting(Wait::Reply) => "waiting for a reply",
             Stage::Waiting(Wait::Query) => "waiting for a query",
-            Stage::Waiting(Wait::Work) => "working",
             Stage::Waiting(Wait::SlotConnect) => "waiting for a connection attempt",
-            Stage::Waiting(Wait::ThrottleKv { .. }) => "waiting for a KV round trip",
-            Stage::Waiting(Wait::LockRetry(_)) => "waiting to try a lock again",
+            Stage::Waiting(Wait::Action(waiting)) => waiting.name(),
             Stage::Backoff { .. } => "backing off",
         }
     }
 }
 
-struct Request {
-    flow: FlowId,
+pub(crate) struct Request {
+    pub(crate) flow: FlowId,
     step: u16,
     role: Role,
     stage: Stage,
@@ -242,19 +226,15 @@ struct Request {
     /// Seeds the key each step draws from its key family.
     key_seed: u64,
     /// A Retry-After the last refusal asked for, for the retry policy.
-    retry_after: Option<SimDuration>,
-    /// The throttle slots the request holds, at most one per throttle.
-    throttle_held: Vec<Held>,
+    pub(crate) retry_after: Option<SimDuration>,
+    /// What it holds of its actions' state (throttle slots, locks).
+    pub(crate) held: RequestHeld,
     /// The reconnect slot and lease the current step's command runs on.
     lease: Option<(ConnectionId, Lease)>,
     /// Whether the current step's command was already replayed (a replay is made once).
     replayed: bool,
     /// The write the current step's copies belong to, when a slot may replay it.
-    origin: Option<u64>,
-    /// The current lock step's command in flight (or waiting for a slot's connection).
-    lock_pending: Option<LockPending>,
-    /// The locks the request holds, in the order it took them.
-    locks_held: Vec<(LockId, LockHeld)>,
+    pub(crate) origin: Option<u64>,
     /// The closed-loop caller that sent it, which sends again when it ends.
     worker: Option<(LoadId, u32)>,
     /// The call (and its attempt number) it is an attempt of, when its load has a caller.
@@ -262,21 +242,21 @@ struct Request {
     /// Its number in the trace, when `run --trace` sampled it.
     trace: Option<u64>,
     /// The value it last read or wrote of a key whose versions are followed, and where from.
-    value: Option<HeldValue>,
+    pub(crate) value: Option<HeldValue>,
     /// Its caller gave up on it and told the service: it stops before its next step.
     cancelled: bool,
 }
 
 /// A value a request holds: its key, its version, and where it read it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct HeldValue {
-    key: DataKey,
-    version: u64,
-    from: ValueFrom,
+pub(crate) struct HeldValue {
+    pub(crate) key: DataKey,
+    pub(crate) version: u64,
+    pub(crate) from: ValueFrom,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ValueFrom {
+pub(crate) enum ValueFrom {
     /// A database query read it, or committed it.
     Database,
     /// A Redis `GET` found a copy.
@@ -295,27 +275,17 @@ impl Request {
             started,
             key_seed,
             retry_after: None,
-            throttle_held: Vec::new(),
+            held: RequestHeld::default(),
             lease: None,
             replayed: false,
             origin: None,
-            lock_pending: None,
             cancelled: false,
-            locks_held: Vec::new(),
             worker: None,
             call: None,
             trace: None,
             value: None,
         }
     }
-}
-
-/// What a lock step's command in flight stands for.
-enum LockPending {
-    /// An acquire's attempt.
-    Attempt(Acquiring, Attempt),
-    /// A release of the holder with this token.
-    Release(LockToken),
 }
 
 struct Slot {
@@ -325,32 +295,6 @@ struct Slot {
     /// What the request holds for each layer of its step it is inside, outermost first. Kept
     /// with the slot so that its storage is reused by the next request.
     holds: Vec<Hold>,
-}
-
-struct RateLimitSlot {
-    limiter: RateLimiter,
-    enabled: bool,
-    store: Option<ConnectionId>,
-    /// Checks admitted unchecked because the store could not be reached, per bucket.
-    fail_open_counter: CounterId,
-}
-
-struct LockSlot {
-    client: LockClient,
-    /// Jitters the waits after busy attempts.
-    rng: Stream,
-}
-
-struct CacheSlot {
-    cache: Cache,
-    entries_gauge: GaugeId,
-}
-
-/// What a throttle's chart shows: slots truly held, and what its counter says is held. The gap
-/// is leaked slots (or holders the counter lost).
-struct ThrottleGauges {
-    holders: GaugeId,
-    counter: GaugeId,
 }
 
 /// A Redis server's memory series: its used memory, and its evictions and expirations (with
@@ -436,11 +380,17 @@ enum Next {
     Stop,
 }
 
-struct Simulator<'s> {
+/// The engine's state. The event loop is driven from [`run_traced`]: `run_to_end` pops each
+/// event, `dispatch` hands it to its mechanism or handler, `drain` delivers what the
+/// mechanisms produced and advances the requests that became runnable, `refresh_gauges`
+/// observes. The step actions ([`crate::actions`]) reach the engine's mechanisms through the
+/// `pub(crate)` fields and methods here (the clock, the queue, Redis, the databases, a
+/// request's stage, timers and key), and keep their own state in `actions`.
+pub(crate) struct Simulator<'s> {
     scenario: &'s Scenario,
     bugs: Bugs,
-    now: SimTime,
-    events: EventQueue,
+    pub(crate) now: SimTime,
+    pub(crate) events: EventQueue,
     events_processed: u64,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
@@ -448,23 +398,17 @@ struct Simulator<'s> {
     in_flight: u64,
     loads: Vec<LoadState>,
     loads_active: usize,
-    redis: Redis,
-    databases: Databases,
+    pub(crate) redis: Redis,
+    pub(crate) databases: Databases,
     policies: Policies,
-    caches: Vec<CacheSlot>,
-    rate_limits: Vec<RateLimitSlot>,
-    throttles: Throttles,
-    throttle_gauges: Vec<ThrottleGauges>,
-    /// One client per lock, its tokens in the namespace of the lock's index.
-    locks: Vec<LockSlot>,
+    /// The step actions' own state (caches, rate limiters, throttles, lock clients).
+    pub(crate) actions: Actions,
     /// What waits for a database query whose caller timed out, by the waiter reference the
     /// database still holds. Never larger than the number of running queries.
     after_queries: BTreeMap<(u32, u32), AfterQuery>,
     metrics: Metrics,
     /// Ended requests as HTTP answers, when the scenario maps outcomes to statuses.
     http: Option<HttpTally>,
-    /// Per flow, the draws of its `work` steps' durations (a constant draws nothing).
-    work_rngs: Vec<Stream>,
     /// The calls of loads that go through a caller.
     callers: Callers,
     monitors: Monitors,
@@ -502,7 +446,7 @@ struct Simulator<'s> {
     /// Per flow (a base flow counting its copies): requests in flight now, and the most.
     flow_in_flight: Vec<(u64, u64)>,
     /// The committed versions of followed data.
-    versions: Versions,
+    pub(crate) versions: Versions,
     /// Per flow: requests that ended ok serving a copy older than the last commit of its
     /// key, and how long it had been out of date.
     /// (The histogram is allocated on a flow's first stale read.)
@@ -639,33 +583,7 @@ impl<'s> Simulator<'s> {
             bulkhead_admits_one_too_many: bugs.bulkhead_admits_one_too_many,
         };
         let policies = Policies::new(scenario, &mut metrics, planted);
-        let throttle_gauges = scenario
-            .throttles
-            .iter()
-            .map(|spec| ThrottleGauges {
-                holders: metrics.add_gauge(GaugeKey::ThrottleHolders(spec.name.clone())),
-                counter: metrics.add_gauge(GaugeKey::ThrottleCounter(spec.name.clone())),
-            })
-            .collect();
-        let rate_limits = scenario
-            .rate_limits
-            .iter()
-            .map(|spec| RateLimitSlot {
-                fail_open_counter: metrics
-                    .add_counter(CountKey::RateLimitFailOpenAdmitted(spec.name.clone())),
-                limiter: RateLimiter::new(spec.config),
-                enabled: spec.enabled,
-                store: spec.store,
-            })
-            .collect();
-        let caches = scenario
-            .caches
-            .iter()
-            .map(|spec| CacheSlot {
-                cache: Cache::new(spec.config),
-                entries_gauge: metrics.add_gauge(GaugeKey::CacheEntries(spec.name.clone())),
-            })
-            .collect();
+        let actions = Actions::new(scenario, &mut metrics);
         let mut loads = Vec::with_capacity(scenario.loads.len());
         let mut loads_active = 0;
         for (index, load) in scenario.loads.iter().enumerate() {
@@ -749,28 +667,11 @@ impl<'s> Simulator<'s> {
             redis,
             databases: Databases::new(scenario),
             policies,
-            caches,
-            rate_limits,
-            throttles: Throttles::new(scenario),
-            throttle_gauges,
-            locks: scenario
-                .locks
-                .iter()
-                .enumerate()
-                .map(|(index, spec)| LockSlot {
-                    client: LockClient::new(spec.config, index as u32),
-                    rng: Stream::derive(scenario.seed, "lock", &spec.name),
-                })
-                .collect(),
+            actions,
             after_queries: BTreeMap::new(),
             metrics,
             http: scenario.http.map(HttpTally::new),
             callers: Callers::new(scenario),
-            work_rngs: scenario
-                .flows
-                .iter()
-                .map(|flow| Stream::derive(scenario.seed, "work", &flow.name))
-                .collect(),
             monitors,
             work_since_memory_check: 0,
             memory_exceeded: false,
@@ -991,7 +892,8 @@ impl<'s> Simulator<'s> {
                     match self.after_queries.remove(&(request.slot, request.token)) {
                         None => {
                             if self.is_live(request) {
-                                self.query_answered(request.slot);
+                                let action = &self.step_of(request.slot).action;
+                                actions::on_query_answered(self, request.slot, action);
                             }
                             self.settle(request, StepResult::Ok)
                         }
@@ -1040,7 +942,7 @@ impl<'s> Simulator<'s> {
         }
     }
 
-    fn record_lock_waits(&mut self) {
+    pub(crate) fn record_lock_waits(&mut self) {
         for (database, nanos) in self.databases.lock_waits.drain(..) {
             self.metrics.record_lock_wait(database.index(), nanos);
         }
@@ -1077,15 +979,7 @@ impl<'s> Simulator<'s> {
             let connected = self.reconnect_slots.connected(connection);
             self.metrics.set_gauge(gauge, u64::from(connected));
         }
-        for slot in &self.caches {
-            self.metrics
-                .set_gauge(slot.entries_gauge, slot.cache.len() as u64);
-        }
-        for (index, gauges) in self.throttle_gauges.iter().enumerate() {
-            let (holders, counter) = self.throttles.gauges(self.now, ThrottleId(index as u32));
-            self.metrics.set_gauge(gauges.holders, holders);
-            self.metrics.set_gauge(gauges.counter, counter);
-        }
+        self.actions.observe(self.now, &mut self.metrics);
         for (index, series) in self.server_series.iter_mut().enumerate() {
             let memory = self.redis.server_summary(self.now, ServerId(index as u32));
             self.metrics
@@ -1278,21 +1172,21 @@ impl<'s> Simulator<'s> {
         slot.token == request.token && slot.request.is_some()
     }
 
-    fn current_ref(&self, slot: u32) -> RequestRef {
+    pub(crate) fn current_ref(&self, slot: u32) -> RequestRef {
         RequestRef {
             slot,
             token: self.slots[slot as usize].token,
         }
     }
 
-    fn request_mut(&mut self, slot: u32) -> &mut Request {
+    pub(crate) fn request_mut(&mut self, slot: u32) -> &mut Request {
         self.slots[slot as usize]
             .request
             .as_mut()
             .expect("a live request")
     }
 
-    fn request(&self, slot: u32) -> &Request {
+    pub(crate) fn request(&self, slot: u32) -> &Request {
         self.slots[slot as usize]
             .request
             .as_ref()
@@ -1328,7 +1222,7 @@ impl<'s> Simulator<'s> {
 
     /// The step the request in `slot` is on (which exists: a request past its last step has
     /// ended).
-    fn step_of(&self, slot: u32) -> &'s StepSpec {
+    pub(crate) fn step_of(&self, slot: u32) -> &'s StepSpec {
         let scenario = self.scenario;
         let request = self.request(slot);
         &scenario.flows[request.flow.index()].steps[usize::from(request.step)]
@@ -1400,10 +1294,7 @@ impl<'s> Simulator<'s> {
         };
         let entrant = Entrant {
             waiter: self.current_ref(slot),
-            bytes: match step.action {
-                StepAction::Redis { command, .. } => command.request_bytes(),
-                _ => 0,
-            },
+            bytes: actions::request_bytes(&step.action),
         };
         let entered = self.policies.enter(policy, self.now, &entrant);
         if self.tracer.is_some() {
@@ -1434,234 +1325,20 @@ impl<'s> Simulator<'s> {
 
     /// Runs the action of `step` for the request in `slot`.
     fn act(&mut self, slot: u32, step: &StepSpec) -> Next {
-        let waiter = self.current_ref(slot);
-        match step.action {
-            StepAction::Redis { connection, .. } => {
-                let op = self
-                    .redis_op(slot, step)
-                    .expect("a Redis step has a command");
-                match self.issue_command(slot, connection, op, step.replay_writes) {
-                    None => Next::Stop,
-                    Some(result) => self.finish_step(slot, Ended::Action(result)),
-                }
-            }
-            StepAction::Database {
-                database,
-                timeout,
-                latency,
-                lock,
-                data: _,
-            } => {
-                let query = Query {
-                    waiter,
-                    timeout,
-                    latency,
-                    lock: lock.map(|family| (family.0, self.key_of(slot, family))),
-                };
-                self.set_stage(slot, Stage::Waiting(Wait::Query));
-                self.databases
-                    .start(self.now, database, query, &mut self.events);
-                self.record_lock_waits();
-                Next::Stop
-            }
-            StepAction::Work { duration } => {
-                let flow = self.request(slot).flow.index();
-                let duration = self.work_rngs[flow].duration(&duration);
-                self.set_stage(slot, Stage::Waiting(Wait::Work));
-                self.set_timer(slot, self.now.saturating_add(duration), TimerKind::Work);
-                Next::Stop
-            }
-            StepAction::RateLimit { limiter, key } => {
-                let slot_entry = &self.rate_limits[limiter.index()];
-                match (slot_entry.enabled, slot_entry.store, key) {
-                    (true, Some(store), Some(family)) => {
-                        let op = Op {
-                            command: RedisCommand::Incr,
-                            family: family.0,
-                            index: self.key_of(slot, family),
-                            version: 0,
-                        };
-                        match self.issue_command(slot, store, op, step.replay_writes) {
-                            None => Next::Stop,
-                            Some(result) => self.finish_step(slot, Ended::Action(result)),
-                        }
-                    }
-                    // A local limiter (or a disabled one) answers at once; finish_step asks it.
-                    _ => self.finish_step(slot, Ended::Action(StepResult::Ok)),
-                }
-            }
-            StepAction::Throttle { throttle, op, key } => {
-                let kv_key = u64::from(key.0) << 32 | u64::from(self.key_of(slot, key));
-                let progress = match op {
-                    ThrottleOp::Acquire => {
-                        if let Some(old) = self.take_held(slot, throttle) {
-                            // A second acquire of the same throttle drops the first slot.
-                            self.throttles.leak(self.now, old);
-                        }
-                        self.throttles.acquire(self.now, throttle, kv_key)
-                    }
-                    ThrottleOp::Release => match self.take_held(slot, throttle) {
-                        Some(held) => self.throttles.release(self.now, held),
-                        None => Progress::Done,
-                    },
-                };
-                self.throttle_progress(slot, progress)
-            }
-            StepAction::Cache { cache, op, key } => {
-                let data_key = key.map(|family| (family.0, self.key_of(slot, family)));
-                let key = data_key.map(|(family, index)| CacheKey::pair(family, index));
-                let key = || key.expect("validated: every cache op but flush has a key");
-                // A put copies the value the request holds (its version, when of this key).
-                let version = data_key.map_or(0, |k| self.value_version(slot, k));
-                let (now, cache) = (self.now, &mut self.caches[cache.index()].cache);
-                let result = match op {
-                    CacheOp::Get => match cache.get(now, key()) {
-                        Lookup::Hit { version, .. } => {
-                            self.hold_value(slot, version, ValueFrom::Cache);
-                            StepResult::Hit
-                        }
-                        Lookup::Miss | Lookup::Expired => StepResult::Miss,
-                    },
-                    CacheOp::Put { value_bytes } => {
-                        let _ = cache.insert(now, key(), version, u64::from(value_bytes));
-                        StepResult::Ok
-                    }
-                    CacheOp::Invalidate => {
-                        cache.invalidate(key());
-                        StepResult::Ok
-                    }
-                    CacheOp::Flush => {
-                        cache.flush();
-                        StepResult::Ok
-                    }
-                };
-                self.finish_step(slot, Ended::Action(result))
-            }
-            StepAction::Lock {
-                lock,
-                op,
-                connection,
-                key,
-            } => {
-                let pending = match (self.request_mut(slot).lock_pending.take(), op) {
-                    // Sent again: after a slot's connection attempt, or replayed.
-                    (Some(pending), _) => pending,
-                    (None, LockOp::Acquire(mode)) => {
-                        let (acquiring, attempt) =
-                            self.locks[lock.index()].client.begin(self.now, mode);
-                        LockPending::Attempt(acquiring, attempt)
-                    }
-                    (None, LockOp::Release) => {
-                        let held = &mut self.request_mut(slot).locks_held;
-                        let Some(index) = held.iter().rposition(|(id, _)| *id == lock) else {
-                            // Holds none: nothing to give back.
-                            return self.finish_step(slot, Ended::Action(StepResult::Ok));
-                        };
-                        let (_, held) = held.remove(index);
-                        let (token, _) = self.locks[lock.index()].client.release(held);
-                        LockPending::Release(token)
-                    }
-                };
-                self.lock_command(slot, lock, connection, key, pending)
-            }
-        }
+        let started = actions::start(self, slot, step);
+        self.conclude(slot, started)
     }
 
-    /// Sends a lock step's command for the request in `slot`, which keeps `pending` until the
-    /// result comes; the result goes through [`Simulator::lock_result`].
-    fn lock_command(
-        &mut self,
-        slot: u32,
-        lock: LockId,
-        connection: ConnectionId,
-        key: KeyFamilyId,
-        pending: LockPending,
-    ) -> Next {
-        let command = match &pending {
-            LockPending::Attempt(acquiring, _) => LockCommand {
-                token: acquiring.token(),
-                kind: LockCommandKind::Acquire {
-                    mode: acquiring.mode(),
-                    lease: self.locks[lock.index()].client.config().lease(),
-                },
-            },
-            &LockPending::Release(token) => LockCommand {
-                token,
-                kind: LockCommandKind::Release,
-            },
-        };
-        self.request_mut(slot).lock_pending = Some(pending);
-        let op = Op {
-            command: RedisCommand::Lock(command),
-            family: key.0,
-            index: self.key_of(slot, key),
-            version: 0,
-        };
-        match self.issue_command(slot, connection, op, false) {
-            None => Next::Stop,
-            Some(result) => match self.lock_result(slot, result) {
-                Some(result) => self.finish_step(slot, Ended::Action(result)),
-                None => Next::Stop,
-            },
-        }
-    }
-
-    /// A lock step's command ended with `result`: what the step returns, or `None` when the
-    /// request waits to try again (the lock was taken, before the acquire's deadline).
-    fn lock_result(&mut self, slot: u32, result: StepResult) -> Option<StepResult> {
-        let StepAction::Lock { lock, .. } = self.step_of(slot).action else {
-            return Some(result);
-        };
-        let request = self.request_mut(slot);
-        let pending = request.lock_pending.take();
-        if let Some(origin) = request.origin.take() {
-            // Each attempt is a write of its own: the next one is not a copy of this one.
-            self.redis.close_origin(origin);
-        }
-        let (now, client) = (self.now, &mut self.locks[lock.index()].client);
-        let (acquiring, attempt) = match pending.expect("a lock command keeps what it sent") {
-            LockPending::Attempt(acquiring, attempt) => (acquiring, attempt),
-            LockPending::Release(_) => {
-                // A release that found no holder with its token (the lease had expired) is
-                // refused, and counted; the step itself succeeds.
-                client.on_released(match result {
-                    StepResult::Ok => ReleaseReply::Released,
-                    StepResult::Miss => ReleaseReply::NotHolder,
-                    _ => ReleaseReply::Failed,
-                });
-                return Some(match result {
-                    StepResult::Miss | StepResult::Hit => StepResult::Ok,
-                    other => other,
-                });
-            }
-        };
-        let reply = match result {
-            StepResult::Ok => AttemptReply::Acquired,
-            StepResult::Error(Outcome::LockBusy) => AttemptReply::Busy,
-            _ => AttemptReply::Failed,
-        };
-        let slot_of_lock = &mut self.locks[lock.index()];
-        let random = &mut slot_of_lock.rng;
-        match slot_of_lock
-            .client
-            .on_reply(now, acquiring, attempt, reply, random)
-        {
-            AttemptEnd::Held(held) => {
-                self.request_mut(slot).locks_held.push((lock, held));
-                Some(StepResult::Ok)
-            }
-            AttemptEnd::Sleep { acquiring, until } => {
-                self.set_stage(slot, Stage::Waiting(Wait::LockRetry(acquiring)));
-                self.set_timer(slot, until, TimerKind::LockRetry);
-                None
-            }
-            AttemptEnd::TimedOut => Some(StepResult::Error(Outcome::LockTimeout)),
-            AttemptEnd::Failed => Some(result),
+    /// The step of the request in `slot` ends with its action's result, if it has one.
+    fn conclude(&mut self, slot: u32, started: Started) -> Next {
+        match started {
+            Started::Waits => Next::Stop,
+            Started::Ended(result) => self.finish_step(slot, Ended::Action(result)),
         }
     }
 
     /// Moves the request in `slot` to `stage`, and traces the change when it is sampled.
-    fn set_stage(&mut self, slot: u32, stage: Stage) {
+    pub(crate) fn set_stage(&mut self, slot: u32, stage: Stage) {
         if self.tracer.is_some() && self.request(slot).trace.is_some() {
             let label = self.stage_label(slot, &stage);
             self.trace(slot, TraceWhat::Stage { stage: label });
@@ -1673,7 +1350,7 @@ impl<'s> Simulator<'s> {
     fn stage_label(&self, slot: u32, stage: &Stage) -> String {
         let step = self.step_of(slot);
         let scenario = self.scenario;
-        match (stage, step.action) {
+        match (stage, &step.action) {
             (Stage::Start | Stage::Entering { .. } | Stage::Acting, _) => "running".to_owned(),
             (Stage::Queued { layer }, _) => {
                 let policy = step.policies[usize::from(*layer)];
@@ -1683,13 +1360,10 @@ impl<'s> Simulator<'s> {
                 let policy = step.policies[usize::from(*next) - 1];
                 format!("backing off ({})", scenario.policy_name(policy))
             }
-            (Stage::Waiting(Wait::Reply), StepAction::Redis { connection, .. })
-            | (Stage::Waiting(Wait::Reply), StepAction::Lock { connection, .. }) => format!(
-                "waiting for a reply on {}",
-                scenario.connections[connection.index()].name
-            ),
-            (Stage::Waiting(Wait::Query), StepAction::Database { database, .. }) => {
-                format!("query on {}", scenario.databases[database.index()].name)
+            (Stage::Waiting(wait @ (Wait::Reply | Wait::Query)), action) => {
+                let (reply, query) = (matches!(wait, Wait::Reply), matches!(wait, Wait::Query));
+                actions::wait_label(scenario, action, reply, query)
+                    .unwrap_or_else(|| stage.name().to_owned())
             }
             (stage, _) => stage.name().to_owned(),
         }
@@ -1703,60 +1377,24 @@ impl<'s> Simulator<'s> {
         }
     }
 
-    fn set_timer(&mut self, slot: u32, at: SimTime, kind: TimerKind) {
+    pub(crate) fn set_timer(&mut self, slot: u32, at: SimTime, kind: TimerKind) {
         let request = self.current_ref(slot);
         self.events
             .schedule(at, Event::RequestTimer { request, kind });
     }
 
-    /// The command a Redis step of the request in `slot` sends; `None` for other steps.
-    fn redis_op(&self, slot: u32, step: &StepSpec) -> Option<Op> {
-        let StepAction::Redis { command, key, .. } = step.action else {
-            return None;
-        };
-        let index = self.key_of(slot, key);
-        Some(Op {
-            command,
-            family: key.0,
-            index,
-            version: self.value_version(slot, (key.0, index)),
-        })
-    }
-
     /// The request in `slot` read `version` of the key its step names from a copy (`from`).
-    fn hold_value(&mut self, slot: u32, version: u64, from: ValueFrom) {
-        let step = self.step_of(slot);
-        let family = match step.action {
-            StepAction::Redis { key, .. } => key,
-            StepAction::Cache { key: Some(key), .. } => key,
-            _ => return,
+    pub(crate) fn hold_value(&mut self, slot: u32, version: u64, from: ValueFrom) {
+        let Some(family) = actions::value_family(&self.step_of(slot).action) else {
+            return;
         };
         let key = (family.0, self.key_of(slot, family));
         self.request_mut(slot).value = Some(HeldValue { key, version, from });
     }
 
-    /// A query of the request in `slot` that reads or writes followed data answered: it holds
-    /// the committed version now, or commits a new one.
-    fn query_answered(&mut self, slot: u32) {
-        let StepAction::Database {
-            data: Some(data), ..
-        } = self.step_of(slot).action
-        else {
-            return;
-        };
-        let key = (data.key.0, self.key_of(slot, data.key));
-        let version = if data.write {
-            self.versions.commit(self.now, key)
-        } else {
-            self.versions.current(key)
-        };
-        let from = ValueFrom::Database;
-        self.request_mut(slot).value = Some(HeldValue { key, version, from });
-    }
-
     /// The version of the value of `key` the request in `slot` holds, for a copy it writes
     /// (a `SET`, an L1 put); 0 when it holds none of that key.
-    fn value_version(&self, slot: u32, key: DataKey) -> u64 {
+    pub(crate) fn value_version(&self, slot: u32, key: DataKey) -> u64 {
         match self.request(slot).value {
             Some(value) if value.key == key => value.version,
             _ => 0,
@@ -1765,51 +1403,10 @@ impl<'s> Simulator<'s> {
 
     /// The key of `family` the request in `slot` uses (drawn from its key seed, so every step
     /// of the request that names the family uses the same key).
-    fn key_of(&self, slot: u32, family: KeyFamilyId) -> u32 {
+    pub(crate) fn key_of(&self, slot: u32, family: KeyFamilyId) -> u32 {
         let request = self.request(slot);
         let spec = &self.scenario.keys[family.index()];
         key_index(request.key_seed, family.0, spec.count, spec.distribution)
-    }
-
-    /// Takes the slot of `throttle` that the request in `slot` holds, if any.
-    fn take_held(&mut self, slot: u32, throttle: ThrottleId) -> Option<Held> {
-        let held = &mut self.request_mut(slot).throttle_held;
-        let index = held.iter().position(|h| h.throttle() == throttle)?;
-        Some(held.swap_remove(index))
-    }
-
-    /// Applies a throttle step's progress to the request in `slot`: it holds the slot it was
-    /// given, waits for a KV step, or ends the step.
-    fn throttle_progress(&mut self, slot: u32, progress: Progress) -> Next {
-        let result = match progress {
-            Progress::Admitted(held) => {
-                self.request_mut(slot).throttle_held.push(held);
-                StepResult::Ok
-            }
-            Progress::Rejected { retry_after } => {
-                self.request_mut(slot).retry_after = Some(retry_after);
-                StepResult::Error(Outcome::RateLimited)
-            }
-            Progress::Done => StepResult::Ok,
-            Progress::Wait {
-                after,
-                throttle,
-                key,
-                phase,
-                admitted,
-            } => {
-                self.request_mut(slot).throttle_held.extend(admitted);
-                let stage = Stage::Waiting(Wait::ThrottleKv {
-                    throttle,
-                    key,
-                    phase,
-                });
-                self.set_stage(slot, stage);
-                self.set_timer(slot, self.now.saturating_add(after), TimerKind::ThrottleKv);
-                return Next::Stop;
-            }
-        };
-        self.finish_step(slot, Ended::Action(result))
     }
 
     /// Starts step `step` of the request in `slot` as a background request of its own.
@@ -1817,34 +1414,11 @@ impl<'s> Simulator<'s> {
         let (now, scenario) = (self.now, self.scenario);
         let request = self.request(slot);
         let (flow, key_seed) = (request.flow, request.key_seed);
-        // A throttle release hands back the slot the request holds of its throttle, so that
-        // slot goes with it.
-        let throttle_held = match scenario.flows[flow.index()].steps[usize::from(step)].action {
-            StepAction::Throttle {
-                op: ThrottleOp::Release,
-                throttle,
-                ..
-            } => self.take_held(slot, throttle).into_iter().collect(),
-            _ => Vec::new(),
-        };
-        // So does a lock release, with the lock the request holds.
-        let locks_held = match scenario.flows[flow.index()].steps[usize::from(step)].action {
-            StepAction::Lock {
-                op: LockOp::Release,
-                lock,
-                ..
-            } => {
-                let held = &mut self.request_mut(slot).locks_held;
-                match held.iter().rposition(|(id, _)| *id == lock) {
-                    Some(index) => vec![held.remove(index)],
-                    None => Vec::new(),
-                }
-            }
-            _ => Vec::new(),
-        };
+        // A release hands the background request what it releases (a throttle slot, a lock).
+        let action = &scenario.flows[flow.index()].steps[usize::from(step)].action;
+        let held = actions::hand_to_background(&mut self.request_mut(slot).held, action);
         let mut background = Request::new(flow, step, Role::Background, now, key_seed);
-        background.throttle_held = throttle_held;
-        background.locks_held = locks_held;
+        background.held = held;
         let background = self.allocate(background);
         // Run it now, so that its command is written before the request's next one.
         self.advance(background.slot);
@@ -1856,51 +1430,19 @@ impl<'s> Simulator<'s> {
         }
         let stage = std::mem::replace(&mut self.request_mut(request.slot).stage, Stage::Acting);
         match (kind, stage) {
-            (TimerKind::Work, stage @ Stage::Waiting(Wait::Work)) => {
-                self.request_mut(request.slot).stage = stage;
-                self.settle(request, StepResult::Ok);
-            }
             (TimerKind::Backoff, Stage::Backoff { next }) => {
                 self.set_stage(request.slot, Stage::Entering { next });
                 self.runnable.push_back(request); // run the inner layers again
             }
-            (
-                TimerKind::ThrottleKv,
-                Stage::Waiting(Wait::ThrottleKv {
-                    throttle,
-                    key,
-                    phase,
-                }),
-            ) => {
-                let progress = self.throttles.resume(self.now, throttle, key, phase);
-                if let Next::Continue = self.throttle_progress(request.slot, progress) {
-                    let next = self.current_ref(request.slot);
-                    self.runnable.push_back(next);
-                }
-            }
-            (TimerKind::LockRetry, Stage::Waiting(Wait::LockRetry(acquiring))) => {
-                let StepAction::Lock {
-                    lock,
-                    connection,
-                    key,
-                    ..
-                } = self.step_of(request.slot).action
-                else {
-                    unreachable!("a lock retry on a lock step");
-                };
-                let next = match self.locks[lock.index()].client.wake(self.now, acquiring) {
-                    Wake::Attempt(acquiring, attempt) => {
-                        let pending = LockPending::Attempt(acquiring, attempt);
-                        self.lock_command(request.slot, lock, connection, key, pending)
+            (TimerKind::Action(timer), Stage::Waiting(Wait::Action(waiting))) => {
+                match actions::on_timer(self, request.slot, timer, waiting) {
+                    Woken::Reply(result) => self.settle(request, result),
+                    Woken::Step(started) => {
+                        if let Next::Continue = self.conclude(request.slot, started) {
+                            let next = self.current_ref(request.slot);
+                            self.runnable.push_back(next);
+                        }
                     }
-                    Wake::TimedOut => {
-                        let result = StepResult::Error(Outcome::LockTimeout);
-                        self.finish_step(request.slot, Ended::Action(result))
-                    }
-                };
-                if let Next::Continue = next {
-                    let next = self.current_ref(request.slot);
-                    self.runnable.push_back(next);
                 }
             }
             (kind, stage) => unreachable!("a {kind:?} timer for a request {}", stage.name()),
@@ -1910,7 +1452,7 @@ impl<'s> Simulator<'s> {
     /// Sends `op` for the request in `slot` on `connection`, through its reconnect slot if it
     /// is one. Returns the result at once when there is one; `None` when the request waits
     /// (for the reply, or for a slot's connection attempt).
-    fn issue_command(
+    pub(crate) fn issue_command(
         &mut self,
         slot: u32,
         connection: ConnectionId,
@@ -2021,10 +1563,7 @@ impl<'s> Simulator<'s> {
                 .link_retired(scenario, now, connection, lease_link, victim);
             self.redis.retire_link(victim);
         }
-        let command = match self.step_of(slot).action {
-            StepAction::Redis { command, .. } => command,
-            _ => RedisCommand::Incr, // a rate limiter's check-and-charge script writes
-        };
+        let command = actions::replayed_command(&self.step_of(slot).action);
         let lease = if self.bugs.slot_replays_every_write {
             lease.with_replay_writes()
         } else {
@@ -2050,8 +1589,9 @@ impl<'s> Simulator<'s> {
         if self.slot_command_ended(request.slot, result) {
             return; // replayed on a fresh connection
         }
-        let Some(result) = self.lock_result(request.slot, result) else {
-            return; // waits to try the lock again
+        let action = &self.step_of(request.slot).action;
+        let Some(result) = actions::on_reply(self, request.slot, action, result) else {
+            return; // waits on (to try a lock again)
         };
         if let Next::Continue = self.finish_step(request.slot, Ended::Action(result)) {
             if self.past_last_step(request.slot) {
@@ -2088,21 +1628,14 @@ impl<'s> Simulator<'s> {
         if let Some(origin) = origin {
             self.redis.close_origin(origin); // no further copy of this write will be sent
         }
-        // What the step returns: for a rate-limit step, the limiter's decision on what its
-        // store answered. An open breaker around the store means the store was not asked,
-        // which the limiter's `when_unreachable` answers (as it would a timeout); a layer that
-        // sheds the step refuses the request itself, and the limiter is not consulted.
-        let io_result = match ended {
-            Ended::Action(result) => result,
-            Ended::Refused(outcome) => StepResult::Error(outcome),
+        // What the step returns: what its I/O returned, as its action decides it
+        // (`actions::decide`: a rate limiter's decision on what its store answered).
+        let (io_result, refused) = match ended {
+            Ended::Action(result) => (result, None),
+            Ended::Refused(outcome) => (StepResult::Error(outcome), Some(outcome)),
         };
-        let result = match (step.action, ended) {
-            (StepAction::RateLimit { limiter, .. }, Ended::Action(_))
-            | (StepAction::RateLimit { limiter, .. }, Ended::Refused(Outcome::BreakerOpen)) => {
-                self.rate_limit_decision(limiter, io_result)
-            }
-            _ => io_result,
-        };
+        let (state, metrics) = (&mut self.actions, &mut self.metrics);
+        let result = actions::decide(state, now, metrics, &step.action, io_result, refused);
         if result == StepResult::Error(Outcome::RateLimited) {
             self.metrics.count(self.rejected_attempts); // a 429, retried or not
         }
@@ -2110,7 +1643,7 @@ impl<'s> Simulator<'s> {
             result,
             io_result,
             retry_after,
-            work_still_running: matches!(step.action, StepAction::Database { .. })
+            work_still_running: actions::outlives_timeout(&step.action)
                 && io_result == StepResult::Error(Outcome::Timeout),
         };
         while let Some(hold) = self.slots[slot as usize].holds.pop() {
@@ -2156,15 +1689,14 @@ impl<'s> Simulator<'s> {
             let subscription = scenario.connections[subscriber.index()]
                 .subscription
                 .expect("messages go to subscribers");
-            let cache = &mut self.caches[subscription.invalidates.index()].cache;
-            cache.invalidate(CacheKey::pair(family, index));
+            (self.actions).invalidate(subscription.invalidates, family, index);
         }
         for subscriber in std::mem::take(&mut self.redis.resubscribed) {
             let subscription = scenario.connections[subscriber.index()]
                 .subscription
                 .expect("only subscribers resubscribe");
             if subscription.flush_on_reconnect {
-                self.caches[subscription.invalidates.index()].cache.flush();
+                self.actions.flush(subscription.invalidates);
             }
         }
     }
@@ -2212,9 +1744,11 @@ impl<'s> Simulator<'s> {
             };
             self.trace(slot, TraceWhat::Decision { text });
         }
-        if let (StepResult::Error(kind), OnError::Next, StepAction::Redis { connection, .. }) =
-            (result, step.on_error, step.action)
-            && !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
+        if let (StepResult::Error(kind), OnError::Next, Some(connection)) = (
+            result,
+            step.on_error,
+            actions::fail_open_connection(&step.action),
+        ) && !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
         {
             // Let through unchecked: Redis could not be reached, or was not asked (a breaker
             // open, a write dropped). A lock found taken is an answer, not a fail-open.
@@ -2254,28 +1788,6 @@ impl<'s> Simulator<'s> {
         }
         self.next_step(slot);
         Next::Continue
-    }
-
-    /// What a rate-limit step's result means once the limiter has had its say: `store` is what
-    /// the store's round trip returned (`Ok` for a local limiter).
-    fn rate_limit_decision(&mut self, limiter: RateLimitId, store: StepResult) -> StepResult {
-        let (now, slot) = (self.now, &mut self.rate_limits[limiter.index()]);
-        if !slot.enabled {
-            return StepResult::Ok;
-        }
-        let decision = match store {
-            StepResult::Ok | StepResult::Hit | StepResult::Miss => slot.limiter.try_acquire(now, 1),
-            StepResult::Error(_) => slot.limiter.on_store_unreachable(1),
-        };
-        if let (StepResult::Error(_), RateDecision::Admit) = (store, decision) {
-            self.metrics.count(slot.fail_open_counter);
-        }
-        match decision {
-            RateDecision::Admit => StepResult::Ok,
-            RateDecision::Reject { .. } | RateDecision::TooLarge => {
-                StepResult::Error(Outcome::RateLimited)
-            }
-        }
     }
 
     /// Gives back a hold that outlived its step.
@@ -2394,7 +1906,7 @@ impl<'s> Simulator<'s> {
         let entry = &mut self.slots[slot as usize];
         // Not `take`n out of its slot: a request is large, and only two fields are needed.
         let request = entry.request.as_mut().expect("freeing a live request");
-        let (role, throttle_held) = (request.role, std::mem::take(&mut request.throttle_held));
+        let (role, held) = (request.role, std::mem::take(&mut request.held));
         entry.request = None;
         debug_assert!(entry.holds.is_empty(), "a request ends outside its layers");
         entry.token = entry.token.wrapping_add(1);
@@ -2402,9 +1914,7 @@ impl<'s> Simulator<'s> {
         if role == Role::Main {
             self.monitors.went_away();
         }
-        for held in throttle_held {
-            self.throttles.leak(self.now, held); // ended without releasing its slot
-        }
+        self.actions.request_freed(self.now, held);
     }
 
     fn summary(&mut self) -> Summary {
@@ -2453,56 +1963,10 @@ impl<'s> Simulator<'s> {
                     (db.name.clone(), summary)
                 })
                 .collect(),
-            caches: scenario
-                .caches
-                .iter()
-                .zip(&self.caches)
-                .map(|(spec, slot)| {
-                    let summary = crate::summaries::cache(&slot.cache.counters());
-                    (spec.name.clone(), summary)
-                })
-                .collect(),
-            rate_limits: scenario
-                .rate_limits
-                .iter()
-                .zip(&self.rate_limits)
-                .map(|(spec, slot)| {
-                    let summary =
-                        crate::summaries::rate_limit(slot.enabled, &slot.limiter.counters());
-                    (spec.name.clone(), summary)
-                })
-                .collect(),
-            throttles: scenario
-                .throttles
-                .iter()
-                .enumerate()
-                .map(|(index, spec)| {
-                    let mut summary = self.throttles.summary(ThrottleId(index as u32));
-                    summary.inflight_max = u64::from(spec.config.inflight_max());
-                    (spec.name.clone(), summary)
-                })
-                .collect(),
-            locks: scenario
-                .locks
-                .iter()
-                .zip(&self.locks)
-                .enumerate()
-                .map(|(index, (spec, slot))| {
-                    let counters = slot.client.counters();
-                    let server = self.redis.lock_stats(self.now, LockId(index as u32));
-                    let summary = LockSummary {
-                        acquired: counters.acquired,
-                        busy_retries: counters.busy_retries,
-                        timed_out: counters.timed_out,
-                        released: counters.released,
-                        release_refused: counters.release_refused,
-                        expired_leases: server.expired_leases,
-                        peak_writers: server.peak_writers,
-                        peak_readers: server.peak_readers,
-                    };
-                    (spec.name.clone(), summary)
-                })
-                .collect(),
+            caches: self.actions.cache_summaries(scenario),
+            rate_limits: self.actions.rate_limit_summaries(scenario),
+            throttles: self.actions.throttle_summaries(scenario),
+            locks: self.actions.lock_summaries(scenario, now, &self.redis),
             connections: scenario
                 .connections
                 .iter()

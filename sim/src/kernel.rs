@@ -54,14 +54,10 @@ impl RequestRef {
 /// What a request's timer is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TimerKind {
-    /// A work step's local work is done.
-    Work,
     /// A retry's backoff is over: enter the step's inner layers again.
     Backoff,
-    /// A throttle's KV round trip is over: take its next step.
-    ThrottleKv,
-    /// A lock acquire's wait after a busy attempt is over: attempt again, or time out.
-    LockRetry,
+    /// A timer of the step's action (its work done, a KV round trip over, a lock's retry).
+    Action(crate::actions::Timer),
 }
 
 /// Which of the events due at the same nanosecond runs first: the lower class, then the one
@@ -268,7 +264,7 @@ mod tests {
         vec![
             Event::RequestTimer {
                 request,
-                kind: TimerKind::Work,
+                kind: TimerKind::Action(crate::actions::Timer::Work),
             },
             Event::Database(DatabaseEvent::Wake {
                 database,

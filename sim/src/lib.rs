@@ -12,11 +12,14 @@
 //! - `throttles`: seed 004's cascade throttles and the KV stores they count in;
 //! - `database`: queries with drawn latency, counted concurrency, optional degradation;
 //! - `engine`: the event loop and request flows, each request an explicit stage;
+//! - `actions`: the step actions (redis, db, lock, rate limit, cache, throttle, work), one
+//!   module each, driven by the engine through one interface;
 //! - `policies`: the policy layers a step passes, in its declared order, driven through one
 //!   interface over the state machines of `outagelab-model`;
 //! - `monitors`: the invariants checked in every run;
 //! - `metrics`: streaming counts, histograms and time series.
 
+mod actions;
 mod callers;
 mod database;
 mod engine;

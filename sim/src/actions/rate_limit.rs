@@ -1,0 +1,192 @@
+//! A rate-limit step: a check costing one token. A local limiter (or a disabled one) answers
+//! at once; one with a store checks and charges under the request's key with an `INCR` on the
+//! store's connection, and waits for the reply. Either way the limiter decides the step's
+//! result when it ends ([`decide`]): `rate_limited` when refused, and what an unreachable store
+//! means is the limiter's `when_unreachable`.
+
+use std::collections::BTreeMap;
+
+use outagelab_model::rate_limit::{Decision, RateLimiter};
+use outagelab_model::time::SimTime;
+use outagelab_report::{CountKey, Outcome, RateLimitSummary};
+
+use crate::actions::Started;
+use crate::engine::Simulator;
+use crate::kernel::StepResult;
+use crate::metrics::{CounterId, Metrics};
+use crate::redis::Op;
+use crate::scenario::{ConnectionId, KeyFamilyId, RateLimitId, RedisCommand, Scenario};
+
+pub(super) struct RateLimitSlot {
+    limiter: RateLimiter,
+    enabled: bool,
+    store: Option<ConnectionId>,
+    /// Checks admitted unchecked because the store could not be reached, per bucket.
+    fail_open_counter: CounterId,
+}
+
+/// One slot per rate limiter, each with its fail-open counter.
+pub(super) fn slots(scenario: &Scenario, metrics: &mut Metrics) -> Vec<RateLimitSlot> {
+    scenario
+        .rate_limits
+        .iter()
+        .map(|spec| RateLimitSlot {
+            fail_open_counter: metrics
+                .add_counter(CountKey::RateLimitFailOpenAdmitted(spec.name.clone())),
+            limiter: RateLimiter::new(spec.config),
+            enabled: spec.enabled,
+            store: spec.store,
+        })
+        .collect()
+}
+
+pub(super) fn summaries(
+    rate_limits: &[RateLimitSlot],
+    scenario: &Scenario,
+) -> BTreeMap<String, RateLimitSummary> {
+    scenario
+        .rate_limits
+        .iter()
+        .zip(rate_limits)
+        .map(|(spec, slot)| {
+            let summary = crate::summaries::rate_limit(slot.enabled, &slot.limiter.counters());
+            (spec.name.clone(), summary)
+        })
+        .collect()
+}
+
+/// Asks the store, when the limiter has one and is on; otherwise the step ends at once, and
+/// [`decide`] asks the limiter.
+pub(super) fn start(
+    sim: &mut Simulator<'_>,
+    slot: u32,
+    limiter: RateLimitId,
+    key: Option<KeyFamilyId>,
+    replay_writes: bool,
+) -> Started {
+    let limiter = &sim.actions.rate_limits[limiter.index()];
+    match (limiter.enabled, limiter.store, key) {
+        (true, Some(store), Some(family)) => {
+            let op = Op {
+                command: RedisCommand::Incr,
+                family: family.0,
+                index: sim.key_of(slot, family),
+                version: 0,
+            };
+            match sim.issue_command(slot, store, op, replay_writes) {
+                None => Started::Waits,
+                Some(result) => Started::Ended(result),
+            }
+        }
+        // A local limiter (or a disabled one) answers at once; `decide` asks it.
+        _ => Started::Ended(StepResult::Ok),
+    }
+}
+
+/// What a rate-limit step's result means once the limiter has had its say: `store` is what
+/// the store's round trip returned (`Ok` for a local limiter).
+pub(super) fn decide(
+    rate_limits: &mut [RateLimitSlot],
+    now: SimTime,
+    metrics: &mut Metrics,
+    limiter: RateLimitId,
+    store: StepResult,
+) -> StepResult {
+    let slot = &mut rate_limits[limiter.index()];
+    if !slot.enabled {
+        return StepResult::Ok;
+    }
+    let decision = match store {
+        StepResult::Ok | StepResult::Hit | StepResult::Miss => slot.limiter.try_acquire(now, 1),
+        StepResult::Error(_) => slot.limiter.on_store_unreachable(1),
+    };
+    if let (StepResult::Error(_), Decision::Admit) = (store, decision) {
+        metrics.count(slot.fail_open_counter);
+    }
+    match decision {
+        Decision::Admit => StepResult::Ok,
+        Decision::Reject { .. } | Decision::TooLarge => StepResult::Error(Outcome::RateLimited),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use outagelab_model::rate_limit::{
+        Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
+    };
+
+    use outagelab_model::time::SimTime;
+
+    use crate::actions::testing::{CONNECTION, KEY, ended, ms, run, scenario, step, work};
+    use crate::scenario::{
+        FaultKind, FaultSpec, FaultTarget, RateLimitId, RateLimitSpec, Scenario, ServerId,
+        StepAction, StepSpec,
+    };
+
+    /// A bucket of two tokens, one more a second, fail-open; checked in Redis when `stored`.
+    fn limited(stored: bool) -> (Scenario, StepSpec) {
+        let mut s = scenario();
+        let rate = TokenRate::new(1, ms(1_000)).unwrap();
+        let bucket = BucketConfig::new(2, rate).unwrap();
+        let config = RateLimiterConfig::new(
+            bucket,
+            Algorithm::TokenBucket,
+            WhenStoreUnreachable::FailOpen,
+        )
+        .unwrap();
+        s.rate_limits.push(RateLimitSpec {
+            name: "api".into(),
+            enabled: true,
+            config,
+            store: stored.then_some(CONNECTION),
+        });
+        let check = step(StepAction::RateLimit {
+            limiter: RateLimitId(0),
+            key: stored.then_some(KEY),
+        });
+        (s, check)
+    }
+
+    #[test]
+    fn a_local_limiter_admits_its_bucket_and_refuses_the_rest_at_once() {
+        let (s, check) = limited(false);
+        // Three at once on a bucket of two: two go on to 1 ms of work, one is refused at 0.
+        let report = run(s, vec![check, work(ms(1))], &[(0, 3)]);
+        assert_eq!(ended(&report, "ok"), 2);
+        assert_eq!(ended(&report, "rate_limited"), 1);
+        assert_eq!(report.summary.latency_ms["rate_limited"].max, Some(0.0));
+        assert_eq!(report.end_ms, 1.0);
+        let limiter = &report.summary.rate_limits["api"];
+        assert_eq!((limiter.admitted, limiter.rejected), (2, 1));
+    }
+
+    #[test]
+    fn a_limiter_with_a_store_checks_in_a_round_trip() {
+        // 2.005 ms to the store and back, then 1 ms of work.
+        let (s, check) = limited(true);
+        let report = run(s, vec![check, work(ms(1))], &[(0, 1)]);
+        assert_eq!(ended(&report, "ok"), 1);
+        assert_eq!(report.end_ms, 3.005);
+        assert_eq!(report.summary.rate_limits["api"].admitted, 1);
+    }
+
+    #[test]
+    fn a_store_that_does_not_answer_lets_the_check_through_when_fail_open() {
+        // The server hangs: the check's command times out at 5 ms, the limiter fails open,
+        // and the request works its 1 ms.
+        let (mut s, check) = limited(true);
+        s.connections[0].command_timeout = Some(ms(5));
+        s.faults.push(FaultSpec {
+            name: "hang".into(),
+            target: FaultTarget::Server(ServerId(0)),
+            kind: FaultKind::Hang,
+            at: SimTime::ZERO,
+            duration: None,
+        });
+        let report = run(s, vec![check, work(ms(1))], &[(0, 1)]);
+        assert_eq!(ended(&report, "ok"), 1);
+        assert_eq!(report.end_ms, 6.0);
+        let limiter = &report.summary.rate_limits["api"];
+        assert_eq!((limiter.admitted, limiter.fail_open_admitted), (0, 1));
+    }
+}
