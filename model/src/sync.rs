@@ -81,3 +81,15 @@ where
         tallies.1.load(StdOrdering::Relaxed),
     )
 }
+
+/// The loom models run with debug assertions on (`.ci/run` builds them with the `loom`
+/// profile): the models' `debug_assert!`s are checked in every interleaving loom explores.
+/// Under `--release` they were compiled out, and this test fails there (nothing panics).
+#[cfg(all(test, loom))]
+mod loom_profile {
+    #[test]
+    #[should_panic(expected = "debug assertions are checked under loom")]
+    fn loom_checks_debug_assertions() {
+        super::loom_model(|| debug_assert!(false, "debug assertions are checked under loom"));
+    }
+}
