@@ -59,6 +59,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             description: "requests at or under (%)".to_owned(),
             range: 0.0..102.0,
             log: false,
+            categories: false,
         },
     );
     panel.lines = lines;
@@ -134,6 +135,7 @@ fn latency_axis(latencies: impl Iterator<Item = f64>) -> Axis {
         description: "latency (ms)".to_owned(),
         range,
         log: true,
+        categories: false,
     }
 }
 

@@ -119,6 +119,7 @@ fn over_time(comparison: &Comparison) -> Chart {
         description: "time (s)".to_owned(),
         range: 0.0..if end_ms > 0.0 { end_ms / 1000.0 } else { 1.0 },
         log: false,
+        categories: false,
     };
     let panel = |y: Axis, lines: Vec<Line>| Panel {
         bands: bands.clone(),
@@ -197,6 +198,7 @@ fn sweep(comparison: &Comparison) -> Option<Chart> {
         description,
         range: min - pad..max + pad,
         log: false,
+        categories: false,
     };
     let y = value_axis("p50 latency (ms)", y_values(&lines));
     Some(Chart::stacked(

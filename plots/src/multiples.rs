@@ -484,6 +484,7 @@ mod tests {
             description: String::new(),
             range: if log { 1.0..1000.0 } else { 0.0..100.0 },
             log,
+            categories: false,
         }
     }
 

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::{Ranged, ValueFormatter};
+use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::FontTransform;
@@ -125,21 +126,15 @@ fn draw_panel<DB: DrawingBackend>(
         y_labels: (height / Y_TICK_SPACING).clamp(3, 8) as usize,
         x_description: place.bottom_row,
     };
-    let y = panel.y.range.clone();
-    match (panel.x.log, panel.y.log) {
-        (false, false) => draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, &mesh)?,
-        (false, true) => {
-            let mut chart = builder.build_cartesian_2d(x, y.log_scale())?;
-            draw_contents(&mut chart, panel, &mesh)?;
-        }
-        (true, false) => {
-            let mut chart = builder.build_cartesian_2d(x.log_scale(), y)?;
-            draw_contents(&mut chart, panel, &mesh)?;
-        }
-        (true, true) => {
-            let mut chart = builder.build_cartesian_2d(x.log_scale(), y.log_scale())?;
-            draw_contents(&mut chart, panel, &mesh)?;
-        }
+    if panel.x.categories {
+        let x = Categories::new(x, category_ticks(&panel.x.range, x_labels));
+        build_and_draw(&mut builder, x, panel, &mesh)?;
+    } else if panel.x.log {
+        let x: LogCoord<f64> = x.log_scale().into();
+        build_and_draw(&mut builder, x, panel, &mesh)?;
+    } else {
+        let x: RangedCoordf64 = x.into();
+        build_and_draw(&mut builder, x, panel, &mesh)?;
     }
     // plotters' own y description is drawn so close to the edge that the embedded font's
     // glyphs get clipped in PNG output: draw it here, a little further in.
@@ -160,6 +155,85 @@ fn draw_panel<DB: DrawingBackend>(
         area.draw_text("no data", &note, (center, middle))?;
     }
     Ok(())
+}
+
+/// Builds the panel's axes on `x` (linear or logarithmic y) and draws its contents.
+fn build_and_draw<DB: DrawingBackend, X: Scale>(
+    builder: &mut ChartBuilder<'_, '_, DB>,
+    x: X,
+    panel: &Panel,
+    mesh: &Mesh,
+) -> DrawResult<DB> {
+    let y = panel.y.range.clone();
+    if panel.y.log {
+        let y: LogCoord<f64> = y.log_scale().into();
+        draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
+    } else {
+        let y: RangedCoordf64 = y.into();
+        draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
+    }
+}
+
+/// A linear axis of things numbered 1, 2, 3 (variants): its ticks are whole numbers only.
+struct Categories {
+    linear: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Categories {
+    fn new(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Categories {
+        Categories {
+            linear: range.into(),
+            ticks,
+        }
+    }
+}
+
+impl Ranged for Categories {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.linear.map(value, limit)
+    }
+
+    /// The whole numbers, and no light lines between them: a 1.5 names nothing.
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.linear.range()
+    }
+}
+
+impl ValueFormatter<f64> for Categories {
+    fn format(value: &f64) -> String {
+        format_number(*value)
+    }
+}
+
+/// The whole numbers within `range`, every one when `labels_max` labels fit, otherwise every
+/// second, fifth, tenth... from the first (so 1 is always labelled).
+pub(crate) fn category_ticks(range: &std::ops::Range<f64>, labels_max: usize) -> Vec<f64> {
+    let (first, last) = (range.start.ceil(), range.end.floor());
+    if !(first.is_finite() && last.is_finite()) || first > last {
+        return Vec::new();
+    }
+    let count = (last - first) as usize + 1;
+    let labels_max = labels_max.max(1);
+    let step = [1, 2, 5, 10, 20, 50, 100]
+        .into_iter()
+        .find(|step| count.div_ceil(*step) <= labels_max)
+        .unwrap_or(count.div_ceil(labels_max));
+    (0..count)
+        .step_by(step)
+        .map(|index| first + index as f64)
+        .collect()
 }
 
 /// The y description: turned to run upwards, centred where it is written; smaller when it

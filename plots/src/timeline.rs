@@ -35,6 +35,7 @@ pub(crate) fn time_axis(report: &RunReport) -> Axis {
         description: "time (s)".to_string(),
         range: 0.0..end_s,
         log: false,
+        categories: false,
     }
 }
 
