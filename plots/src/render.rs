@@ -93,25 +93,15 @@ fn draw_panel<DB: DrawingBackend>(
     place: &PanelPlace,
 ) -> DrawResult<DB> {
     let x_label_area = if place.bottom_row { 60 } else { 36 };
-    let y_label_area = match (panel.y_ticks, place.first_column) {
-        (true, true) => Y_LABEL_AREA,
-        (true, false) => Y_TICKS_AREA,
-        // Lanes line up with the panels above them.
-        (false, _) => Y_LABEL_AREA,
-    };
+    let y_label_area = y_label_area(panel, place);
     let margin_top = match panel.title {
         Some(_) => PANEL_MARGIN_TOP + PANEL_TITLE_HEIGHT,
         None => PANEL_MARGIN_TOP,
     };
     let (width, height) = area.dim_in_pixel();
-    if let Some(title) = &panel.title {
-        let room = width.saturating_sub(y_label_area + PANEL_MARGIN_RIGHT);
-        let style = text(15.0).pos(Pos::new(HPos::Left, VPos::Top));
-        area.draw_text(
-            &shortened(title, 15.0, room),
-            &style,
-            (y_label_area as i32, 8),
-        )?;
+    if let Some((title, size)) = drawn_title(panel, place) {
+        let style = text(size).pos(Pos::new(HPos::Left, VPos::Top));
+        area.draw_text(&title, &style, (PANEL_TITLE_LEFT as i32, 8))?;
     }
     let x_labels = (width.saturating_sub(y_label_area) / X_TICK_SPACING).clamp(3, 12) as usize;
     let mut builder = ChartBuilder::on(area);
@@ -236,6 +226,17 @@ pub(crate) fn category_ticks(range: &std::ops::Range<f64>, labels_max: usize) ->
         .collect()
 }
 
+/// The width left of a panel's plotting area: tick labels and the y description in the first
+/// column, tick labels alone in the others.
+fn y_label_area(panel: &Panel, place: &PanelPlace) -> u32 {
+    match (panel.y_ticks, place.first_column) {
+        (true, true) => Y_LABEL_AREA,
+        (true, false) => Y_TICKS_AREA,
+        // Lanes line up with the panels above them.
+        (false, _) => Y_LABEL_AREA,
+    }
+}
+
 /// The y description: turned to run upwards, centred where it is written; smaller when it
 /// would not fit in `room` pixels.
 fn y_description_style(description: &str, room: u32) -> TextStyle<'static> {
@@ -249,22 +250,96 @@ fn y_description_style(description: &str, room: u32) -> TextStyle<'static> {
         .pos(Pos::new(HPos::Center, VPos::Top))
 }
 
-/// `title` cut to fit `width` pixels, with an ellipsis where it was cut. A variant's
-/// "(same as X)" is what the panel says that its lines do not, so the name before it is cut
-/// first; only when the note alone does not fit is it cut too.
+/// The title of `panel` as drawn in `place`, and its size: cut to the room above the panel,
+/// in smaller letters when it would be cut at the usual size.
+pub(crate) fn drawn_title(panel: &Panel, place: &PanelPlace) -> Option<(String, f64)> {
+    let title = panel.title.as_ref()?;
+    let room = place
+        .rect
+        .width
+        .saturating_sub(PANEL_TITLE_LEFT + PANEL_MARGIN_RIGHT);
+    if text_width(title, PANEL_TITLE_SIZE) <= room {
+        return Some((title.clone(), PANEL_TITLE_SIZE));
+    }
+    let size = PANEL_TITLE_SIZE_SMALL;
+    Some((shortened(title, size, room), size))
+}
+
+const PANEL_TITLE_SIZE: f64 = 15.0;
+const PANEL_TITLE_SIZE_SMALL: f64 = 13.0;
+/// A panel's title starts over its tick labels, not over its plotting area: small multiples
+/// are narrow, and the title is what tells them apart.
+const PANEL_TITLE_LEFT: u32 = 10;
+
+/// `title` cut to fit `width` pixels, with an ellipsis where it was cut. What tells a panel
+/// from its neighbours is kept longest: a sweep variant's name is `base / label=value`, and its
+/// base is cut before its swept values (which are all that differ between the panels of one
+/// base); a variant's "(same as X)" is what the panel says that its lines do not, so it is
+/// kept too, X's base cut first of all. Only when what is kept does not fit alone is the title
+/// cut from its end.
 pub(crate) fn shortened(title: &str, size: f64, width: u32) -> String {
     if text_width(title, size) <= width {
         return title.to_owned();
     }
-    if let Some(at) = title.rfind(" (same as ") {
-        let (name, note) = title.split_at(at);
-        let room = width.saturating_sub(text_width(note, size));
-        let name = cut_to(name, size, room);
-        if !name.is_empty() {
-            return name + note;
+    let mut pieces = title_pieces(title);
+    let joined = |pieces: &[(String, Option<u8>)]| -> String {
+        pieces.iter().map(|(text, _)| text.as_str()).collect()
+    };
+    let mut ranks: Vec<u8> = pieces.iter().filter_map(|(_, rank)| *rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    for rank in ranks {
+        for index in 0..pieces.len() {
+            if pieces[index].1 != Some(rank) {
+                continue;
+            }
+            let mut kept: Vec<char> = pieces[index].0.chars().collect();
+            while text_width(&joined(&pieces), size) > width && !kept.is_empty() {
+                kept.pop();
+                pieces[index].0 = kept.iter().collect::<String>() + "…";
+            }
+            if text_width(&joined(&pieces), size) <= width {
+                return joined(&pieces);
+            }
         }
     }
-    cut_to(title, size, width)
+    // What is kept does not fit: cut from its end, the note before the swept values.
+    cut_to(&joined(&pieces), size, width)
+}
+
+/// `title` in pieces, each with the order in which it is cut (lowest first; `None`: kept):
+/// `base / label=value (same as other-base / label=value)`, the other's base cut first, then
+/// this variant's base; a name without swept values is cut as a whole, this one's before the
+/// other's.
+fn title_pieces(title: &str) -> Vec<(String, Option<u8>)> {
+    let (name, other) = match title.rfind(" (same as ") {
+        Some(at) if title.ends_with(')') => {
+            let other = &title[at + " (same as ".len()..title.len() - 1];
+            (&title[..at], Some(other))
+        }
+        _ => (title, None),
+    };
+    // A name's swept values: after its last " / ", each `label=value`.
+    let split = |name: &str, base_rank: u8, whole_rank: Option<u8>| match name.rsplit_once(" / ") {
+        Some((base, point)) if point.contains('=') => vec![
+            (base.to_owned(), Some(base_rank)),
+            (format!(" / {point}"), None),
+        ],
+        _ => vec![(name.to_owned(), whole_rank)],
+    };
+    let mut pieces = split(name, 1, Some(1));
+    if let Some(other) = other {
+        pieces.push((" (same as ".to_owned(), None));
+        let mut others = split(other, 0, None);
+        // The same as a variant of the same base: its swept values say which.
+        if others.len() == 2 && others[0].0 == pieces[0].0 && pieces.len() > 2 {
+            others.remove(0);
+            others[0].0 = others[0].0.trim_start_matches(" / ").to_owned();
+        }
+        pieces.extend(others);
+        pieces.push((")".to_owned(), None));
+    }
+    pieces
 }
 
 /// `title` cut from its end, with an ellipsis, until it fits `width` pixels; empty when not
