@@ -83,3 +83,56 @@ fn small_multiple_titles_keep_the_swept_value_and_the_same_as_note() {
         assert!(cut > 0, "{}: the test cuts nothing", chart.name);
     }
 }
+
+/// The first variant's latency lay under the second's at 85% of its buckets: below the 90%
+/// at which each variant gets its own panel, so one panel drew it hidden, with nothing to say
+/// it was there.
+#[test]
+fn a_line_mostly_under_a_later_one_is_circled_and_named() {
+    let mut report = demo_report();
+    let first = report.variants[0].series.clone();
+    let second = &mut report.variants[1].series;
+    for bucket in 0..300 {
+        let (p50, p99) = (first.p50_ms[bucket], first.p99_ms[bucket]);
+        let apart = |value: Option<f64>| value.map(|v| v + 400.0);
+        let hidden = bucket < 255;
+        second.p50_ms[bucket] = if hidden { p50 } else { apart(p50) };
+        second.p99_ms[bucket] = if hidden { p99 } else { apart(p99) };
+    }
+    let chart = latency::chart(&report);
+    assert_eq!(
+        chart.panels.len(),
+        1,
+        "85% is below the rule for own panels"
+    );
+    let first_lines = chart.panels[0]
+        .lines
+        .iter()
+        .filter(|line| line.stroke.color == palette(0));
+    assert!(
+        first_lines.clone().count() >= 2 && first_lines.clone().all(|line| line.marks),
+        "the hidden variant's lines are circled"
+    );
+    let entry = chart
+        .legend
+        .iter()
+        .find(|entry| entry.label.starts_with("no protection"))
+        .unwrap();
+    assert!(matches!(entry.key, crate::chart::Key::Marked(_)));
+    assert!(
+        entry
+            .label
+            .ends_with("(circled: mostly under timeout + breaker + DB bulkhead)"),
+        "{}",
+        entry.label
+    );
+    // A line under another at a third of its points is not hidden.
+    for bucket in 100..300 {
+        let p50 = first.p50_ms[bucket];
+        report.variants[1].series.p50_ms[bucket] = p50.map(|v| v + 400.0);
+        let p99 = first.p99_ms[bucket];
+        report.variants[1].series.p99_ms[bucket] = p99.map(|v| v + 400.0);
+    }
+    let chart = latency::chart(&report);
+    assert!(chart.panels[0].lines.iter().all(|line| !line.marks));
+}
