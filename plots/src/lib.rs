@@ -43,6 +43,7 @@ mod chart;
 pub mod compare;
 mod concurrency;
 mod fail_open;
+mod labels;
 mod latency;
 mod layout;
 mod legend;

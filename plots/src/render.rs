@@ -13,7 +13,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::axes::format_number;
 use crate::bitmap_text::GlyphBackend;
-use crate::chart::{Axis, Band, Chart, INK, Line, Panel, Rule, Stroke};
+use crate::chart::{Band, Chart, INK, Line, Panel, Rule, Stroke};
+use crate::labels::{self, clamp};
 use crate::layout::{FONT, Layout, PanelPlace, TITLE_HEIGHT, lay_out, text_width};
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
@@ -82,7 +83,6 @@ const Y_TICKS_AREA: u32 = 60;
 /// Room per x tick label, and per y tick label.
 const X_TICK_SPACING: u32 = 75;
 const Y_TICK_SPACING: u32 = 40;
-const NOTE_SIZE: f64 = 13.0;
 
 /// One panel: its title, axes and grid, then the shaded bands, the lines, the markers, the
 /// reference lines and the notes. Only a panel of the bottom row carries the x description,
@@ -405,13 +405,36 @@ fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
     for rule in &panel.rules {
         draw_rule(chart, panel, rule)?;
     }
-    let note_style = text(NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
-    for note in &panel.notes {
-        let at = (note.at.0, clamp(&panel.y, note.at.1));
-        chart.draw_series([Text::new(note.text.clone(), at, note_style.clone())])?;
-    }
-    for band in &panel.bands {
-        draw_band_label(chart, panel, band)?;
+    draw_labels(chart, panel)
+}
+
+/// The labels of the reference lines, bands and lanes, where [`labels::place`] puts them.
+fn draw_labels<DB: DrawingBackend, X: Scale, Y: Scale>(
+    chart: &mut Context<'_, DB, X, Y>,
+    panel: &Panel,
+) -> DrawResult<DB> {
+    let (columns, rows) = chart.plotting_area().get_pixel_range();
+    let area = labels::Box {
+        x: columns.start,
+        y: rows.start,
+        width: columns.end - columns.start,
+        height: rows.end - rows.start,
+    };
+    let placed = labels::place(panel, |x, y| chart.backend_coord(&(x, y)), area);
+    let plot = chart.plotting_area().strip_coord_spec();
+    let (base_x, base_y) = chart.plotting_area().get_base_pixel();
+    for label in placed {
+        let (x, y) = (label.at.x - base_x, label.at.y - base_y);
+        let mut text_x = x;
+        if label.backed {
+            let corners = [(x, y), (x + label.at.width, y + label.at.height)];
+            plot.draw(&Rectangle::new(corners, WHITE.mix(0.8).filled()))?;
+            text_x += 2;
+        }
+        let style = text(labels::LABEL_SIZE)
+            .color(&label.color)
+            .pos(Pos::new(HPos::Left, VPos::Top));
+        plot.draw(&Text::new(label.text, (text_x, y + 1), style))?;
     }
     Ok(())
 }
@@ -439,42 +462,6 @@ fn draw_band<DB: DrawingBackend, X: Scale, Y: Scale>(
         chart.draw_series(lines)?;
     }
     Ok(())
-}
-
-const BAND_LABEL_SIZE: f64 = 13.0;
-
-/// A band's label inside its top left corner; beside the band, at its top, when the band is
-/// narrower than the text (an instant fault): right of it, or left where there is no room.
-fn draw_band_label<DB: DrawingBackend, X: Scale, Y: Scale>(
-    chart: &mut Context<'_, DB, X, Y>,
-    panel: &Panel,
-    band: &Band,
-) -> DrawResult<DB> {
-    let Some(label) = &band.label else {
-        return Ok(());
-    };
-    let (x, y) = (&panel.x.range, &panel.y.range);
-    let start = band.x.start.max(x.start);
-    if start >= x.end {
-        return Ok(());
-    }
-    let end = band.x.end.clamp(start, x.end);
-    let top = band.y.as_ref().map_or(y.end, |rows| rows.end);
-    let pixel = |x| chart.backend_coord(&(x, top)).0;
-    let (left, right, panel_right) = (pixel(start), pixel(end), pixel(x.end));
-    let width = text_width(label, BAND_LABEL_SIZE) as i32 + 6;
-    let (at, offset, h_pos) = if width <= right - left {
-        (start, (3, 3), HPos::Left)
-    } else if right + width <= panel_right {
-        (end, (3, 3), HPos::Left)
-    } else {
-        (start, (-3, 3), HPos::Right)
-    };
-    let style = text(BAND_LABEL_SIZE)
-        .color(&RGBColor(70, 70, 70))
-        .pos(Pos::new(h_pos, VPos::Top));
-    let element = EmptyElement::at((at, top)) + Text::new(label.clone(), offset, style);
-    chart.plotting_area().draw(&element)
 }
 
 /// A line, its segments drawn apart; a segment of one point is a dot. A marked line gets a
@@ -557,8 +544,8 @@ pub(crate) fn pieces(
 /// About how many circles mark a line that is the same as another.
 const MARKS_PER_LINE: usize = 24;
 
-/// A reference line across the panel, its label above its right end (horizontal) or beside
-/// its top, on the side with more room (vertical). One outside the axis (a limit of zero on a log axis) is left out.
+/// A reference line across the panel (its label is placed with the others). One outside the
+/// axis (a limit of zero on a log axis) is left out.
 fn draw_rule<DB: DrawingBackend, X: Scale, Y: Scale>(
     chart: &mut Context<'_, DB, X, Y>,
     panel: &Panel,
@@ -566,50 +553,22 @@ fn draw_rule<DB: DrawingBackend, X: Scale, Y: Scale>(
 ) -> DrawResult<DB> {
     let (x, y) = (&panel.x.range, &panel.y.range);
     let style = shape(rule.stroke);
-    let label_style = text(BAND_LABEL_SIZE).color(&rule.stroke.color);
-    let (ends, label_at, offset, anchor) = if rule.vertical {
+    let ends = if rule.vertical {
         if !x.contains(&rule.at) {
             return Ok(());
         }
-        let ends = [(rule.at, y.start), (rule.at, y.end)];
-        // Right of the line in the left half of the panel, left of it in the right half.
-        let pixel = |x| chart.backend_coord(&(x, y.end)).0;
-        let (at, left, right) = (pixel(rule.at), pixel(x.start), pixel(x.end));
-        let (offset, h_pos) = if at * 2 > left + right {
-            ((-4, 4), HPos::Right)
-        } else {
-            ((4, 4), HPos::Left)
-        };
-        (ends, (rule.at, y.end), offset, Pos::new(h_pos, VPos::Top))
+        [(rule.at, y.start), (rule.at, y.end)]
     } else {
         if !y.contains(&rule.at) {
             return Ok(());
         }
-        let ends = [(x.start, rule.at), (x.end, rule.at)];
-        (
-            ends,
-            (x.end, rule.at),
-            (-4, -3),
-            Pos::new(HPos::Right, VPos::Bottom),
-        )
+        [(x.start, rule.at), (x.end, rule.at)]
     };
     match rule.stroke.dash.pattern() {
         None => chart.draw_series([PathElement::new(ends, style)])?,
         Some((on, off)) => chart.draw_series([DashedPathElement::new(ends, on, off, style)])?,
     };
-    let label = Text::new(rule.label.clone(), offset, label_style.pos(anchor));
-    chart
-        .plotting_area()
-        .draw(&(EmptyElement::at(label_at) + label))
-}
-
-/// On a log axis, values at or below its start (zeros) are drawn on it.
-fn clamp(axis: &Axis, value: f64) -> f64 {
-    if axis.log {
-        value.max(axis.range.start)
-    } else {
-        value
-    }
+    Ok(())
 }
 
 pub(crate) fn shape(stroke: Stroke) -> ShapeStyle {

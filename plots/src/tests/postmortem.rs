@@ -215,7 +215,20 @@ fn the_slo_is_drawn_on_the_latency_chart_and_the_cdf() {
     let svg = crate::render::svg(&cdf).unwrap();
     let label = svg.find("SLO p99 ≤ 200 ms").unwrap();
     let element = &svg[svg[..label].rfind("<text").unwrap()..label];
-    assert!(element.contains("text-anchor=\"end\""), "{element}");
+    let number = |text: &str, key: &str| -> i32 {
+        let at = text.find(key).unwrap() + key.len();
+        let end = text[at..].find(['"', ',']).unwrap();
+        text[at..at + end].parse().unwrap()
+    };
+    let text_x = number(element, "<text x=\"");
+    // The dashed line's pieces, just before its label: both points at its x.
+    let line = &svg[svg[..label].rfind("points=\"").unwrap()..label];
+    let line_x = number(line, "points=\"");
+    let width = crate::layout::text_width("SLO p99 ≤ 200 ms", crate::labels::LABEL_SIZE) as i32;
+    assert!(
+        text_x + width < line_x,
+        "{text_x} + {width} left of {line_x}"
+    );
 }
 
 #[test]
