@@ -73,7 +73,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         if lines.iter().all(|line| line.segments.is_empty()) {
             continue;
         }
-        let y = value_axis(metric.clone(), y_values(&lines));
+        let y = value_axis(metric_description(metric), y_values(&lines));
         let x = x_axis(
             study,
             series.iter().flat_map(|s| &s.members).map(|&i| x_of(i)),
@@ -130,6 +130,23 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         panels,
         legend,
     ))
+}
+
+/// A metric's path with its unit, for its axis: the summary's names carry their unit
+/// (`latency_ms.all.p99`, `peak_bytes`); a peak counts things at once; the rest are counts.
+fn metric_description(path: &str) -> String {
+    let segments: Vec<&str> = path.split('.').collect();
+    let last = segments.last().copied().unwrap_or_default();
+    let unit = if segments.iter().any(|s| s.ends_with("_ms")) {
+        "ms"
+    } else if segments.iter().any(|s| s.ends_with("_bytes")) {
+        "bytes"
+    } else if last.starts_with("peak") {
+        "at once"
+    } else {
+        "count"
+    };
+    format!("{path} ({unit})")
 }
 
 /// Groups the variants into lines: for a sweep, those with the same name once the first
@@ -383,5 +400,33 @@ mod tests {
             [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]
         );
         assert!(category_ticks(&(0.2..0.8), 10).is_empty());
+    }
+
+    /// The study chart's y axes were the metric paths alone: `outcomes.ok`, with no unit.
+    #[test]
+    fn each_panel_says_its_metrics_unit() {
+        let mut study = study();
+        study.selection.metrics = vec!["timeouts".into(), "latency_ms.all.p99".into()];
+        for variant in &mut study.variants {
+            let timeouts = variant.metrics["timeouts"].clone();
+            variant
+                .metrics
+                .insert("latency_ms.all.p99".into(), timeouts);
+        }
+        let chart = chart(&study).unwrap();
+        let axes: Vec<&str> = chart
+            .panels
+            .iter()
+            .map(|p| p.y.description.as_str())
+            .collect();
+        assert_eq!(axes, ["timeouts (count)", "latency_ms.all.p99 (ms)"]);
+        assert_eq!(
+            metric_description("redis.main.peak_bytes"),
+            "redis.main.peak_bytes (bytes)"
+        );
+        assert_eq!(
+            metric_description("databases.main.peak_concurrency"),
+            "databases.main.peak_concurrency (at once)"
+        );
     }
 }
