@@ -101,7 +101,7 @@ fn draw_panel<DB: DrawingBackend>(
     let (width, height) = area.dim_in_pixel();
     if let Some((title, size)) = drawn_title(panel, place) {
         let style = text(size).pos(Pos::new(HPos::Left, VPos::Top));
-        area.draw_text(&title, &style, (PANEL_TITLE_LEFT as i32, 8))?;
+        area.draw_text(&title, &style, (title_left(place) as i32, 8))?;
     }
     let x_labels = (width.saturating_sub(y_label_area) / X_TICK_SPACING).clamp(3, 12) as usize;
     let mut builder = ChartBuilder::on(area);
@@ -257,19 +257,29 @@ pub(crate) fn drawn_title(panel: &Panel, place: &PanelPlace) -> Option<(String, 
     let room = place
         .rect
         .width
-        .saturating_sub(PANEL_TITLE_LEFT + PANEL_MARGIN_RIGHT);
+        .saturating_sub(title_left(place) + PANEL_MARGIN_RIGHT);
     if text_width(title, PANEL_TITLE_SIZE) <= room {
         return Some((title.clone(), PANEL_TITLE_SIZE));
     }
-    let size = PANEL_TITLE_SIZE_SMALL;
+    for size in PANEL_TITLE_SIZES_SMALL {
+        if let Ok(kept) = shortened_keeping(title, size, room) {
+            return Some((kept, size));
+        }
+    }
+    let size = PANEL_TITLE_SIZES_SMALL[PANEL_TITLE_SIZES_SMALL.len() - 1];
     Some((shortened(title, size, room), size))
 }
 
 const PANEL_TITLE_SIZE: f64 = 15.0;
-const PANEL_TITLE_SIZE_SMALL: f64 = 13.0;
+/// Smaller sizes for a title that would be cut, tried in turn until what it keeps fits.
+const PANEL_TITLE_SIZES_SMALL: [f64; 2] = [13.0, 12.0];
 /// A panel's title starts over its tick labels, not over its plotting area: small multiples
-/// are narrow, and the title is what tells them apart.
-const PANEL_TITLE_LEFT: u32 = 10;
+/// are narrow, and the title is what tells them apart. In the first column, right of the y
+/// description, which runs up the left edge (the small multiples' shared one crosses the
+/// titles of the rows at the middle).
+fn title_left(place: &PanelPlace) -> u32 {
+    if place.first_column { 34 } else { 10 }
+}
 
 /// `title` cut to fit `width` pixels, with an ellipsis where it was cut. What tells a panel
 /// from its neighbours is kept longest: a sweep variant's name is `base / label=value`, and its
@@ -278,8 +288,14 @@ const PANEL_TITLE_LEFT: u32 = 10;
 /// kept too, X's base cut first of all. Only when what is kept does not fit alone is the title
 /// cut from its end.
 pub(crate) fn shortened(title: &str, size: f64, width: u32) -> String {
+    shortened_keeping(title, size, width).unwrap_or_else(|cut| cut)
+}
+
+/// [`shortened`], as `Ok` when what it keeps (the swept values, the note) fits `width`, as
+/// `Err` when it had to be cut from its end.
+fn shortened_keeping(title: &str, size: f64, width: u32) -> Result<String, String> {
     if text_width(title, size) <= width {
-        return title.to_owned();
+        return Ok(title.to_owned());
     }
     let mut pieces = title_pieces(title);
     let joined = |pieces: &[(String, Option<u8>)]| -> String {
@@ -299,12 +315,12 @@ pub(crate) fn shortened(title: &str, size: f64, width: u32) -> String {
                 pieces[index].0 = kept.iter().collect::<String>() + "…";
             }
             if text_width(&joined(&pieces), size) <= width {
-                return joined(&pieces);
+                return Ok(joined(&pieces));
             }
         }
     }
     // What is kept does not fit: cut from its end, the note before the swept values.
-    cut_to(&joined(&pieces), size, width)
+    Err(cut_to(&joined(&pieces), size, width))
 }
 
 /// `title` in pieces, each with the order in which it is cut (lowest first; `None`: kept):
