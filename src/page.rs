@@ -38,8 +38,8 @@ code{background:#f6f6f6;padding:1px 4px}";
 pub struct Page {
     format: Format,
     out: String,
-    /// Charts left out of a Markdown page, named once at its end.
-    charts_left_out: Vec<String>,
+    /// Charts embedded in a Markdown page, which its end says how to get as files.
+    charts_embedded: Vec<String>,
 }
 
 impl Page {
@@ -58,7 +58,7 @@ impl Page {
         Page {
             format,
             out,
-            charts_left_out: Vec::new(),
+            charts_embedded: Vec::new(),
         }
     }
 
@@ -170,8 +170,8 @@ impl Page {
         }
     }
 
-    /// A chart, given as an SVG document: inline in HTML; in Markdown only named, since a
-    /// review document takes images as files (`--plot DIR` writes them).
+    /// A chart, given as an SVG document: inline in HTML; in Markdown an image whose source is
+    /// the document itself (a `data:` URI), so the page stays one file that shows its charts.
     pub fn figure(&mut self, name: &str, svg: &str) {
         match self.format {
             Format::Html => {
@@ -188,8 +188,9 @@ impl Page {
                 .unwrap();
             }
             Format::Markdown => {
-                writeln!(self.out, "*(chart `{name}`)*\n").unwrap();
-                self.charts_left_out.push(name.to_owned());
+                let data = base64(svg.as_bytes());
+                writeln!(self.out, "![{name}](data:image/svg+xml;base64,{data})\n").unwrap();
+                self.charts_embedded.push(name.to_owned());
             }
         }
     }
@@ -198,17 +199,11 @@ impl Page {
         match self.format {
             Format::Html => self.out.push_str("</body>\n</html>\n"),
             Format::Markdown => {
-                if !self.charts_left_out.is_empty() {
-                    let names: Vec<String> = self
-                        .charts_left_out
-                        .iter()
-                        .map(|name| format!("`{name}`"))
-                        .collect();
+                if !self.charts_embedded.is_empty() {
                     writeln!(
                         self.out,
-                        "Charts ({}): in the HTML report (`--report FILE.html`), or as PNG and \
-                         SVG files with `--plot DIR`.",
-                        names.join(", ")
+                        "The charts are embedded as `data:` images, which some sites do not show \
+                         (GitHub among them): `--plot DIR` writes them as PNG and SVG files."
                     )
                     .unwrap();
                 }
@@ -216,6 +211,25 @@ impl Page {
         }
         self.out
     }
+}
+
+/// `bytes` in standard base64 (RFC 4648, with padding), for a `data:` URI.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let word = chunk.iter().enumerate().fold(0u32, |word, (i, &byte)| {
+            word | u32::from(byte) << (16 - 8 * i)
+        });
+        for i in 0..4 {
+            if i <= chunk.len() {
+                text.push(char::from(ALPHABET[(word >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                text.push('=');
+            }
+        }
+    }
+    text
 }
 
 /// Whether a column holds numbers: every cell that says something (not empty, not `-`) is a
@@ -340,15 +354,33 @@ mod tests {
         assert!(html.contains("<tr><td>b</td>"));
     }
 
+    /// A Markdown report named its charts ("*(chart `outage`)*") and left them out.
     #[test]
-    fn markdown_names_the_charts_it_leaves_out() {
+    fn markdown_embeds_each_chart_as_an_image() {
         let mut page = Page::new(Format::Markdown, "t");
         page.figure("outage", "<svg/>");
+        let text = page.finish();
         assert!(
-            page.finish()
-                .contains("Charts (`outage`): in the HTML report")
+            text.contains("![outage](data:image/svg+xml;base64,PHN2Zy8+)"),
+            "{text}"
         );
+        assert!(text.contains("`--plot DIR` writes them"));
         assert_eq!(Format::for_path(Path::new("r.md")), Format::Markdown);
         assert_eq!(Format::for_path(Path::new("r.html")), Format::Html);
+    }
+
+    #[test]
+    fn base64_pads_to_whole_groups() {
+        for (bytes, text) in [
+            (&b""[..], ""),
+            (b"f", "Zg=="),
+            (b"fo", "Zm8="),
+            (b"foo", "Zm9v"),
+            (b"foob", "Zm9vYg=="),
+            (b"fooba", "Zm9vYmE="),
+            (b"foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(bytes), text);
+        }
     }
 }

@@ -446,7 +446,7 @@ fn a_study_page_renders_with_the_json_s_numbers_and_no_console_message() {
 }
 
 #[test]
-fn a_study_in_markdown_has_the_same_tables_and_names_its_charts() {
+fn a_study_in_markdown_has_the_same_tables_and_embeds_its_charts() {
     let dir = scratch("markdown-study");
     let (page, study) = run_study(&dir, "study.md");
     let text = std::fs::read_to_string(&page).unwrap();
@@ -469,7 +469,7 @@ fn a_study_in_markdown_has_the_same_tables_and_names_its_charts() {
         text.contains("|---|---|---:|---:|"),
         "numbers right-aligned: {text}"
     );
-    assert!(text.contains("*(chart `outage`)*"));
+    assert!(text.contains("![outage](data:image/svg+xml;base64,"));
     // The same study, the same bytes.
     let (again, _) = run_study(&dir, "again.md");
     assert_eq!(text, std::fs::read_to_string(again).unwrap());

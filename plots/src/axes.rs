@@ -18,6 +18,7 @@ pub(crate) fn zero_based_axis(
         description: description.into(),
         range: 0.0..end,
         log: false,
+        categories: false,
     }
 }
 
@@ -42,6 +43,7 @@ pub(crate) fn value_axis(
         description: description.into(),
         range: min / 1.5..max * 1.5,
         log: true,
+        categories: false,
     }
 }
 
@@ -100,6 +102,7 @@ pub(crate) fn count_axis(
         description: description.into(),
         range: smallest / 1.5..largest * 1.5,
         log: true,
+        categories: false,
     }
 }
 

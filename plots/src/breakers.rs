@@ -68,6 +68,7 @@ pub(crate) fn lanes(report: &RunReport, time: &Axis) -> Lanes {
         description,
         range: 0.0..count as f64,
         log: false,
+        categories: false,
     };
     let mut panel = Panel::new(time.clone(), y);
     panel.y_ticks = false;

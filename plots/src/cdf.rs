@@ -8,7 +8,9 @@
 //! panel for all variants (comparing them is the point): past ten, lines are told apart by
 //! dash too, and a variant with the same distribution as an earlier one is marked.
 
-use outagelab_report::{LatencyHistogram, RunReport};
+use outagelab_report::{LatencyHistogram, Outcome, RunReport, Summary};
+
+use crate::axes::format_number;
 
 use crate::chart::{
     Axis, Chart, Dash, INK, Key, LegendEntry, Line, Marker, Panel, Rule, Stroke, variant_stroke,
@@ -50,6 +52,32 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             label: crate::multiples::variant_name(report, index, same_as[index]),
         });
     }
+    let mut markers = Vec::new();
+    let mut at_once = Vec::new();
+    for (index, variant) in report.variants.iter().enumerate() {
+        if let Some(refused) = refused_at_once(&variant.summary) {
+            let color = variant_stroke(index).color;
+            markers.push(Marker {
+                at: (refused.edge_ms, refused.percent),
+                color,
+            });
+            at_once.push(LegendEntry {
+                key: Key::Cross(color),
+                label: format!(
+                    "{}: {}% ({})",
+                    variant.name,
+                    format_number(refused.percent),
+                    refused.outcomes
+                ),
+            });
+        }
+    }
+    if !at_once.is_empty() {
+        legend.push(LegendEntry::heading(
+            "Ended at once, not served (to the cross)",
+        ));
+        legend.extend(at_once);
+    }
     let slo = report.slo.as_ref();
     let latencies = curves.iter().flatten().map(|&(x, _)| x);
     let latencies = latencies.chain(slo.map(|slo| slo.latency_ms));
@@ -59,9 +87,11 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             description: "requests at or under (%)".to_owned(),
             range: 0.0..102.0,
             log: false,
+            categories: false,
         },
     );
     panel.lines = lines;
+    panel.markers = markers;
     if let Some(slo) = slo {
         let stroke = Stroke {
             color: INK,
@@ -93,6 +123,50 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
         legend,
     )
 }
+
+/// The requests of a variant that ended at once and were not served.
+struct AtOnce {
+    /// The upper edge of the histogram's first bucket, and the share of requests in it.
+    edge_ms: f64,
+    percent: f64,
+    /// The outcomes that ended that fast, with their counts in all ("89 shed").
+    outcomes: String,
+}
+
+/// The histogram's lowest bucket (1 µs) when no request in it succeeded (every `ok` took
+/// longer): requests refused on arrival (shed, breaker open, rate limited), which the curve
+/// would otherwise show as its fastest successes.
+fn refused_at_once(summary: &Summary) -> Option<AtOnce> {
+    let histogram = &summary.latency_histogram;
+    let (&edge_ms, &count) = histogram.le_ms.first().zip(histogram.counts.first())?;
+    let total: u64 = histogram.counts.iter().sum();
+    if edge_ms > AT_ONCE_MS || count == 0 || total == 0 {
+        return None;
+    }
+    let fastest = |outcome: &str| summary.latency_ms.get(outcome).and_then(|stats| stats.min);
+    if fastest(Outcome::Ok.name()).is_some_and(|min| min <= edge_ms) {
+        return None;
+    }
+    let outcomes = summary.outcomes.iter().filter(|&(outcome, &count)| {
+        count > 0
+            && outcome.as_str() != Outcome::Ok.name()
+            && fastest(outcome).is_some_and(|min| min <= edge_ms)
+    });
+    let outcomes: Vec<String> = outcomes
+        .map(|(outcome, count)| format!("{count} {outcome}"))
+        .collect();
+    if outcomes.is_empty() {
+        return None;
+    }
+    Some(AtOnce {
+        edge_ms,
+        percent: count as f64 * 100.0 / total as f64,
+        outcomes: format!("{} in all", outcomes.join(", ")),
+    })
+}
+
+/// The histogram's lowest edge: a request under it ended at once.
+const AT_ONCE_MS: f64 = 0.001;
 
 /// `(latency_ms, percent at or under)` at each edge, from zero at the edge below the first,
 /// and at the lower edge of a bucket that follows empty ones.
@@ -134,6 +208,7 @@ fn latency_axis(latencies: impl Iterator<Item = f64>) -> Axis {
         description: "latency (ms)".to_owned(),
         range,
         log: true,
+        categories: false,
     }
 }
 
@@ -169,5 +244,66 @@ mod tests {
         assert!(axis.log);
         assert_eq!(axis.range, 1.0 / 1.5..75.0);
         assert_eq!(latency_axis(std::iter::empty()).range, 1.0..10.0);
+    }
+
+    /// The bulkhead variant of redis-dead-protection: 84 of its 500 requests were shed on
+    /// arrival, and its CDF rose to 17% at 0.001 ms as if they were its fastest successes.
+    #[test]
+    fn requests_refused_at_once_are_marked_and_named() {
+        use outagelab_report::{LatencyStats, PercentileRule, Series, VariantReport, Verdict};
+        let stats = |count: u64, min: f64| LatencyStats {
+            count,
+            min: Some(min),
+            ..LatencyStats::default()
+        };
+        let mut summary = Summary {
+            latency_histogram: LatencyHistogram {
+                le_ms: vec![0.001, 50.0, 56.0],
+                counts: vec![84, 400, 16],
+            },
+            ..Summary::default()
+        };
+        summary.outcomes.insert("ok".to_owned(), 411);
+        summary.outcomes.insert("shed".to_owned(), 89);
+        summary.outcomes.insert("timeout".to_owned(), 0);
+        summary.latency_ms.insert("ok".to_owned(), stats(411, 49.2));
+        summary.latency_ms.insert("shed".to_owned(), stats(89, 0.0));
+        let variant = VariantReport {
+            name: "bulkhead".to_owned(),
+            sweep_x: None,
+            verdict: Verdict::Completed,
+            percentile_rule: PercentileRule::NearestRank,
+            end_ms: 1000.0,
+            events: 0,
+            faults: Vec::new(),
+            summary,
+            series: Series::default(),
+            log: Vec::new(),
+            log_dropped: 0,
+            runner: None,
+        };
+        let mut report = RunReport {
+            scenario: "s".to_owned(),
+            seed: 1,
+            sweep: None,
+            slo: None,
+            variants: vec![variant],
+        };
+        let chart = chart(&report);
+        let markers: Vec<(f64, f64)> = chart.panels[0].markers.iter().map(|m| m.at).collect();
+        assert_eq!(markers, [(0.001, 16.8)]);
+        let labels: Vec<&str> = chart.legend.iter().map(|e| e.label.as_str()).collect();
+        assert!(
+            labels.contains(&"bulkhead: 16.8% (89 shed in all)"),
+            "{labels:?}"
+        );
+        // Successes as fast as that: the bucket is not said to be refusals.
+        let ok = report.variants[0].summary.latency_ms.get_mut("ok").unwrap();
+        ok.min = Some(0.0005);
+        assert!(chart_markers_empty(&report));
+    }
+
+    fn chart_markers_empty(report: &RunReport) -> bool {
+        chart(report).panels[0].markers.is_empty()
     }
 }

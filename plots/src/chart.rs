@@ -88,6 +88,9 @@ pub(crate) struct Axis {
     /// Never empty: `start < end`, both finite (and positive on a log axis).
     pub range: Range<f64>,
     pub log: bool,
+    /// The values are whole numbers that name things (variants numbered as in the legend):
+    /// ticks only at whole numbers, and no lines between them. Linear only.
+    pub categories: bool,
 }
 
 /// A translucent band: over the full height of the panel (a fault window), or over part of

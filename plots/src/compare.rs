@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use outagelab_report::compare::{Comparison, Fault};
+use outagelab_report::compare::Comparison;
 
 use crate::PlotError;
 use crate::axes::{format_number, value_axis, zero_based_axis};
@@ -62,7 +62,8 @@ fn over_time(comparison: &Comparison) -> Chart {
     let mut errors = Vec::new();
     let mut p99 = Vec::new();
     let mut p50 = Vec::new();
-    let mut bands = Vec::new();
+    // Each distinct fault window once: every variant of both reports usually has the same.
+    let mut windows: Vec<(String, f64, Option<f64>)> = Vec::new();
     let mut end_ms: f64 = 0.0;
     let mut legend = vec![LegendEntry::heading("Variants")];
     for (index, variant) in comparison.variants.iter().enumerate() {
@@ -92,7 +93,10 @@ fn over_time(comparison: &Comparison) -> Chart {
             }
             for fault in &variant.faults[report] {
                 end_ms = end_ms.max(fault.end_ms.unwrap_or(fault.start_ms));
-                bands.push(band(fault, variant.start_ms.len() as f64 * width_ms));
+                let window = (fault.name.clone(), fault.start_ms, fault.end_ms);
+                if !windows.contains(&window) {
+                    windows.push(window);
+                }
             }
         }
         legend.push(LegendEntry {
@@ -105,6 +109,11 @@ fn over_time(comparison: &Comparison) -> Chart {
         });
     }
     legend.extend(report_styles(comparison));
+    let axis_end_ms = if end_ms > 0.0 { end_ms } else { 1000.0 };
+    let bands: Vec<Band> = windows
+        .iter()
+        .map(|(name, start_ms, end_ms)| band(name, *start_ms, end_ms.unwrap_or(axis_end_ms)))
+        .collect();
     if !bands.is_empty() {
         legend.push(LegendEntry::heading("Faults (shaded, each report's)"));
         legend.push(LegendEntry {
@@ -119,6 +128,7 @@ fn over_time(comparison: &Comparison) -> Chart {
         description: "time (s)".to_owned(),
         range: 0.0..if end_ms > 0.0 { end_ms / 1000.0 } else { 1.0 },
         log: false,
+        categories: false,
     };
     let panel = |y: Axis, lines: Vec<Line>| Panel {
         bands: bands.clone(),
@@ -146,12 +156,13 @@ fn over_time(comparison: &Comparison) -> Chart {
     )
 }
 
-fn band(fault: &Fault, run_end_ms: f64) -> Band {
-    let start_s = fault.start_ms / 1000.0;
-    let end_s = fault.end_ms.unwrap_or(run_end_ms) / 1000.0;
+/// A fault's window, labelled with its name; one with no end lasts to the end of the axis.
+fn band(name: &str, start_ms: f64, end_ms: f64) -> Band {
+    let start_s = start_ms / 1000.0;
+    let end_s = end_ms / 1000.0;
     Band {
         edges: true,
-        label: Some(fault.name.clone()),
+        label: Some(name.to_owned()),
         ..Band::full_height(start_s..end_s.max(start_s + 0.005), FAULT_GRAY, 0.12)
     }
 }
@@ -197,6 +208,7 @@ fn sweep(comparison: &Comparison) -> Option<Chart> {
         description,
         range: min - pad..max + pad,
         log: false,
+        categories: false,
     };
     let y = value_axis("p50 latency (ms)", y_values(&lines));
     Some(Chart::stacked(
@@ -253,7 +265,11 @@ mod tests {
             assert_eq!(panel.lines.len(), 2, "one line per report");
             assert_eq!(panel.lines[0].stroke.dash, Dash::Solid);
             assert_eq!(panel.lines[1].stroke.dash, Dash::Dashed);
-            assert_eq!(panel.bands.len(), 2, "each report's fault");
+            assert_eq!(
+                panel.bands.len(),
+                1,
+                "the same fault in both reports, shaded once"
+            );
         }
         assert_eq!(chart.panels[0].lines[1].segments[0].len(), 4);
         assert!(crate::embedded_font_registered());
@@ -262,5 +278,33 @@ mod tests {
         let sweep = sweep(&comparison).expect("both are sweeps");
         assert_eq!(sweep.name, "compare_sweep");
         assert_eq!(sweep.panels[0].lines.len(), 2);
+    }
+
+    /// `compare` shaded and labelled each fault once per variant and report: six stacked
+    /// bands and six "redis-dead" for three variants whose Redis died from the start.
+    #[test]
+    fn each_fault_window_is_shaded_and_labelled_once() {
+        let (a, b) = (runs(&[0, 3, 1], 10.0), runs(&[0, 2, 2, 0], 10.0));
+        let mut comparison =
+            Comparison::of(["sim".to_owned(), "live".to_owned()], &a, &b, None).unwrap();
+        let first = comparison.variants[0].clone();
+        for name in ["v2", "v3"] {
+            let mut variant = first.clone();
+            variant.name = name.to_owned();
+            comparison.variants.push(variant);
+        }
+        let chart = over_time(&comparison);
+        for panel in &chart.panels {
+            let labels: Vec<&str> = panel
+                .bands
+                .iter()
+                .filter_map(|b| b.label.as_deref())
+                .collect();
+            assert_eq!(labels, ["pause"], "once for 3 variants of 2 reports");
+        }
+        // A window that differs between the reports is shaded for each.
+        comparison.variants[1].faults[1][0].start_ms = 150.0;
+        let chart = over_time(&comparison);
+        assert_eq!(chart.panels[0].bands.len(), 2);
     }
 }

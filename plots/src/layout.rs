@@ -293,6 +293,7 @@ mod tests {
             description: String::new(),
             range: 0.0..1.0,
             log: false,
+            categories: false,
         }
     }
 

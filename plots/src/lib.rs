@@ -23,7 +23,8 @@
 //! draws the configured limits as labelled reference lines. While the variants stay apart they
 //! share a panel; when there are many, or their lines would hide each other, each variant gets
 //! a panel of its own on shared axes (small multiples, `multiples`), and a variant whose lines
-//! equal an earlier one's is marked and named "(same as X)". An axis turns logarithmic when a
+//! equal an earlier one's is marked and named "(same as X)"; on one panel, a line that lies
+//! mostly under a later one is circled too. An axis turns logarithmic when a
 //! limit or a line would be lost next to a much larger one (`axes`). A chart grows taller
 //! rather than squeeze its rows, and a legend too long for its column moves under the panels
 //! (`layout`).
@@ -43,6 +44,7 @@ mod chart;
 pub mod compare;
 mod concurrency;
 mod fail_open;
+mod labels;
 mod latency;
 mod layout;
 mod legend;

@@ -30,6 +30,9 @@ pub(crate) const SHARED_VARIANTS_MAX: usize = 6;
 pub(crate) const SHARED_LINES_MAX: usize = 12;
 /// Two lines overlap where at least this share of their points are within a pixel or so.
 const OVERLAP_SHARE_MIN: f64 = 0.9;
+/// A line that lies under a later line (drawn over it) at this share of its points or more is
+/// mostly hidden: it gets circles, and its variant says under which.
+pub(crate) const HIDDEN_SHARE_MIN: f64 = 0.5;
 
 /// What a line shows (a percentile, a gauge), and how it is drawn.
 pub(crate) struct Kind {
@@ -122,6 +125,21 @@ pub(crate) struct Arrangement {
     pub multiples: bool,
     /// For each variant, the first earlier variant with exactly the same lines.
     pub same_as: Vec<Option<usize>>,
+    /// For each variant, on one panel, the first later variant (drawn over it) under whose
+    /// line one of its lines lies at [`HIDDEN_SHARE_MIN`] of its points or more.
+    pub under: Vec<Option<usize>>,
+}
+
+impl Arrangement {
+    /// One panel for `parts` drawn against `y`, with the variants that are the same as an
+    /// earlier one and those mostly hidden under a later one.
+    pub fn shared(parts: &[Part], y: &Axis) -> Arrangement {
+        Arrangement {
+            multiples: false,
+            same_as: same_as(parts),
+            under: under(parts, y),
+        }
+    }
 }
 
 /// Decides between one panel and small multiples for `parts` drawn against `y`, where one
@@ -137,9 +155,66 @@ pub(crate) fn arrange_lines(parts: &[Part], y: &Axis, lines_max: usize) -> Arran
     let lines: usize = parts.iter().map(|part| part.lines.len()).sum();
     let hidden = (1..parts.len())
         .any(|later| (0..later).any(|earlier| overlaps(&parts[later], &parts[earlier], y)));
+    let multiples = drawn > SHARED_VARIANTS_MAX || lines > lines_max || hidden;
     Arrangement {
-        multiples: drawn > SHARED_VARIANTS_MAX || lines > lines_max || hidden,
+        multiples,
         same_as,
+        under: if multiples {
+            vec![None; parts.len()]
+        } else {
+            under(parts, y)
+        },
+    }
+}
+
+/// For each part, the first later part under whose line of the same kind one of its lines
+/// lies at [`HIDDEN_SHARE_MIN`] of its points or more (on one panel, later lines are drawn
+/// over earlier ones). A part the same as an earlier one is marked already, and the part it
+/// is the same as is not hidden by it alone: both have circles.
+fn under(parts: &[Part], y: &Axis) -> Vec<Option<usize>> {
+    let same = same_as(parts);
+    (0..parts.len())
+        .map(|earlier| {
+            let hidden_by = |later: &usize| {
+                parts[earlier].lines.iter().any(|(kind, line)| {
+                    let over = parts[*later].lines.iter().filter(|(k, _)| k == kind);
+                    over.into_iter()
+                        .any(|(_, top)| hidden_share(line, top, y) >= HIDDEN_SHARE_MIN)
+                })
+            };
+            (earlier + 1..parts.len())
+                .filter(|&later| same[later] != Some(earlier))
+                .find(hidden_by)
+        })
+        .collect()
+}
+
+/// The share of `line`'s points that `top` covers: a point of `top` at the same x, near in y.
+pub(crate) fn hidden_share(line: &[Vec<(f64, f64)>], top: &[Vec<(f64, f64)>], y: &Axis) -> f64 {
+    let top: BTreeMap<u64, f64> = top
+        .iter()
+        .flatten()
+        .map(|&(x, value)| (x.to_bits(), value))
+        .collect();
+    let points: Vec<&(f64, f64)> = line.iter().flatten().collect();
+    if points.is_empty() {
+        return 0.0;
+    }
+    let covered = points.iter().filter(|(x, value)| {
+        top.get(&x.to_bits())
+            .is_some_and(|&over| near(y, *value, over))
+    });
+    covered.count() as f64 / points.len() as f64
+}
+
+/// Whether two values on axis `y` are drawn within a pixel or so of each other: within 1% of
+/// a linear axis' span, within 5% on a log axis (values under its start are on its edge).
+fn near(y: &Axis, a: f64, b: f64) -> bool {
+    if y.log {
+        let (low, high) = (a.min(b), a.max(b));
+        high <= y.range.start || high <= low * 1.05
+    } else {
+        (a - b).abs() <= (y.range.end - y.range.start) * 0.01
     }
 }
 
@@ -158,14 +233,7 @@ fn overlaps(later: &Part, earlier: &Part, y: &Axis) -> bool {
     if later.lines.is_empty() || kinds(later) != kinds(earlier) {
         return false;
     }
-    let close = |a: f64, b: f64| {
-        if y.log {
-            let (low, high) = (a.min(b), a.max(b));
-            high <= y.range.start || high <= low * 1.05
-        } else {
-            (a - b).abs() <= (y.range.end - y.range.start) * 0.01
-        }
-    };
+    let close = |a: f64, b: f64| near(y, a, b);
     later
         .lines
         .iter()
@@ -195,7 +263,7 @@ pub(crate) fn all_lines(parts: &[Part], kinds: &[Kind]) -> Vec<Line> {
     let lines = parts
         .iter()
         .enumerate()
-        .flat_map(|(variant, part)| styled(part, variant, kinds, false, None));
+        .flat_map(|(variant, part)| styled(part, variant, kinds, false, false));
     lines.collect()
 }
 
@@ -290,13 +358,7 @@ pub(crate) fn over_time(report: &RunReport, spec: OverTime<'_>, parts: &[Part]) 
 
 /// A variant's lines, coloured by variant (or, on its own panel with several kinds, by kind),
 /// dashed by kind, marked when the variant is the same as an earlier one.
-fn styled(
-    part: &Part,
-    variant: usize,
-    kinds: &[Kind],
-    own_panel: bool,
-    same_as: Option<usize>,
-) -> Vec<Line> {
+fn styled(part: &Part, variant: usize, kinds: &[Kind], own_panel: bool, marked: bool) -> Vec<Line> {
     let stroke = |kind: usize| {
         let Kind { dash, width, .. } = kinds[kind];
         match (kinds.len(), own_panel) {
@@ -316,7 +378,7 @@ fn styled(
     let lines = part.lines.iter().map(|(kind, segments)| Line {
         segments: segments.clone(),
         stroke: stroke(*kind),
-        marks: same_as.is_some(),
+        marks: marked,
     });
     lines.collect()
 }
@@ -333,10 +395,11 @@ pub(crate) fn shared_panel(
     let mut panel = Panel::new(time.clone(), y.clone());
     panel.bands = fault_shading(report, time, false).bands;
     for (variant, part) in parts.iter().enumerate() {
-        let same = arrangement.same_as[variant];
+        let marked = arrangement.same_as[variant].is_some()
+            || arrangement.under.get(variant).is_some_and(Option::is_some);
         panel
             .lines
-            .extend(styled(part, variant, kinds, false, same));
+            .extend(styled(part, variant, kinds, false, marked));
     }
     panel.rules = rules(parts, true);
     panel
@@ -357,7 +420,7 @@ pub(crate) fn multiple_panels(
             let mut panel = Panel::new(time.clone(), y.clone());
             panel.title = Some(variant_name(report, index, same));
             panel.bands = variant_fault_bands(variant, time);
-            panel.lines = styled(part, index, kinds, true, same);
+            panel.lines = styled(part, index, kinds, true, same.is_some());
             panel.rules = rules(std::slice::from_ref(part), false);
             panel
         })
@@ -440,16 +503,22 @@ pub(crate) fn legend(
     }
     for index in (0..report.variants.len()).filter(|_| variants) {
         let same = arrangement.same_as.get(index).copied().flatten();
+        let under = arrangement.under.get(index).copied().flatten();
         let stroke = Stroke {
             width: 3,
             ..variant_stroke(index)
         };
+        let mut label = variant_name(report, index, same);
+        if let (None, Some(over)) = (same, under) {
+            let over = &report.variants[over].name;
+            label = format!("{label} (circled: mostly under {over})");
+        }
         legend.push(LegendEntry {
-            key: match same {
-                Some(_) => Key::Marked(stroke),
-                None => Key::Line(stroke),
+            key: match (same, under) {
+                (None, None) => Key::Line(stroke),
+                _ => Key::Marked(stroke),
             },
-            label: variant_name(report, index, same),
+            label,
         });
     }
     if !heading.is_empty() {
@@ -484,6 +553,7 @@ mod tests {
             description: String::new(),
             range: if log { 1.0..1000.0 } else { 0.0..100.0 },
             log,
+            categories: false,
         }
     }
 

@@ -16,7 +16,7 @@ use plotters::style::RGBColor;
 use crate::axes::count_axis;
 use crate::chart::{Chart, Dash, Panel, segments};
 use crate::multiples::{
-    Arrangement, Kind, Part, all_lines, arrange, arrange_lines, grid_columns, legend, limit_values,
+    Arrangement, Kind, Part, all_lines, arrange_lines, grid_columns, legend, limit_values,
     multiple_panels, parts, shared_panel,
 };
 use crate::timeline::{fault_shading, gauge_points, rates, time_axis};
@@ -69,10 +69,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
         let succeeded_kinds = [Kind::new("successful requests", Dash::Solid, 2)];
         let panel = |parts: &[Part], kinds: &[Kind], description: &str| {
             let y = count_axis(description, &all_lines(parts, kinds), &limit_values(parts));
-            let arrangement = Arrangement {
-                multiples: false,
-                same_as: vec![None; parts.len()],
-            };
+            let arrangement = Arrangement::shared(parts, &y);
             shared_panel(report, parts, kinds, &arrangement, (&time, &y))
         };
         let mut succeeded = panel(&succeeded, &succeeded_kinds, "successful requests/s");
@@ -155,10 +152,7 @@ fn in_flight(report: &RunReport, time: &crate::chart::Axis, wide: bool) -> Optio
     let kinds = [Kind::new("requests in flight", Dash::Solid, 2)];
     let description = "in flight (max)";
     let y = count_axis(description, &all_lines(&parts, &kinds), &[]);
-    let arrangement = Arrangement {
-        multiples: false,
-        same_as: arrange(&parts, &y).same_as,
-    };
+    let arrangement = Arrangement::shared(&parts, &y);
     let mut panel = shared_panel(report, &parts, &kinds, &arrangement, (time, &y));
     panel.wide = wide;
     Some(panel)

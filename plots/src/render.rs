@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::{Ranged, ValueFormatter};
+use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::FontTransform;
@@ -12,7 +13,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::axes::format_number;
 use crate::bitmap_text::GlyphBackend;
-use crate::chart::{Axis, Band, Chart, INK, Line, Panel, Rule, Stroke};
+use crate::chart::{Band, Chart, INK, Line, Panel, Rule, Stroke};
+use crate::labels::{self, clamp};
 use crate::layout::{FONT, Layout, PanelPlace, TITLE_HEIGHT, lay_out, text_width};
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
@@ -81,7 +83,6 @@ const Y_TICKS_AREA: u32 = 60;
 /// Room per x tick label, and per y tick label.
 const X_TICK_SPACING: u32 = 75;
 const Y_TICK_SPACING: u32 = 40;
-const NOTE_SIZE: f64 = 13.0;
 
 /// One panel: its title, axes and grid, then the shaded bands, the lines, the markers, the
 /// reference lines and the notes. Only a panel of the bottom row carries the x description,
@@ -92,25 +93,15 @@ fn draw_panel<DB: DrawingBackend>(
     place: &PanelPlace,
 ) -> DrawResult<DB> {
     let x_label_area = if place.bottom_row { 60 } else { 36 };
-    let y_label_area = match (panel.y_ticks, place.first_column) {
-        (true, true) => Y_LABEL_AREA,
-        (true, false) => Y_TICKS_AREA,
-        // Lanes line up with the panels above them.
-        (false, _) => Y_LABEL_AREA,
-    };
+    let y_label_area = y_label_area(panel, place);
     let margin_top = match panel.title {
         Some(_) => PANEL_MARGIN_TOP + PANEL_TITLE_HEIGHT,
         None => PANEL_MARGIN_TOP,
     };
     let (width, height) = area.dim_in_pixel();
-    if let Some(title) = &panel.title {
-        let room = width.saturating_sub(y_label_area + PANEL_MARGIN_RIGHT);
-        let style = text(15.0).pos(Pos::new(HPos::Left, VPos::Top));
-        area.draw_text(
-            &shortened(title, 15.0, room),
-            &style,
-            (y_label_area as i32, 8),
-        )?;
+    if let Some((title, size)) = drawn_title(panel, place) {
+        let style = text(size).pos(Pos::new(HPos::Left, VPos::Top));
+        area.draw_text(&title, &style, (title_left(place) as i32, 8))?;
     }
     let x_labels = (width.saturating_sub(y_label_area) / X_TICK_SPACING).clamp(3, 12) as usize;
     let mut builder = ChartBuilder::on(area);
@@ -125,21 +116,15 @@ fn draw_panel<DB: DrawingBackend>(
         y_labels: (height / Y_TICK_SPACING).clamp(3, 8) as usize,
         x_description: place.bottom_row,
     };
-    let y = panel.y.range.clone();
-    match (panel.x.log, panel.y.log) {
-        (false, false) => draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, &mesh)?,
-        (false, true) => {
-            let mut chart = builder.build_cartesian_2d(x, y.log_scale())?;
-            draw_contents(&mut chart, panel, &mesh)?;
-        }
-        (true, false) => {
-            let mut chart = builder.build_cartesian_2d(x.log_scale(), y)?;
-            draw_contents(&mut chart, panel, &mesh)?;
-        }
-        (true, true) => {
-            let mut chart = builder.build_cartesian_2d(x.log_scale(), y.log_scale())?;
-            draw_contents(&mut chart, panel, &mesh)?;
-        }
+    if panel.x.categories {
+        let x = Categories::new(x, category_ticks(&panel.x.range, x_labels));
+        build_and_draw(&mut builder, x, panel, &mesh)?;
+    } else if panel.x.log {
+        let x: LogCoord<f64> = x.log_scale().into();
+        build_and_draw(&mut builder, x, panel, &mesh)?;
+    } else {
+        let x: RangedCoordf64 = x.into();
+        build_and_draw(&mut builder, x, panel, &mesh)?;
     }
     // plotters' own y description is drawn so close to the edge that the embedded font's
     // glyphs get clipped in PNG output: draw it here, a little further in.
@@ -162,6 +147,96 @@ fn draw_panel<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Builds the panel's axes on `x` (linear or logarithmic y) and draws its contents.
+fn build_and_draw<DB: DrawingBackend, X: Scale>(
+    builder: &mut ChartBuilder<'_, '_, DB>,
+    x: X,
+    panel: &Panel,
+    mesh: &Mesh,
+) -> DrawResult<DB> {
+    let y = panel.y.range.clone();
+    if panel.y.log {
+        let y: LogCoord<f64> = y.log_scale().into();
+        draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
+    } else {
+        let y: RangedCoordf64 = y.into();
+        draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
+    }
+}
+
+/// A linear axis of things numbered 1, 2, 3 (variants): its ticks are whole numbers only.
+struct Categories {
+    linear: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Categories {
+    fn new(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Categories {
+        Categories {
+            linear: range.into(),
+            ticks,
+        }
+    }
+}
+
+impl Ranged for Categories {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.linear.map(value, limit)
+    }
+
+    /// The whole numbers, and no light lines between them: a 1.5 names nothing.
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.linear.range()
+    }
+}
+
+impl ValueFormatter<f64> for Categories {
+    fn format(value: &f64) -> String {
+        format_number(*value)
+    }
+}
+
+/// The whole numbers within `range`, every one when `labels_max` labels fit, otherwise every
+/// second, fifth, tenth... from the first (so 1 is always labelled).
+pub(crate) fn category_ticks(range: &std::ops::Range<f64>, labels_max: usize) -> Vec<f64> {
+    let (first, last) = (range.start.ceil(), range.end.floor());
+    if !(first.is_finite() && last.is_finite()) || first > last {
+        return Vec::new();
+    }
+    let count = (last - first) as usize + 1;
+    let labels_max = labels_max.max(1);
+    let step = [1, 2, 5, 10, 20, 50, 100]
+        .into_iter()
+        .find(|step| count.div_ceil(*step) <= labels_max)
+        .unwrap_or(count.div_ceil(labels_max));
+    (0..count)
+        .step_by(step)
+        .map(|index| first + index as f64)
+        .collect()
+}
+
+/// The width left of a panel's plotting area: tick labels and the y description in the first
+/// column, tick labels alone in the others.
+fn y_label_area(panel: &Panel, place: &PanelPlace) -> u32 {
+    match (panel.y_ticks, place.first_column) {
+        (true, true) => Y_LABEL_AREA,
+        (true, false) => Y_TICKS_AREA,
+        // Lanes line up with the panels above them.
+        (false, _) => Y_LABEL_AREA,
+    }
+}
+
 /// The y description: turned to run upwards, centred where it is written; smaller when it
 /// would not fit in `room` pixels.
 fn y_description_style(description: &str, room: u32) -> TextStyle<'static> {
@@ -175,22 +250,112 @@ fn y_description_style(description: &str, room: u32) -> TextStyle<'static> {
         .pos(Pos::new(HPos::Center, VPos::Top))
 }
 
-/// `title` cut to fit `width` pixels, with an ellipsis where it was cut. A variant's
-/// "(same as X)" is what the panel says that its lines do not, so the name before it is cut
-/// first; only when the note alone does not fit is it cut too.
-pub(crate) fn shortened(title: &str, size: f64, width: u32) -> String {
-    if text_width(title, size) <= width {
-        return title.to_owned();
+/// The title of `panel` as drawn in `place`, and its size: cut to the room above the panel,
+/// in smaller letters when it would be cut at the usual size.
+pub(crate) fn drawn_title(panel: &Panel, place: &PanelPlace) -> Option<(String, f64)> {
+    let title = panel.title.as_ref()?;
+    let room = place
+        .rect
+        .width
+        .saturating_sub(title_left(place) + PANEL_MARGIN_RIGHT);
+    if text_width(title, PANEL_TITLE_SIZE) <= room {
+        return Some((title.clone(), PANEL_TITLE_SIZE));
     }
-    if let Some(at) = title.rfind(" (same as ") {
-        let (name, note) = title.split_at(at);
-        let room = width.saturating_sub(text_width(note, size));
-        let name = cut_to(name, size, room);
-        if !name.is_empty() {
-            return name + note;
+    for size in PANEL_TITLE_SIZES_SMALL {
+        if let Ok(kept) = shortened_keeping(title, size, room) {
+            return Some((kept, size));
         }
     }
-    cut_to(title, size, width)
+    let size = PANEL_TITLE_SIZES_SMALL[PANEL_TITLE_SIZES_SMALL.len() - 1];
+    Some((shortened(title, size, room), size))
+}
+
+const PANEL_TITLE_SIZE: f64 = 15.0;
+/// Smaller sizes for a title that would be cut, tried in turn until what it keeps fits.
+const PANEL_TITLE_SIZES_SMALL: [f64; 2] = [13.0, 12.0];
+/// A panel's title starts over its tick labels, not over its plotting area: small multiples
+/// are narrow, and the title is what tells them apart. In the first column, right of the y
+/// description, which runs up the left edge (the small multiples' shared one crosses the
+/// titles of the rows at the middle).
+fn title_left(place: &PanelPlace) -> u32 {
+    if place.first_column { 34 } else { 10 }
+}
+
+/// `title` cut to fit `width` pixels, with an ellipsis where it was cut. What tells a panel
+/// from its neighbours is kept longest: a sweep variant's name is `base / label=value`, and its
+/// base is cut before its swept values (which are all that differ between the panels of one
+/// base); a variant's "(same as X)" is what the panel says that its lines do not, so it is
+/// kept too, X's base cut first of all. Only when what is kept does not fit alone is the title
+/// cut from its end.
+pub(crate) fn shortened(title: &str, size: f64, width: u32) -> String {
+    shortened_keeping(title, size, width).unwrap_or_else(|cut| cut)
+}
+
+/// [`shortened`], as `Ok` when what it keeps (the swept values, the note) fits `width`, as
+/// `Err` when it had to be cut from its end.
+fn shortened_keeping(title: &str, size: f64, width: u32) -> Result<String, String> {
+    if text_width(title, size) <= width {
+        return Ok(title.to_owned());
+    }
+    let mut pieces = title_pieces(title);
+    let joined = |pieces: &[(String, Option<u8>)]| -> String {
+        pieces.iter().map(|(text, _)| text.as_str()).collect()
+    };
+    let mut ranks: Vec<u8> = pieces.iter().filter_map(|(_, rank)| *rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    for rank in ranks {
+        for index in 0..pieces.len() {
+            if pieces[index].1 != Some(rank) {
+                continue;
+            }
+            let mut kept: Vec<char> = pieces[index].0.chars().collect();
+            while text_width(&joined(&pieces), size) > width && !kept.is_empty() {
+                kept.pop();
+                pieces[index].0 = kept.iter().collect::<String>() + "…";
+            }
+            if text_width(&joined(&pieces), size) <= width {
+                return Ok(joined(&pieces));
+            }
+        }
+    }
+    // What is kept does not fit: cut from its end, the note before the swept values.
+    Err(cut_to(&joined(&pieces), size, width))
+}
+
+/// `title` in pieces, each with the order in which it is cut (lowest first; `None`: kept):
+/// `base / label=value (same as other-base / label=value)`, the other's base cut first, then
+/// this variant's base; a name without swept values is cut as a whole, this one's before the
+/// other's.
+fn title_pieces(title: &str) -> Vec<(String, Option<u8>)> {
+    let (name, other) = match title.rfind(" (same as ") {
+        Some(at) if title.ends_with(')') => {
+            let other = &title[at + " (same as ".len()..title.len() - 1];
+            (&title[..at], Some(other))
+        }
+        _ => (title, None),
+    };
+    // A name's swept values: after its last " / ", each `label=value`.
+    let split = |name: &str, base_rank: u8, whole_rank: Option<u8>| match name.rsplit_once(" / ") {
+        Some((base, point)) if point.contains('=') => vec![
+            (base.to_owned(), Some(base_rank)),
+            (format!(" / {point}"), None),
+        ],
+        _ => vec![(name.to_owned(), whole_rank)],
+    };
+    let mut pieces = split(name, 1, Some(1));
+    if let Some(other) = other {
+        pieces.push((" (same as ".to_owned(), None));
+        let mut others = split(other, 0, None);
+        // The same as a variant of the same base: its swept values say which.
+        if others.len() == 2 && others[0].0 == pieces[0].0 && pieces.len() > 2 {
+            others.remove(0);
+            others[0].0 = others[0].0.trim_start_matches(" / ").to_owned();
+        }
+        pieces.extend(others);
+        pieces.push((")".to_owned(), None));
+    }
+    pieces
 }
 
 /// `title` cut from its end, with an ellipsis, until it fits `width` pixels; empty when not
@@ -256,13 +421,36 @@ fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
     for rule in &panel.rules {
         draw_rule(chart, panel, rule)?;
     }
-    let note_style = text(NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
-    for note in &panel.notes {
-        let at = (note.at.0, clamp(&panel.y, note.at.1));
-        chart.draw_series([Text::new(note.text.clone(), at, note_style.clone())])?;
-    }
-    for band in &panel.bands {
-        draw_band_label(chart, panel, band)?;
+    draw_labels(chart, panel)
+}
+
+/// The labels of the reference lines, bands and lanes, where [`labels::place`] puts them.
+fn draw_labels<DB: DrawingBackend, X: Scale, Y: Scale>(
+    chart: &mut Context<'_, DB, X, Y>,
+    panel: &Panel,
+) -> DrawResult<DB> {
+    let (columns, rows) = chart.plotting_area().get_pixel_range();
+    let area = labels::Box {
+        x: columns.start,
+        y: rows.start,
+        width: columns.end - columns.start,
+        height: rows.end - rows.start,
+    };
+    let placed = labels::place(panel, |x, y| chart.backend_coord(&(x, y)), area);
+    let plot = chart.plotting_area().strip_coord_spec();
+    let (base_x, base_y) = chart.plotting_area().get_base_pixel();
+    for label in placed {
+        let (x, y) = (label.at.x - base_x, label.at.y - base_y);
+        let mut text_x = x;
+        if label.backed {
+            let corners = [(x, y), (x + label.at.width, y + label.at.height)];
+            plot.draw(&Rectangle::new(corners, WHITE.mix(0.8).filled()))?;
+            text_x += 2;
+        }
+        let style = text(labels::LABEL_SIZE)
+            .color(&label.color)
+            .pos(Pos::new(HPos::Left, VPos::Top));
+        plot.draw(&Text::new(label.text, (text_x, y + 1), style))?;
     }
     Ok(())
 }
@@ -290,42 +478,6 @@ fn draw_band<DB: DrawingBackend, X: Scale, Y: Scale>(
         chart.draw_series(lines)?;
     }
     Ok(())
-}
-
-const BAND_LABEL_SIZE: f64 = 13.0;
-
-/// A band's label inside its top left corner; beside the band, at its top, when the band is
-/// narrower than the text (an instant fault): right of it, or left where there is no room.
-fn draw_band_label<DB: DrawingBackend, X: Scale, Y: Scale>(
-    chart: &mut Context<'_, DB, X, Y>,
-    panel: &Panel,
-    band: &Band,
-) -> DrawResult<DB> {
-    let Some(label) = &band.label else {
-        return Ok(());
-    };
-    let (x, y) = (&panel.x.range, &panel.y.range);
-    let start = band.x.start.max(x.start);
-    if start >= x.end {
-        return Ok(());
-    }
-    let end = band.x.end.clamp(start, x.end);
-    let top = band.y.as_ref().map_or(y.end, |rows| rows.end);
-    let pixel = |x| chart.backend_coord(&(x, top)).0;
-    let (left, right, panel_right) = (pixel(start), pixel(end), pixel(x.end));
-    let width = text_width(label, BAND_LABEL_SIZE) as i32 + 6;
-    let (at, offset, h_pos) = if width <= right - left {
-        (start, (3, 3), HPos::Left)
-    } else if right + width <= panel_right {
-        (end, (3, 3), HPos::Left)
-    } else {
-        (start, (-3, 3), HPos::Right)
-    };
-    let style = text(BAND_LABEL_SIZE)
-        .color(&RGBColor(70, 70, 70))
-        .pos(Pos::new(h_pos, VPos::Top));
-    let element = EmptyElement::at((at, top)) + Text::new(label.clone(), offset, style);
-    chart.plotting_area().draw(&element)
 }
 
 /// A line, its segments drawn apart; a segment of one point is a dot. A marked line gets a
@@ -408,8 +560,8 @@ pub(crate) fn pieces(
 /// About how many circles mark a line that is the same as another.
 const MARKS_PER_LINE: usize = 24;
 
-/// A reference line across the panel, its label above its right end (horizontal) or beside
-/// its top, on the side with more room (vertical). One outside the axis (a limit of zero on a log axis) is left out.
+/// A reference line across the panel (its label is placed with the others). One outside the
+/// axis (a limit of zero on a log axis) is left out.
 fn draw_rule<DB: DrawingBackend, X: Scale, Y: Scale>(
     chart: &mut Context<'_, DB, X, Y>,
     panel: &Panel,
@@ -417,50 +569,22 @@ fn draw_rule<DB: DrawingBackend, X: Scale, Y: Scale>(
 ) -> DrawResult<DB> {
     let (x, y) = (&panel.x.range, &panel.y.range);
     let style = shape(rule.stroke);
-    let label_style = text(BAND_LABEL_SIZE).color(&rule.stroke.color);
-    let (ends, label_at, offset, anchor) = if rule.vertical {
+    let ends = if rule.vertical {
         if !x.contains(&rule.at) {
             return Ok(());
         }
-        let ends = [(rule.at, y.start), (rule.at, y.end)];
-        // Right of the line in the left half of the panel, left of it in the right half.
-        let pixel = |x| chart.backend_coord(&(x, y.end)).0;
-        let (at, left, right) = (pixel(rule.at), pixel(x.start), pixel(x.end));
-        let (offset, h_pos) = if at * 2 > left + right {
-            ((-4, 4), HPos::Right)
-        } else {
-            ((4, 4), HPos::Left)
-        };
-        (ends, (rule.at, y.end), offset, Pos::new(h_pos, VPos::Top))
+        [(rule.at, y.start), (rule.at, y.end)]
     } else {
         if !y.contains(&rule.at) {
             return Ok(());
         }
-        let ends = [(x.start, rule.at), (x.end, rule.at)];
-        (
-            ends,
-            (x.end, rule.at),
-            (-4, -3),
-            Pos::new(HPos::Right, VPos::Bottom),
-        )
+        [(x.start, rule.at), (x.end, rule.at)]
     };
     match rule.stroke.dash.pattern() {
         None => chart.draw_series([PathElement::new(ends, style)])?,
         Some((on, off)) => chart.draw_series([DashedPathElement::new(ends, on, off, style)])?,
     };
-    let label = Text::new(rule.label.clone(), offset, label_style.pos(anchor));
-    chart
-        .plotting_area()
-        .draw(&(EmptyElement::at(label_at) + label))
-}
-
-/// On a log axis, values at or below its start (zeros) are drawn on it.
-fn clamp(axis: &Axis, value: f64) -> f64 {
-    if axis.log {
-        value.max(axis.range.start)
-    } else {
-        value
-    }
+    Ok(())
 }
 
 pub(crate) fn shape(stroke: Stroke) -> ShapeStyle {

@@ -102,7 +102,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         if lines.iter().all(|line| line.segments.is_empty()) {
             continue;
         }
-        let y = value_axis(metric.clone(), y_values(&lines));
+        let y = value_axis(metric_description(metric), y_values(&lines));
         let x = x_axis(
             study,
             series.iter().flat_map(|s| &s.members).map(|&i| x_of(i)),
@@ -167,6 +167,23 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
     ))
 }
 
+/// A metric's path with its unit, for its axis: the summary's names carry their unit
+/// (`latency_ms.all.p99`, `peak_bytes`); a peak counts things at once; the rest are counts.
+fn metric_description(path: &str) -> String {
+    let segments: Vec<&str> = path.split('.').collect();
+    let last = segments.last().copied().unwrap_or_default();
+    let unit = if segments.iter().any(|s| s.ends_with("_ms")) {
+        "ms"
+    } else if segments.iter().any(|s| s.ends_with("_bytes")) {
+        "bytes"
+    } else if last.starts_with("peak") {
+        "at once"
+    } else {
+        "count"
+    };
+    format!("{path} ({unit})")
+}
+
 /// Groups the variants into lines: for a sweep, those with the same name once the first
 /// axis's `label=value` is taken out; otherwise one line per variant.
 fn series(study: &Study) -> Vec<Series> {
@@ -210,7 +227,8 @@ fn series(study: &Study) -> Vec<Series> {
     all
 }
 
-/// The x values with a margin (linear: the renderer draws log scales on y only).
+/// The x values with a margin (linear: the renderer draws log scales on y only); without a
+/// sweep, the variants' numbers as categories.
 fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
     let values: Vec<f64> = values.filter(|x| x.is_finite()).collect();
     let min = values.iter().copied().fold(f64::INFINITY, f64::min);
@@ -225,6 +243,17 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
             description,
             range: 0.0..1.0,
             log: false,
+            categories: false,
+        };
+    }
+    if study.sweep.is_none() {
+        // Variants numbered 1, 2, 3: whole-number ticks, and half a step each side, so the
+        // first and last variants' marks (0.15 each side of their number) are whole.
+        return Axis {
+            description,
+            range: min - 0.5..max + 0.5,
+            log: false,
+            categories: true,
         };
     }
     let pad = if max > min {
@@ -236,6 +265,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
         description,
         range: min - pad..max + pad,
         log: false,
+        categories: false,
     }
 }
 
@@ -372,5 +402,94 @@ mod tests {
         let labels: Vec<&str> = chart.legend.iter().map(|e| e.label.as_str()).collect();
         assert!(labels.contains(&"1. r4j / open=500ms"), "{labels:?}");
         assert!(labels.contains(&"6. polly / open=2s"), "{labels:?}");
+    }
+
+    /// The numbers written in `svg`'s text elements.
+    fn numbers_written(svg: &str) -> Vec<f64> {
+        let texts = svg
+            .split("</text>")
+            .filter_map(|part| part.rsplit_once('>'));
+        texts
+            .filter_map(|(_, text)| text.trim().parse().ok())
+            .collect()
+    }
+
+    /// The study chart of redis-dead-protection's three variants had ticks at 1, 1.5, 2, 2.5
+    /// and 3 (a variant 1.5 names nothing), and cut the first and last variants' marks.
+    #[test]
+    fn without_a_sweep_the_variant_axis_has_whole_number_ticks_and_room_for_the_end_marks() {
+        let mut study = study();
+        study.sweep = None;
+        study.variants.truncate(3);
+        for variant in &mut study.variants {
+            variant.point.clear();
+            variant.sweep_x = None;
+        }
+        let chart = chart(&study).unwrap();
+        let panel = &chart.panels[0];
+        let xs = panel
+            .lines
+            .iter()
+            .flat_map(|line| line.segments.iter().flatten());
+        let (low, high) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), p| {
+            (low.min(p.0), high.max(p.0))
+        });
+        assert!(
+            panel.x.range.start <= low - 0.2 && panel.x.range.end >= high + 0.2,
+            "marks from {low} to {high} on an axis from {:?}",
+            panel.x.range
+        );
+        assert!(crate::embedded_font_registered());
+        let numbers = numbers_written(&crate::render::svg(&chart).unwrap());
+        assert!(
+            numbers.iter().all(|number| number.fract() == 0.0),
+            "ticks: {numbers:?}"
+        );
+        for variant in [1.0, 2.0, 3.0] {
+            assert!(numbers.contains(&variant), "{variant} in {numbers:?}");
+        }
+    }
+
+    #[test]
+    fn many_categories_are_labelled_every_few_from_the_first() {
+        use crate::render::category_ticks;
+        assert_eq!(category_ticks(&(0.5..3.5), 10), [1.0, 2.0, 3.0]);
+        assert_eq!(
+            category_ticks(&(0.5..21.5), 10),
+            [1.0, 6.0, 11.0, 16.0, 21.0]
+        );
+        assert_eq!(
+            category_ticks(&(0.5..12.5), 6),
+            [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]
+        );
+        assert!(category_ticks(&(0.2..0.8), 10).is_empty());
+    }
+
+    /// The study chart's y axes were the metric paths alone: `outcomes.ok`, with no unit.
+    #[test]
+    fn each_panel_says_its_metrics_unit() {
+        let mut study = study();
+        study.selection.metrics = vec!["timeouts".into(), "latency_ms.all.p99".into()];
+        for variant in &mut study.variants {
+            let timeouts = variant.metrics["timeouts"].clone();
+            variant
+                .metrics
+                .insert("latency_ms.all.p99".into(), timeouts);
+        }
+        let chart = chart(&study).unwrap();
+        let axes: Vec<&str> = chart
+            .panels
+            .iter()
+            .map(|p| p.y.description.as_str())
+            .collect();
+        assert_eq!(axes, ["timeouts (count)", "latency_ms.all.p99 (ms)"]);
+        assert_eq!(
+            metric_description("redis.main.peak_bytes"),
+            "redis.main.peak_bytes (bytes)"
+        );
+        assert_eq!(
+            metric_description("databases.main.peak_concurrency"),
+            "databases.main.peak_concurrency (at once)"
+        );
     }
 }

@@ -95,5 +95,6 @@ fn x_axis(sweep: &SweepInfo, values: impl Iterator<Item = f64>) -> Axis {
         description,
         range,
         log: false,
+        categories: false,
     }
 }

@@ -1,7 +1,7 @@
 //! What the charts over time share: the time axis, rates per second, and the shading of fault
 //! windows (each labelled with its fault's name).
 
-use outagelab_report::{FaultWindow, RunReport, Series, VariantReport};
+use outagelab_report::{FaultWindow, RunReport, Series, VariantReport, Verdict};
 use plotters::style::RGBColor;
 
 use crate::axes::format_number;
@@ -35,6 +35,7 @@ pub(crate) fn time_axis(report: &RunReport) -> Axis {
         description: "time (s)".to_string(),
         range: 0.0..end_s,
         log: false,
+        categories: false,
     }
 }
 
@@ -89,22 +90,30 @@ pub(crate) fn covered_ms(series: &Series, end_ms: f64) -> impl Iterator<Item = (
     })
 }
 
-/// `count(bucket)` per second of each bucket, at the middle of the part of it the run
-/// covered: the last bucket, cut short by the end of the run, is divided by what it covered,
-/// so it does not drop. A bucket that covers no time (one that starts where the run ended)
-/// has no rate; no points at all when the series has no usable bucket width.
+/// `count(bucket)` per second of each bucket: its count over the bucket's full width, at the
+/// middle of the part of it the run covered. A bucket the run covered only in part is not
+/// scaled up to a full bucket: a few requests ending together in its last milliseconds would
+/// read as a rate nothing sustained (10 completions in the last 12 ms of a bulkhead capped at
+/// 400/s drew 832/s). A run that ended by itself (every request ended, or none could) saw the
+/// rest of its last bucket empty, so that bucket's count over the full width is its rate; a
+/// run cut off inside a bucket (a horizon, a budget) did not see the rest, so that bucket has
+/// no rate, as a bucket that covers no time (one that starts where the run ended) has none.
+/// No points at all when the series has no usable bucket width.
 pub(crate) fn rates(
     variant: &VariantReport,
     count: impl Fn(usize) -> u64,
 ) -> Vec<(f64, Option<f64>)> {
     let series = &variant.series;
-    if bucket_ms(series) <= 0.0 {
+    let width_ms = bucket_ms(series);
+    if width_ms <= 0.0 {
         return Vec::new();
     }
+    let ended_by_itself = matches!(variant.verdict, Verdict::Completed | Verdict::Stalled);
     covered_ms(series, variant.end_ms)
         .enumerate()
         .map(|(index, (start, end))| {
-            let rate = (end > start).then(|| count(index) as f64 * 1000.0 / (end - start));
+            let seen = end >= start + width_ms || (end > start && ended_by_itself);
+            let rate = seen.then(|| count(index) as f64 * 1000.0 / width_ms);
             ((start + end) / 2000.0, rate)
         })
         .collect()

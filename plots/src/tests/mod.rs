@@ -715,6 +715,7 @@ fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
+mod defects;
 mod postmortem;
 
 #[test]

@@ -1,0 +1,263 @@
+//! Where a panel's labels go, in pixels: the reference lines' labels, the fault bands' names
+//! and the lane names, placed so that no label is written over another (the SLO's label lay
+//! on the fault's name). Each label has a preferred place and a few others; the first place
+//! that is inside the plotting area and clear of the labels placed before it is taken.
+//! Reference lines are placed first (their labels belong at their line), then bands, then
+//! notes. Notes (lane names) sit on coloured spans, so they are written on a light box.
+
+use plotters::style::RGBColor;
+
+use crate::chart::{Axis, Panel};
+use crate::layout::text_width;
+
+pub(crate) const LABEL_SIZE: f64 = 13.0;
+/// The height of a line of label text, in pixels.
+const LINE_HEIGHT: i32 = 16;
+const BAND_LABEL_COLOR: RGBColor = RGBColor(70, 70, 70);
+
+/// A rectangle in pixels: `x`, `y` its top left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Box {
+    pub x: i32,
+    pub y: i32,
+    pub width: i32,
+    pub height: i32,
+}
+
+impl Box {
+    pub fn overlaps(&self, other: &Box) -> bool {
+        self.x < other.x + other.width
+            && other.x < self.x + self.width
+            && self.y < other.y + other.height
+            && other.y < self.y + self.height
+    }
+
+    fn inside(&self, area: &Box) -> bool {
+        self.x >= area.x
+            && self.y >= area.y
+            && self.x + self.width <= area.x + area.width
+            && self.y + self.height <= area.y + area.height
+    }
+}
+
+/// A label where it is written: its text's top left corner is the box's.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Placed {
+    pub text: String,
+    pub at: Box,
+    pub color: RGBColor,
+    /// Written on a light box (a lane name over a coloured span).
+    pub backed: bool,
+}
+
+/// Every label of `panel`, placed: `pixel` maps a point of the panel to pixels, `area` is the
+/// plotting area in the same pixels.
+pub(crate) fn place(
+    panel: &Panel,
+    pixel: impl Fn(f64, f64) -> (i32, i32),
+    area: Box,
+) -> Vec<Placed> {
+    let (x, y) = (&panel.x.range, &panel.y.range);
+    let mut placed: Vec<Placed> = Vec::new();
+    let mut put = |text: &str, color: RGBColor, backed: bool, candidates: Vec<Box>| {
+        let free = |candidate: &&Box| placed.iter().all(|other| !other.at.overlaps(candidate));
+        let Some(first) = candidates.first().copied() else {
+            return;
+        };
+        // Clear and inside; else clear (a label too long for the panel); else where it belongs.
+        let inside = candidates.iter().filter(|c| c.inside(&area)).find(free);
+        let at = *inside
+            .or_else(|| candidates.iter().find(free))
+            .unwrap_or(&first);
+        placed.push(Placed {
+            text: text.to_owned(),
+            at,
+            color,
+            backed,
+        });
+    };
+    for rule in &panel.rules {
+        let width = text_width(&rule.label, LABEL_SIZE) as i32;
+        let sized = |x: i32, y: i32| Box {
+            x,
+            y,
+            width,
+            height: LINE_HEIGHT,
+        };
+        let candidates = if rule.vertical {
+            if !x.contains(&rule.at) {
+                continue;
+            }
+            // Right of the line in the left half of the panel, left of it in the right half;
+            // then lower down.
+            let (at, top) = pixel(rule.at, y.end);
+            let left_half = at * 2 <= area.x * 2 + area.width;
+            let x = if left_half { at + 4 } else { at - 4 - width };
+            (0..6)
+                .map(|step| sized(x, top + 4 + step * LINE_HEIGHT))
+                .collect()
+        } else {
+            if !y.contains(&rule.at) {
+                continue;
+            }
+            // Above the line at its right end, below it, then the same at its left end.
+            let (right, at) = pixel(x.end, rule.at);
+            let (left, _) = pixel(x.start, rule.at);
+            vec![
+                sized(right - 4 - width, at - 3 - LINE_HEIGHT),
+                sized(right - 4 - width, at + 3),
+                sized(left + 4, at - 3 - LINE_HEIGHT),
+                sized(left + 4, at + 3),
+            ]
+        };
+        put(&rule.label, rule.stroke.color, false, candidates);
+    }
+    for band in &panel.bands {
+        let Some(label) = &band.label else {
+            continue;
+        };
+        let start = band.x.start.max(x.start);
+        if start >= x.end {
+            continue;
+        }
+        let end = band.x.end.clamp(start, x.end);
+        let top = band.y.as_ref().map_or(y.end, |rows| rows.end);
+        let (left, top) = pixel(start, top);
+        let (right, _) = pixel(end, y.end);
+        let width = text_width(label, LABEL_SIZE) as i32;
+        // Inside the band at its top left; beside it when it is narrower than the text
+        // (an instant fault): right of it, or left where there is no room.
+        let x = if width + 6 <= right - left {
+            left + 3
+        } else if right + width + 6 <= area.x + area.width {
+            right + 3
+        } else {
+            left - 3 - width
+        };
+        // Lower down, one line at a time, where another label is in the way.
+        let candidates = (0..6).map(|step| Box {
+            x,
+            y: top + 3 + step * LINE_HEIGHT,
+            width,
+            height: LINE_HEIGHT,
+        });
+        put(label, BAND_LABEL_COLOR, false, candidates.collect());
+    }
+    for note in &panel.notes {
+        let (at_x, at_y) = pixel(note.at.0, clamp(&panel.y, note.at.1));
+        let width = text_width(&note.text, LABEL_SIZE) as i32 + 4;
+        let at = Box {
+            x: at_x,
+            y: at_y - LINE_HEIGHT / 2,
+            width,
+            height: LINE_HEIGHT,
+        };
+        put(&note.text, crate::chart::INK, true, vec![at]);
+    }
+    placed
+}
+
+/// On a log axis, values at or below its start (zeros) are drawn on it.
+pub(crate) fn clamp(axis: &Axis, value: f64) -> f64 {
+    if axis.log {
+        value.max(axis.range.start)
+    } else {
+        value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chart::{Band, Dash, FAULT_GRAY, INK, Note, Rule, Stroke};
+
+    fn axis(range: std::ops::Range<f64>) -> Axis {
+        Axis {
+            description: String::new(),
+            range,
+            log: false,
+            categories: false,
+        }
+    }
+
+    fn rule(at: f64, label: &str) -> Rule {
+        Rule {
+            at,
+            vertical: false,
+            stroke: Stroke {
+                color: INK,
+                dash: Dash::Dashed,
+                width: 1,
+            },
+            label: label.to_owned(),
+        }
+    }
+
+    /// A small multiple of a 21-variant sweep: 170 by 60 pixels, its SLO near the top, a
+    /// fault from the start with a long name, a second limit just under the SLO, and a lane.
+    fn crowded() -> (Panel, Box) {
+        let mut panel = Panel::new(axis(0.0..1.2), axis(0.0..420.0));
+        panel.bands.push(Band {
+            label: Some("redis-dead-at-peak".to_owned()),
+            ..Band::full_height(0.0..1.2, FAULT_GRAY, 0.18)
+        });
+        panel.rules.push(rule(350.0, "SLO p99 ≤ 350 ms"));
+        panel.rules.push(rule(330.0, "db: max 330"));
+        panel.notes.push(Note {
+            at: (0.0, 100.0),
+            text: "timeout + breaker".to_owned(),
+        });
+        let area = Box {
+            x: 100,
+            y: 40,
+            width: 170,
+            height: 90,
+        };
+        (panel, area)
+    }
+
+    fn pixel(panel: &Panel, area: Box) -> impl Fn(f64, f64) -> (i32, i32) + '_ {
+        move |x, y| {
+            let (xs, ys) = (&panel.x.range, &panel.y.range);
+            let across = (x - xs.start) / (xs.end - xs.start) * f64::from(area.width);
+            let up = (y - ys.start) / (ys.end - ys.start) * f64::from(area.height);
+            (
+                area.x + across.round() as i32,
+                area.y + area.height - up.round() as i32,
+            )
+        }
+    }
+
+    /// The SLO's label was written over the fault's name in every small multiple of a sweep
+    /// whose objective lay near the top of the panels.
+    #[test]
+    fn labels_do_not_overlap_each_other() {
+        let (panel, area) = crowded();
+        let placed = place(&panel, pixel(&panel, area), area);
+        assert_eq!(placed.len(), 4, "{placed:?}");
+        for (index, label) in placed.iter().enumerate() {
+            for other in &placed[index + 1..] {
+                assert!(
+                    !label.at.overlaps(&other.at),
+                    "{:?} over {:?}",
+                    label.text,
+                    other.text
+                );
+            }
+        }
+        // The SLO's label stays at its line's right end, above or below it, in the panel.
+        let slo = &placed[0];
+        let (right, at) = pixel(&panel, area)(1.2, 350.0);
+        assert_eq!(slo.at.x + slo.at.width, right - 4);
+        assert!(
+            slo.at.y + slo.at.height == at - 3 || slo.at.y == at + 3,
+            "{slo:?}"
+        );
+        assert!(
+            placed.iter().all(|label| label.at.inside(&area)),
+            "{placed:?}"
+        );
+        // A lane's name is written on a light box, over its coloured span.
+        assert!(placed[3].backed);
+    }
+}
