@@ -288,7 +288,7 @@ pub async fn calibrate(address: &str, plan: Plan) -> RedisResult<Calibration> {
     let per_call = |command: &str| {
         let (calls, usec) = after.per(command, &before);
         // Microseconds over calls, as nanoseconds per call.
-        (calls > 0).then(|| usec * 1000 / calls).unwrap_or(0)
+        (usec * 1000).checked_div(calls).unwrap_or(0)
     };
     let (set_server_nanos, incr_server_nanos) = (per_call("set"), per_call("incr"));
     let mut cleanup = redis::cmd("DEL");

@@ -126,7 +126,7 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
         .map_err(|unsupported| unsupported.key)
     };
     let stop = fault("a", "redis", "stop", "100ms", "200ms");
-    assert_eq!(cuts(&[stop.clone()]), Ok(()));
+    assert_eq!(cuts(std::slice::from_ref(&stop)), Ok(()));
     assert_eq!(
         cuts(&[stop.clone(), fault("b", "s", "disconnect", "250ms", "10ms")]),
         Err("faults.b".to_owned())
@@ -150,12 +150,10 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
         Err("faults.a.target".to_owned())
     );
     // And what it can do passes.
-    let fine = format!(
-        "{}",
-        read(&format!(
-            r#"{get}, {{ db = {{ name = "main", timeout = "50ms" }} }}, {{ work = "1ms" }}"#
-        ))
-    );
+    let fine = read(&format!(
+        r#"{get}, {{ db = {{ name = "main", timeout = "50ms" }} }}, {{ work = "1ms" }}"#
+    ))
+    .to_string();
     assert_eq!(check(&scenario(&format!("{BASE}{fine}"))), Ok(()));
 }
 

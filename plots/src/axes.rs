@@ -155,9 +155,9 @@ mod tests {
         let queries = line(&[0.0, 40_000.0, 98_000.0]);
         let in_use = line(&[0.0, 5.0, 9.0]);
         // Alone, each is linear; a bulkhead limit of 10 next to 98k queries is not.
-        assert!(!count_axis("y", &[queries.clone()], &[]).log);
-        assert!(!count_axis("y", &[in_use.clone()], &[10.0]).log);
-        let both = count_axis("y", &[queries.clone()], &[10.0]);
+        assert!(!count_axis("y", std::slice::from_ref(&queries), &[]).log);
+        assert!(!count_axis("y", std::slice::from_ref(&in_use), &[10.0]).log);
+        let both = count_axis("y", std::slice::from_ref(&queries), &[10.0]);
         assert!(both.log);
         assert_eq!(both.range, 10.0 / 1.5..98_000.0 * 1.5);
         let lines = count_axis("y", &[queries, in_use], &[]);

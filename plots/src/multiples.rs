@@ -69,11 +69,14 @@ impl Kind {
     }
 }
 
+/// A line's runs of points, `(x, y)`, broken where it has no value.
+pub(crate) type Segments = Vec<Vec<(f64, f64)>>;
+
 /// One variant's part of a chart: its lines (each with the index of its kind) and its
 /// configured limits. A chart has one part per variant, in the report's order.
 #[derive(Default)]
 pub(crate) struct Part {
-    pub lines: Vec<(usize, Vec<Vec<(f64, f64)>>)>,
+    pub lines: Vec<(usize, Segments)>,
     pub limits: Vec<Limit>,
 }
 

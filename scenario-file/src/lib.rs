@@ -1056,7 +1056,9 @@ impl<'t> Reader<'_> {
                 }
             }
         }
-        let mut file: Option<(String, u64, Option<RangeInclusive<u64>>, Option<String>)> = None;
+        // The file's name, seed, stated seed range and description, from the first variant.
+        type Header = (String, u64, Option<RangeInclusive<u64>>, Option<String>);
+        let mut file: Option<Header> = None;
         let mut built = Vec::new();
         // Every resource of every variant, where its name is written, and those named.
         let mut defined: BTreeMap<(&'static str, String), Option<Range<usize>>> = BTreeMap::new();

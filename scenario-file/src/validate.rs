@@ -358,7 +358,7 @@ impl<'a> Validator<'a> {
                         Some(0) => {
                             v.error(
                                 Some(most.span()),
-                                &key("copy_before_yield"),
+                                key("copy_before_yield"),
                                 "must be more than zero bytes: a writer that yields before \
                                  copying anything never writes",
                             );
@@ -374,12 +374,12 @@ impl<'a> Validator<'a> {
                 }
                 (Some(copy_rate), None) => {
                     let message = format!("needs copy_before_yield too: {TURN}");
-                    v.error(Some(copy_rate.span()), &key("copy_rate"), message);
+                    v.error(Some(copy_rate.span()), key("copy_rate"), message);
                     None
                 }
                 (None, Some(most)) => {
                     let message = format!("needs copy_rate too: {TURN}");
-                    v.error(Some(most.span()), &key("copy_before_yield"), message);
+                    v.error(Some(most.span()), key("copy_before_yield"), message);
                     None
                 }
             };

@@ -215,7 +215,8 @@ variants = ["b"]
 "#,
     )
     .unwrap();
-    let seen: Vec<(&str, Option<f64>, Vec<(String, String)>, usize)> = (file.variants.iter())
+    type Seen<'a> = (&'a str, Option<f64>, Vec<(String, String)>, usize);
+    let seen: Vec<Seen> = (file.variants.iter())
         .map(|v| {
             let values = v.sweep_values.clone();
             (v.name.as_str(), v.sweep_x, values, v.expectations.len())

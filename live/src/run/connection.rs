@@ -27,7 +27,9 @@ pub(crate) enum Link {
         connection: MultiplexedConnection,
         lost: AtomicBool,
     },
-    Slot(LiveSlot<RedisConnector, TokioClock>),
+    /// Boxed: a slot is far larger than a plain connection, and a run holds one link per
+    /// connection of the file.
+    Slot(Box<LiveSlot<RedisConnector, TokioClock>>),
 }
 
 pub(crate) struct Connection {
@@ -58,7 +60,7 @@ impl Connection {
                         ))
                     })?;
                 }
-                Link::Slot(slot)
+                Link::Slot(Box::new(slot))
             }
             Reconnect::Manager { .. } => unreachable!("refused by the live check"),
             Reconnect::Always | Reconnect::Never => {

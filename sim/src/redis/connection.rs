@@ -480,7 +480,7 @@ impl Redis {
                     .as_mut()
                     .expect("a manager draws its delays")
                     .below(1 << 20);
-                let nanos = u128::from(exponential.as_nanos()) * u128::from(jitter) >> 20;
+                let nanos = (u128::from(exponential.as_nanos()) * u128::from(jitter)) >> 20;
                 let delay = SimDuration::from_nanos(nanos as u64);
                 events.schedule(
                     now.saturating_add(delay),
