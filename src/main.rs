@@ -6,6 +6,7 @@
 //! 2 when the file or the command line is wrong.
 
 mod compare;
+mod init;
 mod live;
 mod page;
 mod review;
@@ -130,6 +131,19 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         json: PathBuf,
     },
+    /// Write a starter scenario for your own service from a template (each validates and
+    /// runs as written; change the numbers its comments point at).
+    Init {
+        /// Where to write it (`-` for standard output); it is never overwritten.
+        #[arg(default_value = "scenario.toml")]
+        path: PathBuf,
+        /// The template: cache-aside, lock-guarded-writes or gateway-rate-limit.
+        #[arg(long, default_value = "cache-aside")]
+        template: String,
+        /// List the templates and what each models.
+        #[arg(long, conflicts_with = "template")]
+        list: bool,
+    },
     /// Check a scenario file without running it.
     Validate {
         /// The scenario file (TOML).
@@ -241,6 +255,26 @@ fn main() -> ExitCode {
                 small_sets: Plan::SEED_000.small_sets,
             },
         ),
+        Command::Init {
+            path,
+            template,
+            list,
+        } => {
+            if list {
+                say(&init::listing());
+                return ExitCode::SUCCESS;
+            }
+            match init::write(&template, &path) {
+                Ok(said) => {
+                    eprint!("{said}");
+                    ExitCode::SUCCESS
+                }
+                Err(message) => {
+                    eprintln!("{message}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Validate {
             file,
             explain,

@@ -259,6 +259,50 @@ fn a_newcomer_s_mistakes_are_answered_with_the_fix() {
     }
 }
 
+/// A newcomer's first minutes: `init` writes each template, and what it wrote validates
+/// without a warning and runs with every expectation held; it never overwrites a file, names
+/// the templates when given another, and writes to standard output for `-`.
+#[test]
+fn init_writes_each_template_and_what_it_wrote_runs() {
+    let dir = scratch("init");
+    for template in ["cache-aside", "lock-guarded-writes", "gateway-rate-limit"] {
+        let path = dir.join(format!("{template}.toml"));
+        let path = path.to_str().unwrap();
+        let output = outagelab(&["init", path, "--template", template]);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        assert!(text(&output.stderr).contains(&format!("next: outagelab run {path}")));
+        let checked = outagelab(&["validate", "--strict", path]);
+        assert_eq!(checked.status.code(), Some(0), "{}", text(&checked.stderr));
+        let run = outagelab(&["run", path, "--quiet"]);
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "{template}: {}",
+            text(&run.stdout)
+        );
+        assert!(
+            text(&run.stdout).contains("0 failed"),
+            "{}",
+            text(&run.stdout)
+        );
+        let again = outagelab(&["init", path, "--template", template]);
+        assert_eq!(again.status.code(), Some(2));
+        assert!(text(&again.stderr).contains("init never overwrites a file"));
+    }
+    let unknown = outagelab(&[
+        "init",
+        dir.join("x.toml").to_str().unwrap(),
+        "--template",
+        "kafka",
+    ]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(text(&unknown.stderr).contains("no template \"kafka\"; the templates:"));
+    assert!(text(&unknown.stderr).contains("lock-guarded-writes"));
+    let stdout = outagelab(&["init", "-"]);
+    assert_eq!(stdout.status.code(), Some(0));
+    assert_eq!(text(&stdout.stdout), bundled("quick-start.toml"));
+}
+
 #[test]
 fn a_failed_expectation_exits_1_and_says_how_to_reproduce() {
     let dir = scratch("failing");
