@@ -151,7 +151,65 @@ pub fn render(comparison: &Comparison) -> String {
         }
     }
     for variant in &comparison.variants {
+        out.push_str(&summaries(variant));
+    }
+    for variant in &comparison.variants {
         out.push_str(&buckets(variant));
+    }
+    out
+}
+
+/// Most summary rows printed per variant; the rest are in `--json`.
+const SUMMARY_ROWS_MAX: usize = 60;
+
+/// Every count, peak and limit both summaries have that is not zero on both sides, side by
+/// side with the difference and a verdict (all of them, zeros too, are in `--json`).
+fn summaries(variant: &VariantComparison) -> String {
+    let rows: Vec<_> = (variant.summary.iter())
+        .filter(|row| row.values != [0.0, 0.0])
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let number = |v: f64| {
+        if v.fract() == 0.0 && v.abs() < 1e15 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    let mut table = Table {
+        header: ["metric", "A", "B", "d", "B vs A"]
+            .map(str::to_owned)
+            .to_vec(),
+        rows: Vec::new(),
+    };
+    for row in rows.iter().take(SUMMARY_ROWS_MAX) {
+        table.rows.push(vec![
+            row.metric.clone(),
+            number(row.values[0]),
+            number(row.values[1]),
+            if row.difference == 0.0 {
+                String::new()
+            } else {
+                format!(
+                    "{}{}",
+                    if row.difference > 0.0 { "+" } else { "" },
+                    number(row.difference)
+                )
+            },
+            row.verdict.to_owned(),
+        ]);
+    }
+    let differ = rows.iter().filter(|row| row.verdict != "same").count();
+    let mut out = format!(
+        "\n{}: summaries ({differ} of {} numbers differ; zeros on both sides left out)\n\n",
+        variant.name,
+        rows.len()
+    );
+    out.push_str(&table.render());
+    if rows.len() > SUMMARY_ROWS_MAX {
+        writeln!(out, "({} more in --json)", rows.len() - SUMMARY_ROWS_MAX).unwrap();
     }
     out
 }

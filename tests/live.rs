@@ -75,6 +75,46 @@ count = 1
     );
 }
 
+/// `compare` puts every number the two summaries share side by side, with a verdict: on
+/// seed 001's forwarder file, the fail-opens and the reconnects; and a run with a longer cut
+/// (`--set`) against the file's own says which of them moved, and which way.
+#[test]
+fn compare_puts_the_summaries_side_by_side_fail_opens_and_reconnects_included() {
+    let dir = scratch("compare-summaries");
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let file = "scenarios/forwarder-outage.toml";
+    assert_eq!(
+        outagelab(&["run", file, "--json", a]).status.code(),
+        Some(0)
+    );
+    let longer = "faults.network.duration=\"2s\"";
+    // The file's expectations are for its own 1.2 s cut: the longer one fails some (exit 1),
+    // and still writes its report.
+    let output = outagelab(&["run", file, "--json", b, "--set", longer]);
+    assert_eq!(output.status.code(), Some(1));
+    let output = outagelab(&["compare", a, b]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    println!("{stdout}");
+    assert!(stdout.contains("network cut: summaries ("), "{stdout}");
+    let line = |metric: &str| -> Vec<String> {
+        (stdout.lines())
+            .find(|line| line.split_whitespace().next() == Some(metric))
+            .unwrap_or_else(|| panic!("no row {metric}:\n{stdout}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    // A cut 0.8 s longer: more requests fail open, and the reconnect that came after the
+    // file's cut has not come by the end of the run.
+    let fail_open = line("connections.cache.fail_open");
+    assert_eq!(fail_open[4], "higher", "{fail_open:?}");
+    assert!(fail_open[3].starts_with('+'), "{fail_open:?}");
+    let reconnects = line("connections.cache.slot.reconnects");
+    assert_eq!(reconnects[1..], ["1", "0", "-1", "lower"], "{reconnects:?}");
+}
+
 /// `compare` of a run with itself: every difference is zero and the failure windows coincide;
 /// with the buckets regrouped to 500 ms the window is the same time, coarser.
 #[test]

@@ -62,11 +62,58 @@ pub struct Fault {
     pub end_ms: Option<f64>,
 }
 
-/// A variant's totals, as compared: its flows' latency.
+/// A variant's totals, as compared: its flows' latency, and everything else its summary
+/// holds (for [`SummaryRow`]s).
 #[derive(Clone, Debug, Deserialize)]
 pub struct Totals {
     #[serde(default)]
     pub flows: BTreeMap<String, FlowTotals>,
+    #[serde(flatten)]
+    pub rest: BTreeMap<String, serde_json::Value>,
+}
+
+/// One number both reports' summaries have for a variant (a count, a peak, a limit), side by
+/// side: `servers.redis.oom_replies`, `connections.cache.fail_open`,
+/// `connections.limits.slot.reconnects`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SummaryRow {
+    pub metric: String,
+    pub values: [f64; 2],
+    /// Second minus first.
+    pub difference: f64,
+    /// `same`, `higher` or `lower` (the second report's against the first's).
+    pub verdict: &'static str,
+}
+
+/// Every number both summaries have (the latency histogram's buckets left out: the flows'
+/// percentiles and the series compare latency), in path order.
+fn summary_rows(a: &Totals, b: &Totals) -> Vec<SummaryRow> {
+    let flat = |totals: &Totals| {
+        let value = serde_json::Value::Object(
+            (totals.rest.iter())
+                .filter(|(key, _)| key.as_str() != "latency_histogram")
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        );
+        crate::study::flatten_value(&value)
+    };
+    let (a, b) = (flat(a), flat(b));
+    (a.iter())
+        .filter_map(|(metric, &x)| {
+            let y = *b.get(metric)?;
+            let verdict = match y.total_cmp(&x) {
+                std::cmp::Ordering::Equal => "same",
+                std::cmp::Ordering::Greater => "higher",
+                std::cmp::Ordering::Less => "lower",
+            };
+            Some(SummaryRow {
+                metric: metric.clone(),
+                values: [x, y],
+                difference: y - x,
+                verdict,
+            })
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -148,6 +195,8 @@ pub struct VariantComparison {
     /// Each live report's runner timing (how late it woke for the file's instants); `None`
     /// for a simulated one.
     pub runners: [Option<RunnerTiming>; 2],
+    /// Every number both summaries have, side by side with a verdict.
+    pub summary: Vec<SummaryRow>,
 }
 
 /// Both reports, overlaid.
@@ -353,6 +402,7 @@ fn compare(name: String, a: &Run, b: &Run, width: f64) -> VariantComparison {
             .collect(),
         faults: [a.faults.clone(), b.faults.clone()],
         runners: [a.runner.clone(), b.runner.clone()],
+        summary: summary_rows(&a.summary, &b.summary),
         errors: [ra.errors, rb.errors],
         p50_ms: [ra.p50, rb.p50],
         p99_ms: [ra.p99, rb.p99],

@@ -185,6 +185,13 @@ impl RunRow {
 /// Every number of a summary by its dotted path, as expectations name them, in sorted order;
 /// a metric with no value is left out.
 pub fn flatten(summary: &Summary) -> BTreeMap<String, f64> {
+    let value = serde_json::to_value(summary).expect("a summary always serialises");
+    flatten_value(&value)
+}
+
+/// Every number of a summary as JSON (a report's, read back), by its dotted path, as
+/// [`flatten`] gives them.
+pub fn flatten_value(value: &Value) -> BTreeMap<String, f64> {
     fn walk(prefix: &str, value: &Value, out: &mut BTreeMap<String, f64>) {
         match value {
             Value::Object(map) => {
@@ -206,8 +213,7 @@ pub fn flatten(summary: &Summary) -> BTreeMap<String, f64> {
         }
     }
     let mut out = BTreeMap::new();
-    let value = serde_json::to_value(summary).expect("a summary always serialises");
-    walk("", &value, &mut out);
+    walk("", value, &mut out);
     out
 }
 
