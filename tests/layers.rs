@@ -110,3 +110,67 @@ count = 50
     assert_eq!(summary.rate_limits["rl"].fail_open_admitted, 0);
     assert_eq!(summary.databases["main"].queries, 1);
 }
+
+/// A breaker with a library's preset counts what the library counts by default: every error.
+/// Redis answers `loading` (a restarting server) to 1,000 reads over 2 s: every preset's
+/// breaker opens, as resilience4j, Polly, opossum and gobreaker would; a breaker without a
+/// preset counts only network errors and timeouts (seed 003's rule) and stays closed; and a
+/// preset with `counts` written keeps what the file says.
+#[test]
+fn every_breaker_preset_counts_error_replies_as_its_library_does() {
+    let file = |breaker: &str| {
+        format!(
+            r#"
+[scenario]
+name = "error-replies"
+
+[servers.redis]
+
+[connections.c]
+server = "redis"
+
+[keys.k]
+
+[breakers.b]
+{breaker}
+
+[flows.read]
+steps = [{{ redis = {{ command = "GET", connection = "c", key = "k" }}, breaker = "b", on_error = "next" }}]
+
+[loads.l]
+flow = "read"
+arrivals = "even"
+rate = 500
+duration = "4s"
+
+[faults.restarting]
+target = "redis"
+kind = "error_reply"
+error = "loading"
+at = "1s"
+duration = "2s"
+"#
+        )
+    };
+    let opened = |breaker: &str| {
+        let runs = run(&file(breaker));
+        runs[0].1.breakers["b"].opened
+    };
+    for preset in outagelab_model::presets::BREAKER_PRESETS {
+        assert!(
+            opened(&format!("preset = \"{}\"", preset.name)) >= 1,
+            "{}: 1,000 loading replies opened no breaker",
+            preset.name
+        );
+    }
+    assert_eq!(
+        opened("failures = 5\nopen_for = \"1s\""),
+        0,
+        "network errors only"
+    );
+    assert_eq!(
+        opened("preset = \"gobreaker\"\ncounts = [\"timeout\"]"),
+        0,
+        "a preset with counts written keeps them"
+    );
+}

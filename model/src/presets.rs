@@ -11,7 +11,8 @@
 //! What a preset cannot say, because the model has no such knob, is listed in its `notes`
 //! (opossum's call timeout and its counting of rejected calls, Polly's second probe after a
 //! break duration without an answer). The classifier (which errors count as failures) stays the
-//! breaker's `counts` set, as for any breaker.
+//! breaker's `counts` set, as for any breaker; with a preset and no `counts` written, the file
+//! reader sets it to every error, which is what each of these libraries counts by default.
 
 use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use crate::breaker::{

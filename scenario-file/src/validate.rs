@@ -1697,6 +1697,10 @@ impl<'a> Validator<'a> {
             .with_uncounted_as(uncounted_as)
             .with_evaluate_on(evaluate_on);
         let counts = match &raw.counts {
+            // A library's preset counts what the library counts by default: every error
+            // (resilience4j's empty recordExceptions, Polly's ShouldHandle, opossum, gobreaker's
+            // IsSuccessful); without a preset, seed 003's network errors and timeouts.
+            None if raw.preset.is_some() => OutcomeSet::every_error(),
             None => OutcomeSet::network_errors(),
             Some(list) => {
                 let mut outcomes = Vec::new();

@@ -625,6 +625,16 @@ impl OutcomeSet {
         Self::new([Outcome::Timeout, Outcome::Refused, Outcome::ConnectionLost])
     }
 
+    /// Every error a call can end with: all outcomes but `ok`, `breaker_open` (the breaker's
+    /// own refusal) and `cancelled` (no step sees it). What the breaker libraries count by
+    /// default (resilience4j, Polly, opossum and gobreaker record every exception or error).
+    pub fn every_error() -> Self {
+        Self::new(
+            (Outcome::ALL.iter().copied())
+                .filter(|o| !matches!(o, Outcome::Ok | Outcome::BreakerOpen | Outcome::Cancelled)),
+        )
+    }
+
     pub fn contains(self, outcome: Outcome) -> bool {
         self.0 & (1 << outcome.index()) != 0
     }
