@@ -691,6 +691,25 @@ fn a_bad_set_exits_2_naming_the_flag() {
 }
 
 #[test]
+fn set_makes_a_missing_table_whose_keys_all_have_defaults() {
+    let file = "scenarios/redis-dead-protection.toml";
+    assert!(!bundled("redis-dead-protection.toml").contains("[run]"));
+    for set in ["run.memory_max=\"1GiB\"", "metrics.bucket=\"500ms\""] {
+        let output = outagelab(&["validate", file, "--set", set]);
+        assert!(
+            output.status.success(),
+            "--set {set}: {}",
+            text(&output.stderr)
+        );
+    }
+    let output = outagelab(&["validate", file, "--set", "run.nope=1"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(": --set run.nope=1: "), "{stderr}");
+    assert!(stderr.contains("nope"), "{stderr}");
+}
+
+#[test]
 fn the_file_s_slo_reaches_the_json_and_the_charts() {
     let dir = scratch("slo");
     let (json, plot) = (dir.join("r.json"), dir.join("charts"));
