@@ -732,3 +732,41 @@ fn the_file_s_slo_reaches_the_json_and_the_charts() {
         assert!(svg.contains("SLO p99 ≤ 200 ms"), "{chart}.svg");
     }
 }
+
+#[test]
+fn a_dash_output_goes_to_standard_output_alone() {
+    let file = "scenarios/redis-dead-protection.toml";
+    for (flag, start) in [
+        ("--events", "{\"variant\":"),
+        ("--report", "<!DOCTYPE html>"),
+        ("--trace", "{\"traceEvents\":["),
+        ("--json", "{"),
+    ] {
+        let output = outagelab(&["run", file, flag, "-"]);
+        assert!(output.status.success(), "{flag} -: {}", text(&output.stderr));
+        let stdout = text(&output.stdout);
+        assert!(stdout.starts_with(start), "{flag} -: {stdout:.200}");
+        // The table went to standard error.
+        assert!(
+            text(&output.stderr).contains("redis-dead-protection (seed 1): 3 variants"),
+            "{flag} -"
+        );
+    }
+    let output = outagelab(&["run", file, "--json", "-", "--events", "-"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("--json - and --events - both ask for standard output"),
+        "{}",
+        text(&output.stderr)
+    );
+    for flag in ["--csv", "--plot"] {
+        let output = outagelab(&["run", file, flag, "-"]);
+        assert_eq!(output.status.code(), Some(2), "{flag} -");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(&format!("{flag} - is refused: {flag} writes several files")),
+            "{stderr}"
+        );
+    }
+    assert!(!Path::new(env!("CARGO_MANIFEST_DIR")).join("-").exists());
+}
