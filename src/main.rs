@@ -41,7 +41,7 @@ struct Cli {
 enum Command {
     /// Run every variant of a scenario file and compare them.
     Run {
-        /// The scenario file (TOML).
+        /// The scenario file (TOML); `-` reads it from standard input (named `<stdin>`).
         file: PathBuf,
         /// Use this seed instead of the file's.
         #[arg(long, conflicts_with = "seeds")]
@@ -131,7 +131,7 @@ enum Command {
     },
     /// Check a scenario file without running it.
     Validate {
-        /// The scenario file (TOML).
+        /// The scenario file (TOML); `-` reads it from standard input (named `<stdin>`).
         file: PathBuf,
         /// Print the values each breaker and retry policy runs with, per variant: what its
         /// preset expanded to after the file's overrides, with the preset's source.
@@ -252,10 +252,12 @@ fn main() -> ExitCode {
                 }
                 let count = scenario.variants.len();
                 let plural = if count == 1 { "" } else { "s" };
-                say(&format!(
-                    "{}: ok ({count} variant{plural})\n",
-                    file.display()
-                ));
+                let shown = if file == Path::new("-") {
+                    outagelab_scenario_file::STDIN_NAME.to_owned()
+                } else {
+                    file.display().to_string()
+                };
+                say(&format!("{shown}: ok ({count} variant{plural})\n"));
                 if explain {
                     for variant in &scenario.variants {
                         say(&format!(

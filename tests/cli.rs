@@ -743,7 +743,11 @@ fn a_dash_output_goes_to_standard_output_alone() {
         ("--json", "{"),
     ] {
         let output = outagelab(&["run", file, flag, "-"]);
-        assert!(output.status.success(), "{flag} -: {}", text(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{flag} -: {}",
+            text(&output.stderr)
+        );
         let stdout = text(&output.stdout);
         assert!(stdout.starts_with(start), "{flag} -: {stdout:.200}");
         // The table went to standard error.
@@ -769,4 +773,38 @@ fn a_dash_output_goes_to_standard_output_alone() {
         );
     }
     assert!(!Path::new(env!("CARGO_MANIFEST_DIR")).join("-").exists());
+}
+
+/// Runs the binary with `args` and `input` on its standard input.
+fn with_stdin(args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_outagelab"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_dash_file_is_read_from_standard_input() {
+    let name = "redis-dead-protection.toml";
+    let from_file = outagelab(&["run", &format!("scenarios/{name}")]);
+    let from_stdin = with_stdin(&["run", "-"], &bundled(name));
+    assert!(from_stdin.status.success(), "{}", text(&from_stdin.stderr));
+    assert_eq!(text(&from_stdin.stdout), text(&from_file.stdout));
+    let output = with_stdin(&["validate", "-"], &bundled(name));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).starts_with("<stdin>: ok (3 variants)"));
+    let output = with_stdin(&["validate", "-"], "[scenario]\nname = 3\n");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("<stdin>:2:8: scenario.name:"), "{stderr}");
 }
