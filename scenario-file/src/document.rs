@@ -96,7 +96,6 @@ pub const DEFAULTED_TABLES: [&str; 2] = ["run", "metrics"];
 /// Sets the value at a dotted `path` (every part but the last must be an existing table, or
 /// one of `DEFAULTED_TABLES`, made when missing; a missing one is named, with the nearest name
 /// there is when it looks like a typo).
-
 pub fn set_path<'a>(
     root: &mut Table<'a>,
     path: &str,
