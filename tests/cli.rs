@@ -808,3 +808,25 @@ fn a_dash_file_is_read_from_standard_input() {
     let stderr = text(&output.stderr);
     assert!(stderr.contains("<stdin>:2:8: scenario.name:"), "{stderr}");
 }
+
+#[test]
+fn variants_that_end_the_same_way_share_one_note() {
+    let output = outagelab(&[
+        "run",
+        "scenarios/redis-dead-protection.toml",
+        "--set",
+        "run.horizon=\"1s\"",
+    ]);
+    let stdout = text(&output.stdout);
+    let notes: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.contains("ended by"))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "note: 3 variants (\"timeout only (fail-open)\", \"timeout + breaker\", \"timeout + breaker + DB bulkhead\") ended by horizon at 1000 ms"
+        ],
+        "{stdout}"
+    );
+}
