@@ -830,3 +830,17 @@ fn variants_that_end_the_same_way_share_one_note() {
         "{stdout}"
     );
 }
+
+#[test]
+fn explain_marks_the_values_the_file_set() {
+    let stdout = common::succeed(&[
+        "validate",
+        "scenarios/redis-dead-protection.toml",
+        "--explain",
+    ]);
+    assert!(
+        stdout.contains("\n  failures = 5  # set in the file\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\n  half_open_probes = 1\n"), "{stdout}");
+}
