@@ -42,7 +42,7 @@ struct Cli {
 enum Command {
     /// Run every variant of a scenario file and compare them.
     Run {
-        /// The scenario file (TOML).
+        /// The scenario file (TOML); `-` reads it from standard input (named `<stdin>`).
         file: PathBuf,
         /// Use this seed instead of the file's.
         #[arg(long, conflicts_with = "seeds")]
@@ -80,26 +80,29 @@ enum Command {
         /// the K-th, in seed-then-variant order); `outagelab merge` joins the slices.
         #[arg(long, value_name = "K/N", requires_all = ["seeds", "json"])]
         shard: Option<String>,
-        /// Write the full report (summaries and time series) as JSON to this file.
+        /// Write the full report (summaries and time series) as JSON to this file (`-` for
+        /// standard output; the table and notes then go to standard error).
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
         /// Write the log of state changes (breaker transitions, reconnect-slot links, faults)
-        /// as JSON lines to this file.
+        /// as JSON lines to this file (`-` for standard output).
         #[arg(long, value_name = "PATH")]
         events: Option<PathBuf>,
         /// Write the report a review reads: one self-contained HTML page (inline charts, no
-        /// network), or Markdown when PATH ends in `.md`. With --seeds, the study: means with
+        /// network), or Markdown when PATH ends in `.md`; `-` writes the HTML page to standard
+        /// output. With --seeds, the study: means with
         /// intervals, differences from the baseline, the best point, and one draw's charts.
         #[arg(long, visible_alias = "html", value_name = "PATH")]
         report: Option<PathBuf>,
-        /// Write series.csv and summary.csv into this directory.
+        /// Write series.csv and summary.csv into this directory (not `-`: two files).
         #[arg(long, value_name = "DIR")]
         csv: Option<PathBuf>,
         /// Write the charts (PNG and SVG) into this directory.
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
         /// Write a trace of sampled requests (each step, wait and policy decision as a slice or
-        /// instant; faults as instants) in Chrome's trace event format, for ui.perfetto.dev.
+        /// instant; faults as instants) in Chrome's trace event format, for ui.perfetto.dev
+        /// (`-` for standard output).
         #[arg(long, value_name = "PATH", conflicts_with = "seeds")]
         trace: Option<PathBuf>,
         /// With --trace: trace every N-th request of each variant, from the first (at most
@@ -146,7 +149,7 @@ enum Command {
     },
     /// Check a scenario file without running it.
     Validate {
-        /// The scenario file (TOML).
+        /// The scenario file (TOML); `-` reads it from standard input (named `<stdin>`).
         file: PathBuf,
         /// Print the values each breaker and retry policy runs with, per variant: what its
         /// preset expanded to after the file's overrides, with the preset's source.
@@ -287,10 +290,12 @@ fn main() -> ExitCode {
                 }
                 let count = scenario.variants.len();
                 let plural = if count == 1 { "" } else { "s" };
-                say(&format!(
-                    "{}: ok ({count} variant{plural})\n",
-                    file.display()
-                ));
+                let shown = if file == Path::new("-") {
+                    outagelab_scenario_file::STDIN_NAME.to_owned()
+                } else {
+                    file.display().to_string()
+                };
+                say(&format!("{shown}: ok ({count} variant{plural})\n"));
                 if explain {
                     for variant in &scenario.variants {
                         say(&format!(
@@ -580,7 +585,9 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             eprintln!("{message}");
             return ExitCode::from(2);
         }
-        eprintln!("wrote {}", path.display());
+        if path != Path::new("-") {
+            eprintln!("wrote {}", path.display());
+        }
     }
     if let Some(dir) = options.plot.as_deref()
         && let Err(code) = say_written(outagelab_plots::write_study_charts(&study, dir))
@@ -916,6 +923,7 @@ fn run(
             },
             &report,
         ) {
+            Ok(()) if path == Path::new("-") => {}
             Ok(()) => eprintln!("wrote {}", path.display()),
             Err(message) => {
                 eprintln!("{message}");
@@ -937,7 +945,7 @@ fn run(
             eprintln!("cannot create {}: {e}", parent.display());
             return ExitCode::from(2);
         }
-        if let Err(e) = write::replace_file(path, text.as_bytes()) {
+        if let Err(e) = put(path, text.as_bytes()) {
             eprintln!("cannot write {}: {e}", path.display());
             return ExitCode::from(2);
         }
@@ -953,7 +961,11 @@ fn run(
         };
         eprintln!(
             "wrote {} ({traced} requests traced, 1 in {} of each variant{dropped}; open it in ui.perfetto.dev)",
-            path.display(),
+            if path == Path::new("-") {
+                "the trace to standard output".to_owned()
+            } else {
+                path.display().to_string()
+            },
             traces.first().map_or(0, |t| t.sample_every)
         );
     }
@@ -1004,8 +1016,9 @@ fn warnings_pass(scenario: &ScenarioFile, strict: bool) -> bool {
     true
 }
 
-/// Set when `--json -` sends the report to standard output: everything else goes to standard
-/// error then, so the output stays one JSON document.
+/// Set when an output is `-` (`--json -`, `--report -`, `--events -`, `--trace -`) and goes to
+/// standard output: everything else goes to standard error then, so the output stays one
+/// document.
 static STDOUT_IS_JSON: AtomicBool = AtomicBool::new(false);
 
 /// Reads `file` with its `--set` overrides for a command that writes `outputs`: refuses
@@ -1017,7 +1030,15 @@ fn open(file: &Path, outputs: Outputs, sets: &[Override]) -> Result<ScenarioFile
         eprintln!("{message}");
         return Err(ExitCode::from(2));
     }
-    if outputs.json == Some(Path::new("-")) {
+    let dash = Some(Path::new("-"));
+    if [
+        outputs.json,
+        outputs.events,
+        outputs.report,
+        outputs.trace.map(|(path, _)| path),
+    ]
+    .contains(&dash)
+    {
         STDOUT_IS_JSON.store(true, Ordering::Relaxed);
     }
     outagelab_scenario_file::load_with(file, sets).map_err(|diagnostics| {
@@ -1035,12 +1056,31 @@ fn check_outputs(file: &Path, outputs: Outputs) -> Result<(), String> {
             .unwrap_or_else(|_| path.to_owned())
     };
     let input = absolute(file);
+    for (flag, dir) in [("--csv", outputs.csv), ("--plot", outputs.plot)] {
+        if dir == Some(Path::new("-")) {
+            return Err(format!(
+                "{flag} - is refused: {flag} writes several files into a directory, and \
+                 standard output holds one; give a directory name"
+            ));
+        }
+    }
     let files = [
         ("--json", outputs.json),
         ("--events", outputs.events),
         ("--report", outputs.report),
         ("--trace", outputs.trace.map(|(path, _)| path)),
     ];
+    let dashes: Vec<&str> = files
+        .iter()
+        .filter(|(_, path)| *path == Some(Path::new("-")))
+        .map(|(flag, _)| *flag)
+        .collect();
+    if let [first, second, ..] = dashes[..] {
+        return Err(format!(
+            "{first} - and {second} - both ask for standard output, which holds one output: \
+             give one of them a file name"
+        ));
+    }
     let files: Vec<(&str, &Path, PathBuf)> = files
         .into_iter()
         .filter_map(|(flag, path)| Some((flag, path.filter(|p| *p != Path::new("-"))?)))
@@ -1320,8 +1360,29 @@ fn write_page(
     let format = page::Format::for_path(path);
     let charts = outagelab_plots::svg_charts(report)
         .map_err(|e| format!("cannot draw the charts for {}: {e}", path.display()))?;
-    write::replace_file(path, page(format, &charts).as_bytes())
+    put(path, page(format, &charts).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes `bytes` to `path`, or to standard output when it is `-` (`open` has then sent
+/// everything else to standard error).
+fn put(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if path == Path::new("-") {
+        let mut stdout = std::io::stdout().lock();
+        // A reader that went away (`| head`) is not an error worth reporting.
+        let _ = stdout.write_all(bytes).and_then(|()| stdout.flush());
+        return Ok(());
+    }
+    write::replace_file(path, bytes)
+}
+
+/// What a writer says it wrote: nothing for standard output.
+fn written(path: &Path) -> Vec<PathBuf> {
+    if path == Path::new("-") {
+        Vec::new()
+    } else {
+        vec![path.to_owned()]
+    }
 }
 
 fn write_events(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
@@ -1329,9 +1390,9 @@ fn write_events(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String>
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    write::replace_file(path, write::events_jsonl(report).as_bytes())
+    put(path, write::events_jsonl(report).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(vec![path.to_owned()])
+    Ok(written(path))
 }
 
 fn write_csv(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, String> {

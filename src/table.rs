@@ -273,19 +273,36 @@ pub fn notes(report: &RunReport, scenario: &ScenarioFile) -> Vec<String> {
             outagelab_sim::BUCKETS_MAX
         ));
     }
+    // One line per way of ending, however many variants share it (a sweep's 21 variants
+    // that all ended by horizon are one line, not 21).
+    let mut ended: Vec<((&str, String), Vec<&str>)> = Vec::new();
     for variant in report
         .variants
         .iter()
         .filter(|v| v.verdict.name() != "completed")
     {
+        let how = (variant.verdict.name(), variant.end_ms.to_string());
+        match ended.iter_mut().find(|(other, _)| *other == how) {
+            Some((_, names)) => names.push(&variant.name),
+            None => ended.push((how, vec![variant.name.as_str()])),
+        }
+    }
+    for ((verdict, end_ms), names) in ended {
         notes.push(format!(
-            "note: \"{}\" ended by {} at {} ms",
-            variant.name,
-            variant.verdict.name(),
-            variant.end_ms
+            "note: {} ended by {verdict} at {end_ms} ms",
+            variants_named(&names)
         ));
     }
     notes
+}
+
+/// Who a note is about: one variant by name, a few by their names, many by their count.
+fn variants_named(names: &[&str]) -> String {
+    match names.len() {
+        1 => quoted(names),
+        2..=4 => format!("{} variants ({})", names.len(), quoted(names)),
+        count => format!("{count} variants ({}, ...)", quoted(&names[..3])),
+    }
 }
 
 /// What an error does at each step that can fail, one line per flow (`on error: read: GET

@@ -735,6 +735,25 @@ fn a_bad_set_exits_2_naming_the_flag() {
 }
 
 #[test]
+fn set_makes_a_missing_table_whose_keys_all_have_defaults() {
+    let file = "scenarios/redis-dead-protection.toml";
+    assert!(!bundled("redis-dead-protection.toml").contains("[run]"));
+    for set in ["run.memory_max=\"1GiB\"", "metrics.bucket=\"500ms\""] {
+        let output = outagelab(&["validate", file, "--set", set]);
+        assert!(
+            output.status.success(),
+            "--set {set}: {}",
+            text(&output.stderr)
+        );
+    }
+    let output = outagelab(&["validate", file, "--set", "run.nope=1"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(": --set run.nope=1: "), "{stderr}");
+    assert!(stderr.contains("nope"), "{stderr}");
+}
+
+#[test]
 fn the_file_s_slo_reaches_the_json_and_the_charts() {
     let dir = scratch("slo");
     let (json, plot) = (dir.join("r.json"), dir.join("charts"));
@@ -756,4 +775,116 @@ fn the_file_s_slo_reaches_the_json_and_the_charts() {
         let svg = std::fs::read_to_string(plot.join(format!("{chart}.svg"))).unwrap();
         assert!(svg.contains("SLO p99 ≤ 200 ms"), "{chart}.svg");
     }
+}
+
+#[test]
+fn a_dash_output_goes_to_standard_output_alone() {
+    let file = "scenarios/redis-dead-protection.toml";
+    for (flag, start) in [
+        ("--events", "{\"variant\":"),
+        ("--report", "<!DOCTYPE html>"),
+        ("--trace", "{\"traceEvents\":["),
+        ("--json", "{"),
+    ] {
+        let output = outagelab(&["run", file, flag, "-"]);
+        assert!(
+            output.status.success(),
+            "{flag} -: {}",
+            text(&output.stderr)
+        );
+        let stdout = text(&output.stdout);
+        assert!(stdout.starts_with(start), "{flag} -: {stdout:.200}");
+        // The table went to standard error.
+        assert!(
+            text(&output.stderr).contains("redis-dead-protection (seed 1): 3 variants"),
+            "{flag} -"
+        );
+    }
+    let output = outagelab(&["run", file, "--json", "-", "--events", "-"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("--json - and --events - both ask for standard output"),
+        "{}",
+        text(&output.stderr)
+    );
+    for flag in ["--csv", "--plot"] {
+        let output = outagelab(&["run", file, flag, "-"]);
+        assert_eq!(output.status.code(), Some(2), "{flag} -");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(&format!("{flag} - is refused: {flag} writes several files")),
+            "{stderr}"
+        );
+    }
+    assert!(!Path::new(env!("CARGO_MANIFEST_DIR")).join("-").exists());
+}
+
+/// Runs the binary with `args` and `input` on its standard input.
+fn with_stdin(args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_outagelab"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_dash_file_is_read_from_standard_input() {
+    let name = "redis-dead-protection.toml";
+    let from_file = outagelab(&["run", &format!("scenarios/{name}")]);
+    let from_stdin = with_stdin(&["run", "-"], &bundled(name));
+    assert!(from_stdin.status.success(), "{}", text(&from_stdin.stderr));
+    assert_eq!(text(&from_stdin.stdout), text(&from_file.stdout));
+    let output = with_stdin(&["validate", "-"], &bundled(name));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).starts_with("<stdin>: ok (3 variants)"));
+    let output = with_stdin(&["validate", "-"], "[scenario]\nname = 3\n");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("<stdin>:2:8: scenario.name:"), "{stderr}");
+}
+
+#[test]
+fn variants_that_end_the_same_way_share_one_note() {
+    let output = outagelab(&[
+        "run",
+        "scenarios/redis-dead-protection.toml",
+        "--set",
+        "run.horizon=\"1s\"",
+    ]);
+    let stdout = text(&output.stdout);
+    let notes: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.contains("ended by"))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "note: 3 variants (\"timeout only (fail-open)\", \"timeout + breaker\", \"timeout + breaker + DB bulkhead\") ended by horizon at 1000 ms"
+        ],
+        "{stdout}"
+    );
+}
+
+#[test]
+fn explain_marks_the_values_the_file_set() {
+    let stdout = common::succeed(&[
+        "validate",
+        "scenarios/redis-dead-protection.toml",
+        "--explain",
+    ]);
+    assert!(
+        stdout.contains("\n  failures = 5  # set in the file\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\n  half_open_probes = 1\n"), "{stdout}");
 }

@@ -89,8 +89,13 @@ pub fn shift(value: &mut Value<'_>, by: usize) {
     *value = Spanned::new(span, inner);
 }
 
-/// Sets the value at a dotted `path` (every part but the last must be an existing table; a
-/// missing one is named, with the nearest name there is when it looks like a typo).
+/// The top-level tables whose every key has a default (`[run]`, `[metrics]`): `set_path`
+/// creates them when the file leaves them out.
+pub const DEFAULTED_TABLES: [&str; 2] = ["run", "metrics"];
+
+/// Sets the value at a dotted `path` (every part but the last must be an existing table, or
+/// one of `DEFAULTED_TABLES`, made when missing; a missing one is named, with the nearest name
+/// there is when it looks like a typo).
 pub fn set_path<'a>(
     root: &mut Table<'a>,
     path: &str,
@@ -102,6 +107,13 @@ pub fn set_path<'a>(
     let mut table = root;
     for (depth, part) in parents.iter().enumerate() {
         let seen = parts[..=depth].join(".");
+        if depth == 0 && DEFAULTED_TABLES.contains(part) && !table.contains_key(*part) {
+            // Every key of these tables has a default, so a file may leave them out and
+            // `--set run.memory_max=...` still means something: the table is made empty.
+            let key = Spanned::new(path_span.clone(), DeString::from(part.to_string()));
+            let empty = Spanned::new(path_span.clone(), DeValue::Table(Table::new()));
+            table.insert(key, empty);
+        }
         if !table.contains_key(*part) {
             let known = table.iter().map(|(key, _)| key.get_ref().as_ref());
             let hint = crate::suggest::closest(part, known)
@@ -361,10 +373,16 @@ mod tests {
             error.ends_with("cannot be set: did you mean `loads.blobs`?"),
             "{error}"
         );
-        let error = set_path(&mut root, "loads.blobs.count.x", 0..1, value).unwrap_err();
+        let error = set_path(&mut root, "loads.blobs.count.x", 0..1, value.clone()).unwrap_err();
         assert!(
             error.contains("`loads.blobs.count` is not a table"),
             "{error}"
         );
+        // A table whose keys all have defaults is made when missing; others are not.
+        assert!(set_path(&mut root, "run.memory_max", 0..1, value.clone()).is_ok());
+        assert!(
+            matches!(root.get("run").map(Spanned::get_ref), Some(DeValue::Table(t)) if t.contains_key("memory_max"))
+        );
+        assert!(set_path(&mut root, "http.nope", 0..1, value).is_err());
     }
 }

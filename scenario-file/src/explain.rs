@@ -41,6 +41,26 @@ pub fn explain(variant: &Variant) -> String {
     if out.is_empty() {
         out.push_str("(no breakers, retry policies or connections)\n");
     }
+    mark_overrides(&out, variant)
+}
+
+/// Marks each `key = value` line whose key the file (or the variant's patch) wrote with
+/// `# set in the file`; the others are the preset's or the default.
+fn mark_overrides(text: &str, variant: &Variant) -> String {
+    let mut out = String::new();
+    let mut section = "";
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name;
+        }
+        out.push_str(line);
+        if let Some((key, _)) = line.strip_prefix("  ").and_then(|l| l.split_once(" = "))
+            && variant.settings.contains_key(&format!("{section}.{key}"))
+        {
+            out.push_str("  # set in the file");
+        }
+        out.push('\n');
+    }
     out
 }
 

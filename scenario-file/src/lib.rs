@@ -206,15 +206,29 @@ impl std::fmt::Display for Override {
     }
 }
 
+/// How diagnostics name a scenario read from standard input (`run -`).
+pub const STDIN_NAME: &str = "<stdin>";
+
 /// Reads and validates the scenario file at `path`.
 pub fn load(path: &Path) -> Result<ScenarioFile, Diagnostics> {
     load_with(path, &[])
 }
 
 /// Reads and validates the scenario file at `path`, with `overrides` set in its base before
-/// the variants are merged.
+/// the variants are merged. `-` reads standard input, whose diagnostics name `<stdin>`.
 pub fn load_with(path: &Path, overrides: &[Override]) -> Result<ScenarioFile, Diagnostics> {
-    match std::fs::read_to_string(path) {
+    let read = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(path)
+    };
+    let path = if path == Path::new("-") {
+        Path::new(STDIN_NAME)
+    } else {
+        path
+    };
+    match read {
         Ok(text) => parse_with(&text, path, overrides),
         Err(error) => Err(Diagnostics(vec![Diagnostic {
             file: path.to_owned(),
