@@ -19,6 +19,17 @@ pub fn run(
     json: Option<&Path>,
     plot: Option<&Path>,
 ) -> ExitCode {
+    if plot == Some(Path::new("-")) {
+        eprintln!(
+            "compare: --plot - is refused: --plot writes several files into a directory, and \
+             standard output holds one; give a directory name"
+        );
+        return ExitCode::from(2);
+    }
+    let to_stdout = json == Some(Path::new("-"));
+    if to_stdout {
+        crate::stdout_is_a_document();
+    }
     let mut read = Vec::with_capacity(2);
     for path in reports {
         let parsed = std::fs::read_to_string(path)
@@ -45,11 +56,17 @@ pub fn run(
         let mut text =
             serde_json::to_string_pretty(&comparison).expect("a comparison always serialises");
         text.push('\n');
-        if let Err(error) = outagelab_report::write::replace_file(path, text.as_bytes()) {
-            eprintln!("cannot write {}: {error}", path.display());
-            return ExitCode::from(2);
+        if to_stdout {
+            let mut stdout = std::io::stdout().lock();
+            let _ = std::io::Write::write_all(&mut stdout, text.as_bytes())
+                .and_then(|()| std::io::Write::flush(&mut stdout));
+        } else {
+            if let Err(error) = outagelab_report::write::replace_file(path, text.as_bytes()) {
+                eprintln!("cannot write {}: {error}", path.display());
+                return ExitCode::from(2);
+            }
+            eprintln!("wrote {}", path.display());
         }
-        eprintln!("wrote {}", path.display());
     }
     if let Some(dir) = plot
         && let Err(code) = crate::say_written(outagelab_plots::compare::write_compare_charts(

@@ -205,7 +205,8 @@ enum Command {
         /// and p99 are the largest of its buckets'.
         #[arg(long, value_name = "N")]
         bucket_ms: Option<f64>,
-        /// Write the comparison, every bucket of every variant, as JSON to this file.
+        /// Write the comparison, every bucket of every variant, as JSON to this file (`-` for
+        /// standard output; the tables then go to standard error).
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
         /// Write the overlay charts (PNG and SVG) into this directory.
@@ -1020,6 +1021,12 @@ fn warnings_pass(scenario: &ScenarioFile, strict: bool) -> bool {
 /// standard output: everything else goes to standard error then, so the output stays one
 /// document.
 static STDOUT_IS_JSON: AtomicBool = AtomicBool::new(false);
+
+/// Sends everything [`say`] writes to standard error, for a command whose standard output
+/// carries a document (`compare --json -`).
+fn stdout_is_a_document() {
+    STDOUT_IS_JSON.store(true, Ordering::Relaxed);
+}
 
 /// Reads `file` with its `--set` overrides for a command that writes `outputs`: refuses
 /// outputs that would overwrite the file or each other, and sends everything but the JSON to

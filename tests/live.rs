@@ -113,6 +113,20 @@ fn compare_puts_the_summaries_side_by_side_fail_opens_and_reconnects_included() 
     assert!(fail_open[3].starts_with('+'), "{fail_open:?}");
     let reconnects = line("connections.cache.slot.reconnects");
     assert_eq!(reconnects[1..], ["1", "0", "-1", "lower"], "{reconnects:?}");
+    // `--json -`: the comparison alone on standard output (the tables on standard error),
+    // every shared number in it; `--plot -` refused, as it writes several files.
+    let output = outagelab(&["compare", a, b, "--json", "-"]);
+    assert_eq!(output.status.code(), Some(0));
+    let written: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one document");
+    let rows = written["variants"][0]["summary"].as_array().unwrap();
+    let row = (rows.iter())
+        .find(|row| row["metric"] == "connections.cache.fail_open")
+        .expect("the fail-opens are in the JSON");
+    assert_eq!(row["verdict"], "higher", "{row}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("summaries ("));
+    let output = outagelab(&["compare", a, b, "--plot", "-"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--plot - is refused"));
 }
 
 /// `compare` of a run with itself: every difference is zero and the failure windows coincide;
