@@ -297,7 +297,7 @@ fn measure(server: &RedisServer, dir: &Path) -> Vec<String> {
         if shared_diff.abs() > AGREEMENT {
             miss("shared", shared, shared_sim, shared_diff);
         }
-        if separate_diff > SEPARATE_SLOWER_MAX || separate_diff < -AGREEMENT {
+        if !(-AGREEMENT..=SEPARATE_SLOWER_MAX).contains(&separate_diff) {
             miss("separate", separate, separate_sim, separate_diff);
         }
         // Where the simulation says the separate connection is clearly the faster (by more
