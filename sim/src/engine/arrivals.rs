@@ -1,0 +1,155 @@
+//! Loads and callers: arrivals, closed-loop sends, caller attempts, and requests spawned for
+//! them.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl<'s> Simulator<'s> {
+    pub(super) fn on_arrival(&mut self, id: LoadId) {
+        let spec = &self.scenario.loads[id.index()];
+        let (rate, end, poisson) = match spec.arrivals {
+            Arrivals::Burst { count } => {
+                for _ in 0..count {
+                    if self.over_memory_budget() {
+                        break; // the run stops at its next turn
+                    }
+                    self.send(id, None);
+                }
+                self.loads_active -= 1;
+                return;
+            }
+            Arrivals::Even { rate, end } => (rate, end, false),
+            Arrivals::Poisson { rate, end } => (rate, end, true),
+            Arrivals::Closed(_) => unreachable!("a closed loop's callers send on their own"),
+        };
+        self.send(id, None);
+        let state = &mut self.loads[id.index()];
+        let next = if poisson {
+            let gap = rate.exponential_gap_q32(state.rng.neg_ln_uniform_q32());
+            state.next_arrival_q32 = state.next_arrival_q32.saturating_add(gap);
+            u64::try_from(state.next_arrival_q32 >> 32)
+                .ok()
+                .map(SimTime::from_nanos)
+        } else {
+            rate.even_offset(state.issued)
+                .and_then(|offset| spec.start.checked_add(offset))
+        };
+        let more = match (end, next) {
+            (_, None) => false,
+            (LoadEnd::Count(count), Some(_)) => state.issued < count,
+            (LoadEnd::Until(until), Some(next)) => next < until,
+        };
+        match next {
+            Some(next) if more => self.events.schedule(next, Event::Arrival(id)),
+            _ => self.loads_active -= 1,
+        }
+    }
+
+    /// A new request of load `id` arrives now.
+    pub(super) fn spawn(&mut self, id: LoadId) -> RequestRef {
+        self.spawn_with_keys(id, None)
+    }
+
+    /// [`Self::spawn`], with the keys of `same_keys` (a caller's retry asks for the same
+    /// product page again) instead of fresh ones; the load still makes its draw, so its
+    /// other draws stay as they are.
+    pub(super) fn spawn_with_keys(&mut self, id: LoadId, same_keys: Option<u64>) -> RequestRef {
+        let state = &mut self.loads[id.index()];
+        let flow = match &mut state.spread {
+            Some(spreading) => spreading.pick(),
+            None => self.scenario.loads[id.index()].flow,
+        };
+        state.issued += 1;
+        let drawn = state.rng.next_u64();
+        let key_seed = same_keys.unwrap_or(drawn);
+        let request = self.allocate(Request::new(flow, 0, Role::Main, self.now, key_seed));
+        if let Some(tracer) = &mut self.tracer
+            && let Some(number) = tracer.arrived()
+        {
+            self.request_mut(request.slot).trace = Some(number);
+            let flow = self.scenario.flows[flow.index()].name.clone();
+            self.trace(request.slot, TraceWhat::Started { flow });
+        }
+        self.in_flight += 1;
+        self.count_in_flight(flow, true);
+        self.monitors.arrived();
+        self.metrics.record_arrival(self.reports_as(flow));
+        if let Some(tally) = self.instance_tallies.get_mut(flow.index()) {
+            tally.requests += 1;
+        }
+        self.runnable.push_back(request);
+        request
+    }
+
+    /// Caller `worker` of the closed loop `id` sends its next request.
+    pub(super) fn on_worker_sends(&mut self, id: LoadId, worker: u32) {
+        self.loads[id.index()].workers[worker as usize] += 1;
+        self.send(id, Some(worker));
+    }
+
+    /// Load `id` sends a request now (from closed-loop caller `worker`, if any): straight to
+    /// the service, or as a call of the load's caller, whose first attempt starts now.
+    pub(super) fn send(&mut self, id: LoadId, worker: Option<u32>) {
+        let worker = worker.map(|worker| (id, worker));
+        match self.scenario.loads[id.index()].caller {
+            None => {
+                let request = self.spawn(id);
+                self.request_mut(request.slot).worker = worker;
+            }
+            Some(caller) => {
+                let call = self.callers.start(self.now, caller, id, worker);
+                self.attempt(call);
+            }
+        }
+    }
+
+    /// The next attempt of `call`: a request of its load's flow, and the caller's timeout.
+    pub(super) fn attempt(&mut self, call: CallRef) {
+        let load = self.callers.load_of(call);
+        let request = self.spawn_with_keys(load, self.callers.key_seed(call));
+        let key_seed = self.request(request.slot).key_seed;
+        let (attempt, deadline) = self.callers.attempting(self.now, call, request, key_seed);
+        self.request_mut(request.slot).call = Some((call, attempt));
+        if let Some(deadline) = deadline {
+            self.events
+                .schedule(deadline, Event::CallerTimeout { call, attempt });
+        }
+    }
+
+    /// What the caller does after an attempt ended or timed out.
+    pub(super) fn after_attempt(&mut self, call: CallRef, end: CallNext) {
+        match end {
+            CallNext::Retry { at } => self.events.schedule(at, Event::CallerRetry { call }),
+            CallNext::Ended { caller, ok, worker } => {
+                let (ok_calls, failed_calls) = self.caller_counters[caller.index()];
+                self.metrics.count(if ok { ok_calls } else { failed_calls });
+                if let Some((load, worker)) = worker {
+                    self.worker_done_with(load, worker);
+                }
+            }
+        }
+    }
+
+    /// The request of caller `worker` of the closed loop `id` has ended: it thinks, then
+    /// sends again, unless it has sent its iterations or its load's time is up.
+    pub(super) fn worker_done_with(&mut self, id: LoadId, worker: u32) {
+        let Arrivals::Closed(closed) = self.scenario.loads[id.index()].arrivals else {
+            unreachable!("only closed-loop requests have a caller");
+        };
+        let state = &mut self.loads[id.index()];
+        let sent = state.workers[worker as usize];
+        let think = state.rng.duration(&closed.think);
+        let next = self.now.saturating_add(think);
+        let more = closed.iterations.is_none_or(|n| sent < n)
+            && closed.until.is_none_or(|until| next < until);
+        if more {
+            self.events
+                .schedule(next, Event::WorkerSends { load: id, worker });
+        } else {
+            state.workers_active -= 1;
+            if state.workers_active == 0 {
+                self.loads_active -= 1;
+            }
+        }
+    }
+}

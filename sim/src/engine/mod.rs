@@ -1,0 +1,992 @@
+//! The engine: the event loop, request flows, and the policies attached to their steps.
+//!
+//! A request runs its flow's steps in order. A step's request passes the step's policy layers
+//! in the order the step lists them ([`crate::policies`]): it may queue in one, or be refused
+//! by one before any I/O. Then it acts: a Redis command, a database query, local work, a
+//! rate-limit or throttle check, a cache operation. When the step ends, the request leaves
+//! its layers innermost first (a retry may send it back in), and goes on, finishes, or fails
+//! according to the step's `on_error` and `on_hit`.
+//!
+//! A request is an explicit state: its [`Stage`] says what it does or waits for, and its
+//! holds say what it holds for each layer it is inside. Requests live in a slab of slots
+//! addressed by index. A request that waits hands out a [`RequestRef`] (slot and token); when
+//! the wait ends the token is bumped, so a second answer to the same wait (a reply after a
+//! timeout, a completion after a query timeout) is dropped. Requests that became runnable
+//! during an event are advanced, in order, before the next event.
+//!
+//! Invariant: every request that arrives ends exactly once, or is counted as unfinished when
+//! the run stops; the monitors ([`crate::monitors`]) check it, and the policies' limits,
+//! after every event.
+
+mod arrivals;
+mod drain;
+mod flow;
+mod report;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease, should_replay};
+use outagelab_model::time::{SimDuration, SimTime};
+use outagelab_report::trace::{Trace, TraceWhat};
+use outagelab_report::{
+    CountKey, FaultWindow, GaugeKey, InstanceSummary, LogEntry, Outcome, ServiceSummary, Summary,
+    VariantReport, Verdict,
+};
+
+use crate::actions::{self, Actions, RequestHeld, Started, Waiting, Woken};
+use crate::callers::{CallNext, CallRef, Callers};
+use crate::database::Databases;
+use crate::error::SimError;
+use crate::http::HttpTally;
+use crate::journal;
+use crate::kernel::{Event, EventQueue, RequestRef, StepResult, TimerKind};
+use crate::metrics::{CounterId, GaugeId, Latency, Metrics};
+use crate::monitors::Monitors;
+use crate::policies::{Enter, Entrant, Exit, Handover, Hold, Leaving, PlantedBugs, Policies};
+use crate::reconnect_slots::{ReconnectSlots, SlotAcquire, link_of};
+use crate::redis::{LinkEvent, Op, Redis};
+use crate::rng::{Stream, key_index};
+use crate::scenario::{
+    Arrivals, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId, OnError,
+    OnHit, PolicyRef, Scenario, ServerId, Spread, StepSpec,
+};
+use crate::trace::Tracer;
+use crate::versions::{DataKey, Versions};
+
+/// Runs one scenario to its end and reports what happened.
+///
+/// Fails when the scenario's cross-references are broken (which the scenario file reader
+/// never produces), or when a monitor sees an invariant broken: the run stops there.
+pub fn run(scenario: &Scenario) -> Result<VariantReport, SimError> {
+    run_with_bugs(scenario, Bugs::default())
+}
+
+/// Bugs to plant on purpose, to show that the invariant monitors catch them. Only tests
+/// (and the command line's hidden `--plant-bug`) set one; a scenario file cannot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bugs {
+    /// A bulkhead lets one request in past its limit.
+    pub bulkhead_admits_one_too_many: bool,
+    /// A request refused with `shed` disappears without ending.
+    pub shed_request_vanishes: bool,
+    /// A reconnect slot without its generation check: a failure seen through an old lease
+    /// retires the live link.
+    pub slot_ignores_generation: bool,
+    /// A reconnect slot replays writes whatever the step opted into.
+    pub slot_replays_every_write: bool,
+}
+
+impl Bugs {
+    /// The names the command line accepts, with the bug each plants.
+    pub const NAMES: [&'static str; 4] = [
+        "bulkhead-admits-one-too-many",
+        "shed-request-vanishes",
+        "slot-ignores-generation",
+        "slot-replays-every-write",
+    ];
+
+    /// The bug named `name` (one of [`Bugs::NAMES`]).
+    pub fn named(name: &str) -> Option<Bugs> {
+        let mut bugs = Bugs::default();
+        match name {
+            "bulkhead-admits-one-too-many" => bugs.bulkhead_admits_one_too_many = true,
+            "shed-request-vanishes" => bugs.shed_request_vanishes = true,
+            "slot-ignores-generation" => bugs.slot_ignores_generation = true,
+            "slot-replays-every-write" => bugs.slot_replays_every_write = true,
+            _ => return None,
+        }
+        Some(bugs)
+    }
+}
+
+/// [`run`] with bugs planted on purpose (see [`Bugs`]).
+pub fn run_with_bugs(scenario: &Scenario, bugs: Bugs) -> Result<VariantReport, SimError> {
+    run_observed(scenario, bugs, &mut |_| {})
+}
+
+/// How often [`run_observed`] reports progress, in events.
+pub const PROGRESS_EVERY_EVENTS: u64 = 1 << 16;
+
+/// [`run_with_bugs`], calling `progress` with the virtual time reached every
+/// [`PROGRESS_EVERY_EVENTS`] events, for a caller that shows progress. What it does with it
+/// cannot change the run.
+pub fn run_observed(
+    scenario: &Scenario,
+    bugs: Bugs,
+    progress: &mut dyn FnMut(SimTime),
+) -> Result<VariantReport, SimError> {
+    run_traced(scenario, bugs, progress, None).map(|(report, _)| report)
+}
+
+/// [`run_observed`], tracing every `sample_every`-th request (in arrival order, from the
+/// first; at most [`crate::TRACED_REQUESTS_MAX`]) when it is given: the trace comes back
+/// beside the report, which tracing does not change.
+pub fn run_traced(
+    scenario: &Scenario,
+    bugs: Bugs,
+    progress: &mut dyn FnMut(SimTime),
+    sample_every: Option<std::num::NonZeroU64>,
+) -> Result<(VariantReport, Option<Trace>), SimError> {
+    scenario
+        .check_references()
+        .map_err(SimError::BrokenReference)?;
+    let mut simulator = Simulator::new(scenario, bugs);
+    simulator.tracer = sample_every.map(Tracer::new);
+    let verdict = simulator.run_to_end(progress);
+    if let Some(violation) = simulator.monitors.take_violation() {
+        return Err(SimError::InvariantViolated(violation));
+    }
+    let trace = simulator.tracer.take().map(|t| t.finish(simulator.now));
+    Ok((simulator.report(verdict), trace))
+}
+
+/// The summary a run of this scenario would have, with every count at zero: it names every
+/// metric an expectation may refer to.
+pub fn summary_shape(scenario: &Scenario) -> Result<Summary, SimError> {
+    scenario
+        .check_references()
+        .map_err(SimError::BrokenReference)?;
+    Ok(Simulator::new(scenario, Bugs::default()).summary())
+}
+
+/// The metrics a run of this scenario records into, with every gauge and counter it
+/// registers and nothing recorded yet: for a run of the same scenario outside the simulator
+/// (`outagelab live`) to record into, so that its series have the same names
+/// ([`Metrics::gauge`] and [`Metrics::counter`] find them).
+pub fn empty_metrics(scenario: &Scenario) -> Result<Metrics, SimError> {
+    scenario
+        .check_references()
+        .map_err(SimError::BrokenReference)?;
+    Ok(Simulator::new(scenario, Bugs::default()).metrics)
+}
+
+/// Whether a request counts as one of the run's requests, or is a step running on its own.
+///
+/// Fan-out (hedged requests, parallel reads) fits this shape without touching the rest: a
+/// `Child { parent: RequestRef }` role for the copies a step spawns, and a
+/// `Wait::Children { pending }` stage in which the parent waits until enough children have
+/// settled it, the others being abandoned through their tokens like a reply after a timeout.
+/// No policy uses it yet, so it is not built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Main,
+    /// A fire-and-forget step (or a `finally` step the request will not reach) running on its
+    /// own: it runs this one step, and its outcome is counted apart from the requests.
+    Background,
+}
+
+/// What a request is doing. Only the first three stages are runnable.
+pub(crate) enum Stage {
+    /// About to start its current step.
+    Start,
+    /// Entering the step's layers; `next` is the position of the next one to enter.
+    Entering { next: u8 },
+    /// Running the step's action: first, or again after a slot's connection attempt ended,
+    /// or as a replay on a fresh connection.
+    Acting,
+    /// Queued in the layer at `layer`, which hands it its hold when a place frees up.
+    Queued { layer: u8 },
+    /// Waiting for its action to end.
+    Waiting(Wait),
+    /// Waiting out a retry's backoff; then enters the layers from `next` again.
+    Backoff { next: u8 },
+}
+
+/// What a request's action waits for: an answer of one of the engine's mechanisms, or a wait
+/// of the action's own.
+pub(crate) enum Wait {
+    /// A Redis reply (or the command's timeout, or the link's loss).
+    Reply,
+    /// A database query (or its timeout).
+    Query,
+    /// A reconnect slot's connection attempt.
+    SlotConnect,
+    /// A wait the action keeps, and ends through its own timer.
+    Action(Waiting),
+}
+
+impl Stage {
+    /// For messages.
+    fn name(&self) -> &'static str {
+        match self {
+            Stage::Start => "start",
+            Stage::Entering { .. } => "entering",
+            Stage::Acting => "acting",
+            Stage::Queued { .. } => "queued",
+            Stage::Waiting(Wait::Reply) => "waiting for a reply",
+            Stage::Waiting(Wait::Query) => "waiting for a query",
+            Stage::Waiting(Wait::SlotConnect) => "waiting for a connection attempt",
+            Stage::Waiting(Wait::Action(waiting)) => waiting.name(),
+            Stage::Backoff { .. } => "backing off",
+        }
+    }
+}
+
+pub(crate) struct Request {
+    pub(crate) flow: FlowId,
+    step: u16,
+    role: Role,
+    stage: Stage,
+    started: SimTime,
+    /// Seeds the key each step draws from its key family.
+    key_seed: u64,
+    /// A Retry-After the last refusal asked for, for the retry policy.
+    pub(crate) retry_after: Option<SimDuration>,
+    /// What it holds of its actions' state (throttle slots, locks).
+    pub(crate) held: RequestHeld,
+    /// The reconnect slot and lease the current step's command runs on.
+    lease: Option<(ConnectionId, Lease)>,
+    /// Whether the current step's command was already replayed (a replay is made once).
+    replayed: bool,
+    /// The write the current step's copies belong to, when a slot may replay it.
+    pub(crate) origin: Option<u64>,
+    /// The closed-loop caller that sent it, which sends again when it ends.
+    worker: Option<(LoadId, u32)>,
+    /// The call (and its attempt number) it is an attempt of, when its load has a caller.
+    call: Option<(CallRef, u32)>,
+    /// Its number in the trace, when `run --trace` sampled it.
+    trace: Option<u64>,
+    /// The value it last read or wrote of a key whose versions are followed, and where from.
+    pub(crate) value: Option<HeldValue>,
+    /// Its caller gave up on it and told the service: it stops before its next step.
+    cancelled: bool,
+}
+
+/// A value a request holds: its key, its version, and where it read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HeldValue {
+    pub(crate) key: DataKey,
+    pub(crate) version: u64,
+    pub(crate) from: ValueFrom,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ValueFrom {
+    /// A database query read it, or committed it.
+    Database,
+    /// A Redis `GET` found a copy.
+    Redis,
+    /// An in-process cache held a copy.
+    Cache,
+}
+
+impl Request {
+    fn new(flow: FlowId, step: u16, role: Role, started: SimTime, key_seed: u64) -> Request {
+        Request {
+            flow,
+            step,
+            role,
+            stage: Stage::Start,
+            started,
+            key_seed,
+            retry_after: None,
+            held: RequestHeld::default(),
+            lease: None,
+            replayed: false,
+            origin: None,
+            cancelled: false,
+            worker: None,
+            call: None,
+            trace: None,
+            value: None,
+        }
+    }
+}
+
+struct Slot {
+    /// Bumped whenever the request in this slot stops waiting, and kept across reuse.
+    token: u32,
+    request: Option<Request>,
+    /// What the request holds for each layer of its step it is inside, outermost first. Kept
+    /// with the slot so that its storage is reused by the next request.
+    holds: Vec<Hold>,
+}
+
+/// A Redis server's memory series: its used memory, and its evictions and expirations (with
+/// the totals already counted, so each event adds only what is new).
+struct ServerSeries {
+    used_memory: GaugeId,
+    evicted: (u64, CounterId),
+    expired: (u64, CounterId),
+}
+
+struct LoadState {
+    rng: Stream,
+    issued: u64,
+    /// Poisson loads: the next arrival, in nanoseconds with 32 fractional bits, so gaps
+    /// shorter than a nanosecond still add up to the right rate.
+    next_arrival_q32: u128,
+    /// Closed loops: the requests each caller has sent.
+    workers: Vec<u64>,
+    /// Closed loops: callers that will send again (the load is active while one is).
+    workers_active: u32,
+    /// A load of a service's flow: the copies of the flow it spreads over, one per instance.
+    spread: Option<Spreading>,
+}
+
+/// How a load picks the instance of each request it sends.
+struct Spreading {
+    /// One per instance, in instance order.
+    flows: Vec<FlowId>,
+    how: Spread,
+    /// Round robin: the instance of the next request.
+    next: usize,
+    /// Random: its own stream, so the load's other draws stay as they are.
+    rng: Stream,
+}
+
+impl Spreading {
+    fn pick(&mut self) -> FlowId {
+        let index = match self.how {
+            Spread::RoundRobin => {
+                let index = self.next;
+                self.next = (self.next + 1) % self.flows.len();
+                index
+            }
+            Spread::Random => self.rng.below(self.flows.len() as u64) as usize,
+        };
+        self.flows[index]
+    }
+}
+
+/// One instance's requests (per flow copy) and how they ended, for the services' summaries.
+#[derive(Clone, Copy, Default)]
+struct InstanceTally {
+    requests: u64,
+    outcomes: [u64; Outcome::COUNT],
+}
+
+/// Every this much work (events, requests spawned or advanced), a run's memory estimate is
+/// checked against its budget: often enough that a run cannot outgrow it by much in between
+/// (each adds a few hundred bytes at most), rarely enough to cost nothing.
+const MEMORY_CHECK_EVERY: u64 = 4096;
+
+/// How a step ended: its action ran and returned, or a layer refused it before it ran.
+#[derive(Clone, Copy)]
+enum Ended {
+    Action(StepResult),
+    Refused(Outcome),
+}
+
+/// What waits for a database query whose caller timed out.
+enum AfterQuery {
+    /// A hold kept past its step (a bulkhead's permit, for its connection): given back.
+    Release(PolicyRef, Hold),
+    /// A retry inside a pool, parked on the abandoned query's connection: it runs again when
+    /// the query ends and its backoff (until the time given) is over.
+    Retry(RequestRef, SimTime),
+}
+
+/// What a step's end means for its request.
+enum Next {
+    /// Go on with the request's next step.
+    Continue,
+    /// The request does not go on now: it has ended, or it waits (to retry the step).
+    Stop,
+}
+
+/// The engine's state. The event loop is driven from [`run_traced`]: `run_to_end` pops each
+/// event, `dispatch` hands it to its mechanism or handler, `drain` delivers what the
+/// mechanisms produced and advances the requests that became runnable, `refresh_gauges`
+/// observes. The step actions ([`crate::actions`]) reach the engine's mechanisms through the
+/// `pub(crate)` fields and methods here (the clock, the queue, Redis, the databases, a
+/// request's stage, timers and key), and keep their own state in `actions`.
+pub(crate) struct Simulator<'s> {
+    scenario: &'s Scenario,
+    bugs: Bugs,
+    pub(crate) now: SimTime,
+    pub(crate) events: EventQueue,
+    events_processed: u64,
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    runnable: VecDeque<RequestRef>,
+    in_flight: u64,
+    loads: Vec<LoadState>,
+    loads_active: usize,
+    pub(crate) redis: Redis,
+    pub(crate) databases: Databases,
+    policies: Policies,
+    /// The step actions' own state (caches, rate limiters, throttles, lock clients).
+    pub(crate) actions: Actions,
+    /// What waits for a database query whose caller timed out, by the waiter reference the
+    /// database still holds. Never larger than the number of running queries.
+    after_queries: BTreeMap<(u32, u32), AfterQuery>,
+    metrics: Metrics,
+    /// Ended requests as HTTP answers, when the scenario maps outcomes to statuses.
+    http: Option<HttpTally>,
+    /// The calls of loads that go through a caller.
+    callers: Callers,
+    monitors: Monitors,
+    /// Work since the memory estimate was last checked, and whether it was over the budget.
+    work_since_memory_check: u64,
+    memory_exceeded: bool,
+    /// The most policy layers a step of the scenario has (for the memory estimate).
+    layers_max: usize,
+    in_flight_gauge: GaugeId,
+    /// Step attempts answered `rate_limited` (429), per bucket.
+    rejected_attempts: CounterId,
+    /// Per caller: its calls that ended ok, and those that failed.
+    caller_counters: Vec<(CounterId, CounterId)>,
+    /// Per database: queries running, and queries waiting for a lock.
+    database_gauges: Vec<(GaugeId, GaugeId)>,
+    /// The connection-waiting gauge of each database with a connection limit.
+    connection_waiting_gauges: Vec<(DatabaseId, GaugeId)>,
+    /// The collapsed gauge (0 or 1) of each database that may collapse.
+    collapsed_gauges: Vec<(DatabaseId, GaugeId)>,
+    connection_gauges: Vec<GaugeId>,
+    reconnect_slots: ReconnectSlots,
+    /// Per slot connection: the `connected` gauge.
+    slot_gauges: Vec<(ConnectionId, GaugeId)>,
+    /// Per connection: its steps that failed and went on (fail-open), in total and per bucket.
+    fail_open: Vec<(u64, CounterId)>,
+    server_series: Vec<ServerSeries>,
+    /// The sampled requests' events, when the run is traced.
+    tracer: Option<Tracer>,
+    /// Per flow (copies of a service's flows included), when the scenario has a service.
+    instance_tallies: Vec<InstanceTally>,
+    /// Per flow (copies included): the in-flight gauges its requests count in, its base
+    /// flow's (with several flows) and its instance's (in a service), each with its count.
+    flow_gauges: Vec<[Option<usize>; 2]>,
+    in_flight_by: Vec<(u64, GaugeId)>,
+    /// Per flow (a base flow counting its copies): requests in flight now, and the most.
+    flow_in_flight: Vec<(u64, u64)>,
+    /// The committed versions of followed data.
+    pub(crate) versions: Versions,
+    /// Per flow: requests that ended ok serving a copy older than the last commit of its
+    /// key, and how long it had been out of date.
+    /// (The histogram is allocated on a flow's first stale read.)
+    stale_reads: Vec<(u64, Option<Latency>)>,
+}
+
+impl<'s> Simulator<'s> {
+    fn new(scenario: &'s Scenario, bugs: Bugs) -> Self {
+        let mut events = EventQueue::default();
+        let mut metrics = Metrics::new(
+            scenario.bucket.as_nanos(),
+            scenario.flows.len(),
+            scenario.databases.len(),
+            scenario.percentile_rule,
+        );
+        let in_flight_gauge = metrics.add_gauge(GaugeKey::InFlight);
+        // In flight per flow (with several) and per instance of a service, over time.
+        let mut in_flight_by: Vec<(u64, GaugeId)> = Vec::new();
+        let base_flows = (scenario.flows.iter().enumerate())
+            .filter(|(index, flow)| flow.reports_as(FlowId(*index as u32)).index() == *index)
+            .count();
+        let mut flow_gauge_of_base: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut instance_gauge: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+        let flow_gauges: Vec<[Option<usize>; 2]> = (scenario.flows.iter().enumerate())
+            .map(|(index, flow)| {
+                let base = flow.reports_as(FlowId(index as u32));
+                let by_flow = (base_flows > 1).then(|| {
+                    *flow_gauge_of_base.entry(base.index()).or_insert_with(|| {
+                        let name = scenario.flows[base.index()].name.clone();
+                        in_flight_by.push((0, metrics.add_gauge(GaugeKey::FlowInFlight(name))));
+                        in_flight_by.len() - 1
+                    })
+                });
+                let by_instance = flow.instance.map(|instance| {
+                    let key = (instance.service.0, instance.index);
+                    *instance_gauge.entry(key).or_insert_with(|| {
+                        let service = &scenario.services[instance.service.index()].name;
+                        let name = format!("{service}@{}", instance.index);
+                        in_flight_by.push((0, metrics.add_gauge(GaugeKey::InstanceInFlight(name))));
+                        in_flight_by.len() - 1
+                    })
+                });
+                [by_flow, by_instance]
+            })
+            .collect();
+        let rejected_attempts = metrics.add_counter(CountKey::RejectedAttempts);
+        let caller_counters = scenario
+            .callers
+            .iter()
+            .map(|caller| {
+                (
+                    metrics.add_counter(CountKey::CallerOk(caller.name.clone())),
+                    metrics.add_counter(CountKey::CallerFailed(caller.name.clone())),
+                )
+            })
+            .collect();
+        let database_gauges = scenario
+            .databases
+            .iter()
+            .map(|db| {
+                (
+                    metrics.add_gauge(GaugeKey::DatabaseConcurrency(db.name.clone())),
+                    metrics.add_gauge(GaugeKey::DatabaseLockWaiting(db.name.clone())),
+                )
+            })
+            .collect();
+        let connection_waiting_gauges = scenario
+            .databases
+            .iter()
+            .enumerate()
+            .filter(|(_, db)| db.connections.is_some())
+            .map(|(index, db)| {
+                let key = GaugeKey::DatabaseConnectionWaiting(db.name.clone());
+                (DatabaseId(index as u32), metrics.add_gauge(key))
+            })
+            .collect();
+        let collapsed_gauges = scenario
+            .databases
+            .iter()
+            .enumerate()
+            .filter(|(_, db)| db.collapse.is_some())
+            .map(|(index, db)| {
+                let key = GaugeKey::DatabaseCollapsed(db.name.clone());
+                (DatabaseId(index as u32), metrics.add_gauge(key))
+            })
+            .collect();
+        let connection_gauges = scenario
+            .connections
+            .iter()
+            .map(|c| metrics.add_gauge(GaugeKey::ConnectionPending(c.name.clone())))
+            .collect();
+        let fail_open = scenario
+            .connections
+            .iter()
+            .map(|c| {
+                (
+                    0,
+                    metrics.add_counter(CountKey::ConnectionFailOpen(c.name.clone())),
+                )
+            })
+            .collect();
+        let server_series = scenario
+            .servers
+            .iter()
+            .map(|server| ServerSeries {
+                used_memory: metrics.add_gauge(GaugeKey::ServerUsedMemory(server.name.clone())),
+                evicted: (
+                    0,
+                    metrics.add_counter(CountKey::ServerEvictedKeys(server.name.clone())),
+                ),
+                expired: (
+                    0,
+                    metrics.add_counter(CountKey::ServerExpiredKeys(server.name.clone())),
+                ),
+            })
+            .collect();
+        let mut monitors = Monitors::new(scenario);
+        let slot_gauges = scenario
+            .connections
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c.reconnect, crate::scenario::Reconnect::Slot(_)))
+            .map(|(index, c)| {
+                let id = ConnectionId(index as u32);
+                if c.connected_at_start {
+                    // The slot holds the connection's own entry as its first link.
+                    monitors.link_connected(id, id);
+                }
+                let gauge = metrics.add_gauge(GaugeKey::ConnectionConnected(c.name.clone()));
+                (id, gauge)
+            })
+            .collect();
+        let planted = PlantedBugs {
+            bulkhead_admits_one_too_many: bugs.bulkhead_admits_one_too_many,
+        };
+        let policies = Policies::new(scenario, &mut metrics, planted);
+        let actions = Actions::new(scenario, &mut metrics);
+        let mut loads = Vec::with_capacity(scenario.loads.len());
+        let mut loads_active = 0;
+        for (index, load) in scenario.loads.iter().enumerate() {
+            let id = LoadId(index as u32);
+            let instances = scenario.instance_flows(load.flow);
+            let spread = (instances.len() > 1).then(|| {
+                let service = scenario.flows[load.flow.index()]
+                    .instance
+                    .expect("a flow with copies belongs to a service")
+                    .service;
+                Spreading {
+                    flows: instances,
+                    how: scenario.services[service.index()].spread,
+                    next: 0,
+                    rng: Stream::derive(scenario.seed, "load spread", &load.name),
+                }
+            });
+            let mut state = LoadState {
+                rng: Stream::derive(scenario.seed, "load", &load.name),
+                issued: 0,
+                next_arrival_q32: u128::from(load.start.as_nanos()) << 32,
+                workers: Vec::new(),
+                workers_active: 0,
+                spread,
+            };
+            let any = match load.arrivals {
+                Arrivals::Burst { count } => count > 0,
+                Arrivals::Even { end, .. } | Arrivals::Poisson { end, .. } => match end {
+                    LoadEnd::Count(count) => count > 0,
+                    LoadEnd::Until(until) => load.start < until,
+                },
+                Arrivals::Closed(closed) => {
+                    let starts = (0..closed.workers).map(|worker| {
+                        let offset = u128::from(closed.stagger.as_nanos()) * u128::from(worker)
+                            / u128::from(closed.workers);
+                        let offset = u64::try_from(offset).expect("below the stagger");
+                        (
+                            worker,
+                            load.start.saturating_add(SimDuration::from_nanos(offset)),
+                        )
+                    });
+                    for (worker, at) in starts {
+                        if closed.iterations != Some(0) && closed.until.is_none_or(|u| at < u) {
+                            state.workers_active += 1;
+                            events.schedule(at, Event::WorkerSends { load: id, worker });
+                        }
+                    }
+                    state.workers = vec![0; closed.workers as usize];
+                    if state.workers_active > 0 {
+                        loads_active += 1;
+                    }
+                    false
+                }
+            };
+            loads.push(state);
+            if any {
+                loads_active += 1;
+                events.schedule(load.start, Event::Arrival(id));
+            }
+        }
+        for (index, fault) in scenario.faults.iter().enumerate() {
+            let id = crate::scenario::FaultId(index as u32);
+            events.schedule(fault.at, Event::FaultStarts(id));
+            if let Some(end) = fault.end() {
+                events.schedule(end, Event::FaultEnds(id));
+            }
+        }
+        let redis = Redis::new(scenario, &mut events);
+        Simulator {
+            scenario,
+            bugs,
+            now: SimTime::ZERO,
+            events,
+            events_processed: 0,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            runnable: VecDeque::new(),
+            in_flight: 0,
+            loads,
+            loads_active,
+            redis,
+            databases: Databases::new(scenario),
+            policies,
+            actions,
+            after_queries: BTreeMap::new(),
+            metrics,
+            http: scenario.http.map(HttpTally::new),
+            callers: Callers::new(scenario),
+            monitors,
+            work_since_memory_check: 0,
+            memory_exceeded: false,
+            layers_max: scenario
+                .flows
+                .iter()
+                .flat_map(|flow| &flow.steps)
+                .map(|step| step.policies.len())
+                .max()
+                .unwrap_or(0),
+            in_flight_gauge,
+            rejected_attempts,
+            caller_counters,
+            database_gauges,
+            connection_waiting_gauges,
+            collapsed_gauges,
+            connection_gauges,
+            reconnect_slots: ReconnectSlots::new(scenario),
+            slot_gauges,
+            fail_open,
+            server_series,
+            tracer: None,
+            instance_tallies: if scenario.services.is_empty() {
+                Vec::new()
+            } else {
+                vec![InstanceTally::default(); scenario.flows.len()]
+            },
+            versions: Versions::default(),
+            flow_gauges,
+            in_flight_by,
+            flow_in_flight: vec![(0, 0); scenario.flows.len()],
+            stale_reads: (0..scenario.flows.len()).map(|_| (0, None)).collect(),
+        }
+    }
+
+    /// Runs until the horizon if there is one (background work such as reconnects and late
+    /// replies goes on after the last request ended), otherwise until every request has
+    /// ended; a budget, a stall or a broken invariant stops it earlier.
+    fn run_to_end(&mut self, progress: &mut dyn FnMut(SimTime)) -> Verdict {
+        let limits = self.scenario.limits;
+        let ended = |simulator: &Self| {
+            if simulator.in_flight == 0
+                && simulator.loads_active == 0
+                && simulator.callers.in_flight() == 0
+            {
+                Verdict::Completed
+            } else {
+                Verdict::Horizon
+            }
+        };
+        loop {
+            if self.over_memory_budget() {
+                return Verdict::MemoryBudget;
+            }
+            if limits.horizon.is_none()
+                && self.loads_active == 0
+                && self.in_flight == 0
+                && self.callers.in_flight() == 0
+            {
+                return Verdict::Completed;
+            }
+            let next = self.events.peek_time();
+            if let Some(horizon) = limits.horizon
+                && next.is_none_or(|at| at > horizon)
+            {
+                // Nothing more happens before the horizon.
+                self.now = self.now.max(horizon);
+                return ended(self);
+            }
+            let Some(at) = next else {
+                // Requests wait for something that will never answer.
+                return Verdict::Stalled;
+            };
+            if at > limits.time_max {
+                self.now = limits.time_max;
+                return Verdict::TimeBudget;
+            }
+            if self.events_processed >= limits.events_max {
+                return Verdict::EventBudget;
+            }
+            if self.events_processed.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+                progress(self.now);
+            }
+            let (at, event) = self.events.pop().expect("peeked");
+            self.now = at;
+            self.metrics.advance_to(at);
+            self.events_processed += 1;
+            self.dispatch(event);
+            self.drain();
+            self.refresh_gauges();
+            self.monitors.check_conservation(self.now);
+            if self.monitors.violation().is_some() {
+                // The caller reports the violation instead of the figures.
+                return Verdict::Stalled;
+            }
+        }
+    }
+
+    /// Counts one piece of work that may grow what the run holds (an event, a request spawned
+    /// or advanced) and, every [`MEMORY_CHECK_EVERY`] of them, checks the estimate against
+    /// the budget: true from the first check over it on. Counting work rather than events
+    /// catches a single event that spawns a burst of millions.
+    fn over_memory_budget(&mut self) -> bool {
+        if !self.memory_exceeded {
+            self.work_since_memory_check += 1;
+            if self.work_since_memory_check >= MEMORY_CHECK_EVERY {
+                self.work_since_memory_check = 0;
+                self.memory_exceeded = self.memory_estimate() > self.scenario.limits.memory_max;
+            }
+        }
+        self.memory_exceeded
+    }
+
+    /// What the run holds now, in bytes: the parts that grow with what is in flight or with
+    /// the length of the run (everything else is fixed by the scenario's size).
+    fn memory_estimate(&self) -> u64 {
+        // A slot with its request, and room for a hold of every layer of the deepest step.
+        let per_slot = std::mem::size_of::<Slot>() + self.layers_max * std::mem::size_of::<Hold>();
+        let slots = (self.slots.capacity() * per_slot) as u64;
+        let queues = (self.free_slots.capacity() * 4 + self.runnable.capacity() * 8) as u64;
+        slots
+            + queues
+            + self.events.len() as u64 * EventQueue::ENTRY_BYTES
+            + self.redis.memory_bytes()
+            + self.databases.memory_bytes()
+            + self.after_queries.len() as u64 * 64
+            + self.metrics.series_bytes()
+            + self
+                .loads
+                .iter()
+                .map(|l| l.workers.len() as u64 * 8)
+                .sum::<u64>()
+            + self.callers.memory_bytes()
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        let now = self.now;
+        let events = &mut self.events;
+        match event {
+            Event::Arrival(load) => self.on_arrival(load),
+            Event::WorkerSends { load, worker } => self.on_worker_sends(load, worker),
+            Event::CallerTimeout { call, attempt } => {
+                if let Some((end, cancel)) = self.callers.timed_out(now, call, attempt) {
+                    // The slot still holds that attempt unless it ended meanwhile (its token
+                    // moves on with every step, so the attempt is known by its call).
+                    if let Some(request) = cancel
+                        && let Some(live) = self.slots[request.slot as usize].request.as_mut()
+                        && live.call == Some((call, attempt))
+                    {
+                        live.cancelled = true;
+                    }
+                    self.after_attempt(call, end);
+                }
+            }
+            Event::CallerRetry { call } => self.attempt(call),
+            Event::RequestTimer { request, kind } => self.on_request_timer(request, kind),
+            Event::Redis(event) => self.redis.handle(now, event, events),
+            Event::Database(event) => self.databases.handle(now, event, events),
+            Event::FaultStarts(fault) | Event::FaultEnds(fault) => {
+                let on = matches!(event, Event::FaultStarts(_));
+                let spec = &self.scenario.faults[fault.index()];
+                if let Some(tracer) = &mut self.tracer {
+                    let what = TraceWhat::Fault {
+                        name: spec.name.clone(),
+                        kind: spec.kind.name().to_owned(),
+                        started: on,
+                    };
+                    tracer.record(now, None, what);
+                }
+                match spec.target {
+                    FaultTarget::Server(server) => {
+                        self.redis.fault(now, server, spec.kind, on, events)
+                    }
+                    FaultTarget::Connection(connection) => self
+                        .redis
+                        .connection_fault(now, connection, spec.kind, on, events),
+                }
+            }
+        }
+    }
+
+    /// Sets every gauge to its value at the end of an event (a gauge's series is the largest
+    /// of these in each bucket). A gauge whose source cannot have changed in the event is left
+    /// as it is: setting a gauge to the value it holds changes nothing.
+    fn refresh_gauges(&mut self) {
+        self.metrics.set_gauge(self.in_flight_gauge, self.in_flight);
+        if self.databases.take_changed() {
+            for (index, &(running_gauge, waiting_gauge)) in self.database_gauges.iter().enumerate()
+            {
+                let id = DatabaseId(index as u32);
+                let running = self.databases.running(id) as u64;
+                self.metrics.set_gauge(running_gauge, running);
+                self.metrics
+                    .set_gauge(waiting_gauge, self.databases.lock_waiting(id));
+            }
+            for &(id, gauge) in &self.connection_waiting_gauges {
+                let waiting = self.databases.connection_waiting(id);
+                self.metrics.set_gauge(gauge, waiting);
+            }
+            for &(id, gauge) in &self.collapsed_gauges {
+                let collapsed = self.databases.collapsed(id);
+                self.metrics.set_gauge(gauge, u64::from(collapsed));
+            }
+        }
+        for (index, &gauge) in self.connection_gauges.iter().enumerate() {
+            let pending = self.redis.pending(ConnectionId(index as u32));
+            self.metrics.set_gauge(gauge, pending);
+        }
+        for &(connection, gauge) in &self.slot_gauges {
+            let connected = self.reconnect_slots.connected(connection);
+            self.metrics.set_gauge(gauge, u64::from(connected));
+        }
+        self.actions.observe(self.now, &mut self.metrics);
+        for (index, series) in self.server_series.iter_mut().enumerate() {
+            let memory = self.redis.server_summary(self.now, ServerId(index as u32));
+            self.metrics
+                .set_gauge(series.used_memory, memory.used_memory);
+            for ((seen, counter), total) in [
+                (&mut series.evicted, memory.evicted_keys),
+                (&mut series.expired, memory.expired_keys),
+            ] {
+                self.metrics.count_many(*counter, total - *seen);
+                *seen = total;
+            }
+        }
+        self.policies.observe(self.now, &mut self.metrics);
+    }
+
+    fn allocate(&mut self, request: Request) -> RequestRef {
+        if request.role == Role::Main {
+            self.monitors.went_live();
+        }
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(Slot {
+                    token: 0,
+                    request: None,
+                    holds: Vec::new(),
+                });
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live requests")
+            }
+        };
+        let entry = &mut self.slots[slot as usize];
+        debug_assert!(entry.request.is_none() && entry.holds.is_empty());
+        entry.request = Some(request);
+        RequestRef {
+            slot,
+            token: entry.token,
+        }
+    }
+
+    fn is_live(&self, request: RequestRef) -> bool {
+        let slot = &self.slots[request.slot as usize];
+        slot.token == request.token && slot.request.is_some()
+    }
+
+    pub(crate) fn current_ref(&self, slot: u32) -> RequestRef {
+        RequestRef {
+            slot,
+            token: self.slots[slot as usize].token,
+        }
+    }
+
+    pub(crate) fn request_mut(&mut self, slot: u32) -> &mut Request {
+        self.slots[slot as usize]
+            .request
+            .as_mut()
+            .expect("a live request")
+    }
+
+    pub(crate) fn request(&self, slot: u32) -> &Request {
+        self.slots[slot as usize]
+            .request
+            .as_ref()
+            .expect("a live request")
+    }
+
+    /// A request of `flow` arrived (`true`) or ended: the in-flight gauges of its flow and its
+    /// instance follow.
+    fn count_in_flight(&mut self, flow: FlowId, arrived: bool) {
+        let base = self.reports_as(flow);
+        let (now, peak) = &mut self.flow_in_flight[base];
+        if arrived {
+            *now += 1;
+            *peak = (*peak).max(*now);
+        } else {
+            *now -= 1;
+        }
+        for index in self.flow_gauges[flow.index()].into_iter().flatten() {
+            let (count, gauge) = &mut self.in_flight_by[index];
+            if arrived {
+                *count += 1;
+            } else {
+                *count -= 1;
+            }
+            self.metrics.set_gauge(*gauge, *count);
+        }
+    }
+
+    /// The index of the flow whose figures a request of `flow` counts in.
+    fn reports_as(&self, flow: FlowId) -> usize {
+        self.scenario.flows[flow.index()].reports_as(flow).index()
+    }
+
+    /// The step the request in `slot` is on (which exists: a request past its last step has
+    /// ended).
+    pub(crate) fn step_of(&self, slot: u32) -> &'s StepSpec {
+        let scenario = self.scenario;
+        let request = self.request(slot);
+        &scenario.flows[request.flow.index()].steps[usize::from(request.step)]
+    }
+}
