@@ -1,0 +1,187 @@
+//! A live variant's report, of the shape a simulated one has.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// The run's report: the simulator's summary shape, filled with what was measured.
+pub(super) fn report(
+    run: &Run,
+    name: &str,
+    sweep_x: Option<f64>,
+    verdict: Verdict,
+    ended_at: SimTime,
+    faults: Vec<FaultWindow>,
+    servers: outagelab_report::ServerSummary,
+) -> VariantReport {
+    let scenario = &run.scenario;
+    let mut recorder = run.recorder();
+    let mut summary = outagelab_sim::summary_shape(scenario)
+        .expect("a scenario the file reader validated has sound references");
+    let series = recorder.metrics.finish_series(ended_at);
+    summary.requests = recorder.metrics.requests();
+    summary.outcomes = recorder.metrics.outcome_counts();
+    summary.unfinished = recorder.in_flight();
+    summary.latency_ms = recorder.metrics.latency_stats();
+    summary.latency_histogram = recorder.metrics.latency_histogram();
+    for (index, flow) in scenario.flows.iter().enumerate() {
+        let flow_summary = recorder.metrics.flow_summary(
+            index,
+            recorder.flow_in_flight[index],
+            recorder.background_in_flight[index],
+        );
+        summary.flows.insert(flow.name.clone(), flow_summary);
+    }
+    for (index, database) in scenario.databases.iter().enumerate() {
+        let entry = summary.databases.entry(database.name.clone()).or_default();
+        *entry = DatabaseSummary {
+            queries: recorder.database_queries[index],
+            peak_concurrency: recorder.databases[index].peak,
+            ..DatabaseSummary::default()
+        };
+    }
+    let breaker_counts = locked(&run.breaker_counts);
+    for (index, (spec, slot)) in scenario.breakers.iter().zip(&run.breakers).enumerate() {
+        let [rejected, half_opened, closed] = breaker_counts[index];
+        let final_state = match slot.live.state() {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+        };
+        summary.breakers.insert(
+            spec.name.clone(),
+            BreakerSummary {
+                enabled: slot.enabled,
+                opened: slot.live.opened_total(),
+                half_opened,
+                closed,
+                rejected,
+                final_state: final_state.to_owned(),
+            },
+        );
+    }
+    for (spec, slot) in scenario.semaphores.iter().zip(&run.semaphores) {
+        let counters = slot.live.counters();
+        summary.semaphores.insert(
+            spec.name.clone(),
+            SemaphoreSummary {
+                enabled: slot.enabled,
+                acquired: counters.acquired,
+                peak_in_flight: u64::from(counters.in_flight_peak),
+                peak_bytes: counters.bytes_in_flight_peak,
+                rejected: counters.rejected_total(),
+                max_in_flight: spec.config.max_in_flight().map(u64::from),
+                max_bytes: spec.config.max_bytes(),
+            },
+        );
+    }
+    for (spec, slot) in scenario.rate_limits.iter().zip(&run.rate_limits) {
+        let counters = slot.live.counters();
+        (summary.rate_limits).insert(
+            spec.name.clone(),
+            summaries::rate_limit(slot.enabled, &counters),
+        );
+    }
+    for (spec, slot) in scenario.adaptive_limits.iter().zip(&run.adaptive_limits) {
+        let counters = slot.live.counters();
+        summary.adaptive_limits.insert(
+            spec.name.clone(),
+            summaries::adaptive_limit(slot.enabled, &counters),
+        );
+    }
+    for (spec, live) in scenario.caches.iter().zip(&run.caches) {
+        (summary.caches).insert(spec.name.clone(), summaries::cache(&live.counters()));
+    }
+    for (spec, slot) in scenario.bulkheads.iter().zip(&run.bulkheads) {
+        let [peak_in_use, peak_queued, shed] = *locked(&slot.tally);
+        summary.bulkheads.insert(
+            spec.name.clone(),
+            BulkheadSummary {
+                enabled: slot.enabled,
+                peak_in_use,
+                peak_queued,
+                shed,
+                max_concurrent: u64::from(spec.config.max_concurrent()),
+                queue_max: u64::from(spec.config.queue_max()),
+            },
+        );
+    }
+    for (spec, slot) in scenario.retries.iter().zip(&run.retries) {
+        let counters = slot.live.counters();
+        summary.retries.insert(
+            spec.name.clone(),
+            RetrySummary {
+                enabled: slot.enabled,
+                requests: counters.requests,
+                retries: counters.retries_granted,
+                gave_up_attempts: counters.attempts_exhausted,
+                gave_up_budget: counters.budget_exhausted,
+            },
+        );
+    }
+    for (index, (spec, connection)) in scenario
+        .connections
+        .iter()
+        .zip(&run.connections)
+        .enumerate()
+    {
+        let tally = &recorder.connections[index];
+        // A connection the file has connected at the start was made before the run's clock
+        // started, as a simulated one is there without an attempt: that connect is not one of
+        // the run's.
+        let before_run = u64::from(spec.connected_at_start);
+        let (attempts, failures, slot) = match connection.slot() {
+            Some(slot) => {
+                let stats = slot.stats();
+                let counters = slot.counters();
+                (
+                    stats.attempts_total.saturating_sub(before_run),
+                    stats.connect_failures_total,
+                    SlotSummary {
+                        reconnects: stats.reconnects_total,
+                        evictions: stats.evictions_total,
+                        stale_failures: counters.stale_failures_total,
+                        waited: counters.waited_total,
+                        unavailable: counters.unavailable_total,
+                        replays: counters.replays_total,
+                    },
+                )
+            }
+            None => (0, 0, SlotSummary::default()),
+        };
+        summary.connections.insert(
+            spec.name.clone(),
+            ConnectionSummary {
+                commands: tally.commands,
+                replies: tally.replies,
+                timeouts: tally.timeouts,
+                disconnects: tally.disconnects,
+                connect_attempts: attempts,
+                connect_failures: failures,
+                peak_pending: recorder.pending[index].peak,
+                fail_open: tally.fail_open,
+                slot,
+                ..ConnectionSummary::default()
+            },
+        );
+    }
+    if let Some(server) = scenario.servers.first() {
+        summary.servers.insert(server.name.clone(), servers);
+    }
+    if let Some(http) = recorder.http() {
+        summary.http = Some(http.summary(&summary.outcomes));
+    }
+    VariantReport {
+        name: name.to_owned(),
+        sweep_x,
+        verdict,
+        percentile_rule: scenario.percentile_rule,
+        end_ms: ended_at.as_nanos() as f64 / 1e6,
+        events: 0,
+        faults,
+        summary,
+        series,
+        log: Vec::new(),
+        log_dropped: 0,
+        runner: Some(locked(&run.timing).clone()),
+    }
+}
