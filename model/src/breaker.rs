@@ -90,7 +90,7 @@
 //! [`CallOutcome::Success`], [`CallOutcome::Failure`] (counts towards opening) or
 //! [`CallOutcome::Ignored`] (counts neither way), and passes only that. In the simulator the
 //! classifier is the breaker's `counts` set (`sim::scenario::BreakerSpec::counts`, mapped in
-//! `sim/src/engine.rs`, `end_step`): an error in the set is a failure, any other error is
+//! `sim/src/policies.rs`, `BreakerSlot::exit`): an error in the set is a failure, any other error is
 //! ignored, and ok/hit/miss are successes. The default set is network errors and timeouts
 //! (timeout, refused, connection lost), as seed 003 asks: "count only network/timeout
 //! errors"; an application error then neither opens nor closes the breaker.
@@ -105,7 +105,7 @@
 //! was noticed, so the report is the same whenever the caller looks. At most
 //! [`TRANSITIONS_HELD_MAX`] transitions wait to be polled; beyond that the oldest is dropped
 //! and counted in [`Breaker::transitions_dropped`], never lost silently. The simulator drains
-//! the queue after every `on_result` (`sim/src/engine.rs`, `end_step`); between two drains only
+//! the queue after every `on_result` (`sim/src/policies.rs`, `BreakerSlot::exit`); between two drains only
 //! `try_admit` runs, which makes at most two transitions (`HalfOpen -> Open` when
 //! `half_open_max_wait` has passed, then `Open -> HalfOpen`), so it never drops one. (Today it discards what it drains: the report counts openings through
 //! [`Breaker::opened_total`] and shows the final state through [`Breaker::state_at`].)
