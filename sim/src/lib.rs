@@ -30,6 +30,7 @@ mod journal;
 mod kernel;
 mod metrics;
 mod monitors;
+mod observe;
 mod policies;
 mod reconnect_slots;
 mod redis;

@@ -71,12 +71,8 @@ impl<'s> Simulator<'s> {
             self.trace(request.slot, TraceWhat::Started { flow });
         }
         self.in_flight += 1;
-        self.count_in_flight(flow, true);
+        self.observation.arrived(flow, self.reports_as(flow));
         self.monitors.arrived();
-        self.metrics.record_arrival(self.reports_as(flow));
-        if let Some(tally) = self.instance_tallies.get_mut(flow.index()) {
-            tally.requests += 1;
-        }
         self.runnable.push_back(request);
         request
     }
@@ -121,8 +117,7 @@ impl<'s> Simulator<'s> {
         match end {
             CallNext::Retry { at } => self.events.schedule(at, Event::CallerRetry { call }),
             CallNext::Ended { caller, ok, worker } => {
-                let (ok_calls, failed_calls) = self.caller_counters[caller.index()];
-                self.metrics.count(if ok { ok_calls } else { failed_calls });
+                self.observation.call_ended(caller, ok);
                 if let Some((load, worker)) = worker {
                     self.worker_done_with(load, worker);
                 }

@@ -195,7 +195,7 @@ impl<'s> Simulator<'s> {
 
     pub(crate) fn record_lock_waits(&mut self) {
         for (database, nanos) in self.databases.lock_waits.drain(..) {
-            self.metrics.record_lock_wait(database.index(), nanos);
+            self.observation.lock_waited(database, nanos);
         }
     }
 }

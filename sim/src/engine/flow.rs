@@ -411,10 +411,10 @@ impl<'s> Simulator<'s> {
             Ended::Action(result) => (result, None),
             Ended::Refused(outcome) => (StepResult::Error(outcome), Some(outcome)),
         };
-        let (state, metrics) = (&mut self.actions, &mut self.metrics);
+        let (state, metrics) = (&mut self.actions, &mut self.observation.metrics);
         let result = actions::decide(state, now, metrics, &step.action, io_result, refused);
         if result == StepResult::Error(Outcome::RateLimited) {
-            self.metrics.count(self.rejected_attempts); // a 429, retried or not
+            self.observation.attempt_rate_limited();
         }
         let leaving = Leaving {
             result,
@@ -504,7 +504,7 @@ impl<'s> Simulator<'s> {
                 StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
             };
             let flow = self.reports_as(request.flow);
-            self.metrics.record_background_end(flow, outcome);
+            self.observation.background_ended(flow, outcome);
             self.free(slot);
             return Next::Stop;
         }
@@ -529,9 +529,7 @@ impl<'s> Simulator<'s> {
         {
             // Let through unchecked: Redis could not be reached, or was not asked (a breaker
             // open, a write dropped). A lock found taken is an answer, not a fail-open.
-            let (total, counter) = &mut self.fail_open[connection.index()];
-            *total += 1;
-            self.metrics.count(*counter);
+            self.observation.failed_open(connection);
             if self.reconnect_slots.is_slot(connection) {
                 self.reconnect_slots.record_fail_open(connection);
             }
@@ -648,28 +646,17 @@ impl<'s> Simulator<'s> {
         let request = self.request(slot);
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
         let (worker, call) = (request.worker, request.call);
-        if let (Outcome::Ok, Some(value)) = (outcome, request.value)
-            && value.from != ValueFrom::Database
-            && let Some(age) = self.versions.out_of_date_for(now, value.key, value.version)
-        {
-            let tally =
-                &mut self.stale_reads[self.scenario.flows[flow.index()].reports_as(flow).index()];
-            tally.0 += 1;
-            tally
-                .1
-                .get_or_insert_with(Latency::new)
-                .record(age.as_nanos());
-        }
-        self.metrics
-            .record_end(self.reports_as(flow), outcome, latency.as_nanos());
-        if let Some(tally) = self.instance_tallies.get_mut(flow.index()) {
-            tally.outcomes[outcome.index()] += 1;
-        }
-        if let Some(http) = &mut self.http {
-            http.record(now, outcome);
-        }
+        let stale_for = match (outcome, request.value) {
+            (Outcome::Ok, Some(value)) if value.from != ValueFrom::Database => self
+                .versions
+                .out_of_date_for(now, value.key, value.version)
+                .map(|age| age.as_nanos()),
+            _ => None,
+        };
+        let base = self.reports_as(flow);
+        let latency = latency.as_nanos();
+        (self.observation).ended(now, flow, base, outcome, latency, stale_for);
         self.in_flight -= 1;
-        self.count_in_flight(flow, false);
         self.monitors.ended();
         self.free(slot);
         if let Some((load, worker)) = worker {

@@ -29,19 +29,18 @@ use outagelab_model::reconnect::{ConnectionError, Failure, FailureEffect, Lease,
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::trace::{Trace, TraceWhat};
 use outagelab_report::{
-    CountKey, FaultWindow, GaugeKey, InstanceSummary, LogEntry, Outcome, ServiceSummary, Summary,
-    VariantReport, Verdict,
+    FaultWindow, LogEntry, Outcome, ServiceSummary, Summary, VariantReport, Verdict,
 };
 
 use crate::actions::{self, Actions, RequestHeld, Started, Waiting, Woken};
 use crate::callers::{CallNext, CallRef, Callers};
 use crate::database::Databases;
 use crate::error::SimError;
-use crate::http::HttpTally;
 use crate::journal;
 use crate::kernel::{Event, EventQueue, RequestRef, StepResult, TimerKind};
-use crate::metrics::{CounterId, GaugeId, Latency, Metrics};
+use crate::metrics::Metrics;
 use crate::monitors::Monitors;
+use crate::observe::{Observation, Sources};
 use crate::policies::{Enter, Entrant, Exit, Handover, Hold, Leaving, PlantedBugs, Policies};
 use crate::reconnect_slots::{ReconnectSlots, SlotAcquire, link_of};
 use crate::redis::{LinkEvent, Op, Redis};
@@ -130,7 +129,7 @@ pub fn run_traced(
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
-    let mut simulator = Simulator::new(scenario, bugs);
+    let mut simulator = Simulator::new(scenario, bugs, Observation::new(scenario));
     simulator.tracer = sample_every.map(Tracer::new);
     let verdict = simulator.run_to_end(progress);
     if let Some(violation) = simulator.monitors.take_violation() {
@@ -146,7 +145,7 @@ pub fn summary_shape(scenario: &Scenario) -> Result<Summary, SimError> {
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
-    Ok(Simulator::new(scenario, Bugs::default()).summary())
+    Ok(Simulator::new(scenario, Bugs::default(), Observation::new(scenario)).summary())
 }
 
 /// The metrics a run of this scenario records into, with every gauge and counter it
@@ -157,7 +156,11 @@ pub fn empty_metrics(scenario: &Scenario) -> Result<Metrics, SimError> {
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
-    Ok(Simulator::new(scenario, Bugs::default()).metrics)
+    Ok(
+        Simulator::new(scenario, Bugs::default(), Observation::new(scenario))
+            .observation
+            .metrics,
+    )
 }
 
 /// Whether a request counts as one of the run's requests, or is a step running on its own.
@@ -302,14 +305,6 @@ struct Slot {
     holds: Vec<Hold>,
 }
 
-/// A Redis server's memory series: its used memory, and its evictions and expirations (with
-/// the totals already counted, so each event adds only what is new).
-struct ServerSeries {
-    used_memory: GaugeId,
-    evicted: (u64, CounterId),
-    expired: (u64, CounterId),
-}
-
 struct LoadState {
     rng: Stream,
     issued: u64,
@@ -349,13 +344,6 @@ impl Spreading {
     }
 }
 
-/// One instance's requests (per flow copy) and how they ended, for the services' summaries.
-#[derive(Clone, Copy, Default)]
-struct InstanceTally {
-    requests: u64,
-    outcomes: [u64; Outcome::COUNT],
-}
-
 /// Every this much work (events, requests spawned or advanced), a run's memory estimate is
 /// checked against its budget: often enough that a run cannot outgrow it by much in between
 /// (each adds a few hundred bytes at most), rarely enough to cost nothing.
@@ -387,8 +375,8 @@ enum Next {
 
 /// The engine's state. The event loop is driven from [`run_traced`]: `run_to_end` pops each
 /// event, `dispatch` hands it to its mechanism or handler, `drain` delivers what the
-/// mechanisms produced and advances the requests that became runnable, `refresh_gauges`
-/// observes. The step actions ([`crate::actions`]) reach the engine's mechanisms through the
+/// mechanisms produced and advances the requests that became runnable, and the
+/// [`Observation`] reads the mechanisms' gauges. The step actions ([`crate::actions`]) reach the engine's mechanisms through the
 /// `pub(crate)` fields and methods here (the clock, the queue, Redis, the databases, a
 /// request's stage, timers and key), and keep their own state in `actions`.
 pub(crate) struct Simulator<'s> {
@@ -411,9 +399,8 @@ pub(crate) struct Simulator<'s> {
     /// What waits for a database query whose caller timed out, by the waiter reference the
     /// database still holds. Never larger than the number of running queries.
     after_queries: BTreeMap<(u32, u32), AfterQuery>,
-    metrics: Metrics,
-    /// Ended requests as HTTP answers, when the scenario maps outcomes to statuses.
-    http: Option<HttpTally>,
+    /// What the run records: every metric, and the handles of the engine's own series.
+    pub(crate) observation: Observation,
     /// The calls of loads that go through a caller.
     callers: Callers,
     monitors: Monitors,
@@ -422,173 +409,30 @@ pub(crate) struct Simulator<'s> {
     memory_exceeded: bool,
     /// The most policy layers a step of the scenario has (for the memory estimate).
     layers_max: usize,
-    in_flight_gauge: GaugeId,
-    /// Step attempts answered `rate_limited` (429), per bucket.
-    rejected_attempts: CounterId,
-    /// Per caller: its calls that ended ok, and those that failed.
-    caller_counters: Vec<(CounterId, CounterId)>,
-    /// Per database: queries running, and queries waiting for a lock.
-    database_gauges: Vec<(GaugeId, GaugeId)>,
-    /// The connection-waiting gauge of each database with a connection limit.
-    connection_waiting_gauges: Vec<(DatabaseId, GaugeId)>,
-    /// The collapsed gauge (0 or 1) of each database that may collapse.
-    collapsed_gauges: Vec<(DatabaseId, GaugeId)>,
-    connection_gauges: Vec<GaugeId>,
     reconnect_slots: ReconnectSlots,
-    /// Per slot connection: the `connected` gauge.
-    slot_gauges: Vec<(ConnectionId, GaugeId)>,
-    /// Per connection: its steps that failed and went on (fail-open), in total and per bucket.
-    fail_open: Vec<(u64, CounterId)>,
-    server_series: Vec<ServerSeries>,
     /// The sampled requests' events, when the run is traced.
     tracer: Option<Tracer>,
-    /// Per flow (copies of a service's flows included), when the scenario has a service.
-    instance_tallies: Vec<InstanceTally>,
-    /// Per flow (copies included): the in-flight gauges its requests count in, its base
-    /// flow's (with several flows) and its instance's (in a service), each with its count.
-    flow_gauges: Vec<[Option<usize>; 2]>,
-    in_flight_by: Vec<(u64, GaugeId)>,
-    /// Per flow (a base flow counting its copies): requests in flight now, and the most.
-    flow_in_flight: Vec<(u64, u64)>,
     /// The committed versions of followed data.
     pub(crate) versions: Versions,
-    /// Per flow: requests that ended ok serving a copy older than the last commit of its
-    /// key, and how long it had been out of date.
-    /// (The histogram is allocated on a flow's first stale read.)
-    stale_reads: Vec<(u64, Option<Latency>)>,
 }
 
 impl<'s> Simulator<'s> {
-    fn new(scenario: &'s Scenario, bugs: Bugs) -> Self {
+    /// The state at the start of a run of `scenario`, recording into `observation` (built
+    /// for the same scenario).
+    fn new(scenario: &'s Scenario, bugs: Bugs, mut observation: Observation) -> Self {
         let mut events = EventQueue::default();
-        let mut metrics = Metrics::new(
-            scenario.bucket.as_nanos(),
-            scenario.flows.len(),
-            scenario.databases.len(),
-            scenario.percentile_rule,
-        );
-        let in_flight_gauge = metrics.add_gauge(GaugeKey::InFlight);
-        // In flight per flow (with several) and per instance of a service, over time.
-        let mut in_flight_by: Vec<(u64, GaugeId)> = Vec::new();
-        let base_flows = (scenario.flows.iter().enumerate())
-            .filter(|(index, flow)| flow.reports_as(FlowId(*index as u32)).index() == *index)
-            .count();
-        let mut flow_gauge_of_base: BTreeMap<usize, usize> = BTreeMap::new();
-        let mut instance_gauge: BTreeMap<(u32, u32), usize> = BTreeMap::new();
-        let flow_gauges: Vec<[Option<usize>; 2]> = (scenario.flows.iter().enumerate())
-            .map(|(index, flow)| {
-                let base = flow.reports_as(FlowId(index as u32));
-                let by_flow = (base_flows > 1).then(|| {
-                    *flow_gauge_of_base.entry(base.index()).or_insert_with(|| {
-                        let name = scenario.flows[base.index()].name.clone();
-                        in_flight_by.push((0, metrics.add_gauge(GaugeKey::FlowInFlight(name))));
-                        in_flight_by.len() - 1
-                    })
-                });
-                let by_instance = flow.instance.map(|instance| {
-                    let key = (instance.service.0, instance.index);
-                    *instance_gauge.entry(key).or_insert_with(|| {
-                        let service = &scenario.services[instance.service.index()].name;
-                        let name = format!("{service}@{}", instance.index);
-                        in_flight_by.push((0, metrics.add_gauge(GaugeKey::InstanceInFlight(name))));
-                        in_flight_by.len() - 1
-                    })
-                });
-                [by_flow, by_instance]
-            })
-            .collect();
-        let rejected_attempts = metrics.add_counter(CountKey::RejectedAttempts);
-        let caller_counters = scenario
-            .callers
-            .iter()
-            .map(|caller| {
-                (
-                    metrics.add_counter(CountKey::CallerOk(caller.name.clone())),
-                    metrics.add_counter(CountKey::CallerFailed(caller.name.clone())),
-                )
-            })
-            .collect();
-        let database_gauges = scenario
-            .databases
-            .iter()
-            .map(|db| {
-                (
-                    metrics.add_gauge(GaugeKey::DatabaseConcurrency(db.name.clone())),
-                    metrics.add_gauge(GaugeKey::DatabaseLockWaiting(db.name.clone())),
-                )
-            })
-            .collect();
-        let connection_waiting_gauges = scenario
-            .databases
-            .iter()
-            .enumerate()
-            .filter(|(_, db)| db.connections.is_some())
-            .map(|(index, db)| {
-                let key = GaugeKey::DatabaseConnectionWaiting(db.name.clone());
-                (DatabaseId(index as u32), metrics.add_gauge(key))
-            })
-            .collect();
-        let collapsed_gauges = scenario
-            .databases
-            .iter()
-            .enumerate()
-            .filter(|(_, db)| db.collapse.is_some())
-            .map(|(index, db)| {
-                let key = GaugeKey::DatabaseCollapsed(db.name.clone());
-                (DatabaseId(index as u32), metrics.add_gauge(key))
-            })
-            .collect();
-        let connection_gauges = scenario
-            .connections
-            .iter()
-            .map(|c| metrics.add_gauge(GaugeKey::ConnectionPending(c.name.clone())))
-            .collect();
-        let fail_open = scenario
-            .connections
-            .iter()
-            .map(|c| {
-                (
-                    0,
-                    metrics.add_counter(CountKey::ConnectionFailOpen(c.name.clone())),
-                )
-            })
-            .collect();
-        let server_series = scenario
-            .servers
-            .iter()
-            .map(|server| ServerSeries {
-                used_memory: metrics.add_gauge(GaugeKey::ServerUsedMemory(server.name.clone())),
-                evicted: (
-                    0,
-                    metrics.add_counter(CountKey::ServerEvictedKeys(server.name.clone())),
-                ),
-                expired: (
-                    0,
-                    metrics.add_counter(CountKey::ServerExpiredKeys(server.name.clone())),
-                ),
-            })
-            .collect();
         let mut monitors = Monitors::new(scenario);
-        let slot_gauges = scenario
-            .connections
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| matches!(c.reconnect, crate::scenario::Reconnect::Slot(_)))
-            .map(|(index, c)| {
-                let id = ConnectionId(index as u32);
-                if c.connected_at_start {
-                    // The slot holds the connection's own entry as its first link.
-                    monitors.link_connected(id, id);
-                }
-                let gauge = metrics.add_gauge(GaugeKey::ConnectionConnected(c.name.clone()));
-                (id, gauge)
-            })
-            .collect();
+        for (index, c) in (0u32..).zip(&scenario.connections) {
+            if matches!(c.reconnect, crate::scenario::Reconnect::Slot(_)) && c.connected_at_start {
+                // The slot holds the connection's own entry as its first link.
+                monitors.link_connected(ConnectionId(index), ConnectionId(index));
+            }
+        }
         let planted = PlantedBugs {
             bulkhead_admits_one_too_many: bugs.bulkhead_admits_one_too_many,
         };
-        let policies = Policies::new(scenario, &mut metrics, planted);
-        let actions = Actions::new(scenario, &mut metrics);
+        let policies = Policies::new(scenario, &mut observation.metrics, planted);
+        let actions = Actions::new(scenario, &mut observation.metrics);
         let mut loads = Vec::with_capacity(scenario.loads.len());
         let mut loads_active = 0;
         for (index, load) in scenario.loads.iter().enumerate() {
@@ -674,8 +518,7 @@ impl<'s> Simulator<'s> {
             policies,
             actions,
             after_queries: BTreeMap::new(),
-            metrics,
-            http: scenario.http.map(HttpTally::new),
+            observation,
             callers: Callers::new(scenario),
             monitors,
             work_since_memory_check: 0,
@@ -687,28 +530,9 @@ impl<'s> Simulator<'s> {
                 .map(|step| step.policies.len())
                 .max()
                 .unwrap_or(0),
-            in_flight_gauge,
-            rejected_attempts,
-            caller_counters,
-            database_gauges,
-            connection_waiting_gauges,
-            collapsed_gauges,
-            connection_gauges,
             reconnect_slots: ReconnectSlots::new(scenario),
-            slot_gauges,
-            fail_open,
-            server_series,
             tracer: None,
-            instance_tallies: if scenario.services.is_empty() {
-                Vec::new()
-            } else {
-                vec![InstanceTally::default(); scenario.flows.len()]
-            },
             versions: Versions::default(),
-            flow_gauges,
-            in_flight_by,
-            flow_in_flight: vec![(0, 0); scenario.flows.len()],
-            stale_reads: (0..scenario.flows.len()).map(|_| (0, None)).collect(),
         }
     }
 
@@ -762,11 +586,11 @@ impl<'s> Simulator<'s> {
             }
             let (at, event) = self.events.pop().expect("peeked");
             self.now = at;
-            self.metrics.advance_to(at);
+            self.observation.metrics.advance_to(at);
             self.events_processed += 1;
             self.dispatch(event);
             self.drain();
-            self.refresh_gauges();
+            self.observe();
             self.monitors.check_conservation(self.now);
             if self.monitors.violation().is_some() {
                 // The caller reports the violation instead of the figures.
@@ -803,7 +627,7 @@ impl<'s> Simulator<'s> {
             + self.redis.memory_bytes()
             + self.databases.memory_bytes()
             + self.after_queries.len() as u64 * 64
-            + self.metrics.series_bytes()
+            + self.observation.metrics.series_bytes()
             + self
                 .loads
                 .iter()
@@ -858,51 +682,18 @@ impl<'s> Simulator<'s> {
         }
     }
 
-    /// Sets every gauge to its value at the end of an event (a gauge's series is the largest
-    /// of these in each bucket). A gauge whose source cannot have changed in the event is left
-    /// as it is: setting a gauge to the value it holds changes nothing.
-    fn refresh_gauges(&mut self) {
-        self.metrics.set_gauge(self.in_flight_gauge, self.in_flight);
-        if self.databases.take_changed() {
-            for (index, &(running_gauge, waiting_gauge)) in self.database_gauges.iter().enumerate()
-            {
-                let id = DatabaseId(index as u32);
-                let running = self.databases.running(id) as u64;
-                self.metrics.set_gauge(running_gauge, running);
-                self.metrics
-                    .set_gauge(waiting_gauge, self.databases.lock_waiting(id));
-            }
-            for &(id, gauge) in &self.connection_waiting_gauges {
-                let waiting = self.databases.connection_waiting(id);
-                self.metrics.set_gauge(gauge, waiting);
-            }
-            for &(id, gauge) in &self.collapsed_gauges {
-                let collapsed = self.databases.collapsed(id);
-                self.metrics.set_gauge(gauge, u64::from(collapsed));
-            }
-        }
-        for (index, &gauge) in self.connection_gauges.iter().enumerate() {
-            let pending = self.redis.pending(ConnectionId(index as u32));
-            self.metrics.set_gauge(gauge, pending);
-        }
-        for &(connection, gauge) in &self.slot_gauges {
-            let connected = self.reconnect_slots.connected(connection);
-            self.metrics.set_gauge(gauge, u64::from(connected));
-        }
-        self.actions.observe(self.now, &mut self.metrics);
-        for (index, series) in self.server_series.iter_mut().enumerate() {
-            let memory = self.redis.server_summary(self.now, ServerId(index as u32));
-            self.metrics
-                .set_gauge(series.used_memory, memory.used_memory);
-            for ((seen, counter), total) in [
-                (&mut series.evicted, memory.evicted_keys),
-                (&mut series.expired, memory.expired_keys),
-            ] {
-                self.metrics.count_many(*counter, total - *seen);
-                *seen = total;
-            }
-        }
-        self.policies.observe(self.now, &mut self.metrics);
+    /// Hands the mechanisms to the observation, which reads their gauges at the end of an
+    /// event.
+    fn observe(&mut self) {
+        let sources = Sources {
+            in_flight: self.in_flight,
+            redis: &self.redis,
+            databases: &mut self.databases,
+            reconnect_slots: &self.reconnect_slots,
+            actions: &mut self.actions,
+            policies: &mut self.policies,
+        };
+        self.observation.after_event(self.now, sources);
     }
 
     fn allocate(&mut self, request: Request) -> RequestRef {
@@ -953,28 +744,6 @@ impl<'s> Simulator<'s> {
             .request
             .as_ref()
             .expect("a live request")
-    }
-
-    /// A request of `flow` arrived (`true`) or ended: the in-flight gauges of its flow and its
-    /// instance follow.
-    fn count_in_flight(&mut self, flow: FlowId, arrived: bool) {
-        let base = self.reports_as(flow);
-        let (now, peak) = &mut self.flow_in_flight[base];
-        if arrived {
-            *now += 1;
-            *peak = (*peak).max(*now);
-        } else {
-            *now -= 1;
-        }
-        for index in self.flow_gauges[flow.index()].into_iter().flatten() {
-            let (count, gauge) = &mut self.in_flight_by[index];
-            if arrived {
-                *count += 1;
-            } else {
-                *count -= 1;
-            }
-            self.metrics.set_gauge(*gauge, *count);
-        }
     }
 
     /// The index of the flow whose figures a request of `flow` counts in.

@@ -15,25 +15,25 @@ impl<'s> Simulator<'s> {
             }
         }
         let mut summary = Summary {
-            requests: self.metrics.requests(),
-            outcomes: self.metrics.outcome_counts(),
+            requests: self.observation.metrics.requests(),
+            outcomes: self.observation.metrics.outcome_counts(),
             unfinished: self.in_flight,
-            latency_ms: self.metrics.latency_stats(),
-            latency_histogram: self.metrics.latency_histogram(),
+            latency_ms: self.observation.metrics.latency_stats(),
+            latency_histogram: self.observation.metrics.latency_histogram(),
             flows: scenario
                 .flows
                 .iter()
                 .enumerate()
                 .filter(|(index, flow)| flow.reports_as(FlowId(*index as u32)).index() == *index)
                 .map(|(index, flow)| {
-                    let mut summary = self.metrics.flow_summary(
+                    let mut summary = self.observation.metrics.flow_summary(
                         index,
                         unfinished[index],
                         background_unfinished[index],
                     );
-                    summary.peak_in_flight = self.flow_in_flight[index].1;
-                    let (stale, age) = &self.stale_reads[index];
-                    summary.stale_reads = *stale;
+                    summary.peak_in_flight = self.observation.peak_in_flight(index);
+                    let (stale, age) = self.observation.stale_reads(index);
+                    summary.stale_reads = stale;
                     if let Some(age) = age {
                         summary.stale_age_ms = age.stats(scenario.percentile_rule);
                     }
@@ -46,7 +46,7 @@ impl<'s> Simulator<'s> {
                 .enumerate()
                 .map(|(index, db)| {
                     let mut summary = self.databases.summary(DatabaseId(index as u32), self.now);
-                    summary.lock_wait_ms = self.metrics.lock_wait_stats(index);
+                    summary.lock_wait_ms = self.observation.metrics.lock_wait_stats(index);
                     (db.name.clone(), summary)
                 })
                 .collect(),
@@ -61,7 +61,7 @@ impl<'s> Simulator<'s> {
                 .map(|(index, c)| {
                     let id = ConnectionId(index as u32);
                     let mut summary = self.redis.connection_summary(id);
-                    summary.fail_open = self.fail_open[index].0;
+                    summary.fail_open = self.observation.fail_opens(id);
                     summary.pending_max = c.pending_max.map(|max| u64::from(max.get()));
                     if let Some(slot) = self.reconnect_slots.summary(id) {
                         summary.slot = slot;
@@ -74,16 +74,13 @@ impl<'s> Simulator<'s> {
                 .iter()
                 .enumerate()
                 .map(|(index, server)| {
-                    let summary = self.redis.server_summary(now, ServerId(index as u32));
+                    let summary = self.redis.server_summary(ServerId(index as u32));
                     (server.name.clone(), summary)
                 })
                 .collect(),
             ..Summary::default()
         };
-        summary.http = self
-            .http
-            .as_ref()
-            .map(|http| http.summary(&summary.outcomes));
+        summary.http = (self.observation.http()).map(|http| http.summary(&summary.outcomes));
         let callers = self.callers.summaries(scenario.percentile_rule);
         summary.callers = scenario
             .callers
@@ -98,53 +95,19 @@ impl<'s> Simulator<'s> {
 
     /// Each service's instances: the requests of every copy of its flows, by instance.
     pub(super) fn services_summary(&self) -> BTreeMap<String, ServiceSummary> {
-        let scenario = self.scenario;
-        let mut in_flight = vec![0u64; scenario.flows.len()];
+        let mut in_flight = vec![0u64; self.scenario.flows.len()];
         for request in self.slots.iter().filter_map(|slot| slot.request.as_ref()) {
             if request.role == Role::Main {
                 in_flight[request.flow.index()] += 1;
             }
         }
-        let mut services: BTreeMap<String, ServiceSummary> = BTreeMap::new();
-        for (service_index, service) in scenario.services.iter().enumerate() {
-            let mut instances = BTreeMap::new();
-            for number in 0..service.instances {
-                let mut tally = InstanceTally::default();
-                let mut unfinished = 0;
-                for (flow, spec) in scenario.flows.iter().enumerate() {
-                    let Some(instance) = spec.instance else {
-                        continue;
-                    };
-                    if instance.service.index() != service_index || instance.index != number {
-                        continue;
-                    }
-                    let counted = &self.instance_tallies[flow];
-                    tally.requests += counted.requests;
-                    for (sum, count) in tally.outcomes.iter_mut().zip(counted.outcomes) {
-                        *sum += count;
-                    }
-                    unfinished += in_flight[flow];
-                }
-                let outcomes = Outcome::ALL
-                    .into_iter()
-                    .map(|o| (o.name().to_owned(), tally.outcomes[o.index()]))
-                    .collect();
-                let summary = InstanceSummary {
-                    requests: tally.requests,
-                    outcomes,
-                    unfinished,
-                };
-                instances.insert(number.to_string(), summary);
-            }
-            services.insert(service.name.clone(), ServiceSummary { instances });
-        }
-        services
+        self.observation.services_summary(self.scenario, &in_flight)
     }
 
     pub(super) fn report(mut self, verdict: Verdict) -> VariantReport {
         let summary = self.summary();
         let end = self.now;
-        let series = self.metrics.finish_series(end);
+        let series = self.observation.metrics.finish_series(end);
         let scenario = self.scenario;
         let ms = |t: SimTime| t.as_nanos() as f64 / 1e6;
         let faults: Vec<FaultWindow> = scenario

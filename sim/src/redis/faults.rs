@@ -25,6 +25,18 @@ impl Redis {
         on: bool,
         events: &mut EventQueue,
     ) {
+        self.server_fault(now, id, kind, on, events);
+        self.schedule_expiries(events); // a restart's keys may carry expiries
+    }
+
+    fn server_fault(
+        &mut self,
+        now: SimTime,
+        id: ServerId,
+        kind: FaultKind,
+        on: bool,
+        events: &mut EventQueue,
+    ) {
         let server = &mut self.servers[id.index()];
         match kind {
             FaultKind::Pause(mode) if on => self.pause(now, id, mode, true, events),

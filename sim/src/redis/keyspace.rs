@@ -379,6 +379,11 @@ impl Keyspace {
         self.expiries.remove(&(entry.expires_at, key));
     }
 
+    /// The earliest instant a key expires at, if any key has an expiry.
+    pub(super) fn next_expiry(&self) -> Option<SimTime> {
+        (self.expiries.first()).map(|&(at, _)| SimTime::from_nanos(at))
+    }
+
     /// Removes every key whose expiry instant has come by `now`.
     pub(super) fn expire_due(&mut self, now: SimTime) {
         while let Some(&(expires_at, key)) = self.expiries.first()

@@ -88,6 +88,9 @@ pub(crate) enum RedisEvent {
         connection: ConnectionId,
         epoch: u32,
     },
+    /// Keys of `server` whose expiry has come are removed (an event of its own, so that
+    /// reading the server's memory never changes it).
+    KeysExpire { server: ServerId },
     /// The client learns that the server closed the connection.
     ConnectionClosed {
         connection: ConnectionId,
@@ -110,9 +113,9 @@ impl RedisEvent {
     /// everything else is something arriving or finishing.
     pub fn class(&self) -> Class {
         match self {
-            RedisEvent::CommandTimeout { .. } | RedisEvent::ConnectTimeout { .. } => {
-                Class::Deadline
-            }
+            RedisEvent::CommandTimeout { .. }
+            | RedisEvent::ConnectTimeout { .. }
+            | RedisEvent::KeysExpire { .. } => Class::Deadline,
             RedisEvent::CommandArrives { .. }
             | RedisEvent::ServerDone { .. }
             | RedisEvent::ReplyArrives { .. }
@@ -175,6 +178,9 @@ pub(crate) struct Redis {
     /// Per client event loop: what it has been given to build and write; a command in a
     /// batch is its connection's link (epoch), sequence number and operation.
     client_loops: Vec<client_loop::ClientLoop<(u32, u64, Op)>>,
+    /// Per server: the instant of its pending `KeysExpire` event, if one is scheduled (at or
+    /// before its earliest key's expiry).
+    expiry_scheduled: Vec<Option<SimTime>>,
 }
 
 fn is_slot(spec: &ConnectionSpec) -> bool {
@@ -215,6 +221,7 @@ impl Redis {
             client_loops: (scenario.client_loops.iter())
                 .map(client_loop::ClientLoop::new)
                 .collect(),
+            expiry_scheduled: vec![None; scenario.servers.len()],
         };
         // A replica starts with what its primary starts with (a full sync before the run).
         for (replica, spec) in scenario.servers.iter().enumerate() {
@@ -251,7 +258,26 @@ impl Redis {
                 redis.start_connect(SimTime::ZERO, id, events);
             }
         }
+        redis.schedule_expiries(events);
         redis
+    }
+
+    /// Schedules a `KeysExpire` event for each server whose earliest key expires before its
+    /// pending one (if any). Called at the end of every entry point that may set or move a
+    /// key's expiry, so that keys expire at their instant, through an event, and reading a
+    /// server's memory ([`Redis::server_summary`]) never changes it.
+    fn schedule_expiries(&mut self, events: &mut EventQueue) {
+        for (index, server) in self.servers.iter().enumerate() {
+            let Some(at) = server.keyspace.next_expiry() else {
+                continue;
+            };
+            let scheduled = &mut self.expiry_scheduled[index];
+            if scheduled.is_none_or(|pending| at < pending) {
+                *scheduled = Some(at);
+                let server = ServerId(index as u32);
+                events.schedule(at, RedisEvent::KeysExpire { server });
+            }
+        }
     }
 
     /// Runs an event this `Redis` scheduled, now that it is due.
@@ -291,7 +317,15 @@ impl Redis {
             RedisEvent::LoopTurn { client_loop, batch } => {
                 self.on_loop_turn(now, client_loop, batch, events)
             }
+            RedisEvent::KeysExpire { server } => {
+                let scheduled = &mut self.expiry_scheduled[server.index()];
+                if *scheduled == Some(now) {
+                    *scheduled = None;
+                }
+                self.servers[server.index()].keyspace.expire_due(now);
+            }
         }
+        self.schedule_expiries(events);
     }
 
     /// The links of logical connection `owner`: itself, then a slot's later links.
@@ -367,11 +401,10 @@ impl Redis {
         total
     }
 
-    /// A server's memory now (keys whose expiry has come are removed first) and its memory
-    /// counters so far.
-    pub fn server_summary(&mut self, now: SimTime, server: ServerId) -> ServerSummary {
-        let keyspace = &mut self.servers[server.index()].keyspace;
-        keyspace.expire_due(now);
+    /// A server's memory now and its memory counters so far. Reading it changes nothing:
+    /// keys expire through their own event (`RedisEvent::KeysExpire`).
+    pub fn server_summary(&self, server: ServerId) -> ServerSummary {
+        let keyspace = &self.servers[server.index()].keyspace;
         let stats = keyspace.stats;
         ServerSummary {
             used_memory: keyspace.used_memory(),
@@ -428,6 +461,16 @@ mod testing {
             index,
             version: 0,
         }
+    }
+
+    /// A `SET` of key `index` of family 0 that expires `ttl_ms` after it runs.
+    pub fn set_with_ttl(index: u32, value_bytes: u32, ttl_ms: u64) -> Op {
+        let mut op = set(index, value_bytes);
+        op.command = RedisCommand::Set {
+            value_bytes,
+            ttl: Some(outagelab_model::time::SimDuration::from_millis(ttl_ms)),
+        };
+        op
     }
 
     fn us(micros: u64) -> SimTime {
@@ -601,9 +644,8 @@ mod testing {
         }
 
         /// Server 0's memory now.
-        pub fn server(&mut self) -> ServerSummary {
-            let now = self.now;
-            self.redis.server_summary(now, ServerId(0))
+        pub fn server(&self) -> ServerSummary {
+            self.redis.server_summary(ServerId(0))
         }
 
         /// Connection 0's counters.

@@ -318,7 +318,7 @@ impl Redis {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{Harness, get, set};
+    use super::super::testing::{Harness, get, set, set_with_ttl};
     use crate::scenario::ByteRate;
 
     #[test]
@@ -364,5 +364,28 @@ mod tests {
             redis.finished_us(),
             vec![(0, 1_000_105 + 100), (1, 1_000_150 + 100)]
         );
+    }
+
+    #[test]
+    fn a_key_expires_through_its_own_event_and_reading_memory_changes_nothing() {
+        // A SET with a 1 ms TTL reaches the server at 100 us, so the key expires at 1 100 us.
+        // Nothing else happens after its reply (205 us): only the expiry's own event can
+        // remove it.
+        let mut redis = Harness::new(1);
+        redis.issue_at(0, 0, set_with_ttl(0, 1_000, 1), 0);
+        redis.run_until(1_099);
+        let before = redis.server();
+        assert!(before.used_memory > 0, "{before:?}");
+        assert_eq!(before.expired_keys, 0);
+        // Reading again, even past the expiry instant, changes nothing.
+        let again = redis.server();
+        assert_eq!(
+            (again.used_memory, again.expired_keys),
+            (before.used_memory, before.expired_keys)
+        );
+        redis.run_until(1_100);
+        let after = redis.server();
+        assert_eq!(after.expired_keys, 1, "expired at its instant");
+        assert_eq!(after.used_memory, 0);
     }
 }
