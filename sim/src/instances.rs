@@ -17,162 +17,120 @@
 
 use std::collections::BTreeSet;
 
+use crate::references::{Kind, References, each_spec};
 use crate::scenario::*;
 
-/// The per-instance resources one set of flows uses, by index in their scenario vector.
-#[derive(Default)]
-struct Used {
-    connections: BTreeSet<u32>,
-    breakers: BTreeSet<u32>,
-    bulkheads: BTreeSet<u32>,
-    semaphores: BTreeSet<u32>,
-    adaptive_limits: BTreeSet<u32>,
-    retries: BTreeSet<u32>,
-    caches: BTreeSet<u32>,
-    rate_limits: BTreeSet<u32>,
-    locks: BTreeSet<u32>,
-    /// The event loops of the connections: each pod is a process of its own.
-    client_loops: BTreeSet<u32>,
-}
+/// The per-instance resources one set of flows uses: per [`Kind`], indices into its vector.
+struct Used([BTreeSet<u32>; Kind::ALL.len()]);
 
 impl Used {
+    fn of(&self, kind: Kind) -> &BTreeSet<u32> {
+        &self.0[kind as usize]
+    }
+
+    fn len(&self) -> usize {
+        self.0.iter().map(BTreeSet::len).sum()
+    }
+
+    /// What `flows` reach: the per-instance resources their steps name, what those refer to
+    /// in turn (a connection's client loop and tracking subscriber, a rate limiter's store),
+    /// and the subscribers that invalidate a cache they use (they serve that cache).
     fn of_flows<'f>(scenario: &Scenario, flows: impl IntoIterator<Item = &'f FlowSpec>) -> Used {
-        let mut used = Used::default();
+        let mut used = Used(std::array::from_fn(|_| BTreeSet::new()));
+        let add = |used: &mut Used, kind: Kind, index: u32| {
+            if kind.per_instance() {
+                used.0[kind as usize].insert(index);
+            }
+        };
         for step in flows.into_iter().flat_map(|flow| &flow.steps) {
-            for policy in &step.policies {
-                match *policy {
-                    PolicyRef::Retry(id) => used.retries.insert(id.0),
-                    PolicyRef::Bulkhead(id) => used.bulkheads.insert(id.0),
-                    PolicyRef::Semaphore(id) => used.semaphores.insert(id.0),
-                    PolicyRef::Breaker(id) => used.breakers.insert(id.0),
-                    PolicyRef::AdaptiveLimit(id) => used.adaptive_limits.insert(id.0),
-                };
+            step.clone()
+                .references(&mut |kind, index| add(&mut used, kind, *index));
+        }
+        let mut specs = scenario.clone();
+        loop {
+            let before = used.len();
+            let mut reached = Vec::new();
+            each_spec(&mut specs, &mut |kind, index, spec| {
+                if kind.is_some_and(|kind| used.of(kind).contains(&index)) {
+                    spec.references(&mut |kind, index| reached.push((kind, *index)));
+                }
+            });
+            for (kind, index) in reached {
+                add(&mut used, kind, index);
             }
-            match step.action {
-                StepAction::Redis { connection, .. } => {
-                    used.connections.insert(connection.0);
+            for (index, connection) in (0u32..).zip(&scenario.connections) {
+                if let Some(subscription) = connection.subscription
+                    && used.of(Kind::Cache).contains(&subscription.invalidates.0)
+                {
+                    add(&mut used, Kind::Connection, index);
                 }
-                StepAction::RateLimit { limiter, .. } => {
-                    used.rate_limits.insert(limiter.0);
-                    if let Some(store) = scenario.rate_limits[limiter.index()].store {
-                        used.connections.insert(store.0);
-                    }
-                }
-                StepAction::Cache { cache, .. } => {
-                    used.caches.insert(cache.0);
-                }
-                StepAction::Lock {
-                    lock, connection, ..
-                } => {
-                    used.locks.insert(lock.0);
-                    used.connections.insert(connection.0);
-                }
-                StepAction::Database { .. }
-                | StepAction::Work { .. }
-                | StepAction::Throttle { .. } => {}
+            }
+            if used.len() == before {
+                return used;
             }
         }
-        // A connection's tracking redirects to a subscriber, and a subscriber invalidates a
-        // cache: both belong to the instance whose connection or cache they serve.
-        for (index, connection) in scenario.connections.iter().enumerate() {
-            let redirect = connection.tracking.as_ref().map(|t| t.redirect.0);
-            if let Some(redirect) = redirect
-                && used.connections.contains(&(index as u32))
-            {
-                used.connections.insert(redirect);
-            }
-        }
-        for (index, connection) in scenario.connections.iter().enumerate() {
-            if let Some(subscription) = connection.subscription
-                && used.caches.contains(&subscription.invalidates.0)
-            {
-                used.connections.insert(index as u32);
-            }
-        }
-        for &index in &used.connections {
-            if let Some(client_loop) = scenario.connections[index as usize].client_loop {
-                used.client_loops.insert(client_loop.0);
-            }
-        }
-        used
     }
 
     /// The first resource both sets use, as messages name it (`breaker redis`).
     fn shared_with(&self, other: &Used, scenario: &Scenario) -> Option<String> {
-        let first = |a: &BTreeSet<u32>, b: &BTreeSet<u32>| a.intersection(b).next().copied();
-        if let Some(i) = first(&self.connections, &other.connections) {
-            return Some(format!(
-                "connection {}",
-                scenario.connections[i as usize].name
-            ));
-        }
-        if let Some(i) = first(&self.caches, &other.caches) {
-            return Some(format!("cache {}", scenario.caches[i as usize].name));
-        }
-        if let Some(i) = first(&self.rate_limits, &other.rate_limits) {
-            return Some(format!(
-                "rate limit {}",
-                scenario.rate_limits[i as usize].name
-            ));
-        }
-        if let Some(i) = first(&self.locks, &other.locks) {
-            return Some(format!("lock {}", scenario.locks[i as usize].name));
-        }
-        let policies = [
-            (&self.retries, &other.retries, PolicyKind::Retry),
-            (&self.bulkheads, &other.bulkheads, PolicyKind::Bulkhead),
-            (&self.semaphores, &other.semaphores, PolicyKind::Semaphore),
-            (&self.breakers, &other.breakers, PolicyKind::Breaker),
-            (
-                &self.adaptive_limits,
-                &other.adaptive_limits,
-                PolicyKind::AdaptiveLimit,
-            ),
-        ];
-        for (a, b, kind) in policies {
-            if let Some(i) = first(a, b) {
-                let policy = match kind {
-                    PolicyKind::Retry => PolicyRef::Retry(RetryId(i)),
-                    PolicyKind::Bulkhead => PolicyRef::Bulkhead(BulkheadId(i)),
-                    PolicyKind::Semaphore => PolicyRef::Semaphore(SemaphoreId(i)),
-                    PolicyKind::Breaker => PolicyRef::Breaker(BreakerId(i)),
-                    PolicyKind::AdaptiveLimit => PolicyRef::AdaptiveLimit(AdaptiveLimitId(i)),
-                };
-                return Some(scenario.policy_name(policy));
-            }
-        }
-        None
+        // A client loop is reached only through a connection, which is found first.
+        Kind::ALL.into_iter().find_map(|kind| {
+            let index = *self.of(kind).intersection(other.of(kind)).next()?;
+            Some(format!(
+                "{} {}",
+                kind.name(),
+                scenario.resource_name(kind, index)
+            ))
+        })
     }
 }
 
-/// Where each per-instance resource of one instance is: old index to new, for every kind.
-struct Remap {
-    connections: Vec<u32>,
-    breakers: Vec<u32>,
-    bulkheads: Vec<u32>,
-    semaphores: Vec<u32>,
-    adaptive_limits: Vec<u32>,
-    retries: Vec<u32>,
-    caches: Vec<u32>,
-    rate_limits: Vec<u32>,
-    locks: Vec<u32>,
-    client_loops: Vec<u32>,
+/// Where each resource of one instance is: per [`Kind`], old index to new (itself when not
+/// copied).
+struct Remap(Vec<Vec<u32>>);
+
+impl Remap {
+    fn moved(&self, kind: Kind, index: &mut u32) {
+        *index = self.0[kind as usize][*index as usize];
+    }
 }
+
+/// A per-instance spec, whose copies are named `name@index`.
+trait Named: Clone {
+    fn name_mut(&mut self) -> &mut String;
+}
+
+macro_rules! named {
+    ($($spec:ty),*) => {
+        $(impl Named for $spec {
+            fn name_mut(&mut self) -> &mut String {
+                &mut self.name
+            }
+        })*
+    };
+}
+named!(
+    ConnectionSpec,
+    ClientLoopSpec,
+    BreakerSpec,
+    BulkheadSpec,
+    SemaphoreSpec,
+    AdaptiveLimitSpec,
+    RetrySpec,
+    CacheSpec,
+    RateLimitSpec,
+    LockSpec
+);
 
 /// Copies every resource of `used` in `specs` for one more instance, `name@index`, and
 /// returns where each resource of the kind is for that instance (itself when not copied).
-fn copy<T: Clone>(
-    specs: &mut Vec<T>,
-    used: &BTreeSet<u32>,
-    index: u32,
-    name: impl Fn(&mut T) -> &mut String,
-) -> Vec<u32> {
+fn copy<T: Named>(specs: &mut Vec<T>, used: &BTreeSet<u32>, index: u32) -> Vec<u32> {
     let mut remap: Vec<u32> = (0..specs.len() as u32).collect();
     for &old in used {
         let mut spec = specs[old as usize].clone();
-        let base = name(&mut spec).clone();
+        let base = spec.name_mut().clone();
         let base = base.strip_suffix("@0").unwrap_or(&base).to_owned();
-        *name(&mut spec) = format!("{base}@{index}");
+        *spec.name_mut() = format!("{base}@{index}");
         remap[old as usize] = u32::try_from(specs.len()).expect("fewer than 2^32 resources");
         specs.push(spec);
     }
@@ -180,11 +138,60 @@ fn copy<T: Clone>(
 }
 
 /// Renames every resource of `used` in `specs` to `name@0`: instance 0's own.
-fn rename<T>(specs: &mut [T], used: &BTreeSet<u32>, name: impl Fn(&mut T) -> &mut String) {
+fn rename<T: Named>(specs: &mut [T], used: &BTreeSet<u32>) {
     for &index in used {
-        let name = name(&mut specs[index as usize]);
+        let name = specs[index as usize].name_mut();
         *name = format!("{name}@0");
     }
+}
+
+/// For each per-instance kind, `rename` (instance 0: `copy_for` is `None`) or `copy` for
+/// instance `copy_for`; returns the remap of every kind (the identity where nothing moved).
+fn per_instance(scenario: &mut Scenario, used: &Used, copy_for: Option<u32>) -> Remap {
+    let mut remap: Vec<Vec<u32>> = (Kind::ALL.iter())
+        .map(|&kind| (0..scenario.count_of(kind) as u32).collect())
+        .collect();
+    for kind in Kind::ALL.into_iter().filter(|kind| kind.per_instance()) {
+        fn apply<T: Named>(
+            specs: &mut Vec<T>,
+            used: &BTreeSet<u32>,
+            copy_for: Option<u32>,
+        ) -> Option<Vec<u32>> {
+            match copy_for {
+                None => {
+                    rename(specs, used);
+                    None
+                }
+                Some(index) => Some(copy(specs, used, index)),
+            }
+        }
+        let used = used.of(kind);
+        let moved = match kind {
+            Kind::Connection => apply(&mut scenario.connections, used, copy_for),
+            Kind::ClientLoop => apply(&mut scenario.client_loops, used, copy_for),
+            Kind::Breaker => apply(&mut scenario.breakers, used, copy_for),
+            Kind::Bulkhead => apply(&mut scenario.bulkheads, used, copy_for),
+            Kind::Semaphore => apply(&mut scenario.semaphores, used, copy_for),
+            Kind::AdaptiveLimit => apply(&mut scenario.adaptive_limits, used, copy_for),
+            Kind::Retry => apply(&mut scenario.retries, used, copy_for),
+            Kind::Cache => apply(&mut scenario.caches, used, copy_for),
+            Kind::RateLimit => apply(&mut scenario.rate_limits, used, copy_for),
+            Kind::Lock => apply(&mut scenario.locks, used, copy_for),
+            Kind::Server
+            | Kind::Database
+            | Kind::KeyFamily
+            | Kind::Channel
+            | Kind::KvStore
+            | Kind::Throttle
+            | Kind::Caller
+            | Kind::Flow
+            | Kind::Service => unreachable!("{} is shared by instances", kind.name()),
+        };
+        if let Some(moved) = moved {
+            remap[kind as usize] = moved;
+        }
+    }
+    Remap(remap)
 }
 
 /// Runs `flows` of `scenario` as the service `service`: see the module's comment. Fails,
@@ -218,7 +225,7 @@ pub fn expand(
         .iter()
         .filter_map(|caller| caller.retry.map(|r| r.0))
         .collect();
-    if let Some(&retry) = used.retries.intersection(&callers_retries).next() {
+    if let Some(&retry) = used.of(Kind::Retry).intersection(&callers_retries).next() {
         return Err(format!(
             "retry policy {} is used by flows of service {} and by a caller: each instance has \
              its own, so it cannot be shared (give the caller one of its own)",
@@ -246,76 +253,22 @@ pub fn expand(
     if instances <= 1 {
         return Ok(service_id);
     }
-    rename(&mut scenario.connections, &used.connections, |s| {
-        &mut s.name
-    });
-    rename(&mut scenario.breakers, &used.breakers, |s| &mut s.name);
-    rename(&mut scenario.bulkheads, &used.bulkheads, |s| &mut s.name);
-    rename(&mut scenario.semaphores, &used.semaphores, |s| &mut s.name);
-    rename(&mut scenario.adaptive_limits, &used.adaptive_limits, |s| {
-        &mut s.name
-    });
-    rename(&mut scenario.retries, &used.retries, |s| &mut s.name);
-    rename(&mut scenario.caches, &used.caches, |s| &mut s.name);
-    rename(&mut scenario.rate_limits, &used.rate_limits, |s| {
-        &mut s.name
-    });
-    rename(&mut scenario.locks, &used.locks, |s| &mut s.name);
-    rename(&mut scenario.client_loops, &used.client_loops, |s| {
-        &mut s.name
-    });
+    per_instance(scenario, &used, None);
     for index in 1..instances {
-        let remap = Remap {
-            connections: copy(&mut scenario.connections, &used.connections, index, |s| {
-                &mut s.name
-            }),
-            breakers: copy(&mut scenario.breakers, &used.breakers, index, |s| {
-                &mut s.name
-            }),
-            bulkheads: copy(&mut scenario.bulkheads, &used.bulkheads, index, |s| {
-                &mut s.name
-            }),
-            semaphores: copy(&mut scenario.semaphores, &used.semaphores, index, |s| {
-                &mut s.name
-            }),
-            adaptive_limits: copy(
-                &mut scenario.adaptive_limits,
-                &used.adaptive_limits,
-                index,
-                |s| &mut s.name,
-            ),
-            retries: copy(&mut scenario.retries, &used.retries, index, |s| &mut s.name),
-            caches: copy(&mut scenario.caches, &used.caches, index, |s| &mut s.name),
-            rate_limits: copy(&mut scenario.rate_limits, &used.rate_limits, index, |s| {
-                &mut s.name
-            }),
-            locks: copy(&mut scenario.locks, &used.locks, index, |s| &mut s.name),
-            client_loops: copy(&mut scenario.client_loops, &used.client_loops, index, |s| {
-                &mut s.name
-            }),
-        };
-        // A copied subscriber invalidates its own instance's cache, and a copied tracking
-        // connection redirects to its own instance's subscriber.
-        for &old in &used.connections {
-            let copy = &mut scenario.connections[remap.connections[old as usize] as usize];
-            if let Some(subscription) = &mut copy.subscription {
-                subscription.invalidates = CacheId(remap.caches[subscription.invalidates.index()]);
+        let remap = per_instance(scenario, &used, Some(index));
+        // Each copy refers to its own instance's resources: a subscriber invalidates its own
+        // cache, a tracking connection redirects to its own subscriber, a rate limiter keeps
+        // its buckets in its own store connection.
+        let copies: Vec<(Kind, u32)> = (Kind::ALL.into_iter())
+            .filter(|kind| kind.per_instance())
+            .flat_map(|kind| used.of(kind).iter().map(move |&old| (kind, old)))
+            .map(|(kind, old)| (kind, remap.0[kind as usize][old as usize]))
+            .collect();
+        each_spec(scenario, &mut |kind, index, spec| {
+            if kind.is_some_and(|kind| copies.contains(&(kind, index))) {
+                spec.references(&mut |kind, index| remap.moved(kind, index));
             }
-            if let Some(tracking) = &mut copy.tracking {
-                tracking.redirect = ConnectionId(remap.connections[tracking.redirect.index()]);
-            }
-            if let Some(client_loop) = &mut copy.client_loop {
-                *client_loop = ClientLoopId(remap.client_loops[client_loop.index()]);
-            }
-        }
-        // A copied rate limiter keeps its buckets in its own instance's store connection.
-        for &old in &used.rate_limits {
-            let copy = remap.rate_limits[old as usize] as usize;
-            let limiter = &mut scenario.rate_limits[copy];
-            if let Some(store) = limiter.store {
-                limiter.store = Some(ConnectionId(remap.connections[store.index()]));
-            }
-        }
+        });
         for &base in flows {
             let mut flow = scenario.flows[base.index()].clone();
             flow.name = format!("{}@{index}", flow.name);
@@ -325,44 +278,12 @@ pub fn expand(
                 base,
             });
             for step in &mut flow.steps {
-                remap_step(step, &remap);
+                step.references(&mut |kind, index| remap.moved(kind, index));
             }
             scenario.flows.push(flow);
         }
     }
     Ok(service_id)
-}
-
-fn remap_step(step: &mut StepSpec, remap: &Remap) {
-    for policy in &mut step.policies {
-        *policy = match *policy {
-            PolicyRef::Retry(id) => PolicyRef::Retry(RetryId(remap.retries[id.index()])),
-            PolicyRef::Bulkhead(id) => PolicyRef::Bulkhead(BulkheadId(remap.bulkheads[id.index()])),
-            PolicyRef::Semaphore(id) => {
-                PolicyRef::Semaphore(SemaphoreId(remap.semaphores[id.index()]))
-            }
-            PolicyRef::Breaker(id) => PolicyRef::Breaker(BreakerId(remap.breakers[id.index()])),
-            PolicyRef::AdaptiveLimit(id) => {
-                PolicyRef::AdaptiveLimit(AdaptiveLimitId(remap.adaptive_limits[id.index()]))
-            }
-        };
-    }
-    match &mut step.action {
-        StepAction::Redis { connection, .. } => {
-            *connection = ConnectionId(remap.connections[connection.index()]);
-        }
-        StepAction::RateLimit { limiter, .. } => {
-            *limiter = RateLimitId(remap.rate_limits[limiter.index()]);
-        }
-        StepAction::Cache { cache, .. } => *cache = CacheId(remap.caches[cache.index()]),
-        StepAction::Lock {
-            lock, connection, ..
-        } => {
-            *lock = LockId(remap.locks[lock.index()]);
-            *connection = ConnectionId(remap.connections[connection.index()]);
-        }
-        StepAction::Database { .. } | StepAction::Work { .. } | StepAction::Throttle { .. } => {}
-    }
 }
 
 impl Scenario {

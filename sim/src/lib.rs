@@ -34,6 +34,7 @@ mod observe;
 mod policies;
 mod reconnect_slots;
 mod redis;
+pub mod references;
 mod rng;
 pub mod scenario;
 pub mod summaries;

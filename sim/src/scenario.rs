@@ -1467,37 +1467,22 @@ impl Scenario {
     /// Checks every cross-reference, so a scenario built by hand cannot make the simulator
     /// index out of bounds. The file reader builds scenarios that always pass.
     pub fn check_references(&self) -> Result<(), String> {
-        let within = |what: &str, index: usize, len: usize| {
-            if index < len {
-                Ok(())
-            } else {
-                Err(format!("{what} #{index} does not exist (there are {len})"))
-            }
-        };
+        // Every id within its vector first (one loop over every spec's references), so that
+        // the checks below may index.
+        if let Some(dangling) = self.first_dangling_reference() {
+            return Err(dangling);
+        }
         for connection in &self.connections {
-            within("server", connection.server.index(), self.servers.len())?;
-            if let Some(client_loop) = connection.client_loop {
-                within("client loop", client_loop.index(), self.client_loops.len())?;
-            }
-            if let Some(subscription) = connection.subscription {
-                within("cache", subscription.invalidates.index(), self.caches.len())?;
-                if let Some(channel) = subscription.channel {
-                    within("channel", channel.index(), self.channels.len())?;
-                }
-                if matches!(connection.reconnect, Reconnect::Slot(_)) {
-                    return Err(format!(
-                        "subscriber {} cannot be a reconnect slot (a slot reconnects on a \
-                         caller's command, and a subscriber sends none)",
-                        connection.name
-                    ));
-                }
+            if connection.subscription.is_some()
+                && matches!(connection.reconnect, Reconnect::Slot(_))
+            {
+                return Err(format!(
+                    "subscriber {} cannot be a reconnect slot (a slot reconnects on a caller's \
+                     command, and a subscriber sends none)",
+                    connection.name
+                ));
             }
             if let Some(tracking) = &connection.tracking {
-                within(
-                    "connection",
-                    tracking.redirect.index(),
-                    self.connections.len(),
-                )?;
                 let redirect = &self.connections[tracking.redirect.index()];
                 if redirect.subscription.is_none() || redirect.server != connection.server {
                     return Err(format!(
@@ -1506,24 +1491,10 @@ impl Scenario {
                         connection.name, redirect.name
                     ));
                 }
-                for family in &tracking.bcast {
-                    within("key family", family.index(), self.keys.len())?;
-                }
-            }
-        }
-        for throttle in &self.throttles {
-            if let ThrottleForm::Kv { store } = throttle.form {
-                within("KV store", store.index(), self.kv_stores.len())?;
-            }
-        }
-        for limiter in &self.rate_limits {
-            if let Some(store) = limiter.store {
-                within("connection", store.index(), self.connections.len())?;
             }
         }
         for (index, server) in self.servers.iter().enumerate() {
             if let Some(replication) = server.replica_of {
-                within("server", replication.primary.index(), self.servers.len())?;
                 let primary = &self.servers[replication.primary.index()];
                 if replication.primary.index() == index || primary.replica_of.is_some() {
                     return Err(format!(
@@ -1533,7 +1504,6 @@ impl Scenario {
                 }
             }
             for preload in &server.preload {
-                within("key family", preload.family.index(), self.keys.len())?;
                 if preload.count > self.keys[preload.family.index()].count {
                     return Err(format!(
                         "server {} preloads more keys than its family has",
@@ -1560,11 +1530,6 @@ impl Scenario {
                     ));
                 }
                 for (position, policy) in step.policies.iter().enumerate() {
-                    within(
-                        policy.kind().name(),
-                        policy.index(),
-                        self.policy_count(policy.kind()),
-                    )?;
                     if step.policies[..position]
                         .iter()
                         .any(|earlier| earlier.kind() == policy.kind())
@@ -1576,91 +1541,33 @@ impl Scenario {
                         ));
                     }
                 }
-                match step.action {
-                    StepAction::Redis {
-                        connection,
-                        key,
-                        command,
-                    } => {
-                        within("connection", connection.index(), self.connections.len())?;
-                        within("key family", key.index(), self.keys.len())?;
-                        if self.connections[connection.index()].subscription.is_some() {
-                            return Err(format!(
-                                "a step of flow {} sends a command on subscriber {}, which \
-                                 takes none",
-                                flow.name,
-                                self.connections[connection.index()].name
-                            ));
-                        }
-                        if let RedisCommand::Publish { channel } = command {
-                            within("channel", channel.index(), self.channels.len())?;
-                        }
-                    }
-                    StepAction::Database {
-                        database,
-                        lock,
-                        data,
-                        ..
-                    } => {
-                        within("database", database.index(), self.databases.len())?;
-                        if let Some(lock) = lock {
-                            within("key family", lock.index(), self.keys.len())?;
-                        }
-                        if let Some(data) = data {
-                            within("key family", data.key.index(), self.keys.len())?;
-                        }
-                    }
-                    StepAction::Work { .. } => {}
-                    StepAction::RateLimit { limiter, key } => {
-                        within("rate limiter", limiter.index(), self.rate_limits.len())?;
-                        let store = self.rate_limits[limiter.index()].store;
-                        match (store, key) {
-                            (Some(_), Some(key)) => {
-                                within("key family", key.index(), self.keys.len())?
-                            }
-                            (None, None) => {}
-                            _ => {
-                                return Err(format!(
-                                    "a rate-limit step in flow {} has a key exactly when its limiter has a store",
-                                    flow.name
-                                ));
-                            }
-                        }
-                    }
-                    StepAction::Throttle { throttle, key, .. } => {
-                        within("throttle", throttle.index(), self.throttles.len())?;
-                        within("key family", key.index(), self.keys.len())?;
-                    }
-                    StepAction::Lock {
-                        lock,
-                        connection,
-                        key,
-                        ..
-                    } => {
-                        within("lock", lock.index(), self.locks.len())?;
-                        within("connection", connection.index(), self.connections.len())?;
-                        within("key family", key.index(), self.keys.len())?;
-                    }
-                    StepAction::Cache { cache, key, op } => {
-                        within("cache", cache.index(), self.caches.len())?;
-                        match key {
-                            Some(key) => within("key family", key.index(), self.keys.len())?,
-                            None if op != CacheOp::Flush => {
-                                return Err(format!(
-                                    "a cache {op:?} in flow {} has no key",
-                                    flow.name
-                                ));
-                            }
-                            None => {}
-                        }
-                    }
+                if let StepAction::Redis { connection, .. } = step.action
+                    && self.connections[connection.index()].subscription.is_some()
+                {
+                    return Err(format!(
+                        "a step of flow {} sends a command on subscriber {}, which takes none",
+                        flow.name,
+                        self.connections[connection.index()].name
+                    ));
+                }
+                if let StepAction::RateLimit { limiter, key } = step.action
+                    && self.rate_limits[limiter.index()].store.is_some() != key.is_some()
+                {
+                    return Err(format!(
+                        "a rate-limit step in flow {} has a key exactly when its limiter has a \
+                         store",
+                        flow.name
+                    ));
+                }
+                if let StepAction::Cache { key: None, op, .. } = step.action
+                    && op != CacheOp::Flush
+                {
+                    return Err(format!("a cache {op:?} in flow {} has no key", flow.name));
                 }
             }
         }
         for (index, flow) in self.flows.iter().enumerate() {
             if let Some(instance) = flow.instance {
-                within("service", instance.service.index(), self.services.len())?;
-                within("flow", instance.base.index(), self.flows.len())?;
                 let service = &self.services[instance.service.index()];
                 if instance.index >= service.instances.max(1) {
                     return Err(format!(
@@ -1680,7 +1587,6 @@ impl Scenario {
             }
         }
         for load in &self.loads {
-            within("flow", load.flow.index(), self.flows.len())?;
             if self.flows[load.flow.index()]
                 .instance
                 .is_some_and(|instance| instance.index != 0)
@@ -1691,39 +1597,18 @@ impl Scenario {
                     load.name
                 ));
             }
-            if let Some(caller) = load.caller {
-                within("caller", caller.index(), self.callers.len())?;
-            }
-        }
-        for caller in &self.callers {
-            if let Some(retry) = caller.retry {
-                within("retry policy", retry.index(), self.retries.len())?;
-            }
         }
         for fault in &self.faults {
             let on_connection = matches!(fault.target, FaultTarget::Connection(_));
-            match fault.target {
-                FaultTarget::Server(server) => {
-                    within("server", server.index(), self.servers.len())?
-                }
-                FaultTarget::Connection(connection) => {
-                    within("connection", connection.index(), self.connections.len())?
-                }
-            }
             if let (FaultKind::Failover { replica, .. }, FaultTarget::Server(primary)) =
                 (fault.kind, fault.target)
+                && (self.servers[replica.index()].replica_of).is_none_or(|r| r.primary != primary)
             {
-                within("server", replica.index(), self.servers.len())?;
-                if self.servers[replica.index()]
-                    .replica_of
-                    .is_none_or(|r| r.primary != primary)
-                {
-                    return Err(format!(
-                        "fault {} fails over to {}, which is not a replica of its target",
-                        fault.name,
-                        self.servers[replica.index()].name
-                    ));
-                }
+                return Err(format!(
+                    "fault {} fails over to {}, which is not a replica of its target",
+                    fault.name,
+                    self.servers[replica.index()].name
+                ));
             }
             let fits = match fault.kind {
                 FaultKind::Kill => true,
