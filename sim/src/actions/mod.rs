@@ -361,4 +361,4 @@ pub(crate) fn hand_to_background(held: &mut RequestHeld, action: &StepAction) ->
 }
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;

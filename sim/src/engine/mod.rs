@@ -22,6 +22,8 @@ mod arrivals;
 mod drain;
 mod flow;
 mod report;
+#[cfg(test)]
+mod stepping;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -585,18 +587,25 @@ impl<'s> Simulator<'s> {
                 progress(self.now);
             }
             let (at, event) = self.events.pop().expect("peeked");
-            self.now = at;
-            self.observation.metrics.advance_to(at);
-            self.events_processed += 1;
-            self.dispatch(event);
-            self.drain();
-            self.observe();
-            self.monitors.check_conservation(self.now);
+            self.process(at, event);
             if self.monitors.violation().is_some() {
                 // The caller reports the violation instead of the figures.
                 return Verdict::Stalled;
             }
         }
+    }
+
+    /// One event: the clock moves to `at`, the event's mechanism or handler runs, what it
+    /// left is taken in `DRAIN_ORDER` (advancing the requests it made runnable), the
+    /// observation reads the gauges, and the monitors check that every request is counted.
+    fn process(&mut self, at: SimTime, event: Event) {
+        self.now = at;
+        self.observation.metrics.advance_to(at);
+        self.events_processed += 1;
+        self.dispatch(event);
+        self.drain();
+        self.observe();
+        self.monitors.check_conservation(self.now);
     }
 
     /// Counts one piece of work that may grow what the run holds (an event, a request spawned
