@@ -636,13 +636,10 @@ impl<'s> Simulator<'s> {
             flow,
             ended_at + 1..scenario.flows[flow.index()].steps.len(),
         );
-        let outcome_name = outcome.name().to_owned();
-        self.trace(
-            slot,
-            TraceWhat::Ended {
-                outcome: outcome_name,
-            },
-        );
+        if self.tracer.is_some() {
+            let outcome = outcome.name().to_owned();
+            self.trace(slot, TraceWhat::Ended { outcome });
+        }
         let request = self.request(slot);
         let (flow, latency) = (request.flow, now.saturating_since(request.started));
         let (worker, call) = (request.worker, request.call);
