@@ -174,3 +174,111 @@ duration = "2s"
         "a preset with counts written keeps them"
     );
 }
+
+/// Two retries on one step, where `policies` places them: a per-try retry inside the breaker
+/// and an overall retry outside it. Against a Redis that never answers (100 ms timeouts), each
+/// request makes 2 x 3 = 6 attempts through the breaker (which counts no timeout here, so it
+/// stays closed); the inner policy is entered once per outer attempt.
+#[test]
+fn two_retries_on_one_step_nest_in_the_order_policies_lists_them() {
+    let runs = run(r#"
+[scenario]
+name = "two-retries"
+
+[servers.redis]
+
+[connections.cache]
+server = "redis"
+command_timeout = "100ms"
+
+[keys.k]
+
+[breakers.redis]
+failures = 5
+open_for = "5s"
+counts = ["refused"]
+
+[retries.overall]
+max_attempts = 2
+backoff = "10ms"
+
+[retries.per-try]
+max_attempts = 3
+backoff = "1ms"
+
+[flows.read]
+steps = [{ redis = { command = "GET", connection = "cache", key = "k" }, retry = ["overall", "per-try"], breaker = "redis", policies = ["retry", "breaker", "retry"] }]
+
+[loads.one]
+flow = "read"
+arrivals = "burst"
+count = 10
+
+[faults.hang]
+target = "redis"
+kind = "hang"
+at = "0s"
+"#);
+    let (_, summary) = &runs[0];
+    assert_eq!(summary.outcomes["timeout"], 10);
+    let (overall, per_try) = (&summary.retries["overall"], &summary.retries["per-try"]);
+    assert_eq!((overall.requests, overall.retries), (10, 10), "{overall:?}");
+    assert_eq!((per_try.requests, per_try.retries), (20, 40), "{per_try:?}");
+    assert_eq!(summary.connections["cache"].timeouts, 60);
+    let breaker = &summary.breakers["redis"];
+    assert_eq!((breaker.opened, breaker.rejected), (0, 0), "{breaker:?}");
+}
+
+/// Two policies of one kind need `policies` to place them, and each listing takes one name.
+#[test]
+fn two_policies_of_one_kind_must_each_be_placed() {
+    let base = r#"
+[scenario]
+name = "two-retries"
+
+[databases.main]
+latency = "10ms"
+
+[retries.a]
+max_attempts = 2
+backoff = "1ms"
+
+[retries.b]
+max_attempts = 2
+backoff = "1ms"
+
+[flows.read]
+steps = [{ db = { name = "main" }, STEP }]
+
+[loads.one]
+flow = "read"
+arrivals = "burst"
+count = 1
+"#;
+    let error = |step: &str| {
+        let text = base.replace("STEP", step);
+        match outagelab_scenario_file::parse(&text, Path::new("two.toml")) {
+            Ok(_) => panic!("{step}: accepted"),
+            Err(diagnostics) => diagnostics.to_string(),
+        }
+    };
+    let unplaced = error(r#"retry = ["a", "b"]"#);
+    assert!(
+        unplaced.contains("names 2 retry policies: list \"retry\" in `policies` once for each"),
+        "{unplaced}"
+    );
+    let once = error(r#"retry = ["a", "b"], policies = ["retry"]"#);
+    assert!(once.contains("lists \"retry\" 1 times"), "{once}");
+    let thrice = error(r#"retry = ["a", "b"], policies = ["retry", "retry", "retry"]"#);
+    assert!(
+        thrice.contains("retry is listed 3 times but the step names 2"),
+        "{thrice}"
+    );
+    let twice = error(r#"retry = ["a", "a"], policies = ["retry", "retry"]"#);
+    assert!(twice.contains("names retry `a` twice"), "{twice}");
+    let placed = base.replace(
+        "STEP",
+        r#"retry = ["a", "b"], policies = ["retry", "retry"]"#,
+    );
+    outagelab_scenario_file::parse(&placed, Path::new("two.toml")).expect("placed: accepted");
+}

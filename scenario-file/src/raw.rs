@@ -602,14 +602,15 @@ pub struct RawStep {
     throttle: Option<Spanned<RawThrottleStep>>,
     rate_limit: Option<Spanned<RawRateLimitStep>>,
     lock: Option<Spanned<RawLockStep>>,
-    // Around the action.
-    pub breaker: Option<Spanned<String>>,
-    pub bulkhead: Option<Spanned<String>>,
-    pub semaphore: Option<Spanned<String>>,
-    pub retry: Option<Spanned<String>>,
-    pub adaptive_limit: Option<Spanned<String>>,
+    // Around the action: one name, or several of one kind (`retry = ["per-try", "overall"]`),
+    // which `policies` then places, the n-th listing of the kind taking the n-th name.
+    pub breaker: Option<Spanned<PolicyNames>>,
+    pub bulkhead: Option<Spanned<PolicyNames>>,
+    pub semaphore: Option<Spanned<PolicyNames>>,
+    pub retry: Option<Spanned<PolicyNames>>,
+    pub adaptive_limit: Option<Spanned<PolicyNames>>,
     /// The order in which a request meets the step's policies, outermost first: kind names
-    /// (`"retry"`, `"bulkhead"`, `"semaphore"`, `"breaker"`).
+    /// (`"retry"`, `"bulkhead"`, `"semaphore"`, `"breaker"`), a kind once per instance.
     pub policies: Option<Spanned<Vec<Spanned<String>>>>,
     pub on_error: Option<OnErrorName>,
     /// `"next"`, `"finish"`, or the label of a later step.
@@ -618,6 +619,48 @@ pub struct RawStep {
     pub label: Option<Spanned<String>>,
     /// Runs even when an earlier step failed the request.
     pub finally: Option<bool>,
+}
+
+/// The policies of one kind a step names: a name, or a list of names.
+pub enum PolicyNames {
+    One(String),
+    Many(Vec<Spanned<String>>),
+}
+
+impl PolicyNames {
+    /// Each name with its span; `whole` is the span of the value as written (a lone name's).
+    pub fn names(&self, whole: std::ops::Range<usize>) -> Vec<Spanned<String>> {
+        match self {
+            PolicyNames::One(name) => vec![Spanned::new(whole, name.clone())],
+            PolicyNames::Many(names) => names.clone(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicyNames {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Names;
+        impl<'de> Visitor<'de> for Names {
+            type Value = PolicyNames;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a policy's name, or a list of names of policies of one kind")
+            }
+
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<PolicyNames, E> {
+                Ok(PolicyNames::One(name.to_owned()))
+            }
+
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<PolicyNames, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = seq.next_element::<Spanned<String>>()? {
+                    names.push(name);
+                }
+                Ok(PolicyNames::Many(names))
+            }
+        }
+        deserializer.deserialize_any(Names)
+    }
 }
 
 /// A step's action, as written.

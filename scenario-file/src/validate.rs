@@ -2746,35 +2746,46 @@ impl<'a> Validator<'a> {
                 "a fire-and-forget acquire (on_error = \"ignore\") holds the lock for nobody until its lease ends: let the request wait for it",
             );
         }
-        let breaker = raw
-            .breaker
-            .as_ref()
-            .and_then(|b| self.resolve(&names.breakers, b, &key("breaker")));
-        let bulkhead = raw
-            .bulkhead
-            .as_ref()
-            .and_then(|b| self.resolve(&names.bulkheads, b, &key("bulkhead")));
-        let semaphore = raw
-            .semaphore
-            .as_ref()
-            .and_then(|b| self.resolve(&names.semaphores, b, &key("semaphore")));
-        let retry = raw
-            .retry
-            .as_ref()
-            .and_then(|r| self.resolve(&names.retries, r, &key("retry")));
-        let adaptive_limit = raw
-            .adaptive_limit
-            .as_ref()
-            .and_then(|a| self.resolve(&names.adaptive_limits, a, &key("adaptive_limit")));
         let replay_writes = self.replay_writes(raw.action(), prefix, names);
         let named = [
-            (PolicyKind::Retry, retry.map(PolicyRef::Retry)),
-            (PolicyKind::Bulkhead, bulkhead.map(PolicyRef::Bulkhead)),
-            (PolicyKind::Semaphore, semaphore.map(PolicyRef::Semaphore)),
-            (PolicyKind::Breaker, breaker.map(PolicyRef::Breaker)),
-            (
+            self.named(
+                PolicyKind::Retry,
+                &raw.retry,
+                &key("retry"),
+                |v, name, at| v.resolve(&names.retries, name, at).map(PolicyRef::Retry),
+            ),
+            self.named(
+                PolicyKind::Bulkhead,
+                &raw.bulkhead,
+                &key("bulkhead"),
+                |v, name, at| {
+                    v.resolve(&names.bulkheads, name, at)
+                        .map(PolicyRef::Bulkhead)
+                },
+            ),
+            self.named(
+                PolicyKind::Semaphore,
+                &raw.semaphore,
+                &key("semaphore"),
+                |v, name, at| {
+                    v.resolve(&names.semaphores, name, at)
+                        .map(PolicyRef::Semaphore)
+                },
+            ),
+            self.named(
+                PolicyKind::Breaker,
+                &raw.breaker,
+                &key("breaker"),
+                |v, name, at| v.resolve(&names.breakers, name, at).map(PolicyRef::Breaker),
+            ),
+            self.named(
                 PolicyKind::AdaptiveLimit,
-                adaptive_limit.map(PolicyRef::AdaptiveLimit),
+                &raw.adaptive_limit,
+                &key("adaptive_limit"),
+                |v, name, at| {
+                    v.resolve(&names.adaptive_limits, name, at)
+                        .map(PolicyRef::AdaptiveLimit)
+                },
             ),
         ];
         let policies = self.policy_order(raw, &key("policies"), &named)?;
@@ -2788,27 +2799,90 @@ impl<'a> Validator<'a> {
         })
     }
 
-    /// The step's policies in the order a request meets them: as `policies` lists them, or
-    /// in [`PolicyKind::DEFAULT_ORDER`]. `named` holds the instance each kind's key names.
+    /// The policies of `kind` a step names at `path`, in the order written (one name, or a
+    /// list), each resolved by `resolve`; with the span of the value as written. A name given
+    /// twice is an error: a request would pass the same policy twice.
+    fn named(
+        &mut self,
+        kind: PolicyKind,
+        raw: &Option<Spanned<PolicyNames>>,
+        path: &str,
+        mut resolve: impl FnMut(&mut Self, &Spanned<String>, &str) -> Option<PolicyRef>,
+    ) -> Named {
+        let Some(raw) = raw else {
+            return Named {
+                kind,
+                policies: Vec::new(),
+                span: None,
+            };
+        };
+        let names = raw.get_ref().names(raw.span());
+        if names.is_empty() {
+            self.error(
+                Some(raw.span()),
+                path.to_owned(),
+                format!("lists no {}: name one, or leave the key out", kind.name()),
+            );
+        }
+        let mut policies = Vec::new();
+        for (index, name) in names.iter().enumerate() {
+            let at = match raw.get_ref() {
+                PolicyNames::One(_) => path.to_owned(),
+                PolicyNames::Many(_) => format!("{path}[{index}]"),
+            };
+            if names[..index].iter().any(|n| n.get_ref() == name.get_ref()) {
+                self.error(
+                    Some(name.span()),
+                    at,
+                    format!(
+                        "names {} `{}` twice: a request would pass it twice",
+                        kind.name(),
+                        name.get_ref()
+                    ),
+                );
+                continue;
+            }
+            policies.extend(resolve(self, name, &at));
+        }
+        Named {
+            kind,
+            policies,
+            span: Some(raw.span()),
+        }
+    }
+
+    /// The step's policies in the order a request meets them: as `policies` lists them (the
+    /// n-th listing of a kind is its n-th name), or in [`PolicyKind::DEFAULT_ORDER`] when the
+    /// step names at most one policy of each kind.
     fn policy_order(
         &mut self,
         raw: &RawStep,
         path: &str,
-        named: &[(PolicyKind, Option<PolicyRef>)],
+        named: &[Named],
     ) -> Option<Vec<PolicyRef>> {
-        let instance = |kind: PolicyKind| {
-            named
-                .iter()
-                .find(|(k, _)| *k == kind)
-                .and_then(|(_, policy)| *policy)
+        let of = |kind: PolicyKind| {
+            (named.iter().find(|n| n.kind == kind)).expect("every kind is named, maybe empty")
         };
         let Some(order) = &raw.policies else {
-            return Some(
-                PolicyKind::DEFAULT_ORDER
-                    .iter()
-                    .filter_map(|&kind| instance(kind))
-                    .collect(),
-            );
+            let mut ok = true;
+            for several in named.iter().filter(|n| n.policies.len() > 1) {
+                let kind = several.kind.name();
+                self.error(
+                    several.span.clone(),
+                    path.to_owned(),
+                    format!(
+                        "the step names {} {kind} policies: list \"{kind}\" in `policies` once \
+                         for each, where a request meets it (the first listed is the first named)",
+                        several.policies.len()
+                    ),
+                );
+                ok = false;
+            }
+            return ok.then(|| {
+                (PolicyKind::DEFAULT_ORDER.iter())
+                    .flat_map(|&kind| of(kind).policies.iter().copied())
+                    .collect()
+            });
         };
         let mut policies = Vec::new();
         let mut listed: Vec<PolicyKind> = Vec::new();
@@ -2835,19 +2909,12 @@ impl<'a> Validator<'a> {
                 ok = false;
                 continue;
             };
-            if listed.contains(&kind) {
-                self.error(
-                    Some(entry.span()),
-                    at,
-                    format!("{} is listed twice", kind.name()),
-                );
-                ok = false;
-                continue;
-            }
+            let nth = listed.iter().filter(|&&k| k == kind).count();
             listed.push(kind);
-            match instance(kind) {
-                Some(policy) => policies.push(policy),
-                None => {
+            let instances = &of(kind).policies;
+            match instances.get(nth) {
+                Some(&policy) => policies.push(policy),
+                None if instances.is_empty() => {
                     self.error(
                         Some(entry.span()),
                         at,
@@ -2858,13 +2925,29 @@ impl<'a> Validator<'a> {
                     );
                     ok = false;
                 }
+                None => {
+                    self.error(
+                        Some(entry.span()),
+                        at,
+                        format!(
+                            "{0} is listed {1} times but the step names {2}: each listing takes \
+                             one name of `{0} = [\"...\", ...]`, in order",
+                            kind.name(),
+                            nth + 1,
+                            instances.len()
+                        ),
+                    );
+                    ok = false;
+                }
             }
         }
         // Unlisted kinds are reported only when the list itself was understood: a misspelt
         // kind would otherwise be reported twice.
         let understood = ok;
-        for &(kind, policy) in named.iter().filter(|_| understood) {
-            if policy.is_some() && !listed.contains(&kind) {
+        for named in named.iter().filter(|_| understood) {
+            let (kind, count) = (named.kind, named.policies.len());
+            let times = listed.iter().filter(|&&k| k == kind).count();
+            if count > 0 && times == 0 {
                 self.error(
                     Some(order.span()),
                     path.to_owned(),
@@ -2877,6 +2960,17 @@ impl<'a> Validator<'a> {
                         } else {
                             "a"
                         }
+                    ),
+                );
+                ok = false;
+            } else if times < count {
+                self.error(
+                    Some(order.span()),
+                    path.to_owned(),
+                    format!(
+                        "the step names {count} {0} policies but `policies` lists \"{0}\" {times} \
+                         times: list it once for each, where a request meets it",
+                        kind.name()
                     ),
                 );
                 ok = false;
@@ -3749,4 +3843,12 @@ fn with_client_preset(
             .map(|max| Spanned::new(span.clone(), Whole(i64::from(max))));
     }
     filled
+}
+
+/// The policies of one kind a step names, resolved, in the order written, with the span of
+/// the value as written.
+struct Named {
+    kind: PolicyKind,
+    policies: Vec<PolicyRef>,
+    span: Option<std::ops::Range<usize>>,
 }

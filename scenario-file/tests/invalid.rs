@@ -1152,7 +1152,7 @@ fn policy_order_mistakes() {
                 r#"{ db = { name = "db" }, bulkhead = "b", policies = ["bulkhead", "bulkhead"] }"#,
                 network,
             ),
-            "16:155: flows.f.steps[1].policies[1]: bulkhead is listed twice",
+            "16:155: flows.f.steps[1].policies[1]: bulkhead is listed 2 times but the step names 1: each listing takes one name of `bulkhead = [\"...\", ...]`, in order",
         ),
         (
             with_policies(

@@ -1529,15 +1529,14 @@ impl Scenario {
                         flow.name
                     ));
                 }
+                // Two policies of one kind are layers like any two (an inner and an outer
+                // retry); one policy twice would make a request pass it twice.
                 for (position, policy) in step.policies.iter().enumerate() {
-                    if step.policies[..position]
-                        .iter()
-                        .any(|earlier| earlier.kind() == policy.kind())
-                    {
+                    if step.policies[..position].contains(policy) {
                         return Err(format!(
-                            "step {index} of flow {} lists two policies of kind {}",
+                            "step {index} of flow {} lists {} twice",
                             flow.name,
-                            policy.kind().name()
+                            self.policy_name(*policy)
                         ));
                     }
                 }

@@ -164,4 +164,3 @@ fn the_stage_a_request_is_in_names_what_it_waits_for() {
     }
     assert_eq!(stepper.ended(outagelab_report::Outcome::Ok), 3);
 }
-
