@@ -221,7 +221,7 @@ pub(super) fn on_reply(
             Some(StepResult::Ok)
         }
         AttemptEnd::Sleep { acquiring, until } => {
-            let stage = Stage::Waiting(Wait::Action(Waiting::LockRetry(acquiring)));
+            let stage = Stage::Waiting(Wait::Action(Waiting::LockRetry(Box::new(acquiring))));
             sim.set_stage(slot, stage);
             sim.set_timer(slot, until, TimerKind::Action(Timer::LockRetry));
             None

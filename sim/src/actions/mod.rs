@@ -136,10 +136,11 @@ pub(crate) struct RequestHeld {
 pub(crate) enum Waiting {
     /// Its own local work.
     Work,
-    /// A KV round trip of a throttle.
-    ThrottleKv(throttle::KvWait),
+    /// A KV round trip of a throttle (boxed, like the next: these waits are rare, and a
+    /// request's stage stays small for every other one).
+    ThrottleKv(Box<throttle::KvWait>),
     /// A lock acquire's wait after a busy attempt.
-    LockRetry(outagelab_model::lock::Acquiring),
+    LockRetry(Box<outagelab_model::lock::Acquiring>),
 }
 
 impl Waiting {
@@ -220,10 +221,10 @@ pub(crate) fn on_timer(
     match (timer, waiting) {
         (Timer::Work, Waiting::Work) => Woken::Reply(StepResult::Ok),
         (Timer::ThrottleKv, Waiting::ThrottleKv(wait)) => {
-            Woken::Step(throttle::on_timer(sim, slot, wait))
+            Woken::Step(throttle::on_timer(sim, slot, *wait))
         }
         (Timer::LockRetry, Waiting::LockRetry(acquiring)) => {
-            Woken::Step(lock::on_timer(sim, slot, acquiring))
+            Woken::Step(lock::on_timer(sim, slot, *acquiring))
         }
         (timer, waiting) => unreachable!("a {timer:?} timer for a request {}", waiting.name()),
     }

@@ -157,7 +157,7 @@ fn progress_of(sim: &mut Simulator<'_>, slot: u32, progress: Progress) -> Starte
             };
             sim.set_stage(
                 slot,
-                Stage::Waiting(Wait::Action(Waiting::ThrottleKv(wait))),
+                Stage::Waiting(Wait::Action(Waiting::ThrottleKv(Box::new(wait)))),
             );
             let at = sim.now.saturating_add(after);
             sim.set_timer(slot, at, TimerKind::Action(Timer::ThrottleKv));

@@ -115,12 +115,24 @@ impl<'s> Simulator<'s> {
     }
 
     /// Moves the request in `slot` to `stage`, and traces the change when it is sampled.
+    #[inline]
     pub(crate) fn set_stage(&mut self, slot: u32, stage: Stage) {
-        if self.tracer.is_some() && self.request(slot).trace.is_some() {
-            let label = self.stage_label(slot, &stage);
-            self.trace(slot, TraceWhat::Stage { stage: label });
+        if self.tracer.is_some() {
+            self.trace_stage(slot, &stage);
         }
         self.request_mut(slot).stage = stage;
+    }
+
+    /// Traces the request in `slot` moving to `stage`, when it is sampled. Out of line: the
+    /// stage changes of every request go through [`Simulator::set_stage`], and only traced
+    /// runs come here.
+    #[cold]
+    #[inline(never)]
+    fn trace_stage(&mut self, slot: u32, stage: &Stage) {
+        if self.request(slot).trace.is_some() {
+            let label = self.stage_label(slot, stage);
+            self.trace(slot, TraceWhat::Stage { stage: label });
+        }
     }
 
     /// A stage as a trace names it: what the request waits for, and on what.
@@ -148,6 +160,9 @@ impl<'s> Simulator<'s> {
 
     /// Records `what` of the request in `slot`, when the run is traced and it is sampled.
     pub(super) fn trace(&mut self, slot: u32, what: TraceWhat) {
+        if self.tracer.is_none() {
+            return; // without a tracer, nothing is looked up
+        }
         let number = self.request(slot).trace;
         if let (Some(tracer), Some(number)) = (&mut self.tracer, number) {
             tracer.record(self.now, Some(number), what);
