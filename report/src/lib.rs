@@ -643,8 +643,24 @@ pub struct Series {
     /// `servers.<name>.expired_keys`, and `rejected_attempts` (step attempts answered 429,
     /// retried or not).
     pub counts: BTreeMap<String, Vec<u64>>,
-    /// True when the run had more buckets than the series keeps; later buckets were dropped.
+    /// Always false: a series no longer drops buckets (it widens them, see `bucket_ms_asked`).
+    /// Kept so that reports keep their shape.
     pub truncated: bool,
+    /// The `[metrics] bucket` the file asked for, in milliseconds, when `bucket_ms` is wider:
+    /// a series keeps at most `outagelab_sim::BUCKETS_MAX` buckets. A run with a horizon that
+    /// would need more starts with the asked width doubled as often as needed (every bucket is
+    /// then exact); a run that passes the cap without a horizon merges its buckets in pairs
+    /// and doubles the width, as often as needed (see `percentiles_merged_before_ms`).
+    /// Absent when the series has the width asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_ms_asked: Option<f64>,
+    /// When buckets were merged in pairs: the buckets that start before this instant hold
+    /// merged buckets, whose counts are summed and gauges the largest (both exact), and whose
+    /// p50, p95 and p99 are the largest of the merged buckets' (at least the percentile of
+    /// their requests pooled: an upper bound). Later buckets are exact. Absent when no bucket
+    /// was merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentiles_merged_before_ms: Option<f64>,
 }
 
 impl Series {

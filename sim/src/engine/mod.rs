@@ -461,8 +461,9 @@ pub(crate) struct Simulator<'s> {
 impl<'s> Simulator<'s> {
     fn new(scenario: &'s Scenario, bugs: Bugs) -> Self {
         let mut events = EventQueue::default();
-        let mut metrics = Metrics::new(
+        let mut metrics = Metrics::for_run(
             scenario.bucket.as_nanos(),
+            scenario.limits.horizon,
             scenario.flows.len(),
             scenario.databases.len(),
             scenario.percentile_rule,
