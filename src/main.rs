@@ -774,23 +774,34 @@ fn merge(shards: &[PathBuf], json: &Path) -> ExitCode {
 }
 
 fn write_study(study: &outagelab_report::study::Study, path: &Path) -> Result<(), String> {
-    let mut text = serde_json::to_string_pretty(study).expect("a study always serialises");
-    text.push('\n');
-    if path == Path::new("-") {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout
-            .write_all(text.as_bytes())
-            .and_then(|()| stdout.flush());
-        return Ok(());
-    }
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    if path != Path::new("-")
+        && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+    {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    write::replace_file(path, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    eprintln!("wrote {}", path.display());
+    stream_json(path, |out| write::write_json(study, out))?;
+    if path != Path::new("-") {
+        eprintln!("wrote {}", path.display());
+    }
     Ok(())
+}
+
+/// Writes what `json` writes (a report's JSON, [`write::write_json`]) to `path` (standard
+/// output for `-`) as it is made, never as one string: to a file beside it renamed into place
+/// at the end ([`write::replace_file_with`]), so a reader never sees half a report.
+fn stream_json(
+    path: &Path,
+    json: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), String> {
+    if path == Path::new("-") {
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        // A reader that went away (`| head`) is not an error worth reporting.
+        let _ = json(&mut stdout).and_then(|()| stdout.flush());
+        return Ok(());
+    }
+    write::replace_file_with(path, json)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Where `run` writes what it writes besides the table.
@@ -1341,16 +1352,8 @@ fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    if path == Path::new("-") {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout
-            .write_all(write::to_json(report).as_bytes())
-            .and_then(|()| stdout.flush());
-        return Ok(Vec::new());
-    }
-    write::replace_file(path, write::to_json(report).as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(vec![path.to_owned()])
+    stream_json(path, |out| write::write_json(report, out))?;
+    Ok(written(path))
 }
 
 /// Writes a review page: `page` is given the format the path asks for and the charts of
