@@ -1194,8 +1194,9 @@ fn say_written<E: std::fmt::Display>(written: Result<Vec<PathBuf>, E>) -> Result
     }
 }
 
-/// Runs every variant on the file's seed. Fails with the first variant whose run broke an
-/// invariant.
+/// Runs every variant on the file's seed, one after the other, in one memory budget: each
+/// variant's report (series included) stays charged to it while the next runs, since `run`
+/// keeps them all for its outputs. Fails with the first variant whose run broke an invariant.
 fn simulate(
     scenario: &ScenarioFile,
     bugs: Bugs,
@@ -1203,23 +1204,28 @@ fn simulate(
     trace_every: Option<std::num::NonZeroU64>,
 ) -> Result<(RunReport, Vec<Trace>), (String, SimError)> {
     let count = scenario.variants.len();
+    let budget = process_budget(scenario);
     let mut traces = Vec::new();
     let mut variants = Vec::new();
     for (index, variant) in scenario.variants.iter().enumerate() {
         let label = format!("variant {}/{count}: {}", index + 1, variant.name);
         let horizon = variant.scenario.limits.horizon.map(|h| h.as_nanos());
         let mut progress = Progress::new(label, horizon, quiet);
-        let (mut report, trace) = outagelab_sim::run_traced(
+        let run = outagelab_sim::run_in_budget(
             &variant.scenario,
             bugs,
             &mut |now| progress.at(now.as_nanos()),
             trace_every,
+            &budget,
         )
         .map_err(|error| (variant.name.clone(), error))?;
         progress.done();
+        let mut report = run.report;
         report.sweep_x = variant.sweep_x;
+        let log_bytes = report.log.capacity() * std::mem::size_of::<outagelab_report::LogEntry>();
+        budget.hold(report.series.held_bytes() + log_bytes as u64);
         variants.push(report);
-        traces.extend(trace);
+        traces.extend(run.trace);
     }
     let report = RunReport {
         scenario: scenario.name.clone(),
@@ -1229,6 +1235,17 @@ fn simulate(
         variants,
     };
     Ok((report, traces))
+}
+
+/// The memory budget of a command that runs `scenario`: `[run] memory_max` bounds the whole
+/// process (every variant, seed and thread), the largest a variant states when they differ
+/// (each run is also held to its own).
+pub fn process_budget(scenario: &ScenarioFile) -> outagelab_sim::MemoryBudget {
+    let memory_max = (scenario.variants.iter())
+        .map(|variant| variant.scenario.limits.memory_max)
+        .max()
+        .unwrap_or(outagelab_sim::scenario::RunLimits::MEMORY_MAX_DEFAULT);
+    outagelab_sim::MemoryBudget::for_process(memory_max)
 }
 
 /// A progress bar on standard error for one variant's run: shown only on a terminal, only

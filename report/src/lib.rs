@@ -696,6 +696,21 @@ impl Series {
         self.start_ms.is_empty()
     }
 
+    /// Bytes its columns hold, as allocated: what a series costs a command that keeps it
+    /// after its run (for the process's memory budget).
+    pub fn held_bytes(&self) -> u64 {
+        let option = std::mem::size_of::<Option<f64>>();
+        let mut bytes = self.start_ms.capacity() * 8
+            + (self.p50_ms.capacity() + self.p95_ms.capacity() + self.p99_ms.capacity()) * option;
+        for columns in [&self.outcomes, &self.gauges_max, &self.counts] {
+            for (name, column) in columns {
+                // A B-tree entry: the name, its vector, and the node's share.
+                bytes += name.capacity() + column.capacity() * 8 + 64;
+            }
+        }
+        bytes as u64
+    }
+
     /// Requests that ended with an error in bucket `index`.
     pub fn errors_at(&self, index: usize) -> u64 {
         self.outcomes
