@@ -165,3 +165,47 @@ fn the_variants_of_a_file_share_one_budget() {
         "{verdicts:?}"
     );
 }
+
+#[test]
+fn a_study_in_a_shared_budget_is_the_same_on_any_number_of_threads() {
+    // Sixteen runs of about 3 MB each in a budget of 3.8 MB: four at a time crowd each other
+    // out (the budget refuses what the others hold), one at a time they do not. A refused
+    // run is run again alone, so the study is the same bytes whatever ran beside what (a run
+    // that needs more than the budget alone stops at it either way).
+    let dir = scratch("memory-study");
+    let file = quick_start_with(
+        &dir,
+        "study",
+        "[loads.peak]",
+        "[metrics]\nbucket = \"1s\"\n\n[loads.peak]",
+    );
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(&format!("\"{BUDGET}\""), "3800000")
+        .replace("[run]\n", "[run]\nhorizon = \"8191s\"\n");
+    std::fs::write(&file, text).unwrap();
+    let reports: Vec<Vec<u8>> = ["1", "4"]
+        .into_iter()
+        .map(|jobs| {
+            let json = dir.join(format!("jobs-{jobs}.json"));
+            let output = outagelab(&[
+                "run",
+                &file,
+                "--seeds",
+                "1..16",
+                "--jobs",
+                jobs,
+                "--quiet",
+                "--json",
+                json.to_str().unwrap(),
+            ]);
+            assert!(
+                matches!(output.status.code(), Some(0 | 1)),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            std::fs::read(json).unwrap()
+        })
+        .collect();
+    assert!(reports[0] == reports[1], "--jobs 1 and --jobs 4 differ");
+}

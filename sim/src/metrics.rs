@@ -411,11 +411,19 @@ impl Metrics {
     pub fn advance_to(&mut self, now: SimTime) {
         // (A saturated end is the end of time: nothing comes after it.)
         while now.as_nanos() >= self.bucket_end_nanos && self.bucket_end_nanos != u64::MAX {
-            self.close_bucket();
+            if self.bucket == BUCKETS_MAX {
+                // No room for the open bucket: it widens with the others, and stays open.
+                self.merge_pairs();
+            } else {
+                self.close_bucket();
+            }
         }
     }
 
     fn close_bucket(&mut self) {
+        if self.bucket == BUCKETS_MAX {
+            self.merge_pairs();
+        }
         debug_assert_eq!(self.series.start_ms.len() as u64, self.bucket);
         let series = &mut self.series;
         series
@@ -435,9 +443,6 @@ impl Metrics {
             column.push(counter.in_bucket);
         }
         self.bucket += 1;
-        if self.bucket == BUCKETS_MAX {
-            self.merge_pairs();
-        }
         self.bucket_end_nanos = (self.bucket + 1).saturating_mul(self.bucket_nanos);
         self.bucket_outcomes = [0; Outcome::COUNT];
         for gauge in &mut self.gauges {
@@ -448,8 +453,9 @@ impl Metrics {
         }
     }
 
-    /// The series is full: buckets `2i` and `2i + 1` become bucket `i` of twice the width.
-    /// The open bucket (the next one) starts where it did, twice as wide.
+    /// The series is full and the open bucket has no room: buckets `2i` and `2i + 1` become
+    /// bucket `i` of twice the width, and the open bucket, which starts where it did, is
+    /// twice as wide.
     fn merge_pairs(&mut self) {
         let half = (BUCKETS_MAX / 2) as usize;
         fn pairs<T: Copy>(column: &mut Vec<T>, merge: impl Fn(T, T) -> T) {
@@ -479,6 +485,7 @@ impl Metrics {
         for (index, start) in series.start_ms.iter_mut().enumerate() {
             *start = (index as u64 * self.bucket_nanos) as f64 / 1e6;
         }
+        self.bucket_end_nanos = (self.bucket + 1).saturating_mul(self.bucket_nanos);
     }
 
     pub fn record_arrival(&mut self, flow: usize) {
@@ -704,6 +711,23 @@ mod tests {
             Some((8 * BUCKETS_MAX) as f64 / 1e6)
         );
         assert_eq!(metrics.outcome_counts()["ok"], 2);
+    }
+
+    #[test]
+    fn a_series_of_exactly_buckets_max_buckets_is_not_merged() {
+        let mut metrics = Metrics::new(MS, 1, 0, PercentileRule::NearestRank);
+        let end = SimTime::from_nanos((BUCKETS_MAX - 1) * MS + 5);
+        metrics.advance_to(end);
+        metrics.record_end(0, Outcome::Ok, 5_000);
+        let series = metrics.finish_series(end);
+        assert_eq!(series.len() as u64, BUCKETS_MAX);
+        assert_eq!((series.bucket_ms, series.bucket_ms_asked), (1.0, None));
+        assert_eq!(series.percentiles_merged_before_ms, None);
+        // One nanosecond later it is one bucket too many: they merge.
+        let mut metrics = Metrics::new(MS, 1, 0, PercentileRule::NearestRank);
+        let series = metrics.finish_series(SimTime::from_nanos(BUCKETS_MAX * MS));
+        assert_eq!(series.len() as u64, BUCKETS_MAX / 2 + 1);
+        assert_eq!(series.bucket_ms_asked, Some(1.0));
     }
 
     #[test]
