@@ -50,6 +50,23 @@ fn quick_start_with(dir: &Path, name: &str, from: &str, to: &str) -> String {
     path.to_str().unwrap().to_owned()
 }
 
+/// [`quick_start_with`] a series of 8192 buckets of a second (to its horizon, 8191 s) and
+/// `memory_max` set to `memory_max` (a TOML value).
+fn long_series_file(dir: &Path, name: &str, memory_max: &str) -> String {
+    let file = quick_start_with(
+        dir,
+        name,
+        "[loads.peak]",
+        "[metrics]\nbucket = \"1s\"\n\n[loads.peak]",
+    );
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(&format!("\"{BUDGET}\""), memory_max)
+        .replace("[run]\n", "[run]\nhorizon = \"8191s\"\n");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
 const LOAD: &str = "arrivals = \"poisson\"\nrate = 1000\nduration = \"6s\"";
 
 #[test]
@@ -117,17 +134,8 @@ fn the_variants_of_a_file_share_one_budget() {
     // the budget is the process's, so the later ones stop at it. Before, each variant had a
     // budget of its own and all eight completed, whatever the process held.
     let dir = scratch("memory-shared");
-    let one = quick_start_with(
-        &dir,
-        "one",
-        "[loads.peak]",
-        "[metrics]\nbucket = \"1s\"\n\n[loads.peak]",
-    );
-    let text = std::fs::read_to_string(&one)
-        .unwrap()
-        .replace(BUDGET, "16MiB")
-        .replace("[run]\n", "[run]\nhorizon = \"8191s\"\n");
-    std::fs::write(&one, &text).unwrap();
+    let one = long_series_file(&dir, "one", "\"16MiB\"");
+    let text = std::fs::read_to_string(&one).unwrap();
     let output = outagelab(&["run", &one, "--quiet"]);
     assert_eq!(
         output.status.code(),
@@ -173,17 +181,7 @@ fn a_study_in_a_shared_budget_is_the_same_on_any_number_of_threads() {
     // run is run again alone, so the study is the same bytes whatever ran beside what (a run
     // that needs more than the budget alone stops at it either way).
     let dir = scratch("memory-study");
-    let file = quick_start_with(
-        &dir,
-        "study",
-        "[loads.peak]",
-        "[metrics]\nbucket = \"1s\"\n\n[loads.peak]",
-    );
-    let text = std::fs::read_to_string(&file)
-        .unwrap()
-        .replace(&format!("\"{BUDGET}\""), "3800000")
-        .replace("[run]\n", "[run]\nhorizon = \"8191s\"\n");
-    std::fs::write(&file, text).unwrap();
+    let file = long_series_file(&dir, "study", "3800000");
     let reports: Vec<Vec<u8>> = ["1", "4"]
         .into_iter()
         .map(|jobs| {
