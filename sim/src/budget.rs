@@ -31,6 +31,10 @@ pub(crate) const MEMORY_CHECK_EVERY: u64 = 4096;
 /// that is less (a tiny budget is a test's).
 pub const PROCESS_ALLOWANCE_BYTES: u64 = 64 << 20;
 
+/// The budget of runs held to their own `memory_max` only (the library's `run`, the tests):
+/// one for every such run of the process, which never refuses.
+pub(crate) static UNBOUNDED: MemoryBudget = MemoryBudget::unbounded();
+
 /// Bytes the runs of a process may reserve, and how many they hold now.
 #[derive(Debug)]
 pub struct MemoryBudget {

@@ -34,7 +34,7 @@ use outagelab_report::{
 };
 
 use crate::actions::{self, Actions, RequestHeld, Started, Waiting, Woken};
-use crate::budget::{Account, MemoryBudget, MemoryCheck};
+use crate::budget::{Account, MemoryBudget, MemoryCheck, UNBOUNDED};
 use crate::callers::{CallNext, CallRef, Callers};
 use crate::database::Databases;
 use crate::error::SimError;
@@ -128,7 +128,6 @@ pub fn run_traced(
     progress: &mut dyn FnMut(SimTime),
     sample_every: Option<std::num::NonZeroU64>,
 ) -> Result<(VariantReport, Option<Trace>), SimError> {
-    static UNBOUNDED: MemoryBudget = MemoryBudget::unbounded();
     run_in_budget(scenario, bugs, progress, sample_every, &UNBOUNDED)
         .map(|run| (run.report, run.trace))
 }
@@ -177,7 +176,6 @@ pub fn summary_shape(scenario: &Scenario) -> Result<Summary, SimError> {
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
-    static UNBOUNDED: MemoryBudget = MemoryBudget::unbounded();
     Ok(Simulator::new(scenario, Bugs::default(), &UNBOUNDED).summary())
 }
 
@@ -189,7 +187,6 @@ pub fn empty_metrics(scenario: &Scenario) -> Result<Metrics, SimError> {
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
-    static UNBOUNDED: MemoryBudget = MemoryBudget::unbounded();
     Ok(Simulator::new(scenario, Bugs::default(), &UNBOUNDED).metrics)
 }
 
