@@ -38,15 +38,15 @@ pub(crate) static UNBOUNDED: MemoryBudget = MemoryBudget::unbounded();
 /// Bytes the runs of a process may reserve, and how many they hold now.
 #[derive(Debug)]
 pub struct MemoryBudget {
-    max_bytes: u64,
+    bytes_max: u64,
     reserved: AtomicU64,
 }
 
 impl MemoryBudget {
-    /// A budget of exactly `max_bytes` for runs to share.
-    pub const fn new(max_bytes: u64) -> MemoryBudget {
+    /// A budget of exactly `bytes_max` for runs to share.
+    pub const fn new(bytes_max: u64) -> MemoryBudget {
         MemoryBudget {
-            max_bytes,
+            bytes_max,
             reserved: AtomicU64::new(0),
         }
     }
@@ -57,15 +57,16 @@ impl MemoryBudget {
         MemoryBudget::new(u64::MAX)
     }
 
-    /// The budget of a process whose `memory_max` is `memory_max_bytes`: that less what the
-    /// process keeps for itself ([`PROCESS_ALLOWANCE_BYTES`], or an eighth when less).
-    pub fn for_process(memory_max_bytes: u64) -> MemoryBudget {
-        let allowance = PROCESS_ALLOWANCE_BYTES.min(memory_max_bytes / 8);
-        MemoryBudget::new(memory_max_bytes - allowance)
+    /// The budget of a process whose `[run] memory_max` is `memory_max` bytes: that less
+    /// what the process keeps for itself ([`PROCESS_ALLOWANCE_BYTES`], or an eighth when
+    /// less).
+    pub fn for_process(memory_max: u64) -> MemoryBudget {
+        let allowance = PROCESS_ALLOWANCE_BYTES.min(memory_max / 8);
+        MemoryBudget::new(memory_max - allowance)
     }
 
-    pub fn max_bytes(&self) -> u64 {
-        self.max_bytes
+    pub fn bytes_max(&self) -> u64 {
+        self.bytes_max
     }
 
     /// Bytes reserved now, by every account and every hold.
@@ -86,7 +87,7 @@ impl MemoryBudget {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |reserved| {
                 reserved
                     .checked_add(bytes)
-                    .filter(|&total| total <= self.max_bytes)
+                    .filter(|&total| total <= self.bytes_max)
             })
             .is_ok()
     }
@@ -103,17 +104,17 @@ impl MemoryBudget {
 pub struct Account<'b> {
     budget: &'b MemoryBudget,
     /// The run's own bound (`memory_max` of its scenario).
-    own_max_bytes: u64,
+    own_bytes_max: u64,
     reserved: u64,
     /// The budget refused a reservation the run would have had alone.
     crowded_out: bool,
 }
 
 impl<'b> Account<'b> {
-    pub fn new(budget: &'b MemoryBudget, own_max_bytes: u64) -> Account<'b> {
+    pub fn new(budget: &'b MemoryBudget, own_bytes_max: u64) -> Account<'b> {
         Account {
             budget,
-            own_max_bytes,
+            own_bytes_max,
             reserved: 0,
             crowded_out: false,
         }
@@ -123,7 +124,7 @@ impl<'b> Account<'b> {
     /// within the run's own bound and the budget has room for it. On a refusal the
     /// reservation stays as it was.
     pub fn reserve(&mut self, bytes: u64) -> bool {
-        if bytes > self.own_max_bytes {
+        if bytes > self.own_bytes_max {
             return false;
         }
         if bytes <= self.reserved {
@@ -136,7 +137,7 @@ impl<'b> Account<'b> {
             return true;
         }
         // Alone (nothing else reserved or held), would it have fitted?
-        if bytes <= self.budget.max_bytes {
+        if bytes <= self.budget.bytes_max {
             self.crowded_out = true;
         }
         false
@@ -269,10 +270,10 @@ mod tests {
     #[test]
     fn the_process_keeps_an_allowance_off_the_top() {
         assert_eq!(
-            MemoryBudget::for_process(4 << 30).max_bytes(),
+            MemoryBudget::for_process(4 << 30).bytes_max(),
             (4 << 30) - (64 << 20)
         );
-        assert_eq!(MemoryBudget::for_process(8 * MIB).max_bytes(), 7 * MIB);
+        assert_eq!(MemoryBudget::for_process(8 * MIB).bytes_max(), 7 * MIB);
     }
 
     #[test]
