@@ -145,7 +145,10 @@ fn the_variants_of_a_file_share_one_budget() {
     );
     let eight = dir.join("eight.toml");
     let variants: String = (0..8)
-        .map(|i| format!("\n[[variant]]\nname = \"v{i}\"\npatch = {{ loads = {{ peak = {{ rate = {} }} }} }}\n", 1000 + i))
+        .map(|i| {
+            let patch = format!("{{ loads = {{ peak = {{ rate = {} }} }} }}", 1000 + i);
+            format!("\n[[variant]]\nname = \"v{i}\"\npatch = {patch}\n")
+        })
         .collect();
     std::fs::write(&eight, text + &variants).unwrap();
     let json = dir.join("eight.json");
