@@ -774,23 +774,34 @@ fn merge(shards: &[PathBuf], json: &Path) -> ExitCode {
 }
 
 fn write_study(study: &outagelab_report::study::Study, path: &Path) -> Result<(), String> {
-    let mut text = serde_json::to_string_pretty(study).expect("a study always serialises");
-    text.push('\n');
-    if path == Path::new("-") {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout
-            .write_all(text.as_bytes())
-            .and_then(|()| stdout.flush());
-        return Ok(());
-    }
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    if path != Path::new("-")
+        && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+    {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    write::replace_file(path, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    eprintln!("wrote {}", path.display());
+    stream_json(path, |out| write::write_json(study, out))?;
+    if path != Path::new("-") {
+        eprintln!("wrote {}", path.display());
+    }
     Ok(())
+}
+
+/// Writes what `json` writes (a report's JSON, [`write::write_json`]) to `path` (standard
+/// output for `-`) as it is made, never as one string: to a file beside it renamed into place
+/// at the end ([`write::replace_file_with`]), so a reader never sees half a report.
+fn stream_json(
+    path: &Path,
+    json: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), String> {
+    if path == Path::new("-") {
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        // A reader that went away (`| head`) is not an error worth reporting.
+        let _ = json(&mut stdout).and_then(|()| stdout.flush());
+        return Ok(());
+    }
+    write::replace_file_with(path, json)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Where `run` writes what it writes besides the table.
@@ -1183,8 +1194,9 @@ fn say_written<E: std::fmt::Display>(written: Result<Vec<PathBuf>, E>) -> Result
     }
 }
 
-/// Runs every variant on the file's seed. Fails with the first variant whose run broke an
-/// invariant.
+/// Runs every variant on the file's seed, one after the other, in one memory budget: each
+/// variant's report (series included) stays charged to it while the next runs, since `run`
+/// keeps them all for its outputs. Fails with the first variant whose run broke an invariant.
 fn simulate(
     scenario: &ScenarioFile,
     bugs: Bugs,
@@ -1192,23 +1204,28 @@ fn simulate(
     trace_every: Option<std::num::NonZeroU64>,
 ) -> Result<(RunReport, Vec<Trace>), (String, SimError)> {
     let count = scenario.variants.len();
+    let budget = process_budget(scenario);
     let mut traces = Vec::new();
     let mut variants = Vec::new();
     for (index, variant) in scenario.variants.iter().enumerate() {
         let label = format!("variant {}/{count}: {}", index + 1, variant.name);
         let horizon = variant.scenario.limits.horizon.map(|h| h.as_nanos());
         let mut progress = Progress::new(label, horizon, quiet);
-        let (mut report, trace) = outagelab_sim::run_traced(
+        let run = outagelab_sim::run_in_budget(
             &variant.scenario,
             bugs,
             &mut |now| progress.at(now.as_nanos()),
             trace_every,
+            &budget,
         )
         .map_err(|error| (variant.name.clone(), error))?;
         progress.done();
+        let mut report = run.report;
         report.sweep_x = variant.sweep_x;
+        let log_bytes = report.log.capacity() * std::mem::size_of::<outagelab_report::LogEntry>();
+        budget.hold(report.series.held_bytes() + log_bytes as u64);
         variants.push(report);
-        traces.extend(trace);
+        traces.extend(run.trace);
     }
     let report = RunReport {
         scenario: scenario.name.clone(),
@@ -1218,6 +1235,17 @@ fn simulate(
         variants,
     };
     Ok((report, traces))
+}
+
+/// The memory budget of a command that runs `scenario`: `[run] memory_max` bounds the whole
+/// process (every variant, seed and thread), the largest a variant states when they differ
+/// (each run is also held to its own).
+pub fn process_budget(scenario: &ScenarioFile) -> outagelab_sim::MemoryBudget {
+    let memory_max = (scenario.variants.iter())
+        .map(|variant| variant.scenario.limits.memory_max)
+        .max()
+        .unwrap_or(outagelab_sim::scenario::RunLimits::MEMORY_MAX_DEFAULT);
+    outagelab_sim::MemoryBudget::for_process(memory_max)
 }
 
 /// A progress bar on standard error for one variant's run: shown only on a terminal, only
@@ -1341,16 +1369,8 @@ fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    if path == Path::new("-") {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout
-            .write_all(write::to_json(report).as_bytes())
-            .and_then(|()| stdout.flush());
-        return Ok(Vec::new());
-    }
-    write::replace_file(path, write::to_json(report).as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(vec![path.to_owned()])
+    stream_json(path, |out| write::write_json(report, out))?;
+    Ok(written(path))
 }
 
 /// Writes a review page: `page` is given the format the path asks for and the charts of

@@ -131,36 +131,54 @@ pub fn run(scenario: &ScenarioFile, plan: &Plan) -> Result<Study, (String, u64, 
         .filter(|&run| plan.shard.is_none_or(|shard| shard.holds(run)))
         .collect();
     let progress = RunsProgress::new(runs.len() as u64, plan.quiet);
-    let one = |&run: &u64| -> Result<RunRow, (String, u64, SimError)> {
+    // One budget for every run on every thread; a run it refuses only because the others held
+    // part of it (`crowded_out`) comes back `None`, and runs again below, alone.
+    let budget = crate::process_budget(scenario);
+    let one = |&run: &u64, alone: bool| -> Result<Option<RunRow>, (String, u64, SimError)> {
         let (seed, index) = study.run_at(run);
         let variant = &scenario.variants[index];
         let mut runnable = variant.scenario.clone();
         runnable.seed = seed;
-        let report = outagelab_sim::run_observed(&runnable, Bugs::default(), &mut |_| {})
-            .map_err(|error| (variant.name.clone(), seed, error))?;
+        let ran =
+            outagelab_sim::run_in_budget(&runnable, Bugs::default(), &mut |_| {}, None, &budget)
+                .map_err(|error| (variant.name.clone(), seed, error))?;
+        if ran.crowded_out && !alone {
+            return Ok(None);
+        }
+        let report = ran.report;
         progress.one_done();
         let expectations: Vec<Expectation> = variant
             .expectations
             .iter()
             .map(|e| e.expectation.clone())
             .collect();
-        Ok(RunRow::new(
+        Ok(Some(RunRow::new(
             seed,
             index,
             report.verdict,
             &report.summary,
             &expectations,
-        ))
+        )))
     };
-    let rows: Vec<Result<RunRow, _>> = match plan.jobs {
+    let at_once = |run: &u64| one(run, false);
+    let rows: Vec<Result<Option<RunRow>, _>> = match plan.jobs {
         Some(jobs) => match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
-            Ok(pool) => pool.install(|| runs.par_iter().map(one).collect()),
-            Err(_) => runs.iter().map(one).collect(),
+            Ok(pool) => pool.install(|| runs.par_iter().map(at_once).collect()),
+            Err(_) => runs.iter().map(at_once).collect(),
         },
-        None => runs.par_iter().map(one).collect(),
+        None => runs.par_iter().map(at_once).collect(),
     };
+    // The crowded-out runs again, one at a time, in run order: alone, a run's result is its
+    // own, so the study is the same whatever ran beside what.
+    let mut kept = Vec::with_capacity(rows.len());
+    for (run, row) in runs.iter().zip(rows) {
+        match row? {
+            Some(row) => kept.push(row),
+            None => kept.extend(one(run, true)?),
+        }
+    }
     progress.done();
-    study.runs = rows.into_iter().collect::<Result<_, _>>()?;
+    study.runs = kept;
     if study.shard.is_none() {
         study
             .finish()

@@ -252,7 +252,7 @@ pub fn summary_table(report: &RunReport) -> Table {
 }
 
 /// What the summary table needs said under it: the percentile rule, what an error does in
-/// each flow, series cut short, runs that ended before completing.
+/// each flow, series widened, runs that ended before completing.
 pub fn notes(report: &RunReport, scenario: &ScenarioFile) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(first) = report.variants.first() {
@@ -265,13 +265,34 @@ pub fn notes(report: &RunReport, scenario: &ScenarioFile) -> Vec<String> {
         ));
     }
     notes.extend(error_routing(scenario));
-    for variant in report.variants.iter().filter(|v| v.series.truncated) {
-        notes.push(format!(
-            "note: \"{}\" ran past the {} buckets a series keeps; its time series stops there \
-             (set [run] horizon, or widen [metrics] bucket)",
-            variant.name,
+    // One line per widening, however many variants share it.
+    let mut widened: Vec<(String, Vec<&str>)> = Vec::new();
+    for variant in &report.variants {
+        let series = &variant.series;
+        let Some(asked) = series.bucket_ms_asked else {
+            continue;
+        };
+        let merged = match series.percentiles_merged_before_ms {
+            Some(at) => format!(
+                "; before {at} ms its buckets were merged in pairs, and their percentiles are \
+                 the largest of each pair's (an upper bound)"
+            ),
+            None => String::new(),
+        };
+        let how = format!(
+            "{} ms buckets, not the {asked} ms asked for: a series keeps at most {} \
+             buckets{merged}",
+            series.bucket_ms,
             outagelab_sim::BUCKETS_MAX
-        ));
+        );
+        match widened.iter_mut().find(|(other, _)| *other == how) {
+            Some((_, names)) => names.push(&variant.name),
+            None => widened.push((how, vec![variant.name.as_str()])),
+        }
+    }
+    for (how, names) in widened {
+        let have = if names.len() == 1 { "has" } else { "have" };
+        notes.push(format!("note: {} {have} {how}", variants_named(&names)));
     }
     // One line per way of ending, however many variants share it (a sweep's 21 variants
     // that all ended by horizon are one line, not 21).

@@ -643,8 +643,24 @@ pub struct Series {
     /// `servers.<name>.expired_keys`, and `rejected_attempts` (step attempts answered 429,
     /// retried or not).
     pub counts: BTreeMap<String, Vec<u64>>,
-    /// True when the run had more buckets than the series keeps; later buckets were dropped.
+    /// Always false: a series no longer drops buckets (it widens them, see `bucket_ms_asked`).
+    /// Kept so that reports keep their shape.
     pub truncated: bool,
+    /// The `[metrics] bucket` the file asked for, in milliseconds, when `bucket_ms` is wider:
+    /// a series keeps at most `outagelab_sim::BUCKETS_MAX` buckets. A run with a horizon that
+    /// would need more starts with the asked width doubled as often as needed (every bucket is
+    /// then exact); a run that passes the cap without a horizon merges its buckets in pairs
+    /// and doubles the width, as often as needed (see `percentiles_merged_before_ms`).
+    /// Absent when the series has the width asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_ms_asked: Option<f64>,
+    /// When buckets were merged in pairs: the buckets that start before this instant hold
+    /// merged buckets, whose counts are summed and gauges the largest (both exact), and whose
+    /// p50, p95 and p99 are the largest of the merged buckets' (at least the percentile of
+    /// their requests pooled: an upper bound). Later buckets are exact. Absent when no bucket
+    /// was merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentiles_merged_before_ms: Option<f64>,
 }
 
 impl Series {
@@ -678,6 +694,21 @@ impl Series {
 
     pub fn is_empty(&self) -> bool {
         self.start_ms.is_empty()
+    }
+
+    /// Bytes its columns hold, as allocated: what a series costs a command that keeps it
+    /// after its run (for the process's memory budget).
+    pub fn held_bytes(&self) -> u64 {
+        let option = std::mem::size_of::<Option<f64>>();
+        let mut bytes = self.start_ms.capacity() * 8
+            + (self.p50_ms.capacity() + self.p95_ms.capacity() + self.p99_ms.capacity()) * option;
+        for columns in [&self.outcomes, &self.gauges_max, &self.counts] {
+            for (name, column) in columns {
+                // A B-tree entry: the name, its vector, and the node's share.
+                bytes += name.capacity() + column.capacity() * 8 + 64;
+            }
+        }
+        bytes as u64
     }
 
     /// Requests that ended with an error in bucket `index`.

@@ -28,8 +28,8 @@ use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::throttle::{CounterTtl, ThrottleConfig};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
+use outagelab_sim::HttpSpec;
 use outagelab_sim::scenario::*;
-use outagelab_sim::{BUCKETS_MAX, HttpSpec};
 use toml::Spanned;
 
 use crate::diagnostic::{Diagnostic, Source};
@@ -334,7 +334,7 @@ impl<'a> Validator<'a> {
         }
         let names = Names::new(raw);
         let limits = self.limits(&raw.run);
-        let bucket = self.bucket(&raw.metrics, limits.horizon);
+        let bucket = self.bucket(&raw.metrics);
         let percentile_rule = match raw.metrics.percentile_rule {
             None | Some(PercentileRuleName::NearestRank) => PercentileRule::NearestRank,
             Some(PercentileRuleName::FloorIndex) => PercentileRule::FloorIndex,
@@ -771,7 +771,7 @@ impl<'a> Validator<'a> {
         spec
     }
 
-    fn bucket(&mut self, metrics: &RawMetrics, horizon: Option<SimTime>) -> SimDuration {
+    fn bucket(&mut self, metrics: &RawMetrics) -> SimDuration {
         let Some(value) = &metrics.bucket else {
             return SimDuration::from_nanos(parse_duration(default::BUCKET).expect("default"));
         };
@@ -780,20 +780,8 @@ impl<'a> Validator<'a> {
         else {
             return SimDuration::from_millis(100);
         };
-        if let Some(horizon) = horizon {
-            // Buckets from 0 up to and including the one that starts at the horizon.
-            let buckets = horizon.as_nanos() / bucket.as_nanos() + 1;
-            if buckets > BUCKETS_MAX {
-                self.error(
-                    Some(value.span()),
-                    "metrics.bucket",
-                    format!(
-                        "{buckets} buckets to the horizon, more than the {BUCKETS_MAX} a series keeps: \
-                         use a wider bucket"
-                    ),
-                );
-            }
-        }
+        // Any width is fine: a series widens its buckets rather than hold more than
+        // `BUCKETS_MAX` of them, so a narrow bucket costs no memory.
         bucket
     }
 

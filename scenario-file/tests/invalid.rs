@@ -335,10 +335,6 @@ fn rejected_files() {
             "25:11: run.horizon: `99999999999h` is too large to fit (at most 18446744073709551615 nanoseconds)",
         ),
         (
-            format!("{BASE}\n[run]\nhorizon = \"1h\"\n[metrics]\nbucket = \"1ms\"\n"),
-            "27:10: metrics.bucket: 3600001 buckets to the horizon, more than the 1000000 a series keeps: use a wider bucket",
-        ),
-        (
             format!("{BASE}\n[run]\nmemory_max = \"0MiB\"\n"),
             "25:14: run.memory_max: must be more than zero (a run holds its requests and its series)",
         ),

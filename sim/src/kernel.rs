@@ -207,9 +207,9 @@ impl EventQueue {
         self.next_seq += 1;
     }
 
-    /// Events waiting.
-    pub fn len(&self) -> usize {
-        self.heap.len()
+    /// Events the queue has room for without growing (what it holds in memory).
+    pub fn capacity(&self) -> usize {
+        self.heap.capacity()
     }
 
     /// Bytes one waiting event takes in the queue.

@@ -17,9 +17,11 @@
 //! - `policies`: the policy layers a step passes, in its declared order, driven through one
 //!   interface over the state machines of `outagelab-model`;
 //! - `monitors`: the invariants checked in every run;
-//! - `metrics`: streaming counts, histograms and time series.
+//! - `metrics`: streaming counts, histograms and time series;
+//! - [`budget`]: the process's memory budget, which every run charges.
 
 mod actions;
+pub mod budget;
 mod callers;
 mod database;
 mod engine;
@@ -42,9 +44,10 @@ mod throttles;
 mod trace;
 mod versions;
 
+pub use budget::{Account, MemoryBudget};
 pub use engine::{
-    Bugs, PROGRESS_EVERY_EVENTS, empty_metrics, run, run_observed, run_traced, run_with_bugs,
-    summary_shape,
+    BudgetedRun, Bugs, PROGRESS_EVERY_EVENTS, empty_metrics, run, run_in_budget, run_observed,
+    run_traced, run_with_bugs, summary_shape,
 };
 pub use error::SimError;
 pub use http::{HttpSpec, HttpTally};

@@ -7,8 +7,16 @@
 //! the time series computes its p50, p95 and p99 when it closes as a histogram with two significant
 //! digits (microseconds) would: from the bucket's latencies themselves while there are at most
 //! [`BUCKET_SAMPLES_MAX`] of them, from one reusable histogram beyond that. Gauges (in-flight requests, database concurrency,
-//! bulkhead occupancy, pending commands) are kept as the maximum reached in each bucket. The
-//! series keeps at most [`BUCKETS_MAX`] buckets.
+//! bulkhead occupancy, pending commands) are kept as the maximum reached in each bucket.
+//!
+//! The series keeps at most [`BUCKETS_MAX`] buckets, so its memory does not grow with the
+//! length of a run: a run with a horizon starts with the asked width doubled as often as its
+//! horizon needs ([`Metrics::for_run`]); a run that fills the series anyway (no horizon)
+//! merges its buckets in pairs and doubles the width, as often as needed. Counts add and
+//! gauges keep their maximum, exactly; a merged bucket's percentiles are the largest of the
+//! pair's, an upper bound on the pooled percentile, which the series says
+//! (`percentiles_merged_before_ms`). Both are integer arithmetic on the run's own events: the
+//! same run widens the same way on every machine.
 //!
 //! Public for the live runner (`outagelab-live`), which records a real run's requests here so
 //! that its report has the very shape, buckets and percentile rounding of a simulated one.
@@ -22,8 +30,10 @@ use outagelab_report::{
     Series,
 };
 
-/// Most buckets a series keeps; later buckets are dropped and the series marked truncated.
-pub const BUCKETS_MAX: u64 = 1_000_000;
+/// Most buckets a series keeps (even, so that buckets merge in pairs): at the cap, pairs merge
+/// and the width doubles. 8192 buckets of a few dozen columns are a few megabytes; the longest
+/// bundled series has 801.
+pub const BUCKETS_MAX: u64 = 8192;
 
 /// Largest latency the histograms resolve: the longest run the simulator accepts
 /// (`RunLimits::LENGTH_MAX`, 2^62 ns), so no latency is ever clipped.
@@ -242,7 +252,12 @@ impl BucketLatency {
 
 pub struct Metrics {
     rule: PercentileRule,
+    /// The width asked for, and the width of the buckets now (the asked one times a power of
+    /// two).
+    bucket_nanos_asked: u64,
     bucket_nanos: u64,
+    /// Where the last merge of buckets in pairs happened: buckets before it are merged.
+    merged_before_nanos: Option<u64>,
     /// Index of the bucket being filled.
     bucket: u64,
     /// Where that bucket ends (saturating): before it, an event closes nothing.
@@ -269,10 +284,28 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn new(bucket_nanos: u64, flows: usize, databases: usize, rule: PercentileRule) -> Metrics {
-        assert!(bucket_nanos > 0, "bucket width is validated non-zero");
+        Metrics::for_run(bucket_nanos, None, flows, databases, rule)
+    }
+
+    /// [`Metrics::new`] for a run that stops at `horizon`, if it has one: the buckets start as
+    /// wide as they must for the series to hold the horizon in [`BUCKETS_MAX`] buckets (the
+    /// asked width doubled as often as needed), so it never merges them.
+    pub fn for_run(
+        bucket_nanos_asked: u64,
+        horizon: Option<SimTime>,
+        flows: usize,
+        databases: usize,
+        rule: PercentileRule,
+    ) -> Metrics {
+        assert!(bucket_nanos_asked > 0, "bucket width is validated non-zero");
+        let bucket_nanos = horizon.map_or(bucket_nanos_asked, |horizon| {
+            width_for(bucket_nanos_asked, horizon.as_nanos())
+        });
         Metrics {
             rule,
+            bucket_nanos_asked,
             bucket_nanos,
+            merged_before_nanos: None,
             bucket: 0,
             bucket_end_nanos: bucket_nanos,
             bucket_outcomes: [0; Outcome::COUNT],
@@ -302,12 +335,18 @@ impl Metrics {
         }
     }
 
-    /// Bytes the time series holds so far (start, outcomes, two percentiles, every gauge and
-    /// counter column, per closed bucket): what grows with the length of a run.
+    /// Bytes the time series holds so far (start, outcomes, three percentiles, every gauge
+    /// and counter column, per bucket its columns have room for): what grows with the length
+    /// of a run, up to [`BUCKETS_MAX`] buckets.
     pub fn series_bytes(&self) -> u64 {
         let values = Outcome::COUNT + self.gauges.len() + self.counters.len();
-        let per_bucket = 8 + 2 * 16 + 8 * values as u64;
-        self.bucket.min(BUCKETS_MAX) * per_bucket
+        let per_bucket = 8 + 3 * 16 + 8 * values as u64;
+        self.series.start_ms.capacity() as u64 * per_bucket
+    }
+
+    /// The width of the buckets now, in nanoseconds: the asked width times a power of two.
+    pub fn bucket_nanos(&self) -> u64 {
+        self.bucket_nanos
     }
 
     /// Registers a gauge (before the run starts); its series is named `name` in reports.
@@ -365,43 +404,43 @@ impl Metrics {
 
     /// Closes every bucket that ends at or before `now`. Call before recording anything that
     /// happens at `now`.
+    ///
+    /// Bound: each bucket closed is one turn of the loop; every [`BUCKETS_MAX`] / 2 of them the
+    /// width doubles, so reaching `now` takes at most `BUCKETS_MAX / 2` turns per doubling
+    /// (under 64 doublings in all).
     pub fn advance_to(&mut self, now: SimTime) {
-        if now.as_nanos() < self.bucket_end_nanos {
-            return; // most events: no division
-        }
-        let bucket = now.as_nanos() / self.bucket_nanos;
-        while self.bucket < bucket {
-            self.close_bucket();
-            if self.series.truncated {
-                // The series is full: nothing more is kept, so skip straight to `now`.
-                self.bucket = bucket;
-                self.bucket_end_nanos = (bucket + 1).saturating_mul(self.bucket_nanos);
+        // (A saturated end is the end of time: nothing comes after it.)
+        while now.as_nanos() >= self.bucket_end_nanos && self.bucket_end_nanos != u64::MAX {
+            if self.bucket == BUCKETS_MAX {
+                // No room for the open bucket: it widens with the others, and stays open.
+                self.merge_pairs();
+            } else {
+                self.close_bucket();
             }
         }
     }
 
     fn close_bucket(&mut self) {
-        if (self.series.start_ms.len() as u64) < BUCKETS_MAX {
-            let series = &mut self.series;
-            series
-                .start_ms
-                .push((self.bucket * self.bucket_nanos) as f64 / 1e6);
-            for (column, &count) in self.outcome_columns.iter_mut().zip(&self.bucket_outcomes) {
-                column.push(count);
-            }
-            let [p50, p95, p99] = self.bucket_latency.take_percentiles(self.rule);
-            series.p50_ms.push(p50);
-            series.p95_ms.push(p95);
-            series.p99_ms.push(p99);
-            for (gauge, column) in self.gauges.iter().zip(&mut self.gauge_columns) {
-                column.push(gauge.max_in_bucket);
-            }
-            for (counter, column) in self.counters.iter().zip(&mut self.counter_columns) {
-                column.push(counter.in_bucket);
-            }
-        } else {
-            self.series.truncated = true;
-            self.bucket_latency.clear();
+        if self.bucket == BUCKETS_MAX {
+            self.merge_pairs();
+        }
+        debug_assert_eq!(self.series.start_ms.len() as u64, self.bucket);
+        let series = &mut self.series;
+        series
+            .start_ms
+            .push((self.bucket * self.bucket_nanos) as f64 / 1e6);
+        for (column, &count) in self.outcome_columns.iter_mut().zip(&self.bucket_outcomes) {
+            column.push(count);
+        }
+        let [p50, p95, p99] = self.bucket_latency.take_percentiles(self.rule);
+        series.p50_ms.push(p50);
+        series.p95_ms.push(p95);
+        series.p99_ms.push(p99);
+        for (gauge, column) in self.gauges.iter().zip(&mut self.gauge_columns) {
+            column.push(gauge.max_in_bucket);
+        }
+        for (counter, column) in self.counters.iter().zip(&mut self.counter_columns) {
+            column.push(counter.in_bucket);
         }
         self.bucket += 1;
         self.bucket_end_nanos = (self.bucket + 1).saturating_mul(self.bucket_nanos);
@@ -412,6 +451,41 @@ impl Metrics {
         for counter in &mut self.counters {
             counter.in_bucket = 0;
         }
+    }
+
+    /// The series is full and the open bucket has no room: buckets `2i` and `2i + 1` become
+    /// bucket `i` of twice the width, and the open bucket, which starts where it did, is
+    /// twice as wide.
+    fn merge_pairs(&mut self) {
+        let half = (BUCKETS_MAX / 2) as usize;
+        fn pairs<T: Copy>(column: &mut Vec<T>, merge: impl Fn(T, T) -> T) {
+            for i in 0..column.len() / 2 {
+                column[i] = merge(column[2 * i], column[2 * i + 1]);
+            }
+            column.truncate(column.len() / 2);
+        }
+        let sum = |a: u64, b: u64| a + b;
+        let max = |a: u64, b: u64| a.max(b);
+        // Percentiles cannot be pooled from percentiles: the larger is an upper bound.
+        let larger = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.outcome_columns.iter_mut().for_each(|c| pairs(c, sum));
+        self.counter_columns.iter_mut().for_each(|c| pairs(c, sum));
+        self.gauge_columns.iter_mut().for_each(|c| pairs(c, max));
+        let series = &mut self.series;
+        for column in [&mut series.p50_ms, &mut series.p95_ms, &mut series.p99_ms] {
+            pairs(column, larger);
+        }
+        self.merged_before_nanos = Some(self.bucket * self.bucket_nanos);
+        self.bucket_nanos *= 2;
+        self.bucket = half as u64;
+        series.start_ms.truncate(half);
+        for (index, start) in series.start_ms.iter_mut().enumerate() {
+            *start = (index as u64 * self.bucket_nanos) as f64 / 1e6;
+        }
+        self.bucket_end_nanos = (self.bucket + 1).saturating_mul(self.bucket_nanos);
     }
 
     pub fn record_arrival(&mut self, flow: usize) {
@@ -498,6 +572,10 @@ impl Metrics {
         self.advance_to(end);
         self.close_bucket();
         let mut series = std::mem::take(&mut self.series);
+        series.bucket_ms = self.bucket_nanos as f64 / 1e6;
+        series.bucket_ms_asked = (self.bucket_nanos != self.bucket_nanos_asked)
+            .then(|| self.bucket_nanos_asked as f64 / 1e6);
+        series.percentiles_merged_before_ms = self.merged_before_nanos.map(|at| at as f64 / 1e6);
         for outcome in Outcome::ALL {
             let column = std::mem::take(&mut self.outcome_columns[outcome.index()]);
             series.outcomes.insert(outcome.name().to_owned(), column);
@@ -514,6 +592,16 @@ impl Metrics {
         }
         series
     }
+}
+
+/// The narrowest width, the asked one times a power of two, at which a series that closes the
+/// bucket holding `horizon_nanos` has at most [`BUCKETS_MAX`] buckets.
+pub fn width_for(bucket_nanos_asked: u64, horizon_nanos: u64) -> u64 {
+    let mut width = bucket_nanos_asked;
+    while horizon_nanos / width + 1 > BUCKETS_MAX {
+        width = width.saturating_mul(2);
+    }
+    width
 }
 
 /// The R20 preferred numbers, in thousandths: the upper edges of a decade of
@@ -587,21 +675,84 @@ mod tests {
     }
 
     #[test]
-    fn a_full_series_drops_later_buckets_and_says_so() {
+    fn a_full_series_merges_its_buckets_in_pairs_and_says_so() {
+        // 1 ns buckets: the series fills after BUCKETS_MAX ns and widens as often as needed.
         let mut metrics = Metrics::new(1, 1, 0, PercentileRule::NearestRank);
-        metrics.advance_to(SimTime::from_nanos(BUCKETS_MAX - 1));
-        metrics.record_end(0, Outcome::Ok, 5_000);
+        let gauge = metrics.add_gauge(GaugeKey::InFlight);
+        metrics.set_gauge(gauge, 7);
+        metrics.record_end(0, Outcome::Ok, 5_000); // bucket 0
+        metrics.set_gauge(gauge, 0);
+        metrics.advance_to(SimTime::from_nanos(1));
+        metrics.record_end(0, Outcome::Ok, 9_000); // bucket 1: merges with bucket 0
         metrics.advance_to(SimTime::from_nanos(BUCKETS_MAX + 10));
-        metrics.record_end(0, Outcome::Ok, 7_000);
-        metrics.advance_to(SimTime::from_nanos(3 * BUCKETS_MAX));
-        metrics.record_end(0, Outcome::Timeout, 9_000);
-        let series = metrics.finish_series(SimTime::from_nanos(3 * BUCKETS_MAX + 1));
-        assert!(series.truncated);
-        assert_eq!(series.len() as u64, BUCKETS_MAX);
-        assert_eq!(series.outcomes["ok"].iter().sum::<u64>(), 1);
-        assert_eq!(series.outcomes["timeout"].len() as u64, BUCKETS_MAX);
-        assert_eq!(series.p50_ms.last(), Some(&Some(0.005)));
+        metrics.record_end(0, Outcome::Timeout, 2_000); // after the first merge: 2 ns buckets
+        let end = SimTime::from_nanos(10 * BUCKETS_MAX + 3);
+        metrics.advance_to(end);
+        metrics.record_end(0, Outcome::Timeout, 3_000);
+        let series = metrics.finish_series(end);
+        assert!(!series.truncated);
+        // 10 × BUCKETS_MAX ns needs 16 ns buckets (8 would need 10/8 × BUCKETS_MAX).
+        assert_eq!(series.bucket_ms, 16.0 / 1e6);
+        assert_eq!(series.bucket_ms_asked, Some(1.0 / 1e6));
+        assert_eq!(series.len() as u64, 10 * BUCKETS_MAX / 16 + 1);
+        assert_eq!(series.start_ms[1], 16.0 / 1e6);
+        // Counts add and gauges keep their maximum: nothing is lost.
+        assert_eq!(series.outcomes["ok"][0], 2);
+        assert_eq!(series.outcomes["timeout"].iter().sum::<u64>(), 2);
+        assert_eq!(series.gauges_max["in_flight"][0], 7);
+        assert_eq!(series.gauges_max["in_flight"][1], 0);
+        // The merged bucket's percentiles are the larger of the pair's (9 µs, not the pooled
+        // p50 of 5 µs); the last bucket, never merged, is exact.
+        assert_eq!(series.p50_ms[0], Some(0.009));
+        assert_eq!(series.p50_ms.last(), Some(&Some(0.003)));
+        // The last merge happened when 8 ns buckets filled: at BUCKETS_MAX × 8 ns.
+        assert_eq!(
+            series.percentiles_merged_before_ms,
+            Some((8 * BUCKETS_MAX) as f64 / 1e6)
+        );
         assert_eq!(metrics.outcome_counts()["ok"], 2);
+    }
+
+    #[test]
+    fn a_series_of_exactly_buckets_max_buckets_is_not_merged() {
+        let mut metrics = Metrics::new(MS, 1, 0, PercentileRule::NearestRank);
+        let end = SimTime::from_nanos((BUCKETS_MAX - 1) * MS + 5);
+        metrics.advance_to(end);
+        metrics.record_end(0, Outcome::Ok, 5_000);
+        let series = metrics.finish_series(end);
+        assert_eq!(series.len() as u64, BUCKETS_MAX);
+        assert_eq!((series.bucket_ms, series.bucket_ms_asked), (1.0, None));
+        assert_eq!(series.percentiles_merged_before_ms, None);
+        // One nanosecond later it is one bucket too many: they merge.
+        let mut metrics = Metrics::new(MS, 1, 0, PercentileRule::NearestRank);
+        let series = metrics.finish_series(SimTime::from_nanos(BUCKETS_MAX * MS));
+        assert_eq!(series.len() as u64, BUCKETS_MAX / 2 + 1);
+        assert_eq!(series.bucket_ms_asked, Some(1.0));
+    }
+
+    #[test]
+    fn a_run_with_a_horizon_starts_wide_enough_and_never_merges() {
+        let hour = 3_600_000 * MS;
+        assert_eq!(width_for(100 * MS, 60_000 * MS), 100 * MS, "a minute fits");
+        // 24 h at 100 ms is 864 001 buckets: 6.4 s (2^6 × 100 ms) gives 13 501 > 8192,
+        // 12.8 s gives 6751.
+        assert_eq!(width_for(100 * MS, 24 * hour), 12_800 * MS);
+        assert_eq!(width_for(1, 1 << 62), 1 << 50);
+        let mut metrics = Metrics::for_run(
+            100 * MS,
+            Some(SimTime::from_nanos(24 * hour)),
+            1,
+            0,
+            PercentileRule::NearestRank,
+        );
+        metrics.advance_to(SimTime::from_nanos(24 * hour));
+        metrics.record_end(0, Outcome::Ok, 5_000);
+        let series = metrics.finish_series(SimTime::from_nanos(24 * hour));
+        assert_eq!(series.len(), 6751);
+        assert_eq!(series.bucket_ms, 12_800.0);
+        assert_eq!(series.bucket_ms_asked, Some(100.0));
+        assert_eq!(series.percentiles_merged_before_ms, None);
+        assert_eq!(series.p50_ms.last(), Some(&Some(0.005)));
     }
 
     #[test]

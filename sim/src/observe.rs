@@ -95,8 +95,9 @@ impl Observation {
     /// The recorder of a run of `scenario`, with every series of the engine's own figures
     /// registered (the policies and actions register theirs into [`Observation::metrics`]).
     pub(crate) fn new(scenario: &Scenario) -> Observation {
-        let mut metrics = Metrics::new(
+        let mut metrics = Metrics::for_run(
             scenario.bucket.as_nanos(),
+            scenario.limits.horizon,
             scenario.flows.len(),
             scenario.databases.len(),
             scenario.percentile_rule,

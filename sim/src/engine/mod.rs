@@ -35,6 +35,7 @@ use outagelab_report::{
 };
 
 use crate::actions::{self, Actions, RequestHeld, Started, Waiting, Woken};
+use crate::budget::{Account, MemoryBudget, MemoryCheck, UNBOUNDED};
 use crate::callers::{CallNext, CallRef, Callers};
 use crate::database::Databases;
 use crate::error::SimError;
@@ -128,17 +129,46 @@ pub fn run_traced(
     progress: &mut dyn FnMut(SimTime),
     sample_every: Option<std::num::NonZeroU64>,
 ) -> Result<(VariantReport, Option<Trace>), SimError> {
+    run_in_budget(scenario, bugs, progress, sample_every, &UNBOUNDED)
+        .map(|run| (run.report, run.trace))
+}
+
+/// A run in a process's memory budget ([`crate::budget`]): its report, its trace, and whether
+/// the budget stopped it only because of what others held.
+pub struct BudgetedRun {
+    pub report: VariantReport,
+    pub trace: Option<Trace>,
+    /// The run was stopped by the budget (`memory_budget`) while other runs or kept results
+    /// held part of it: alone, it would have gone on. A caller that runs several at once runs
+    /// it again once nothing else runs, so that its result is the one it has alone.
+    pub crowded_out: bool,
+}
+
+/// [`run_traced`], charging what the run holds to `budget`, which other runs of the process
+/// may share; the run is also held to its own `memory_max`.
+pub fn run_in_budget<'s>(
+    scenario: &'s Scenario,
+    bugs: Bugs,
+    progress: &mut dyn FnMut(SimTime),
+    sample_every: Option<std::num::NonZeroU64>,
+    budget: &'s MemoryBudget,
+) -> Result<BudgetedRun, SimError> {
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
-    let mut simulator = Simulator::new(scenario, bugs, Observation::new(scenario));
+    let mut simulator = Simulator::new(scenario, bugs, Observation::new(scenario), budget);
     simulator.tracer = sample_every.map(Tracer::new);
     let verdict = simulator.run_to_end(progress);
     if let Some(violation) = simulator.monitors.take_violation() {
         return Err(SimError::InvariantViolated(violation));
     }
     let trace = simulator.tracer.take().map(|t| t.finish(simulator.now));
-    Ok((simulator.report(verdict), trace))
+    let crowded_out = verdict == Verdict::MemoryBudget && simulator.memory.account().crowded_out();
+    Ok(BudgetedRun {
+        report: simulator.report(verdict),
+        trace,
+        crowded_out,
+    })
 }
 
 /// The summary a run of this scenario would have, with every count at zero: it names every
@@ -147,7 +177,13 @@ pub fn summary_shape(scenario: &Scenario) -> Result<Summary, SimError> {
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
-    Ok(Simulator::new(scenario, Bugs::default(), Observation::new(scenario)).summary())
+    Ok(Simulator::new(
+        scenario,
+        Bugs::default(),
+        Observation::new(scenario),
+        &UNBOUNDED,
+    )
+    .summary())
 }
 
 /// The metrics a run of this scenario records into, with every gauge and counter it
@@ -158,8 +194,9 @@ pub fn empty_metrics(scenario: &Scenario) -> Result<Metrics, SimError> {
     scenario
         .check_references()
         .map_err(SimError::BrokenReference)?;
+    let observation = Observation::new(scenario);
     Ok(
-        Simulator::new(scenario, Bugs::default(), Observation::new(scenario))
+        Simulator::new(scenario, Bugs::default(), observation, &UNBOUNDED)
             .observation
             .metrics,
     )
@@ -346,10 +383,9 @@ impl Spreading {
     }
 }
 
-/// Every this much work (events, requests spawned or advanced), a run's memory estimate is
-/// checked against its budget: often enough that a run cannot outgrow it by much in between
-/// (each adds a few hundred bytes at most), rarely enough to cost nothing.
-const MEMORY_CHECK_EVERY: u64 = 4096;
+/// Slots the request slab grows by when the budget has no room for it to double: a few, for
+/// the requests of the current turn, after which the run stops.
+const SLOTS_OVER_BUDGET: usize = 64;
 
 /// How a step ended: its action ran and returned, or a layer refused it before it ran.
 #[derive(Clone, Copy)]
@@ -406,9 +442,8 @@ pub(crate) struct Simulator<'s> {
     /// The calls of loads that go through a caller.
     callers: Callers,
     monitors: Monitors,
-    /// Work since the memory estimate was last checked, and whether it was over the budget.
-    work_since_memory_check: u64,
-    memory_exceeded: bool,
+    /// The run's account with the process's memory budget, and its checks.
+    memory: MemoryCheck<'s>,
     /// The most policy layers a step of the scenario has (for the memory estimate).
     layers_max: usize,
     reconnect_slots: ReconnectSlots,
@@ -420,8 +455,13 @@ pub(crate) struct Simulator<'s> {
 
 impl<'s> Simulator<'s> {
     /// The state at the start of a run of `scenario`, recording into `observation` (built
-    /// for the same scenario).
-    fn new(scenario: &'s Scenario, bugs: Bugs, mut observation: Observation) -> Self {
+    /// for the same scenario) and charging what it holds to `budget`.
+    fn new(
+        scenario: &'s Scenario,
+        bugs: Bugs,
+        mut observation: Observation,
+        budget: &'s MemoryBudget,
+    ) -> Self {
         let mut events = EventQueue::default();
         let mut monitors = Monitors::new(scenario);
         for (index, c) in (0u32..).zip(&scenario.connections) {
@@ -523,8 +563,7 @@ impl<'s> Simulator<'s> {
             observation,
             callers: Callers::new(scenario),
             monitors,
-            work_since_memory_check: 0,
-            memory_exceeded: false,
+            memory: MemoryCheck::new(Account::new(budget, scenario.limits.memory_max)),
             layers_max: scenario
                 .flows
                 .iter()
@@ -609,30 +648,37 @@ impl<'s> Simulator<'s> {
     }
 
     /// Counts one piece of work that may grow what the run holds (an event, a request spawned
-    /// or advanced) and, every [`MEMORY_CHECK_EVERY`] of them, checks the estimate against
-    /// the budget: true from the first check over it on. Counting work rather than events
-    /// catches a single event that spawns a burst of millions.
+    /// or advanced) and, every [`crate::budget::MEMORY_CHECK_EVERY`] of them, reserves the
+    /// estimate from the run's account ([`crate::budget`]): true from the first refusal on.
+    /// Counting work rather than events catches a single event that spawns a burst of
+    /// millions.
     fn over_memory_budget(&mut self) -> bool {
-        if !self.memory_exceeded {
-            self.work_since_memory_check += 1;
-            if self.work_since_memory_check >= MEMORY_CHECK_EVERY {
-                self.work_since_memory_check = 0;
-                self.memory_exceeded = self.memory_estimate() > self.scenario.limits.memory_max;
-            }
+        if self.memory.count_work() {
+            let estimate = self.memory_estimate();
+            self.memory.check(estimate);
         }
-        self.memory_exceeded
+        self.memory.exceeded()
+    }
+
+    /// A slot with its request, and its own array of holds: room for every layer of the
+    /// deepest step, as `Vec` allocates it (at least 4, a power of two), with the
+    /// allocator's header of 16 bytes.
+    fn bytes_per_slot(&self) -> usize {
+        let holds = match self.layers_max {
+            0 => 0,
+            layers => layers.next_power_of_two().max(4) * std::mem::size_of::<Hold>() + 16,
+        };
+        std::mem::size_of::<Slot>() + holds
     }
 
     /// What the run holds now, in bytes: the parts that grow with what is in flight or with
     /// the length of the run (everything else is fixed by the scenario's size).
     fn memory_estimate(&self) -> u64 {
-        // A slot with its request, and room for a hold of every layer of the deepest step.
-        let per_slot = std::mem::size_of::<Slot>() + self.layers_max * std::mem::size_of::<Hold>();
-        let slots = (self.slots.capacity() * per_slot) as u64;
+        let slots = (self.slots.capacity() * self.bytes_per_slot()) as u64;
         let queues = (self.free_slots.capacity() * 4 + self.runnable.capacity() * 8) as u64;
         slots
             + queues
-            + self.events.len() as u64 * EventQueue::ENTRY_BYTES
+            + self.events.capacity() as u64 * EventQueue::ENTRY_BYTES
             + self.redis.memory_bytes()
             + self.databases.memory_bytes()
             + self.after_queries.len() as u64 * 64
@@ -712,6 +758,19 @@ impl<'s> Simulator<'s> {
         let slot = match self.free_slots.pop() {
             Some(slot) => slot,
             None => {
+                if self.slots.len() == self.slots.capacity() {
+                    // The budget is asked before the slab grows, not after: doubling a slab
+                    // of millions of requests is one allocation of gigabytes.
+                    let doubled = self.slots.capacity().max(SLOTS_OVER_BUDGET);
+                    let bytes = (doubled * self.bytes_per_slot()) as u64;
+                    let estimate = self.memory_estimate();
+                    let more = if self.memory.allows_growth(estimate, bytes) {
+                        doubled
+                    } else {
+                        SLOTS_OVER_BUDGET
+                    };
+                    self.slots.reserve_exact(more);
+                }
                 self.slots.push(Slot {
                     token: 0,
                     request: None,

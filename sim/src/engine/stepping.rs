@@ -23,7 +23,7 @@ impl<'s> Stepper<'s> {
         scenario.check_references().expect("a well-formed scenario");
         let observation = Observation::new(scenario);
         Stepper {
-            simulator: Simulator::new(scenario, Bugs::default(), observation),
+            simulator: Simulator::new(scenario, Bugs::default(), observation, &super::UNBOUNDED),
         }
     }
 

@@ -354,7 +354,19 @@ impl Redis {
             .map(|s| s.keyspace.locks.holders())
             .sum();
         let replicating: usize = self.replication.iter().map(|q| q.len()).sum();
+        // A connection's queues are growable rings: the room they keep beyond what they hold
+        // (up to as much again, after a doubling) is allocated too.
+        let room: usize = (self.connections.iter())
+            .map(|link| {
+                (link.commands.capacity() - link.commands.len())
+                    * std::mem::size_of::<connection::Command>()
+                    + (link.input.capacity() - link.input.len()) * 8
+                    + link.outbound.memory_bytes()
+                    + link.inbound.memory_bytes()
+            })
+            .sum();
         self.queued_commands() * per_command as u64
+            + room as u64
             + replicating as u64 * 48
             + self.origins.len() as u64 * 64
             + lock_holders as u64 * 96

@@ -31,6 +31,11 @@ impl<T> Pipe<T> {
         }
     }
 
+    /// Bytes its queue of items on the wire holds, as allocated.
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.in_flight.capacity() * std::mem::size_of::<T>()
+    }
+
     /// Puts `item` of `bytes` on the wire now, behind what is already being sent; returns
     /// when it arrives.
     pub(super) fn send(&mut self, now: SimTime, item: T, bytes: u64) -> SimTime {
