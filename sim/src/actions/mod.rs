@@ -268,9 +268,7 @@ pub(crate) fn decide(
     refused: Option<Outcome>,
 ) -> StepResult {
     match *action {
-        StepAction::RateLimit { limiter, .. }
-            if refused.is_none_or(|outcome| outcome == Outcome::BreakerOpen) =>
-        {
+        StepAction::RateLimit { limiter, .. } if crate::rules::limiter_decides(refused) => {
             rate_limit::decide(&mut actions.rate_limits, now, metrics, limiter, io_result)
         }
         _ => io_result,
@@ -278,7 +276,7 @@ pub(crate) fn decide(
 }
 
 /// How many bytes the step's request carries (a layer that limits by size weighs it).
-pub(crate) fn request_bytes(action: &StepAction) -> u64 {
+pub fn request_bytes(action: &StepAction) -> u64 {
     match *action {
         StepAction::Redis { command, .. } => command.request_bytes(),
         _ => 0,
