@@ -28,6 +28,8 @@
 mod check;
 mod connection;
 mod database;
+#[cfg(test)]
+mod differential;
 mod faults;
 mod layers;
 mod loads;
