@@ -17,11 +17,11 @@
 //! simulator's `StepLayers` cancels its layers), and how long it took; per request, the pause
 //! before the next, now and then longer than a breaker's opening. Requests run one at a time.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use outagelab_model::time::{SimDuration, SimTime};
@@ -99,19 +99,18 @@ impl Recording {
     }
 }
 
-/// The live runner's side: the action is the recording, waits move the manual clock.
-struct Scripted<'r> {
+/// The live runner's side: the action is the script, waits move the manual clock.
+struct Scripted {
     clock: ManualClock,
-    recording: &'r Recording,
-    next: AtomicUsize,
+    calls: Mutex<VecDeque<Call>>,
     called_at: Mutex<Vec<SimTime>>,
-    /// The call that was dropped, if the last one was.
+    /// The last call was dropped.
     dropped: Mutex<bool>,
 }
 
-impl Around for Scripted<'_> {
+impl Around for Scripted {
     fn act(&self) -> Pin<Box<dyn Future<Output = (StepResult, Option<WorkDone>)> + Send + '_>> {
-        let call = self.recording.calls[self.next.fetch_add(1, Ordering::SeqCst)];
+        let call = (self.calls.lock().unwrap().pop_front()).expect("a call was scripted");
         let now = self.clock.now();
         self.called_at.lock().unwrap().push(now);
         self.clock.set(now.saturating_add(call.took));
@@ -132,7 +131,7 @@ impl Around for Scripted<'_> {
     }
 
     fn keep_until_done(&self, _: usize, _: DetachedPermit, _: WorkDone) {
-        unreachable!("no recorded work outlives its step");
+        unreachable!("no scripted work outlives its step");
     }
 
     fn observe(&self, _: PolicyRef) {}
@@ -155,66 +154,102 @@ fn sections(summary: &Summary) -> String {
     .unwrap()
 }
 
-/// Runs `step` through both paths on `recording`; the first request whose decisions differ
-/// is the error.
-fn compare(scenario: &Scenario, step: &StepSpec, recording: &Recording) -> Result<usize, String> {
-    let mut simulated = StepLayers::new(scenario);
-    let clock = ManualClock::new();
-    let live = Layers::new(scenario, clock.clone());
-    let scripted = Scripted {
-        clock: clock.clone(),
-        recording,
-        next: AtomicUsize::new(0),
-        called_at: Mutex::new(Vec::new()),
-        dropped: Mutex::new(false),
-    };
-    let mut sim_calls = 0;
-    let mut now = SimTime::ZERO;
-    for (request, pause) in recording.pauses.iter().enumerate() {
-        now = now.saturating_add(*pause);
+/// One step of a scenario on both paths, each with its own state and its own copy of the
+/// scripted calls.
+struct Both<'s> {
+    scenario: &'s Scenario,
+    step: &'s StepSpec,
+    simulated: StepLayers<'s>,
+    sim_calls: VecDeque<Call>,
+    live: Layers<ManualClock>,
+    scripted: Scripted,
+}
+
+impl<'s> Both<'s> {
+    fn new(scenario: &'s Scenario, step: &'s StepSpec) -> Both<'s> {
+        let clock = ManualClock::new();
+        Both {
+            scenario,
+            step,
+            simulated: StepLayers::new(scenario),
+            sim_calls: VecDeque::new(),
+            live: Layers::new(scenario, clock.clone()),
+            scripted: Scripted {
+                clock,
+                calls: Mutex::default(),
+                called_at: Mutex::default(),
+                dropped: Mutex::default(),
+            },
+        }
+    }
+
+    /// The next action calls, in the order either path makes them.
+    fn script(&mut self, calls: impl IntoIterator<Item = Call>) {
+        for call in calls {
+            self.sim_calls.push_back(call);
+            self.scripted.calls.lock().unwrap().push_back(call);
+        }
+    }
+
+    /// One request from `now` on both paths: what they decided and the simulated summary,
+    /// or how they differ.
+    fn request(&mut self, now: SimTime) -> Result<(Decided, Summary), String> {
         // The simulator's path.
         let mut called_at = Vec::new();
-        let (result, ended) = simulated.run_step(step, now, |at| {
-            let call = recording.calls[sim_calls];
-            sim_calls += 1;
+        let sim_calls = &mut self.sim_calls;
+        let (result, ended) = self.simulated.run_step(self.step, now, |at| {
+            let call = sim_calls.pop_front().expect("a call was scripted");
             called_at.push(at);
             (call.result, at.saturating_add(call.took))
         });
         let sim: Decided = (result, ended, called_at);
-        let sim_summary = sections(&simulated.summarize(ended));
+        let sim_summary = self.simulated.summarize(ended);
         // The live runner's path, from the same instant.
-        clock.set(now);
+        let scripted = &self.scripted;
+        scripted.clock.set(now);
         scripted.called_at.lock().unwrap().clear();
         *scripted.dropped.lock().unwrap() = false;
-        let mut pass = live.pass(&scripted, scenario, step, 0);
+        let mut pass = self.live.pass(scripted, self.scenario, self.step, 0);
         let result = match pass.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(end) => Some(end.result),
             Poll::Pending => {
                 assert!(
                     *scripted.dropped.lock().unwrap(),
-                    "request {request}: the live path waits on something other than a dropped call"
+                    "the live path waits on something other than a dropped call"
                 );
                 drop(pass); // the caller gave up: its guards report from their drop
                 None
             }
         };
-        let live_decided: Decided = (
-            result,
-            clock.now(),
-            std::mem::take(&mut *scripted.called_at.lock().unwrap()),
-        );
+        let called_at = std::mem::take(&mut *scripted.called_at.lock().unwrap());
+        let live: Decided = (result, scripted.clock.now(), called_at);
         let mut live_summary = Summary::default();
-        live.summarize(scenario, &mut live_summary);
-        let live_summary = sections(&live_summary);
-        if sim != live_decided || sim_summary != live_summary {
+        self.live.summarize(self.scenario, &mut live_summary);
+        let (sim_sections, live_sections) = (sections(&sim_summary), sections(&live_summary));
+        if sim != live || sim_sections != live_sections {
             return Err(format!(
-                "request {request} from {now}:\n  simulated {sim:?}\n       live {live_decided:?}\n  \
-                 simulated {sim_summary}\n       live {live_summary}"
+                "from {now}:\n  simulated {sim:?}\n       live {live:?}\n  \
+                 simulated {sim_sections}\n       live {live_sections}"
             ));
         }
+        Ok((sim, sim_summary))
+    }
+}
+
+/// Runs `step` through both paths on `recording`; the first request whose decisions differ
+/// is the error. Returns how many calls were made.
+fn compare(scenario: &Scenario, step: &StepSpec, recording: &Recording) -> Result<usize, String> {
+    let mut both = Both::new(scenario, step);
+    both.script(recording.calls.iter().copied());
+    let mut now = SimTime::ZERO;
+    for (request, pause) in recording.pauses.iter().enumerate() {
+        now = now.saturating_add(*pause);
+        let ((_, ended, _), _) = both
+            .request(now)
+            .map_err(|error| format!("request {request} {error}"))?;
         now = ended;
     }
-    Ok(sim_calls)
+    Ok(recording.calls.len() - both.sim_calls.len())
 }
 
 /// The bundled files, by name.
@@ -265,4 +300,86 @@ fn every_live_capable_bundled_step_decides_alike_simulated_and_live() {
     eprintln!("{}", compared.join("\n"));
     // Today's live-capable bundled files put a retry, a breaker and a bulkhead on their steps.
     assert!(compared.len() >= 3, "compared only {compared:?}");
+}
+
+/// The dropped-guard case on both paths, under every breaker preset: a half-open probe
+/// dropped while it runs (its caller gave up) counts neither way and frees its slot, on the
+/// simulator's path (`Layer::cancel`) and on the live runner's (the guard's drop), which
+/// decide alike throughout; then failing probes reopen the breaker. (Four of the five presets
+/// count an ignored result as a success: a drop reported as one would close it.)
+#[test]
+fn a_dropped_probe_counts_neither_way_on_both_paths_under_every_preset() {
+    use outagelab_model::presets::BREAKER_PRESETS;
+
+    let ms = SimDuration::from_millis;
+    let failure = Call {
+        result: Some(StepResult::Error(Outcome::Timeout)),
+        took: ms(1),
+    };
+    let dropped = Call {
+        result: None,
+        took: ms(1),
+    };
+    for preset in BREAKER_PRESETS {
+        let text = format!(
+            "[scenario]\nname = \"dropped-probe\"\n[breakers.b]\npreset = \"{}\"\n\
+             [flows.f]\nsteps = [{{ work = \"1ms\", breaker = \"b\" }}]\n\
+             [loads.l]\nflow = \"f\"\narrivals = \"burst\"\ncount = 1\n",
+            preset.name
+        );
+        let file = outagelab_scenario_file::parse(&text, Path::new("dropped-probe.toml"))
+            .unwrap_or_else(|d| panic!("{}: {d}", preset.name));
+        let scenario = &file.variants[0].scenario;
+        let step = &scenario.flows[0].steps[0];
+        let mut both = Both::new(scenario, step);
+        let state = |summary: &Summary| summary.breakers["b"].final_state.clone();
+        let request = |both: &mut Both<'_>, now: SimTime| {
+            both.request(now)
+                .unwrap_or_else(|error| panic!("{}: {error}", preset.name))
+        };
+        // Open it: failures 1 ms apart (every preset opens within 1000 calls).
+        let mut now = SimTime::ZERO;
+        for calls in 0.. {
+            assert!(calls < 1000, "{}: never opened", preset.name);
+            both.script([failure]);
+            let ((_, ended, _), summary) = request(&mut both, now);
+            now = ended.saturating_add(ms(1));
+            if state(&summary) == "open" {
+                break;
+            }
+        }
+        // Past the opening, as long as it lasts: every probe's caller gives up.
+        now = now.saturating_add(preset.open_for_max);
+        for _ in 0..preset.half_open_probes {
+            both.script([dropped]);
+            let ((result, ended, called), summary) = request(&mut both, now);
+            assert_eq!(
+                (result, called.len()),
+                (None, 1),
+                "{}: a probe ran",
+                preset.name
+            );
+            assert_eq!(
+                state(&summary),
+                "half_open",
+                "{}: a drop decided",
+                preset.name
+            );
+            now = ended;
+        }
+        // Its slots are free again: probes that fail reopen it.
+        for _ in 0..preset.half_open_probes {
+            both.script([failure]);
+            let ((result, ended, called), _) = request(&mut both, now);
+            assert_eq!(called.len(), 1, "{}: the slot was not freed", preset.name);
+            assert_eq!(result, Some(StepResult::Error(Outcome::Timeout)));
+            now = ended;
+            if state(&both.simulated.summarize(now)) == "open" {
+                break;
+            }
+        }
+        let summary = both.simulated.summarize(now);
+        assert_eq!(state(&summary), "open", "{}", preset.name);
+        assert_eq!(summary.breakers["b"].closed, 0, "{}", preset.name);
+    }
 }
