@@ -22,10 +22,13 @@ use outagelab_model::rate_limit::Decision;
 use outagelab_report::Outcome;
 
 use crate::kernel::StepResult;
-use crate::scenario::{OutcomeSet, PolicyRef, Scenario};
+use crate::scenario::{ConnectionId, KeyFamilyId, OutcomeSet, PolicyRef, Scenario};
 
 /// The bytes a step's request carries, which a semaphore's byte cap weighs.
 pub use crate::actions::request_bytes;
+
+/// The connection a step that failed and went on counts a fail-open of (with [`fails_open`]).
+pub use crate::actions::fail_open_connection;
 
 /// How a breaker counts a step whose I/O returned `io`: a success, a failure when `counts`
 /// holds its error, otherwise neither (ignored; a preset may still count that as a success,
@@ -64,6 +67,21 @@ pub fn in_a_pool(scenario: &Scenario, outer: &[PolicyRef]) -> bool {
         PolicyRef::Bulkhead(id) => scenario.bulkheads[id.index()].enabled,
         _ => false,
     })
+}
+
+/// Where a rate-limit step checks and charges: on its limiter's store (a connection), under the
+/// request's key of `key`, when the limiter is on and has a store (the simulator stands the
+/// store's check-and-charge in with an `INCR`, and the live runner sends one); otherwise
+/// (`None`) the limiter answers at once.
+pub fn rate_limit_store(
+    enabled: bool,
+    store: Option<ConnectionId>,
+    key: Option<KeyFamilyId>,
+) -> Option<(ConnectionId, KeyFamilyId)> {
+    match (enabled, store, key) {
+        (true, Some(store), Some(family)) => Some((store, family)),
+        _ => None,
+    }
 }
 
 /// Whether a rate-limit step's limiter decides the step's result, given the layer that refused

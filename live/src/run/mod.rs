@@ -312,8 +312,8 @@ impl Run {
                     return kind;
                 }
                 (StepResult::Error(kind), _, _) => {
-                    if let StepAction::Redis { connection, .. } = step.action
-                        && !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
+                    if let Some(connection) = rules::fail_open_connection(&step.action)
+                        && rules::fails_open(kind)
                     {
                         // Let through unchecked: Redis could not be reached, or was not asked.
                         self.recorder().failed_open(self.now(), connection.index());
@@ -350,10 +350,7 @@ impl Run {
         let run = Arc::clone(self);
         self.spawn(async move {
             let step = &run.scenario.flows[flow.index()].steps[index];
-            let outcome = match run.step(flow, step, key_seed).await {
-                StepResult::Error(kind) => kind,
-                StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
-            };
+            let outcome = rules::step_outcome(run.step(flow, step, key_seed).await);
             run.recorder().background_ended(run.now(), flow, outcome);
         });
     }
@@ -461,15 +458,15 @@ impl Run {
         let result = match step.action {
             StepAction::RateLimit { limiter, key } => {
                 let slot = &self.layers.rate_limits[limiter.index()];
-                match (slot.enabled, slot.store, key) {
+                match rules::rate_limit_store(slot.enabled, slot.store, key) {
                     // The store's check-and-charge, as the simulator stands it in: an INCR of
                     // the request's key on the store's connection. The decision is the model's.
-                    (true, Some(store), Some(key)) => {
+                    Some((store, key)) => {
                         self.redis(store, RedisCommand::Incr, key, step.replay_writes, key_seed)
                             .await
                     }
                     // A local limiter (or a disabled one) answers at once.
-                    _ => StepResult::Ok,
+                    None => StepResult::Ok,
                 }
             }
             StepAction::Redis {

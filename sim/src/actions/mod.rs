@@ -308,7 +308,7 @@ pub(crate) fn outlives_timeout(action: &StepAction) -> bool {
 
 /// The connection whose fail-open a step that failed and went on counts as: a Redis step's
 /// (a lock found taken or a rate limit is an answer, which the caller checks).
-pub(crate) fn fail_open_connection(action: &StepAction) -> Option<ConnectionId> {
+pub fn fail_open_connection(action: &StepAction) -> Option<ConnectionId> {
     match *action {
         StepAction::Redis { connection, .. } => Some(connection),
         _ => None,

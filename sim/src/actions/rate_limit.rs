@@ -66,8 +66,8 @@ pub(super) fn start(
     replay_writes: bool,
 ) -> Started {
     let limiter = &sim.actions.rate_limits[limiter.index()];
-    match (limiter.enabled, limiter.store, key) {
-        (true, Some(store), Some(family)) => {
+    match rules::rate_limit_store(limiter.enabled, limiter.store, key) {
+        Some((store, family)) => {
             let op = Op {
                 command: RedisCommand::Incr,
                 family: family.0,
@@ -80,7 +80,7 @@ pub(super) fn start(
             }
         }
         // A local limiter (or a disabled one) answers at once; `decide` asks it.
-        _ => Started::Ended(StepResult::Ok),
+        None => Started::Ended(StepResult::Ok),
     }
 }
 
