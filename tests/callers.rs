@@ -288,3 +288,61 @@ caller = "desktop"
         "the refused attempt"
     );
 }
+
+/// The simulator's side of the dropped-guard case, under every breaker preset: a caller that
+/// gives up on an attempt while its step runs inside a breaker (a half-open probe included)
+/// and says so (`cancel_on_timeout`) stops the request before its next step, but the step runs
+/// to its end and the breaker counts its own result: every transition and count of the
+/// breaker is the same as when the service does not hear the cancel. (The live runner's
+/// guard dropped mid-call counts neither way: `live/src/run/differential.rs`; the simulator
+/// never drops a step.)
+#[test]
+fn a_caller_cancel_inside_a_breaker_leaves_the_breaker_to_the_step_under_every_preset() {
+    for preset in outagelab_model::presets::BREAKER_PRESETS {
+        // Redis hangs from 1 s to 6 s: GETs time out at 50 ms and open the breaker; after
+        // it, a GET takes 40 ms. The caller gives up on every attempt at 10 ms.
+        let open_ms = preset.open_for_max.as_nanos() / 1_000_000;
+        let until_ms = 6_000 + 2 * open_ms + 5_000;
+        let file = |cancel: bool| {
+            format!(
+                "[scenario]\nname = \"cancel-in-breaker\"\n[run]\nhorizon = \"{until_ms}ms\"\n\
+                 [servers.redis]\n[connections.c]\nserver = \"redis\"\nlatency = \"20ms\"\n\
+                 command_timeout = \"50ms\"\n[keys.k]\ncount = 1\n\
+                 [breakers.b]\npreset = \"{}\"\n\
+                 [flows.read]\nsteps = [{{ redis = {{ command = \"GET\", connection = \"c\", \
+                 key = \"k\" }}, breaker = \"b\", on_error = \"next\" }}, {{ work = \"1ms\" }}]\n\
+                 [callers.upstream]\ntimeout = \"10ms\"\ncancel_on_timeout = {cancel}\n\
+                 [loads.users]\nflow = \"read\"\narrivals = \"even\"\nrate = 50\n\
+                 duration = \"{}ms\"\ncaller = \"upstream\"\n\
+                 [faults.down]\ntarget = \"redis\"\nkind = \"hang\"\nat = \"1s\"\n\
+                 duration = \"5s\"\n",
+                preset.name,
+                until_ms - 1_000
+            )
+        };
+        let run = |cancel: bool| {
+            let text = file(cancel);
+            let parsed = outagelab_scenario_file::parse(&text, Path::new("cancel.toml"))
+                .unwrap_or_else(|e| panic!("{}: {e}", preset.name));
+            outagelab_sim::run(&parsed.variants[0].scenario).unwrap()
+        };
+        let (heard, unheard) = (run(true), run(false));
+        let breaker = &heard.summary.breakers["b"];
+        assert!(
+            heard.summary.outcomes["cancelled"] > 0,
+            "{}: the service heard no cancel",
+            preset.name
+        );
+        assert!(
+            breaker.opened > 0 && breaker.half_opened > 0 && breaker.closed > 0,
+            "{}: probes did not decide the breaker: {breaker:?}",
+            preset.name
+        );
+        assert_eq!(
+            serde_json::to_string(&(&heard.summary.breakers, &heard.log)).unwrap(),
+            serde_json::to_string(&(&unheard.summary.breakers, &unheard.log)).unwrap(),
+            "{}: a cancel heard inside the breaker changed it",
+            preset.name
+        );
+    }
+}

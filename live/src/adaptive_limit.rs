@@ -11,7 +11,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use outagelab_model::adaptive_limit::{
-    Acquire, AdaptiveLimit, AdaptiveLimitConfig, AdaptiveLimitCounters, Outcome, Permit,
+    Acquire, AdaptiveLimit, AdaptiveLimitConfig, AdaptiveLimitCounters, Permit,
 };
 
 use crate::clock::{Clock, TokioClock};
@@ -25,16 +25,9 @@ pub struct LiveAdaptiveLimit<C: Clock = TokioClock> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rejected;
 
-/// How an admitted call ended, as the caller classifies it; its latency is the guard's to
-/// measure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CallEnd {
-    Success,
-    /// A sign of too much load (a timeout, an overload answer).
-    Dropped,
-    /// Says nothing about load.
-    Ignored,
-}
+/// How an admitted call ended, as the caller classifies it (the model's, whose sample adds
+/// the latency the guard measures).
+pub use outagelab_model::adaptive_limit::CallEnd;
 
 impl LiveAdaptiveLimit<TokioClock> {
     pub fn new(config: AdaptiveLimitConfig) -> Self {
@@ -55,7 +48,7 @@ impl<C: Clock> LiveAdaptiveLimit<C> {
     }
 
     /// Asks to make one call now. The guard must be finished with how the call ended;
-    /// dropped unfinished, it reports [`CallEnd::Ignored`].
+    /// dropped unfinished, it reports [`CallEnd::DROPPED`].
     pub fn try_acquire(&self) -> Result<AdaptiveGuard<'_, C>, Rejected> {
         let now = self.clock.now();
         match self.lock().try_acquire(now) {
@@ -100,17 +93,12 @@ impl<C: Clock> AdaptiveGuard<'_, C> {
         let now = self.limit.clock.now();
         // Its latency: from admission to now.
         let rtt = now.saturating_since(permit.acquired_at());
-        let outcome = match end {
-            CallEnd::Success => Outcome::Success { rtt },
-            CallEnd::Dropped => Outcome::Dropped { rtt },
-            CallEnd::Ignored => Outcome::Ignored,
-        };
-        self.limit.lock().release(now, permit, outcome);
+        self.limit.lock().release(now, permit, end.sample(rtt));
     }
 }
 
 impl<C: Clock> Drop for AdaptiveGuard<'_, C> {
     fn drop(&mut self) {
-        self.report(CallEnd::Ignored);
+        self.report(CallEnd::DROPPED);
     }
 }

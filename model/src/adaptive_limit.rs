@@ -376,6 +376,33 @@ pub enum Outcome {
     Ignored,
 }
 
+/// How an admitted call ended, before its latency is known: what a caller's classifier (the
+/// simulator's layer and the live guard, through `outagelab_sim::rules`) decides, and the
+/// [`Outcome`] it becomes with the call's `rtt` ([`CallEnd::sample`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallEnd {
+    Success,
+    /// A sign of too much load (a timeout, an overload answer).
+    Dropped,
+    /// Says nothing about load (a client error, a call dropped before it ended).
+    Ignored,
+}
+
+impl CallEnd {
+    /// How a call dropped before it ended counts (its caller gave up, its task was aborted):
+    /// it frees its place and says nothing about load.
+    pub const DROPPED: CallEnd = CallEnd::Ignored;
+
+    /// The sample of a call that ended this way `rtt` after it was admitted.
+    pub fn sample(self, rtt: SimDuration) -> Outcome {
+        match self {
+            CallEnd::Success => Outcome::Success { rtt },
+            CallEnd::Dropped => Outcome::Dropped { rtt },
+            CallEnd::Ignored => Outcome::Ignored,
+        }
+    }
+}
+
 /// Occupancy, limit and event counts of an adaptive limit.
 ///
 /// Event counts are `u64`: at one event per nanosecond they last 584 years. They add up:

@@ -16,6 +16,9 @@
 //!   module each, driven by the engine through one interface;
 //! - `policies`: the policy layers a step passes, in its declared order, driven through one
 //!   interface over the state machines of `outagelab-model`;
+//! - [`rules`]: how a step's result reaches the policies (what a layer counts, what a retry
+//!   tries again, what a refused store means) and what the harnesses count beside them: the
+//!   one copy the simulator and the live runner (`outagelab-live`) both call;
 //! - `monitors`: the invariants checked in every run;
 //! - `metrics`: streaming counts, histograms and time series;
 //! - [`budget`]: the process's memory budget, which every run charges.
@@ -38,6 +41,7 @@ mod reconnect_slots;
 mod redis;
 pub mod references;
 mod rng;
+pub mod rules;
 pub mod scenario;
 pub mod summaries;
 mod throttles;
@@ -54,6 +58,9 @@ pub use http::{HttpSpec, HttpTally};
 pub use kernel::StepResult;
 pub use metrics::{BUCKETS_MAX, CounterId, GaugeId, Metrics};
 pub use monitors::{Invariant, Violation};
+/// A step's layers driven by hand, for a test that holds the live runner's to the same
+/// decisions.
+pub use policies::StepLayers;
 /// The seeded streams, for code that must draw what the simulator draws (the bench's
 /// hand-written reference model).
 pub use rng::{Stream, key_index};

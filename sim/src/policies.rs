@@ -19,23 +19,22 @@
 //! [`Policies::summarize`]; its report type in `outagelab-report`.
 
 use outagelab_model::adaptive_limit::{
-    Acquire as AdaptiveAcquire, AdaptiveLimit, Outcome as Sample, Permit as AdaptivePermit,
+    Acquire as AdaptiveAcquire, AdaptiveLimit, CallEnd, Permit as AdaptivePermit,
 };
-use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket, Transition};
+use outagelab_model::breaker::{Admit, Breaker, Ticket, Transition};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
 use outagelab_model::time::{SimDuration, SimTime};
-use outagelab_report::{
-    BreakerSummary, BulkheadSummary, GaugeKey, LogEntry, Outcome, RetrySummary, SemaphoreSummary,
-    Summary,
-};
+use outagelab_report::{GaugeKey, LogEntry, Outcome, Summary};
 
 use crate::journal::{self, Journal};
 use crate::kernel::{RequestRef, StepResult};
 use crate::metrics::{GaugeId, Metrics};
 use crate::rng::Stream;
+use crate::rules::{self, BreakerTally, BulkheadTally};
 use crate::scenario::{OutcomeSet, PolicyRef, Scenario};
+use crate::summaries;
 
 /// What a request holds for a layer it passed, until it exits it.
 #[derive(Debug)]
@@ -108,6 +107,11 @@ pub(crate) enum Exit {
 pub(crate) trait Layer {
     fn enter(&mut self, now: SimTime, entrant: &Entrant) -> Enter;
     fn exit(&mut self, now: SimTime, hold: Hold, leaving: &Leaving) -> Exit;
+    /// The attempt inside this layer was dropped before its step ended: gives back `hold`,
+    /// counting nothing the attempt did not see (what a dropped attempt is: `rules`' module
+    /// documentation). The engine runs every step to its end and never calls this; a
+    /// [`StepLayers`] does, for an attempt the live runner drops.
+    fn cancel(&mut self, now: SimTime, hold: Hold);
     /// Gives back a hold kept past its step ([`Exit::Kept`]).
     fn release_kept(&mut self, hold: Hold) -> Option<Handover> {
         let _ = hold;
@@ -118,11 +122,6 @@ pub(crate) trait Layer {
     fn ceiling(&self) -> Option<u64> {
         None
     }
-    /// Whether a hold of this layer stands for a resource the step's work occupies (a
-    /// connection of a pool), so that work which outlives its step keeps it busy.
-    fn pools_work(&self) -> bool {
-        false
-    }
     /// Sets this layer's gauges for the instant `now`.
     fn observe(&mut self, now: SimTime, metrics: &mut Metrics);
 }
@@ -131,10 +130,8 @@ pub(crate) struct BreakerSlot {
     breaker: Breaker,
     enabled: bool,
     counts: OutcomeSet,
-    rejected: u64,
-    /// Transitions into half-open and into closed (openings are counted by the breaker).
-    half_opened: u64,
-    closed: u64,
+    /// Its rejections and transitions (openings are counted by the breaker).
+    tally: BreakerTally,
     /// 0 closed, 1 half-open, 2 open: the series shows the worst state in each bucket.
     state_gauge: GaugeId,
     /// Every transition, for the run's log.
@@ -146,11 +143,7 @@ impl BreakerSlot {
     fn drain_transitions(&mut self) {
         while let Some(transition) = self.breaker.poll_transition() {
             self.log.record(transition.at, transition);
-            match transition.to {
-                BreakerState::HalfOpen => self.half_opened += 1,
-                BreakerState::Closed => self.closed += 1,
-                BreakerState::Open => {}
-            }
+            self.tally.transition(&transition);
         }
     }
 }
@@ -165,7 +158,7 @@ impl Layer for BreakerSlot {
         match admit {
             Admit::Yes(ticket) => Enter::Pass(Hold::Breaker(ticket)),
             Admit::No(_) => {
-                self.rejected += 1;
+                self.tally.rejected += 1;
                 Enter::Refused(Outcome::BreakerOpen)
             }
         }
@@ -175,22 +168,21 @@ impl Layer for BreakerSlot {
         let Hold::Breaker(ticket) = hold else {
             return Exit::Left(None);
         };
-        let outcome = match leaving.io_result {
-            StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
-            StepResult::Error(kind) if self.counts.contains(kind) => CallOutcome::Failure,
-            StepResult::Error(_) => CallOutcome::Ignored,
-        };
+        let outcome = rules::breaker_outcome(self.counts, leaving.io_result);
         self.breaker.on_result(now, ticket, outcome);
         self.drain_transitions();
         Exit::Left(None)
     }
 
+    fn cancel(&mut self, now: SimTime, hold: Hold) {
+        if let Hold::Breaker(ticket) = hold {
+            self.breaker.on_cancelled(now, ticket);
+            self.drain_transitions();
+        }
+    }
+
     fn observe(&mut self, now: SimTime, metrics: &mut Metrics) {
-        let level = match self.breaker.state_at(now) {
-            BreakerState::Closed => 0,
-            BreakerState::HalfOpen => 1,
-            BreakerState::Open => 2,
-        };
+        let level = rules::breaker_level(self.breaker.state_at(now));
         metrics.set_gauge(self.state_gauge, level);
     }
 }
@@ -198,9 +190,7 @@ impl Layer for BreakerSlot {
 pub(crate) struct BulkheadSlot {
     bulkhead: Bulkhead,
     enabled: bool,
-    shed: u64,
-    peak_in_use: u64,
-    peak_queued: u64,
+    tally: BulkheadTally,
     in_use_gauge: GaugeId,
     queued_gauge: GaugeId,
     /// Test-only sabotage: admit one request more than the limit.
@@ -223,27 +213,37 @@ impl Layer for BulkheadSlot {
         }
         match self.bulkhead.try_acquire(entrant.waiter.to_waiter()) {
             Acquire::Granted(permit) => {
-                self.peak_in_use = self.peak_in_use.max(u64::from(self.bulkhead.in_use()));
+                let (in_use, queued) = (self.bulkhead.in_use(), self.bulkhead.queued());
+                self.tally.occupancy(in_use, queued);
                 Enter::Pass(Hold::Bulkhead(permit))
             }
             Acquire::Queued => {
-                self.peak_queued = self.peak_queued.max(u64::from(self.bulkhead.queued()));
+                let (in_use, queued) = (self.bulkhead.in_use(), self.bulkhead.queued());
+                self.tally.occupancy(in_use, queued);
                 Enter::Queued
             }
             Acquire::Shed => {
-                self.shed += 1;
+                self.tally.shed += 1;
                 Enter::Refused(Outcome::Shed)
             }
         }
     }
 
     fn exit(&mut self, _: SimTime, hold: Hold, leaving: &Leaving) -> Exit {
-        if leaving.work_still_running && self.pools_work() {
+        if leaving.work_still_running && self.enabled {
             // A bulkhead in front of a database stands for its connection pool: a query
             // whose caller gave up holds its connection until the database finishes it.
             return Exit::Kept(hold);
         }
         Exit::Left(self.release_kept(hold))
+    }
+
+    fn cancel(&mut self, _: SimTime, hold: Hold) {
+        let handover = self.release_kept(hold);
+        assert!(
+            handover.is_none(),
+            "a dropped attempt's permit goes to no waiter here"
+        );
     }
 
     fn release_kept(&mut self, hold: Hold) -> Option<Handover> {
@@ -263,10 +263,6 @@ impl Layer for BulkheadSlot {
     fn ceiling(&self) -> Option<u64> {
         self.enabled
             .then(|| u64::from(self.bulkhead.config().max_concurrent()))
-    }
-
-    fn pools_work(&self) -> bool {
-        self.enabled
     }
 
     fn observe(&mut self, _: SimTime, metrics: &mut Metrics) {
@@ -298,6 +294,12 @@ impl Layer for SemaphoreSlot {
             self.semaphore.release(permit);
         }
         Exit::Left(None)
+    }
+
+    fn cancel(&mut self, _: SimTime, hold: Hold) {
+        if let Hold::Semaphore(permit) = hold {
+            self.semaphore.release(permit);
+        }
     }
 
     fn ceiling(&self) -> Option<u64> {
@@ -335,9 +337,7 @@ impl Layer for RetrySlot {
         let Hold::Retry(mut state) = hold else {
             return Exit::Left(None);
         };
-        if let StepResult::Error(kind) = leaving.result
-            && self.retry_on.contains(kind)
-        {
+        if rules::retries(self.retry_on, leaving.result) {
             let decision =
                 self.policy
                     .on_failure(now, &mut state, leaving.retry_after, &mut self.random);
@@ -350,6 +350,9 @@ impl Layer for RetrySlot {
         }
         Exit::Left(None)
     }
+
+    /// A dropped attempt ends its request's step: no more attempts, nothing charged.
+    fn cancel(&mut self, _: SimTime, _: Hold) {}
 
     fn observe(&mut self, _: SimTime, _: &mut Metrics) {}
 }
@@ -379,13 +382,17 @@ impl Layer for AdaptiveLimitSlot {
         };
         // The latency of the call it admitted, from admission to the step's end.
         let rtt = now.saturating_since(permit.acquired_at());
-        let sample = match leaving.io_result {
-            StepResult::Ok | StepResult::Hit | StepResult::Miss => Sample::Success { rtt },
-            StepResult::Error(kind) if self.drops.contains(kind) => Sample::Dropped { rtt },
-            StepResult::Error(_) => Sample::Ignored,
-        };
+        let sample = rules::adaptive_limit_end(self.drops, leaving.io_result).sample(rtt);
         self.limit.release(now, permit, sample);
         Exit::Left(None)
+    }
+
+    fn cancel(&mut self, now: SimTime, hold: Hold) {
+        if let Hold::AdaptiveLimit(permit) = hold {
+            let rtt = now.saturating_since(permit.acquired_at());
+            self.limit
+                .release(now, permit, CallEnd::DROPPED.sample(rtt));
+        }
     }
 
     /// The limit of the moment: checked when a request enters, which is when the model
@@ -449,9 +456,7 @@ impl Policies {
             .map(|spec| BulkheadSlot {
                 bulkhead: Bulkhead::new(spec.config),
                 enabled: spec.enabled,
-                shed: 0,
-                peak_in_use: 0,
-                peak_queued: 0,
+                tally: BulkheadTally::default(),
                 in_use_gauge: gauge(metrics, GaugeKey::BulkheadInUse, &spec.name),
                 queued_gauge: gauge(metrics, GaugeKey::BulkheadQueued, &spec.name),
                 admits_one_too_many: bugs.bulkhead_admits_one_too_many,
@@ -485,9 +490,7 @@ impl Policies {
                 breaker: Breaker::new(spec.config),
                 enabled: spec.enabled,
                 counts: spec.counts,
-                rejected: 0,
-                half_opened: 0,
-                closed: 0,
+                tally: BreakerTally::default(),
                 state_gauge: gauge(metrics, GaugeKey::BreakerState, &spec.name),
                 log: Journal::default(),
             })
@@ -530,6 +533,12 @@ impl Policies {
     pub fn exit(&mut self, policy: PolicyRef, now: SimTime, hold: Hold, leaving: &Leaving) -> Exit {
         self.touched = true;
         on_layer!(self, policy, layer => layer.exit(now, hold, leaving))
+    }
+
+    /// [`Layer::cancel`] of the layer `policy` names.
+    pub fn cancel(&mut self, policy: PolicyRef, now: SimTime, hold: Hold) {
+        self.touched = true;
+        on_layer!(self, policy, layer => layer.cancel(now, hold));
     }
 
     /// [`Layer::ceiling`] of the layer `policy` names, called without `dyn`.
@@ -580,8 +589,7 @@ impl Policies {
             .iter()
             .zip(&self.adaptive_limits)
             .map(|(spec, slot)| {
-                let summary =
-                    crate::summaries::adaptive_limit(slot.enabled, &slot.limit.counters());
+                let summary = summaries::adaptive_limit(slot.enabled, &slot.limit.counters());
                 (spec.name.clone(), summary)
             })
             .collect();
@@ -590,14 +598,7 @@ impl Policies {
             .iter()
             .zip(&self.bulkheads)
             .map(|(spec, slot)| {
-                let summary = BulkheadSummary {
-                    enabled: slot.enabled,
-                    peak_in_use: slot.peak_in_use,
-                    peak_queued: slot.peak_queued,
-                    shed: slot.shed,
-                    max_concurrent: u64::from(spec.config.max_concurrent()),
-                    queue_max: u64::from(spec.config.queue_max()),
-                };
+                let summary = summaries::bulkhead(slot.enabled, &spec.config, &slot.tally);
                 (spec.name.clone(), summary)
             })
             .collect();
@@ -607,15 +608,7 @@ impl Policies {
             .zip(&self.semaphores)
             .map(|(spec, slot)| {
                 let counters = slot.semaphore.counters();
-                let summary = SemaphoreSummary {
-                    enabled: slot.enabled,
-                    acquired: counters.acquired,
-                    peak_in_flight: u64::from(counters.in_flight_peak),
-                    peak_bytes: counters.bytes_in_flight_peak,
-                    rejected: counters.rejected_total(),
-                    max_in_flight: spec.config.max_in_flight().map(u64::from),
-                    max_bytes: spec.config.max_bytes(),
-                };
+                let summary = summaries::semaphore(slot.enabled, &spec.config, &counters);
                 (spec.name.clone(), summary)
             })
             .collect();
@@ -624,14 +617,7 @@ impl Policies {
             .iter()
             .zip(&self.retries)
             .map(|(spec, slot)| {
-                let counters = slot.policy.counters();
-                let summary = RetrySummary {
-                    enabled: slot.enabled,
-                    requests: counters.requests,
-                    retries: counters.retries_granted,
-                    gave_up_attempts: counters.attempts_exhausted,
-                    gave_up_budget: counters.budget_exhausted,
-                };
+                let summary = summaries::retry(slot.enabled, &slot.policy.counters());
                 (spec.name.clone(), summary)
             })
             .collect();
@@ -640,21 +626,127 @@ impl Policies {
             .iter()
             .zip(&self.breakers)
             .map(|(spec, slot)| {
-                let state = match slot.breaker.state_at(now) {
-                    BreakerState::Closed => "closed",
-                    BreakerState::Open => "open",
-                    BreakerState::HalfOpen => "half_open",
-                };
-                let summary = BreakerSummary {
-                    enabled: slot.enabled,
-                    opened: slot.breaker.opened_total(),
-                    half_opened: slot.half_opened,
-                    closed: slot.closed,
-                    rejected: slot.rejected,
-                    final_state: state.to_owned(),
-                };
+                let (opened, state) = (slot.breaker.opened_total(), slot.breaker.state_at(now));
+                let summary = summaries::breaker(slot.enabled, &slot.tally, opened, state);
                 (spec.name.clone(), summary)
             })
             .collect();
+    }
+}
+
+/// A step's layers driven by hand, one request at a time, outside a run: the simulator's own
+/// slots ([`Policies`]) and its decision of a step's result (`actions::decide`), walked as the
+/// engine walks them for a request alone (enter outermost first; a refusal or the action's
+/// result leaves them innermost first; a retry's `Again` runs the inner layers again at its
+/// instant). It is what a differential test holds another harness to (`outagelab-live`'s
+/// layers, on the same recorded results), so it has no events, no mechanisms and no work
+/// that outlives its step.
+pub struct StepLayers<'s> {
+    scenario: &'s Scenario,
+    policies: Policies,
+    actions: crate::actions::Actions,
+    metrics: Metrics,
+}
+
+impl<'s> StepLayers<'s> {
+    pub fn new(scenario: &'s Scenario) -> StepLayers<'s> {
+        let mut metrics = Metrics::new(
+            scenario.bucket.as_nanos(),
+            scenario.flows.len(),
+            scenario.databases.len(),
+            scenario.percentile_rule,
+        );
+        let policies = Policies::new(scenario, &mut metrics, PlantedBugs::default());
+        let actions = crate::actions::Actions::new(scenario, &mut metrics);
+        StepLayers {
+            scenario,
+            policies,
+            actions,
+            metrics,
+        }
+    }
+
+    /// One request's run of `step` from `now`: `act(now)` is its action, started at `now`,
+    /// returning what its I/O returned and the instant it ended, or `None` with the instant
+    /// the attempt was dropped at (its caller gave up while it ran: every layer it is inside
+    /// is [`Layer::cancel`]led, innermost first). Returns what the step returned (`None` when
+    /// dropped) and the instant it ended. Bounded: a retry's attempts are bounded by its
+    /// policy.
+    pub fn run_step(
+        &mut self,
+        step: &crate::scenario::StepSpec,
+        mut now: SimTime,
+        mut act: impl FnMut(SimTime) -> (Option<StepResult>, SimTime),
+    ) -> (Option<StepResult>, SimTime) {
+        let entrant = Entrant {
+            waiter: RequestRef { slot: 0, token: 0 },
+            bytes: rules::request_bytes(&step.action),
+        };
+        let mut holds: Vec<Hold> = Vec::new();
+        let mut first = 0;
+        loop {
+            let mut refused = None;
+            for &policy in &step.policies[first..] {
+                match self.policies.enter(policy, now, &entrant) {
+                    Enter::Pass(hold) => holds.push(hold),
+                    Enter::Queued => unreachable!("a request alone is never queued"),
+                    Enter::Refused(outcome) => {
+                        refused = Some(outcome);
+                        break;
+                    }
+                }
+            }
+            let io_result = match refused {
+                Some(outcome) => StepResult::Error(outcome),
+                None => {
+                    let (result, ended) = act(now);
+                    now = ended;
+                    let Some(result) = result else {
+                        while let Some(hold) = holds.pop() {
+                            self.policies.cancel(step.policies[holds.len()], now, hold);
+                        }
+                        return (None, now);
+                    };
+                    result
+                }
+            };
+            let (actions, metrics) = (&mut self.actions, &mut self.metrics);
+            let result =
+                crate::actions::decide(actions, now, metrics, &step.action, io_result, refused);
+            let leaving = Leaving {
+                result,
+                io_result,
+                retry_after: None,
+                work_still_running: false,
+            };
+            let mut again = None;
+            while let Some(hold) = holds.pop() {
+                let policy = step.policies[holds.len()];
+                match self.policies.exit(policy, now, hold, &leaving) {
+                    Exit::Left(_) => {}
+                    Exit::Again { at, hold } => {
+                        holds.push(hold);
+                        again = Some(at);
+                        break;
+                    }
+                    Exit::Kept(_) => unreachable!("no work outlives a step here"),
+                }
+            }
+            match again {
+                Some(at) => {
+                    first = holds.len();
+                    now = at;
+                }
+                None => return (Some(result), now),
+            }
+        }
+    }
+
+    /// The policies' and rate limiters' sections of a summary at `now`.
+    pub fn summarize(&self, now: SimTime) -> Summary {
+        let mut summary = Summary::default();
+        self.policies.summarize(self.scenario, now, &mut summary);
+        summary.rate_limits = self.actions.rate_limit_summaries(self.scenario);
+        summary
     }
 }

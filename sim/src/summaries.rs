@@ -2,9 +2,77 @@
 //! run and a live one (`outagelab live`, which drives the same model types) report them alike.
 
 use outagelab_model::adaptive_limit::AdaptiveLimitCounters;
+use outagelab_model::breaker::BreakerState;
+use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheCounters;
 use outagelab_model::rate_limit::RateLimitCounters;
-use outagelab_report::{AdaptiveLimitSummary, CacheSummary, RateLimitSummary};
+use outagelab_model::retry::RetryCounters;
+use outagelab_model::semaphore::{SemaphoreConfig, SemaphoreCounters};
+use outagelab_report::{
+    AdaptiveLimitSummary, BreakerSummary, BulkheadSummary, CacheSummary, RateLimitSummary,
+    RetrySummary, SemaphoreSummary,
+};
+
+use crate::rules::{BreakerTally, BulkheadTally};
+
+/// `opened` is the model's count; `state` its state at the run's end.
+pub fn breaker(
+    enabled: bool,
+    tally: &BreakerTally,
+    opened: u64,
+    state: BreakerState,
+) -> BreakerSummary {
+    let final_state = match state {
+        BreakerState::Closed => "closed",
+        BreakerState::Open => "open",
+        BreakerState::HalfOpen => "half_open",
+    };
+    BreakerSummary {
+        enabled,
+        opened,
+        half_opened: tally.half_opened,
+        closed: tally.closed,
+        rejected: tally.rejected,
+        final_state: final_state.to_owned(),
+    }
+}
+
+pub fn bulkhead(enabled: bool, config: &BulkheadConfig, tally: &BulkheadTally) -> BulkheadSummary {
+    BulkheadSummary {
+        enabled,
+        peak_in_use: tally.peak_in_use,
+        peak_queued: tally.peak_queued,
+        shed: tally.shed,
+        max_concurrent: u64::from(config.max_concurrent()),
+        queue_max: u64::from(config.queue_max()),
+    }
+}
+
+pub fn semaphore(
+    enabled: bool,
+    config: &SemaphoreConfig,
+    counters: &SemaphoreCounters,
+) -> SemaphoreSummary {
+    SemaphoreSummary {
+        enabled,
+        acquired: counters.acquired,
+        peak_in_flight: u64::from(counters.in_flight_peak),
+        peak_bytes: counters.bytes_in_flight_peak,
+        rejected: counters.rejected_total(),
+        max_in_flight: config.max_in_flight().map(u64::from),
+        max_bytes: config.max_bytes(),
+    }
+}
+
+pub fn retry(enabled: bool, counters: &RetryCounters) -> RetrySummary {
+    RetrySummary {
+        enabled,
+        requests: counters.requests,
+        retries: counters.retries_granted,
+        gave_up_attempts: counters.attempts_exhausted,
+        gave_up_budget: counters.budget_exhausted,
+    }
+}
 
 pub fn adaptive_limit(enabled: bool, counters: &AdaptiveLimitCounters) -> AdaptiveLimitSummary {
     AdaptiveLimitSummary {

@@ -1,28 +1,175 @@
 //! The policy layers of a live step (breaker, semaphore, bulkhead, retry, adaptive limit, rate
-//! limit), each the model's live form, and what they report.
+//! limit): each the model's live form, fed by the rules the simulator's layers call
+//! (`outagelab_sim::rules`: what a breaker counts, what an adaptive limit samples, what a
+//! retry tries again, what a rate limiter answers for a store it did not reach), and what the
+//! runner counts beside them for the summary (`outagelab_sim::summaries`).
+//!
+//! [`Layers`] knows no connection and no server: the step's action, its waits and its
+//! records come from an [`Around`], so that a test drives the very same code on a manual
+//! clock with recorded results (`differential.rs`, against the simulator's
+//! `outagelab_sim::StepLayers`).
 
-#[allow(unused_imports)]
-use super::*;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
 
-impl Run {
-    /// The step's policies from position `depth` inwards, then its action.
-    pub(super) fn layers<'a>(
-        self: &'a Arc<Self>,
-        flow: FlowId,
+use outagelab_model::retry::RetryDecision;
+use outagelab_model::time::SimTime;
+use outagelab_report::{Outcome, Summary};
+use outagelab_sim::rules::{self, BreakerTally, BulkheadTally, StoreAnswer};
+use outagelab_sim::scenario::{
+    BulkheadId, ConnectionId, OutcomeSet, PolicyRef, StepAction, StepSpec,
+};
+use outagelab_sim::{Scenario, StepResult, Stream, summaries};
+
+use super::{StepEnd, WorkDone, locked, work_done};
+use crate::bulkhead::{DetachedPermit, Entry};
+use crate::clock::Clock;
+use crate::{
+    LiveAdaptiveLimit, LiveBreaker, LiveBulkhead, LiveRateLimiter, LiveRetry, LiveSemaphore,
+};
+
+/// What a step's layers need from the run around them.
+pub(super) trait Around: Sync {
+    /// The step's action: what its I/O returned, and the end of its work when that outlives
+    /// the step (a query whose caller timed out).
+    fn act(&self) -> Pin<Box<dyn Future<Output = (StepResult, Option<WorkDone>)> + Send + '_>>;
+    /// Waits until `at` (a retry's instant).
+    fn sleep_until(&self, at: SimTime) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+    /// Keeps bulkhead `index`'s `permit` until `work` is done, then gives it back (the
+    /// simulator's `Exit::Kept`), whatever the request does meanwhile.
+    fn keep_until_done(&self, index: usize, permit: DetachedPermit, work: WorkDone);
+    /// `policy`'s state changed: its gauges.
+    fn observe(&self, policy: PolicyRef);
+    /// Rate limiter `index` admitted a check its store did not answer.
+    fn rate_limit_failed_open(&self, index: usize);
+    /// A step ended `rate_limited` (a 429, retried or not).
+    fn rejected_attempt(&self);
+}
+
+pub(super) struct LiveBreakerSlot<C: Clock> {
+    pub live: LiveBreaker<C>,
+    pub enabled: bool,
+    counts: OutcomeSet,
+    pub tally: Mutex<BreakerTally>,
+}
+
+pub(super) struct LiveSemaphoreSlot {
+    pub live: LiveSemaphore,
+    enabled: bool,
+}
+
+pub(super) struct LiveBulkheadSlot {
+    pub live: LiveBulkhead,
+    enabled: bool,
+    tally: Mutex<BulkheadTally>,
+}
+
+/// A retry policy, one per file (its budget shared by the steps that name it), drawing its
+/// jitter from the stream the simulator gives the same policy.
+pub(super) struct LiveRetrySlot<C: Clock> {
+    live: LiveRetry<Stream, C>,
+    enabled: bool,
+    retry_on: OutcomeSet,
+}
+
+/// An adaptive limit, sampling the errors in `drops` as drops.
+pub(super) struct LiveAdaptiveLimitSlot<C: Clock> {
+    pub live: LiveAdaptiveLimit<C>,
+    enabled: bool,
+    drops: OutcomeSet,
+}
+
+/// A rate limiter: the model's, deciding on what its store (when it has one) answered.
+pub(super) struct LiveRateLimitSlot<C: Clock> {
+    live: LiveRateLimiter<C>,
+    pub enabled: bool,
+    pub store: Option<ConnectionId>,
+}
+
+/// Every policy of a live run, by kind, in the file's order, each on `C`'s time.
+pub(super) struct Layers<C: Clock> {
+    pub breakers: Vec<LiveBreakerSlot<C>>,
+    pub semaphores: Vec<LiveSemaphoreSlot>,
+    pub bulkheads: Vec<LiveBulkheadSlot>,
+    retries: Vec<LiveRetrySlot<C>>,
+    pub rate_limits: Vec<LiveRateLimitSlot<C>>,
+    pub adaptive_limits: Vec<LiveAdaptiveLimitSlot<C>>,
+}
+
+type Pass<'a> = Pin<Box<dyn Future<Output = StepEnd> + Send + 'a>>;
+
+impl<C: Clock + Clone> Layers<C> {
+    /// The live forms of `scenario`'s policies, on `clock`.
+    pub fn new(scenario: &Scenario, clock: C) -> Layers<C> {
+        let seed = scenario.seed;
+        Layers {
+            breakers: (scenario.breakers.iter())
+                .map(|spec| LiveBreakerSlot {
+                    live: LiveBreaker::with_clock(spec.config, clock.clone()),
+                    enabled: spec.enabled,
+                    counts: spec.counts,
+                    tally: Mutex::default(),
+                })
+                .collect(),
+            semaphores: (scenario.semaphores.iter())
+                .map(|spec| LiveSemaphoreSlot {
+                    live: LiveSemaphore::new(spec.config),
+                    enabled: spec.enabled,
+                })
+                .collect(),
+            bulkheads: (scenario.bulkheads.iter())
+                .map(|spec| LiveBulkheadSlot {
+                    live: LiveBulkhead::new(spec.config),
+                    enabled: spec.enabled,
+                    tally: Mutex::default(),
+                })
+                .collect(),
+            retries: (scenario.retries.iter())
+                .map(|spec| LiveRetrySlot {
+                    live: LiveRetry::with_clock(
+                        spec.config,
+                        Stream::derive(seed, "retry", &spec.name),
+                        clock.clone(),
+                    ),
+                    enabled: spec.enabled,
+                    retry_on: spec.retry_on,
+                })
+                .collect(),
+            rate_limits: (scenario.rate_limits.iter())
+                .map(|spec| LiveRateLimitSlot {
+                    live: LiveRateLimiter::with_clock(spec.config, clock.clone()),
+                    enabled: spec.enabled,
+                    store: spec.store,
+                })
+                .collect(),
+            adaptive_limits: (scenario.adaptive_limits.iter())
+                .map(|spec| LiveAdaptiveLimitSlot {
+                    live: LiveAdaptiveLimit::with_clock(spec.config, clock.clone()),
+                    enabled: spec.enabled,
+                    drops: spec.drops,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl<C: Clock> Layers<C> {
+    /// `step` of `scenario` from its policy at position `depth` inwards, then its action.
+    pub fn pass<'a, A: Around>(
+        &'a self,
+        around: &'a A,
+        scenario: &'a Scenario,
         step: &'a StepSpec,
         depth: usize,
-        key_seed: u64,
-    ) -> StepFuture<'a> {
+    ) -> Pass<'a> {
         Box::pin(async move {
             let Some(&policy) = step.policies.get(depth) else {
-                let (io, work) = self.act(flow, step, key_seed).await;
-                return StepEnd {
-                    result: self.rate_limit_decision(step, io),
-                    io,
-                    work,
-                };
+                let (io, work) = around.act().await;
+                let result = self.step_result(around, step, io, None);
+                return StepEnd { result, io, work };
             };
-            let inner = || self.layers(flow, step, depth + 1, key_seed);
+            let inner = || self.pass(around, scenario, step, depth + 1);
             match policy {
                 PolicyRef::Breaker(id) => {
                     let slot = &self.breakers[id.index()];
@@ -30,27 +177,14 @@ impl Run {
                         return inner().await;
                     }
                     let admitted = slot.live.try_admit();
-                    self.observe_breaker(id.index());
+                    self.breaker_moved(around, policy, slot);
                     let Ok(guard) = admitted else {
-                        locked(&self.breaker_counts)[id.index()][0] += 1;
-                        // The store was not asked: a rate-limit step's limiter answers that as
-                        // it answers a timeout.
-                        let io = StepResult::Error(Outcome::BreakerOpen);
-                        return StepEnd {
-                            result: self.rate_limit_decision(step, io),
-                            io,
-                            work: None,
-                        };
+                        locked(&slot.tally).rejected += 1;
+                        return self.refused(around, step, Outcome::BreakerOpen);
                     };
                     let end = inner().await;
-                    guard.finish(match end.io {
-                        StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
-                        StepResult::Error(kind) if slot.counts.contains(kind) => {
-                            CallOutcome::Failure
-                        }
-                        StepResult::Error(_) => CallOutcome::Ignored,
-                    });
-                    self.observe_breaker(id.index());
+                    guard.finish(rules::breaker_outcome(slot.counts, end.io));
+                    self.breaker_moved(around, policy, slot);
                     end
                 }
                 PolicyRef::Semaphore(id) => {
@@ -58,17 +192,14 @@ impl Run {
                     if !slot.enabled {
                         return inner().await;
                     }
-                    let bytes = match step.action {
-                        StepAction::Redis { command, .. } => command.request_bytes(),
-                        _ => 0,
-                    };
+                    let bytes = rules::request_bytes(&step.action);
                     let Ok(permit) = slot.live.try_acquire(bytes) else {
-                        return StepEnd::same(StepResult::Error(Outcome::Shed));
+                        return self.refused(around, step, Outcome::Shed);
                     };
-                    self.observe_semaphore(id.index());
+                    around.observe(policy);
                     let end = inner().await;
                     drop(permit);
-                    self.observe_semaphore(id.index());
+                    around.observe(policy);
                     end
                 }
                 PolicyRef::Bulkhead(id) => {
@@ -79,25 +210,26 @@ impl Run {
                     let permit = match slot.live.try_acquire() {
                         Entry::Granted(permit) => permit,
                         Entry::Queued(queued) => {
-                            self.observe_bulkhead(id.index());
+                            self.bulkhead_moved(around, id.index());
                             queued.await
                         }
                         Entry::Shed => {
-                            locked(&slot.tally)[2] += 1;
-                            return StepEnd::same(StepResult::Error(Outcome::Shed));
+                            locked(&slot.tally).shed += 1;
+                            return self.refused(around, step, Outcome::Shed);
                         }
                     };
-                    self.observe_bulkhead(id.index());
+                    self.bulkhead_moved(around, id.index());
                     let end = inner().await;
                     match &end.work {
-                        // A bulkhead in front of a database stands for its connection pool:
-                        // a query whose caller gave up holds its connection until it ends.
+                        // A bulkhead in front of a database stands for its connection pool
+                        // (`rules::in_a_pool`): a query whose caller gave up holds its
+                        // connection until it ends.
                         Some(work) => {
-                            self.keep_until_done(id.index(), permit.detach(), work.clone())
+                            around.keep_until_done(id.index(), permit.detach(), work.clone())
                         }
                         None => {
                             drop(permit);
-                            self.observe_bulkhead(id.index());
+                            self.bulkhead_moved(around, id.index());
                         }
                     }
                     end
@@ -112,17 +244,16 @@ impl Run {
                     let mut state = slot.live.on_request();
                     loop {
                         let end = inner().await;
-                        let StepResult::Error(outcome) = end.result else {
-                            return end;
-                        };
-                        if !slot.retry_on.contains(outcome) {
+                        if !rules::retries(slot.retry_on, end.result) {
                             return end;
                         }
+                        // No Retry-After: its one source, a throttle's refusal, is not run
+                        // live (`check`).
                         match slot.live.on_failure(&mut state, None) {
                             RetryDecision::Retry { at } => {
-                                let wait = at.saturating_since(self.now());
-                                tokio::time::sleep(std_duration(wait)).await;
-                                if let (Some(work), true) = (end.work, self.in_a_pool(step, depth))
+                                around.sleep_until(at).await;
+                                if let Some(work) = end.work
+                                    && rules::in_a_pool(scenario, &step.policies[..depth])
                                 {
                                     // The retry runs inside a pool whose connection the
                                     // abandoned query still holds: it goes again on that
@@ -140,120 +271,115 @@ impl Run {
                         return inner().await;
                     }
                     let admitted = slot.live.try_acquire();
-                    self.observe_adaptive_limit(id.index());
+                    around.observe(policy);
                     let Ok(guard) = admitted else {
-                        return StepEnd::same(StepResult::Error(Outcome::Shed));
+                        return self.refused(around, step, Outcome::Shed);
                     };
                     let end = inner().await;
                     // The sample is of what the step's I/O returned, as simulated.
-                    guard.finish(match end.io {
-                        StepResult::Ok | StepResult::Hit | StepResult::Miss => CallEnd::Success,
-                        StepResult::Error(kind) if slot.drops.contains(kind) => CallEnd::Dropped,
-                        StepResult::Error(_) => CallEnd::Ignored,
-                    });
-                    self.observe_adaptive_limit(id.index());
+                    guard.finish(rules::adaptive_limit_end(slot.drops, end.io));
+                    around.observe(policy);
                     end
                 }
             }
         })
     }
 
-    /// Drains the breaker's transitions into the counts, and sets its state gauge.
-    pub(super) fn observe_breaker(&self, index: usize) {
-        let live = &self.breakers[index].live;
-        {
-            let mut counts = locked(&self.breaker_counts);
-            while let Some(transition) = live.poll_transition() {
-                match transition.to {
-                    BreakerState::HalfOpen => counts[index][1] += 1,
-                    BreakerState::Closed => counts[index][2] += 1,
-                    BreakerState::Open => {}
-                }
-            }
+    /// How a step ends when a layer refuses it with `outcome`.
+    fn refused(&self, around: &impl Around, step: &StepSpec, outcome: Outcome) -> StepEnd {
+        let io = StepResult::Error(outcome);
+        let result = self.step_result(around, step, io, Some(outcome));
+        StepEnd {
+            result,
+            io,
+            work: None,
         }
-        let level = match live.state() {
-            BreakerState::Closed => 0,
-            BreakerState::HalfOpen => 1,
-            BreakerState::Open => 2,
+    }
+
+    /// What a step returns given what its I/O returned and the layer that refused it, if one
+    /// did (the simulator's `actions::decide`): for a rate-limit step whose limiter decides
+    /// (`rules::limiter_decides`), the limiter's answer; for any other, the I/O's result.
+    fn step_result(
+        &self,
+        around: &impl Around,
+        step: &StepSpec,
+        io: StepResult,
+        refused: Option<Outcome>,
+    ) -> StepResult {
+        let result = match step.action {
+            StepAction::RateLimit { limiter, .. } if rules::limiter_decides(refused) => {
+                let slot = &self.rate_limits[limiter.index()];
+                let answer = rules::rate_limit_answer(slot.enabled, io, |store| match store {
+                    StoreAnswer::Answered => slot.live.try_acquire(1),
+                    StoreAnswer::Unreachable => slot.live.on_store_unreachable(1),
+                });
+                if answer.failed_open {
+                    around.rate_limit_failed_open(limiter.index());
+                }
+                answer.result
+            }
+            _ => io,
         };
-        let mut recorder = self.recorder();
-        let gauge = recorder.breakers[index];
-        recorder.set_gauge(self.now(), gauge, level);
+        if result == StepResult::Error(Outcome::RateLimited) {
+            around.rejected_attempt();
+        }
+        result
     }
 
-    /// Whether a layer outside position `depth` of `step` stands for a connection pool (an
-    /// enabled bulkhead, as the simulator's `pools_work`), so that work outliving an attempt
-    /// keeps it busy.
-    pub(super) fn in_a_pool(&self, step: &StepSpec, depth: usize) -> bool {
-        step.policies[..depth].iter().any(|policy| match policy {
-            PolicyRef::Bulkhead(id) => self.bulkheads[id.index()].enabled,
-            _ => false,
-        })
-    }
-
-    /// Sets the adaptive limit's gauges: its limit and its calls in flight.
-    pub(super) fn observe_adaptive_limit(&self, index: usize) {
-        let live = &self.adaptive_limits[index].live;
-        let (limit, in_flight) = (live.limit(), live.in_flight());
-        let mut recorder = self.recorder();
-        let (limit_gauge, in_flight_gauge) = recorder.adaptive_limits[index];
-        let now = self.now();
-        recorder.set_gauge(now, limit_gauge, u64::from(limit));
-        recorder.set_gauge(now, in_flight_gauge, u64::from(in_flight));
-    }
-
-    /// Follows the bulkhead's occupancy into its peaks and gauges.
-    pub(super) fn observe_bulkhead(&self, index: usize) {
-        let slot = &self.bulkheads[index];
-        let (in_use, queued) = slot.live.occupancy();
+    /// Takes the breaker's transitions into its tally, and its gauge.
+    fn breaker_moved(&self, around: &impl Around, policy: PolicyRef, slot: &LiveBreakerSlot<C>) {
         {
             let mut tally = locked(&slot.tally);
-            tally[0] = tally[0].max(u64::from(in_use));
-            tally[1] = tally[1].max(u64::from(queued));
+            while let Some(transition) = slot.live.poll_transition() {
+                tally.transition(&transition);
+            }
         }
-        let mut recorder = self.recorder();
-        let (in_use_gauge, queued_gauge) = recorder.bulkheads[index];
-        let now = self.now();
-        recorder.set_gauge(now, in_use_gauge, u64::from(in_use));
-        recorder.set_gauge(now, queued_gauge, u64::from(queued));
+        around.observe(policy);
     }
 
-    pub(super) fn observe_semaphore(&self, index: usize) {
-        let counters = self.semaphores[index].live.counters();
-        let mut recorder = self.recorder();
-        let (in_flight, bytes) = recorder.semaphores[index];
-        let now = self.now();
-        recorder.set_gauge(now, in_flight, u64::from(counters.in_flight));
-        recorder.set_gauge(now, bytes, counters.bytes_in_flight);
+    /// Follows bulkhead `index`'s occupancy into its peaks, and its gauges.
+    fn bulkhead_moved(&self, around: &impl Around, index: usize) {
+        self.bulkhead_peaks(index);
+        around.observe(PolicyRef::Bulkhead(BulkheadId(index as u32)));
     }
 
-    /// What a step returns given what its I/O returned: for a rate-limit step, its limiter's
-    /// decision (as the simulator's `rate_limit_decision`: a store that answered is a check, one
-    /// that did not is `when_unreachable`'s case); for any other step, the I/O's result.
-    pub(super) fn rate_limit_decision(&self, step: &StepSpec, io: StepResult) -> StepResult {
-        let StepAction::RateLimit { limiter, .. } = step.action else {
-            return io;
-        };
-        let slot = &self.rate_limits[limiter.index()];
-        if !slot.enabled {
-            return StepResult::Ok;
+    /// Follows bulkhead `index`'s occupancy into its peaks.
+    pub fn bulkhead_peaks(&self, index: usize) {
+        let slot = &self.bulkheads[index];
+        let (in_use, queued) = slot.live.occupancy();
+        locked(&slot.tally).occupancy(in_use, queued);
+    }
+
+    /// The policies' and rate limiters' sections of the summary, as the simulator writes
+    /// them.
+    pub fn summarize(&self, scenario: &Scenario, summary: &mut Summary) {
+        for (spec, slot) in scenario.breakers.iter().zip(&self.breakers) {
+            let (opened, state) = (slot.live.opened_total(), slot.live.state());
+            let tally = *locked(&slot.tally);
+            let breaker = summaries::breaker(slot.enabled, &tally, opened, state);
+            summary.breakers.insert(spec.name.clone(), breaker);
         }
-        let decision = match io {
-            StepResult::Ok | StepResult::Hit | StepResult::Miss => slot.live.try_acquire(1),
-            StepResult::Error(_) => slot.live.on_store_unreachable(1),
-        };
-        // The recorder is taken only for what it counts: most checks admit a store's answer.
-        match (decision, io) {
-            (RateDecision::Admit, StepResult::Error(_)) => {
-                self.recorder()
-                    .rate_limit_failed_open(self.now(), limiter.index());
-                StepResult::Ok
-            }
-            (RateDecision::Admit, _) => StepResult::Ok,
-            (RateDecision::Reject { .. } | RateDecision::TooLarge, _) => {
-                self.recorder().rejected_attempt(self.now()); // a 429, retried or not
-                StepResult::Error(Outcome::RateLimited)
-            }
+        for (spec, slot) in scenario.semaphores.iter().zip(&self.semaphores) {
+            let counters = slot.live.counters();
+            let semaphore = summaries::semaphore(slot.enabled, &spec.config, &counters);
+            summary.semaphores.insert(spec.name.clone(), semaphore);
+        }
+        for (spec, slot) in scenario.rate_limits.iter().zip(&self.rate_limits) {
+            let limiter = summaries::rate_limit(slot.enabled, &slot.live.counters());
+            summary.rate_limits.insert(spec.name.clone(), limiter);
+        }
+        for (spec, slot) in scenario.adaptive_limits.iter().zip(&self.adaptive_limits) {
+            let limit = summaries::adaptive_limit(slot.enabled, &slot.live.counters());
+            summary.adaptive_limits.insert(spec.name.clone(), limit);
+        }
+        for (spec, slot) in scenario.bulkheads.iter().zip(&self.bulkheads) {
+            let tally = *locked(&slot.tally);
+            let bulkhead = summaries::bulkhead(slot.enabled, &spec.config, &tally);
+            summary.bulkheads.insert(spec.name.clone(), bulkhead);
+        }
+        for (spec, slot) in scenario.retries.iter().zip(&self.retries) {
+            let retry = summaries::retry(slot.enabled, &slot.live.counters());
+            summary.retries.insert(spec.name.clone(), retry);
         }
     }
 }

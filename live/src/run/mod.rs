@@ -28,6 +28,8 @@
 mod check;
 mod connection;
 mod database;
+#[cfg(test)]
+mod differential;
 mod faults;
 mod layers;
 mod loads;
@@ -44,19 +46,17 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use outagelab_model::breaker::{BreakerState, CallOutcome};
-use outagelab_model::retry::RetryDecision;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
-    BreakerSummary, BulkheadSummary, ConnectionSummary, DatabaseSummary, FaultWindow, Outcome,
-    RetrySummary, RunnerTiming, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
+    ConnectionSummary, DatabaseSummary, FaultWindow, Outcome, RunnerTiming, SlotSummary,
+    VariantReport, Verdict,
 };
 use outagelab_sim::scenario::{
-    Arrivals, CacheOp, ClosedLoop, ConnectionId, DatabaseId, FaultKind, FaultSpec, FaultTarget,
-    FlowId, KeyFamilyId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef, RedisCommand,
+    Arrivals, BulkheadId, CacheOp, ClosedLoop, ConnectionId, DatabaseId, FaultKind, FaultSpec,
+    FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadSpec, OnError, OnHit, PolicyRef, RedisCommand,
     StepAction, StepSpec,
 };
-use outagelab_sim::{Scenario, StepResult, Stream, key_index, summaries};
+use outagelab_sim::{Scenario, StepResult, Stream, key_index, rules, summaries};
 use redis::RedisError;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -65,20 +65,15 @@ use tokio::time::Instant;
 pub use check::{HZ_MAX, Unsupported, check};
 pub use faults::KEY_PREFIX;
 
-use crate::adaptive_limit::{CallEnd, LiveAdaptiveLimit};
-use crate::breaker::LiveBreaker;
-use crate::bulkhead::{DetachedPermit, Entry, LiveBulkhead};
+use crate::bulkhead::DetachedPermit;
 use crate::cache::LiveCache;
-use crate::clock::{Clock, TokioClock, std_duration};
+use crate::clock::{Clock, TokioClock};
 use crate::forwarder::Forwarder;
-use crate::rate_limit::LiveRateLimiter;
-use crate::retry::LiveRetry;
-use crate::semaphore::LiveSemaphore;
 use connection::Connection;
 use database::SharedDatabase;
 use faults::Admin;
+use layers::{Around, Layers};
 use outagelab_model::cache::{CacheKey, Lookup};
-use outagelab_model::rate_limit::Decision as RateDecision;
 use record::Recorder;
 
 /// How long a run of a file without a horizon may last at most (unless capped shorter).
@@ -154,61 +149,14 @@ pub async fn run(
     Ok(report)
 }
 
-struct LiveBreakerSlot {
-    live: LiveBreaker,
-    enabled: bool,
-    counts: OutcomeSet,
-}
-
-struct LiveSemaphoreSlot {
-    live: LiveSemaphore,
-    enabled: bool,
-}
-
-struct LiveBulkheadSlot {
-    live: LiveBulkhead,
-    enabled: bool,
-    /// The most permits out and waiters queued at once, and the calls shed.
-    tally: Mutex<[u64; 3]>,
-}
-
-/// A retry policy, one per file (its budget shared by the steps that name it), drawing its
-/// jitter from the stream the simulator gives the same policy.
-struct LiveRetrySlot {
-    live: LiveRetry<Stream>,
-    enabled: bool,
-    retry_on: OutcomeSet,
-}
-
-/// An adaptive limit, sampling the errors in `drops` as drops.
-struct LiveAdaptiveLimitSlot {
-    live: LiveAdaptiveLimit,
-    enabled: bool,
-    drops: OutcomeSet,
-}
-
-/// A rate limiter: the model's, deciding on what its store (when it has one) answered.
-struct LiveRateLimitSlot {
-    live: LiveRateLimiter,
-    enabled: bool,
-    store: Option<ConnectionId>,
-}
-
 /// Everything one live run shares between its tasks.
 struct Run {
     scenario: Scenario,
     clock: TokioClock,
     recorder: Mutex<Recorder>,
     connections: Vec<Connection>,
-    breakers: Vec<LiveBreakerSlot>,
-    /// Rejections, and transitions into half-open and closed, per breaker (the model counts
-    /// its openings).
-    breaker_counts: Mutex<Vec<[u64; 3]>>,
-    semaphores: Vec<LiveSemaphoreSlot>,
-    bulkheads: Vec<LiveBulkheadSlot>,
-    retries: Vec<LiveRetrySlot>,
-    rate_limits: Vec<LiveRateLimitSlot>,
-    adaptive_limits: Vec<LiveAdaptiveLimitSlot>,
+    /// The policies' live forms.
+    layers: Layers<TokioClock>,
     caches: Vec<LiveCache>,
     /// Per database, its stand-in when it has a capacity (a plain sleep otherwise).
     shared_databases: Vec<Option<SharedDatabase>>,
@@ -240,16 +188,6 @@ struct StepEnd {
     work: Option<WorkDone>,
 }
 
-impl StepEnd {
-    fn same(result: StepResult) -> StepEnd {
-        StepEnd {
-            result,
-            io: result,
-            work: None,
-        }
-    }
-}
-
 /// The end of work that outlived its step: `true` once it is done.
 type WorkDone = watch::Receiver<bool>;
 
@@ -257,8 +195,6 @@ type WorkDone = watch::Receiver<bool>;
 async fn work_done(mut work: WorkDone) {
     let _ = work.wait_for(|done| *done).await;
 }
-
-type StepFuture<'a> = Pin<Box<dyn Future<Output = StepEnd> + Send + 'a>>;
 
 impl Run {
     fn recorder(&self) -> MutexGuard<'_, Recorder> {
@@ -314,16 +250,38 @@ impl Run {
         self.check_done();
     }
 
-    /// Keeps bulkhead `index`'s `permit` until `work` is done, then gives it back (the
-    /// simulator's `Exit::Kept`: a query whose caller gave up holds its pool's connection
-    /// until the database ends it), on a task of its own, whatever its request does meanwhile.
-    fn keep_until_done(self: &Arc<Self>, index: usize, permit: DetachedPermit, work: WorkDone) {
-        let run = Arc::clone(self);
-        self.spawn(async move {
-            work_done(work).await;
-            run.bulkheads[index].live.give_back(permit);
-            run.observe_bulkhead(index);
-        });
+    /// Sets `policy`'s gauges to its state now.
+    fn observe_policy(&self, policy: PolicyRef) {
+        let now = self.now();
+        let layers = &self.layers;
+        let mut recorder = self.recorder();
+        match policy {
+            PolicyRef::Breaker(id) => {
+                let level = rules::breaker_level(layers.breakers[id.index()].live.state());
+                let gauge = recorder.breakers[id.index()];
+                recorder.set_gauge(now, gauge, level);
+            }
+            PolicyRef::Semaphore(id) => {
+                let counters = layers.semaphores[id.index()].live.counters();
+                let (in_flight, bytes) = recorder.semaphores[id.index()];
+                recorder.set_gauge(now, in_flight, u64::from(counters.in_flight));
+                recorder.set_gauge(now, bytes, counters.bytes_in_flight);
+            }
+            PolicyRef::Bulkhead(id) => {
+                let (in_use, queued) = layers.bulkheads[id.index()].live.occupancy();
+                let (in_use_gauge, queued_gauge) = recorder.bulkheads[id.index()];
+                recorder.set_gauge(now, in_use_gauge, u64::from(in_use));
+                recorder.set_gauge(now, queued_gauge, u64::from(queued));
+            }
+            PolicyRef::AdaptiveLimit(id) => {
+                let live = &layers.adaptive_limits[id.index()].live;
+                let (limit, in_flight) = (live.limit(), live.in_flight());
+                let (limit_gauge, in_flight_gauge) = recorder.adaptive_limits[id.index()];
+                recorder.set_gauge(now, limit_gauge, u64::from(limit));
+                recorder.set_gauge(now, in_flight_gauge, u64::from(in_flight));
+            }
+            PolicyRef::Retry(_) => {}
+        }
     }
 
     /// Runs the steps of `flow` for one request, routed as the simulator routes them.
@@ -354,8 +312,8 @@ impl Run {
                     return kind;
                 }
                 (StepResult::Error(kind), _, _) => {
-                    if let StepAction::Redis { connection, .. } = step.action
-                        && !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
+                    if let Some(connection) = rules::fail_open_connection(&step.action)
+                        && rules::fails_open(kind)
                     {
                         // Let through unchecked: Redis could not be reached, or was not asked.
                         self.recorder().failed_open(self.now(), connection.index());
@@ -392,10 +350,7 @@ impl Run {
         let run = Arc::clone(self);
         self.spawn(async move {
             let step = &run.scenario.flows[flow.index()].steps[index];
-            let outcome = match run.step(flow, step, key_seed).await {
-                StepResult::Error(kind) => kind,
-                StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
-            };
+            let outcome = rules::step_outcome(run.step(flow, step, key_seed).await);
             run.recorder().background_ended(run.now(), flow, outcome);
         });
     }
@@ -406,7 +361,16 @@ impl Run {
         step: &'a StepSpec,
         key_seed: u64,
     ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 'a>> {
-        Box::pin(async move { self.layers(flow, step, 0, key_seed).await.result })
+        Box::pin(async move {
+            let attempt = Attempt {
+                run: self,
+                flow,
+                step,
+                key_seed,
+            };
+            let end = self.layers.pass(&attempt, &self.scenario, step, 0).await;
+            end.result
+        })
     }
 
     /// `command` on `connection`, on the request's key of the family `key`.
@@ -493,16 +457,16 @@ impl Run {
     ) -> (StepResult, Option<WorkDone>) {
         let result = match step.action {
             StepAction::RateLimit { limiter, key } => {
-                let slot = &self.rate_limits[limiter.index()];
-                match (slot.enabled, slot.store, key) {
+                let slot = &self.layers.rate_limits[limiter.index()];
+                match rules::rate_limit_store(slot.enabled, slot.store, key) {
                     // The store's check-and-charge, as the simulator stands it in: an INCR of
                     // the request's key on the store's connection. The decision is the model's.
-                    (true, Some(store), Some(key)) => {
+                    Some((store, key)) => {
                         self.redis(store, RedisCommand::Incr, key, step.replay_writes, key_seed)
                             .await
                     }
                     // A local limiter (or a disabled one) answers at once.
-                    _ => StepResult::Ok,
+                    None => StepResult::Ok,
                 }
             }
             StepAction::Redis {
@@ -599,6 +563,49 @@ impl Run {
     }
 }
 
+/// One request's run of a step: what its layers ([`Layers::pass`]) ask of the run.
+struct Attempt<'r> {
+    run: &'r Arc<Run>,
+    flow: FlowId,
+    step: &'r StepSpec,
+    key_seed: u64,
+}
+
+impl Around for Attempt<'_> {
+    fn act(&self) -> Pin<Box<dyn Future<Output = (StepResult, Option<WorkDone>)> + Send + '_>> {
+        Box::pin(self.run.act(self.flow, self.step, self.key_seed))
+    }
+
+    fn sleep_until(&self, at: SimTime) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(self.run.sleep_until(at))
+    }
+
+    /// On a task of its own: a query whose caller gave up holds its pool's connection until
+    /// the database ends it.
+    fn keep_until_done(&self, index: usize, permit: DetachedPermit, work: WorkDone) {
+        let run = Arc::clone(self.run);
+        self.run.spawn(async move {
+            work_done(work).await;
+            run.layers.bulkheads[index].live.give_back(permit);
+            run.layers.bulkhead_peaks(index);
+            run.observe_policy(PolicyRef::Bulkhead(BulkheadId(index as u32)));
+        });
+    }
+
+    fn observe(&self, policy: PolicyRef) {
+        self.run.observe_policy(policy);
+    }
+
+    fn rate_limit_failed_open(&self, index: usize) {
+        let run = self.run;
+        run.recorder().rate_limit_failed_open(run.now(), index);
+    }
+
+    fn rejected_attempt(&self) {
+        self.run.recorder().rejected_attempt(self.run.now());
+    }
+}
+
 /// Sets the run up, runs it to its end, and writes its report.
 async fn drive(
     scenario: &Scenario,
@@ -627,52 +634,7 @@ async fn drive(
         clock,
         recorder: Mutex::new(Recorder::new(scenario)),
         connections,
-        breakers: (scenario.breakers.iter())
-            .map(|spec| LiveBreakerSlot {
-                live: LiveBreaker::with_clock(spec.config, clock),
-                enabled: spec.enabled,
-                counts: spec.counts,
-            })
-            .collect(),
-        breaker_counts: Mutex::new(vec![[0; 3]; scenario.breakers.len()]),
-        semaphores: (scenario.semaphores.iter())
-            .map(|spec| LiveSemaphoreSlot {
-                live: LiveSemaphore::new(spec.config),
-                enabled: spec.enabled,
-            })
-            .collect(),
-        bulkheads: (scenario.bulkheads.iter())
-            .map(|spec| LiveBulkheadSlot {
-                live: LiveBulkhead::new(spec.config),
-                enabled: spec.enabled,
-                tally: Mutex::new([0; 3]),
-            })
-            .collect(),
-        retries: (scenario.retries.iter())
-            .map(|spec| LiveRetrySlot {
-                live: LiveRetry::with_clock(
-                    spec.config,
-                    Stream::derive(seed, "retry", &spec.name),
-                    clock,
-                ),
-                enabled: spec.enabled,
-                retry_on: spec.retry_on,
-            })
-            .collect(),
-        rate_limits: (scenario.rate_limits.iter())
-            .map(|spec| LiveRateLimitSlot {
-                live: LiveRateLimiter::with_clock(spec.config, clock),
-                enabled: spec.enabled,
-                store: spec.store,
-            })
-            .collect(),
-        adaptive_limits: (scenario.adaptive_limits.iter())
-            .map(|spec| LiveAdaptiveLimitSlot {
-                live: LiveAdaptiveLimit::with_clock(spec.config, clock),
-                enabled: spec.enabled,
-                drops: spec.drops,
-            })
-            .collect(),
+        layers: Layers::new(scenario, clock),
         caches: (scenario.caches.iter())
             .map(|spec| LiveCache::with_clock(spec.config, clock))
             .collect(),

@@ -39,84 +39,9 @@ pub(super) fn report(
             ..DatabaseSummary::default()
         };
     }
-    let breaker_counts = locked(&run.breaker_counts);
-    for (index, (spec, slot)) in scenario.breakers.iter().zip(&run.breakers).enumerate() {
-        let [rejected, half_opened, closed] = breaker_counts[index];
-        let final_state = match slot.live.state() {
-            BreakerState::Closed => "closed",
-            BreakerState::Open => "open",
-            BreakerState::HalfOpen => "half_open",
-        };
-        summary.breakers.insert(
-            spec.name.clone(),
-            BreakerSummary {
-                enabled: slot.enabled,
-                opened: slot.live.opened_total(),
-                half_opened,
-                closed,
-                rejected,
-                final_state: final_state.to_owned(),
-            },
-        );
-    }
-    for (spec, slot) in scenario.semaphores.iter().zip(&run.semaphores) {
-        let counters = slot.live.counters();
-        summary.semaphores.insert(
-            spec.name.clone(),
-            SemaphoreSummary {
-                enabled: slot.enabled,
-                acquired: counters.acquired,
-                peak_in_flight: u64::from(counters.in_flight_peak),
-                peak_bytes: counters.bytes_in_flight_peak,
-                rejected: counters.rejected_total(),
-                max_in_flight: spec.config.max_in_flight().map(u64::from),
-                max_bytes: spec.config.max_bytes(),
-            },
-        );
-    }
-    for (spec, slot) in scenario.rate_limits.iter().zip(&run.rate_limits) {
-        let counters = slot.live.counters();
-        (summary.rate_limits).insert(
-            spec.name.clone(),
-            summaries::rate_limit(slot.enabled, &counters),
-        );
-    }
-    for (spec, slot) in scenario.adaptive_limits.iter().zip(&run.adaptive_limits) {
-        let counters = slot.live.counters();
-        summary.adaptive_limits.insert(
-            spec.name.clone(),
-            summaries::adaptive_limit(slot.enabled, &counters),
-        );
-    }
+    run.layers.summarize(scenario, &mut summary);
     for (spec, live) in scenario.caches.iter().zip(&run.caches) {
         (summary.caches).insert(spec.name.clone(), summaries::cache(&live.counters()));
-    }
-    for (spec, slot) in scenario.bulkheads.iter().zip(&run.bulkheads) {
-        let [peak_in_use, peak_queued, shed] = *locked(&slot.tally);
-        summary.bulkheads.insert(
-            spec.name.clone(),
-            BulkheadSummary {
-                enabled: slot.enabled,
-                peak_in_use,
-                peak_queued,
-                shed,
-                max_concurrent: u64::from(spec.config.max_concurrent()),
-                queue_max: u64::from(spec.config.queue_max()),
-            },
-        );
-    }
-    for (spec, slot) in scenario.retries.iter().zip(&run.retries) {
-        let counters = slot.live.counters();
-        summary.retries.insert(
-            spec.name.clone(),
-            RetrySummary {
-                enabled: slot.enabled,
-                requests: counters.requests,
-                retries: counters.retries_granted,
-                gave_up_attempts: counters.attempts_exhausted,
-                gave_up_budget: counters.budget_exhausted,
-            },
-        );
     }
     for (index, (spec, connection)) in scenario
         .connections

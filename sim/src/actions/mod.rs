@@ -269,9 +269,7 @@ pub(crate) fn decide(
     refused: Option<Outcome>,
 ) -> StepResult {
     match *action {
-        StepAction::RateLimit { limiter, .. }
-            if refused.is_none_or(|outcome| outcome == Outcome::BreakerOpen) =>
-        {
+        StepAction::RateLimit { limiter, .. } if crate::rules::limiter_decides(refused) => {
             rate_limit::decide(&mut actions.rate_limits, now, metrics, limiter, io_result)
         }
         _ => io_result,
@@ -279,7 +277,7 @@ pub(crate) fn decide(
 }
 
 /// How many bytes the step's request carries (a layer that limits by size weighs it).
-pub(crate) fn request_bytes(action: &StepAction) -> u64 {
+pub fn request_bytes(action: &StepAction) -> u64 {
     match *action {
         StepAction::Redis { command, .. } => command.request_bytes(),
         _ => 0,
@@ -311,7 +309,7 @@ pub(crate) fn outlives_timeout(action: &StepAction) -> bool {
 
 /// The connection whose fail-open a step that failed and went on counts as: a Redis step's
 /// (a lock found taken or a rate limit is an answer, which the caller checks).
-pub(crate) fn fail_open_connection(action: &StepAction) -> Option<ConnectionId> {
+pub fn fail_open_connection(action: &StepAction) -> Option<ConnectionId> {
     match *action {
         StepAction::Redis { connection, .. } => Some(connection),
         _ => None,

@@ -6,15 +6,16 @@
 
 use std::collections::BTreeMap;
 
-use outagelab_model::rate_limit::{Decision, RateLimiter};
+use outagelab_model::rate_limit::RateLimiter;
 use outagelab_model::time::SimTime;
-use outagelab_report::{CountKey, Outcome, RateLimitSummary};
+use outagelab_report::{CountKey, RateLimitSummary};
 
 use crate::actions::Started;
 use crate::engine::Simulator;
 use crate::kernel::StepResult;
 use crate::metrics::{CounterId, Metrics};
 use crate::redis::Op;
+use crate::rules::{self, StoreAnswer};
 use crate::scenario::{ConnectionId, KeyFamilyId, RateLimitId, RedisCommand, Scenario};
 
 pub(super) struct RateLimitSlot {
@@ -65,8 +66,8 @@ pub(super) fn start(
     replay_writes: bool,
 ) -> Started {
     let limiter = &sim.actions.rate_limits[limiter.index()];
-    match (limiter.enabled, limiter.store, key) {
-        (true, Some(store), Some(family)) => {
+    match rules::rate_limit_store(limiter.enabled, limiter.store, key) {
+        Some((store, family)) => {
             let op = Op {
                 command: RedisCommand::Incr,
                 family: family.0,
@@ -79,7 +80,7 @@ pub(super) fn start(
             }
         }
         // A local limiter (or a disabled one) answers at once; `decide` asks it.
-        _ => Started::Ended(StepResult::Ok),
+        None => Started::Ended(StepResult::Ok),
     }
 }
 
@@ -93,20 +94,15 @@ pub(super) fn decide(
     store: StepResult,
 ) -> StepResult {
     let slot = &mut rate_limits[limiter.index()];
-    if !slot.enabled {
-        return StepResult::Ok;
-    }
-    let decision = match store {
-        StepResult::Ok | StepResult::Hit | StepResult::Miss => slot.limiter.try_acquire(now, 1),
-        StepResult::Error(_) => slot.limiter.on_store_unreachable(1),
-    };
-    if let (StepResult::Error(_), Decision::Admit) = (store, decision) {
+    let limiter = &mut slot.limiter;
+    let answer = rules::rate_limit_answer(slot.enabled, store, |store| match store {
+        StoreAnswer::Answered => limiter.try_acquire(now, 1),
+        StoreAnswer::Unreachable => limiter.on_store_unreachable(1),
+    });
+    if answer.failed_open {
         metrics.count(slot.fail_open_counter);
     }
-    match decision {
-        Decision::Admit => StepResult::Ok,
-        Decision::Reject { .. } | Decision::TooLarge => StepResult::Error(Outcome::RateLimited),
-    }
+    answer.result
 }
 
 #[cfg(test)]

@@ -452,9 +452,7 @@ impl<'s> Simulator<'s> {
                     self.slots[slot as usize].holds.push(hold);
                     let next = u8::try_from(depth + 1).expect("a step has few layers");
                     self.set_stage(slot, Stage::Backoff { next });
-                    let in_a_pool = step.policies[..depth]
-                        .iter()
-                        .any(|&outer| self.policies.layer(outer).pools_work());
+                    let in_a_pool = crate::rules::in_a_pool(self.scenario, &step.policies[..depth]);
                     if leaving.work_still_running && in_a_pool {
                         // The retry runs inside a pool whose connection the abandoned query
                         // still holds: it goes again on that connection once the database has
@@ -514,10 +512,7 @@ impl<'s> Simulator<'s> {
     ) -> Next {
         let request = self.request(slot);
         if request.role == Role::Background {
-            let outcome = match result {
-                StepResult::Error(kind) => kind,
-                StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
-            };
+            let outcome = crate::rules::step_outcome(result);
             let flow = self.reports_as(request.flow);
             self.observation.background_ended(flow, outcome);
             self.free(slot);
@@ -540,7 +535,7 @@ impl<'s> Simulator<'s> {
             result,
             step.on_error,
             actions::fail_open_connection(&step.action),
-        ) && !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
+        ) && crate::rules::fails_open(kind)
         {
             // Let through unchecked: Redis could not be reached, or was not asked (a breaker
             // open, a write dropped). A lock found taken is an answer, not a fail-open.

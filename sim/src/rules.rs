@@ -1,0 +1,315 @@
+//! The rules both harnesses apply: the simulator's layers and actions (`policies.rs`,
+//! `actions/`, the engine's step routing) and the live runner's (`outagelab-live`,
+//! `run/layers.rs`) call these, so that a rule is written once and a live run decides as a
+//! simulated one does. The state machines themselves are `outagelab-model`'s; what is here is
+//! how a step's result reaches them (what a layer counts, what it retries, what a refused
+//! store means), and what each harness counts beside them for its summary (`summaries`).
+//!
+//! What a dropped attempt is, per layer: an attempt whose future is dropped before its step
+//! ends (the live runner aborting its tasks at the run's end, a caller's timeout around a live
+//! guard) reports nothing it did not see: a breaker's ticket goes back through
+//! `Breaker::on_cancelled` (counted neither way, a half-open probe's slot freed, under every
+//! preset), an adaptive limit's permit as [`CallEnd::Ignored`], a bulkhead's or a
+//! semaphore's permit is released, and a retry tries no more. The simulator drops no attempt:
+//! a caller's timeout (`[callers]`) cancels the request, which stops before its next step, but
+//! the step in progress runs to its end and its layers see its own result, as a service's
+//! handler runs on after its client hung up; a request still in flight at the run's end
+//! reports nothing, as an aborted live task does.
+
+use outagelab_model::adaptive_limit::CallEnd;
+use outagelab_model::breaker::{BreakerState, CallOutcome, Transition};
+use outagelab_model::rate_limit::Decision;
+use outagelab_report::Outcome;
+
+use crate::kernel::StepResult;
+use crate::scenario::{ConnectionId, KeyFamilyId, OutcomeSet, PolicyRef, Scenario};
+
+/// The bytes a step's request carries, which a semaphore's byte cap weighs.
+pub use crate::actions::request_bytes;
+
+/// The connection a step that failed and went on counts a fail-open of (with [`fails_open`]).
+pub use crate::actions::fail_open_connection;
+
+/// How a breaker counts a step whose I/O returned `io`: a success, a failure when `counts`
+/// holds its error, otherwise neither (ignored; a preset may still count that as a success,
+/// which is the breaker's own rule).
+pub fn breaker_outcome(counts: OutcomeSet, io: StepResult) -> CallOutcome {
+    match io {
+        StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
+        StepResult::Error(kind) if counts.contains(kind) => CallOutcome::Failure,
+        StepResult::Error(_) => CallOutcome::Ignored,
+    }
+}
+
+/// How an adaptive limit samples a step whose I/O returned `io`: a success, a drop (a sign of
+/// load) when `drops` holds its error, otherwise nothing about load.
+pub fn adaptive_limit_end(drops: OutcomeSet, io: StepResult) -> CallEnd {
+    match io {
+        StepResult::Ok | StepResult::Hit | StepResult::Miss => CallEnd::Success,
+        StepResult::Error(kind) if drops.contains(kind) => CallEnd::Dropped,
+        StepResult::Error(_) => CallEnd::Ignored,
+    }
+}
+
+/// Whether a retry policy asks its model about a step that returned `result` (what the step
+/// returns, not its I/O: a rate-limit step's `rate_limited` is retried when listed). Whether
+/// it then tries again (attempts, budget, Retry-After, elapsed time) is the model's.
+pub fn retries(retry_on: OutcomeSet, result: StepResult) -> bool {
+    matches!(result, StepResult::Error(kind) if retry_on.contains(kind))
+}
+
+/// Whether one of `outer` (the policies outside a layer, outermost first) stands for a
+/// connection pool: an enabled bulkhead, whose permit the step's work holds until it ends,
+/// even when the step's caller gave up (a database query that outlived its timeout). A retry
+/// inside such a pool goes again only once that work is over.
+pub fn in_a_pool(scenario: &Scenario, outer: &[PolicyRef]) -> bool {
+    outer.iter().any(|policy| match policy {
+        PolicyRef::Bulkhead(id) => scenario.bulkheads[id.index()].enabled,
+        _ => false,
+    })
+}
+
+/// Where a rate-limit step checks and charges: on its limiter's store (a connection), under the
+/// request's key of `key`, when the limiter is on and has a store (the simulator stands the
+/// store's check-and-charge in with an `INCR`, and the live runner sends one); otherwise
+/// (`None`) the limiter answers at once.
+pub fn rate_limit_store(
+    enabled: bool,
+    store: Option<ConnectionId>,
+    key: Option<KeyFamilyId>,
+) -> Option<(ConnectionId, KeyFamilyId)> {
+    match (enabled, store, key) {
+        (true, Some(store), Some(family)) => Some((store, family)),
+        _ => None,
+    }
+}
+
+/// Whether a rate-limit step's limiter decides the step's result, given the layer that refused
+/// the step (`None` when none did): an open breaker around the store means the store was not
+/// asked, which the limiter's `when_unreachable` answers as it would a timeout; a layer that
+/// sheds the step refuses the request itself, and the limiter is not consulted.
+pub fn limiter_decides(refused: Option<Outcome>) -> bool {
+    refused.is_none_or(|outcome| outcome == Outcome::BreakerOpen)
+}
+
+/// What a rate limiter's store did for a check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreAnswer {
+    /// It answered (or the limiter is local): the limiter checks and charges.
+    Answered,
+    /// It could not be reached or was not asked: the limiter's `when_unreachable` decides.
+    Unreachable,
+}
+
+/// A rate-limit step's result, as its limiter decided it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimitAnswer {
+    pub result: StepResult,
+    /// Admitted although the store was not reached (the fail-open count).
+    pub failed_open: bool,
+}
+
+/// A rate-limit step's result from what its store's round trip returned (`io`: `Ok` for a
+/// local limiter): a disabled limiter admits; otherwise `decide` asks the limiter (the
+/// simulator's `RateLimiter` or the live form) about what the store did, and a refusal
+/// (or a cost too large for the bucket) is `rate_limited`.
+pub fn rate_limit_answer(
+    enabled: bool,
+    io: StepResult,
+    decide: impl FnOnce(StoreAnswer) -> Decision,
+) -> RateLimitAnswer {
+    if !enabled {
+        return RateLimitAnswer {
+            result: StepResult::Ok,
+            failed_open: false,
+        };
+    }
+    let store = match io {
+        StepResult::Ok | StepResult::Hit | StepResult::Miss => StoreAnswer::Answered,
+        StepResult::Error(_) => StoreAnswer::Unreachable,
+    };
+    match decide(store) {
+        Decision::Admit => RateLimitAnswer {
+            result: StepResult::Ok,
+            failed_open: store == StoreAnswer::Unreachable,
+        },
+        Decision::Reject { .. } | Decision::TooLarge => RateLimitAnswer {
+            result: StepResult::Error(Outcome::RateLimited),
+            failed_open: false,
+        },
+    }
+}
+
+/// Whether a step of a flow that went on past an error (`on_error = "next"`) with `kind`
+/// let its request through unchecked (a fail-open of its Redis connection): Redis could not
+/// be reached or was not asked. A lock found taken, or a rate limiter's refusal, is an
+/// answer, not a fail-open.
+pub fn fails_open(kind: Outcome) -> bool {
+    !matches!(kind, Outcome::LockBusy | Outcome::RateLimited)
+}
+
+/// How a fire-and-forget step's end is counted: its error, or `ok`.
+pub fn step_outcome(result: StepResult) -> Outcome {
+    match result {
+        StepResult::Error(kind) => kind,
+        StepResult::Ok | StepResult::Hit | StepResult::Miss => Outcome::Ok,
+    }
+}
+
+/// A breaker's state as its gauge reads it: 0 closed, 1 half-open, 2 open (a series shows the
+/// worst state of each bucket).
+pub fn breaker_level(state: BreakerState) -> u64 {
+    match state {
+        BreakerState::Closed => 0,
+        BreakerState::HalfOpen => 1,
+        BreakerState::Open => 2,
+    }
+}
+
+/// What a breaker's harness counts beside its model (which counts its openings).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BreakerTally {
+    /// Calls it refused.
+    pub rejected: u64,
+    /// Transitions into half-open and into closed.
+    pub half_opened: u64,
+    pub closed: u64,
+}
+
+impl BreakerTally {
+    /// A transition taken from the model (`Breaker::poll_transition`).
+    pub fn transition(&mut self, transition: &Transition) {
+        match transition.to {
+            BreakerState::HalfOpen => self.half_opened += 1,
+            BreakerState::Closed => self.closed += 1,
+            BreakerState::Open => {}
+        }
+    }
+}
+
+/// What a bulkhead's harness counts beside its model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BulkheadTally {
+    pub peak_in_use: u64,
+    pub peak_queued: u64,
+    pub shed: u64,
+}
+
+impl BulkheadTally {
+    /// The permits out and the waiters queued now.
+    pub fn occupancy(&mut self, in_use: u32, queued: u32) {
+        self.peak_in_use = self.peak_in_use.max(u64::from(in_use));
+        self.peak_queued = self.peak_queued.max(u64::from(queued));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of step result, as each classification takes it.
+    #[test]
+    fn a_layer_counts_what_its_set_lists() {
+        let set = OutcomeSet::new([Outcome::Timeout]);
+        let cases = [
+            (
+                StepResult::Ok,
+                CallOutcome::Success,
+                CallEnd::Success,
+                false,
+            ),
+            (
+                StepResult::Hit,
+                CallOutcome::Success,
+                CallEnd::Success,
+                false,
+            ),
+            (
+                StepResult::Miss,
+                CallOutcome::Success,
+                CallEnd::Success,
+                false,
+            ),
+            (
+                StepResult::Error(Outcome::Timeout),
+                CallOutcome::Failure,
+                CallEnd::Dropped,
+                true,
+            ),
+            (
+                StepResult::Error(Outcome::Shed),
+                CallOutcome::Ignored,
+                CallEnd::Ignored,
+                false,
+            ),
+        ];
+        for (result, breaker, limit, retried) in cases {
+            assert_eq!(breaker_outcome(set, result), breaker, "{result:?}");
+            assert_eq!(adaptive_limit_end(set, result), limit, "{result:?}");
+            assert_eq!(retries(set, result), retried, "{result:?}");
+        }
+    }
+
+    #[test]
+    fn a_rate_limiter_answers_a_store_it_did_not_reach_by_its_own_rule() {
+        let reject = Decision::Reject {
+            retry_after: outagelab_model::time::SimDuration::from_millis(1),
+        };
+        let cases = [
+            // (enabled, store's result, the limiter's decision, step result, failed open)
+            (
+                false,
+                StepResult::Error(Outcome::Timeout),
+                reject,
+                StepResult::Ok,
+                false,
+            ),
+            (true, StepResult::Ok, Decision::Admit, StepResult::Ok, false),
+            (
+                true,
+                StepResult::Ok,
+                reject,
+                StepResult::Error(Outcome::RateLimited),
+                false,
+            ),
+            (
+                true,
+                StepResult::Error(Outcome::BreakerOpen),
+                Decision::Admit,
+                StepResult::Ok,
+                true,
+            ),
+            (
+                true,
+                StepResult::Error(Outcome::Timeout),
+                Decision::TooLarge,
+                StepResult::Error(Outcome::RateLimited),
+                false,
+            ),
+        ];
+        for (enabled, io, decision, result, failed_open) in cases {
+            let mut asked = None;
+            let answer = rate_limit_answer(enabled, io, |store| {
+                asked = Some(store);
+                decision
+            });
+            assert_eq!(
+                answer,
+                RateLimitAnswer {
+                    result,
+                    failed_open
+                },
+                "{io:?}"
+            );
+            let expected = enabled.then_some(if matches!(io, StepResult::Error(_)) {
+                StoreAnswer::Unreachable
+            } else {
+                StoreAnswer::Answered
+            });
+            assert_eq!(asked, expected, "{io:?}");
+        }
+        assert!(limiter_decides(None));
+        assert!(limiter_decides(Some(Outcome::BreakerOpen)));
+        assert!(!limiter_decides(Some(Outcome::Shed)));
+    }
+}
