@@ -357,15 +357,19 @@ pub fn metrics_table(study: &Study) -> Table {
 }
 
 /// `shown` (a mean, or a difference) with the half-width of its 95% interval, which is
-/// symmetric about it: `4842 ±30.2`; the figure alone without an interval (one seed).
+/// symmetric about it: `4842 ±30.2`; the figure alone without an interval (one seed). A
+/// half-width below a billionth of the mean is the rounding of a sum of equal values, and is
+/// shown `±0`.
 fn with_interval(shown: String, mean: f64, ci95: Option<[f64; 2]>) -> String {
     match ci95 {
         Some([low, high]) => {
+            let noise = 1e-9 * mean.abs().max(1.0);
             let half = (high - low) / 2.0;
             debug_assert!(
-                (mean - low - half).abs() <= 1e-9 * mean.abs().max(1.0),
+                (mean - low - half).abs() <= noise,
                 "Student's t interval is symmetric about its mean"
             );
+            let half = if half < noise { 0.0 } else { half };
             format!("{shown} ±{}", number(half))
         }
         None => shown,
@@ -564,5 +568,30 @@ impl RunsProgress {
         if let Some(bar) = self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_is_shown_with_its_interval_s_half_width() {
+        let check = |mean: f64, ci95: Option<[f64; 2]>, expected: &str| {
+            assert_eq!(with_interval(number(mean), mean, ci95), expected);
+        };
+        check(4842.0, Some([4811.8, 4872.2]), "4842 ±30.2");
+        check(0.405, Some([0.405, 0.405]), "0.405 ±0");
+        check(3.0, None, "3");
+        // A sum of twenty equal p99s leaves a half-width of 1.4e-14: rounding, not spread.
+        check(
+            100.00000000000001,
+            Some([99.99999999999999, 100.00000000000003]),
+            "100.0 ±0",
+        );
+        assert_eq!(
+            with_interval(signed(-1148.8), -1148.8, Some([-1170.1, -1127.5])),
+            "-1148.8 ±21.3"
+        );
     }
 }

@@ -921,6 +921,12 @@ fn table_columns_are_the_file_s_whatever_the_counts_and_columns_chooses_them() {
     // The bulkhead sheds 89 requests; with a queue of 1,000 it sheds none.
     let shedding = run(&[]);
     let not_shedding = run(&["--set", "bulkheads.db.queue=1000"]);
+    // The errors column says which kinds it counts.
+    assert!(
+        (shedding.lines()).any(|line| line.starts_with("timeout + breaker + DB bulkhead")
+            && line.contains(" 89 shed ")),
+        "{shedding}"
+    );
     let header = table_header(&shedding);
     assert_eq!(header, table_header(&not_shedding), "{not_shedding}");
     assert_eq!(
