@@ -154,18 +154,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
     ))];
     for (s, one) in series.iter().enumerate() {
         let level = matches!(one.members.as_slice(), [index] if unswept(*index));
-        legend.push(LegendEntry {
-            key: Key::Line(Stroke {
-                width: 3,
-                dash: if level { Dash::Dashed } else { Dash::Solid },
-                ..variant_stroke(s)
-            }),
-            label: if level {
-                format!("{} (not swept)", one.label)
-            } else {
-                one.label.clone()
-            },
-        });
+        legend.push(crate::sweep::series_entry(s, &one.label, level));
     }
     if study.variants.iter().any(|v| v.satisfies.is_some()) {
         legend.push(LegendEntry {
@@ -434,6 +423,18 @@ mod tests {
         assert!(labels.contains(&"6. polly / open=2s"), "{labels:?}");
     }
 
+    /// `study` choosing a second metric, `latency_ms.all.p99`, equal to its timeouts.
+    fn with_a_p99(mut study: Study) -> Study {
+        study.selection.metrics = vec!["timeouts".into(), "latency_ms.all.p99".into()];
+        for variant in &mut study.variants {
+            let timeouts = variant.metrics["timeouts"].clone();
+            variant
+                .metrics
+                .insert("latency_ms.all.p99".into(), timeouts);
+        }
+        study
+    }
+
     /// The numbers written in `svg`'s text elements.
     fn numbers_written(svg: &str) -> Vec<f64> {
         let texts = svg
@@ -500,14 +501,7 @@ mod tests {
     /// constraint on that panel's metric is a ring where it had no mark at all.
     #[test]
     fn constraints_are_drawn_on_their_metrics_panel_and_breaking_points_are_rings() {
-        let mut study = study();
-        study.selection.metrics = vec!["timeouts".into(), "latency_ms.all.p99".into()];
-        for variant in &mut study.variants {
-            let timeouts = variant.metrics["timeouts"].clone();
-            variant
-                .metrics
-                .insert("latency_ms.all.p99".into(), timeouts);
-        }
+        let mut study = with_a_p99(study());
         study.selection.constraints = vec![
             "timeouts <= 100".into(),
             "latency_ms.all.p99 in 30..150".into(),
@@ -576,14 +570,7 @@ mod tests {
     /// The study chart's y axes were the metric paths alone: `outcomes.ok`, with no unit.
     #[test]
     fn each_panel_says_its_metrics_unit() {
-        let mut study = study();
-        study.selection.metrics = vec!["timeouts".into(), "latency_ms.all.p99".into()];
-        for variant in &mut study.variants {
-            let timeouts = variant.metrics["timeouts"].clone();
-            variant
-                .metrics
-                .insert("latency_ms.all.p99".into(), timeouts);
-        }
+        let study = with_a_p99(study());
         let chart = chart(&study).unwrap();
         let axes: Vec<&str> = chart
             .panels

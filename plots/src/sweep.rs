@@ -126,19 +126,7 @@ fn metrics_chart(report: &RunReport, sweep: &SweepInfo, metrics: &[String]) -> C
         report.seed
     ))];
     for (s, (label, members)) in lines_of.iter().enumerate() {
-        let dashed = level(members);
-        legend.push(LegendEntry {
-            key: Key::Line(Stroke {
-                width: 3,
-                dash: if dashed { Dash::Dashed } else { Dash::Solid },
-                ..variant_stroke(s)
-            }),
-            label: if dashed {
-                format!("{label} (not swept)")
-            } else {
-                label.clone()
-            },
-        });
+        legend.push(series_entry(s, label, level(members)));
     }
     Chart::stacked(
         "sweep",
@@ -149,6 +137,23 @@ fn metrics_chart(report: &RunReport, sweep: &SweepInfo, metrics: &[String]) -> C
         panels,
         legend,
     )
+}
+
+/// The legend entry of line `index` along a sweep: its stroke, dashed and "(not swept)" for a
+/// variant the sweep skips (drawn as a level).
+pub(crate) fn series_entry(index: usize, label: &str, level: bool) -> LegendEntry {
+    LegendEntry {
+        key: Key::Line(Stroke {
+            width: 3,
+            dash: if level { Dash::Dashed } else { Dash::Solid },
+            ..variant_stroke(index)
+        }),
+        label: if level {
+            format!("{label} (not swept)")
+        } else {
+            label.to_owned()
+        },
+    }
 }
 
 /// The report's variants grouped into lines: those with the same name once the sweep's
