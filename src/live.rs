@@ -135,17 +135,24 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         slo: scenario.report.slo.clone(),
         variants,
     };
-    say(&table::render(&report, &scenario));
+    say(&table::render(
+        &report,
+        &scenario,
+        &table::Column::defaults(&scenario),
+    ));
     say(
         "(measured live: the file's expectations are the simulation's and are not checked; \
          `outagelab compare` overlays this report on a simulated one)\n",
     );
-    let outputs: [(Option<&Path>, crate::Writer); 2] = [
-        (request.json.as_deref(), write_json),
-        (request.plot.as_deref(), write_plots),
-    ];
+    let outputs: [(Option<&Path>, crate::Writer); 1] = [(request.json.as_deref(), write_json)];
     if let Err(code) = crate::write_outputs(&report, &outputs) {
         return code;
+    }
+    if let Some(dir) = request.plot.as_deref() {
+        let metrics = &scenario.report.metrics;
+        if let Err(code) = crate::say_written(write_plots(&report, metrics, dir)) {
+            return code;
+        }
     }
     ExitCode::SUCCESS
 }

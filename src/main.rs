@@ -57,6 +57,12 @@ enum Command {
         /// Default: the file's `[report] metrics`; with --seeds, else ok, p50, p95 and p99.
         #[arg(long, value_name = "METRIC")]
         metric: Vec<String>,
+        /// The side-by-side table's columns, in this order, e.g. `requests,ok,timeout,shed,p99`
+        /// (names: requests, ok, errors, each error outcome such as timeout or shed,
+        /// unfinished, stale, 5xx, 5xx_window, p50, p95, p99, peak). Default: decided from the
+        /// file, the same whatever the run's counts.
+        #[arg(long, value_name = "A,B,C", conflicts_with = "seeds")]
+        columns: Option<String>,
         /// With --seeds: the variant the others are compared with (default: the first).
         #[arg(long, value_name = "VARIANT", requires = "seeds")]
         baseline: Option<String>,
@@ -397,6 +403,7 @@ fn main() -> ExitCode {
             quiet,
             plant_bug,
             metric,
+            columns,
             strict,
             set,
             ..
@@ -405,6 +412,14 @@ fn main() -> ExitCode {
                 .as_deref()
                 .and_then(Bugs::named)
                 .unwrap_or_default();
+            let columns = match columns.as_deref().map(table::Column::parse_list) {
+                None => None,
+                Some(Ok(columns)) => Some(columns),
+                Some(Err(message)) => {
+                    eprintln!("{message}");
+                    return ExitCode::from(2);
+                }
+            };
             run(
                 &file,
                 seed,
@@ -412,7 +427,10 @@ fn main() -> ExitCode {
                 quiet,
                 strict,
                 &set,
-                &metric,
+                Chosen {
+                    metrics: &metric,
+                    columns,
+                },
                 Outputs {
                     json: json.as_deref(),
                     events: events.as_deref(),
@@ -652,6 +670,7 @@ fn write_study_page(
                 report: &sample,
                 checked: &checked,
                 charts,
+                columns: &table::Column::defaults(&first),
             };
             review::study_page(
                 format,
@@ -662,7 +681,7 @@ fn write_study_page(
                 command,
             )
         },
-        &sample,
+        (&sample, &scenario.report.metrics),
     )
 }
 
@@ -816,6 +835,13 @@ struct Outputs<'a> {
     trace: Option<(&'a Path, u64)>,
 }
 
+/// What a run's table and charts show: `--metric` (else the file's `[report] metrics`) and
+/// `--columns` (else the file's default columns).
+struct Chosen<'a> {
+    metrics: &'a [String],
+    columns: Option<Vec<table::Column>>,
+}
+
 // The run's flags, one argument each: a struct would only rename them.
 #[allow(clippy::too_many_arguments)]
 fn run(
@@ -825,9 +851,10 @@ fn run(
     quiet: bool,
     strict: bool,
     sets: &[Override],
-    metrics: &[String],
+    chosen: Chosen,
     outputs: Outputs,
 ) -> ExitCode {
+    let metrics = chosen.metrics;
     let Outputs {
         json,
         events,
@@ -876,7 +903,8 @@ fn run(
             return ExitCode::from(1);
         }
     };
-    say(&table::render(&report, &scenario));
+    let columns = (chosen.columns).unwrap_or_else(|| table::Column::defaults(&scenario));
+    say(&table::render(&report, &scenario, &columns));
     let metrics = if metrics.is_empty() {
         &scenario.report.metrics
     } else {
@@ -911,13 +939,14 @@ fn run(
     }
     let checked = evaluate(&scenario, &report);
     failed |= !check_expectations(&checked);
-    let outputs: [(Option<&Path>, Writer); 4] = [
-        (json, write_json),
-        (events, write_events),
-        (csv, write_csv),
-        (plot, write_plots),
-    ];
+    let outputs: [(Option<&Path>, Writer); 3] =
+        [(json, write_json), (events, write_events), (csv, write_csv)];
     if let Err(code) = write_outputs(&report, &outputs) {
+        return code;
+    }
+    if let Some(dir) = plot
+        && let Err(code) = say_written(write_plots(&report, metrics, dir))
+    {
         return code;
     }
     if let Some(path) = report_path {
@@ -926,6 +955,7 @@ fn run(
             report: &report,
             checked: &checked,
             charts: &[],
+            columns: &columns,
         };
         match write_page(
             path,
@@ -933,7 +963,7 @@ fn run(
                 let run = review::RunView { charts, ..run };
                 review::run_page(format, &scenario, &run, &command)
             },
-            &report,
+            (&report, metrics),
         ) {
             Ok(()) if path == Path::new("-") => {}
             Ok(()) => eprintln!("wrote {}", path.display()),
@@ -1374,18 +1404,18 @@ fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Writes a review page: `page` is given the format the path asks for and the charts of
-/// `report` (HTML inlines them, Markdown names them).
+/// `report` with the run's chosen metrics (HTML inlines them, Markdown names them).
 fn write_page(
     path: &Path,
     page: impl FnOnce(page::Format, &[(&'static str, String)]) -> String,
-    report: &RunReport,
+    (report, metrics): (&RunReport, &[String]),
 ) -> Result<(), String> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
     let format = page::Format::for_path(path);
-    let charts = outagelab_plots::svg_charts(report)
+    let charts = outagelab_plots::svg_charts(report, metrics)
         .map_err(|e| format!("cannot draw the charts for {}: {e}", path.display()))?;
     put(path, page(format, &charts).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -1437,6 +1467,8 @@ fn write_csv(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(written)
 }
 
-fn write_plots(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    outagelab_plots::write_charts(report, dir).map_err(|e| e.to_string())
+/// Writes the charts of `report`; the sweep chart draws `metrics` (the run's `--metric`, else
+/// the file's `[report] metrics`).
+fn write_plots(report: &RunReport, metrics: &[String], dir: &Path) -> Result<Vec<PathBuf>, String> {
+    outagelab_plots::write_charts(report, metrics, dir).map_err(|e| e.to_string())
 }

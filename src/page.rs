@@ -250,7 +250,10 @@ fn numeric_column<'a>(cells: impl Iterator<Item = &'a String>) -> bool {
             .and_then(|c| c.strip_suffix(']'))
             .and_then(|c| c.split_once(", "))
             .is_some_and(|(low, high)| number(low) && number(high));
-        if !(interval || number(cell)) {
+        // A mean with the half-width of its interval: `4842 ±30.2`.
+        let plus_minus =
+            (cell.split_once(" ±")).is_some_and(|(mean, half)| number(mean) && number(half));
+        if !(interval || plus_minus || number(cell)) {
             return false;
         }
         any = true;
@@ -328,8 +331,18 @@ mod tests {
             numeric_column(cells.iter())
         };
         assert!(column(&[
-            "1", "-2.5", "+3", "", "-", "[1.5, 2]", "4.1e-5", "66.8%"
+            "1",
+            "-2.5",
+            "+3",
+            "",
+            "-",
+            "[1.5, 2]",
+            "4.1e-5",
+            "66.8%",
+            "4842 ±30.2",
+            "-1.5 ±0"
         ]));
+        assert!(!column(&["4842 ±", "1"]), "a half-width is a number");
         assert!(!column(&["1", "held"]));
         assert!(!column(&["[a, b]"]));
         assert!(!column(&["", "-"]), "nothing to align");

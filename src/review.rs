@@ -30,6 +30,8 @@ pub struct RunView<'a> {
     pub checked: &'a [Checked],
     /// `(name, svg document)`.
     pub charts: &'a [(&'static str, String)],
+    /// The side-by-side table's columns.
+    pub columns: &'a [table::Column],
 }
 
 /// The page of one run. `command` reproduces it.
@@ -46,7 +48,7 @@ pub fn run_page(format: Format, file: &ScenarioFile, run: &RunView, command: &st
     ));
     assumptions(&mut page, file);
     page.heading(2, "Variants side by side");
-    side_by_side(&mut page, report, file);
+    side_by_side(&mut page, run, file);
     expectations(&mut page, run.checked);
     changes(&mut page, file, &file.variants[0].name);
     faults(&mut page, report);
@@ -85,17 +87,11 @@ pub fn study_page(
 
     page.heading(2, "Variants over the seeds");
     let table = study::metrics_table(result);
-    let metrics = result.selection.metrics.len().max(1);
-    let classes: Vec<&str> = result
-        .variants
-        .iter()
-        .flat_map(|v| {
-            let class = if v.best { "best" } else { "" };
-            std::iter::repeat_n(class, metrics)
-        })
+    let classes: Vec<&str> = (result.variants.iter())
+        .map(|v| if v.best { "best" } else { "" })
         .collect();
     page.table("study", &table, Some(&classes));
-    page.paragraph(study::METRICS_NOTE);
+    page.paragraph(&study::metrics_note(result));
     let constraints = &result.selection.constraints;
     if !constraints.is_empty() {
         let written: Vec<String> = constraints.iter().map(|c| format!("`{c}`")).collect();
@@ -167,7 +163,7 @@ pub fn study_page(
         file_argument(command),
         report.seed
     ));
-    side_by_side(&mut page, report, file);
+    side_by_side(&mut page, sample, file);
     faults(&mut page, report);
     charts(&mut page, sample.charts);
     state_changes(&mut page, report);
@@ -199,8 +195,9 @@ fn assumptions(page: &mut Page, file: &ScenarioFile) {
     }
 }
 
-fn side_by_side(page: &mut Page, report: &RunReport, file: &ScenarioFile) {
-    page.table("summary", &table::summary_table(report), None);
+fn side_by_side(page: &mut Page, run: &RunView, file: &ScenarioFile) {
+    let report = run.report;
+    page.table("summary", &table::summary_table(report, run.columns), None);
     for note in table::notes(report, file) {
         page.paragraph(&note);
     }

@@ -263,7 +263,7 @@ pub fn render(study: &Study) -> String {
         study.run_count(),
     );
     text.push_str(&align(&metrics_table(study)));
-    writeln!(text, "{METRICS_NOTE}").unwrap();
+    writeln!(text, "{}", metrics_note(study)).unwrap();
     if let Some(best) = study.variants.iter().find(|v| v.best) {
         text.push('\n');
         text.push_str(&best_sentence(study, best));
@@ -310,8 +310,11 @@ fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// One row per variant and chosen metric: mean, interval, and the paired difference from the
-/// baseline with its interval.
+/// One row per point (a variant, or a variant at a sweep's value), with its swept values,
+/// then per chosen metric two columns: the mean with its 95% interval (`4842 ±30.2`), and the
+/// paired difference from the baseline with its own; then, with constraints, the point's
+/// verdict: `best`, `tied with best`, `satisfied`, or `not satisfied:` and the constraints its
+/// means break.
 pub fn metrics_table(study: &Study) -> Table {
     let axes: Vec<String> = study
         .variants
@@ -321,32 +324,21 @@ pub fn metrics_table(study: &Study) -> Table {
     let constrained = study.variants.iter().any(|v| v.satisfies.is_some());
     let mut header = vec!["variant".to_owned()];
     header.extend(axes.iter().cloned());
-    header.extend(
-        [
-            "metric",
-            "mean",
-            "95% CI",
-            &format!("vs \"{}\"", study.baseline),
-            "95% CI",
-        ]
-        .map(str::to_owned),
-    );
+    for metric in &study.selection.metrics {
+        header.push(metric.clone());
+        header.push("vs baseline".to_owned());
+    }
     if constrained {
         header.push("constraints".to_owned());
     }
     let mut rows = Vec::new();
     for variant in &study.variants {
-        for (m, metric) in study.selection.metrics.iter().enumerate() {
-            let mut row = vec![if m == 0 {
-                variant.name.clone()
-            } else {
-                String::new()
-            }];
-            for (label, value) in &variant.point {
-                debug_assert!(axes.contains(label), "every point has the same axes");
-                row.push(if m == 0 { value.clone() } else { String::new() });
-            }
-            row.push(metric.clone());
+        let mut row = vec![variant.name.clone()];
+        for (label, value) in &variant.point {
+            debug_assert!(axes.contains(label), "every point has the same axes");
+            row.push(value.clone());
+        }
+        for metric in &study.selection.metrics {
             match variant.metrics.get(metric) {
                 Some(Across {
                     mean,
@@ -354,36 +346,52 @@ pub fn metrics_table(study: &Study) -> Table {
                     vs_baseline,
                     ..
                 }) => {
-                    row.push(number(*mean));
-                    row.push(interval(*ci95));
-                    match vs_baseline {
+                    row.push(with_interval(number(*mean), *mean, *ci95));
+                    row.push(match vs_baseline {
                         Some(paired) => {
-                            row.push(signed(paired.mean));
-                            row.push(interval(paired.ci95));
+                            with_interval(signed(paired.mean), paired.mean, paired.ci95)
                         }
-                        None => row.extend(["-".to_owned(), String::new()]),
-                    }
+                        None => "-".to_owned(),
+                    });
                 }
-                None => row.extend([
-                    "no value".to_owned(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]),
+                None => row.extend(["no value".to_owned(), "-".to_owned()]),
             }
-            if constrained {
-                row.push(match (m, variant.satisfies, variant.best) {
-                    (0, _, true) => "best".to_owned(),
-                    (0, _, false) if variant.tied => "tied with best".to_owned(),
-                    (0, Some(true), _) => "satisfied".to_owned(),
-                    (0, Some(false), _) => "not satisfied".to_owned(),
-                    _ => String::new(),
-                });
-            }
-            rows.push(row);
         }
+        if constrained {
+            row.push(match variant.satisfies {
+                _ if variant.best => "best".to_owned(),
+                _ if variant.tied => "tied with best".to_owned(),
+                Some(true) => "satisfied".to_owned(),
+                Some(false) => format!(
+                    "not satisfied: {}",
+                    study.broken_constraints(variant).join("; ")
+                ),
+                None => String::new(),
+            });
+        }
+        rows.push(row);
     }
     Table { header, rows }
+}
+
+/// `shown` (a mean, or a difference) with the half-width of its 95% interval, which is
+/// symmetric about it: `4842 ±30.2`; the figure alone without an interval (one seed). A
+/// half-width below a billionth of the mean is the rounding of a sum of equal values, and is
+/// shown `±0`.
+fn with_interval(shown: String, mean: f64, ci95: Option<[f64; 2]>) -> String {
+    match ci95 {
+        Some([low, high]) => {
+            let noise = 1e-9 * mean.abs().max(1.0);
+            let half = (high - low) / 2.0;
+            debug_assert!(
+                (mean - low - half).abs() <= noise,
+                "Student's t interval is symmetric about its mean"
+            );
+            let half = if half < noise { 0.0 } else { half };
+            format!("{shown} ±{}", number(half))
+        }
+        None => shown,
+    }
 }
 
 /// Which point is best, and with which it is tied (their objective's 95% intervals overlap,
@@ -413,8 +421,13 @@ pub fn best_sentence(study: &Study, best: &StudyVariant) -> String {
 }
 
 /// What the metrics table's numbers are.
-pub const METRICS_NOTE: &str =
-    "(mean over the seeds; 95% CI by Student's t; the difference is paired seed by seed)";
+pub fn metrics_note(study: &Study) -> String {
+    format!(
+        "(mean over the seeds ± the half-width of its 95% CI, by Student's t; \
+         vs baseline: the difference from \"{}\", paired seed by seed, ± its own)",
+        study.baseline
+    )
+}
 
 /// Every expectation of every variant, judged over the seeds, and whether each held; `None`
 /// when the file has none.
@@ -531,13 +544,6 @@ fn signed(x: f64) -> String {
     }
 }
 
-fn interval(ci: Option<[f64; 2]>) -> String {
-    match ci {
-        Some([low, high]) => format!("[{}, {}]", number(low), number(high)),
-        None => "(one seed)".to_owned(),
-    }
-}
-
 /// A bar of runs done on standard error: on a terminal only, once the study has taken a
 /// second, never with `--quiet`. It reads the wall clock, which the simulation never does.
 struct RunsProgress {
@@ -580,5 +586,30 @@ impl RunsProgress {
         if let Some(bar) = self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_is_shown_with_its_interval_s_half_width() {
+        let check = |mean: f64, ci95: Option<[f64; 2]>, expected: &str| {
+            assert_eq!(with_interval(number(mean), mean, ci95), expected);
+        };
+        check(4842.0, Some([4811.8, 4872.2]), "4842 ±30.2");
+        check(0.405, Some([0.405, 0.405]), "0.405 ±0");
+        check(3.0, None, "3");
+        // A sum of twenty equal p99s leaves a half-width of 1.4e-14: rounding, not spread.
+        check(
+            100.00000000000001,
+            Some([99.99999999999999, 100.00000000000003]),
+            "100.0 ±0",
+        );
+        assert_eq!(
+            with_interval(signed(-1148.8), -1148.8, Some([-1170.1, -1127.5])),
+            "-1148.8 ±21.3"
+        );
     }
 }

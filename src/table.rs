@@ -44,8 +44,8 @@ fn ms(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
 }
 
-/// The summary table, then (when the scenario has several flows) latency by flow.
-pub fn render(report: &RunReport, scenario: &ScenarioFile) -> String {
+/// The summary table in `columns`, then (when the scenario has several flows) latency by flow.
+pub fn render(report: &RunReport, scenario: &ScenarioFile, columns: &[Column]) -> String {
     let variants = &report.variants;
     let mut out = format!(
         "{} (seed {}): {} variant{}\n\n",
@@ -54,7 +54,7 @@ pub fn render(report: &RunReport, scenario: &ScenarioFile) -> String {
         variants.len(),
         if variants.len() == 1 { "" } else { "s" }
     );
-    out.push_str(&summary_table(report).render());
+    out.push_str(&summary_table(report, columns).render());
     for note in notes(report, scenario) {
         writeln!(out, "{note}").unwrap();
     }
@@ -172,79 +172,216 @@ pub fn callers_table(report: &RunReport) -> Option<Table> {
     Some(Table { header, rows })
 }
 
-/// One row per variant: requests, outcomes that occurred, HTTP 5xx share and window (with an
-/// `[http]` table), latency percentiles, peak concurrency per database.
-pub fn summary_table(report: &RunReport) -> Table {
+/// A column of the side-by-side table (`run --columns`, by its name). The table's columns are
+/// decided from the file (or chosen), never from which counts happen to be non-zero, so two
+/// runs of one file print tables that line up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Column {
+    Requests,
+    Ok,
+    /// The requests that ended in an error, by kind (`1832 timeout`, or `0`).
+    Errors,
+    /// The requests that ended in this error (never `Outcome::Ok`).
+    Outcome(Outcome),
+    Unfinished,
+    /// Reads served from a copy older than the last write.
+    Stale,
+    Share5xx,
+    Window5xx,
+    P50,
+    P95,
+    P99,
+    /// The peak of queries running at once, one column per database.
+    Peak,
+}
+
+impl Column {
+    /// Every column, in the order a table shows them.
+    pub fn all() -> Vec<Column> {
+        let mut all = vec![Column::Requests, Column::Ok, Column::Errors];
+        all.extend(
+            (Outcome::ALL.into_iter())
+                .filter(|o| o.is_error())
+                .map(Column::Outcome),
+        );
+        all.extend([
+            Column::Unfinished,
+            Column::Stale,
+            Column::Share5xx,
+            Column::Window5xx,
+            Column::P50,
+            Column::P95,
+            Column::P99,
+            Column::Peak,
+        ]);
+        all
+    }
+
+    /// Its name for `--columns`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Column::Requests => "requests",
+            Column::Ok => "ok",
+            Column::Errors => "errors",
+            Column::Outcome(outcome) => outcome.name(),
+            Column::Unfinished => "unfinished",
+            Column::Stale => "stale",
+            Column::Share5xx => "5xx",
+            Column::Window5xx => "5xx_window",
+            Column::P50 => "p50",
+            Column::P95 => "p95",
+            Column::P99 => "p99",
+            Column::Peak => "peak",
+        }
+    }
+
+    /// `--columns a,b,c`: the columns in the order given. Refuses an unknown name (naming
+    /// every unknown one and listing the valid names), a name given twice, and an empty list.
+    pub fn parse_list(text: &str) -> Result<Vec<Column>, String> {
+        let all = Column::all();
+        let names: Vec<&str> = text.split(',').map(str::trim).collect();
+        let valid = || {
+            let names: Vec<&str> = all.iter().map(|c| c.name()).collect();
+            names.join(", ")
+        };
+        if names.iter().all(|name| name.is_empty()) {
+            return Err(format!(
+                "--columns is empty: name one or more columns, separated by commas (the \
+                 columns: {})",
+                valid()
+            ));
+        }
+        let unknown: Vec<String> = (names.iter())
+            .filter(|name| !all.iter().any(|c| c.name() == **name))
+            .map(|name| format!("`{name}`"))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(format!(
+                "--columns: no column named {} (the columns: {})",
+                unknown.join(", "),
+                valid()
+            ));
+        }
+        let mut chosen = Vec::new();
+        for name in names {
+            let column = *all
+                .iter()
+                .find(|c| c.name() == name)
+                .expect("checked above");
+            if chosen.contains(&column) {
+                return Err(format!("--columns names `{name}` twice"));
+            }
+            chosen.push(column);
+        }
+        Ok(chosen)
+    }
+
+    /// The columns a file's table has unless `--columns` chooses: requests, ok, errors (the
+    /// count of each kind that occurred, in one column) and unfinished; stale reads when a database step follows its data's
+    /// freshness; the 5xx share and window with an `[http]` table; the latency percentiles; the
+    /// peak of each database. Decided from the file alone.
+    pub fn defaults(scenario: &ScenarioFile) -> Vec<Column> {
+        let mut columns = vec![
+            Column::Requests,
+            Column::Ok,
+            Column::Errors,
+            Column::Unfinished,
+        ];
+        if scenario
+            .variants
+            .iter()
+            .any(|v| follows_freshness(&v.scenario))
+        {
+            columns.push(Column::Stale);
+        }
+        if scenario.variants.iter().any(|v| v.scenario.http.is_some()) {
+            columns.extend([Column::Share5xx, Column::Window5xx]);
+        }
+        columns.extend([Column::P50, Column::P95, Column::P99, Column::Peak]);
+        columns
+    }
+}
+
+/// Whether some database step reads or writes a key whose freshness is followed (the only
+/// way a read is counted stale).
+fn follows_freshness(scenario: &outagelab_sim::Scenario) -> bool {
+    use outagelab_sim::scenario::StepAction;
+    (scenario.flows.iter().flat_map(|flow| &flow.steps))
+        .any(|step| matches!(step.action, StepAction::Database { data: Some(_), .. }))
+}
+
+/// One row per variant, in `columns` (see [`Column::defaults`]).
+pub fn summary_table(report: &RunReport, columns: &[Column]) -> Table {
     let variants = &report.variants;
-    let errors: Vec<Outcome> = Outcome::ALL
-        .into_iter()
-        .filter(|&o| o.is_error() && variants.iter().any(|v| count(v, o) > 0))
+    // Every database a variant has (a patch may add one), by name.
+    let databases: std::collections::BTreeSet<&String> = variants
+        .iter()
+        .flat_map(|v| v.summary.databases.keys())
         .collect();
-    let databases: Vec<&String> = variants
-        .first()
-        .map(|v| v.summary.databases.keys().collect())
-        .unwrap_or_default();
-    let any_unfinished = variants.iter().any(|v| v.summary.unfinished > 0);
     let stale = |v: &VariantReport| v.summary.flows.values().map(|f| f.stale_reads).sum::<u64>();
-    let any_stale = variants.iter().any(|v| stale(v) > 0);
-    let mut header = vec!["variant".to_owned(), "requests".to_owned(), "ok".to_owned()];
-    header.extend(errors.iter().map(|o| o.name().to_owned()));
-    if any_unfinished {
-        header.push("unfinished".to_owned());
+    // Each kind that occurred with its count, as the instances table writes them: `1832
+    // timeout`, `12 timeout, 3 refused`; `0` when none did. The column stays; its text says
+    // which kinds.
+    let errors = |v: &VariantReport| -> String {
+        let kinds: Vec<String> = (Outcome::ALL.into_iter())
+            .filter(|o| o.is_error() && count(v, *o) > 0)
+            .map(|o| format!("{} {}", count(v, o), o.name()))
+            .collect();
+        if kinds.is_empty() {
+            "0".to_owned()
+        } else {
+            kinds.join(", ")
+        }
+    };
+    let mut header = vec!["variant".to_owned()];
+    for column in columns {
+        match column {
+            Column::Peak => header.extend(databases.iter().map(|db| format!("peak {db}"))),
+            Column::Share5xx => header.push("5xx %".to_owned()),
+            Column::Window5xx => header.push("5xx window s".to_owned()),
+            Column::P50 | Column::P95 | Column::P99 => header.push(format!("{} ms", column.name())),
+            other => header.push(other.name().to_owned()),
+        }
     }
-    if any_stale {
-        header.push("stale".to_owned());
-    }
-    let http = variants.iter().any(|v| v.summary.http.is_some());
-    if http {
-        header.extend(["5xx %".to_owned(), "5xx window s".to_owned()]);
-    }
-    header.extend([
-        "p50 ms".to_owned(),
-        "p95 ms".to_owned(),
-        "p99 ms".to_owned(),
-    ]);
-    header.extend(databases.iter().map(|db| format!("peak {db}")));
     let rows = variants
         .iter()
         .map(|v| {
             let summary = &v.summary;
-            let mut row = vec![
-                v.name.clone(),
-                summary.requests.to_string(),
-                count(v, Outcome::Ok).to_string(),
-            ];
-            row.extend(errors.iter().map(|&o| count(v, o).to_string()));
-            if any_unfinished {
-                row.push(summary.unfinished.to_string());
-            }
-            if any_stale {
-                row.push(stale(v).to_string());
-            }
-            if http {
-                let http = summary.http.as_ref();
-                let share = http.and_then(|h| h.share_5xx_percent);
-                row.push(share.map_or_else(|| "-".to_owned(), |p| format!("{p:.1}")));
-                row.push(match http {
-                    Some(h) if h.class_5xx > 0 && h.ok_after_last_5xx == 0 => {
-                        "not recovered".to_owned()
-                    }
-                    Some(h) => h
-                        .window_5xx_ms
-                        .map_or_else(|| "-".to_owned(), |w| format!("{:.1}", w / 1000.0)),
-                    None => "-".to_owned(),
-                });
-            }
+            let http = summary.http.as_ref();
             let all = summary.latency_ms.get("all");
-            row.push(ms(all.and_then(|l| l.p50)));
-            row.push(ms(all.and_then(|l| l.p95)));
-            row.push(ms(all.and_then(|l| l.p99)));
-            row.extend(databases.iter().map(|db| {
-                summary
-                    .databases
-                    .get(*db)
-                    .map_or_else(|| "-".to_owned(), |d| d.peak_concurrency.to_string())
-            }));
+            let mut row = vec![v.name.clone()];
+            for column in columns {
+                match column {
+                    Column::Requests => row.push(summary.requests.to_string()),
+                    Column::Ok => row.push(count(v, Outcome::Ok).to_string()),
+                    Column::Errors => row.push(errors(v)),
+                    Column::Outcome(outcome) => row.push(count(v, *outcome).to_string()),
+                    Column::Unfinished => row.push(summary.unfinished.to_string()),
+                    Column::Stale => row.push(stale(v).to_string()),
+                    Column::Share5xx => {
+                        let share = http.and_then(|h| h.share_5xx_percent);
+                        row.push(share.map_or_else(|| "-".to_owned(), |p| format!("{p:.1}")));
+                    }
+                    Column::Window5xx => row.push(match http {
+                        Some(h) if h.class_5xx > 0 && h.ok_after_last_5xx == 0 => {
+                            "not recovered".to_owned()
+                        }
+                        Some(h) => h
+                            .window_5xx_ms
+                            .map_or_else(|| "-".to_owned(), |w| format!("{:.1}", w / 1000.0)),
+                        None => "-".to_owned(),
+                    }),
+                    Column::P50 => row.push(ms(all.and_then(|l| l.p50))),
+                    Column::P95 => row.push(ms(all.and_then(|l| l.p95))),
+                    Column::P99 => row.push(ms(all.and_then(|l| l.p99))),
+                    Column::Peak => row.extend(databases.iter().map(|db| {
+                        summary
+                            .databases
+                            .get(*db)
+                            .map_or_else(|| "-".to_owned(), |d| d.peak_concurrency.to_string())
+                    })),
+                }
+            }
             row
         })
         .collect();

@@ -888,3 +888,135 @@ fn explain_marks_the_values_the_file_set() {
     );
     assert!(stdout.contains("\n  half_open_probes = 1\n"), "{stdout}");
 }
+
+/// The header line of the side-by-side table a run printed.
+fn table_header(stdout: &str) -> Vec<String> {
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with("variant "))
+        .unwrap_or_else(|| panic!("no table in {stdout}"));
+    line.split("  ")
+        .map(str::trim)
+        .filter(|cell| !cell.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The side-by-side table's columns came and went with the counts (a `shed` column only when
+/// something was shed), so two runs of one file printed tables that did not line up. They are
+/// decided from the file, and `--columns` chooses them.
+#[test]
+fn table_columns_are_the_file_s_whatever_the_counts_and_columns_chooses_them() {
+    let file = "scenarios/redis-dead-protection.toml";
+    let run = |extra: &[&str]| {
+        let output = outagelab(&[&["run", file, "--quiet"][..], extra].concat());
+        // A bulkhead that sheds nothing fails the file's own expectations: exit 1.
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "{}",
+            text(&output.stderr)
+        );
+        text(&output.stdout)
+    };
+    // The bulkhead sheds 89 requests; with a queue of 1,000 it sheds none.
+    let shedding = run(&[]);
+    let not_shedding = run(&["--set", "bulkheads.db.queue=1000"]);
+    // The errors column says which kinds it counts.
+    assert!(
+        (shedding.lines()).any(|line| line.starts_with("timeout + breaker + DB bulkhead")
+            && line.contains(" 89 shed ")),
+        "{shedding}"
+    );
+    let header = table_header(&shedding);
+    assert_eq!(header, table_header(&not_shedding), "{not_shedding}");
+    assert_eq!(
+        header,
+        [
+            "variant",
+            "requests",
+            "ok",
+            "errors",
+            "unfinished",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "peak main"
+        ]
+    );
+    // Chosen, in the order given; an error kind is a column of its own.
+    let chosen = run(&["--columns", "requests,shed,timeout,ok,p99"]);
+    assert_eq!(
+        table_header(&chosen),
+        ["variant", "requests", "shed", "timeout", "ok", "p99 ms"]
+    );
+    let bulkhead = chosen
+        .lines()
+        .find(|line| line.starts_with("timeout + breaker + DB bulkhead"))
+        .unwrap();
+    let cells: Vec<&str> = bulkhead.split_whitespace().collect();
+    assert_eq!(cells[cells.len() - 5..][..4], ["500", "89", "0", "411"]);
+    // The report's table has the same columns.
+    let dir = scratch("columns-report");
+    let page = dir.join("r.md");
+    run(&["--columns", "ok,shed", "--report", page.to_str().unwrap()]);
+    let page = std::fs::read_to_string(page).unwrap();
+    assert!(page.contains("| variant | ok | shed |\n"), "{page}");
+
+    // Unknown names are each named, with the valid ones; a name twice and none are refused.
+    for (columns, message) in [
+        (
+            "ok,nope,p99,bogus",
+            "--columns: no column named `nope`, `bogus` (the columns: requests, ok, errors, \
+             timeout,",
+        ),
+        ("ok,p99,ok", "--columns names `ok` twice"),
+        ("", "--columns is empty"),
+    ] {
+        let output = outagelab(&["run", file, "--columns", columns]);
+        assert_eq!(output.status.code(), Some(2), "{columns}");
+        assert!(
+            text(&output.stderr).contains(message),
+            "{columns}: {}",
+            text(&output.stderr)
+        );
+        assert!(output.stdout.is_empty(), "nothing ran");
+    }
+    let output = outagelab(&["run", file, "--seeds", "1..2", "--columns", "ok"]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "a study's table has metrics as columns"
+    );
+}
+
+/// The single-run sweep chart drew each flow's median latency whatever the file chose: it
+/// draws `[report] metrics`, or `--metric`, against the swept value.
+#[test]
+fn the_sweep_chart_draws_the_file_s_metrics_or_the_command_s() {
+    let file = "scenarios/breaker-open-sweep.toml";
+    let chart = |extra: &[&str], name: &str| {
+        let dir = scratch(name);
+        let args = [
+            &["run", file, "--quiet", "--plot", dir.to_str().unwrap()][..],
+            extra,
+        ]
+        .concat();
+        let output = outagelab(&args);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        std::fs::read_to_string(dir.join("sweep.svg")).unwrap()
+    };
+    // The file's `[report] metrics`.
+    let svg = chart(&[], "sweep-metrics-file");
+    for metric in [
+        "connections.cache.timeouts (count)",
+        "databases.main.queries (count)",
+        "breakers.redis.opened (count)",
+    ] {
+        assert!(svg.contains(metric), "{metric}");
+    }
+    assert!(!svg.contains("p50 latency"));
+    // `--metric` takes precedence.
+    let svg = chart(&["--metric", "latency_ms.all.p99"], "sweep-metrics-flag");
+    assert!(svg.contains("latency_ms.all.p99 (ms)"));
+    assert!(!svg.contains("connections.cache.timeouts"));
+}

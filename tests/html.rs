@@ -363,44 +363,47 @@ fn a_study_page_renders_with_the_json_s_numbers_and_no_console_message() {
     assert_eq!(browsed.console, Vec::<String>::new(), "console messages");
     let dom = browsed.stdout;
 
-    // Every mean, interval and paired difference in the table is the JSON's.
+    // One row per variant, each chosen metric's mean and paired difference as columns, each
+    // with its 95% interval's half-width: every one is the JSON's.
     let rows = table_cells(&dom, "study");
     let header = &rows[0];
+    let metrics = ["outcomes.ok", "latency_ms.all.p50"];
     assert_eq!(
-        header[..4],
-        ["variant", "metric", "mean", "95% CI"].map(String::from)
+        header[..5],
+        [
+            "variant",
+            metrics[0],
+            "vs baseline",
+            metrics[1],
+            "vs baseline"
+        ]
+        .map(String::from)
     );
     let variants = study["variants"].as_array().unwrap();
-    let mut variant = String::new();
+    assert_eq!(rows.len(), 1 + variants.len(), "one row per variant");
     let mut checked = 0;
-    for row in &rows[1..] {
-        if !row[0].is_empty() {
-            variant.clone_from(&row[0]);
-        }
-        let entry = variants
-            .iter()
-            .find(|v| v["name"] == variant.as_str())
-            .unwrap_or_else(|| panic!("{variant} is a variant of the JSON"));
-        let across = &entry["metrics"][&row[1]];
+    for (row, entry) in rows[1..].iter().zip(variants) {
+        assert_eq!(row[0], entry["name"].as_str().unwrap());
         let value = |v: &serde_json::Value| v.as_f64().unwrap();
-        assert!(shows(&row[2], value(&across["mean"])), "{row:?} {across}");
-        let interval = |cell: &str, json: &serde_json::Value| {
-            let (low, high) = cell
-                .trim_matches(['[', ']'])
-                .split_once(", ")
-                .unwrap_or_else(|| panic!("{cell} is an interval"));
-            assert!(shows(low, value(&json[0])), "{cell} {json}");
-            assert!(shows(high, value(&json[1])), "{cell} {json}");
+        // `4842 ±30.2`: the figure, and half its interval's width.
+        let with_interval = |cell: &str, json: &serde_json::Value| {
+            let (shown, half) = cell
+                .split_once(" ±")
+                .unwrap_or_else(|| panic!("{cell} has an interval"));
+            assert!(shows(shown, value(&json["mean"])), "{cell} {json}");
+            let [low, high] = [0, 1].map(|end| value(&json["ci95"][end]));
+            assert!(shows(half, (high - low) / 2.0), "{cell} {json}");
         };
-        interval(&row[3], &across["ci95"]);
-        match across.get("vs_baseline") {
-            Some(paired) => {
-                assert!(shows(&row[4], value(&paired["mean"])), "{row:?}");
-                interval(&row[5], &paired["ci95"]);
+        let metrics: Vec<&String> = header[1..].iter().step_by(2).take(4).collect();
+        for (m, metric) in metrics.iter().enumerate() {
+            let across = &entry["metrics"][metric.as_str()];
+            with_interval(&row[1 + 2 * m], across);
+            match across.get("vs_baseline") {
+                Some(paired) => with_interval(&row[2 + 2 * m], paired),
+                None => assert_eq!(row[2 + 2 * m], "-", "the baseline has no difference"),
             }
-            None => assert_eq!(row[4], "-", "the baseline has no difference"),
+            checked += 1;
         }
-        checked += 1;
     }
     assert_eq!(checked, 3 * 4, "three variants by the default four metrics");
 
@@ -457,16 +460,17 @@ fn a_study_in_markdown_has_the_same_tables_and_embeds_its_charts() {
         .unwrap();
     let row = text
         .lines()
-        .find(|line| line.starts_with("| timeout + breaker + DB bulkhead | outcomes.ok |"))
+        .find(|line| line.starts_with("| timeout + breaker + DB bulkhead | "))
         .unwrap_or_else(|| panic!("{text}"));
     let cells: Vec<&str> = row.split(" | ").collect();
-    assert!(shows(cells[2], ok_mean), "{row} {ok_mean}");
+    let (mean, _) = cells[1].split_once(" ±").unwrap();
+    assert!(shows(mean, ok_mean), "{row} {ok_mean}");
     assert!(
-        text.contains("| variant | metric | mean | 95% CI |"),
+        text.contains("| variant | outcomes.ok | vs baseline | latency_ms.all.p50 | vs baseline |"),
         "{text}"
     );
     assert!(
-        text.contains("|---|---|---:|---:|"),
+        text.contains("|---|---:|---:|---:|---:|"),
         "numbers right-aligned: {text}"
     );
     assert!(text.contains("![outage](data:image/svg+xml;base64,"));

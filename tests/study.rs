@@ -115,7 +115,45 @@ fn the_table_gives_means_intervals_paired_differences_and_the_best_point() {
         table.contains("on seeds 1..8 (8 seeds x 3 variants = 24 runs"),
         "{table}"
     );
-    assert!(table.contains("vs \"timeout only (fail-open)\""), "{table}");
+    assert!(
+        table.contains("vs baseline: the difference from \"timeout only (fail-open)\""),
+        "{table}"
+    );
+    // One row per variant, the metrics as columns (each mean, then its difference from the
+    // baseline), the verdict last, naming the constraint a point breaks.
+    let lines: Vec<&str> = table.lines().collect();
+    let header = lines
+        .iter()
+        .position(|line| line.starts_with("variant "))
+        .unwrap_or_else(|| panic!("{table}"));
+    let words: Vec<&str> = lines[header].split_whitespace().collect();
+    assert_eq!(
+        words,
+        [
+            "variant",
+            "latency_ms.all.p99",
+            "vs",
+            "baseline",
+            "databases.main.peak_concurrency",
+            "vs",
+            "baseline",
+            "constraints"
+        ],
+        "{table}"
+    );
+    let rows = &lines[header + 1..header + 4];
+    assert!(rows[0].starts_with("timeout only (fail-open) "), "{table}");
+    assert!(rows[0].trim_end().ends_with("best"), "{table}");
+    assert!(
+        rows[1].starts_with("timeout + breaker ")
+            && rows[1].ends_with("not satisfied: databases.main.peak_concurrency <= 30"),
+        "{table}"
+    );
+    assert!(rows[2].trim_end().ends_with("  satisfied"), "{table}");
+    assert!(
+        lines[header + 4].starts_with("(mean over the seeds"),
+        "{table}"
+    );
     // Only the first variant (peak 26) and the bulkhead (20) satisfy the constraint; of the
     // two, the first has the lower p99.
     assert!(

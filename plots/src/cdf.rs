@@ -57,10 +57,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
     for (index, variant) in report.variants.iter().enumerate() {
         if let Some(refused) = refused_at_once(&variant.summary) {
             let color = variant_stroke(index).color;
-            markers.push(Marker {
-                at: (refused.edge_ms, refused.percent),
-                color,
-            });
+            markers.push(Marker::cross((refused.edge_ms, refused.percent), color));
             at_once.push(LegendEntry {
                 key: Key::Cross(color),
                 label: format!(
@@ -104,12 +101,9 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             stroke,
             label: slo_label(slo),
         });
-        panel
-            .markers
-            .extend(slo.percentile.map(|percentile| Marker {
-                at: (slo.latency_ms, percentile),
-                color: INK,
-            }));
+        panel.markers.extend(
+            (slo.percentile).map(|percentile| Marker::cross((slo.latency_ms, percentile), INK)),
+        );
         legend.push(LegendEntry::heading("Objective"));
         legend.push(LegendEntry {
             key: Key::Line(stroke),

@@ -173,11 +173,38 @@ impl Dash {
     }
 }
 
-/// A cross at one data point, for example a sweep point where requests timed out.
+/// A mark at one data point: a cross (a sweep point where requests timed out), or a ring
+/// (a study's point that breaks a constraint).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Marker {
     pub at: (f64, f64),
     pub color: RGBColor,
+    pub shape: MarkerShape,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MarkerShape {
+    Cross,
+    /// A hollow circle.
+    Ring,
+}
+
+impl Marker {
+    pub fn cross(at: (f64, f64), color: RGBColor) -> Marker {
+        Marker {
+            at,
+            color,
+            shape: MarkerShape::Cross,
+        }
+    }
+
+    pub fn ring(at: (f64, f64), color: RGBColor) -> Marker {
+        Marker {
+            at,
+            color,
+            shape: MarkerShape::Ring,
+        }
+    }
 }
 
 /// A straight reference line across a panel, with its label at the end.
@@ -217,6 +244,8 @@ pub(crate) enum Key {
         opacity: f64,
     },
     Cross(RGBColor),
+    /// A hollow circle, as [`MarkerShape::Ring`] draws it.
+    Ring(RGBColor),
 }
 
 impl LegendEntry {

@@ -64,6 +64,11 @@ fn draw_key<DB: DrawingBackend>(
             7,
             color.stroke_width(3),
         )),
+        Key::Ring(color) => area.draw(&Circle::new(
+            (left + KEY_WIDTH / 2, middle),
+            6,
+            color.stroke_width(2),
+        )),
     }
 }
 

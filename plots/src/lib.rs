@@ -16,8 +16,8 @@
 //! ends `ok` later); when some control failed open, `fail_open`: requests let through
 //! unchecked per second by control; when some variant switched a throttle on, `throttles`: slots held against what the
 //! throttle's counter says, and its cap; when some Redis server had a memory limit, `memory`: its
-//! used memory; when the variants come from a parameter sweep, `sweep`: each flow's median
-//! latency against the swept value.
+//! used memory; when the variants come from a parameter sweep, `sweep`: the chosen metrics
+//! (or, with none chosen, each flow's median latency) against the swept value.
 //!
 //! Every chart over time shades the fault windows, each labelled with its fault's name, and
 //! draws the configured limits as labelled reference lines. While the variants stay apart they
@@ -104,9 +104,15 @@ impl std::error::Error for PlotError {}
 /// paths written, in a stable order: `outage`, `latency`, `concurrency`, `latency_cdf`, then
 /// `calls` when the file has a caller, `fail_open` when some control failed open, `throttles` when some variant switched a
 /// throttle on, `memory` when some Redis server had a memory limit, and `sweep` for a sweep,
-/// each as `.png` then `.svg`.
-pub fn write_charts(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
-    write_each(&charts(report), dir)
+/// each as `.png` then `.svg`. `metrics` are the run's chosen metrics (`--metric`, else
+/// `[report] metrics`): the sweep chart draws them against the swept value, or each flow's
+/// median latency when there are none.
+pub fn write_charts(
+    report: &RunReport,
+    metrics: &[String],
+    dir: &Path,
+) -> Result<Vec<PathBuf>, PlotError> {
+    write_each(&charts(report, metrics), dir)
 }
 
 /// Writes a study's chart (`run --seeds ... --plot DIR`): `study.png` and `study.svg`, one
@@ -163,17 +169,20 @@ fn write_each(charts: &[Chart], dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
 
 /// Every chart for `report` as an SVG document, named as [`write_charts`] names its files, in
 /// the same order: for a report that embeds them (the HTML report).
-pub fn svg_charts(report: &RunReport) -> Result<Vec<(&'static str, String)>, String> {
+pub fn svg_charts(
+    report: &RunReport,
+    metrics: &[String],
+) -> Result<Vec<(&'static str, String)>, String> {
     if !embedded_font_registered() {
         return Err("the embedded DejaVu Sans font could not be loaded".to_owned());
     }
-    charts(report)
+    charts(report, metrics)
         .iter()
         .map(|chart| Ok((chart.name, render::svg(chart)?)))
         .collect()
 }
 
-fn charts(report: &RunReport) -> Vec<Chart> {
+fn charts(report: &RunReport, metrics: &[String]) -> Vec<Chart> {
     let mut charts = vec![
         outage::chart(report),
         latency::chart(report),
@@ -184,7 +193,7 @@ fn charts(report: &RunReport) -> Vec<Chart> {
     charts.extend(fail_open::chart(report));
     charts.extend(throttles::chart(report));
     charts.extend(memory::chart(report));
-    charts.extend(sweep::chart(report));
+    charts.extend(sweep::chart(report, metrics));
     charts
 }
 

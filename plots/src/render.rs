@@ -13,7 +13,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::axes::format_number;
 use crate::bitmap_text::GlyphBackend;
-use crate::chart::{Band, Chart, INK, Line, Panel, Rule, Stroke};
+use crate::chart::{Band, Chart, INK, Line, Marker, MarkerShape, Panel, Rule, Stroke};
 use crate::labels::{self, clamp};
 use crate::layout::{FONT, Layout, PanelPlace, TITLE_HEIGHT, lay_out, text_width};
 
@@ -413,11 +413,14 @@ fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
     for line in &panel.lines {
         draw_line(chart, panel, line)?;
     }
-    let crosses = panel.markers.iter().map(|marker| {
-        let at = (clamp(&panel.x, marker.at.0), clamp(&panel.y, marker.at.1));
-        Cross::new(at, 7, marker.color.stroke_width(3))
-    });
+    let at = |marker: &Marker| (clamp(&panel.x, marker.at.0), clamp(&panel.y, marker.at.1));
+    let shaped = |shape| panel.markers.iter().filter(move |m| m.shape == shape);
+    let crosses = shaped(MarkerShape::Cross)
+        .map(|marker| Cross::new(at(marker), 7, marker.color.stroke_width(3)));
     chart.draw_series(crosses)?;
+    let rings = shaped(MarkerShape::Ring)
+        .map(|marker| Circle::new(at(marker), 6, marker.color.stroke_width(2)));
+    chart.draw_series(rings)?;
     for rule in &panel.rules {
         draw_rule(chart, panel, rule)?;
     }

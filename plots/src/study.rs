@@ -4,16 +4,23 @@
 //! variants never zig-zag into one line; a cross marks a point whose means satisfy the
 //! constraints, a ring the best one. Without a sweep, each variant is one point at its index.
 
-use outagelab_report::study::Study;
+use outagelab_report::study::{Constraint, Study};
 
 use crate::axes::value_axis;
 use crate::chart::{
-    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Marker, Panel, Stroke, segments,
+    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Marker, Panel, Rule, Stroke, segments,
     variant_stroke, y_values,
 };
 
 /// At most this many metrics get a panel (the table has them all).
-const PANELS_MAX: usize = 4;
+pub(crate) const PANELS_MAX: usize = 4;
+
+/// A constraint's threshold: a dashed line in ink across its metric's panel.
+const CONSTRAINT_STROKE: Stroke = Stroke {
+    color: INK,
+    dash: Dash::Dashed,
+    width: 1,
+};
 
 /// A line of the chart: the variants that differ only by the first swept value.
 struct Series {
@@ -42,10 +49,26 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         })
     };
     let unswept = |index: usize| swept && study.variants[index].sweep_x.is_none();
+    let constraints: Vec<Constraint> = (study.selection.constraints.iter())
+        .filter_map(|text| Constraint::parse(text).ok())
+        .collect();
     let mut panels = Vec::new();
     for metric in study.selection.metrics.iter().take(PANELS_MAX) {
         let mut lines = Vec::new();
         let mut markers = Vec::new();
+        // The constraints on this panel's metric: a point whose mean breaks one is a ring.
+        let here: Vec<&Constraint> = (constraints.iter())
+            .filter(|c| c.metric() == *metric)
+            .collect();
+        let mark = |at: (f64, f64), color, best: bool, satisfies: Option<bool>| {
+            if here.iter().any(|c| !c.holds_for(at.1)) {
+                Some(Marker::ring(at, color))
+            } else if satisfies == Some(true) {
+                Some(Marker::cross(at, if best { INK } else { color }))
+            } else {
+                None
+            }
+        };
         for (s, one) in series.iter().enumerate() {
             let stroke = variant_stroke(s);
             let color = stroke.color;
@@ -60,12 +83,8 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
                     };
                     let points = vec![(low, Some(across.mean)), (high, Some(across.mean))];
                     lines.push(Line::new(segments(points), level));
-                    if variant.satisfies == Some(true) {
-                        markers.push(Marker {
-                            at: (low, across.mean),
-                            color: if variant.best { INK } else { color },
-                        });
-                    }
+                    let at = (low, across.mean);
+                    markers.extend(mark(at, color, variant.best, variant.satisfies));
                 }
                 continue;
             }
@@ -83,11 +102,9 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
                     };
                     lines.push(Line::new(vec![vec![(x, low), (x, high)]], bar));
                 }
-                if let (Some(across), Some(true)) = (across, variant.satisfies) {
-                    markers.push(Marker {
-                        at: (x, across.mean),
-                        color: if variant.best { INK } else { color },
-                    });
+                if let Some(across) = across {
+                    let at = (x, across.mean);
+                    markers.extend(mark(at, color, variant.best, variant.satisfies));
                 }
             }
             // Without a sweep a variant is one point: a short tick marks it.
@@ -102,7 +119,22 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         if lines.iter().all(|line| line.segments.is_empty()) {
             continue;
         }
-        let y = value_axis(metric_description(metric), y_values(&lines));
+        // Each threshold a constraint holds this metric to, labelled with the constraint; the
+        // axis reaches it, so the line is drawn even when every point is far from it.
+        let rules: Vec<Rule> = (here.iter())
+            .flat_map(|c| c.thresholds().into_iter().map(move |at| (c, at)))
+            .map(|(c, at)| Rule {
+                at,
+                vertical: false,
+                stroke: CONSTRAINT_STROKE,
+                label: format!("constraint: {}", c.text()),
+            })
+            .collect();
+        let thresholds = rules.iter().map(|rule| rule.at);
+        let y = value_axis(
+            metric_description(metric),
+            y_values(&lines).chain(thresholds),
+        );
         let x = x_axis(
             study,
             series.iter().flat_map(|s| &s.members).map(|&i| x_of(i)),
@@ -110,6 +142,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         let mut panel = Panel::new(x, y);
         panel.lines = lines;
         panel.markers = markers;
+        panel.rules = rules;
         panels.push(panel);
     }
     if panels.is_empty() {
@@ -121,18 +154,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
     ))];
     for (s, one) in series.iter().enumerate() {
         let level = matches!(one.members.as_slice(), [index] if unswept(*index));
-        legend.push(LegendEntry {
-            key: Key::Line(Stroke {
-                width: 3,
-                dash: if level { Dash::Dashed } else { Dash::Solid },
-                ..variant_stroke(s)
-            }),
-            label: if level {
-                format!("{} (not swept)", one.label)
-            } else {
-                one.label.clone()
-            },
-        });
+        legend.push(crate::sweep::series_entry(s, &one.label, level));
     }
     if study.variants.iter().any(|v| v.satisfies.is_some()) {
         legend.push(LegendEntry {
@@ -141,6 +163,16 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         });
         for constraint in &study.selection.constraints {
             legend.push(LegendEntry::heading(format!("  {constraint}")));
+        }
+        if !constraints.is_empty() {
+            legend.push(LegendEntry {
+                key: Key::Line(CONSTRAINT_STROKE),
+                label: "a constraint's threshold, on its metric".to_owned(),
+            });
+            legend.push(LegendEntry {
+                key: Key::Ring(variant_stroke(0).color),
+                label: "breaks the constraint on this metric".to_owned(),
+            });
         }
         match study.variants.iter().find(|v| v.best) {
             Some(best) => {
@@ -169,7 +201,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
 
 /// A metric's path with its unit, for its axis: the summary's names carry their unit
 /// (`latency_ms.all.p99`, `peak_bytes`); a peak counts things at once; the rest are counts.
-fn metric_description(path: &str) -> String {
+pub(crate) fn metric_description(path: &str) -> String {
     let segments: Vec<&str> = path.split('.').collect();
     let last = segments.last().copied().unwrap_or_default();
     let unit = if segments.iter().any(|s| s.ends_with("_ms")) {
@@ -190,24 +222,7 @@ fn series(study: &Study) -> Vec<Series> {
     let mut all: Vec<Series> = Vec::new();
     for (index, variant) in study.variants.iter().enumerate() {
         let label = match (&study.sweep, variant.point.first()) {
-            (Some(_), Some((axis, value))) => {
-                let swept = format!("{axis}={value}");
-                let (base, rest) = match variant.name.split_once(" / ") {
-                    Some((base, rest)) => (base, rest),
-                    None => ("", variant.name.as_str()),
-                };
-                let others: Vec<&str> = rest.split(", ").filter(|part| *part != swept).collect();
-                let others = others.join(", ");
-                let parts: Vec<&str> = [base, others.as_str()]
-                    .into_iter()
-                    .filter(|part| !part.is_empty())
-                    .collect();
-                if parts.is_empty() {
-                    "all".to_owned()
-                } else {
-                    parts.join(" / ")
-                }
-            }
+            (Some(_), Some((axis, _))) => crate::sweep::series_label(&variant.name, axis),
             _ => format!("{}. {}", index + 1, variant.name),
         };
         match all.iter_mut().find(|s| s.label == label) {
@@ -277,6 +292,7 @@ mod tests {
     use outagelab_report::study::{Across, Selection, StudyVariant};
 
     use super::*;
+    use crate::chart::MarkerShape;
 
     /// Two rules swept over three open durations; `timeouts` falls with the duration.
     fn study() -> Study {
@@ -353,9 +369,12 @@ mod tests {
             line.segments.len() == 1 && line.segments[0].len() == 2 && line.stroke.width == 1
         });
         assert_eq!(bars.count(), 6, "an interval bar per point");
-        // Five points satisfy `timeouts <= 100`; the best is drawn in ink.
-        assert_eq!(panel.markers.len(), 5);
-        assert_eq!(panel.markers.iter().filter(|m| m.color == INK).count(), 1);
+        // Five points satisfy `timeouts <= 100`, a cross each, the best in ink; the sixth
+        // breaks it, a ring.
+        let crosses = (panel.markers.iter()).filter(|m| m.shape == MarkerShape::Cross);
+        assert_eq!(crosses.clone().count(), 5);
+        assert_eq!(crosses.filter(|m| m.color == INK).count(), 1);
+        assert_eq!(panel.markers.len(), 6);
         let labels: Vec<&str> = chart.legend.iter().map(|e| e.label.as_str()).collect();
         assert!(
             labels.contains(&"r4j") && labels.contains(&"polly"),
@@ -402,6 +421,18 @@ mod tests {
         let labels: Vec<&str> = chart.legend.iter().map(|e| e.label.as_str()).collect();
         assert!(labels.contains(&"1. r4j / open=500ms"), "{labels:?}");
         assert!(labels.contains(&"6. polly / open=2s"), "{labels:?}");
+    }
+
+    /// `study` choosing a second metric, `latency_ms.all.p99`, equal to its timeouts.
+    fn with_a_p99(mut study: Study) -> Study {
+        study.selection.metrics = vec!["timeouts".into(), "latency_ms.all.p99".into()];
+        for variant in &mut study.variants {
+            let timeouts = variant.metrics["timeouts"].clone();
+            variant
+                .metrics
+                .insert("latency_ms.all.p99".into(), timeouts);
+        }
+        study
     }
 
     /// The numbers written in `svg`'s text elements.
@@ -465,17 +496,81 @@ mod tests {
         assert!(category_ticks(&(0.2..0.8), 10).is_empty());
     }
 
+    /// The study chart did not draw the constraints: now each threshold is a labelled line
+    /// on its metric's panel (the axis reaching it), and a point whose mean breaks a
+    /// constraint on that panel's metric is a ring where it had no mark at all.
+    #[test]
+    fn constraints_are_drawn_on_their_metrics_panel_and_breaking_points_are_rings() {
+        let mut study = with_a_p99(study());
+        study.selection.constraints = vec![
+            "timeouts <= 100".into(),
+            "latency_ms.all.p99 in 30..150".into(),
+            "timeouts <= 500".into(),
+        ];
+        let chart = chart(&study).unwrap();
+        let [timeouts, p99] = &chart.panels[..] else {
+            panic!("two panels");
+        };
+        let rules = |panel: &Panel| -> Vec<(f64, String)> {
+            (panel.rules.iter())
+                .map(|rule| (rule.at, rule.label.clone()))
+                .collect()
+        };
+        assert_eq!(
+            rules(timeouts),
+            [
+                (100.0, "constraint: timeouts <= 100".to_owned()),
+                (500.0, "constraint: timeouts <= 500".to_owned())
+            ]
+        );
+        assert_eq!(
+            rules(p99),
+            [
+                (30.0, "constraint: latency_ms.all.p99 in 30..150".to_owned()),
+                (
+                    150.0,
+                    "constraint: latency_ms.all.p99 in 30..150".to_owned()
+                )
+            ]
+        );
+        assert!(
+            timeouts.y.range.end >= 500.0,
+            "the axis reaches the threshold: {:?}",
+            timeouts.y.range
+        );
+        let marked = |panel: &Panel, shape: MarkerShape| -> Vec<(f64, f64)> {
+            (panel.markers.iter())
+                .filter(|marker| marker.shape == shape)
+                .map(|marker| marker.at)
+                .collect()
+        };
+        // r4j at 500 ms has 200 timeouts (above 100, and above 150); polly at 2 s has 20
+        // (below 30). Every other point satisfies the fixture's constraints: a cross.
+        assert_eq!(marked(timeouts, MarkerShape::Ring), [(500.0, 200.0)]);
+        assert_eq!(
+            marked(p99, MarkerShape::Ring),
+            [(500.0, 200.0), (2000.0, 20.0)]
+        );
+        assert_eq!(marked(timeouts, MarkerShape::Cross).len(), 5);
+        assert_eq!(marked(p99, MarkerShape::Cross).len(), 4);
+        assert!(
+            (chart.legend.iter()).any(|entry| matches!(entry.key, Key::Ring(_))),
+            "the legend says what a ring is"
+        );
+        assert!(crate::embedded_font_registered());
+        let svg = crate::render::svg(&chart).unwrap();
+        assert!(svg.contains("constraint: timeouts"), "the label is drawn");
+        // Without constraints, no line and no ring.
+        study.selection.constraints.clear();
+        let chart = super::chart(&study).unwrap();
+        assert!(chart.panels.iter().all(|panel| panel.rules.is_empty()));
+        assert!((chart.panels.iter()).all(|panel| marked(panel, MarkerShape::Ring).is_empty()));
+    }
+
     /// The study chart's y axes were the metric paths alone: `outcomes.ok`, with no unit.
     #[test]
     fn each_panel_says_its_metrics_unit() {
-        let mut study = study();
-        study.selection.metrics = vec!["timeouts".into(), "latency_ms.all.p99".into()];
-        for variant in &mut study.variants {
-            let timeouts = variant.metrics["timeouts"].clone();
-            variant
-                .metrics
-                .insert("latency_ms.all.p99".into(), timeouts);
-        }
+        let study = with_a_p99(study());
         let chart = chart(&study).unwrap();
         let axes: Vec<&str> = chart
             .panels

@@ -1,6 +1,9 @@
-//! Latency against a swept parameter: x is each variant's swept value, y is the median (p50,
-//! all outcomes) latency of each flow, one line per flow. A cross marks a point where that flow
-//! had timeouts, since a median can look fine while requests time out. Drawn only for sweeps.
+//! One run's figures against a swept parameter; x is each variant's swept value. With chosen
+//! metrics (`--metric`, else `[report] metrics`), one panel per metric (the first four), one
+//! line per variant along the sweep, a variant the sweep skips as a dashed level. Without,
+//! the median (p50, all outcomes) latency of each flow, one line per flow, and a cross where
+//! that flow had timeouts, since a median can look fine while requests time out. Drawn only
+//! for sweeps.
 
 use std::collections::BTreeSet;
 
@@ -8,13 +11,18 @@ use outagelab_report::{Outcome, RunReport, SweepInfo};
 
 use crate::axes::value_axis;
 use crate::chart::{
-    Axis, Chart, INK, Key, LegendEntry, Line, Marker, Panel, Stroke, segments, variant_stroke,
-    y_values,
+    Axis, Chart, Dash, INK, Key, LegendEntry, Line, Marker, Panel, Stroke, segments,
+    variant_stroke, y_values,
 };
+use crate::study::{PANELS_MAX, metric_description};
 
-/// `None` when the report is not a sweep.
-pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
+/// `None` when the report is not a sweep. `metrics` are the run's chosen metrics (summary
+/// paths); empty draws each flow's median latency.
+pub(crate) fn chart(report: &RunReport, metrics: &[String]) -> Option<Chart> {
     let sweep = report.sweep.as_ref()?;
+    if !metrics.is_empty() {
+        return Some(metrics_chart(report, sweep, metrics));
+    }
     let mut variants: Vec<(f64, &_)> = report
         .variants
         .iter()
@@ -43,7 +51,7 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
                 .and_then(|flow| flow.outcomes.get(Outcome::Timeout.name()))
                 .copied();
             if let (Some(y), Some(1..)) = (p50, timeouts) {
-                markers.push(Marker { at: (*x, y), color });
+                markers.push(Marker::cross((*x, y), color));
             }
         }
         lines.push(Line::new(segments(points), stroke));
@@ -70,6 +78,124 @@ pub(crate) fn chart(report: &RunReport) -> Option<Chart> {
         vec![panel],
         legend,
     ))
+}
+
+/// The chosen metrics against the swept value, a panel each (a metric no variant has a value
+/// of is an empty panel that says so, not left out: the reader chose it).
+fn metrics_chart(report: &RunReport, sweep: &SweepInfo, metrics: &[String]) -> Chart {
+    let values: Vec<_> = (report.variants.iter())
+        .map(|variant| outagelab_report::study::flatten(&variant.summary))
+        .collect();
+    let lines_of = series(report, &sweep.label);
+    let xs = || (report.variants.iter()).filter_map(|v| v.sweep_x.filter(|x| x.is_finite()));
+    let swept_range = xs().fold(None, |range: Option<(f64, f64)>, x| {
+        Some(range.map_or((x, x), |(low, high)| (low.min(x), high.max(x))))
+    });
+    let level =
+        |members: &[usize]| matches!(members, [index] if report.variants[*index].sweep_x.is_none());
+    let mut panels = Vec::new();
+    for metric in metrics.iter().take(PANELS_MAX) {
+        let mut lines = Vec::new();
+        for (s, (_, members)) in lines_of.iter().enumerate() {
+            let stroke = variant_stroke(s);
+            let value = |index: usize| values[index].get(metric).copied();
+            if level(members) {
+                if let (Some((low, high)), Some(y)) = (swept_range, value(members[0])) {
+                    let dashed = Stroke {
+                        dash: Dash::Dashed,
+                        ..stroke
+                    };
+                    lines.push(Line::new(
+                        segments([(low, Some(y)), (high, Some(y))]),
+                        dashed,
+                    ));
+                }
+                continue;
+            }
+            let points = (members.iter())
+                .filter_map(|&index| Some((report.variants[index].sweep_x?, value(index))));
+            lines.push(Line::new(segments(points), stroke));
+        }
+        let y = value_axis(metric_description(metric), y_values(&lines));
+        let mut panel = Panel::new(x_axis(sweep, xs()), y);
+        panel.lines = lines;
+        panels.push(panel);
+    }
+    let mut legend = vec![LegendEntry::heading(format!(
+        "one run, seed {}: the chosen metrics",
+        report.seed
+    ))];
+    for (s, (label, members)) in lines_of.iter().enumerate() {
+        legend.push(series_entry(s, label, level(members)));
+    }
+    Chart::stacked(
+        "sweep",
+        format!(
+            "{}: the chosen metrics against {}",
+            report.scenario, sweep.label
+        ),
+        panels,
+        legend,
+    )
+}
+
+/// The legend entry of line `index` along a sweep: its stroke, dashed and "(not swept)" for a
+/// variant the sweep skips (drawn as a level).
+pub(crate) fn series_entry(index: usize, label: &str, level: bool) -> LegendEntry {
+    LegendEntry {
+        key: Key::Line(Stroke {
+            width: 3,
+            dash: if level { Dash::Dashed } else { Dash::Solid },
+            ..variant_stroke(index)
+        }),
+        label: if level {
+            format!("{label} (not swept)")
+        } else {
+            label.to_owned()
+        },
+    }
+}
+
+/// The report's variants grouped into lines: those with the same name once the sweep's
+/// `label=value` is taken out (`polly-v8 / open=1s` is on the line `polly-v8`), each in x
+/// order; a variant the sweep skips is a line of its own.
+fn series(report: &RunReport, label: &str) -> Vec<(String, Vec<usize>)> {
+    let mut all: Vec<(String, Vec<usize>)> = Vec::new();
+    for (index, variant) in report.variants.iter().enumerate() {
+        let name = series_label(&variant.name, label);
+        match all.iter_mut().find(|(other, _)| *other == name) {
+            Some((_, members)) => members.push(index),
+            None => all.push((name, vec![index])),
+        }
+    }
+    for (_, members) in &mut all {
+        let x = |i: usize| report.variants[i].sweep_x.unwrap_or(f64::NAN);
+        members.sort_by(|&a, &b| x(a).total_cmp(&x(b)));
+    }
+    all
+}
+
+/// A swept variant's name without its `axis=value` part: `base / a=1, b=2` is `base / b=2`
+/// on the axis `a`; `all` when nothing is left.
+pub(crate) fn series_label(name: &str, axis: &str) -> String {
+    let swept = format!("{axis}=");
+    let (base, rest) = match name.split_once(" / ") {
+        Some((base, rest)) => (base, rest),
+        None => ("", name),
+    };
+    let others: Vec<&str> = (rest.split(", "))
+        .filter(|part| !part.starts_with(&swept))
+        .collect();
+    let others = others.join(", ");
+    let parts: Vec<&str> = [base, others.as_str()]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect();
+    if parts.is_empty() {
+        "all".to_owned()
+    } else {
+        parts.join(" / ")
+    }
 }
 
 /// The swept values with 5% padding each side, so end points and their crosses stay visible.

@@ -284,6 +284,16 @@ impl Expectation {
         self.path.join(".")
     }
 
+    /// The numbers the metric is checked against: one for a comparison with a number, both
+    /// ends of a range, none for a comparison with another metric.
+    pub fn thresholds(&self) -> Vec<f64> {
+        match &self.check {
+            Check::Compare(_, Operand::Number(number)) => vec![*number],
+            Check::Within(low, high) => vec![*low, *high],
+            Check::Compare(_, Operand::Metric(_)) => Vec::new(),
+        }
+    }
+
     /// Checks that the metric path names a number (or an empty latency) in a summary of this
     /// shape; used to reject a misspelt metric before anything runs.
     pub fn check_path(&self, shape: &Summary) -> Result<(), String> {

@@ -250,6 +250,16 @@ impl Study {
         (self.seeds[0] + run / per_seed, (run % per_seed) as usize)
     }
 
+    /// The constraints `variant`'s means break, as written, in the selection's order: those
+    /// that make it "not satisfied".
+    pub fn broken_constraints(&self, variant: &StudyVariant) -> Vec<String> {
+        (self.selection.constraints.iter())
+            .filter_map(|text| Constraint::parse(text).ok())
+            .filter(|constraint| !constraint.holds(&variant.metrics))
+            .map(|constraint| constraint.text().to_owned())
+            .collect()
+    }
+
     /// Computes every statistic from the rows (sorted first); clears the shard.
     pub fn finish(&mut self) -> Result<(), String> {
         self.runs.sort_by_key(|row| (row.seed, row.variant));
@@ -374,10 +384,14 @@ impl Study {
 }
 
 /// A constraint on a metric's mean: an expectation read as `mean <metric> ...`.
-struct Constraint(Expectation);
+pub struct Constraint {
+    /// As written, without the `mean`.
+    text: String,
+    mean: Expectation,
+}
 
 impl Constraint {
-    fn parse(text: &str) -> Result<Constraint, String> {
+    pub fn parse(text: &str) -> Result<Constraint, String> {
         let expectation =
             Expectation::parse(text).map_err(|e| format!("constraint `{text}`: {e}"))?;
         if expectation.scope() != crate::expect::Scope::EachSeed {
@@ -388,15 +402,41 @@ impl Constraint {
         }
         let mean = Expectation::parse(&format!("mean {text}"))
             .map_err(|e| format!("constraint `{text}`: {e}"))?;
-        Ok(Constraint(mean))
+        Ok(Constraint {
+            text: expectation.text().to_owned(),
+            mean,
+        })
     }
 
-    fn holds(&self, metrics: &BTreeMap<String, Across>) -> bool {
-        let evaluation = metrics.get(&self.0.metric()).map(|a| Evaluation {
+    /// The constraint as written (`latency_ms.all.p99 < 200`).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The metric whose mean it constrains.
+    pub fn metric(&self) -> String {
+        self.mean.metric()
+    }
+
+    /// The numbers the mean is held to: the limit of a comparison, or both ends of a range.
+    pub fn thresholds(&self) -> Vec<f64> {
+        self.mean.thresholds()
+    }
+
+    /// Whether a mean of its metric satisfies it.
+    pub fn holds_for(&self, mean: f64) -> bool {
+        let evaluation = Evaluation {
             passed: true,
-            actual: Some(a.mean),
-        });
-        evaluation.is_some_and(|e| self.0.judge(&[e]).passed)
+            actual: Some(mean),
+        };
+        self.mean.judge(&[evaluation]).passed
+    }
+
+    /// Whether the means satisfy it; a point without a value of its metric does not.
+    pub fn holds(&self, metrics: &BTreeMap<String, Across>) -> bool {
+        metrics
+            .get(&self.metric())
+            .is_some_and(|across| self.holds_for(across.mean))
     }
 }
 
@@ -719,6 +759,55 @@ mod tests {
         let marks: Vec<(bool, bool)> = s.variants.iter().map(|v| (v.best, v.tied)).collect();
         // a has the lower p99 of the two tied; c, lower still, is not tied on ok.
         assert_eq!(marks, [(true, false), (false, true), (false, false)]);
+    }
+
+    #[test]
+    fn a_constraint_gives_its_thresholds_and_says_which_means_break_it() {
+        let check = |text: &str, thresholds: &[f64], holds: &[(f64, bool)]| {
+            let constraint = Constraint::parse(text).unwrap();
+            assert_eq!(constraint.text(), text);
+            assert_eq!(constraint.metric(), "outcomes.ok");
+            assert_eq!(constraint.thresholds(), thresholds, "{text}");
+            for &(mean, held) in holds {
+                assert_eq!(constraint.holds_for(mean), held, "{text} at {mean}");
+            }
+        };
+        check(
+            "outcomes.ok < 200",
+            &[200.0],
+            &[(199.0, true), (200.0, false)],
+        );
+        check("outcomes.ok >= 10", &[10.0], &[(10.0, true), (9.5, false)]);
+        check(
+            "outcomes.ok in 10..20",
+            &[10.0, 20.0],
+            &[(15.0, true), (21.0, false), (9.0, false)],
+        );
+        // The study names, per point, the constraints its means break.
+        let mut s = study(vec![
+            row(1, 0, 5.0),
+            row(1, 1, 12.0),
+            row(2, 0, 6.0),
+            row(2, 1, 13.0),
+            row(3, 0, 7.0),
+            row(3, 1, 14.0),
+        ]);
+        s.selection.constraints.push("outcomes.ok < 12.5".into());
+        s.finish().unwrap();
+        assert_eq!(
+            s.broken_constraints(&s.variants[0]),
+            ["outcomes.ok >= 10"],
+            "a's mean is 6"
+        );
+        assert_eq!(
+            s.broken_constraints(&s.variants[1]),
+            ["outcomes.ok < 12.5"],
+            "b's mean is 13"
+        );
+        // A point without a value of the metric breaks it.
+        let mut empty = s.variants[0].clone();
+        empty.metrics.clear();
+        assert_eq!(s.broken_constraints(&empty).len(), 2);
     }
 
     #[test]

@@ -203,7 +203,7 @@ fn svg_text(dir: &Path, name: &str) -> String {
 #[test]
 fn writes_the_time_charts_as_png_and_svg() {
     let dir = scratch("time-charts");
-    let written = write_charts(&demo_report(), &dir).unwrap();
+    let written = write_charts(&demo_report(), &[], &dir).unwrap();
     assert_eq!(
         file_names(&written),
         [
@@ -250,7 +250,7 @@ fn writes_the_time_charts_as_png_and_svg() {
 #[test]
 fn a_sweep_adds_the_sweep_chart() {
     let dir = scratch("sweep");
-    let written = write_charts(&sweep_report(), &dir).unwrap();
+    let written = write_charts(&sweep_report(), &[], &dir).unwrap();
     assert_eq!(file_names(&written)[8..], ["sweep.png", "sweep.svg"]);
     assert_png(&dir.join("sweep.png"));
     let svg = svg_text(&dir, "sweep");
@@ -269,8 +269,8 @@ fn a_sweep_adds_the_sweep_chart() {
 /// Writes every chart of `report` twice and checks that the files are the same bytes.
 fn assert_written_twice_the_same(report: &RunReport, name: &str) {
     let (first, second) = (scratch(&format!("{name}-1")), scratch(&format!("{name}-2")));
-    let written = write_charts(report, &first).unwrap();
-    let again = write_charts(report, &second).unwrap();
+    let written = write_charts(report, &[], &first).unwrap();
+    let again = write_charts(report, &[], &second).unwrap();
     assert_eq!(file_names(&written), file_names(&again));
     for (a, b) in written.iter().zip(&again) {
         assert!(
@@ -373,7 +373,8 @@ fn odd_reports_still_give_charts() {
 
     for (index, (case, report)) in cases.iter().enumerate() {
         let dir = scratch(&format!("odd-{index}"));
-        let written = write_charts(report, &dir).unwrap_or_else(|error| panic!("{case}: {error}"));
+        let written =
+            write_charts(report, &[], &dir).unwrap_or_else(|error| panic!("{case}: {error}"));
         let expected = if report.sweep.is_some() { 10 } else { 8 };
         assert_eq!(written.len(), expected, "{case}");
         written
@@ -390,7 +391,7 @@ fn a_directory_that_cannot_be_created_is_named_in_the_error() {
     let file = dir.join("plain-file");
     fs::write(&file, "not a directory").unwrap();
     let target = file.join("charts");
-    let error = write_charts(&demo_report(), &target).unwrap_err();
+    let error = write_charts(&demo_report(), &[], &target).unwrap_err();
     assert_eq!(error.path(), target);
     assert!(
         error.to_string().contains(&target.display().to_string()),
@@ -404,7 +405,7 @@ fn a_file_that_cannot_be_written_is_named_in_the_error() {
     let dir = scratch("blocked-file");
     for blocked in ["outage.png", "latency.svg"] {
         fs::create_dir_all(dir.join(blocked)).unwrap();
-        let error = write_charts(&demo_report(), &dir).unwrap_err();
+        let error = write_charts(&demo_report(), &[], &dir).unwrap_err();
         assert_eq!(error.path(), dir.join(blocked));
         assert!(error.to_string().contains(blocked), "{error}");
         fs::remove_dir_all(dir.join(blocked)).unwrap();
@@ -527,7 +528,7 @@ fn the_throttle_chart_shows_held_against_counted_for_enabled_throttles() {
     );
 
     let dir = scratch("throttles");
-    let written = write_charts(&throttle_report(), &dir).unwrap();
+    let written = write_charts(&throttle_report(), &[], &dir).unwrap();
     assert_eq!(
         file_names(&written)[8..],
         ["throttles.png", "throttles.svg"]
@@ -573,7 +574,7 @@ fn the_fail_open_chart_shows_only_controls_that_failed_open() {
     assert_eq!(last, 50.0, "per second, not per bucket");
 
     let dir = scratch("fail-open");
-    let written = write_charts(&report, &dir).unwrap();
+    let written = write_charts(&report, &[], &dir).unwrap();
     assert_eq!(
         file_names(&written)[8..],
         ["fail_open.png", "fail_open.svg"]
@@ -639,13 +640,13 @@ fn an_instant_fault_is_labelled_with_its_instant() {
 
 #[test]
 fn sweep_marks_points_with_timeouts() {
-    let chart = sweep::chart(&sweep_report()).unwrap();
+    let chart = sweep::chart(&sweep_report(), &[]).unwrap();
     let panel = &chart.panels[0];
     let at: Vec<(f64, f64)> = panel.markers.iter().map(|marker| marker.at).collect();
     assert_eq!(at, [(8.0, 1024.0), (16.0, 8192.0)]);
     assert_eq!(panel.x.description, "K");
     assert!(panel.y.log);
-    assert!(sweep::chart(&demo_report()).is_none());
+    assert!(sweep::chart(&demo_report(), &[]).is_none());
 
     let mut with_unit = sweep_report();
     with_unit.sweep.as_mut().unwrap().unit = "ms".to_string();
@@ -653,9 +654,67 @@ fn sweep_marks_points_with_timeouts() {
         .variants
         .iter_mut()
         .for_each(|variant| variant.summary.flows.remove("checkout").map(drop).unwrap());
-    let chart = sweep::chart(&with_unit).unwrap();
+    let chart = sweep::chart(&with_unit, &[]).unwrap();
     assert_eq!(chart.panels[0].x.description, "K (ms)");
     assert!(!chart.panels[0].y.log, "2 to 17 ms is within 50x");
+}
+
+/// The single-run sweep chart drew each flow's p50 whatever the file chose: it draws the
+/// run's chosen metrics (`--metric`, else `[report] metrics`), a panel each, against the
+/// swept value, and a variant the sweep skips as a dashed level.
+#[test]
+fn the_sweep_chart_draws_the_chosen_metrics() {
+    let mut report = sweep_report();
+    let mut skipped = report.variants[0].clone();
+    skipped.name = "no sweep".to_string();
+    skipped.sweep_x = None;
+    let checkout = skipped.summary.flows.get_mut("checkout").unwrap();
+    checkout.latency_ms.get_mut("all").unwrap().p50 = Some(5.0);
+    report.variants.push(skipped);
+    let metrics = [
+        "flows.checkout.latency_ms.all.p50".to_string(),
+        "flows.browse.outcomes.ok".to_string(),
+    ];
+    let chart = sweep::chart(&report, &metrics).unwrap();
+    let axes: Vec<&str> = chart
+        .panels
+        .iter()
+        .map(|panel| panel.y.description.as_str())
+        .collect();
+    assert_eq!(
+        axes,
+        [
+            "flows.checkout.latency_ms.all.p50 (ms)",
+            "flows.browse.outcomes.ok (count)"
+        ]
+    );
+    let [checkout, browse] = &chart.panels[..] else {
+        panic!("a panel per metric");
+    };
+    assert_eq!(
+        checkout.lines[0].segments,
+        [vec![
+            (1.0, 2.0),
+            (2.0, 16.0),
+            (4.0, 128.0),
+            (8.0, 1024.0),
+            (16.0, 8192.0)
+        ]]
+    );
+    assert_eq!(checkout.lines[1].segments, [vec![(1.0, 5.0), (16.0, 5.0)]]);
+    assert_eq!(checkout.lines[1].stroke.dash, crate::chart::Dash::Dashed);
+    assert_eq!(browse.lines[0].segments[0].len(), 5);
+    assert!(
+        browse.lines[0].segments[0]
+            .iter()
+            .all(|&(_, ok)| ok == 100.0)
+    );
+    let labels: Vec<&str> = chart.legend.iter().map(|e| e.label.as_str()).collect();
+    assert!(labels.contains(&"no sweep (not swept)"), "{labels:?}");
+    // With no metric chosen, each flow's median latency, as before.
+    let plain = sweep::chart(&report, &[]).unwrap();
+    assert_eq!(plain.panels.len(), 1);
+    assert_eq!(plain.panels[0].y.description, "p50 latency (ms)");
 }
 
 #[test]
@@ -709,7 +768,7 @@ fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
         .collect();
     assert!(labels.contains(&"server redis"), "{labels:?}");
     let dir = scratch("memory");
-    let written = write_charts(&report, &dir).unwrap();
+    let written = write_charts(&report, &[], &dir).unwrap();
     assert_eq!(file_names(&written)[8..], ["memory.png", "memory.svg"]);
     assert!(svg_text(&dir, "memory").contains("Redis used memory over time"));
     fs::remove_dir_all(&dir).unwrap();

@@ -109,7 +109,7 @@ fn strokes_stay_distinct_for_many_variants_and_the_legend_stays_in_the_image() {
     for (index, variant) in report.variants.iter_mut().enumerate() {
         variant.name = format!("variant {index} with a rather long name: retries x{index}");
     }
-    for chart in charts(&report) {
+    for chart in charts(&report, &[]) {
         let layout = crate::layout::lay_out(&chart);
         assert_eq!(layout.legend.len(), chart.legend.len(), "{}", chart.name);
         let bottom = |entry: &crate::layout::PlacedEntry| {
@@ -178,7 +178,7 @@ fn configured_limits_are_labelled_reference_lines() {
         .enabled = false;
     let rules = &concurrency::chart(&off).panels[0].rules;
     assert!(rules.iter().all(|rule| !rule.label.contains("bulkhead")));
-    let svg = svg_charts(&limited_report()).unwrap();
+    let svg = svg_charts(&limited_report(), &[]).unwrap();
     let (_, concurrency) = svg.iter().find(|(name, _)| *name == "concurrency").unwrap();
     assert!(concurrency.contains("bulkhead db: max_concurrent 8"));
 }
@@ -388,7 +388,7 @@ fn the_latency_cdf_has_a_line_per_variant_from_the_histogram() {
     assert_eq!(*last, (5000.0, 100.0));
     assert!(panel.lines[1].marks, "the same distribution as the first");
     assert!(labels(&chart).contains(&"timeout + breaker + DB bulkhead (same as no protection)"));
-    let names: Vec<&str> = svg_charts(&report)
+    let names: Vec<&str> = svg_charts(&report, &[])
         .unwrap()
         .iter()
         .map(|(name, _)| *name)
