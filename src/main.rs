@@ -1020,14 +1020,21 @@ fn run(
 }
 
 /// The command that runs `file` again on `seed` with the same `--set` flags, quoted for a
-/// POSIX shell where a word needs it.
+/// POSIX shell where a word needs it. A scenario read from standard input (`-`) is not there
+/// to read again: the command names a file to save it as, and says so.
 fn reproduce(file: &Path, seed: u64, sets: &[Override]) -> String {
-    let mut command = format!(
-        "outagelab run {} --seed {seed}",
+    let from_stdin = file == Path::new("-");
+    let shown = if from_stdin {
+        "scenario.toml".to_owned()
+    } else {
         shell_word(&file.display().to_string())
-    );
+    };
+    let mut command = format!("outagelab run {shown} --seed {seed}");
     for set in sets {
         command.push_str(&format!(" --set {}", shell_word(&set.to_string())));
+    }
+    if from_stdin {
+        command.push_str(" (the scenario came from standard input: save it as scenario.toml)");
     }
     command
 }

@@ -844,6 +844,20 @@ fn a_dash_file_is_read_from_standard_input() {
     let from_stdin = with_stdin(&["run", "-"], &bundled(name));
     assert!(from_stdin.status.success(), "{}", text(&from_stdin.stderr));
     assert_eq!(text(&from_stdin.stdout), text(&from_file.stdout));
+    // A run from standard input that fails says how to run it again: from a saved file.
+    let failing = with_stdin(
+        &["run", "-", "--set", "loads.peak.count=400"],
+        &bundled(name),
+    );
+    assert_eq!(failing.status.code(), Some(1));
+    assert!(
+        text(&failing.stderr).contains(
+            "reproduce with: outagelab run scenario.toml --seed 1 --set loads.peak.count=400 \
+             (the scenario came from standard input: save it as scenario.toml)"
+        ),
+        "{}",
+        text(&failing.stderr)
+    );
     let output = with_stdin(&["validate", "-"], &bundled(name));
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(text(&output.stdout).starts_with("<stdin>: ok (3 variants)"));
