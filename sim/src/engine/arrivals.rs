@@ -4,6 +4,112 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// A load's state: its stream, what it has sent, and its callers or spreading.
+pub(super) struct LoadState {
+    rng: Stream,
+    issued: u64,
+    /// Poisson loads: the next arrival, in nanoseconds with 32 fractional bits, so gaps
+    /// shorter than a nanosecond still add up to the right rate.
+    next_arrival_q32: u128,
+    /// Closed loops: the requests each caller has sent.
+    pub(super) workers: Vec<u64>,
+    /// Closed loops: callers that will send again (the load is active while one is).
+    workers_active: u32,
+    /// A load of a service's flow: the copies of the flow it spreads over, one per instance.
+    spread: Option<Spreading>,
+}
+
+/// How a load picks the instance of each request it sends.
+struct Spreading {
+    /// One per instance, in instance order.
+    flows: Vec<FlowId>,
+    how: Spread,
+    /// Round robin: the instance of the next request.
+    next: usize,
+    /// Random: its own stream, so the load's other draws stay as they are.
+    rng: Stream,
+}
+
+impl Spreading {
+    fn pick(&mut self) -> FlowId {
+        let index = match self.how {
+            Spread::RoundRobin => {
+                let index = self.next;
+                self.next = (self.next + 1) % self.flows.len();
+                index
+            }
+            Spread::Random => self.rng.below(self.flows.len() as u64) as usize,
+        };
+        self.flows[index]
+    }
+}
+
+/// Each load's state at the start of a run, and how many are active; schedules each load's
+/// first arrival, or each closed-loop caller's first send.
+pub(super) fn start_loads(scenario: &Scenario, events: &mut EventQueue) -> (Vec<LoadState>, usize) {
+    let mut loads = Vec::with_capacity(scenario.loads.len());
+    let mut loads_active = 0;
+    for (index, load) in scenario.loads.iter().enumerate() {
+        let id = LoadId(index as u32);
+        let instances = scenario.instance_flows(load.flow);
+        let spread = (instances.len() > 1).then(|| {
+            let service = scenario.flows[load.flow.index()]
+                .instance
+                .expect("a flow with copies belongs to a service")
+                .service;
+            Spreading {
+                flows: instances,
+                how: scenario.services[service.index()].spread,
+                next: 0,
+                rng: Stream::derive(scenario.seed, "load spread", &load.name),
+            }
+        });
+        let mut state = LoadState {
+            rng: Stream::derive(scenario.seed, "load", &load.name),
+            issued: 0,
+            next_arrival_q32: u128::from(load.start.as_nanos()) << 32,
+            workers: Vec::new(),
+            workers_active: 0,
+            spread,
+        };
+        let any = match load.arrivals {
+            Arrivals::Burst { count } => count > 0,
+            Arrivals::Even { end, .. } | Arrivals::Poisson { end, .. } => match end {
+                LoadEnd::Count(count) => count > 0,
+                LoadEnd::Until(until) => load.start < until,
+            },
+            Arrivals::Closed(closed) => {
+                let starts = (0..closed.workers).map(|worker| {
+                    let offset = u128::from(closed.stagger.as_nanos()) * u128::from(worker)
+                        / u128::from(closed.workers);
+                    let offset = u64::try_from(offset).expect("below the stagger");
+                    (
+                        worker,
+                        load.start.saturating_add(SimDuration::from_nanos(offset)),
+                    )
+                });
+                for (worker, at) in starts {
+                    if closed.iterations != Some(0) && closed.until.is_none_or(|u| at < u) {
+                        state.workers_active += 1;
+                        events.schedule(at, Event::WorkerSends { load: id, worker });
+                    }
+                }
+                state.workers = vec![0; closed.workers as usize];
+                if state.workers_active > 0 {
+                    loads_active += 1;
+                }
+                false
+            }
+        };
+        loads.push(state);
+        if any {
+            loads_active += 1;
+            events.schedule(load.start, Event::Arrival(id));
+        }
+    }
+    (loads, loads_active)
+}
+
 impl<'s> Simulator<'s> {
     pub(super) fn on_arrival(&mut self, id: LoadId) {
         let spec = &self.scenario.loads[id.index()];

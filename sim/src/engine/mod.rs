@@ -19,8 +19,10 @@
 //! after every event.
 
 mod arrivals;
+use arrivals::LoadState;
 mod drain;
 mod flow;
+mod memory;
 mod report;
 #[cfg(test)]
 mod stepping;
@@ -344,49 +346,6 @@ struct Slot {
     holds: Vec<Hold>,
 }
 
-struct LoadState {
-    rng: Stream,
-    issued: u64,
-    /// Poisson loads: the next arrival, in nanoseconds with 32 fractional bits, so gaps
-    /// shorter than a nanosecond still add up to the right rate.
-    next_arrival_q32: u128,
-    /// Closed loops: the requests each caller has sent.
-    workers: Vec<u64>,
-    /// Closed loops: callers that will send again (the load is active while one is).
-    workers_active: u32,
-    /// A load of a service's flow: the copies of the flow it spreads over, one per instance.
-    spread: Option<Spreading>,
-}
-
-/// How a load picks the instance of each request it sends.
-struct Spreading {
-    /// One per instance, in instance order.
-    flows: Vec<FlowId>,
-    how: Spread,
-    /// Round robin: the instance of the next request.
-    next: usize,
-    /// Random: its own stream, so the load's other draws stay as they are.
-    rng: Stream,
-}
-
-impl Spreading {
-    fn pick(&mut self) -> FlowId {
-        let index = match self.how {
-            Spread::RoundRobin => {
-                let index = self.next;
-                self.next = (self.next + 1) % self.flows.len();
-                index
-            }
-            Spread::Random => self.rng.below(self.flows.len() as u64) as usize,
-        };
-        self.flows[index]
-    }
-}
-
-/// Slots the request slab grows by when the budget has no room for it to double: a few, for
-/// the requests of the current turn, after which the run stops.
-const SLOTS_OVER_BUDGET: usize = 64;
-
 /// How a step ended: its action ran and returned, or a layer refused it before it ran.
 #[derive(Clone, Copy)]
 enum Ended {
@@ -475,66 +434,7 @@ impl<'s> Simulator<'s> {
         };
         let policies = Policies::new(scenario, &mut observation.metrics, planted);
         let actions = Actions::new(scenario, &mut observation.metrics);
-        let mut loads = Vec::with_capacity(scenario.loads.len());
-        let mut loads_active = 0;
-        for (index, load) in scenario.loads.iter().enumerate() {
-            let id = LoadId(index as u32);
-            let instances = scenario.instance_flows(load.flow);
-            let spread = (instances.len() > 1).then(|| {
-                let service = scenario.flows[load.flow.index()]
-                    .instance
-                    .expect("a flow with copies belongs to a service")
-                    .service;
-                Spreading {
-                    flows: instances,
-                    how: scenario.services[service.index()].spread,
-                    next: 0,
-                    rng: Stream::derive(scenario.seed, "load spread", &load.name),
-                }
-            });
-            let mut state = LoadState {
-                rng: Stream::derive(scenario.seed, "load", &load.name),
-                issued: 0,
-                next_arrival_q32: u128::from(load.start.as_nanos()) << 32,
-                workers: Vec::new(),
-                workers_active: 0,
-                spread,
-            };
-            let any = match load.arrivals {
-                Arrivals::Burst { count } => count > 0,
-                Arrivals::Even { end, .. } | Arrivals::Poisson { end, .. } => match end {
-                    LoadEnd::Count(count) => count > 0,
-                    LoadEnd::Until(until) => load.start < until,
-                },
-                Arrivals::Closed(closed) => {
-                    let starts = (0..closed.workers).map(|worker| {
-                        let offset = u128::from(closed.stagger.as_nanos()) * u128::from(worker)
-                            / u128::from(closed.workers);
-                        let offset = u64::try_from(offset).expect("below the stagger");
-                        (
-                            worker,
-                            load.start.saturating_add(SimDuration::from_nanos(offset)),
-                        )
-                    });
-                    for (worker, at) in starts {
-                        if closed.iterations != Some(0) && closed.until.is_none_or(|u| at < u) {
-                            state.workers_active += 1;
-                            events.schedule(at, Event::WorkerSends { load: id, worker });
-                        }
-                    }
-                    state.workers = vec![0; closed.workers as usize];
-                    if state.workers_active > 0 {
-                        loads_active += 1;
-                    }
-                    false
-                }
-            };
-            loads.push(state);
-            if any {
-                loads_active += 1;
-                events.schedule(load.start, Event::Arrival(id));
-            }
-        }
+        let (loads, loads_active) = arrivals::start_loads(scenario, &mut events);
         for (index, fault) in scenario.faults.iter().enumerate() {
             let id = crate::scenario::FaultId(index as u32);
             events.schedule(fault.at, Event::FaultStarts(id));
@@ -647,50 +547,6 @@ impl<'s> Simulator<'s> {
         self.monitors.check_conservation(self.now);
     }
 
-    /// Counts one piece of work that may grow what the run holds (an event, a request spawned
-    /// or advanced) and, every [`crate::budget::MEMORY_CHECK_EVERY`] of them, reserves the
-    /// estimate from the run's account ([`crate::budget`]): true from the first refusal on.
-    /// Counting work rather than events catches a single event that spawns a burst of
-    /// millions.
-    fn over_memory_budget(&mut self) -> bool {
-        if self.memory.count_work() {
-            let estimate = self.memory_estimate();
-            self.memory.check(estimate);
-        }
-        self.memory.exceeded()
-    }
-
-    /// A slot with its request, and its own array of holds: room for every layer of the
-    /// deepest step, as `Vec` allocates it (at least 4, a power of two), with the
-    /// allocator's header of 16 bytes.
-    fn bytes_per_slot(&self) -> usize {
-        let holds = match self.layers_max {
-            0 => 0,
-            layers => layers.next_power_of_two().max(4) * std::mem::size_of::<Hold>() + 16,
-        };
-        std::mem::size_of::<Slot>() + holds
-    }
-
-    /// What the run holds now, in bytes: the parts that grow with what is in flight or with
-    /// the length of the run (everything else is fixed by the scenario's size).
-    fn memory_estimate(&self) -> u64 {
-        let slots = (self.slots.capacity() * self.bytes_per_slot()) as u64;
-        let queues = (self.free_slots.capacity() * 4 + self.runnable.capacity() * 8) as u64;
-        slots
-            + queues
-            + self.events.capacity() as u64 * EventQueue::ENTRY_BYTES
-            + self.redis.memory_bytes()
-            + self.databases.memory_bytes()
-            + self.after_queries.len() as u64 * 64
-            + self.observation.metrics.series_bytes()
-            + self
-                .loads
-                .iter()
-                .map(|l| l.workers.len() as u64 * 8)
-                .sum::<u64>()
-            + self.callers.memory_bytes()
-    }
-
     fn dispatch(&mut self, event: Event) {
         let now = self.now;
         let events = &mut self.events;
@@ -759,17 +615,7 @@ impl<'s> Simulator<'s> {
             Some(slot) => slot,
             None => {
                 if self.slots.len() == self.slots.capacity() {
-                    // The budget is asked before the slab grows, not after: doubling a slab
-                    // of millions of requests is one allocation of gigabytes.
-                    let doubled = self.slots.capacity().max(SLOTS_OVER_BUDGET);
-                    let bytes = (doubled * self.bytes_per_slot()) as u64;
-                    let estimate = self.memory_estimate();
-                    let more = if self.memory.allows_growth(estimate, bytes) {
-                        doubled
-                    } else {
-                        SLOTS_OVER_BUDGET
-                    };
-                    self.slots.reserve_exact(more);
+                    self.grow_slab();
                 }
                 self.slots.push(Slot {
                     token: 0,
