@@ -205,8 +205,11 @@ async fn a_live_run_does_what_the_file_says_and_reports_it_as_a_simulation_does(
     let Some(server) = RedisServer::start() else {
         return;
     };
+    // A capacity, so the report's limit is there to compare.
+    let base = BASE.replace("latency = \"20ms\"\n", "latency = \"20ms\"\ncapacity = 4\n");
+    assert_ne!(base, BASE);
     let text = format!(
-        "{BASE}[flows.read]\nsteps = [\n  {{ redis = {{ command = \"GET\", connection = \"c\", \
+        "{base}[flows.read]\nsteps = [\n  {{ redis = {{ command = \"GET\", connection = \"c\", \
          key = \"k\" }}, on_hit = \"finish\" }},\n  {{ db = {{ name = \"main\" }} }},\n  \
          {{ redis = {{ command = \"SET\", connection = \"c\", key = \"k\", value = \"1KiB\" }} }},\n]\n"
     );
@@ -243,6 +246,12 @@ async fn a_live_run_does_what_the_file_says_and_reports_it_as_a_simulation_does(
         ),
         (20, 20, 1)
     );
+    // What a live report once left at zero or empty: the flow's peak in flight and the
+    // database's configured limit, the same as simulated (reads 50 ms apart, a 20 ms miss).
+    let (live_flow, sim_flow) = (&summary.flows["read"], &sim.flows["read"]);
+    assert_eq!((live_flow.peak_in_flight, sim_flow.peak_in_flight), (1, 1));
+    let (live_db, sim_db) = (&summary.databases["main"], &sim.databases["main"]);
+    assert_eq!((live_db.capacity, sim_db.capacity), (Some(4), Some(4)));
     assert_eq!(live.series.bucket_ms, simulated.series.bucket_ms);
     assert_eq!(live.series.len(), simulated.series.len());
     assert_eq!(live.series.outcomes["ok"].iter().sum::<u64>(), 20);

@@ -387,11 +387,8 @@ impl Databases {
             peak_waiting: database.peak_connection_waiting,
             collapses: database.collapses_total,
             collapsed_ms: (database.collapsed_ns_total + ongoing_ns) / 1_000_000,
-            capacity: database.capacity.map(u64::from),
-            max_connections: database.max_connections.map(u64::from),
-            connection_queue_max: database
-                .max_connections
-                .map(|_| u64::from(database.connection_queue_max)),
+            // The configured limits: `summaries::set_database_limits`, from the spec.
+            ..DatabaseSummary::default()
         }
     }
 

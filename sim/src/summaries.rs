@@ -9,11 +9,12 @@ use outagelab_model::rate_limit::RateLimitCounters;
 use outagelab_model::retry::RetryCounters;
 use outagelab_model::semaphore::{SemaphoreConfig, SemaphoreCounters};
 use outagelab_report::{
-    AdaptiveLimitSummary, BreakerSummary, BulkheadSummary, CacheSummary, RateLimitSummary,
-    RetrySummary, SemaphoreSummary,
+    AdaptiveLimitSummary, BreakerSummary, BulkheadSummary, CacheSummary, DatabaseSummary,
+    RateLimitSummary, RetrySummary, SemaphoreSummary,
 };
 
 use crate::rules::{BreakerTally, BulkheadTally};
+use crate::scenario::DatabaseSpec;
 
 /// `opened` is the model's count; `state` its state at the run's end.
 pub fn breaker(
@@ -107,4 +108,12 @@ pub fn cache(counters: &CacheCounters) -> CacheSummary {
         invalidations: counters.invalidations,
         flushes: counters.flushes,
     }
+}
+
+/// A database's configured limits, for the reference lines of its charts: the same in a
+/// simulated run and a live one, which stands the database in as the simulator models it.
+pub fn set_database_limits(summary: &mut DatabaseSummary, spec: &DatabaseSpec) {
+    summary.capacity = spec.capacity.map(u64::from);
+    summary.max_connections = spec.connections.map(|limit| u64::from(limit.max));
+    summary.connection_queue_max = spec.connections.map(|limit| u64::from(limit.queue_max));
 }

@@ -74,6 +74,8 @@ pub(crate) struct Recorder {
     in_flight: Level,
     /// Requests of each flow started and not ended.
     pub flow_in_flight: Vec<u64>,
+    /// The most requests of each flow in flight at once.
+    pub flow_peak_in_flight: Vec<u64>,
     /// Fire-and-forget steps of each flow started and not ended.
     pub background_in_flight: Vec<u64>,
     /// Loads still sending.
@@ -173,6 +175,7 @@ impl Recorder {
             last: SimTime::ZERO,
             in_flight,
             flow_in_flight: vec![0; scenario.flows.len()],
+            flow_peak_in_flight: vec![0; scenario.flows.len()],
             background_in_flight: vec![0; scenario.flows.len()],
             loads_active: 0,
             http: scenario.http.map(HttpTally::new),
@@ -223,7 +226,10 @@ impl Recorder {
     pub fn arrived(&mut self, now: SimTime, flow: FlowId) {
         self.at(now);
         self.metrics.record_arrival(flow.index());
-        self.flow_in_flight[flow.index()] += 1;
+        let in_flight = &mut self.flow_in_flight[flow.index()];
+        *in_flight += 1;
+        let peak = &mut self.flow_peak_in_flight[flow.index()];
+        *peak = (*peak).max(*in_flight);
         self.in_flight.add(&mut self.metrics, 1);
     }
 

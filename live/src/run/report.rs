@@ -24,11 +24,12 @@ pub(super) fn report(
     summary.latency_ms = recorder.metrics.latency_stats();
     summary.latency_histogram = recorder.metrics.latency_histogram();
     for (index, flow) in scenario.flows.iter().enumerate() {
-        let flow_summary = recorder.metrics.flow_summary(
+        let mut flow_summary = recorder.metrics.flow_summary(
             index,
             recorder.flow_in_flight[index],
             recorder.background_in_flight[index],
         );
+        flow_summary.peak_in_flight = recorder.flow_peak_in_flight[index];
         summary.flows.insert(flow.name.clone(), flow_summary);
     }
     for (index, database) in scenario.databases.iter().enumerate() {
@@ -38,6 +39,7 @@ pub(super) fn report(
             peak_concurrency: recorder.databases[index].peak,
             ..DatabaseSummary::default()
         };
+        summaries::set_database_limits(entry, database);
     }
     run.layers.summarize(scenario, &mut summary);
     for (spec, live) in scenario.caches.iter().zip(&run.caches) {

@@ -47,6 +47,7 @@ impl<'s> Simulator<'s> {
                 .map(|(index, db)| {
                     let mut summary = self.databases.summary(DatabaseId(index as u32), self.now);
                     summary.lock_wait_ms = self.observation.metrics.lock_wait_stats(index);
+                    crate::summaries::set_database_limits(&mut summary, db);
                     (db.name.clone(), summary)
                 })
                 .collect(),
