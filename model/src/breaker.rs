@@ -76,24 +76,30 @@
 //! nanosecond, capped at `open_for_max` (the [`crate::backoff`] step); closing starts again
 //! from `open_for`. With the default factor of one every opening lasts `open_for`.
 //!
-//! # Uncounted results
+//! # Uncounted and ignored results
 //!
-//! [`UncountedAs::Ignored`] (the default) leaves [`CallOutcome::Ignored`] out of everything
-//! above; [`UncountedAs::Success`] takes it for a success everywhere (resilience4j and
-//! opossum count an error they are told not to record as a success). A call that ended
-//! without a result (its caller stopped waiting) is [`Breaker::on_cancelled`], which counts
-//! neither way under either setting: no reply was seen, so none is made up.
+//! [`CallOutcome::Uncounted`] is an error the caller's classifier does not record; what it
+//! counts as is the config's [`UncountedAs`]: [`UncountedAs::Ignored`] (the default) leaves it
+//! out of everything above, [`UncountedAs::Success`] takes it for a success everywhere
+//! (resilience4j, opossum and Polly v8 count an error they are told not to record as a
+//! success). [`CallOutcome::Ignored`] counts neither way under either setting: resilience4j's
+//! `ignoreExceptions` and gobreaker's `IsExcluded` are checked before the record rule, and a
+//! call that ended without a result (its caller stopped waiting, [`Breaker::on_cancelled`])
+//! has no reply to count, so none is made up.
 //!
 //! # Which results count: the classifier lives with the caller
 //!
 //! The breaker does not look at errors. The caller classifies every finished call as
-//! [`CallOutcome::Success`], [`CallOutcome::Failure`] (counts towards opening) or
+//! [`CallOutcome::Success`], [`CallOutcome::Failure`] (counts towards opening),
+//! [`CallOutcome::Uncounted`] (not recorded: as `uncounted_as` says) or
 //! [`CallOutcome::Ignored`] (counts neither way), and passes only that. In the simulator the
-//! classifier is the breaker's `counts` set (`sim::scenario::BreakerSpec::counts`, mapped in
-//! `sim/src/policies.rs`, `BreakerSlot::exit`): an error in the set is a failure, any other error is
-//! ignored, and ok/hit/miss are successes. The default set is network errors and timeouts
-//! (timeout, refused, connection lost), as seed 003 asks: "count only network/timeout
-//! errors"; an application error then neither opens nor closes the breaker.
+//! classifier is the breaker's `ignores` and `counts` sets (`sim::scenario::BreakerSpec`,
+//! mapped in `sim/src/policies.rs`, `BreakerSlot::exit`): an error in `ignores` is ignored, one
+//! in `counts` is a failure, any other error is uncounted, and ok/hit/miss are successes.
+//! Without a preset the default `counts` is network errors and timeouts (timeout, refused,
+//! connection lost), as seed 003 asks: "count only network/timeout errors"; an application
+//! error then neither opens nor closes the breaker. With a library's preset it is every
+//! error, as the libraries count by default.
 //!
 //! # Transitions
 //!
@@ -234,15 +240,16 @@ pub enum HalfOpenRule {
     FailureRate,
 }
 
-/// What a [`CallOutcome::Ignored`] result counts as.
+/// What a [`CallOutcome::Uncounted`] result counts as.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum UncountedAs {
     /// Nothing: it neither enters the tally nor decides a probe, and a probe so ended frees its
-    /// slot (resilience4j's `ignoreExceptions`).
+    /// slot, as a [`CallOutcome::Ignored`] one (Polly v7's unhandled exceptions).
     #[default]
     Ignored,
     /// A success (resilience4j's exceptions outside `recordExceptions`; opossum's
-    /// `errorFilter`).
+    /// `errorFilter`; an outcome Polly v8's `ShouldHandle` rejects; gobreaker's
+    /// `IsSuccessful`).
     Success,
 }
 
@@ -661,8 +668,15 @@ pub enum CallOutcome {
     Success,
     /// A failure that counts towards opening (for example a timeout or a refused connection).
     Failure,
-    /// A result the classifier does not count either way (for example an application error).
+    /// A result that counts neither way under every configuration: it does not enter the
+    /// tally, and a probe so ended frees its slot (resilience4j's `ignoreExceptions`,
+    /// gobreaker's `IsExcluded`, a call whose caller stopped waiting).
     Ignored,
+    /// A result the classifier does not record (an error outside the breaker's `counts`):
+    /// what it counts as is the config's [`UncountedAs`], ignored by default, a success for
+    /// the libraries whose unrecorded errors are successes (resilience4j's exceptions outside
+    /// `recordExceptions`, opossum's `errorFilter`, Polly v8's `ShouldHandle`).
+    Uncounted,
 }
 
 /// A change of state, reported through [`Breaker::poll_transition`].
@@ -854,7 +868,8 @@ impl Breaker {
     /// Panics if `ticket` was issued by another breaker (checked before anything changes).
     pub fn on_result(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
         let outcome = match (outcome, self.config.uncounted_as) {
-            (CallOutcome::Ignored, UncountedAs::Success) => CallOutcome::Success,
+            (CallOutcome::Uncounted, UncountedAs::Success) => CallOutcome::Success,
+            (CallOutcome::Uncounted, UncountedAs::Ignored) => CallOutcome::Ignored,
             (outcome, _) => outcome,
         };
         self.settle(now, ticket, outcome);
@@ -872,8 +887,10 @@ impl Breaker {
         self.settle(now, ticket, CallOutcome::Ignored);
     }
 
-    /// Records `outcome` (already mapped by `uncounted_as`) for `ticket`.
+    /// Records `outcome` (already mapped by `uncounted_as`: never [`CallOutcome::Uncounted`])
+    /// for `ticket`.
     fn settle(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
+        debug_assert_ne!(outcome, CallOutcome::Uncounted, "mapped by on_result");
         self.id.assert_issued(ticket.owner, "a ticket", "breaker");
         let now = self.observe(now);
         let slow = self
@@ -899,13 +916,15 @@ impl Breaker {
                     self.open(now);
                 }
             }
-            (BreakerState::Closed, CallOutcome::Ignored) => {}
+            (BreakerState::Closed, CallOutcome::Ignored | CallOutcome::Uncounted) => {}
             (BreakerState::HalfOpen, CallOutcome::Success | CallOutcome::Failure) => {
                 debug_assert!(ticket.probe, "a half-open ticket is a probe");
                 self.probe_reported(now, outcome == CallOutcome::Failure, slow);
             }
             // An uncounted probe result frees its slot for another probe.
-            (BreakerState::HalfOpen, CallOutcome::Ignored) => self.probes_admitted -= 1,
+            (BreakerState::HalfOpen, CallOutcome::Ignored | CallOutcome::Uncounted) => {
+                self.probes_admitted -= 1
+            }
             // No ticket of the current epoch exists while open: none is issued while open,
             // opening starts a new epoch, the epoch never wraps, and a ticket of another
             // breaker was refused above.
@@ -2150,8 +2169,8 @@ mod tests {
     #[test]
     fn uncounted_results_can_count_as_successes() {
         use CallOutcome::*;
-        // 50% of 2 calls: an ignored result and a failure.
-        let results = [(1, Ignored), (2, Failure)];
+        // 50% of 2 calls: an uncounted result and a failure.
+        let results = [(1, Uncounted), (2, Failure)];
         let ignoring = Breaker::new(rate_config(500, 2, 1));
         assert_eq!(
             states_after(ignoring, &results),
@@ -2165,7 +2184,10 @@ mod tests {
         // An uncounted probe closes the breaker instead of freeing its slot.
         let mut b = Breaker::new(config);
         trip(&mut b, ms(0), 2);
-        assert_eq!(probes(&mut b, ms(100), &[Ignored]), [BreakerState::Closed]);
+        assert_eq!(
+            probes(&mut b, ms(100), &[Uncounted]),
+            [BreakerState::Closed]
+        );
         // A cancelled one (no result seen) does not: it frees its slot, and counts in no
         // window either.
         let mut b = Breaker::new(config);
@@ -2177,6 +2199,33 @@ mod tests {
         assert_eq!(b.state_at(ms(101)), BreakerState::HalfOpen);
         assert!(
             matches!(b.try_admit(ms(102)), Admit::Yes(_)),
+            "the slot is free"
+        );
+    }
+
+    /// resilience4j's ignored exceptions stay ignored when its unrecorded ones are successes:
+    /// `Ignored` counts neither way under `UncountedAs::Success` (before the split of
+    /// `Uncounted` from `Ignored`, both became successes).
+    #[test]
+    fn ignored_results_stay_ignored_when_uncounted_ones_are_successes() {
+        use CallOutcome::*;
+        let config = rate_config(500, 2, 1).with_uncounted_as(UncountedAs::Success);
+        // An ignored result and a failure: one call in a window that needs two, so closed
+        // (taken for a success, it would be 50% of two and open it).
+        let mut b = Breaker::new(config);
+        call(&mut b, ms(1), Ignored);
+        call(&mut b, ms(2), Failure);
+        assert_eq!(b.window_counts(ms(2)).map(|w| w.calls), Some(1));
+        assert_eq!(b.state(), BreakerState::Closed);
+        // An ignored probe frees its slot, where an uncounted one closes the breaker.
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 2);
+        assert_eq!(
+            probes(&mut b, ms(100), &[Ignored]),
+            [BreakerState::HalfOpen]
+        );
+        assert!(
+            matches!(b.try_admit(ms(100)), Admit::Yes(_)),
             "the slot is free"
         );
     }
@@ -2465,6 +2514,7 @@ mod tests {
                     Just(CallOutcome::Failure),
                     Just(CallOutcome::Success),
                     Just(CallOutcome::Ignored),
+                    Just(CallOutcome::Uncounted),
                 ]).prop_map(|(index, outcome)| Op::Report(index, outcome)),
             ]
         }
@@ -2676,7 +2726,8 @@ mod tests {
                 let failed = match outcome {
                     CallOutcome::Success => false,
                     CallOutcome::Failure => true,
-                    CallOutcome::Ignored => {
+                    // The reference's configs keep the default uncounted_as (ignored).
+                    CallOutcome::Ignored | CallOutcome::Uncounted => {
                         if self.state == BreakerState::HalfOpen {
                             self.probes_out -= 1;
                         }
@@ -2731,6 +2782,7 @@ mod tests {
                     3 => Just(CallOutcome::Failure),
                     3 => Just(CallOutcome::Success),
                     1 => Just(CallOutcome::Ignored),
+                    1 => Just(CallOutcome::Uncounted),
                 ]).prop_map(|(index, outcome)| Op::Report(index, outcome)),
                 1 => Just(Op::Poll),
             ]

@@ -44,9 +44,27 @@ pub struct BreakerPreset {
     pub evaluate_on: EvaluateOn,
     pub late_failures: LateFailures,
     pub slow_calls: Option<SlowCalls>,
+    /// A time window shorter than this is kept as a single window, whatever the number of
+    /// slots a longer one has (Polly's 200 ms: [`POLLY_SINGLE_WINDOW_BELOW`]); `None`: every
+    /// time window has [`WINDOW_SLOTS_DEFAULT`] slots unless the file says.
+    pub single_window_below: Option<SimDuration>,
 }
 
+/// The slots of a time window whose slots the scenario does not give.
+pub const WINDOW_SLOTS_DEFAULT: u32 = 10;
+
+/// Polly (v7's `AdvancedCircuitController`, v8's `HealthMetrics.Create`) keeps a sampling
+/// duration shorter than `ResolutionOfCircuitTimer × NumberOfWindows` = 20 ms × 10 = 200 ms
+/// as one window (`SingleHealthMetrics`), and a longer one as 10 (`RollingHealthMetrics`).
+pub const POLLY_SINGLE_WINDOW_BELOW: SimDuration = SimDuration::from_millis(200);
+
 impl BreakerPreset {
+    /// The slots of a time window of `length` whose slots the scenario does not give: one
+    /// below the preset's `single_window_below`, [`WINDOW_SLOTS_DEFAULT`] otherwise.
+    pub fn window_slots(&self, length: SimDuration) -> u32 {
+        window_slots(Some(self), length)
+    }
+
     /// The preset's values as a breaker configuration. Every preset here is valid (a unit
     /// test builds each one).
     pub fn config(&self) -> Result<BreakerConfig, ConfigError> {
@@ -76,6 +94,15 @@ impl BreakerPreset {
                     .with_evaluate_on(self.evaluate_on)
                     .with_late_failures(self.late_failures)
             })
+    }
+}
+
+/// The slots of a time window of `length` whose slots the scenario does not give, under
+/// `preset` if there is one (see [`BreakerPreset::window_slots`]).
+pub fn window_slots(preset: Option<&BreakerPreset>, length: SimDuration) -> u32 {
+    match preset.and_then(|preset| preset.single_window_below) {
+        Some(below) if length < below => 1,
+        _ => WINDOW_SLOTS_DEFAULT,
     }
 }
 
@@ -115,6 +142,7 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
         duration: secs(60),
         rate_permille: 1000,
     }),
+    single_window_below: None,
 };
 
 /// Polly 8.5 (`Polly.Core`), `CircuitBreakerStrategyOptions` defaults (pollydocs.org,
@@ -122,12 +150,15 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
 pub const POLLY_V8: BreakerPreset = BreakerPreset {
     name: "polly-v8",
     source: "Polly 8.5 CircuitBreakerStrategyOptions defaults: FailureRatio 0.1, \
-             MinimumThroughput 100, SamplingDuration 30s (kept in 10 windows), BreakDuration \
+             MinimumThroughput 100, SamplingDuration 30s (kept in 10 windows; a \
+             SamplingDuration under 200 ms is one window, HealthMetrics.Create), BreakDuration \
              5s, no BreakDurationGenerator; one probe in half-open",
     notes: "the ratio is compared only on a failure (evaluate_on = \"failure\"); an outcome \
             ShouldHandle rejects is a success; a probe with no answer after BreakDuration lets \
             Polly admit another probe, which outagelab does not model (it waits, or reopens \
-            with half_open_max_wait)",
+            with half_open_max_wait); Polly's windows start at the first result after the \
+            last one ended, outagelab's are aligned to multiples of their length from the \
+            start",
     trip: Trip::FailureRate {
         rate_permille: 100,
         window: Window::Time {
@@ -146,6 +177,7 @@ pub const POLLY_V8: BreakerPreset = BreakerPreset {
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
     slow_calls: None,
+    single_window_below: Some(POLLY_SINGLE_WINDOW_BELOW),
 };
 
 /// Polly 7.2.4, `AdvancedCircuitBreaker`: it has no defaults, so the values are the wiki's
@@ -153,8 +185,8 @@ pub const POLLY_V8: BreakerPreset = BreakerPreset {
 pub const POLLY_V7_ADVANCED: BreakerPreset = BreakerPreset {
     name: "polly-v7-advanced",
     source: "Polly 7.2.4 AdvancedCircuitBreaker, the wiki's example: failureThreshold 0.5, \
-             samplingDuration 10s (10 windows), minimumThroughput 8, durationOfBreak 30s; one \
-             probe in half-open",
+             samplingDuration 10s (10 windows; under 200 ms, one window), minimumThroughput \
+             8, durationOfBreak 30s; one probe in half-open",
     notes: "the threshold is compared only on a failure; an exception the policy does not \
             handle is rethrown and counts neither way (uncounted_as = \"ignored\"), but in \
             half-open Polly v7 then admits the next probe only after another durationOfBreak, \
@@ -177,6 +209,7 @@ pub const POLLY_V7_ADVANCED: BreakerPreset = BreakerPreset {
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
     slow_calls: None,
+    single_window_below: Some(POLLY_SINGLE_WINDOW_BELOW),
 };
 
 /// opossum 8.1 (Node.js), `CircuitBreaker` option defaults (README, "Options", and
@@ -209,6 +242,7 @@ pub const OPOSSUM: BreakerPreset = BreakerPreset {
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
     slow_calls: None,
+    single_window_below: None,
 };
 
 /// sony/gobreaker 2.0, `Settings` zero values (README and `gobreaker.go`).
@@ -231,6 +265,7 @@ pub const GOBREAKER: BreakerPreset = BreakerPreset {
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
     slow_calls: None,
+    single_window_below: None,
 };
 
 /// Every breaker preset, in the order the documentation lists them.
@@ -460,5 +495,38 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), count);
         assert_eq!(breaker_preset("hystrix"), None);
+    }
+
+    /// A preset's own time window has the slots its rule gives a window of that length.
+    #[test]
+    fn every_preset_s_window_follows_its_slot_rule() {
+        for preset in BREAKER_PRESETS {
+            if let Trip::FailureRate {
+                window: Window::Time { length, slots },
+                ..
+            } = preset.trip
+            {
+                assert_eq!(preset.window_slots(length), slots, "{}", preset.name);
+            }
+        }
+    }
+
+    /// Polly's `HealthMetricsTests.Create_Ok` (App-vNext/Polly 173d6d1,
+    /// `test/Polly.Core.Tests/CircuitBreaker/Health/HealthMetricsTests.cs`): 100 and 199 ms
+    /// are one window (`SingleHealthMetrics`), 200 and 201 ms are ten (`RollingHealthMetrics`).
+    /// The other presets keep ten slots for any length.
+    #[test]
+    fn polly_keeps_a_sampling_duration_under_200_ms_as_one_window() {
+        let ms = SimDuration::from_millis;
+        for polly in [POLLY_V8, POLLY_V7_ADVANCED] {
+            let slots: Vec<u32> = [100, 199, 200, 201]
+                .map(|length| polly.window_slots(ms(length)))
+                .to_vec();
+            assert_eq!(slots, [1, 1, 10, 10], "{}", polly.name);
+        }
+        for other in [RESILIENCE4J, OPOSSUM, GOBREAKER] {
+            assert_eq!(other.window_slots(ms(100)), 10, "{}", other.name);
+        }
+        assert_eq!(window_slots(None, ms(100)), WINDOW_SLOTS_DEFAULT);
     }
 }

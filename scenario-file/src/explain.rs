@@ -194,6 +194,7 @@ fn explain_breaker(out: &mut String, section: &str, preset: Option<&str>, spec: 
         }
     }
     line("counts", outcomes(spec.counts));
+    line("ignores", outcomes(spec.ignores));
 }
 
 fn explain_retry(out: &mut String, section: &str, preset: Option<&str>, spec: &RetrySpec) {
@@ -414,6 +415,37 @@ count = 5
                 },
             ]
         );
+    }
+
+    /// A Polly window the file writes without its slots is kept as Polly keeps it: one window
+    /// under 200 ms, ten from 200 ms; other breakers get ten slots at any length.
+    #[test]
+    fn a_polly_window_under_200_ms_is_one_window() {
+        let file = |breaker: &str, window: &str| {
+            FILE.replace(
+                "[breakers.plain]\nfailures = 3\nopen_for = \"1s\"",
+                &format!(
+                    "[breakers.plain]\n{breaker}\nopen_for = \"1s\"\nfailure_rate = {{ percent = 10, \
+                     window = \"{window}\", min_calls = 2 }}\nignores = [\"oom\"]"
+                ),
+            )
+        };
+        for (breaker, window, slots) in [
+            ("preset = \"polly-v8\"", "150ms", 1),
+            ("preset = \"polly-v8\"", "199ms", 1),
+            ("preset = \"polly-v8\"", "200ms", 10),
+            ("preset = \"polly-v7-advanced\"", "100ms", 1),
+            ("preset = \"opossum\"", "150ms", 10),
+            ("", "150ms", 10),
+        ] {
+            let parsed = crate::parse(&file(breaker, window), std::path::Path::new("t.toml"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let variant = &parsed.variants[0];
+            let text = explain(variant);
+            let line = format!("window = \"{window}\", window_slots = {slots}");
+            assert!(text.contains(&line), "{breaker}: no `{line}` in:\n{text}");
+            assert!(text.contains("  ignores = [\"oom\"]"), "{text}");
+        }
     }
 
     #[test]

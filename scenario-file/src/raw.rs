@@ -227,6 +227,8 @@ pub struct RawBreaker {
     pub open_for: Option<Spanned<Text>>,
     pub half_open_probes: Option<Spanned<Whole>>,
     pub counts: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Errors that count neither way.
+    pub ignores: Option<Spanned<Vec<Spanned<String>>>>,
     /// What a failure of a call admitted in an earlier state does.
     pub late_failures: Option<LateFailuresName>,
     pub half_open_rule: Option<Spanned<HalfOpenRuleName>>,

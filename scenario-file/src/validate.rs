@@ -1515,9 +1515,11 @@ impl<'a> Validator<'a> {
                             }
                             None => {
                                 // The default must divide the window too: point at the window.
+                                // Ten slots, or the preset's rule (Polly keeps a window under
+                                // 200 ms as one).
                                 let span = length_span.clone();
                                 fields.push(("window_slots", rate_key("window_slots"), Some(span)));
-                                Some(10)
+                                length.map(|length| presets::window_slots(preset, length))
                             }
                         };
                         length
@@ -1702,41 +1704,32 @@ impl<'a> Validator<'a> {
             // IsSuccessful); without a preset, seed 003's network errors and timeouts.
             None if raw.preset.is_some() => OutcomeSet::every_error(),
             None => OutcomeSet::network_errors(),
+            Some(list) => self.breaker_outcomes(list, &format!("{prefix}.counts")),
+        };
+        // Ignored errors count neither way (resilience4j's ignoreExceptions, gobreaker's
+        // IsExcluded): none unless the file lists them. Listed in both, an error would be
+        // ignored (the classifier asks `ignores` first), which the file cannot have meant.
+        let ignores = match &raw.ignores {
+            None => OutcomeSet::default(),
             Some(list) => {
-                let mut outcomes = Vec::new();
-                for entry in list.get_ref() {
-                    let key = format!("{prefix}.counts");
-                    match Outcome::from_name(entry.get_ref()) {
-                        Some(Outcome::Ok) => {
-                            self.error(Some(entry.span()), key, "`ok` is a success, not a failure to count")
-                        }
-                        Some(Outcome::BreakerOpen) => self.error(
-                            Some(entry.span()),
-                            key,
-                            "`breaker_open` is the breaker's own refusal: it never reaches the breaker",
-                        ),
-                        Some(Outcome::Cancelled) => self.error(
-                            Some(entry.span()),
-                            key,
-                            "`cancelled` ends a request whose caller has gone: no step, policy or \
-                             caller sees it",
-                        ),
-                        Some(outcome) => outcomes.push(outcome),
-                        None => {
-                            let known: Vec<&str> = Outcome::ALL[1..]
-                        .iter()
-                        .filter(|&&o| o != Outcome::Cancelled)
-                        .map(|o| o.name())
-                        .collect();
+                let key = format!("{prefix}.ignores");
+                let ignores = self.breaker_outcomes(list, &key);
+                if let Some(counted) = &raw.counts {
+                    for entry in list.get_ref() {
+                        let written = |e: &Spanned<String>| e.get_ref() == entry.get_ref();
+                        if counted.get_ref().iter().any(written) {
                             self.error(
                                 Some(entry.span()),
-                                key,
-                                format!("unknown outcome `{}` (outcomes: {})", entry.get_ref(), known.join(", ")),
+                                key.clone(),
+                                format!(
+                                    "`{}` is in counts too: an error is either counted or ignored",
+                                    entry.get_ref()
+                                ),
                             );
                         }
                     }
                 }
-                OutcomeSet::new(outcomes)
+                ignores
             }
         };
         Some(BreakerSpec {
@@ -1744,7 +1737,24 @@ impl<'a> Validator<'a> {
             enabled: raw.enabled.unwrap_or(true),
             config,
             counts,
+            ignores,
         })
+    }
+
+    /// A breaker's list of error outcomes (`counts`, `ignores`): a policy's list of errors
+    /// ([`Self::error_outcomes`]), less `breaker_open`, the breaker's own refusal. On an error
+    /// (already reported, located) the set is empty: the file is refused anyway.
+    fn breaker_outcomes(&mut self, list: &Spanned<Vec<Spanned<String>>>, key: &str) -> OutcomeSet {
+        for entry in list.get_ref() {
+            if Outcome::from_name(entry.get_ref()) == Some(Outcome::BreakerOpen) {
+                self.error(
+                    Some(entry.span()),
+                    key,
+                    "`breaker_open` is the breaker's own refusal: it never reaches the breaker",
+                );
+            }
+        }
+        self.error_outcomes(list, key).unwrap_or_default()
     }
 
     fn bulkhead(&mut self, name: &str, raw: &RawBulkhead) -> Option<BulkheadSpec> {

@@ -21,7 +21,7 @@
 use outagelab_model::adaptive_limit::{
     Acquire as AdaptiveAcquire, AdaptiveLimit, Outcome as Sample, Permit as AdaptivePermit,
 };
-use outagelab_model::breaker::{Admit, Breaker, BreakerState, CallOutcome, Ticket, Transition};
+use outagelab_model::breaker::{Admit, Breaker, BreakerState, Ticket, Transition};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
@@ -35,7 +35,7 @@ use crate::journal::{self, Journal};
 use crate::kernel::{RequestRef, StepResult};
 use crate::metrics::{GaugeId, Metrics};
 use crate::rng::Stream;
-use crate::scenario::{OutcomeSet, PolicyRef, Scenario};
+use crate::scenario::{BreakerClassifier, OutcomeSet, PolicyRef, Scenario};
 
 /// What a request holds for a layer it passed, until it exits it.
 #[derive(Debug)]
@@ -130,7 +130,7 @@ pub(crate) trait Layer {
 pub(crate) struct BreakerSlot {
     breaker: Breaker,
     enabled: bool,
-    counts: OutcomeSet,
+    classifier: BreakerClassifier,
     rejected: u64,
     /// Transitions into half-open and into closed (openings are counted by the breaker).
     half_opened: u64,
@@ -175,11 +175,7 @@ impl Layer for BreakerSlot {
         let Hold::Breaker(ticket) = hold else {
             return Exit::Left(None);
         };
-        let outcome = match leaving.io_result {
-            StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
-            StepResult::Error(kind) if self.counts.contains(kind) => CallOutcome::Failure,
-            StepResult::Error(_) => CallOutcome::Ignored,
-        };
+        let outcome = self.classifier.classify(leaving.io_result);
         self.breaker.on_result(now, ticket, outcome);
         self.drain_transitions();
         Exit::Left(None)
@@ -484,7 +480,7 @@ impl Policies {
             .map(|spec| BreakerSlot {
                 breaker: Breaker::new(spec.config),
                 enabled: spec.enabled,
-                counts: spec.counts,
+                classifier: spec.classifier(),
                 rejected: 0,
                 half_opened: 0,
                 closed: 0,

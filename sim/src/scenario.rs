@@ -10,7 +10,7 @@ use std::num::{NonZeroU32, NonZeroU64};
 
 use outagelab_model::ConfigError;
 use outagelab_model::adaptive_limit::AdaptiveLimitConfig;
-use outagelab_model::breaker::BreakerConfig;
+use outagelab_model::breaker::{BreakerConfig, CallOutcome};
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
 use outagelab_model::lock::{LockConfig, LockToken};
@@ -646,8 +646,44 @@ pub struct BreakerSpec {
     /// A disabled breaker admits every call (variants switch breakers on and off).
     pub enabled: bool,
     pub config: BreakerConfig,
-    /// Which error outcomes count as failures; the others are ignored.
+    /// Which error outcomes count as failures; the others are uncounted (the config's
+    /// `uncounted_as` says what they count as).
     pub counts: OutcomeSet,
+    /// Which error outcomes count neither way, whatever `counts` and `uncounted_as` say
+    /// (resilience4j's `ignoreExceptions`, gobreaker's `IsExcluded`). Empty by default.
+    pub ignores: OutcomeSet,
+}
+
+impl BreakerSpec {
+    /// The breaker's error classifier, for the simulator and the live runner alike.
+    pub fn classifier(&self) -> BreakerClassifier {
+        BreakerClassifier {
+            counts: self.counts,
+            ignores: self.ignores,
+        }
+    }
+}
+
+/// How a breaker counts a finished step: the one rule the simulator and the live runner share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BreakerClassifier {
+    pub counts: OutcomeSet,
+    pub ignores: OutcomeSet,
+}
+
+impl BreakerClassifier {
+    /// ok, hit and miss are successes; an error in `ignores` is ignored (checked first, as
+    /// resilience4j checks `ignoreExceptions` before `recordExceptions`); one in `counts` is a
+    /// failure; any other error is uncounted.
+    pub fn classify(self, result: crate::kernel::StepResult) -> CallOutcome {
+        use crate::kernel::StepResult;
+        match result {
+            StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
+            StepResult::Error(kind) if self.ignores.contains(kind) => CallOutcome::Ignored,
+            StepResult::Error(kind) if self.counts.contains(kind) => CallOutcome::Failure,
+            StepResult::Error(_) => CallOutcome::Uncounted,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -43,13 +43,7 @@ impl Run {
                         };
                     };
                     let end = inner().await;
-                    guard.finish(match end.io {
-                        StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
-                        StepResult::Error(kind) if slot.counts.contains(kind) => {
-                            CallOutcome::Failure
-                        }
-                        StepResult::Error(_) => CallOutcome::Ignored,
-                    });
+                    guard.finish(slot.classifier.classify(end.io));
                     self.observe_breaker(id.index());
                     end
                 }

@@ -44,7 +44,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use outagelab_model::breaker::{BreakerState, CallOutcome};
+use outagelab_model::breaker::BreakerState;
 use outagelab_model::retry::RetryDecision;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{
@@ -52,9 +52,9 @@ use outagelab_report::{
     RetrySummary, RunnerTiming, SemaphoreSummary, SlotSummary, VariantReport, Verdict,
 };
 use outagelab_sim::scenario::{
-    Arrivals, CacheOp, ClosedLoop, ConnectionId, DatabaseId, FaultKind, FaultSpec, FaultTarget,
-    FlowId, KeyFamilyId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet, PolicyRef, RedisCommand,
-    StepAction, StepSpec,
+    Arrivals, BreakerClassifier, CacheOp, ClosedLoop, ConnectionId, DatabaseId, FaultKind,
+    FaultSpec, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadSpec, OnError, OnHit, OutcomeSet,
+    PolicyRef, RedisCommand, StepAction, StepSpec,
 };
 use outagelab_sim::{Scenario, StepResult, Stream, key_index, summaries};
 use redis::RedisError;
@@ -157,7 +157,7 @@ pub async fn run(
 struct LiveBreakerSlot {
     live: LiveBreaker,
     enabled: bool,
-    counts: OutcomeSet,
+    classifier: BreakerClassifier,
 }
 
 struct LiveSemaphoreSlot {
@@ -631,7 +631,7 @@ async fn drive(
             .map(|spec| LiveBreakerSlot {
                 live: LiveBreaker::with_clock(spec.config, clock),
                 enabled: spec.enabled,
-                counts: spec.counts,
+                classifier: spec.classifier(),
             })
             .collect(),
         breaker_counts: Mutex::new(vec![[0; 3]; scenario.breakers.len()]),
