@@ -245,15 +245,22 @@ pub const OPOSSUM: BreakerPreset = BreakerPreset {
     single_window_below: None,
 };
 
-/// sony/gobreaker 2.0, `Settings` zero values (README and `gobreaker.go`).
+/// sony/gobreaker v2.4.0, `Settings` zero values (README and `v2/gobreaker.go` at fed8e9e).
 pub const GOBREAKER: BreakerPreset = BreakerPreset {
     name: "gobreaker",
-    source: "sony/gobreaker 2.0 Settings defaults: MaxRequests 0 (= 1), Interval 0 (counts \
-             never cleared while closed), Timeout 0 (= 60s), ReadyToTrip \
-             ConsecutiveFailures > 5",
+    source: "sony/gobreaker v2.4.0 Settings defaults (v2/gobreaker.go): MaxRequests 0 (= 1), \
+             Interval 0 (counts never cleared while closed), BucketPeriod 0, Timeout 0 (= 60s), \
+             ReadyToTrip ConsecutiveFailures > 5, IsSuccessful err == nil, IsExcluded none",
     notes: "MaxRequests consecutive successes close a half-open breaker, any failure reopens \
-            it; IsSuccessful says which errors count, as the breaker's counts set does here; a \
-            result from an earlier generation is dropped (late_failures = \"ignored\")",
+            it; IsSuccessful says which errors count (the breaker's counts, the others \
+            successes) and IsExcluded which count neither way (its ignores); a result whose \
+            request started in an earlier generation is dropped, and with Interval 0 a \
+            generation ends only with a change of state: late_failures = \"ignored\". Not \
+            modelled, for a file that writes a window: with an Interval and no BucketPeriod, \
+            each interval (from the breaker's closing) is a generation of its own, so a \
+            request that spans its end counts neither way, where outagelab's one-slot window \
+            (from the start) counts it in the next; with a BucketPeriod a result counts in the \
+            bucket its request started in, outagelab's in the slot it ends in",
     trip: Trip::Consecutive { failures_max: 6 },
     open_for: secs(60),
     half_open_probes: 1,
@@ -419,21 +426,23 @@ pub const IOREDIS: ClientPreset = ClientPreset {
     pending_max: None,
 };
 
-/// redis-rs 0.27, `Client::get_multiplexed_async_connection()` with the default
-/// `AsyncConnectionConfig`.
+/// redis-rs 1.8.1 (the version `Cargo.lock` pins, which `outagelab live` runs),
+/// `Client::get_multiplexed_async_connection()` with the default `AsyncConnectionConfig`
+/// (`src/client.rs`: `DEFAULT_RESPONSE_TIMEOUT`, `DEFAULT_CONNECTION_TIMEOUT`).
 pub const REDIS_RS_MULTIPLEXED: ClientPreset = ClientPreset {
     name: "redis-rs-multiplexed",
-    source: "redis-rs 0.27 MultiplexedConnection, default AsyncConnectionConfig: no \
-             response_timeout, no reconnection (a dropped connection fails every pending and \
-             later command)",
-    notes: "redis-rs has no connection timeout by default; connect_timeout is unused here \
-            because the connection exists at start and is never replaced; its request channel \
-            holds 50 commands and makes further callers wait, which outagelab does not model \
-            (no pending_max)",
-    command_timeout: None,
+    source: "redis-rs 1.8.1 MultiplexedConnection, default AsyncConnectionConfig \
+             (src/client.rs): response_timeout 500 ms, connection_timeout 1 s, no \
+             reconnection (a dropped connection fails every pending and later command)",
+    notes: "connect_timeout is unused here because the connection exists at start and is \
+            never replaced; the response timeout also runs while a command waits for a place \
+            in the request channel, which holds 50 commands (pipeline_buffer_size) and makes \
+            further callers wait: outagelab does not model that channel (no pending_max), so \
+            its timeout runs from the send",
+    command_timeout: Some(SimDuration::from_millis(500)),
     offline_queue: false,
     max_retries: Some(0),
-    connect_timeout: secs(10),
+    connect_timeout: secs(1),
     reconnect_delay: SimDuration::from_millis(50),
     reconnect_delay_max: secs(2),
     reconnect: ClientReconnect::Never,
