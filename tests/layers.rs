@@ -202,6 +202,9 @@ fn every_breaker_preset_counts_error_replies_as_its_library_does() {
         0,
         "a preset with counts written keeps them"
     );
+    // opossum's allowWarmUp: no opening before warm_up; the errors end at 3 s.
+    assert_eq!(opened("preset = \"opossum\"\nwarm_up = \"3s\""), 0);
+    assert_eq!(opened("preset = \"opossum\"\nwarm_up = \"2500ms\""), 1);
 }
 
 /// An error a breaker `ignores` counts neither way, where one outside `counts` under the

@@ -53,6 +53,10 @@
 //! success never opens the breaker, and the window that reached `min_calls` on a success
 //! opens at the next failure if the rate still holds.
 //!
+//! With a warm-up ([`BreakerConfig::with_warm_up`], opossum's `allowWarmUp`), results before
+//! `SimTime::ZERO + warm_up` are tallied but never open the breaker; the first result from that
+//! instant on that satisfies the rule opens it.
+//!
 //! # Half-open
 //!
 //! The same for every trip rule: when the opening has passed the breaker admits at most
@@ -213,6 +217,8 @@ pub struct BreakerConfig {
     open_growth: BackoffConfig,
     evaluate_on: EvaluateOn,
     slow_calls: Option<SlowCalls>,
+    /// How long after the start the trip rule may not open the breaker.
+    warm_up: Option<SimDuration>,
 }
 
 /// The slow-call rule of a failure-rate breaker (resilience4j's `slowCallDurationThreshold`
@@ -423,6 +429,7 @@ impl BreakerConfig {
             open_growth: BackoffConfig::new(open_for, FACTOR_PERMILLE_ONE, open_for, Jitter::None)?,
             evaluate_on: EvaluateOn::Any,
             slow_calls: None,
+            warm_up: None,
         })
     }
 
@@ -541,6 +548,18 @@ impl BreakerConfig {
 
     /// The same config comparing the failure rate after the results given (the default is
     /// [`EvaluateOn::Any`]).
+    /// The same config with a warm-up: until `warm_up` has passed since [`SimTime::ZERO`] (the
+    /// start of the run), the trip rule records results but does not open the breaker; the
+    /// first result after it that satisfies the rule does (opossum's `allowWarmUp`, whose
+    /// warm-up lasts its `rollingCountTimeout`). `None`, the default, has none.
+    pub fn with_warm_up(self, warm_up: Option<SimDuration>) -> Self {
+        BreakerConfig { warm_up, ..self }
+    }
+
+    pub fn warm_up(&self) -> Option<SimDuration> {
+        self.warm_up
+    }
+
     pub fn with_evaluate_on(self, evaluate_on: EvaluateOn) -> Self {
         BreakerConfig {
             evaluate_on,
@@ -907,12 +926,12 @@ impl Breaker {
         match (self.state, outcome) {
             (BreakerState::Closed, CallOutcome::Success) => {
                 let reached = self.tally.record(now, false, slow);
-                if reached && self.config.evaluate_on == EvaluateOn::Any {
+                if reached && self.config.evaluate_on == EvaluateOn::Any && self.warmed_up(now) {
                     self.open(now);
                 }
             }
             (BreakerState::Closed, CallOutcome::Failure) => {
-                if self.tally.record(now, true, slow) {
+                if self.tally.record(now, true, slow) && self.warmed_up(now) {
                     self.open(now);
                 }
             }
@@ -1014,10 +1033,17 @@ impl Breaker {
 
     /// A counted failure of a call admitted in an earlier state, under
     /// [`LateFailures::Counted`].
+    /// Whether the warm-up (if any) is over at `now`: the trip rule may open the breaker.
+    fn warmed_up(&self, now: SimTime) -> bool {
+        self.config
+            .warm_up
+            .is_none_or(|warm_up| now >= SimTime::ZERO.saturating_add(warm_up))
+    }
+
     fn late_failure(&mut self, now: SimTime, slow: bool) {
         match self.state {
             BreakerState::Closed => {
-                if self.tally.record(now, true, slow) {
+                if self.tally.record(now, true, slow) && self.warmed_up(now) {
                     self.open(now);
                 }
             }
@@ -2201,6 +2227,32 @@ mod tests {
             matches!(b.try_admit(ms(102)), Admit::Yes(_)),
             "the slot is free"
         );
+    }
+
+    /// A warm-up tallies results without opening; the first result at or after its end that
+    /// satisfies the rule opens the breaker, counting what the warm-up tallied.
+    #[test]
+    fn a_warm_up_holds_the_trip_rule_until_it_ends() {
+        let config = BreakerConfig::new(3, SimDuration::from_millis(100), 1)
+            .unwrap()
+            .with_warm_up(Some(SimDuration::from_millis(50)));
+        let mut b = Breaker::new(config);
+        for at in [0, 10, 20, 49] {
+            call(&mut b, ms(at), CallOutcome::Failure);
+        }
+        assert_eq!(
+            b.state(),
+            BreakerState::Closed,
+            "four failures in the warm-up"
+        );
+        call(&mut b, ms(50), CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open, "the fifth, at its end");
+        // Without the warm-up the third failure opens it.
+        let mut b = Breaker::new(config.with_warm_up(None));
+        for at in [0, 10, 20] {
+            call(&mut b, ms(at), CallOutcome::Failure);
+        }
+        assert_eq!(b.state(), BreakerState::Open);
     }
 
     /// resilience4j's ignored exceptions stay ignored when its unrecorded ones are successes:

@@ -10,9 +10,12 @@
 //!
 //! What a preset cannot say, because the model has no such knob, is listed in its `notes`
 //! (opossum's call timeout and its counting of rejected calls, Polly's second probe after a
-//! break duration without an answer). The classifier (which errors count as failures) stays the
-//! breaker's `counts` set, as for any breaker; with a preset and no `counts` written, the file
-//! reader sets it to every error, which is what each of these libraries counts by default.
+//! break duration without an answer). The classifier (which errors count as failures, which
+//! count neither way) stays the breaker's `counts` and `ignores` sets, as for any breaker; with
+//! a preset and no `counts` written, the file reader sets it to every error, which is what each
+//! of these libraries counts by default, and a preset's `uncounted_as` says what an error
+//! outside `counts` is (resilience4j's unrecorded exceptions are successes, its ignored ones
+//! are `ignores`).
 
 use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use crate::breaker::{
@@ -48,6 +51,9 @@ pub struct BreakerPreset {
     /// slots a longer one has (Polly's 200 ms: [`POLLY_SINGLE_WINDOW_BELOW`]); `None`: every
     /// time window has [`WINDOW_SLOTS_DEFAULT`] slots unless the file says.
     pub single_window_below: Option<SimDuration>,
+    /// How long after the start the trip rule may not open the breaker (opossum's
+    /// `allowWarmUp`, off by default).
+    pub warm_up: Option<SimDuration>,
 }
 
 /// The slots of a time window whose slots the scenario does not give.
@@ -93,6 +99,7 @@ impl BreakerPreset {
                 config
                     .with_evaluate_on(self.evaluate_on)
                     .with_late_failures(self.late_failures)
+                    .with_warm_up(self.warm_up)
             })
     }
 }
@@ -143,6 +150,7 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
         rate_permille: 1000,
     }),
     single_window_below: None,
+    warm_up: None,
 };
 
 /// Polly 8.5 (`Polly.Core`), `CircuitBreakerStrategyOptions` defaults (pollydocs.org,
@@ -178,6 +186,7 @@ pub const POLLY_V8: BreakerPreset = BreakerPreset {
     late_failures: LateFailures::Ignored,
     slow_calls: None,
     single_window_below: Some(POLLY_SINGLE_WINDOW_BELOW),
+    warm_up: None,
 };
 
 /// Polly 7.2.4, `AdvancedCircuitBreaker`: it has no defaults, so the values are the wiki's
@@ -210,6 +219,7 @@ pub const POLLY_V7_ADVANCED: BreakerPreset = BreakerPreset {
     late_failures: LateFailures::Ignored,
     slow_calls: None,
     single_window_below: Some(POLLY_SINGLE_WINDOW_BELOW),
+    warm_up: None,
 };
 
 /// opossum 8.1 (Node.js), `CircuitBreaker` option defaults (README, "Options", and
@@ -223,7 +233,9 @@ pub const OPOSSUM: BreakerPreset = BreakerPreset {
             is exact while the window holds at most 500 calls; volumeThreshold 0 is min_calls \
             1; opossum counts rejected calls as fires and keeps its rolling window across \
             openings, outagelab counts only results and clears the window when it opens; \
-            opossum's own call timeout (10s) is the scenario's command timeout here",
+            opossum's own call timeout (10s) is the scenario's command timeout here; \
+            allowWarmUp false: with allowWarmUp true, write warm_up = rollingCountTimeout \
+            (\"10s\"), during which no failure opens it",
     trip: Trip::FailureRate {
         rate_permille: 501,
         window: Window::Time {
@@ -243,6 +255,7 @@ pub const OPOSSUM: BreakerPreset = BreakerPreset {
     late_failures: LateFailures::Ignored,
     slow_calls: None,
     single_window_below: None,
+    warm_up: None,
 };
 
 /// sony/gobreaker v2.4.0, `Settings` zero values (README and `v2/gobreaker.go` at fed8e9e).
@@ -273,6 +286,7 @@ pub const GOBREAKER: BreakerPreset = BreakerPreset {
     late_failures: LateFailures::Ignored,
     slow_calls: None,
     single_window_below: None,
+    warm_up: None,
 };
 
 /// Every breaker preset, in the order the documentation lists them.

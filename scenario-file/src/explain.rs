@@ -172,6 +172,12 @@ fn explain_breaker(out: &mut String, section: &str, preset: Option<&str>, spec: 
             }),
     );
     line(
+        "warm_up",
+        config
+            .warm_up()
+            .map_or("none".to_owned(), |warm_up| format!("\"{warm_up}\"")),
+    );
+    line(
         "open_for_factor",
         thousandths(config.open_for_factor_permille()),
     );
@@ -379,6 +385,7 @@ count = 5
             "  failure_rate = { percent = 50, window_calls = 100, min_calls = 100 }",
             "  open_for = \"10s\"",
             "  half_open_rule = \"failure_rate\"",
+            "  warm_up = none",
             "[breakers.plain]\n  enabled = true\n  failures = 3",
             "  randomization_factor = 0.25",
             "  elapsed_max = \"900s\"",
@@ -426,7 +433,7 @@ count = 5
                 "[breakers.plain]\nfailures = 3\nopen_for = \"1s\"",
                 &format!(
                     "[breakers.plain]\n{breaker}\nopen_for = \"1s\"\nfailure_rate = {{ percent = 10, \
-                     window = \"{window}\", min_calls = 2 }}\nignores = [\"oom\"]"
+                     window = \"{window}\", min_calls = 2 }}\nignores = [\"oom\"]\nwarm_up = \"2s\""
                 ),
             )
         };
@@ -445,6 +452,7 @@ count = 5
             let line = format!("window = \"{window}\", window_slots = {slots}");
             assert!(text.contains(&line), "{breaker}: no `{line}` in:\n{text}");
             assert!(text.contains("  ignores = [\"oom\"]"), "{text}");
+            assert!(text.contains("  warm_up = \"2s\""), "{text}");
         }
     }
 

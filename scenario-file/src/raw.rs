@@ -234,6 +234,8 @@ pub struct RawBreaker {
     pub half_open_rule: Option<Spanned<HalfOpenRuleName>>,
     pub uncounted_as: Option<UncountedAsName>,
     pub half_open_max_wait: Option<Spanned<Text>>,
+    /// How long after the start the rule may not open the breaker.
+    pub warm_up: Option<Spanned<Text>>,
     pub open_for_factor: Option<Spanned<f64>>,
     pub open_for_max: Option<Spanned<Text>>,
     pub evaluate_on: Option<EvaluateOnName>,

@@ -1591,6 +1591,11 @@ impl<'a> Validator<'a> {
             key("half_open_max_wait"),
             written_or_preset(raw.half_open_max_wait.as_ref().map(Spanned::span)),
         ));
+        let warm_up = match (&raw.warm_up, preset) {
+            (Some(warm_up), _) => Some(self.duration(warm_up, &key("warm_up"))?),
+            (None, Some(preset)) => preset.warm_up,
+            (None, None) => None,
+        };
         let factor_permille = match (&raw.open_for_factor, preset) {
             (Some(factor), _) => self.thousandths(factor, &key("open_for_factor"))?,
             (None, Some(preset)) => preset.open_for_factor_permille,
@@ -1697,7 +1702,8 @@ impl<'a> Validator<'a> {
         let config = config
             .with_late_failures(late_failures)
             .with_uncounted_as(uncounted_as)
-            .with_evaluate_on(evaluate_on);
+            .with_evaluate_on(evaluate_on)
+            .with_warm_up(warm_up);
         let counts = match &raw.counts {
             // A library's preset counts what the library counts by default: every error
             // (resilience4j's empty recordExceptions, Polly's ShouldHandle, opossum, gobreaker's

@@ -363,6 +363,10 @@ fn rejected_files() {
             "28:12: breakers.b.ignores: `loading` is in counts too: an error is either counted or ignored",
         ),
         (
+            format!("{BASE}\n[breakers.b]\npreset = \"opossum\"\nwarm_up = \"soon\"\n"),
+            "26:11: breakers.b.warm_up: `soon` has an unknown unit `soon`: write a number and a unit (ns, us, ms, s, m, h), e.g. \"100ms\" or \"1.5s\"",
+        ),
+        (
             format!("{BASE}\n[breakers.b]\npreset = \"gobreaker\"\nignores = [\"loadin\"]\n"),
             "26:12: breakers.b.ignores: unknown outcome `loadin`: did you mean `loading`? (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype; or a status class, 4xx or 5xx)",
         ),
@@ -778,7 +782,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[breakers.b]\nfailure_rate_percent = 50\nwindow_calls = 20\nmin_calls = 20\nopen_for = \"5s\"\n"
             ),
-            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `preset`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `ignores`, `late_failures`, `half_open_rule`, `uncounted_as`, `half_open_max_wait`, `open_for_factor`, `open_for_max`, `evaluate_on`, `slow_call_duration`, `slow_call_percent`",
+            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `preset`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `ignores`, `late_failures`, `half_open_rule`, `uncounted_as`, `half_open_max_wait`, `warm_up`, `open_for_factor`, `open_for_max`, `evaluate_on`, `slow_call_duration`, `slow_call_percent`",
         ),
         (
             format!(
