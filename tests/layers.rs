@@ -239,3 +239,52 @@ duration = "1s"
     assert_eq!(loading_before_open("ignores = [\"wrongtype\"]"), (1, 1000));
     assert_eq!(loading_before_open("counts = [\"loading\"]"), (1, 500));
 }
+
+/// lettuce's reconnect delays double (`Delay.exponential()`: 2^(n-1) ms up to 30 s), where
+/// ioredis' grow by 50 ms per attempt up to 2 s. Redis stops from 1 s to 11 s (connections
+/// refused at once): lettuce's attempt n starts about 2^n - 1 ms after the loss, so 13 fail
+/// inside the outage (the 13th at 8.191 s after it) and the 14th, 16.383 s after it,
+/// connects at 17.4 s, with 17 reads waiting (one a second, offline); ioredis' attempt n
+/// starts 25·n·(n+1) ms after the loss, so 19 fail (the 19th at 9.5 s) and the 20th connects
+/// at 11.5 s. With linear 1 ms steps lettuce would make 140 attempts.
+#[test]
+fn the_lettuce_preset_doubles_its_reconnect_delays() {
+    let file = |preset: &str| {
+        format!(
+            r#"
+[scenario]
+name = "reconnects"
+
+[servers.redis]
+
+[connections.c]
+server = "redis"
+preset = "{preset}"
+
+[keys.k]
+
+[flows.read]
+steps = [{{ redis = {{ command = "GET", connection = "c", key = "k" }} }}]
+
+[loads.l]
+flow = "read"
+arrivals = "even"
+rate = 1
+duration = "30s"
+
+[faults.down]
+target = "redis"
+kind = "stop"
+at = "1s"
+duration = "10s"
+"#
+        )
+    };
+    for (preset, attempts, failures, pending) in [("lettuce", 14, 13, 17), ("ioredis", 20, 19, 11)]
+    {
+        let runs = run(&file(preset));
+        let c = &runs[0].1.connections["c"];
+        let seen = (c.connect_attempts, c.connect_failures, c.peak_pending);
+        assert_eq!(seen, (attempts, failures, pending), "{preset}");
+    }
+}

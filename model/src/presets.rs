@@ -401,6 +401,32 @@ pub enum ClientReconnect {
     Never,
 }
 
+/// How a client's delay between reconnect attempts grows (the scenario's `reconnect_growth`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReconnectGrowth {
+    /// Attempt `n` waits `min(n · reconnect_delay, reconnect_delay_max)` (ioredis'
+    /// `retryStrategy`).
+    #[default]
+    Linear,
+    /// Attempt `n` waits `min(reconnect_delay · 2^(n-1), reconnect_delay_max)` (lettuce's
+    /// `Delay.exponential()`).
+    Doubling,
+}
+
+impl ReconnectGrowth {
+    /// The delay before reconnect attempt `attempt` (1-based), capped at `max`; exact integer
+    /// arithmetic, saturating at `max`.
+    pub fn delay(self, delay: SimDuration, max: SimDuration, attempt: u32) -> SimDuration {
+        let factor = match self {
+            ReconnectGrowth::Linear => Some(u64::from(attempt)),
+            ReconnectGrowth::Doubling => 1u64.checked_shl(attempt.saturating_sub(1)),
+        };
+        factor
+            .and_then(|factor| delay.checked_mul(factor))
+            .map_or(max, |delay| delay.min(max))
+    }
+}
+
 /// A Redis client's connection settings as a library ships them (the keys of a scenario's
 /// `[connections.<name>]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -416,6 +442,7 @@ pub struct ClientPreset {
     pub connect_timeout: SimDuration,
     pub reconnect_delay: SimDuration,
     pub reconnect_delay_max: SimDuration,
+    pub reconnect_growth: ReconnectGrowth,
     pub reconnect: ClientReconnect,
     /// `None`: no limit on the commands a connection holds.
     pub pending_max: Option<u32>,
@@ -436,6 +463,7 @@ pub const IOREDIS: ClientPreset = ClientPreset {
     connect_timeout: secs(10),
     reconnect_delay: SimDuration::from_millis(50),
     reconnect_delay_max: secs(2),
+    reconnect_growth: ReconnectGrowth::Linear,
     reconnect: ClientReconnect::Always,
     pending_max: None,
 };
@@ -459,12 +487,39 @@ pub const REDIS_RS_MULTIPLEXED: ClientPreset = ClientPreset {
     connect_timeout: secs(1),
     reconnect_delay: SimDuration::from_millis(50),
     reconnect_delay_max: secs(2),
+    reconnect_growth: ReconnectGrowth::Linear,
     reconnect: ClientReconnect::Never,
     pending_max: None,
 };
 
+/// lettuce 7.7 (redis/lettuce at b0bcdd8), a `RedisClient` connection with the default
+/// `ClientOptions` and `ClientResources`.
+pub const LETTUCE: ClientPreset = ClientPreset {
+    name: "lettuce",
+    source: "lettuce 7.7 defaults: RedisURI.DEFAULT_TIMEOUT 60 s (applied to commands by \
+             ClientOptions.DEFAULT_TIMEOUT_OPTIONS = TimeoutOptions.enabled()), \
+             DEFAULT_AUTO_RECONNECT true with DisconnectedBehavior.DEFAULT (commands are \
+             accepted while disconnected), DEFAULT_REPLAY_FILTER replays every queued command \
+             after a reconnect, DEFAULT_REQUEST_QUEUE_SIZE Integer.MAX_VALUE, \
+             SocketOptions.DEFAULT_CONNECT_TIMEOUT 10 s, ClientResources.DEFAULT_RECONNECT_DELAY \
+             Delay.exponential(): 2^(n-1) ms, from 0 to 30 s",
+    notes: "one multiplexed connection, as modelled; lettuce re-sends a command after every \
+            reconnect until it times out (max_retries unlimited), so a write may run twice \
+            (at least once); lettuce's timeout starts when the command is written to the \
+            endpoint, offline or not, which is when outagelab's starts",
+    command_timeout: Some(secs(60)),
+    offline_queue: true,
+    max_retries: None,
+    connect_timeout: secs(10),
+    reconnect_delay: SimDuration::from_millis(1),
+    reconnect_delay_max: secs(30),
+    reconnect_growth: ReconnectGrowth::Doubling,
+    reconnect: ClientReconnect::Always,
+    pending_max: None,
+};
+
 /// Every client preset, in the order the documentation lists them.
-pub const CLIENT_PRESETS: [ClientPreset; 2] = [IOREDIS, REDIS_RS_MULTIPLEXED];
+pub const CLIENT_PRESETS: [ClientPreset; 3] = [IOREDIS, REDIS_RS_MULTIPLEXED, LETTUCE];
 
 /// The client preset called `name`.
 pub fn client_preset(name: &str) -> Option<&'static ClientPreset> {

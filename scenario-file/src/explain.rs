@@ -288,6 +288,13 @@ fn explain_connection(
         "reconnect_delay_max",
         format!("\"{}\"", spec.reconnect_delay_max),
     );
+    if spec.reconnect == Reconnect::Always {
+        let growth = match spec.reconnect_growth {
+            presets::ReconnectGrowth::Linear => "linear",
+            presets::ReconnectGrowth::Doubling => "doubling",
+        };
+        line("reconnect_growth", format!("\"{growth}\""));
+    }
     line(
         "pending_max",
         spec.pending_max
@@ -405,6 +412,17 @@ count = 5
         );
         assert!(text.contains("[connections.rs]\n  preset = \"redis-rs-multiplexed\"",));
         assert!(text.contains("  reconnect = \"never\""), "{text}");
+        // A lettuce connection's delays double.
+        let lettuce = FILE.replace("preset = \"redis-rs-multiplexed\"", "preset = \"lettuce\"");
+        let lettuce = crate::parse(&lettuce, std::path::Path::new("t.toml")).unwrap();
+        let text = explain(&lettuce.variants[0]);
+        for line in [
+            "  reconnect_delay = \"1ms\"",
+            "  reconnect_delay_max = \"30s\"",
+            "  reconnect_growth = \"doubling\"",
+        ] {
+            assert!(text.contains(line), "no `{line}` in:\n{text}");
+        }
         assert_eq!(
             variant.presets,
             [

@@ -125,6 +125,8 @@ pub struct RawConnection {
     pub connect_timeout: Option<Spanned<Text>>,
     pub reconnect_delay: Option<Spanned<Text>>,
     pub reconnect_delay_max: Option<Spanned<Text>>,
+    /// With `reconnect = "always"`: how the delay grows, `linear` or `doubling`.
+    pub reconnect_growth: Option<Spanned<ReconnectGrowthName>>,
     pub connected_at_start: Option<bool>,
     pub reconnect: Option<Spanned<ReconnectName>>,
     pub pending_max: Option<Spanned<Whole>>,
@@ -166,6 +168,13 @@ pub struct RawTracking {
     pub redirect: Spanned<String>,
     #[serde(default)]
     pub bcast: Vec<Spanned<String>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReconnectGrowthName {
+    Linear,
+    Doubling,
 }
 
 #[derive(Clone, Copy, Deserialize)]

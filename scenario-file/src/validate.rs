@@ -1176,6 +1176,22 @@ impl<'a> Validator<'a> {
             Some(lateness) => self.duration(lateness, &key("timer_lateness"))?,
             None => SimDuration::ZERO,
         };
+        let reconnect_growth = match &raw.reconnect_growth {
+            None => presets::ReconnectGrowth::Linear,
+            Some(growth) if slot || manager => {
+                self.error(
+                    Some(growth.span()),
+                    key("reconnect_growth"),
+                    "applies to reconnect = \"always\": a slot's backoff doubles and a manager's \
+                     is redis-rs' own",
+                );
+                return None;
+            }
+            Some(growth) => match growth.get_ref() {
+                ReconnectGrowthName::Linear => presets::ReconnectGrowth::Linear,
+                ReconnectGrowthName::Doubling => presets::ReconnectGrowth::Doubling,
+            },
+        };
         Some(ConnectionSpec {
             subscription,
             tracking,
@@ -1196,6 +1212,7 @@ impl<'a> Validator<'a> {
             connect_timeout,
             reconnect_delay,
             reconnect_delay_max,
+            reconnect_growth,
             connected_at_start: raw.connected_at_start.unwrap_or(true),
             reconnect: match raw.reconnect.as_ref().map(|r| *r.get_ref()) {
                 None | Some(ReconnectName::Always) => Reconnect::Always,
@@ -3749,6 +3766,19 @@ fn with_client_preset(
         if filled.reconnect_delay_max.is_none() {
             filled.reconnect_delay_max = duration(preset.reconnect_delay_max);
         }
+    }
+    let manager = matches!(
+        raw.reconnect.as_ref().map(|r| *r.get_ref()),
+        Some(ReconnectName::Manager)
+    );
+    if filled.reconnect_growth.is_none() && !slot && !manager {
+        filled.reconnect_growth = Some(Spanned::new(
+            span.clone(),
+            match preset.reconnect_growth {
+                presets::ReconnectGrowth::Linear => ReconnectGrowthName::Linear,
+                presets::ReconnectGrowth::Doubling => ReconnectGrowthName::Doubling,
+            },
+        ));
     }
     if filled.reconnect.is_none() {
         filled.reconnect = Some(Spanned::new(

@@ -905,9 +905,16 @@ fn rejected_files() {
         (
             with(
                 "[connections.c]\n",
-                "[connections.c]\npreset = \"lettuce\"\n",
+                "[connections.c]\nreconnect = \"manager\"\nreconnect_growth = \"doubling\"\n",
             ),
-            "7:10: connections.c.preset: unknown client preset `lettuce` (presets: ioredis, redis-rs-multiplexed)",
+            "8:20: connections.c.reconnect_growth: applies to reconnect = \"always\": a slot's backoff doubles and a manager's is redis-rs' own",
+        ),
+        (
+            with(
+                "[connections.c]\n",
+                "[connections.c]\npreset = \"go-redis\"\n",
+            ),
+            "7:10: connections.c.preset: unknown client preset `go-redis` (presets: ioredis, redis-rs-multiplexed, lettuce)",
         ),
         (
             // The preset's 50 ms first delay is above the file's maximum: reported at the preset.
@@ -1078,7 +1085,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
     let cases: Vec<(String, &str)> = vec![
         (
             with("command_timeout = \"100ms\"", "comand_timeout = \"100ms\""),
-            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`, `subscribe`, `tracking`, `follows_failover`, `client_loop`, `timer_lateness`, `reconnect_retries`)",
+            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `reconnect_growth`, `connected_at_start`, `reconnect`, `pending_max`, `subscribe`, `tracking`, `follows_failover`, `client_loop`, `timer_lateness`, `reconnect_retries`)",
         ),
         (
             // An unknown table is an unknown field of the root.
