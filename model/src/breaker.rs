@@ -49,6 +49,9 @@
 //! its duration, from `try_admit` to `on_result`, is slow whatever its outcome, the window
 //! counts slow calls beside failures, and the breaker opens when either rate is reached.
 //!
+//! With [`Threshold::Exceeded`] (opossum) the rate must pass its threshold, not reach it: `>` in
+//! place of `>=` in every rate comparison above and in the half-open rate rule.
+//!
 //! [`EvaluateOn::Failure`] compares the rate only after a failure (Polly, opossum): then a
 //! success never opens the breaker, and the window that reached `min_calls` on a success
 //! opens at the next failure if the rate still holds.
@@ -219,6 +222,18 @@ pub struct BreakerConfig {
     slow_calls: Option<SlowCalls>,
     /// How long after the start the trip rule may not open the breaker.
     warm_up: Option<SimDuration>,
+    threshold: Threshold,
+}
+
+/// Whether a failure-rate breaker's rate must reach its threshold or pass it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Threshold {
+    /// `failures × 1000 >= rate_permille × calls` (resilience4j, Polly).
+    #[default]
+    Reached,
+    /// `failures × 1000 > rate_permille × calls`: strictly above (opossum's `errorRate >
+    /// errorThresholdPercentage`).
+    Exceeded,
 }
 
 /// The slow-call rule of a failure-rate breaker (resilience4j's `slowCallDurationThreshold`
@@ -430,6 +445,7 @@ impl BreakerConfig {
             evaluate_on: EvaluateOn::Any,
             slow_calls: None,
             warm_up: None,
+            threshold: Threshold::Reached,
         })
     }
 
@@ -558,6 +574,23 @@ impl BreakerConfig {
 
     pub fn warm_up(&self) -> Option<SimDuration> {
         self.warm_up
+    }
+
+    /// The same config with its rates compared by `threshold` (the default is
+    /// [`Threshold::Reached`]): the trip rule's failure and slow-call rates, and the probes'
+    /// under [`HalfOpenRule::FailureRate`]. Needs a [`Trip::FailureRate`] rule.
+    pub fn with_threshold(self, threshold: Threshold) -> Result<Self, ConfigError> {
+        if threshold == Threshold::Exceeded && matches!(self.trip, Trip::Consecutive { .. }) {
+            return Err(ConfigError::new(
+                "threshold",
+                "compares a failure rate: it needs failure_rate, not consecutive failures",
+            ));
+        }
+        Ok(BreakerConfig { threshold, ..self })
+    }
+
+    pub fn threshold(&self) -> Threshold {
+        self.threshold
     }
 
     pub fn with_evaluate_on(self, evaluate_on: EvaluateOn) -> Self {
@@ -925,13 +958,14 @@ impl Breaker {
         }
         match (self.state, outcome) {
             (BreakerState::Closed, CallOutcome::Success) => {
-                let reached = self.tally.record(now, false, slow);
+                let reached = self.tally.record(now, false, slow, self.config.threshold);
                 if reached && self.config.evaluate_on == EvaluateOn::Any && self.warmed_up(now) {
                     self.open(now);
                 }
             }
             (BreakerState::Closed, CallOutcome::Failure) => {
-                if self.tally.record(now, true, slow) && self.warmed_up(now) {
+                if self.tally.record(now, true, slow, self.config.threshold) && self.warmed_up(now)
+                {
                     self.open(now);
                 }
             }
@@ -987,7 +1021,7 @@ impl Breaker {
                         slow: u64::from(self.probes_slow),
                     };
                     let slow_rate = self.config.slow_calls.map(|rule| rule.rate_permille);
-                    if rate_reached(counts, rate_permille, 1, slow_rate) {
+                    if rate_reached(counts, rate_permille, 1, slow_rate, self.config.threshold) {
                         self.open(now);
                     } else {
                         self.close(now);
@@ -1043,7 +1077,8 @@ impl Breaker {
     fn late_failure(&mut self, now: SimTime, slow: bool) {
         match self.state {
             BreakerState::Closed => {
-                if self.tally.record(now, true, slow) && self.warmed_up(now) {
+                if self.tally.record(now, true, slow, self.config.threshold) && self.warmed_up(now)
+                {
                     self.open(now);
                 }
             }
@@ -1144,7 +1179,7 @@ impl Tally {
 
     /// Records one success or failure at `now`, slow or not; returns whether the breaker must
     /// open.
-    fn record(&mut self, now: SimTime, failed: bool, slow: bool) -> bool {
+    fn record(&mut self, now: SimTime, failed: bool, slow: bool, threshold: Threshold) -> bool {
         match self {
             Tally::Consecutive {
                 failures_max,
@@ -1165,6 +1200,7 @@ impl Tally {
                     *rate_permille,
                     *min_calls,
                     *slow_rate_permille,
+                    threshold,
                 )
             }
             Tally::Time {
@@ -1179,6 +1215,7 @@ impl Tally {
                     *rate_permille,
                     *min_calls,
                     *slow_rate_permille,
+                    threshold,
                 )
             }
         }
@@ -1210,16 +1247,25 @@ impl Tally {
 }
 
 /// `failures × 1000 >= rate_permille × calls`, or with a slow-call rule
-/// `slow × 1000 >= slow_rate_permille × calls`, once there are `min_calls` calls; exact.
+/// `slow × 1000 >= slow_rate_permille × calls`, once there are `min_calls` calls; exact. With
+/// [`Threshold::Exceeded`], `>` in place of `>=`.
 fn rate_reached(
     counts: WindowCounts,
     rate_permille: u32,
     min_calls: u32,
     slow_rate_permille: Option<u32>,
+    threshold: Threshold,
 ) -> bool {
     debug_assert!(counts.failures <= counts.calls && counts.slow <= counts.calls);
     let reached = |count: u64, permille: u32| {
-        u128::from(count) * 1000 >= u128::from(permille) * u128::from(counts.calls)
+        let (share, bar) = (
+            u128::from(count) * 1000,
+            u128::from(permille) * u128::from(counts.calls),
+        );
+        match threshold {
+            Threshold::Reached => share >= bar,
+            Threshold::Exceeded => share > bar,
+        }
     };
     counts.calls >= u64::from(min_calls)
         && (reached(counts.failures, rate_permille)
@@ -2227,6 +2273,47 @@ mod tests {
             matches!(b.try_admit(ms(102)), Admit::Yes(_)),
             "the slot is free"
         );
+    }
+
+    /// A threshold that must be exceeded: 50% of 4 calls opens a breaker whose rate must reach
+    /// 50%, not one whose rate must pass it; 3 of 4 opens both. Consecutive failures have no
+    /// rate to exceed.
+    #[test]
+    fn an_exceeded_threshold_needs_a_rate_above_it() {
+        use CallOutcome::*;
+        let results = [
+            (1, Success),
+            (2, Success),
+            (3, Failure),
+            (4, Failure),
+            (5, Failure),
+        ];
+        let reached = Breaker::new(rate_config(500, 4, 1));
+        assert_eq!(
+            states_after(reached, &results[..4]),
+            [
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Open
+            ]
+        );
+        let config = rate_config(500, 4, 1)
+            .with_threshold(Threshold::Exceeded)
+            .unwrap();
+        assert_eq!(
+            states_after(Breaker::new(config), &results),
+            [
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Open
+            ]
+        );
+        let consecutive = BreakerConfig::new(3, SimDuration::from_millis(100), 1).unwrap();
+        let error = consecutive.with_threshold(Threshold::Exceeded).unwrap_err();
+        assert_eq!(error.field, "threshold");
     }
 
     /// A warm-up tallies results without opening; the first result at or after its end that

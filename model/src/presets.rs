@@ -19,7 +19,8 @@
 
 use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use crate::breaker::{
-    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Trip, UncountedAs, Window,
+    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Threshold, Trip, UncountedAs,
+    Window,
 };
 use crate::config::ConfigError;
 use crate::retry::RetryConfig;
@@ -54,6 +55,8 @@ pub struct BreakerPreset {
     /// How long after the start the trip rule may not open the breaker (opossum's
     /// `allowWarmUp`, off by default).
     pub warm_up: Option<SimDuration>,
+    /// Whether a failure rate must reach its threshold or pass it (opossum).
+    pub threshold: Threshold,
 }
 
 /// The slots of a time window whose slots the scenario does not give.
@@ -91,6 +94,7 @@ impl BreakerPreset {
             ),
         }?;
         base.with_half_open_rule(self.half_open_rule)?
+            .with_threshold(self.threshold)?
             .with_uncounted_as(self.uncounted_as)
             .with_half_open_max_wait(self.half_open_max_wait)?
             .with_open_growth(self.open_for_factor_permille, self.open_for_max)?
@@ -128,9 +132,14 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
              maxWaitDurationInHalfOpenState 0 (wait for ever), slowCallRateThreshold 100 over \
              slowCallDurationThreshold 60s",
     notes: "an exception outside recordExceptions counts as a success (uncounted_as = \
-            \"success\"); automaticTransitionFromOpenToHalfOpenEnabled false: half-open starts \
-            at the first call after the wait, which is where outagelab starts \
-            half_open_max_wait too",
+            \"success\"), one in ignoreExceptions neither way (the breaker's ignores); \
+            automaticTransitionFromOpenToHalfOpenEnabled false: half-open starts at the first \
+            call after the wait, which is where outagelab starts half_open_max_wait too. \
+            Cannot be expressed: the manual transitions (transitionToOpenState, \
+            transitionToForcedOpenState, transitionToDisabledState, transitionToClosedState, \
+            reset) are calls a program makes at run time, and a scenario has no event that \
+            acts on a breaker (its faults act on servers, connections and the network; \
+            enabled = false only switches a breaker off for a whole variant)",
     trip: Trip::FailureRate {
         rate_permille: 500,
         window: Window::Calls(100),
@@ -151,6 +160,7 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
     }),
     single_window_below: None,
     warm_up: None,
+    threshold: Threshold::Reached,
 };
 
 /// Polly 8.5 (`Polly.Core`), `CircuitBreakerStrategyOptions` defaults (pollydocs.org,
@@ -187,6 +197,7 @@ pub const POLLY_V8: BreakerPreset = BreakerPreset {
     slow_calls: None,
     single_window_below: Some(POLLY_SINGLE_WINDOW_BELOW),
     warm_up: None,
+    threshold: Threshold::Reached,
 };
 
 /// Polly 7.2.4, `AdvancedCircuitBreaker`: it has no defaults, so the values are the wiki's
@@ -220,6 +231,7 @@ pub const POLLY_V7_ADVANCED: BreakerPreset = BreakerPreset {
     slow_calls: None,
     single_window_below: Some(POLLY_SINGLE_WINDOW_BELOW),
     warm_up: None,
+    threshold: Threshold::Reached,
 };
 
 /// opossum 8.1 (Node.js), `CircuitBreaker` option defaults (README, "Options", and
@@ -229,15 +241,14 @@ pub const OPOSSUM: BreakerPreset = BreakerPreset {
     source: "opossum 8.1 defaults: errorThresholdPercentage 50, resetTimeout 30s, \
              rollingCountTimeout 10s, rollingCountBuckets 10, volumeThreshold 0; one probe in \
              half-open; errorFilter'd errors emit success",
-    notes: "opossum opens when the error rate is strictly above 50%: written as 50.1%, which \
-            is exact while the window holds at most 500 calls; volumeThreshold 0 is min_calls \
-            1; opossum counts rejected calls as fires and keeps its rolling window across \
+    notes: "opossum opens when the error rate is strictly above 50% (threshold = \
+            \"exceeded\"); volumeThreshold 0 is min_calls 1; opossum counts rejected calls as fires and keeps its rolling window across \
             openings, outagelab counts only results and clears the window when it opens; \
             opossum's own call timeout (10s) is the scenario's command timeout here; \
             allowWarmUp false: with allowWarmUp true, write warm_up = rollingCountTimeout \
             (\"10s\"), during which no failure opens it",
     trip: Trip::FailureRate {
-        rate_permille: 501,
+        rate_permille: 500,
         window: Window::Time {
             length: secs(10),
             slots: 10,
@@ -256,6 +267,7 @@ pub const OPOSSUM: BreakerPreset = BreakerPreset {
     slow_calls: None,
     single_window_below: None,
     warm_up: None,
+    threshold: Threshold::Exceeded,
 };
 
 /// sony/gobreaker v2.4.0, `Settings` zero values (README and `v2/gobreaker.go` at fed8e9e).
@@ -287,6 +299,7 @@ pub const GOBREAKER: BreakerPreset = BreakerPreset {
     slow_calls: None,
     single_window_below: None,
     warm_up: None,
+    threshold: Threshold::Reached,
 };
 
 /// Every breaker preset, in the order the documentation lists them.

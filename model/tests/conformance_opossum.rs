@@ -4,8 +4,8 @@
 //! `half-open-test.js` at 03d0b66, `volume-threshold-test.js` at 0039ee1, `warmup-test.js` at
 //! 57aad75, and the rule in `lib/circuit.js`'s `fail()`: nothing while `warmUp`, then open when
 //! `errorRate > errorThresholdPercentage`, strictly.
-//! The tests set `errorThresholdPercentage: 1`: strictly above 1% is written as 1.1%, which is
-//! the same rule for windows of up to 90 calls (these hold at most 3). An error the test's
+//! The tests set `errorThresholdPercentage: 1`: 1% with the preset's `threshold = "exceeded"`,
+//! strictly above, as opossum compares. An error the test's
 //! `errorFilter` accepts is `U` here (not recorded), counted as a success by the preset's
 //! `uncounted_as = "success"`, as opossum emits `success` for it.
 
@@ -17,12 +17,12 @@ use outagelab_model::SimDuration;
 use outagelab_model::breaker::{BreakerConfig, Rejection, Trip, Window};
 use outagelab_model::presets::{BreakerPreset, OPOSSUM};
 
-/// The preset with the tests' options: 1% (strictly above), `resetTimeout`, `volumeThreshold`
+/// The preset with the tests' options: 1% (exceeded, the preset's), `resetTimeout`, `volumeThreshold`
 /// (0 is a minimum of 1 call).
 fn options(reset_timeout_ms: u64, volume_threshold: u32) -> BreakerConfig {
     let preset = BreakerPreset {
         trip: Trip::FailureRate {
-            rate_permille: 11,
+            rate_permille: 10,
             window: Window::Time {
                 length: secs(10),
                 slots: 10,
@@ -58,7 +58,7 @@ fn warm_up(rolling_ms: u64) -> BreakerConfig {
     let rolling = SimDuration::from_millis(rolling_ms);
     let preset = BreakerPreset {
         trip: Trip::FailureRate {
-            rate_permille: 11,
+            rate_permille: 10,
             window: Window::Time {
                 length: rolling,
                 slots: 10,

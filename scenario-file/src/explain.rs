@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 
 use outagelab_model::backoff::Jitter;
-use outagelab_model::breaker::{EvaluateOn, HalfOpenRule, LateFailures, Trip, UncountedAs, Window};
+use outagelab_model::breaker::{
+    EvaluateOn, HalfOpenRule, LateFailures, Threshold, Trip, UncountedAs, Window,
+};
 use outagelab_model::presets;
 use outagelab_report::Outcome;
 use outagelab_sim::Scenario;
@@ -171,6 +173,13 @@ fn explain_breaker(out: &mut String, section: &str, preset: Option<&str>, spec: 
                 format!("\"{wait}\"")
             }),
     );
+    if matches!(config.trip(), Trip::FailureRate { .. }) {
+        let threshold = match config.threshold() {
+            Threshold::Reached => "reached",
+            Threshold::Exceeded => "exceeded",
+        };
+        line("threshold", format!("\"{threshold}\""));
+    }
     line(
         "warm_up",
         config
@@ -471,6 +480,13 @@ count = 5
             assert!(text.contains(&line), "{breaker}: no `{line}` in:\n{text}");
             assert!(text.contains("  ignores = [\"oom\"]"), "{text}");
             assert!(text.contains("  warm_up = \"2s\""), "{text}");
+            let threshold = if breaker.contains("opossum") {
+                "exceeded"
+            } else {
+                "reached"
+            };
+            let line = format!("  threshold = \"{threshold}\"");
+            assert!(text.contains(&line), "{breaker}: no `{line}` in:\n{text}");
         }
     }
 

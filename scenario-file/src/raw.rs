@@ -248,6 +248,8 @@ pub struct RawBreaker {
     pub open_for_factor: Option<Spanned<f64>>,
     pub open_for_max: Option<Spanned<Text>>,
     pub evaluate_on: Option<EvaluateOnName>,
+    /// Whether the failure rate must reach its threshold or pass it.
+    pub threshold: Option<Spanned<ThresholdName>>,
     /// The slow-call rule: a call longer than this is slow...
     pub slow_call_duration: Option<Spanned<Text>>,
     /// ...and this share of slow calls in the window opens the breaker.
@@ -266,6 +268,13 @@ pub enum HalfOpenRuleName {
 pub enum UncountedAsName {
     Ignored,
     Success,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThresholdName {
+    Reached,
+    Exceeded,
 }
 
 #[derive(Clone, Copy, Deserialize)]

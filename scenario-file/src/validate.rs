@@ -13,7 +13,8 @@ use outagelab_model::adaptive_limit::{
 };
 use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
 use outagelab_model::breaker::{
-    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Trip, UncountedAs, Window,
+    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Threshold, Trip, UncountedAs,
+    Window,
 };
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
@@ -1688,8 +1689,26 @@ impl<'a> Validator<'a> {
             key("slow_call_percent"),
             written_or_preset(raw.slow_call_percent.as_ref().map(Spanned::span)),
         ));
+        let threshold = match (&raw.threshold, preset) {
+            (Some(threshold), _) => match threshold.get_ref() {
+                ThresholdName::Reached => Threshold::Reached,
+                ThresholdName::Exceeded => Threshold::Exceeded,
+            },
+            // A preset's threshold goes with a rate rule; consecutive failures have none.
+            (None, Some(_)) if matches!(raw.rule(), Some(RawTripRule::Failures(_))) => {
+                Threshold::Reached
+            }
+            (None, Some(preset)) => preset.threshold,
+            (None, None) => Threshold::Reached,
+        };
+        fields.push((
+            "threshold",
+            key("threshold"),
+            written_or_preset(raw.threshold.as_ref().map(Spanned::span)),
+        ));
         let config = config.and_then(|config| {
             config
+                .with_threshold(threshold)?
                 .with_half_open_rule(half_open_rule)?
                 .with_half_open_max_wait(half_open_max_wait)?
                 .with_open_growth(factor_permille, open_for_max)?

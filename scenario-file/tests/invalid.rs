@@ -363,6 +363,12 @@ fn rejected_files() {
             "28:12: breakers.b.ignores: `loading` is in counts too: an error is either counted or ignored",
         ),
         (
+            format!(
+                "{BASE}\n[breakers.b]\npreset = \"opossum\"\nfailures = 5\nthreshold = \"exceeded\"\n"
+            ),
+            "27:13: breakers.b.threshold: compares a failure rate: it needs failure_rate, not consecutive failures",
+        ),
+        (
             format!("{BASE}\n[breakers.b]\npreset = \"opossum\"\nwarm_up = \"soon\"\n"),
             "26:11: breakers.b.warm_up: `soon` has an unknown unit `soon`: write a number and a unit (ns, us, ms, s, m, h), e.g. \"100ms\" or \"1.5s\"",
         ),
@@ -782,7 +788,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[breakers.b]\nfailure_rate_percent = 50\nwindow_calls = 20\nmin_calls = 20\nopen_for = \"5s\"\n"
             ),
-            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `preset`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `ignores`, `late_failures`, `half_open_rule`, `uncounted_as`, `half_open_max_wait`, `warm_up`, `open_for_factor`, `open_for_max`, `evaluate_on`, `slow_call_duration`, `slow_call_percent`",
+            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `preset`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `ignores`, `late_failures`, `half_open_rule`, `uncounted_as`, `half_open_max_wait`, `warm_up`, `open_for_factor`, `open_for_max`, `evaluate_on`, `threshold`, `slow_call_duration`, `slow_call_percent`",
         ),
         (
             format!(
