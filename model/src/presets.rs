@@ -17,7 +17,7 @@
 //! outside `counts` is (resilience4j's unrecorded exceptions are successes, its ignored ones
 //! are `ignores`).
 
-use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
+use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Growth, Jitter};
 use crate::breaker::{
     BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Threshold, Trip, UncountedAs,
     Window,
@@ -327,6 +327,7 @@ pub struct RetryPreset {
     pub backoff: SimDuration,
     pub backoff_factor_permille: u32,
     pub backoff_max: SimDuration,
+    pub backoff_growth: Growth,
     pub jitter: Jitter,
     pub elapsed_max: Option<SimDuration>,
 }
@@ -339,7 +340,8 @@ impl RetryPreset {
             self.backoff_factor_permille,
             self.backoff_max,
             self.jitter,
-        )?;
+        )?
+        .with_growth(self.backoff_growth)?;
         RetryConfig::new(self.max_attempts, backoff, None, None)?.with_elapsed_max(self.elapsed_max)
     }
 }
@@ -355,6 +357,7 @@ pub const BACKOFF_CRATE: RetryPreset = RetryPreset {
     backoff: SimDuration::from_millis(500),
     backoff_factor_permille: 1500,
     backoff_max: secs(60),
+    backoff_growth: Growth::Exponential,
     jitter: Jitter::Proportional {
         randomization_permille: 500,
     },
@@ -375,6 +378,7 @@ pub const TOKIO_RETRY: RetryPreset = RetryPreset {
     backoff: SimDuration::from_millis(10),
     backoff_factor_permille: 10_000,
     backoff_max: SimDuration::MAX,
+    backoff_growth: Growth::Exponential,
     jitter: Jitter::Full,
     elapsed_max: None,
 };
@@ -393,12 +397,35 @@ pub const AWS_FULL_JITTER: RetryPreset = RetryPreset {
     backoff: secs(1),
     backoff_factor_permille: 2000,
     backoff_max: secs(20),
+    backoff_growth: Growth::Exponential,
     jitter: Jitter::Full,
     elapsed_max: None,
 };
 
+/// backon 1.5, `FibonacciBuilder::default()` (`backon/src/backoff/fibonacci.rs` at db212c0).
+pub const BACKON_FIBONACCI: RetryPreset = RetryPreset {
+    name: "backon-fibonacci",
+    source: "backon 1.5.2 FibonacciBuilder::default(): min_delay 1s, max_delay 60s, max_times 3, \
+             jitter false: delays 1s, 1s, 2s (then 3s, 5s, 8s, ... with more times)",
+    notes: "max_times counts retries, max_attempts the first attempt too (4); backon's \
+            with_jitter() adds min_delay times a uniform draw to each delay, which no \
+            outagelab jitter does",
+    max_attempts: 4,
+    backoff: secs(1),
+    backoff_factor_permille: FACTOR_PERMILLE_ONE,
+    backoff_max: secs(60),
+    backoff_growth: Growth::Fibonacci,
+    jitter: Jitter::None,
+    elapsed_max: None,
+};
+
 /// Every retry preset, in the order the documentation lists them.
-pub const RETRY_PRESETS: [RetryPreset; 3] = [BACKOFF_CRATE, TOKIO_RETRY, AWS_FULL_JITTER];
+pub const RETRY_PRESETS: [RetryPreset; 4] = [
+    BACKOFF_CRATE,
+    TOKIO_RETRY,
+    AWS_FULL_JITTER,
+    BACKON_FIBONACCI,
+];
 
 /// The retry preset called `name`.
 pub fn retry_preset(name: &str) -> Option<&'static RetryPreset> {

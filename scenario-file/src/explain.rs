@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use outagelab_model::backoff::Jitter;
+use outagelab_model::backoff::{Growth, Jitter};
 use outagelab_model::breaker::{
     EvaluateOn, HalfOpenRule, LateFailures, Threshold, Trip, UncountedAs, Window,
 };
@@ -223,6 +223,11 @@ fn explain_retry(out: &mut String, section: &str, preset: Option<&str>, spec: &R
     line("enabled", spec.enabled.to_string());
     line("max_attempts", config.max_attempts().to_string());
     line("backoff", format!("\"{}\"", backoff.base()));
+    let growth = match backoff.growth() {
+        Growth::Exponential => "exponential",
+        Growth::Fibonacci => "fibonacci",
+    };
+    line("backoff_growth", format!("\"{growth}\""));
     line("backoff_factor", thousandths(backoff.factor_permille()));
     line("backoff_max", format!("\"{}\"", backoff.ceiling()));
     let jitter = match backoff.jitter() {
@@ -421,16 +426,35 @@ count = 5
         );
         assert!(text.contains("[connections.rs]\n  preset = \"redis-rs-multiplexed\"",));
         assert!(text.contains("  reconnect = \"never\""), "{text}");
-        // A lettuce connection's delays double.
-        let lettuce = FILE.replace("preset = \"redis-rs-multiplexed\"", "preset = \"lettuce\"");
-        let lettuce = crate::parse(&lettuce, std::path::Path::new("t.toml")).unwrap();
-        let text = explain(&lettuce.variants[0]);
-        for line in [
-            "  reconnect_delay = \"1ms\"",
-            "  reconnect_delay_max = \"30s\"",
-            "  reconnect_growth = \"doubling\"",
-        ] {
-            assert!(text.contains(line), "no `{line}` in:\n{text}");
+        // Other presets, swapped into the file: the lines their values print as.
+        let cases: [(&str, &str, &[&str]); 2] = [
+            // A backon retry's waits follow Fibonacci.
+            (
+                "preset = \"backoff-crate\"\nrandomization_factor = 0.25",
+                "preset = \"backon-fibonacci\"",
+                &[
+                    "  backoff_growth = \"fibonacci\"",
+                    "  backoff_max = \"60s\"",
+                    "  max_attempts = 4",
+                ],
+            ),
+            // A lettuce connection's delays double.
+            (
+                "preset = \"redis-rs-multiplexed\"",
+                "preset = \"lettuce\"",
+                &[
+                    "  reconnect_delay = \"1ms\"",
+                    "  reconnect_delay_max = \"30s\"",
+                    "  reconnect_growth = \"doubling\"",
+                ],
+            ),
+        ];
+        for (from, to, lines) in cases {
+            let swapped = crate::parse(&FILE.replace(from, to), std::path::Path::new("t.toml"));
+            let text = explain(&swapped.unwrap().variants[0]);
+            for line in lines {
+                assert!(text.contains(line), "{to}: no `{line}` in:\n{text}");
+            }
         }
         assert_eq!(
             variant.presets,

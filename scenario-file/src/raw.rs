@@ -583,6 +583,8 @@ pub struct RawRetry {
     pub backoff: Option<Spanned<Text>>,
     pub backoff_factor: Option<Spanned<f64>>,
     pub backoff_max: Option<Spanned<Text>>,
+    /// How the wait grows: `exponential` (by `backoff_factor`) or `fibonacci`.
+    pub backoff_growth: Option<Spanned<GrowthName>>,
     pub jitter: Option<Spanned<JitterName>>,
     /// With `jitter = "proportional"`: the spread around each wait, from 0 to 1.
     pub randomization_factor: Option<Spanned<f64>>,
@@ -592,6 +594,13 @@ pub struct RawRetry {
     pub budget_min_per_second: Option<Spanned<Whole>>,
     pub budget_window: Option<Spanned<Text>>,
     pub retry_on: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrowthName {
+    Exponential,
+    Fibonacci,
 }
 
 #[derive(Clone, Copy, Deserialize)]

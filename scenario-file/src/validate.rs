@@ -11,7 +11,7 @@ use outagelab_model::ConfigError;
 use outagelab_model::adaptive_limit::{
     AdaptiveLimitConfig, Algorithm as LimitAlgorithm, QueueSize,
 };
-use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
+use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Growth, Jitter};
 use outagelab_model::breaker::{
     BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Threshold, Trip, UncountedAs,
     Window,
@@ -2307,9 +2307,26 @@ impl<'a> Validator<'a> {
             (None, Some(preset)) => preset.backoff_factor_permille,
             (None, None) => FACTOR_PERMILLE_ONE,
         };
+        let growth = match (&raw.backoff_growth, preset) {
+            (Some(growth), _) => match growth.get_ref() {
+                GrowthName::Exponential => Growth::Exponential,
+                GrowthName::Fibonacci => Growth::Fibonacci,
+            },
+            (None, Some(preset)) => preset.backoff_growth,
+            (None, None) => Growth::Exponential,
+        };
         let ceiling = match (&raw.backoff_max, preset) {
             (Some(max), _) => self.duration(max, &key("backoff_max"))?,
             (None, Some(preset)) => preset.backoff_max,
+            (None, None) if growth == Growth::Fibonacci => {
+                let span = raw.backoff_growth.as_ref().map(Spanned::span);
+                self.error(
+                    span,
+                    key("backoff_max"),
+                    "a growing backoff (fibonacci) needs backoff_max, its ceiling",
+                );
+                return None;
+            }
             (None, None) if factor_permille > FACTOR_PERMILLE_ONE => {
                 let span = raw.backoff_factor.as_ref().map(Spanned::span);
                 self.error(
@@ -2412,7 +2429,9 @@ impl<'a> Validator<'a> {
                 .map_or(error.field, |(_, file)| *file);
             this.error(span, key(field), error.reason);
         };
-        let backoff = match BackoffConfig::new(base, factor_permille, ceiling, jitter) {
+        let backoff = match BackoffConfig::new(base, factor_permille, ceiling, jitter)
+            .and_then(|backoff| backoff.with_growth(growth))
+        {
             Ok(backoff) => backoff,
             Err(error) => {
                 report(self, error);

@@ -477,6 +477,18 @@ fn rejected_files() {
             "24:13: semaphores.s.max_in_flight: or max_bytes must be set (a semaphore with neither cap bounds nothing)",
         ),
         (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nbackoff_max = \"9s\"\nbackoff_factor = 2\nbackoff_growth = \"fibonacci\"\n"
+            ),
+            "28:18: retries.r.backoff_factor: a Fibonacci backoff has no factor: each delay is the sum of the two before it",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nbackoff_growth = \"fibonacci\"\n"
+            ),
+            "27:18: retries.r.backoff_max: a growing backoff (fibonacci) needs backoff_max, its ceiling",
+        ),
+        (
             format!("{BASE}\n[retries.r]\nmax_attempts = 0\nbackoff = \"1s\"\n"),
             "25:16: retries.r.max_attempts: must be at least 1 (it counts the first attempt; 1 means never retry)",
         ),
@@ -932,7 +944,7 @@ fn rejected_files() {
         ),
         (
             format!("{BASE}\n[retries.r]\npreset = \"polly\"\n"),
-            "25:10: retries.r.preset: unknown retry preset `polly` (presets: backoff-crate, tokio-retry, aws-full-jitter)",
+            "25:10: retries.r.preset: unknown retry preset `polly` (presets: backoff-crate, tokio-retry, aws-full-jitter, backon-fibonacci)",
         ),
         (
             format!("{BASE}\n[retries.r]\nmax_attempts = 3\n"),
