@@ -390,7 +390,8 @@ fn validate_explain_prints_each_preset_s_values_per_variant() {
         "# variant polly-v8\n[breakers.redis]\n  preset = \"polly-v8\"",
         "    # source: opossum 8.1 defaults",
         "  failure_rate = { percent = 50, window_calls = 100, min_calls = 100 }\n  open_for = \"60s\"\n  half_open_probes = 10\n  half_open_rule = \"failure_rate\"",
-        "  failure_rate = { percent = 50.1, window = \"10s\", window_slots = 10, min_calls = 1 }",
+        "  failure_rate = { percent = 50, window = \"10s\", window_slots = 10, min_calls = 1 }",
+        "  threshold = \"exceeded\"",
         "  evaluate_on = \"failure\"",
     ] {
         assert!(out.contains(expected), "no `{expected}` in:\n{out}");

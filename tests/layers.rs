@@ -111,16 +111,11 @@ count = 50
     assert_eq!(summary.databases["main"].queries, 1);
 }
 
-/// A breaker with a library's preset counts what the library counts by default: every error.
-/// Redis answers `loading` (a restarting server) to 1,000 reads over 2 s: every preset's
-/// breaker opens, as resilience4j, Polly, opossum and gobreaker would; a breaker without a
-/// preset counts only network errors and timeouts (seed 003's rule) and stays closed; and a
-/// preset with `counts` written keeps what the file says.
-#[test]
-fn every_breaker_preset_counts_error_replies_as_its_library_does() {
-    let file = |breaker: &str| {
-        format!(
-            r#"
+/// Reads of one key at 500/s for 4 s through breaker `b` (written `breaker`), on a Redis
+/// server with `faults` (error replies, say); a failed read goes on (`on_error = "next"`).
+fn error_replies(breaker: &str, faults: &str) -> String {
+    format!(
+        r#"
 [scenario]
 name = "error-replies"
 
@@ -142,26 +137,59 @@ flow = "read"
 arrivals = "even"
 rate = 500
 duration = "4s"
+{faults}"#
+    )
+}
 
+/// Redis answers `loading` (a restarting server) from 1 s to 3 s.
+const LOADING_1S_TO_3S: &str = r#"
 [faults.restarting]
 target = "redis"
 kind = "error_reply"
 error = "loading"
 at = "1s"
 duration = "2s"
-"#
-        )
-    };
+"#;
+
+/// A breaker with a library's preset counts what the library counts by default: every error.
+/// Redis answers `loading` (a restarting server) to 1,000 reads over 2 s: every preset's
+/// breaker opens after as many error replies as its library's rule needs; a breaker without
+/// a preset counts only network errors and timeouts (seed 003's rule) and stays closed; and a
+/// preset with `counts` written keeps what the file says.
+#[test]
+fn every_breaker_preset_counts_error_replies_as_its_library_does() {
+    let file = |breaker: &str| error_replies(breaker, LOADING_1S_TO_3S);
     let opened = |breaker: &str| {
         let runs = run(&file(breaker));
         runs[0].1.breakers["b"].opened
     };
-    for preset in outagelab_model::presets::BREAKER_PRESETS {
-        assert!(
-            opened(&format!("preset = \"{}\"", preset.name)) >= 1,
-            "{}: 1,000 loading replies opened no breaker",
-            preset.name
-        );
+    // (opened, `loading` replies that reached a caller before it opened), by the library's
+    // rule: the window holds 500 successes (1 s at 500/s) when the errors start.
+    let expected = [
+        // 100-call window, 50%: 50 failures after 50 successes.
+        ("resilience4j", 1, 50),
+        // 10% of 500 + f calls over 30 s: f = 56 (55.6 rounded up).
+        ("polly-v8", 1, 56),
+        // 50% over 10 s: as many failures as successes, 500.
+        ("polly-v7-advanced", 1, 500),
+        // strictly above 50% (threshold = "exceeded"): 501.
+        ("opossum", 1, 501),
+        // more than 5 consecutive failures: 6.
+        ("gobreaker", 1, 6),
+    ];
+    assert_eq!(
+        expected.map(|(name, ..)| name),
+        outagelab_model::presets::BREAKER_PRESETS.map(|preset| preset.name),
+        "one case per preset"
+    );
+    for (name, opened_expected, loading_expected) in expected {
+        let runs = run(&file(&format!("preset = \"{name}\"")));
+        let summary = &runs[0].1;
+        // 2,000 reads, 500 of them before the errors start; every read after the opening is
+        // refused (it stays open past the end: no preset's opening is shorter than 5 s).
+        let breaker = &summary.breakers["b"];
+        let seen = (breaker.opened, 2_000 - 500 - breaker.rejected);
+        assert_eq!(seen, (opened_expected, loading_expected), "{name}");
     }
     assert_eq!(
         opened("failures = 5\nopen_for = \"1s\""),
@@ -173,6 +201,91 @@ duration = "2s"
         0,
         "a preset with counts written keeps them"
     );
+    // opossum's allowWarmUp: no opening before warm_up; the errors end at 3 s.
+    assert_eq!(opened("preset = \"opossum\"\nwarm_up = \"3s\""), 0);
+    assert_eq!(opened("preset = \"opossum\"\nwarm_up = \"2500ms\""), 1);
+}
+
+/// An error a breaker `ignores` counts neither way, where one outside `counts` under the
+/// resilience4j preset is a success (its `recordExceptions` / `ignoreExceptions`). Redis
+/// answers `wrongtype` for the first second (500 reads), then `loading` for two (1,000): with
+/// `wrongtype` ignored the 10 s window reaches its 1,000 calls only with the last `loading`
+/// reply, all failures; with `wrongtype` not recorded (a success) it holds 500 successes and
+/// opens at 50% after 500 `loading` replies.
+#[test]
+fn ignored_errors_count_neither_way_and_unrecorded_ones_are_successes() {
+    let wrongtype = r#"
+[faults.wrong]
+target = "redis"
+kind = "error_reply"
+error = "wrongtype"
+at = "0s"
+duration = "1s"
+"#;
+    let file = |classifier: &str| {
+        let breaker = format!(
+            "preset = \"resilience4j\"\nfailure_rate = {{ percent = 50, window = \"10s\", \
+             min_calls = 1000 }}\n{classifier}"
+        );
+        error_replies(&breaker, &format!("{wrongtype}{LOADING_1S_TO_3S}"))
+    };
+    // `loading` replies before it opened: the reads admitted after the first 500.
+    let loading_before_open = |classifier: &str| {
+        let runs = run(&file(classifier));
+        let breaker = &runs[0].1.breakers["b"];
+        (breaker.opened, 2_000 - 500 - breaker.rejected)
+    };
+    assert_eq!(loading_before_open("ignores = [\"wrongtype\"]"), (1, 1000));
+    assert_eq!(loading_before_open("counts = [\"loading\"]"), (1, 500));
+}
+
+/// lettuce's reconnect delays double (`Delay.exponential()`: 2^(n-1) ms up to 30 s), where
+/// ioredis' grow by 50 ms per attempt up to 2 s. Redis stops from 1 s to 11 s (connections
+/// refused at once): lettuce's attempt n starts about 2^n - 1 ms after the loss, so 13 fail
+/// inside the outage (the 13th at 8.191 s after it) and the 14th, 16.383 s after it,
+/// connects at 17.4 s, with 17 reads waiting (one a second, offline); ioredis' attempt n
+/// starts 25·n·(n+1) ms after the loss, so 19 fail (the 19th at 9.5 s) and the 20th connects
+/// at 11.5 s. With linear 1 ms steps lettuce would make 140 attempts.
+#[test]
+fn the_lettuce_preset_doubles_its_reconnect_delays() {
+    let file = |preset: &str| {
+        format!(
+            r#"
+[scenario]
+name = "reconnects"
+
+[servers.redis]
+
+[connections.c]
+server = "redis"
+preset = "{preset}"
+
+[keys.k]
+
+[flows.read]
+steps = [{{ redis = {{ command = "GET", connection = "c", key = "k" }} }}]
+
+[loads.l]
+flow = "read"
+arrivals = "even"
+rate = 1
+duration = "30s"
+
+[faults.down]
+target = "redis"
+kind = "stop"
+at = "1s"
+duration = "10s"
+"#
+        )
+    };
+    for (preset, attempts, failures, pending) in [("lettuce", 14, 13, 17), ("ioredis", 20, 19, 11)]
+    {
+        let runs = run(&file(preset));
+        let c = &runs[0].1.connections["c"];
+        let seen = (c.connect_attempts, c.connect_failures, c.peak_pending);
+        assert_eq!(seen, (attempts, failures, pending), "{preset}");
+    }
 }
 
 /// Two retries on one step, where `policies` places them: a per-try retry inside the breaker

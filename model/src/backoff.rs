@@ -1,4 +1,4 @@
-//! Exponential backoff with a ceiling and a choice of jitter.
+//! Exponential (or Fibonacci) backoff with a ceiling and a choice of jitter.
 //!
 //! Without jitter, the delay after the n-th failure (n = 1, 2, ...) is
 //! `min(ceiling, base · factor^(n-1))`: seed 001's reconnect backoff is a base of 100 ms, a
@@ -9,6 +9,10 @@
 //! nanosecond, so the sequence is exactly `base · factor^(n-1)` whenever that is a whole
 //! number of nanoseconds (always, for whole factors such as 2000) and never stalls below the
 //! ceiling: any factor above 1000 permille grows every delay by at least one nanosecond.
+//!
+//! With [`Growth::Fibonacci`] (the `backon` crate's `FibonacciBackoff`) each delay is the sum of
+//! the two before it, capped at the ceiling: `base, base, 2·base, 3·base, 5·base, ...`; the
+//! factor is then one (a config refuses another).
 //!
 //! Jitter follows the AWS Architecture Blog's "Exponential Backoff and Jitter", with `d` the
 //! delay above:
@@ -49,6 +53,16 @@ pub enum Jitter {
     Proportional { randomization_permille: u32 },
 }
 
+/// How the delay grows from one failure to the next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Growth {
+    /// Each delay is the one before times `factor_permille / 1000`, rounded up.
+    #[default]
+    Exponential,
+    /// Each delay is the sum of the two before it (the first two are `base`).
+    Fibonacci,
+}
+
 /// The largest randomization factor, in thousandths: the delay ranges over `[0, 2d]`.
 pub const RANDOMIZATION_PERMILLE_MAX: u32 = 1000;
 
@@ -61,6 +75,7 @@ pub struct BackoffConfig {
     factor_permille: u32,
     ceiling: SimDuration,
     jitter: Jitter,
+    growth: Growth,
 }
 
 impl BackoffConfig {
@@ -113,7 +128,24 @@ impl BackoffConfig {
             factor_permille,
             ceiling,
             jitter,
+            growth: Growth::Exponential,
         })
+    }
+
+    /// The same config growing by `growth`. [`Growth::Fibonacci`] needs a factor of one: its
+    /// delays are sums, not products.
+    pub fn with_growth(self, growth: Growth) -> Result<Self, ConfigError> {
+        if growth == Growth::Fibonacci && self.factor_permille != FACTOR_PERMILLE_ONE {
+            return Err(ConfigError::new(
+                "factor_permille",
+                "a Fibonacci backoff has no factor: each delay is the sum of the two before it",
+            ));
+        }
+        Ok(BackoffConfig { growth, ..self })
+    }
+
+    pub fn growth(&self) -> Growth {
+        self.growth
     }
 
     pub fn base(&self) -> SimDuration {
@@ -156,16 +188,26 @@ impl BackoffConfig {
     /// That is at most 64 steps for doubling, and at most [`GROWTH_STEPS_MAX`] for the slowest
     /// valid factor (1001 permille from 1 ns to a ceiling of `u64::MAX` ns).
     pub fn delay_unjittered(&self, attempt: u32) -> SimDuration {
-        let mut delay = self.base;
+        let (mut previous, mut delay) = (SimDuration::ZERO, self.base);
         for _ in 1..attempt {
-            let next = self.grow(delay);
-            if next == delay {
+            let next = self.next_unjittered(previous, delay);
+            if next == delay && (self.growth == Growth::Exponential || previous == delay) {
                 // At the ceiling, or a factor of exactly one: nothing changes any more.
                 break;
             }
-            delay = next;
+            (previous, delay) = (delay, next);
         }
         delay
+    }
+
+    /// The unjittered delay after `delay`, whose own predecessor was `previous` (zero before
+    /// the first): one step of the growth, capped at the ceiling. A Fibonacci step at least
+    /// doubles the delay every two steps, so it reaches any ceiling within 128 steps.
+    fn next_unjittered(&self, previous: SimDuration, delay: SimDuration) -> SimDuration {
+        match self.growth {
+            Growth::Exponential => self.grow(delay),
+            Growth::Fibonacci => previous.saturating_add(delay).min(self.ceiling),
+        }
     }
 
     /// One step: `ceil(delay · factor_permille / 1000)`, capped at the ceiling. Strictly
@@ -208,6 +250,8 @@ pub struct Backoff {
     attempts: u32,
     /// `config.delay_unjittered(attempts + 1)`: the delay the next call starts from.
     unjittered_next: SimDuration,
+    /// `config.delay_unjittered(attempts)` (zero before the first): a Fibonacci step adds it.
+    unjittered_last: SimDuration,
     /// The last delay handed out, or `base` before the first; decorrelated jitter grows from
     /// it. Always within `[0, ceiling]`, and within `[base, ceiling]` for decorrelated jitter.
     previous: SimDuration,
@@ -219,6 +263,7 @@ impl Backoff {
             config,
             attempts: 0,
             unjittered_next: config.base,
+            unjittered_last: SimDuration::ZERO,
             previous: config.base,
         }
     }
@@ -236,13 +281,17 @@ impl Backoff {
     pub fn reset(&mut self) {
         self.attempts = 0;
         self.unjittered_next = self.config.base;
+        self.unjittered_last = SimDuration::ZERO;
         self.previous = self.config.base;
     }
 
     /// Counts one more failure and returns how long to wait before the next attempt.
     pub fn next_delay(&mut self, random: &mut impl RandomBits) -> SimDuration {
         let exponential = self.unjittered_next;
-        self.unjittered_next = self.config.grow(exponential);
+        self.unjittered_next = self
+            .config
+            .next_unjittered(self.unjittered_last, exponential);
+        self.unjittered_last = exponential;
         self.attempts = self.attempts.saturating_add(1);
         let nanos = exponential.as_nanos();
         let delay = match self.config.jitter {
@@ -324,6 +373,32 @@ mod tests {
         fn next_u64(&mut self) -> u64 {
             panic!("drew a random word where none was needed");
         }
+    }
+
+    /// Fibonacci: each delay the sum of the two before, capped; a factor is refused.
+    #[test]
+    fn fibonacci_delays_add_the_two_before() {
+        let config = config(ms(100), 1000, ms(1000), Jitter::None)
+            .with_growth(Growth::Fibonacci)
+            .unwrap();
+        let expected = [100, 100, 200, 300, 500, 800, 1000, 1000];
+        let unjittered: Vec<u64> = (1..=8)
+            .map(|n| config.delay_unjittered(n).as_nanos() / 1_000_000)
+            .collect();
+        assert_eq!(unjittered, expected);
+        let mut backoff = Backoff::new(config);
+        let handed: Vec<u64> = (0..8)
+            .map(|_| backoff.next_delay(&mut NoRandom).as_nanos() / 1_000_000)
+            .collect();
+        assert_eq!(handed, expected);
+        backoff.reset();
+        assert_eq!(backoff.next_delay(&mut NoRandom), ms(100));
+        assert_eq!(backoff.next_delay(&mut NoRandom), ms(100));
+        assert_eq!(config.delay_unjittered(u32::MAX), ms(1000));
+        let error = seed_001(Jitter::None)
+            .with_growth(Growth::Fibonacci)
+            .unwrap_err();
+        assert_eq!(error.field, "factor_permille");
     }
 
     #[test]

@@ -49,9 +49,16 @@
 //! its duration, from `try_admit` to `on_result`, is slow whatever its outcome, the window
 //! counts slow calls beside failures, and the breaker opens when either rate is reached.
 //!
+//! With [`Threshold::Exceeded`] (opossum) the rate must pass its threshold, not reach it: `>` in
+//! place of `>=` in every rate comparison above and in the half-open rate rule.
+//!
 //! [`EvaluateOn::Failure`] compares the rate only after a failure (Polly, opossum): then a
 //! success never opens the breaker, and the window that reached `min_calls` on a success
 //! opens at the next failure if the rate still holds.
+//!
+//! With a warm-up ([`BreakerConfig::with_warm_up`], opossum's `allowWarmUp`), results before
+//! `SimTime::ZERO + warm_up` are tallied but never open the breaker; the first result from that
+//! instant on that satisfies the rule opens it.
 //!
 //! # Half-open
 //!
@@ -76,24 +83,30 @@
 //! nanosecond, capped at `open_for_max` (the [`crate::backoff`] step); closing starts again
 //! from `open_for`. With the default factor of one every opening lasts `open_for`.
 //!
-//! # Uncounted results
+//! # Uncounted and ignored results
 //!
-//! [`UncountedAs::Ignored`] (the default) leaves [`CallOutcome::Ignored`] out of everything
-//! above; [`UncountedAs::Success`] takes it for a success everywhere (resilience4j and
-//! opossum count an error they are told not to record as a success). A call that ended
-//! without a result (its caller stopped waiting) is [`Breaker::on_cancelled`], which counts
-//! neither way under either setting: no reply was seen, so none is made up.
+//! [`CallOutcome::Uncounted`] is an error the caller's classifier does not record; what it
+//! counts as is the config's [`UncountedAs`]: [`UncountedAs::Ignored`] (the default) leaves it
+//! out of everything above, [`UncountedAs::Success`] takes it for a success everywhere
+//! (resilience4j, opossum and Polly v8 count an error they are told not to record as a
+//! success). [`CallOutcome::Ignored`] counts neither way under either setting: resilience4j's
+//! `ignoreExceptions` and gobreaker's `IsExcluded` are checked before the record rule, and a
+//! call that ended without a result (its caller stopped waiting, [`Breaker::on_cancelled`])
+//! has no reply to count, so none is made up.
 //!
 //! # Which results count: the classifier lives with the caller
 //!
 //! The breaker does not look at errors. The caller classifies every finished call as
-//! [`CallOutcome::Success`], [`CallOutcome::Failure`] (counts towards opening) or
+//! [`CallOutcome::Success`], [`CallOutcome::Failure`] (counts towards opening),
+//! [`CallOutcome::Uncounted`] (not recorded: as `uncounted_as` says) or
 //! [`CallOutcome::Ignored`] (counts neither way), and passes only that. In the simulator the
-//! classifier is the breaker's `counts` set (`sim::scenario::BreakerSpec::counts`, mapped in
-//! `sim/src/policies.rs`, `BreakerSlot::exit`): an error in the set is a failure, any other error is
-//! ignored, and ok/hit/miss are successes. The default set is network errors and timeouts
-//! (timeout, refused, connection lost), as seed 003 asks: "count only network/timeout
-//! errors"; an application error then neither opens nor closes the breaker.
+//! classifier is the breaker's `ignores` and `counts` sets (`sim::scenario::BreakerSpec`,
+//! mapped in `sim/src/policies.rs`, `BreakerSlot::exit`): an error in `ignores` is ignored, one
+//! in `counts` is a failure, any other error is uncounted, and ok/hit/miss are successes.
+//! Without a preset the default `counts` is network errors and timeouts (timeout, refused,
+//! connection lost), as seed 003 asks: "count only network/timeout errors"; an application
+//! error then neither opens nor closes the breaker. With a library's preset it is every
+//! error, as the libraries count by default.
 //!
 //! # Transitions
 //!
@@ -207,6 +220,20 @@ pub struct BreakerConfig {
     open_growth: BackoffConfig,
     evaluate_on: EvaluateOn,
     slow_calls: Option<SlowCalls>,
+    /// How long after the start the trip rule may not open the breaker.
+    warm_up: Option<SimDuration>,
+    threshold: Threshold,
+}
+
+/// Whether a failure-rate breaker's rate must reach its threshold or pass it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Threshold {
+    /// `failures × 1000 >= rate_permille × calls` (resilience4j, Polly).
+    #[default]
+    Reached,
+    /// `failures × 1000 > rate_permille × calls`: strictly above (opossum's `errorRate >
+    /// errorThresholdPercentage`).
+    Exceeded,
 }
 
 /// The slow-call rule of a failure-rate breaker (resilience4j's `slowCallDurationThreshold`
@@ -234,15 +261,16 @@ pub enum HalfOpenRule {
     FailureRate,
 }
 
-/// What a [`CallOutcome::Ignored`] result counts as.
+/// What a [`CallOutcome::Uncounted`] result counts as.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum UncountedAs {
     /// Nothing: it neither enters the tally nor decides a probe, and a probe so ended frees its
-    /// slot (resilience4j's `ignoreExceptions`).
+    /// slot, as a [`CallOutcome::Ignored`] one (Polly v7's unhandled exceptions).
     #[default]
     Ignored,
     /// A success (resilience4j's exceptions outside `recordExceptions`; opossum's
-    /// `errorFilter`).
+    /// `errorFilter`; an outcome Polly v8's `ShouldHandle` rejects; gobreaker's
+    /// `IsSuccessful`).
     Success,
 }
 
@@ -416,6 +444,8 @@ impl BreakerConfig {
             open_growth: BackoffConfig::new(open_for, FACTOR_PERMILLE_ONE, open_for, Jitter::None)?,
             evaluate_on: EvaluateOn::Any,
             slow_calls: None,
+            warm_up: None,
+            threshold: Threshold::Reached,
         })
     }
 
@@ -534,6 +564,35 @@ impl BreakerConfig {
 
     /// The same config comparing the failure rate after the results given (the default is
     /// [`EvaluateOn::Any`]).
+    /// The same config with a warm-up: until `warm_up` has passed since [`SimTime::ZERO`] (the
+    /// start of the run), the trip rule records results but does not open the breaker; the
+    /// first result after it that satisfies the rule does (opossum's `allowWarmUp`, whose
+    /// warm-up lasts its `rollingCountTimeout`). `None`, the default, has none.
+    pub fn with_warm_up(self, warm_up: Option<SimDuration>) -> Self {
+        BreakerConfig { warm_up, ..self }
+    }
+
+    pub fn warm_up(&self) -> Option<SimDuration> {
+        self.warm_up
+    }
+
+    /// The same config with its rates compared by `threshold` (the default is
+    /// [`Threshold::Reached`]): the trip rule's failure and slow-call rates, and the probes'
+    /// under [`HalfOpenRule::FailureRate`]. Needs a [`Trip::FailureRate`] rule.
+    pub fn with_threshold(self, threshold: Threshold) -> Result<Self, ConfigError> {
+        if threshold == Threshold::Exceeded && matches!(self.trip, Trip::Consecutive { .. }) {
+            return Err(ConfigError::new(
+                "threshold",
+                "compares a failure rate: it needs failure_rate, not consecutive failures",
+            ));
+        }
+        Ok(BreakerConfig { threshold, ..self })
+    }
+
+    pub fn threshold(&self) -> Threshold {
+        self.threshold
+    }
+
     pub fn with_evaluate_on(self, evaluate_on: EvaluateOn) -> Self {
         BreakerConfig {
             evaluate_on,
@@ -661,8 +720,15 @@ pub enum CallOutcome {
     Success,
     /// A failure that counts towards opening (for example a timeout or a refused connection).
     Failure,
-    /// A result the classifier does not count either way (for example an application error).
+    /// A result that counts neither way under every configuration: it does not enter the
+    /// tally, and a probe so ended frees its slot (resilience4j's `ignoreExceptions`,
+    /// gobreaker's `IsExcluded`, a call whose caller stopped waiting).
     Ignored,
+    /// A result the classifier does not record (an error outside the breaker's `counts`):
+    /// what it counts as is the config's [`UncountedAs`], ignored by default, a success for
+    /// the libraries whose unrecorded errors are successes (resilience4j's exceptions outside
+    /// `recordExceptions`, opossum's `errorFilter`, Polly v8's `ShouldHandle`).
+    Uncounted,
 }
 
 /// A change of state, reported through [`Breaker::poll_transition`].
@@ -854,7 +920,8 @@ impl Breaker {
     /// Panics if `ticket` was issued by another breaker (checked before anything changes).
     pub fn on_result(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
         let outcome = match (outcome, self.config.uncounted_as) {
-            (CallOutcome::Ignored, UncountedAs::Success) => CallOutcome::Success,
+            (CallOutcome::Uncounted, UncountedAs::Success) => CallOutcome::Success,
+            (CallOutcome::Uncounted, UncountedAs::Ignored) => CallOutcome::Ignored,
             (outcome, _) => outcome,
         };
         self.settle(now, ticket, outcome);
@@ -872,8 +939,10 @@ impl Breaker {
         self.settle(now, ticket, CallOutcome::Ignored);
     }
 
-    /// Records `outcome` (already mapped by `uncounted_as`) for `ticket`.
+    /// Records `outcome` (already mapped by `uncounted_as`: never [`CallOutcome::Uncounted`])
+    /// for `ticket`.
     fn settle(&mut self, now: SimTime, ticket: Ticket, outcome: CallOutcome) {
+        debug_assert_ne!(outcome, CallOutcome::Uncounted, "mapped by on_result");
         self.id.assert_issued(ticket.owner, "a ticket", "breaker");
         let now = self.observe(now);
         let slow = self
@@ -889,23 +958,26 @@ impl Breaker {
         }
         match (self.state, outcome) {
             (BreakerState::Closed, CallOutcome::Success) => {
-                let reached = self.tally.record(now, false, slow);
-                if reached && self.config.evaluate_on == EvaluateOn::Any {
+                let reached = self.tally.record(now, false, slow, self.config.threshold);
+                if reached && self.config.evaluate_on == EvaluateOn::Any && self.warmed_up(now) {
                     self.open(now);
                 }
             }
             (BreakerState::Closed, CallOutcome::Failure) => {
-                if self.tally.record(now, true, slow) {
+                if self.tally.record(now, true, slow, self.config.threshold) && self.warmed_up(now)
+                {
                     self.open(now);
                 }
             }
-            (BreakerState::Closed, CallOutcome::Ignored) => {}
+            (BreakerState::Closed, CallOutcome::Ignored | CallOutcome::Uncounted) => {}
             (BreakerState::HalfOpen, CallOutcome::Success | CallOutcome::Failure) => {
                 debug_assert!(ticket.probe, "a half-open ticket is a probe");
                 self.probe_reported(now, outcome == CallOutcome::Failure, slow);
             }
             // An uncounted probe result frees its slot for another probe.
-            (BreakerState::HalfOpen, CallOutcome::Ignored) => self.probes_admitted -= 1,
+            (BreakerState::HalfOpen, CallOutcome::Ignored | CallOutcome::Uncounted) => {
+                self.probes_admitted -= 1
+            }
             // No ticket of the current epoch exists while open: none is issued while open,
             // opening starts a new epoch, the epoch never wraps, and a ticket of another
             // breaker was refused above.
@@ -949,7 +1021,7 @@ impl Breaker {
                         slow: u64::from(self.probes_slow),
                     };
                     let slow_rate = self.config.slow_calls.map(|rule| rule.rate_permille);
-                    if rate_reached(counts, rate_permille, 1, slow_rate) {
+                    if rate_reached(counts, rate_permille, 1, slow_rate, self.config.threshold) {
                         self.open(now);
                     } else {
                         self.close(now);
@@ -995,10 +1067,18 @@ impl Breaker {
 
     /// A counted failure of a call admitted in an earlier state, under
     /// [`LateFailures::Counted`].
+    /// Whether the warm-up (if any) is over at `now`: the trip rule may open the breaker.
+    fn warmed_up(&self, now: SimTime) -> bool {
+        self.config
+            .warm_up
+            .is_none_or(|warm_up| now >= SimTime::ZERO.saturating_add(warm_up))
+    }
+
     fn late_failure(&mut self, now: SimTime, slow: bool) {
         match self.state {
             BreakerState::Closed => {
-                if self.tally.record(now, true, slow) {
+                if self.tally.record(now, true, slow, self.config.threshold) && self.warmed_up(now)
+                {
                     self.open(now);
                 }
             }
@@ -1099,7 +1179,7 @@ impl Tally {
 
     /// Records one success or failure at `now`, slow or not; returns whether the breaker must
     /// open.
-    fn record(&mut self, now: SimTime, failed: bool, slow: bool) -> bool {
+    fn record(&mut self, now: SimTime, failed: bool, slow: bool, threshold: Threshold) -> bool {
         match self {
             Tally::Consecutive {
                 failures_max,
@@ -1120,6 +1200,7 @@ impl Tally {
                     *rate_permille,
                     *min_calls,
                     *slow_rate_permille,
+                    threshold,
                 )
             }
             Tally::Time {
@@ -1134,6 +1215,7 @@ impl Tally {
                     *rate_permille,
                     *min_calls,
                     *slow_rate_permille,
+                    threshold,
                 )
             }
         }
@@ -1165,16 +1247,25 @@ impl Tally {
 }
 
 /// `failures × 1000 >= rate_permille × calls`, or with a slow-call rule
-/// `slow × 1000 >= slow_rate_permille × calls`, once there are `min_calls` calls; exact.
+/// `slow × 1000 >= slow_rate_permille × calls`, once there are `min_calls` calls; exact. With
+/// [`Threshold::Exceeded`], `>` in place of `>=`.
 fn rate_reached(
     counts: WindowCounts,
     rate_permille: u32,
     min_calls: u32,
     slow_rate_permille: Option<u32>,
+    threshold: Threshold,
 ) -> bool {
     debug_assert!(counts.failures <= counts.calls && counts.slow <= counts.calls);
     let reached = |count: u64, permille: u32| {
-        u128::from(count) * 1000 >= u128::from(permille) * u128::from(counts.calls)
+        let (share, bar) = (
+            u128::from(count) * 1000,
+            u128::from(permille) * u128::from(counts.calls),
+        );
+        match threshold {
+            Threshold::Reached => share >= bar,
+            Threshold::Exceeded => share > bar,
+        }
     };
     counts.calls >= u64::from(min_calls)
         && (reached(counts.failures, rate_permille)
@@ -2150,8 +2241,8 @@ mod tests {
     #[test]
     fn uncounted_results_can_count_as_successes() {
         use CallOutcome::*;
-        // 50% of 2 calls: an ignored result and a failure.
-        let results = [(1, Ignored), (2, Failure)];
+        // 50% of 2 calls: an uncounted result and a failure.
+        let results = [(1, Uncounted), (2, Failure)];
         let ignoring = Breaker::new(rate_config(500, 2, 1));
         assert_eq!(
             states_after(ignoring, &results),
@@ -2165,7 +2256,10 @@ mod tests {
         // An uncounted probe closes the breaker instead of freeing its slot.
         let mut b = Breaker::new(config);
         trip(&mut b, ms(0), 2);
-        assert_eq!(probes(&mut b, ms(100), &[Ignored]), [BreakerState::Closed]);
+        assert_eq!(
+            probes(&mut b, ms(100), &[Uncounted]),
+            [BreakerState::Closed]
+        );
         // A cancelled one (no result seen) does not: it frees its slot, and counts in no
         // window either.
         let mut b = Breaker::new(config);
@@ -2177,6 +2271,100 @@ mod tests {
         assert_eq!(b.state_at(ms(101)), BreakerState::HalfOpen);
         assert!(
             matches!(b.try_admit(ms(102)), Admit::Yes(_)),
+            "the slot is free"
+        );
+    }
+
+    /// A threshold that must be exceeded: 50% of 4 calls opens a breaker whose rate must reach
+    /// 50%, not one whose rate must pass it; 3 of 4 opens both. Consecutive failures have no
+    /// rate to exceed.
+    #[test]
+    fn an_exceeded_threshold_needs_a_rate_above_it() {
+        use CallOutcome::*;
+        let results = [
+            (1, Success),
+            (2, Success),
+            (3, Failure),
+            (4, Failure),
+            (5, Failure),
+        ];
+        let reached = Breaker::new(rate_config(500, 4, 1));
+        assert_eq!(
+            states_after(reached, &results[..4]),
+            [
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Open
+            ]
+        );
+        let config = rate_config(500, 4, 1)
+            .with_threshold(Threshold::Exceeded)
+            .unwrap();
+        assert_eq!(
+            states_after(Breaker::new(config), &results),
+            [
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Closed,
+                BreakerState::Open
+            ]
+        );
+        let consecutive = BreakerConfig::new(3, SimDuration::from_millis(100), 1).unwrap();
+        let error = consecutive.with_threshold(Threshold::Exceeded).unwrap_err();
+        assert_eq!(error.field, "threshold");
+    }
+
+    /// A warm-up tallies results without opening; the first result at or after its end that
+    /// satisfies the rule opens the breaker, counting what the warm-up tallied.
+    #[test]
+    fn a_warm_up_holds_the_trip_rule_until_it_ends() {
+        let config = BreakerConfig::new(3, SimDuration::from_millis(100), 1)
+            .unwrap()
+            .with_warm_up(Some(SimDuration::from_millis(50)));
+        let mut b = Breaker::new(config);
+        for at in [0, 10, 20, 49] {
+            call(&mut b, ms(at), CallOutcome::Failure);
+        }
+        assert_eq!(
+            b.state(),
+            BreakerState::Closed,
+            "four failures in the warm-up"
+        );
+        call(&mut b, ms(50), CallOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open, "the fifth, at its end");
+        // Without the warm-up the third failure opens it.
+        let mut b = Breaker::new(config.with_warm_up(None));
+        for at in [0, 10, 20] {
+            call(&mut b, ms(at), CallOutcome::Failure);
+        }
+        assert_eq!(b.state(), BreakerState::Open);
+    }
+
+    /// resilience4j's ignored exceptions stay ignored when its unrecorded ones are successes:
+    /// `Ignored` counts neither way under `UncountedAs::Success` (before the split of
+    /// `Uncounted` from `Ignored`, both became successes).
+    #[test]
+    fn ignored_results_stay_ignored_when_uncounted_ones_are_successes() {
+        use CallOutcome::*;
+        let config = rate_config(500, 2, 1).with_uncounted_as(UncountedAs::Success);
+        // An ignored result and a failure: one call in a window that needs two, so closed
+        // (taken for a success, it would be 50% of two and open it).
+        let mut b = Breaker::new(config);
+        call(&mut b, ms(1), Ignored);
+        call(&mut b, ms(2), Failure);
+        assert_eq!(b.window_counts(ms(2)).map(|w| w.calls), Some(1));
+        assert_eq!(b.state(), BreakerState::Closed);
+        // An ignored probe frees its slot, where an uncounted one closes the breaker.
+        let mut b = Breaker::new(config);
+        trip(&mut b, ms(0), 2);
+        assert_eq!(
+            probes(&mut b, ms(100), &[Ignored]),
+            [BreakerState::HalfOpen]
+        );
+        assert!(
+            matches!(b.try_admit(ms(100)), Admit::Yes(_)),
             "the slot is free"
         );
     }
@@ -2465,6 +2653,7 @@ mod tests {
                     Just(CallOutcome::Failure),
                     Just(CallOutcome::Success),
                     Just(CallOutcome::Ignored),
+                    Just(CallOutcome::Uncounted),
                 ]).prop_map(|(index, outcome)| Op::Report(index, outcome)),
             ]
         }
@@ -2676,7 +2865,8 @@ mod tests {
                 let failed = match outcome {
                     CallOutcome::Success => false,
                     CallOutcome::Failure => true,
-                    CallOutcome::Ignored => {
+                    // The reference's configs keep the default uncounted_as (ignored).
+                    CallOutcome::Ignored | CallOutcome::Uncounted => {
                         if self.state == BreakerState::HalfOpen {
                             self.probes_out -= 1;
                         }
@@ -2731,6 +2921,7 @@ mod tests {
                     3 => Just(CallOutcome::Failure),
                     3 => Just(CallOutcome::Success),
                     1 => Just(CallOutcome::Ignored),
+                    1 => Just(CallOutcome::Uncounted),
                 ]).prop_map(|(index, outcome)| Op::Report(index, outcome)),
                 1 => Just(Op::Poll),
             ]

@@ -10,13 +10,17 @@
 //!
 //! What a preset cannot say, because the model has no such knob, is listed in its `notes`
 //! (opossum's call timeout and its counting of rejected calls, Polly's second probe after a
-//! break duration without an answer). The classifier (which errors count as failures) stays the
-//! breaker's `counts` set, as for any breaker; with a preset and no `counts` written, the file
-//! reader sets it to every error, which is what each of these libraries counts by default.
+//! break duration without an answer). The classifier (which errors count as failures, which
+//! count neither way) stays the breaker's `counts` and `ignores` sets, as for any breaker; with
+//! a preset and no `counts` written, the file reader sets it to every error, which is what each
+//! of these libraries counts by default, and a preset's `uncounted_as` says what an error
+//! outside `counts` is (resilience4j's unrecorded exceptions are successes, its ignored ones
+//! are `ignores`).
 
-use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
+use crate::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Growth, Jitter};
 use crate::breaker::{
-    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Trip, UncountedAs, Window,
+    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Threshold, Trip, UncountedAs,
+    Window,
 };
 use crate::config::ConfigError;
 use crate::retry::RetryConfig;
@@ -44,9 +48,32 @@ pub struct BreakerPreset {
     pub evaluate_on: EvaluateOn,
     pub late_failures: LateFailures,
     pub slow_calls: Option<SlowCalls>,
+    /// A time window shorter than this is kept as a single window, whatever the number of
+    /// slots a longer one has (Polly's 200 ms: [`POLLY_SINGLE_WINDOW_BELOW`]); `None`: every
+    /// time window has [`WINDOW_SLOTS_DEFAULT`] slots unless the file says.
+    pub single_window_below: Option<SimDuration>,
+    /// How long after the start the trip rule may not open the breaker (opossum's
+    /// `allowWarmUp`, off by default).
+    pub warm_up: Option<SimDuration>,
+    /// Whether a failure rate must reach its threshold or pass it (opossum).
+    pub threshold: Threshold,
 }
 
+/// The slots of a time window whose slots the scenario does not give.
+pub const WINDOW_SLOTS_DEFAULT: u32 = 10;
+
+/// Polly (v7's `AdvancedCircuitController`, v8's `HealthMetrics.Create`) keeps a sampling
+/// duration shorter than `ResolutionOfCircuitTimer × NumberOfWindows` = 20 ms × 10 = 200 ms
+/// as one window (`SingleHealthMetrics`), and a longer one as 10 (`RollingHealthMetrics`).
+pub const POLLY_SINGLE_WINDOW_BELOW: SimDuration = SimDuration::from_millis(200);
+
 impl BreakerPreset {
+    /// The slots of a time window of `length` whose slots the scenario does not give: one
+    /// below the preset's `single_window_below`, [`WINDOW_SLOTS_DEFAULT`] otherwise.
+    pub fn window_slots(&self, length: SimDuration) -> u32 {
+        window_slots(Some(self), length)
+    }
+
     /// The preset's values as a breaker configuration. Every preset here is valid (a unit
     /// test builds each one).
     pub fn config(&self) -> Result<BreakerConfig, ConfigError> {
@@ -67,6 +94,7 @@ impl BreakerPreset {
             ),
         }?;
         base.with_half_open_rule(self.half_open_rule)?
+            .with_threshold(self.threshold)?
             .with_uncounted_as(self.uncounted_as)
             .with_half_open_max_wait(self.half_open_max_wait)?
             .with_open_growth(self.open_for_factor_permille, self.open_for_max)?
@@ -75,7 +103,17 @@ impl BreakerPreset {
                 config
                     .with_evaluate_on(self.evaluate_on)
                     .with_late_failures(self.late_failures)
+                    .with_warm_up(self.warm_up)
             })
+    }
+}
+
+/// The slots of a time window of `length` whose slots the scenario does not give, under
+/// `preset` if there is one (see [`BreakerPreset::window_slots`]).
+pub fn window_slots(preset: Option<&BreakerPreset>, length: SimDuration) -> u32 {
+    match preset.and_then(|preset| preset.single_window_below) {
+        Some(below) if length < below => 1,
+        _ => WINDOW_SLOTS_DEFAULT,
     }
 }
 
@@ -94,9 +132,14 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
              maxWaitDurationInHalfOpenState 0 (wait for ever), slowCallRateThreshold 100 over \
              slowCallDurationThreshold 60s",
     notes: "an exception outside recordExceptions counts as a success (uncounted_as = \
-            \"success\"); automaticTransitionFromOpenToHalfOpenEnabled false: half-open starts \
-            at the first call after the wait, which is where outagelab starts \
-            half_open_max_wait too",
+            \"success\"), one in ignoreExceptions neither way (the breaker's ignores); \
+            automaticTransitionFromOpenToHalfOpenEnabled false: half-open starts at the first \
+            call after the wait, which is where outagelab starts half_open_max_wait too. \
+            Cannot be expressed: the manual transitions (transitionToOpenState, \
+            transitionToForcedOpenState, transitionToDisabledState, transitionToClosedState, \
+            reset) are calls a program makes at run time, and a scenario has no event that \
+            acts on a breaker (its faults act on servers, connections and the network; \
+            enabled = false only switches a breaker off for a whole variant)",
     trip: Trip::FailureRate {
         rate_permille: 500,
         window: Window::Calls(100),
@@ -115,6 +158,9 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
         duration: secs(60),
         rate_permille: 1000,
     }),
+    single_window_below: None,
+    warm_up: None,
+    threshold: Threshold::Reached,
 };
 
 /// Polly 8.5 (`Polly.Core`), `CircuitBreakerStrategyOptions` defaults (pollydocs.org,
@@ -122,12 +168,15 @@ pub const RESILIENCE4J: BreakerPreset = BreakerPreset {
 pub const POLLY_V8: BreakerPreset = BreakerPreset {
     name: "polly-v8",
     source: "Polly 8.5 CircuitBreakerStrategyOptions defaults: FailureRatio 0.1, \
-             MinimumThroughput 100, SamplingDuration 30s (kept in 10 windows), BreakDuration \
+             MinimumThroughput 100, SamplingDuration 30s (kept in 10 windows; a \
+             SamplingDuration under 200 ms is one window, HealthMetrics.Create), BreakDuration \
              5s, no BreakDurationGenerator; one probe in half-open",
     notes: "the ratio is compared only on a failure (evaluate_on = \"failure\"); an outcome \
             ShouldHandle rejects is a success; a probe with no answer after BreakDuration lets \
             Polly admit another probe, which outagelab does not model (it waits, or reopens \
-            with half_open_max_wait)",
+            with half_open_max_wait); Polly's windows start at the first result after the \
+            last one ended, outagelab's are aligned to multiples of their length from the \
+            start",
     trip: Trip::FailureRate {
         rate_permille: 100,
         window: Window::Time {
@@ -146,6 +195,9 @@ pub const POLLY_V8: BreakerPreset = BreakerPreset {
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
     slow_calls: None,
+    single_window_below: Some(POLLY_SINGLE_WINDOW_BELOW),
+    warm_up: None,
+    threshold: Threshold::Reached,
 };
 
 /// Polly 7.2.4, `AdvancedCircuitBreaker`: it has no defaults, so the values are the wiki's
@@ -153,8 +205,8 @@ pub const POLLY_V8: BreakerPreset = BreakerPreset {
 pub const POLLY_V7_ADVANCED: BreakerPreset = BreakerPreset {
     name: "polly-v7-advanced",
     source: "Polly 7.2.4 AdvancedCircuitBreaker, the wiki's example: failureThreshold 0.5, \
-             samplingDuration 10s (10 windows), minimumThroughput 8, durationOfBreak 30s; one \
-             probe in half-open",
+             samplingDuration 10s (10 windows; under 200 ms, one window), minimumThroughput \
+             8, durationOfBreak 30s; one probe in half-open",
     notes: "the threshold is compared only on a failure; an exception the policy does not \
             handle is rethrown and counts neither way (uncounted_as = \"ignored\"), but in \
             half-open Polly v7 then admits the next probe only after another durationOfBreak, \
@@ -177,6 +229,9 @@ pub const POLLY_V7_ADVANCED: BreakerPreset = BreakerPreset {
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
     slow_calls: None,
+    single_window_below: Some(POLLY_SINGLE_WINDOW_BELOW),
+    warm_up: None,
+    threshold: Threshold::Reached,
 };
 
 /// opossum 8.1 (Node.js), `CircuitBreaker` option defaults (README, "Options", and
@@ -186,13 +241,14 @@ pub const OPOSSUM: BreakerPreset = BreakerPreset {
     source: "opossum 8.1 defaults: errorThresholdPercentage 50, resetTimeout 30s, \
              rollingCountTimeout 10s, rollingCountBuckets 10, volumeThreshold 0; one probe in \
              half-open; errorFilter'd errors emit success",
-    notes: "opossum opens when the error rate is strictly above 50%: written as 50.1%, which \
-            is exact while the window holds at most 500 calls; volumeThreshold 0 is min_calls \
-            1; opossum counts rejected calls as fires and keeps its rolling window across \
+    notes: "opossum opens when the error rate is strictly above 50% (threshold = \
+            \"exceeded\"); volumeThreshold 0 is min_calls 1; opossum counts rejected calls as fires and keeps its rolling window across \
             openings, outagelab counts only results and clears the window when it opens; \
-            opossum's own call timeout (10s) is the scenario's command timeout here",
+            opossum's own call timeout (10s) is the scenario's command timeout here; \
+            allowWarmUp false: with allowWarmUp true, write warm_up = rollingCountTimeout \
+            (\"10s\"), during which no failure opens it",
     trip: Trip::FailureRate {
-        rate_permille: 501,
+        rate_permille: 500,
         window: Window::Time {
             length: secs(10),
             slots: 10,
@@ -209,17 +265,27 @@ pub const OPOSSUM: BreakerPreset = BreakerPreset {
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
     slow_calls: None,
+    single_window_below: None,
+    warm_up: None,
+    threshold: Threshold::Exceeded,
 };
 
-/// sony/gobreaker 2.0, `Settings` zero values (README and `gobreaker.go`).
+/// sony/gobreaker v2.4.0, `Settings` zero values (README and `v2/gobreaker.go` at fed8e9e).
 pub const GOBREAKER: BreakerPreset = BreakerPreset {
     name: "gobreaker",
-    source: "sony/gobreaker 2.0 Settings defaults: MaxRequests 0 (= 1), Interval 0 (counts \
-             never cleared while closed), Timeout 0 (= 60s), ReadyToTrip \
-             ConsecutiveFailures > 5",
+    source: "sony/gobreaker v2.4.0 Settings defaults (v2/gobreaker.go): MaxRequests 0 (= 1), \
+             Interval 0 (counts never cleared while closed), BucketPeriod 0, Timeout 0 (= 60s), \
+             ReadyToTrip ConsecutiveFailures > 5, IsSuccessful err == nil, IsExcluded none",
     notes: "MaxRequests consecutive successes close a half-open breaker, any failure reopens \
-            it; IsSuccessful says which errors count, as the breaker's counts set does here; a \
-            result from an earlier generation is dropped (late_failures = \"ignored\")",
+            it; IsSuccessful says which errors count (the breaker's counts, the others \
+            successes) and IsExcluded which count neither way (its ignores); a result whose \
+            request started in an earlier generation is dropped, and with Interval 0 a \
+            generation ends only with a change of state: late_failures = \"ignored\". Not \
+            modelled, for a file that writes a window: with an Interval and no BucketPeriod, \
+            each interval (from the breaker's closing) is a generation of its own, so a \
+            request that spans its end counts neither way, where outagelab's one-slot window \
+            (from the start) counts it in the next; with a BucketPeriod a result counts in the \
+            bucket its request started in, outagelab's in the slot it ends in",
     trip: Trip::Consecutive { failures_max: 6 },
     open_for: secs(60),
     half_open_probes: 1,
@@ -231,6 +297,9 @@ pub const GOBREAKER: BreakerPreset = BreakerPreset {
     evaluate_on: EvaluateOn::Failure,
     late_failures: LateFailures::Ignored,
     slow_calls: None,
+    single_window_below: None,
+    warm_up: None,
+    threshold: Threshold::Reached,
 };
 
 /// Every breaker preset, in the order the documentation lists them.
@@ -258,6 +327,7 @@ pub struct RetryPreset {
     pub backoff: SimDuration,
     pub backoff_factor_permille: u32,
     pub backoff_max: SimDuration,
+    pub backoff_growth: Growth,
     pub jitter: Jitter,
     pub elapsed_max: Option<SimDuration>,
 }
@@ -270,7 +340,8 @@ impl RetryPreset {
             self.backoff_factor_permille,
             self.backoff_max,
             self.jitter,
-        )?;
+        )?
+        .with_growth(self.backoff_growth)?;
         RetryConfig::new(self.max_attempts, backoff, None, None)?.with_elapsed_max(self.elapsed_max)
     }
 }
@@ -286,6 +357,7 @@ pub const BACKOFF_CRATE: RetryPreset = RetryPreset {
     backoff: SimDuration::from_millis(500),
     backoff_factor_permille: 1500,
     backoff_max: secs(60),
+    backoff_growth: Growth::Exponential,
     jitter: Jitter::Proportional {
         randomization_permille: 500,
     },
@@ -306,6 +378,7 @@ pub const TOKIO_RETRY: RetryPreset = RetryPreset {
     backoff: SimDuration::from_millis(10),
     backoff_factor_permille: 10_000,
     backoff_max: SimDuration::MAX,
+    backoff_growth: Growth::Exponential,
     jitter: Jitter::Full,
     elapsed_max: None,
 };
@@ -324,12 +397,35 @@ pub const AWS_FULL_JITTER: RetryPreset = RetryPreset {
     backoff: secs(1),
     backoff_factor_permille: 2000,
     backoff_max: secs(20),
+    backoff_growth: Growth::Exponential,
     jitter: Jitter::Full,
     elapsed_max: None,
 };
 
+/// backon 1.5, `FibonacciBuilder::default()` (`backon/src/backoff/fibonacci.rs` at db212c0).
+pub const BACKON_FIBONACCI: RetryPreset = RetryPreset {
+    name: "backon-fibonacci",
+    source: "backon 1.5.2 FibonacciBuilder::default(): min_delay 1s, max_delay 60s, max_times 3, \
+             jitter false: delays 1s, 1s, 2s (then 3s, 5s, 8s, ... with more times)",
+    notes: "max_times counts retries, max_attempts the first attempt too (4); backon's \
+            with_jitter() adds min_delay times a uniform draw to each delay, which no \
+            outagelab jitter does",
+    max_attempts: 4,
+    backoff: secs(1),
+    backoff_factor_permille: FACTOR_PERMILLE_ONE,
+    backoff_max: secs(60),
+    backoff_growth: Growth::Fibonacci,
+    jitter: Jitter::None,
+    elapsed_max: None,
+};
+
 /// Every retry preset, in the order the documentation lists them.
-pub const RETRY_PRESETS: [RetryPreset; 3] = [BACKOFF_CRATE, TOKIO_RETRY, AWS_FULL_JITTER];
+pub const RETRY_PRESETS: [RetryPreset; 4] = [
+    BACKOFF_CRATE,
+    TOKIO_RETRY,
+    AWS_FULL_JITTER,
+    BACKON_FIBONACCI,
+];
 
 /// The retry preset called `name`.
 pub fn retry_preset(name: &str) -> Option<&'static RetryPreset> {
@@ -343,6 +439,32 @@ pub enum ClientReconnect {
     Always,
     /// The first connection is the only one.
     Never,
+}
+
+/// How a client's delay between reconnect attempts grows (the scenario's `reconnect_growth`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReconnectGrowth {
+    /// Attempt `n` waits `min(n · reconnect_delay, reconnect_delay_max)` (ioredis'
+    /// `retryStrategy`).
+    #[default]
+    Linear,
+    /// Attempt `n` waits `min(reconnect_delay · 2^(n-1), reconnect_delay_max)` (lettuce's
+    /// `Delay.exponential()`).
+    Doubling,
+}
+
+impl ReconnectGrowth {
+    /// The delay before reconnect attempt `attempt` (1-based), capped at `max`; exact integer
+    /// arithmetic, saturating at `max`.
+    pub fn delay(self, delay: SimDuration, max: SimDuration, attempt: u32) -> SimDuration {
+        let factor = match self {
+            ReconnectGrowth::Linear => Some(u64::from(attempt)),
+            ReconnectGrowth::Doubling => 1u64.checked_shl(attempt.saturating_sub(1)),
+        };
+        factor
+            .and_then(|factor| delay.checked_mul(factor))
+            .map_or(max, |delay| delay.min(max))
+    }
 }
 
 /// A Redis client's connection settings as a library ships them (the keys of a scenario's
@@ -360,6 +482,7 @@ pub struct ClientPreset {
     pub connect_timeout: SimDuration,
     pub reconnect_delay: SimDuration,
     pub reconnect_delay_max: SimDuration,
+    pub reconnect_growth: ReconnectGrowth,
     pub reconnect: ClientReconnect,
     /// `None`: no limit on the commands a connection holds.
     pub pending_max: Option<u32>,
@@ -380,33 +503,63 @@ pub const IOREDIS: ClientPreset = ClientPreset {
     connect_timeout: secs(10),
     reconnect_delay: SimDuration::from_millis(50),
     reconnect_delay_max: secs(2),
+    reconnect_growth: ReconnectGrowth::Linear,
     reconnect: ClientReconnect::Always,
     pending_max: None,
 };
 
-/// redis-rs 0.27, `Client::get_multiplexed_async_connection()` with the default
-/// `AsyncConnectionConfig`.
+/// redis-rs 1.8.1 (the version `Cargo.lock` pins, which `outagelab live` runs),
+/// `Client::get_multiplexed_async_connection()` with the default `AsyncConnectionConfig`
+/// (`src/client.rs`: `DEFAULT_RESPONSE_TIMEOUT`, `DEFAULT_CONNECTION_TIMEOUT`).
 pub const REDIS_RS_MULTIPLEXED: ClientPreset = ClientPreset {
     name: "redis-rs-multiplexed",
-    source: "redis-rs 0.27 MultiplexedConnection, default AsyncConnectionConfig: no \
-             response_timeout, no reconnection (a dropped connection fails every pending and \
-             later command)",
-    notes: "redis-rs has no connection timeout by default; connect_timeout is unused here \
-            because the connection exists at start and is never replaced; its request channel \
-            holds 50 commands and makes further callers wait, which outagelab does not model \
-            (no pending_max)",
-    command_timeout: None,
+    source: "redis-rs 1.8.1 MultiplexedConnection, default AsyncConnectionConfig \
+             (src/client.rs): response_timeout 500 ms, connection_timeout 1 s, no \
+             reconnection (a dropped connection fails every pending and later command)",
+    notes: "connect_timeout is unused here because the connection exists at start and is \
+            never replaced; the response timeout also runs while a command waits for a place \
+            in the request channel, which holds 50 commands (pipeline_buffer_size) and makes \
+            further callers wait: outagelab does not model that channel (no pending_max), so \
+            its timeout runs from the send",
+    command_timeout: Some(SimDuration::from_millis(500)),
     offline_queue: false,
     max_retries: Some(0),
-    connect_timeout: secs(10),
+    connect_timeout: secs(1),
     reconnect_delay: SimDuration::from_millis(50),
     reconnect_delay_max: secs(2),
+    reconnect_growth: ReconnectGrowth::Linear,
     reconnect: ClientReconnect::Never,
     pending_max: None,
 };
 
+/// lettuce 7.7 (redis/lettuce at b0bcdd8), a `RedisClient` connection with the default
+/// `ClientOptions` and `ClientResources`.
+pub const LETTUCE: ClientPreset = ClientPreset {
+    name: "lettuce",
+    source: "lettuce 7.7 defaults: RedisURI.DEFAULT_TIMEOUT 60 s (applied to commands by \
+             ClientOptions.DEFAULT_TIMEOUT_OPTIONS = TimeoutOptions.enabled()), \
+             DEFAULT_AUTO_RECONNECT true with DisconnectedBehavior.DEFAULT (commands are \
+             accepted while disconnected), DEFAULT_REPLAY_FILTER replays every queued command \
+             after a reconnect, DEFAULT_REQUEST_QUEUE_SIZE Integer.MAX_VALUE, \
+             SocketOptions.DEFAULT_CONNECT_TIMEOUT 10 s, ClientResources.DEFAULT_RECONNECT_DELAY \
+             Delay.exponential(): 2^(n-1) ms, from 0 to 30 s",
+    notes: "one multiplexed connection, as modelled; lettuce re-sends a command after every \
+            reconnect until it times out (max_retries unlimited), so a write may run twice \
+            (at least once); lettuce's timeout starts when the command is written to the \
+            endpoint, offline or not, which is when outagelab's starts",
+    command_timeout: Some(secs(60)),
+    offline_queue: true,
+    max_retries: None,
+    connect_timeout: secs(10),
+    reconnect_delay: SimDuration::from_millis(1),
+    reconnect_delay_max: secs(30),
+    reconnect_growth: ReconnectGrowth::Doubling,
+    reconnect: ClientReconnect::Always,
+    pending_max: None,
+};
+
 /// Every client preset, in the order the documentation lists them.
-pub const CLIENT_PRESETS: [ClientPreset; 2] = [IOREDIS, REDIS_RS_MULTIPLEXED];
+pub const CLIENT_PRESETS: [ClientPreset; 3] = [IOREDIS, REDIS_RS_MULTIPLEXED, LETTUCE];
 
 /// The client preset called `name`.
 pub fn client_preset(name: &str) -> Option<&'static ClientPreset> {
@@ -460,5 +613,38 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), count);
         assert_eq!(breaker_preset("hystrix"), None);
+    }
+
+    /// A preset's own time window has the slots its rule gives a window of that length.
+    #[test]
+    fn every_preset_s_window_follows_its_slot_rule() {
+        for preset in BREAKER_PRESETS {
+            if let Trip::FailureRate {
+                window: Window::Time { length, slots },
+                ..
+            } = preset.trip
+            {
+                assert_eq!(preset.window_slots(length), slots, "{}", preset.name);
+            }
+        }
+    }
+
+    /// Polly's `HealthMetricsTests.Create_Ok` (App-vNext/Polly 173d6d1,
+    /// `test/Polly.Core.Tests/CircuitBreaker/Health/HealthMetricsTests.cs`): 100 and 199 ms
+    /// are one window (`SingleHealthMetrics`), 200 and 201 ms are ten (`RollingHealthMetrics`).
+    /// The other presets keep ten slots for any length.
+    #[test]
+    fn polly_keeps_a_sampling_duration_under_200_ms_as_one_window() {
+        let ms = SimDuration::from_millis;
+        for polly in [POLLY_V8, POLLY_V7_ADVANCED] {
+            let slots: Vec<u32> = [100, 199, 200, 201]
+                .map(|length| polly.window_slots(ms(length)))
+                .to_vec();
+            assert_eq!(slots, [1, 1, 10, 10], "{}", polly.name);
+        }
+        for other in [RESILIENCE4J, OPOSSUM, GOBREAKER] {
+            assert_eq!(other.window_slots(ms(100)), 10, "{}", other.name);
+        }
+        assert_eq!(window_slots(None, ms(100)), WINDOW_SLOTS_DEFAULT);
     }
 }

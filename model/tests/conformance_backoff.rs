@@ -6,13 +6,17 @@
 //!   0c88d76;
 //! - srijs/rust-tokio-retry: `src/strategy/exponential_backoff.rs` at 4160d84;
 //! - "Exponential Backoff And Jitter", AWS Architecture Blog (Marc Brooker, 2015): the full,
-//!   equal and decorrelated formulas.
+//!   equal and decorrelated formulas;
+//! - Xuanwo/backon: `backon/src/backoff/fibonacci.rs` at db212c0 (1.5.2), through the
+//!   `backon-fibonacci` preset.
 //!
 //! A peer that draws a float `f` in [0, 1) is replayed by the 64-bit word `⌊f · 2^64⌋`, the
 //! word outagelab maps to the same place in its range (it draws one word per delay).
 
 use outagelab_model::backoff::{Backoff, BackoffConfig, Jitter};
-use outagelab_model::presets::{AWS_FULL_JITTER, BACKOFF_CRATE, TOKIO_RETRY};
+use outagelab_model::presets::{
+    AWS_FULL_JITTER, BACKOFF_CRATE, BACKON_FIBONACCI, RetryPreset, TOKIO_RETRY,
+};
 use outagelab_model::random::RandomBits;
 use outagelab_model::retry::{GiveUpReason, RetryDecision, RetryPolicy};
 use outagelab_model::{SimDuration, SimTime};
@@ -95,6 +99,31 @@ fn randomized_interval(
         delays(config, &mut fraction(numerator, denominator), 1),
         vec![expected_nanos],
     )
+}
+
+/// The waits a retry policy with `preset`'s values hands out, in milliseconds, until it gives
+/// up (backon's iterator ends: `None`).
+fn retry_waits_ms(preset: RetryPreset) -> Result<Vec<u64>, String> {
+    let mut policy = RetryPolicy::new(preset.config().map_err(|e| e.to_string())?);
+    let mut request = policy.on_request(SimTime::ZERO);
+    let mut now = SimTime::ZERO;
+    let mut waits = Vec::new();
+    while let RetryDecision::Retry { at } = policy.on_failure(now, &mut request, None, &mut low()) {
+        waits.push((at.as_nanos() - now.as_nanos()) / 1_000_000);
+        now = at;
+        assert!(waits.len() <= 100, "a preset that never gives up");
+    }
+    Ok(waits)
+}
+
+/// backon's `FibonacciBuilder` with its test's settings, through the preset.
+fn backon(min_delay_ms: u64, max_delay_ms: u64, max_times: u32) -> RetryPreset {
+    RetryPreset {
+        max_attempts: max_times + 1,
+        backoff: ms(min_delay_ms),
+        backoff_max: ms(max_delay_ms),
+        ..BACKON_FIBONACCI
+    }
 }
 
 fn cases() -> Vec<Case> {
@@ -376,6 +405,41 @@ fn cases() -> Vec<Case> {
                 expect(
                     policy.on_failure(at, &mut request, None, &mut high()),
                     RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted),
+                )
+            },
+        },
+        Case {
+            peer_test: "backon fibonacci.rs test_fibonacci_default (db212c0)",
+            differs: None,
+            check: || expect(retry_waits_ms(BACKON_FIBONACCI)?, vec![1000, 1000, 2000]),
+        },
+        Case {
+            peer_test: "backon fibonacci.rs test_fibonacci_min_delay (db212c0)",
+            differs: None,
+            check: || {
+                expect(
+                    retry_waits_ms(backon(500, 60_000, 3))?,
+                    vec![500, 500, 1000],
+                )
+            },
+        },
+        Case {
+            peer_test: "backon fibonacci.rs test_fibonacci_max_delay (db212c0)",
+            differs: None,
+            check: || {
+                expect(
+                    retry_waits_ms(backon(1000, 2000, 4))?,
+                    vec![1000, 1000, 2000, 2000],
+                )
+            },
+        },
+        Case {
+            peer_test: "backon fibonacci.rs test_fibonacci_max_times (db212c0)",
+            differs: None,
+            check: || {
+                expect(
+                    retry_waits_ms(backon(1000, 60_000, 6))?,
+                    vec![1000, 1000, 2000, 3000, 5000, 8000],
                 )
             },
         },

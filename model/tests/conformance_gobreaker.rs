@@ -1,30 +1,40 @@
 //! sony/gobreaker's own tests, replayed against outagelab's breaker.
 //!
-//! Source: `v2/gobreaker_test.go` at commit 0a18939 (gobreaker v2). The tests move the
-//! breaker's expiry back (`pseudoSleep`); here time moves forward instead.
+//! Source: `v2/gobreaker_test.go` at commit 0a18939 (gobreaker v2), replayed with the
+//! `gobreaker` preset. The tests move the breaker's expiry back (`pseudoSleep`); here time
+//! moves forward instead.
 
 #[macro_use]
 mod common;
 
 use common::*;
-use outagelab_model::breaker::{BreakerConfig, EvaluateOn, Rejection, Window};
-use outagelab_model::presets::GOBREAKER;
+use outagelab_model::breaker::{BreakerConfig, Rejection, Trip, Window};
+use outagelab_model::presets::{BreakerPreset, GOBREAKER};
 
 fn defaults() -> BreakerConfig {
     GOBREAKER.config().expect("valid")
 }
 
-/// `newCustom()`: MaxRequests 3, Interval 30s (the counts are cleared every 30 s from the
-/// start: a tumbling window of one 30 s slot), Timeout 90s, ReadyToTrip `requests >= 3 &&
-/// failureRatio >= 0.6`, asked only after a failure.
+/// `newCustom()`, the preset with its settings: MaxRequests 3, Interval 30s (the counts are
+/// cleared every 30 s from the start: a tumbling window of one 30 s slot), Timeout 90s,
+/// ReadyToTrip `requests >= 3 && failureRatio >= 0.6`, asked only after a failure (the
+/// preset's `evaluate_on`).
 fn custom() -> BreakerConfig {
-    let window = Window::Time {
-        length: secs(30),
-        slots: 1,
+    let preset = BreakerPreset {
+        trip: Trip::FailureRate {
+            rate_permille: 600,
+            window: Window::Time {
+                length: secs(30),
+                slots: 1,
+            },
+            min_calls: 3,
+        },
+        open_for: secs(90),
+        open_for_max: secs(90),
+        half_open_probes: 3,
+        ..GOBREAKER
     };
-    BreakerConfig::failure_rate(600, window, 3, secs(90), 3)
-        .map(|config| config.with_evaluate_on(EvaluateOn::Failure))
-        .expect("valid")
+    preset.config().expect("valid")
 }
 
 const BUSY: Rejection = Rejection::ProbesBusy;

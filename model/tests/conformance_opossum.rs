@@ -1,12 +1,13 @@
 //! opossum's own tests, replayed against outagelab's breaker with the `opossum` preset.
 //!
 //! Sources (nodeshift/opossum, `test/`): `error-filter-test.js` at 036ef2e,
-//! `half-open-test.js` at 03d0b66, `volume-threshold-test.js` at 0039ee1, and the rule in
-//! `lib/circuit.js`'s `fail()`: open when `errorRate > errorThresholdPercentage`, strictly.
-//! The tests set `errorThresholdPercentage: 1`: strictly above 1% is written as 1.1%, which is
-//! the same rule for windows of up to 90 calls (these hold at most 3). An error the test's
-//! `errorFilter` accepts is `I` here, counted as a success (`uncounted_as = "success"`), as
-//! opossum emits `success` for it.
+//! `half-open-test.js` at 03d0b66, `volume-threshold-test.js` at 0039ee1, `warmup-test.js` at
+//! 57aad75, and the rule in `lib/circuit.js`'s `fail()`: nothing while `warmUp`, then open when
+//! `errorRate > errorThresholdPercentage`, strictly.
+//! The tests set `errorThresholdPercentage: 1`: 1% with the preset's `threshold = "exceeded"`,
+//! strictly above, as opossum compares. An error the test's
+//! `errorFilter` accepts is `U` here (not recorded), counted as a success by the preset's
+//! `uncounted_as = "success"`, as opossum emits `success` for it.
 
 #[macro_use]
 mod common;
@@ -16,12 +17,12 @@ use outagelab_model::SimDuration;
 use outagelab_model::breaker::{BreakerConfig, Rejection, Trip, Window};
 use outagelab_model::presets::{BreakerPreset, OPOSSUM};
 
-/// The preset with the tests' options: 1% (strictly above), `resetTimeout`, `volumeThreshold`
+/// The preset with the tests' options: 1% (exceeded, the preset's), `resetTimeout`, `volumeThreshold`
 /// (0 is a minimum of 1 call).
 fn options(reset_timeout_ms: u64, volume_threshold: u32) -> BreakerConfig {
     let preset = BreakerPreset {
         trip: Trip::FailureRate {
-            rate_permille: 11,
+            rate_permille: 10,
             window: Window::Time {
                 length: secs(10),
                 slots: 10,
@@ -51,6 +52,35 @@ fn volume_2() -> BreakerConfig {
     options(300, 2)
 }
 
+/// `warmup-test.js`' options: 1%, `resetTimeout` 100 ms, `allowWarmUp: true` over a
+/// `rollingCountTimeout` of `rolling_ms` (the warm-up lasts one rolling window).
+fn warm_up(rolling_ms: u64) -> BreakerConfig {
+    let rolling = SimDuration::from_millis(rolling_ms);
+    let preset = BreakerPreset {
+        trip: Trip::FailureRate {
+            rate_permille: 10,
+            window: Window::Time {
+                length: rolling,
+                slots: 10,
+            },
+            min_calls: 1,
+        },
+        open_for: SimDuration::from_millis(100),
+        open_for_max: SimDuration::from_millis(100),
+        warm_up: Some(rolling),
+        ..OPOSSUM
+    };
+    preset.config().expect("valid")
+}
+
+fn warm_up_default() -> BreakerConfig {
+    warm_up(10_000)
+}
+
+fn warm_up_500ms() -> BreakerConfig {
+    warm_up(500)
+}
+
 fn defaults() -> BreakerConfig {
     OPOSSUM.config().expect("valid")
 }
@@ -62,7 +92,7 @@ fn opossum_tests() {
             peer_test: "error-filter-test.js: Bypasses failure stats if errorFilter returns true (036ef2e)",
             differs: None,
             config: reset_10s,
-            script: &[At(0), Call(I), Expect(Closed)],
+            script: &[At(0), Call(U), Window(1, 0), Expect(Closed)],
         },
         Case {
             peer_test: "error-filter-test.js: Increments failure stats if errorFilter returns false (036ef2e)",
@@ -105,7 +135,7 @@ fn opossum_tests() {
                 Expect(Open),
                 At(150),
                 Expect(HalfOpen),
-                Call(I),
+                Call(U),
                 Expect(Closed),
             ],
         },
@@ -159,6 +189,36 @@ fn opossum_tests() {
                 Expect(Open),
             ],
         },
+        Case {
+            peer_test: "warmup-test.js: By default does not allow for warmup (57aad75)",
+            differs: None,
+            config: reset_100ms,
+            script: &[At(0), Call(F), Expect(Open)],
+        },
+        Case {
+            peer_test: "warmup-test.js: Allows for warmup when option is provided (57aad75)",
+            differs: None,
+            config: warm_up_default,
+            script: &[At(0), Call(F), Expect(Closed)],
+        },
+        Case {
+            peer_test: "warmup-test.js: Only warms up for rollingCountTimeout (57aad75)",
+            differs: None,
+            // The test checks that `warmUp` is false at 500 ms; here a failure at 500 ms opens
+            // the breaker, which `fail()` does once `warmUp` is false.
+            config: warm_up_500ms,
+            script: &[
+                At(0),
+                Call(F),
+                Expect(Closed),
+                At(499),
+                Call(F),
+                Expect(Closed),
+                At(500),
+                Call(F),
+                Expect(Open),
+            ],
+        },
     ];
-    check(&cases, 9);
+    check(&cases, 12);
 }

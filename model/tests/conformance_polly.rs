@@ -3,7 +3,9 @@
 //!
 //! Sources (App-vNext/Polly, `test/Polly.Core.Tests/CircuitBreaker/Controller/`):
 //! `AdvancedCircuitBehaviorTests.cs` at commit 07124ac and `CircuitStateControllerTests.cs`
-//! at commit 053deaa (Polly 8.x). The controller tests mock the breaking decision ("the next
+//! at commit 053deaa (Polly 8.x); `Health/SingleHealthMetricsTests.cs` and the rule of
+//! `src/Polly.Core/CircuitBreaker/Health/HealthMetrics.cs` (`Create`: a sampling duration under
+//! 200 ms is one window) at 173d6d1 (8.7). The controller tests mock the breaking decision ("the next
 //! failure breaks"); here that is the preset with `min_calls = 1`, whose first failure opens
 //! it. Polly v7's AdvancedCircuitBreaker specs are not replayed (the `polly-v7-advanced`
 //! preset has no case of its own).
@@ -12,41 +14,49 @@
 mod common;
 
 use common::*;
+use outagelab_model::SimDuration;
 use outagelab_model::breaker::{BreakerConfig, Rejection, Trip, Window};
-use outagelab_model::presets::POLLY_V8;
+use outagelab_model::presets::{BreakerPreset, POLLY_V8};
 
-/// The preset with the sampling of `AdvancedCircuitBehaviorTests`: FailureRatio 0.1,
-/// MinimumThroughput 10 (the test's `minimumThruput`), over the preset's 30 s window.
-fn behavior() -> BreakerConfig {
-    let preset = outagelab_model::presets::BreakerPreset {
+/// The preset with the test's SamplingDuration and MinimumThroughput (FailureRatio 0.1, the
+/// default); the window has the slots Polly gives that duration (`HealthMetrics.Create`: one
+/// window under 200 ms, ten from 200 ms).
+fn sampling(length: SimDuration, min_calls: u32) -> BreakerConfig {
+    let preset = BreakerPreset {
         trip: Trip::FailureRate {
             rate_permille: 100,
             window: Window::Time {
-                length: secs(30),
-                slots: 10,
+                length,
+                slots: POLLY_V8.window_slots(length),
             },
-            min_calls: 10,
+            min_calls,
         },
         ..POLLY_V8
     };
     preset.config().expect("valid")
 }
 
+/// The preset with the sampling of `AdvancedCircuitBehaviorTests`: MinimumThroughput 10 (the
+/// test's `minimumThruput`), over the preset's 30 s window.
+fn behavior() -> BreakerConfig {
+    sampling(secs(30), 10)
+}
+
 /// The preset whose next failure breaks, as `CircuitStateControllerTests`' mocked behaviour:
 /// BreakDuration 5 s (the default), one probe.
 fn controller() -> BreakerConfig {
-    let preset = outagelab_model::presets::BreakerPreset {
-        trip: Trip::FailureRate {
-            rate_permille: 100,
-            window: Window::Time {
-                length: secs(30),
-                slots: 10,
-            },
-            min_calls: 1,
-        },
-        ..POLLY_V8
-    };
-    preset.config().expect("valid")
+    sampling(secs(30), 1)
+}
+
+/// A short sampling duration and a MinimumThroughput of 2: Polly keeps 150 ms as a single
+/// window, so the preset's slots for it are one, not ten.
+fn short_window() -> BreakerConfig {
+    sampling(SimDuration::from_millis(150), 2)
+}
+
+/// `SingleHealthMetricsTests`' 100 ms sampling duration, with the preset's other values.
+fn window_100ms() -> BreakerConfig {
+    sampling(SimDuration::from_millis(100), 100)
 }
 
 const OPEN_AT_0: [Step; 3] = [At(0), Call(F), Expect(Open)];
@@ -251,6 +261,42 @@ fn polly_v8_circuit_breaker_tests() {
             config: controller,
             script: script!(HALF_OPEN, [At(10_000), Reject(Rejection::ProbesBusy)]),
         },
+        Case {
+            peer_test: "SingleHealthMetricsTests.Increment_Ok (173d6d1)",
+            differs: None,
+            config: window_100ms,
+            script: &[
+                At(0),
+                Call(F),
+                Call(S),
+                Call(S),
+                Call(S),
+                Call(S),
+                Window(5, 1),
+            ],
+        },
+        Case {
+            peer_test: "SingleHealthMetricsTests.SamplingDurationRespected_Ok (173d6d1)",
+            differs: None,
+            config: window_100ms,
+            script: &[At(0), Call(S), Call(S), Window(2, 0), At(100), Window(0, 0)],
+        },
+        Case {
+            peer_test: "HealthMetrics.Create: a 150 ms sampling duration is one window (173d6d1)",
+            differs: None,
+            // Two failures 20 ms apart on either side of the single window's end at 150 ms:
+            // Polly's window holds one of them, below MinimumThroughput 2, so it stays closed.
+            // Ten slots of 15 ms would still hold both (100% of 2) and open.
+            config: short_window,
+            script: &[
+                At(140),
+                Call(F),
+                At(160),
+                Call(F),
+                Window(1, 1),
+                Expect(Closed),
+            ],
+        },
     ];
-    check(&cases, 11);
+    check(&cases, 14);
 }

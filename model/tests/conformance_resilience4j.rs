@@ -1,13 +1,18 @@
-//! resilience4j's own circuit-breaker tests, replayed against outagelab's breaker.
+//! resilience4j's own circuit-breaker tests, replayed against outagelab's breaker with the
+//! `resilience4j` preset (each case's breaker is the preset with the test's options written
+//! over it, as a scenario's keys override a preset).
 //!
-//! Source: `resilience4j-circuitbreaker/src/test/java/io/github/resilience4j/circuitbreaker/
-//! internal/CircuitBreakerStateMachineTest.java` at commit d4e3cb1 (resilience4j 2.x). Its
-//! `setUp` breaker: failureRateThreshold 50, permittedNumberOfCallsInHalfOpenState 4,
+//! Sources: `resilience4j-circuitbreaker/src/test/java/io/github/resilience4j/circuitbreaker/
+//! internal/CircuitBreakerStateMachineTest.java` at commit d4e3cb1 (resilience4j 2.x), and
+//! `CircuitBreakerExceptionHandlingTest.java` at ebd49df. The state-machine test's `setUp`
+//! breaker: failureRateThreshold 50, permittedNumberOfCallsInHalfOpenState 4,
 //! maxWaitDurationInHalfOpenState 1s, slidingWindow(20, 5, TIME_BASED) (20 s in 20 one-second
 //! buckets, at least 5 calls), waitDurationInOpenState 5s, ignoreExceptions
-//! NumberFormatException (written `I` here: an ignored result), slowCallDurationThreshold 4s
-//! and slowCallRateThreshold 50 (a slow call is admitted, then reported 5 s later; the Java
-//! tests pass the duration to `onSuccess` / `onError` instead).
+//! NumberFormatException (written `I` here: an ignored result, which stays ignored though the
+//! preset counts unrecorded errors as successes), slowCallDurationThreshold 4s and
+//! slowCallRateThreshold 50 (a slow call is admitted, then reported 5 s later; the Java tests
+//! pass the duration to `onSuccess` / `onError` instead). An exception outside
+//! `recordExceptions` is `U`: a success, by the preset's `uncounted_as`.
 //!
 //! The Java tests move the breaker by hand (`transitionToOpenState()`); the scripts here reach
 //! the same state by calls: five failures at t = 0 open it, the wait of 5 s makes it
@@ -17,24 +22,31 @@
 mod common;
 
 use common::*;
-use outagelab_model::breaker::{BreakerConfig, HalfOpenRule, Rejection, SlowCalls, Window};
+use outagelab_model::breaker::{BreakerConfig, Rejection, SlowCalls, Trip, Window};
+use outagelab_model::presets::{BreakerPreset, RESILIENCE4J};
 
-/// The test class's `setUp` breaker.
+/// The test class's `setUp` breaker: the preset with its options.
 fn set_up() -> BreakerConfig {
-    let window = Window::Time {
-        length: secs(20),
-        slots: 20,
+    let preset = BreakerPreset {
+        trip: Trip::FailureRate {
+            rate_permille: 500,
+            window: Window::Time {
+                length: secs(20),
+                slots: 20,
+            },
+            min_calls: 5,
+        },
+        open_for: secs(5),
+        open_for_max: secs(5),
+        half_open_probes: 4,
+        half_open_max_wait: Some(secs(1)),
+        slow_calls: Some(SlowCalls {
+            duration: secs(4),
+            rate_permille: 500,
+        }),
+        ..RESILIENCE4J
     };
-    BreakerConfig::failure_rate(500, window, 5, secs(5), 4)
-        .and_then(|config| config.with_half_open_rule(HalfOpenRule::FailureRate))
-        .and_then(|config| config.with_half_open_max_wait(Some(secs(1))))
-        .and_then(|config| {
-            config.with_slow_calls(Some(SlowCalls {
-                duration: secs(4),
-                rate_permille: 500,
-            }))
-        })
-        .expect("valid")
+    preset.config().expect("valid")
 }
 
 /// The `setUp` breaker without its half-open limit, so that slow probes can report.
@@ -46,10 +58,33 @@ fn set_up_without_max_wait() -> BreakerConfig {
 /// minimumNumberOfCalls is capped to it), 4 calls in half-open, and
 /// `IntervalFunction.ofExponentialBackoff(5000)`: 5 s, then × 1.5 (its default multiplier).
 fn wait_interval() -> BreakerConfig {
-    BreakerConfig::failure_rate(500, Window::Calls(5), 5, secs(5), 4)
-        .and_then(|config| config.with_half_open_rule(HalfOpenRule::FailureRate))
-        .and_then(|config| config.with_open_growth(1500, secs(3600)))
-        .expect("valid")
+    let preset = BreakerPreset {
+        trip: Trip::FailureRate {
+            rate_permille: 500,
+            window: Window::Calls(5),
+            min_calls: 5,
+        },
+        open_for: secs(5),
+        half_open_probes: 4,
+        open_for_factor_permille: 1500,
+        open_for_max: secs(3600),
+        ..RESILIENCE4J
+    };
+    preset.config().expect("valid")
+}
+
+/// `CircuitBreakerExceptionHandlingTest`'s breaker: slidingWindowSize 5, the other options
+/// the defaults (minimumNumberOfCalls 100, capped to the window's 5).
+fn window_5() -> BreakerConfig {
+    let preset = BreakerPreset {
+        trip: Trip::FailureRate {
+            rate_permille: 500,
+            window: Window::Calls(5),
+            min_calls: 5,
+        },
+        ..RESILIENCE4J
+    };
+    preset.config().expect("valid")
 }
 
 /// Five failures at t = 0: open (the Java tests' `transitionToOpenState()`).
@@ -426,6 +461,20 @@ fn resilience4j_circuit_breaker_state_machine_test() {
                 ],
             ),
         },
+        Case {
+            peer_test: "CircuitBreakerExceptionHandlingTest.shouldRecordIOExceptionAsFailureAndBusinessExceptionAsSuccess (ebd49df)",
+            differs: None,
+            // recordExceptions(IOException): a BusinessException is not recorded, so a success.
+            config: window_5,
+            script: &[At(0), Call(F), Call(U), Window(2, 1), Expect(Closed)],
+        },
+        Case {
+            peer_test: "CircuitBreakerExceptionHandlingTest.shouldIgnoreNumberFormatException (ebd49df)",
+            differs: None,
+            // ignoreExceptions(NumberFormatException): neither a success nor a failure.
+            config: window_5,
+            script: &[At(0), Call(F), Call(I), Window(1, 1), Expect(Closed)],
+        },
     ];
-    check(&cases, 16);
+    check(&cases, 18);
 }

@@ -4,8 +4,10 @@
 
 use std::fmt::Write as _;
 
-use outagelab_model::backoff::Jitter;
-use outagelab_model::breaker::{EvaluateOn, HalfOpenRule, LateFailures, Trip, UncountedAs, Window};
+use outagelab_model::backoff::{Growth, Jitter};
+use outagelab_model::breaker::{
+    EvaluateOn, HalfOpenRule, LateFailures, Threshold, Trip, UncountedAs, Window,
+};
 use outagelab_model::presets;
 use outagelab_report::Outcome;
 use outagelab_sim::Scenario;
@@ -171,6 +173,19 @@ fn explain_breaker(out: &mut String, section: &str, preset: Option<&str>, spec: 
                 format!("\"{wait}\"")
             }),
     );
+    if matches!(config.trip(), Trip::FailureRate { .. }) {
+        let threshold = match config.threshold() {
+            Threshold::Reached => "reached",
+            Threshold::Exceeded => "exceeded",
+        };
+        line("threshold", format!("\"{threshold}\""));
+    }
+    line(
+        "warm_up",
+        config
+            .warm_up()
+            .map_or("none".to_owned(), |warm_up| format!("\"{warm_up}\"")),
+    );
     line(
         "open_for_factor",
         thousandths(config.open_for_factor_permille()),
@@ -194,6 +209,7 @@ fn explain_breaker(out: &mut String, section: &str, preset: Option<&str>, spec: 
         }
     }
     line("counts", outcomes(spec.counts));
+    line("ignores", outcomes(spec.ignores));
 }
 
 fn explain_retry(out: &mut String, section: &str, preset: Option<&str>, spec: &RetrySpec) {
@@ -207,6 +223,11 @@ fn explain_retry(out: &mut String, section: &str, preset: Option<&str>, spec: &R
     line("enabled", spec.enabled.to_string());
     line("max_attempts", config.max_attempts().to_string());
     line("backoff", format!("\"{}\"", backoff.base()));
+    let growth = match backoff.growth() {
+        Growth::Exponential => "exponential",
+        Growth::Fibonacci => "fibonacci",
+    };
+    line("backoff_growth", format!("\"{growth}\""));
     line("backoff_factor", thousandths(backoff.factor_permille()));
     line("backoff_max", format!("\"{}\"", backoff.ceiling()));
     let jitter = match backoff.jitter() {
@@ -281,6 +302,13 @@ fn explain_connection(
         "reconnect_delay_max",
         format!("\"{}\"", spec.reconnect_delay_max),
     );
+    if spec.reconnect == Reconnect::Always {
+        let growth = match spec.reconnect_growth {
+            presets::ReconnectGrowth::Linear => "linear",
+            presets::ReconnectGrowth::Doubling => "doubling",
+        };
+        line("reconnect_growth", format!("\"{growth}\""));
+    }
     line(
         "pending_max",
         spec.pending_max
@@ -378,6 +406,7 @@ count = 5
             "  failure_rate = { percent = 50, window_calls = 100, min_calls = 100 }",
             "  open_for = \"10s\"",
             "  half_open_rule = \"failure_rate\"",
+            "  warm_up = none",
             "[breakers.plain]\n  enabled = true\n  failures = 3",
             "  randomization_factor = 0.25",
             "  elapsed_max = \"900s\"",
@@ -397,6 +426,36 @@ count = 5
         );
         assert!(text.contains("[connections.rs]\n  preset = \"redis-rs-multiplexed\"",));
         assert!(text.contains("  reconnect = \"never\""), "{text}");
+        // Other presets, swapped into the file: the lines their values print as.
+        let cases: [(&str, &str, &[&str]); 2] = [
+            // A backon retry's waits follow Fibonacci.
+            (
+                "preset = \"backoff-crate\"\nrandomization_factor = 0.25",
+                "preset = \"backon-fibonacci\"",
+                &[
+                    "  backoff_growth = \"fibonacci\"",
+                    "  backoff_max = \"60s\"",
+                    "  max_attempts = 4",
+                ],
+            ),
+            // A lettuce connection's delays double.
+            (
+                "preset = \"redis-rs-multiplexed\"",
+                "preset = \"lettuce\"",
+                &[
+                    "  reconnect_delay = \"1ms\"",
+                    "  reconnect_delay_max = \"30s\"",
+                    "  reconnect_growth = \"doubling\"",
+                ],
+            ),
+        ];
+        for (from, to, lines) in cases {
+            let swapped = crate::parse(&FILE.replace(from, to), std::path::Path::new("t.toml"));
+            let text = explain(&swapped.unwrap().variants[0]);
+            for line in lines {
+                assert!(text.contains(line), "{to}: no `{line}` in:\n{text}");
+            }
+        }
         assert_eq!(
             variant.presets,
             [
@@ -414,6 +473,45 @@ count = 5
                 },
             ]
         );
+    }
+
+    /// A Polly window the file writes without its slots is kept as Polly keeps it: one window
+    /// under 200 ms, ten from 200 ms; other breakers get ten slots at any length.
+    #[test]
+    fn a_polly_window_under_200_ms_is_one_window() {
+        let file = |breaker: &str, window: &str| {
+            FILE.replace(
+                "[breakers.plain]\nfailures = 3\nopen_for = \"1s\"",
+                &format!(
+                    "[breakers.plain]\n{breaker}\nopen_for = \"1s\"\nfailure_rate = {{ percent = 10, \
+                     window = \"{window}\", min_calls = 2 }}\nignores = [\"oom\"]\nwarm_up = \"2s\""
+                ),
+            )
+        };
+        for (breaker, window, slots) in [
+            ("preset = \"polly-v8\"", "150ms", 1),
+            ("preset = \"polly-v8\"", "199ms", 1),
+            ("preset = \"polly-v8\"", "200ms", 10),
+            ("preset = \"polly-v7-advanced\"", "100ms", 1),
+            ("preset = \"opossum\"", "150ms", 10),
+            ("", "150ms", 10),
+        ] {
+            let parsed = crate::parse(&file(breaker, window), std::path::Path::new("t.toml"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let variant = &parsed.variants[0];
+            let text = explain(variant);
+            let line = format!("window = \"{window}\", window_slots = {slots}");
+            assert!(text.contains(&line), "{breaker}: no `{line}` in:\n{text}");
+            assert!(text.contains("  ignores = [\"oom\"]"), "{text}");
+            assert!(text.contains("  warm_up = \"2s\""), "{text}");
+            let threshold = if breaker.contains("opossum") {
+                "exceeded"
+            } else {
+                "reached"
+            };
+            let line = format!("  threshold = \"{threshold}\"");
+            assert!(text.contains(&line), "{breaker}: no `{line}` in:\n{text}");
+        }
     }
 
     #[test]

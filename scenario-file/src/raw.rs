@@ -125,6 +125,8 @@ pub struct RawConnection {
     pub connect_timeout: Option<Spanned<Text>>,
     pub reconnect_delay: Option<Spanned<Text>>,
     pub reconnect_delay_max: Option<Spanned<Text>>,
+    /// With `reconnect = "always"`: how the delay grows, `linear` or `doubling`.
+    pub reconnect_growth: Option<Spanned<ReconnectGrowthName>>,
     pub connected_at_start: Option<bool>,
     pub reconnect: Option<Spanned<ReconnectName>>,
     pub pending_max: Option<Spanned<Whole>>,
@@ -166,6 +168,13 @@ pub struct RawTracking {
     pub redirect: Spanned<String>,
     #[serde(default)]
     pub bcast: Vec<Spanned<String>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReconnectGrowthName {
+    Linear,
+    Doubling,
 }
 
 #[derive(Clone, Copy, Deserialize)]
@@ -227,14 +236,20 @@ pub struct RawBreaker {
     pub open_for: Option<Spanned<Text>>,
     pub half_open_probes: Option<Spanned<Whole>>,
     pub counts: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Errors that count neither way.
+    pub ignores: Option<Spanned<Vec<Spanned<String>>>>,
     /// What a failure of a call admitted in an earlier state does.
     pub late_failures: Option<LateFailuresName>,
     pub half_open_rule: Option<Spanned<HalfOpenRuleName>>,
     pub uncounted_as: Option<UncountedAsName>,
     pub half_open_max_wait: Option<Spanned<Text>>,
+    /// How long after the start the rule may not open the breaker.
+    pub warm_up: Option<Spanned<Text>>,
     pub open_for_factor: Option<Spanned<f64>>,
     pub open_for_max: Option<Spanned<Text>>,
     pub evaluate_on: Option<EvaluateOnName>,
+    /// Whether the failure rate must reach its threshold or pass it.
+    pub threshold: Option<Spanned<ThresholdName>>,
     /// The slow-call rule: a call longer than this is slow...
     pub slow_call_duration: Option<Spanned<Text>>,
     /// ...and this share of slow calls in the window opens the breaker.
@@ -253,6 +268,13 @@ pub enum HalfOpenRuleName {
 pub enum UncountedAsName {
     Ignored,
     Success,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThresholdName {
+    Reached,
+    Exceeded,
 }
 
 #[derive(Clone, Copy, Deserialize)]
@@ -561,6 +583,8 @@ pub struct RawRetry {
     pub backoff: Option<Spanned<Text>>,
     pub backoff_factor: Option<Spanned<f64>>,
     pub backoff_max: Option<Spanned<Text>>,
+    /// How the wait grows: `exponential` (by `backoff_factor`) or `fibonacci`.
+    pub backoff_growth: Option<Spanned<GrowthName>>,
     pub jitter: Option<Spanned<JitterName>>,
     /// With `jitter = "proportional"`: the spread around each wait, from 0 to 1.
     pub randomization_factor: Option<Spanned<f64>>,
@@ -570,6 +594,13 @@ pub struct RawRetry {
     pub budget_min_per_second: Option<Spanned<Whole>>,
     pub budget_window: Option<Spanned<Text>>,
     pub retry_on: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrowthName {
+    Exponential,
+    Fibonacci,
 }
 
 #[derive(Clone, Copy, Deserialize)]

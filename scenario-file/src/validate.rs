@@ -11,9 +11,10 @@ use outagelab_model::ConfigError;
 use outagelab_model::adaptive_limit::{
     AdaptiveLimitConfig, Algorithm as LimitAlgorithm, QueueSize,
 };
-use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Jitter};
+use outagelab_model::backoff::{BackoffConfig, FACTOR_PERMILLE_ONE, Growth, Jitter};
 use outagelab_model::breaker::{
-    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Trip, UncountedAs, Window,
+    BreakerConfig, EvaluateOn, HalfOpenRule, LateFailures, SlowCalls, Threshold, Trip, UncountedAs,
+    Window,
 };
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
@@ -1164,6 +1165,22 @@ impl<'a> Validator<'a> {
             Some(lateness) => self.duration(lateness, &key("timer_lateness"))?,
             None => SimDuration::ZERO,
         };
+        let reconnect_growth = match &raw.reconnect_growth {
+            None => presets::ReconnectGrowth::Linear,
+            Some(growth) if slot || manager => {
+                self.error(
+                    Some(growth.span()),
+                    key("reconnect_growth"),
+                    "applies to reconnect = \"always\": a slot's backoff doubles and a manager's \
+                     is redis-rs' own",
+                );
+                return None;
+            }
+            Some(growth) => match growth.get_ref() {
+                ReconnectGrowthName::Linear => presets::ReconnectGrowth::Linear,
+                ReconnectGrowthName::Doubling => presets::ReconnectGrowth::Doubling,
+            },
+        };
         Some(ConnectionSpec {
             subscription,
             tracking,
@@ -1184,6 +1201,7 @@ impl<'a> Validator<'a> {
             connect_timeout,
             reconnect_delay,
             reconnect_delay_max,
+            reconnect_growth,
             connected_at_start: raw.connected_at_start.unwrap_or(true),
             reconnect: match raw.reconnect.as_ref().map(|r| *r.get_ref()) {
                 None | Some(ReconnectName::Always) => Reconnect::Always,
@@ -1503,9 +1521,11 @@ impl<'a> Validator<'a> {
                             }
                             None => {
                                 // The default must divide the window too: point at the window.
+                                // Ten slots, or the preset's rule (Polly keeps a window under
+                                // 200 ms as one).
                                 let span = length_span.clone();
                                 fields.push(("window_slots", rate_key("window_slots"), Some(span)));
-                                Some(10)
+                                length.map(|length| presets::window_slots(preset, length))
                             }
                         };
                         length
@@ -1577,6 +1597,11 @@ impl<'a> Validator<'a> {
             key("half_open_max_wait"),
             written_or_preset(raw.half_open_max_wait.as_ref().map(Spanned::span)),
         ));
+        let warm_up = match (&raw.warm_up, preset) {
+            (Some(warm_up), _) => Some(self.duration(warm_up, &key("warm_up"))?),
+            (None, Some(preset)) => preset.warm_up,
+            (None, None) => None,
+        };
         let factor_permille = match (&raw.open_for_factor, preset) {
             (Some(factor), _) => self.thousandths(factor, &key("open_for_factor"))?,
             (None, Some(preset)) => preset.open_for_factor_permille,
@@ -1652,8 +1677,26 @@ impl<'a> Validator<'a> {
             key("slow_call_percent"),
             written_or_preset(raw.slow_call_percent.as_ref().map(Spanned::span)),
         ));
+        let threshold = match (&raw.threshold, preset) {
+            (Some(threshold), _) => match threshold.get_ref() {
+                ThresholdName::Reached => Threshold::Reached,
+                ThresholdName::Exceeded => Threshold::Exceeded,
+            },
+            // A preset's threshold goes with a rate rule; consecutive failures have none.
+            (None, Some(_)) if matches!(raw.rule(), Some(RawTripRule::Failures(_))) => {
+                Threshold::Reached
+            }
+            (None, Some(preset)) => preset.threshold,
+            (None, None) => Threshold::Reached,
+        };
+        fields.push((
+            "threshold",
+            key("threshold"),
+            written_or_preset(raw.threshold.as_ref().map(Spanned::span)),
+        ));
         let config = config.and_then(|config| {
             config
+                .with_threshold(threshold)?
                 .with_half_open_rule(half_open_rule)?
                 .with_half_open_max_wait(half_open_max_wait)?
                 .with_open_growth(factor_permille, open_for_max)?
@@ -1683,48 +1726,40 @@ impl<'a> Validator<'a> {
         let config = config
             .with_late_failures(late_failures)
             .with_uncounted_as(uncounted_as)
-            .with_evaluate_on(evaluate_on);
+            .with_evaluate_on(evaluate_on)
+            .with_warm_up(warm_up);
         let counts = match &raw.counts {
             // A library's preset counts what the library counts by default: every error
             // (resilience4j's empty recordExceptions, Polly's ShouldHandle, opossum, gobreaker's
             // IsSuccessful); without a preset, seed 003's network errors and timeouts.
             None if raw.preset.is_some() => OutcomeSet::every_error(),
             None => OutcomeSet::network_errors(),
+            Some(list) => self.breaker_outcomes(list, &format!("{prefix}.counts")),
+        };
+        // Ignored errors count neither way (resilience4j's ignoreExceptions, gobreaker's
+        // IsExcluded): none unless the file lists them. Listed in both, an error would be
+        // ignored (the classifier asks `ignores` first), which the file cannot have meant.
+        let ignores = match &raw.ignores {
+            None => OutcomeSet::default(),
             Some(list) => {
-                let mut outcomes = Vec::new();
-                for entry in list.get_ref() {
-                    let key = format!("{prefix}.counts");
-                    match Outcome::from_name(entry.get_ref()) {
-                        Some(Outcome::Ok) => {
-                            self.error(Some(entry.span()), key, "`ok` is a success, not a failure to count")
-                        }
-                        Some(Outcome::BreakerOpen) => self.error(
-                            Some(entry.span()),
-                            key,
-                            "`breaker_open` is the breaker's own refusal: it never reaches the breaker",
-                        ),
-                        Some(Outcome::Cancelled) => self.error(
-                            Some(entry.span()),
-                            key,
-                            "`cancelled` ends a request whose caller has gone: no step, policy or \
-                             caller sees it",
-                        ),
-                        Some(outcome) => outcomes.push(outcome),
-                        None => {
-                            let known: Vec<&str> = Outcome::ALL[1..]
-                        .iter()
-                        .filter(|&&o| o != Outcome::Cancelled)
-                        .map(|o| o.name())
-                        .collect();
+                let key = format!("{prefix}.ignores");
+                let ignores = self.breaker_outcomes(list, &key);
+                if let Some(counted) = &raw.counts {
+                    for entry in list.get_ref() {
+                        let written = |e: &Spanned<String>| e.get_ref() == entry.get_ref();
+                        if counted.get_ref().iter().any(written) {
                             self.error(
                                 Some(entry.span()),
-                                key,
-                                format!("unknown outcome `{}` (outcomes: {})", entry.get_ref(), known.join(", ")),
+                                key.clone(),
+                                format!(
+                                    "`{}` is in counts too: an error is either counted or ignored",
+                                    entry.get_ref()
+                                ),
                             );
                         }
                     }
                 }
-                OutcomeSet::new(outcomes)
+                ignores
             }
         };
         Some(BreakerSpec {
@@ -1732,7 +1767,24 @@ impl<'a> Validator<'a> {
             enabled: raw.enabled.unwrap_or(true),
             config,
             counts,
+            ignores,
         })
+    }
+
+    /// A breaker's list of error outcomes (`counts`, `ignores`): a policy's list of errors
+    /// ([`Self::error_outcomes`]), less `breaker_open`, the breaker's own refusal. On an error
+    /// (already reported, located) the set is empty: the file is refused anyway.
+    fn breaker_outcomes(&mut self, list: &Spanned<Vec<Spanned<String>>>, key: &str) -> OutcomeSet {
+        for entry in list.get_ref() {
+            if Outcome::from_name(entry.get_ref()) == Some(Outcome::BreakerOpen) {
+                self.error(
+                    Some(entry.span()),
+                    key,
+                    "`breaker_open` is the breaker's own refusal: it never reaches the breaker",
+                );
+            }
+        }
+        self.error_outcomes(list, key).unwrap_or_default()
     }
 
     fn bulkhead(&mut self, name: &str, raw: &RawBulkhead) -> Option<BulkheadSpec> {
@@ -2243,9 +2295,26 @@ impl<'a> Validator<'a> {
             (None, Some(preset)) => preset.backoff_factor_permille,
             (None, None) => FACTOR_PERMILLE_ONE,
         };
+        let growth = match (&raw.backoff_growth, preset) {
+            (Some(growth), _) => match growth.get_ref() {
+                GrowthName::Exponential => Growth::Exponential,
+                GrowthName::Fibonacci => Growth::Fibonacci,
+            },
+            (None, Some(preset)) => preset.backoff_growth,
+            (None, None) => Growth::Exponential,
+        };
         let ceiling = match (&raw.backoff_max, preset) {
             (Some(max), _) => self.duration(max, &key("backoff_max"))?,
             (None, Some(preset)) => preset.backoff_max,
+            (None, None) if growth == Growth::Fibonacci => {
+                let span = raw.backoff_growth.as_ref().map(Spanned::span);
+                self.error(
+                    span,
+                    key("backoff_max"),
+                    "a growing backoff (fibonacci) needs backoff_max, its ceiling",
+                );
+                return None;
+            }
             (None, None) if factor_permille > FACTOR_PERMILLE_ONE => {
                 let span = raw.backoff_factor.as_ref().map(Spanned::span);
                 self.error(
@@ -2348,7 +2417,9 @@ impl<'a> Validator<'a> {
                 .map_or(error.field, |(_, file)| *file);
             this.error(span, key(field), error.reason);
         };
-        let backoff = match BackoffConfig::new(base, factor_permille, ceiling, jitter) {
+        let backoff = match BackoffConfig::new(base, factor_permille, ceiling, jitter)
+            .and_then(|backoff| backoff.with_growth(growth))
+        {
             Ok(backoff) => backoff,
             Err(error) => {
                 report(self, error);
@@ -3815,6 +3886,19 @@ fn with_client_preset(
         if filled.reconnect_delay_max.is_none() {
             filled.reconnect_delay_max = duration(preset.reconnect_delay_max);
         }
+    }
+    let manager = matches!(
+        raw.reconnect.as_ref().map(|r| *r.get_ref()),
+        Some(ReconnectName::Manager)
+    );
+    if filled.reconnect_growth.is_none() && !slot && !manager {
+        filled.reconnect_growth = Some(Spanned::new(
+            span.clone(),
+            match preset.reconnect_growth {
+                presets::ReconnectGrowth::Linear => ReconnectGrowthName::Linear,
+                presets::ReconnectGrowth::Doubling => ReconnectGrowthName::Doubling,
+            },
+        ));
     }
     if filled.reconnect.is_none() {
         filled.reconnect = Some(Spanned::new(

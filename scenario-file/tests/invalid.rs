@@ -350,7 +350,27 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\ncounts = [\"timeout\", \"ok\"]\n"
             ),
-            "27:22: breakers.b.counts: `ok` is a success, not a failure to count",
+            "27:22: breakers.b.counts: `ok` is a success, not an error",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\nfailures = 5\nopen_for = \"5s\"\ncounts = [\"timeout\", \"loading\"]\nignores = [\"loading\"]\n"
+            ),
+            "28:12: breakers.b.ignores: `loading` is in counts too: an error is either counted or ignored",
+        ),
+        (
+            format!(
+                "{BASE}\n[breakers.b]\npreset = \"opossum\"\nfailures = 5\nthreshold = \"exceeded\"\n"
+            ),
+            "27:13: breakers.b.threshold: compares a failure rate: it needs failure_rate, not consecutive failures",
+        ),
+        (
+            format!("{BASE}\n[breakers.b]\npreset = \"opossum\"\nwarm_up = \"soon\"\n"),
+            "26:11: breakers.b.warm_up: `soon` has an unknown unit `soon`: write a number and a unit (ns, us, ms, s, m, h), e.g. \"100ms\" or \"1.5s\"",
+        ),
+        (
+            format!("{BASE}\n[breakers.b]\npreset = \"gobreaker\"\nignores = [\"loadin\"]\n"),
+            "26:12: breakers.b.ignores: unknown outcome `loadin`: did you mean `loading`? (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype; or a status class, 4xx or 5xx)",
         ),
         (
             with(
@@ -451,6 +471,18 @@ fn rejected_files() {
         (
             format!("{BASE}\n[semaphores.s]\n"),
             "24:13: semaphores.s.max_in_flight: or max_bytes must be set (a semaphore with neither cap bounds nothing)",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nbackoff_max = \"9s\"\nbackoff_factor = 2\nbackoff_growth = \"fibonacci\"\n"
+            ),
+            "28:18: retries.r.backoff_factor: a Fibonacci backoff has no factor: each delay is the sum of the two before it",
+        ),
+        (
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nbackoff_growth = \"fibonacci\"\n"
+            ),
+            "27:18: retries.r.backoff_max: a growing backoff (fibonacci) needs backoff_max, its ceiling",
         ),
         (
             format!("{BASE}\n[retries.r]\nmax_attempts = 0\nbackoff = \"1s\"\n"),
@@ -764,7 +796,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[breakers.b]\nfailure_rate_percent = 50\nwindow_calls = 20\nmin_calls = 20\nopen_for = \"5s\"\n"
             ),
-            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `preset`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `late_failures`, `half_open_rule`, `uncounted_as`, `half_open_max_wait`, `open_for_factor`, `open_for_max`, `evaluate_on`, `slow_call_duration`, `slow_call_percent`",
+            "25:1: breakers.b.failure_rate_percent: unknown field `failure_rate_percent`, expected one of `enabled`, `preset`, `failures`, `failure_rate`, `open_for`, `half_open_probes`, `counts`, `ignores`, `late_failures`, `half_open_rule`, `uncounted_as`, `half_open_max_wait`, `warm_up`, `open_for_factor`, `open_for_max`, `evaluate_on`, `threshold`, `slow_call_duration`, `slow_call_percent`",
         ),
         (
             format!(
@@ -887,9 +919,16 @@ fn rejected_files() {
         (
             with(
                 "[connections.c]\n",
-                "[connections.c]\npreset = \"lettuce\"\n",
+                "[connections.c]\nreconnect = \"manager\"\nreconnect_growth = \"doubling\"\n",
             ),
-            "7:10: connections.c.preset: unknown client preset `lettuce` (presets: ioredis, redis-rs-multiplexed)",
+            "8:20: connections.c.reconnect_growth: applies to reconnect = \"always\": a slot's backoff doubles and a manager's is redis-rs' own",
+        ),
+        (
+            with(
+                "[connections.c]\n",
+                "[connections.c]\npreset = \"go-redis\"\n",
+            ),
+            "7:10: connections.c.preset: unknown client preset `go-redis` (presets: ioredis, redis-rs-multiplexed, lettuce)",
         ),
         (
             // The preset's 50 ms first delay is above the file's maximum: reported at the preset.
@@ -901,7 +940,7 @@ fn rejected_files() {
         ),
         (
             format!("{BASE}\n[retries.r]\npreset = \"polly\"\n"),
-            "25:10: retries.r.preset: unknown retry preset `polly` (presets: backoff-crate, tokio-retry, aws-full-jitter)",
+            "25:10: retries.r.preset: unknown retry preset `polly` (presets: backoff-crate, tokio-retry, aws-full-jitter, backon-fibonacci)",
         ),
         (
             format!("{BASE}\n[retries.r]\nmax_attempts = 3\n"),
@@ -1060,7 +1099,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
     let cases: Vec<(String, &str)> = vec![
         (
             with("command_timeout = \"100ms\"", "comand_timeout = \"100ms\""),
-            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `connected_at_start`, `reconnect`, `pending_max`, `subscribe`, `tracking`, `follows_failover`, `client_loop`, `timer_lateness`, `reconnect_retries`)",
+            "8:1: connections.c.comand_timeout: unknown field `comand_timeout`: did you mean `command_timeout`? (expected one of `preset`, `server`, `latency`, `bandwidth`, `command_timeout`, `offline_queue`, `max_retries`, `connect_timeout`, `reconnect_delay`, `reconnect_delay_max`, `reconnect_growth`, `connected_at_start`, `reconnect`, `pending_max`, `subscribe`, `tracking`, `follows_failover`, `client_loop`, `timer_lateness`, `reconnect_retries`)",
         ),
         (
             // An unknown table is an unknown field of the root.

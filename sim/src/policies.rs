@@ -33,7 +33,7 @@ use crate::kernel::{RequestRef, StepResult};
 use crate::metrics::{GaugeId, Metrics};
 use crate::rng::Stream;
 use crate::rules::{self, BreakerTally, BulkheadTally};
-use crate::scenario::{OutcomeSet, PolicyRef, Scenario};
+use crate::scenario::{BreakerClassifier, OutcomeSet, PolicyRef, Scenario};
 use crate::summaries;
 
 /// What a request holds for a layer it passed, until it exits it.
@@ -129,7 +129,7 @@ pub(crate) trait Layer {
 pub(crate) struct BreakerSlot {
     breaker: Breaker,
     enabled: bool,
-    counts: OutcomeSet,
+    classifier: BreakerClassifier,
     /// Its rejections and transitions (openings are counted by the breaker).
     tally: BreakerTally,
     /// 0 closed, 1 half-open, 2 open: the series shows the worst state in each bucket.
@@ -168,7 +168,7 @@ impl Layer for BreakerSlot {
         let Hold::Breaker(ticket) = hold else {
             return Exit::Left(None);
         };
-        let outcome = rules::breaker_outcome(self.counts, leaving.io_result);
+        let outcome = rules::breaker_outcome(self.classifier, leaving.io_result);
         self.breaker.on_result(now, ticket, outcome);
         self.drain_transitions();
         Exit::Left(None)
@@ -489,7 +489,7 @@ impl Policies {
             .map(|spec| BreakerSlot {
                 breaker: Breaker::new(spec.config),
                 enabled: spec.enabled,
-                counts: spec.counts,
+                classifier: spec.classifier(),
                 tally: BreakerTally::default(),
                 state_gauge: gauge(metrics, GaugeKey::BreakerState, &spec.name),
                 log: Journal::default(),

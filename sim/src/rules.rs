@@ -22,7 +22,9 @@ use outagelab_model::rate_limit::Decision;
 use outagelab_report::Outcome;
 
 use crate::kernel::StepResult;
-use crate::scenario::{ConnectionId, KeyFamilyId, OutcomeSet, PolicyRef, Scenario};
+use crate::scenario::{
+    BreakerClassifier, ConnectionId, KeyFamilyId, OutcomeSet, PolicyRef, Scenario,
+};
 
 /// The bytes a step's request carries, which a semaphore's byte cap weighs.
 pub use crate::actions::request_bytes;
@@ -30,14 +32,15 @@ pub use crate::actions::request_bytes;
 /// The connection a step that failed and went on counts a fail-open of (with [`fails_open`]).
 pub use crate::actions::fail_open_connection;
 
-/// How a breaker counts a step whose I/O returned `io`: a success, a failure when `counts`
-/// holds its error, otherwise neither (ignored; a preset may still count that as a success,
-/// which is the breaker's own rule).
-pub fn breaker_outcome(counts: OutcomeSet, io: StepResult) -> CallOutcome {
+/// How a breaker counts a step whose I/O returned `io`: ok, hit and miss are successes; an
+/// error in `ignores` is ignored (checked first, as resilience4j checks `ignoreExceptions`
+/// before `recordExceptions`); one in `counts` is a failure; any other error is uncounted.
+pub fn breaker_outcome(classifier: BreakerClassifier, io: StepResult) -> CallOutcome {
     match io {
         StepResult::Ok | StepResult::Hit | StepResult::Miss => CallOutcome::Success,
-        StepResult::Error(kind) if counts.contains(kind) => CallOutcome::Failure,
-        StepResult::Error(_) => CallOutcome::Ignored,
+        StepResult::Error(kind) if classifier.ignores.contains(kind) => CallOutcome::Ignored,
+        StepResult::Error(kind) if classifier.counts.contains(kind) => CallOutcome::Failure,
+        StepResult::Error(_) => CallOutcome::Uncounted,
     }
 }
 
@@ -238,16 +241,33 @@ mod tests {
             ),
             (
                 StepResult::Error(Outcome::Shed),
-                CallOutcome::Ignored,
+                CallOutcome::Uncounted,
                 CallEnd::Ignored,
                 false,
             ),
         ];
+        let classifier = BreakerClassifier {
+            counts: set,
+            ignores: OutcomeSet::new([]),
+        };
         for (result, breaker, limit, retried) in cases {
-            assert_eq!(breaker_outcome(set, result), breaker, "{result:?}");
+            assert_eq!(breaker_outcome(classifier, result), breaker, "{result:?}");
             assert_eq!(adaptive_limit_end(set, result), limit, "{result:?}");
             assert_eq!(retries(set, result), retried, "{result:?}");
         }
+    }
+
+    /// An ignored error is neither success nor failure, even when `counts` lists it too.
+    #[test]
+    fn a_breaker_checks_what_it_ignores_before_what_it_counts() {
+        let classifier = BreakerClassifier {
+            counts: OutcomeSet::new([Outcome::Timeout, Outcome::Shed]),
+            ignores: OutcomeSet::new([Outcome::Shed]),
+        };
+        let outcome = |kind| breaker_outcome(classifier, StepResult::Error(kind));
+        assert_eq!(outcome(Outcome::Timeout), CallOutcome::Failure);
+        assert_eq!(outcome(Outcome::Shed), CallOutcome::Ignored);
+        assert_eq!(outcome(Outcome::BreakerOpen), CallOutcome::Uncounted);
     }
 
     #[test]

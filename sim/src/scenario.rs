@@ -14,6 +14,7 @@ use outagelab_model::breaker::BreakerConfig;
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
 use outagelab_model::lock::{LockConfig, LockToken};
+pub use outagelab_model::presets::ReconnectGrowth;
 use outagelab_model::rate_limit::RateLimiterConfig;
 use outagelab_model::reconnect::ReconnectConfig;
 use outagelab_model::retry::RetryConfig;
@@ -428,9 +429,12 @@ pub struct ConnectionSpec {
     pub max_retries: Option<u32>,
     pub connect_timeout: SimDuration,
     /// Delay before reconnect attempt `n` is `min(n * reconnect_delay, reconnect_delay_max)`
-    /// (ioredis' default strategy is 50 ms steps up to 2 s).
+    /// (ioredis' default strategy is 50 ms steps up to 2 s), or with doubling growth
+    /// `min(reconnect_delay · 2^(n-1), reconnect_delay_max)` (lettuce's).
     pub reconnect_delay: SimDuration,
     pub reconnect_delay_max: SimDuration,
+    /// How the delay grows with `reconnect = "always"` (the other modes have their own).
+    pub reconnect_growth: ReconnectGrowth,
     /// Whether the connection is established before the run starts.
     pub connected_at_start: bool,
     pub reconnect: Reconnect,
@@ -508,11 +512,8 @@ pub enum Reconnect {
 impl ConnectionSpec {
     /// The delay before reconnect attempt `attempt` (1-based).
     pub fn reconnect_delay_for(&self, attempt: u32) -> SimDuration {
-        self.reconnect_delay
-            .checked_mul(u64::from(attempt))
-            .map_or(self.reconnect_delay_max, |d| {
-                d.min(self.reconnect_delay_max)
-            })
+        self.reconnect_growth
+            .delay(self.reconnect_delay, self.reconnect_delay_max, attempt)
     }
 }
 
@@ -646,8 +647,30 @@ pub struct BreakerSpec {
     /// A disabled breaker admits every call (variants switch breakers on and off).
     pub enabled: bool,
     pub config: BreakerConfig,
-    /// Which error outcomes count as failures; the others are ignored.
+    /// Which error outcomes count as failures; the others are uncounted (the config's
+    /// `uncounted_as` says what they count as).
     pub counts: OutcomeSet,
+    /// Which error outcomes count neither way, whatever `counts` and `uncounted_as` say
+    /// (resilience4j's `ignoreExceptions`, gobreaker's `IsExcluded`). Empty by default.
+    pub ignores: OutcomeSet,
+}
+
+impl BreakerSpec {
+    /// The breaker's error classifier, for the simulator and the live runner alike.
+    pub fn classifier(&self) -> BreakerClassifier {
+        BreakerClassifier {
+            counts: self.counts,
+            ignores: self.ignores,
+        }
+    }
+}
+
+/// Which errors a breaker counts and which it ignores; the rule that applies them, shared by
+/// the simulator and the live runner, is `rules::breaker_outcome`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BreakerClassifier {
+    pub counts: OutcomeSet,
+    pub ignores: OutcomeSet,
 }
 
 #[derive(Clone, Debug)]
@@ -1715,6 +1738,7 @@ impl ConnectionSpec {
             connect_timeout: SimDuration::from_secs(10),
             reconnect_delay: SimDuration::from_millis(50),
             reconnect_delay_max: SimDuration::from_secs(2),
+            reconnect_growth: ReconnectGrowth::Linear,
             connected_at_start: true,
             reconnect: Reconnect::Always,
             pending_max: None,
@@ -1783,5 +1807,20 @@ mod tests {
             spec.reconnect_delay_for(u32::MAX),
             SimDuration::from_secs(2)
         );
+    }
+
+    /// lettuce's `Delay.exponential()`: 1 ms · 2^(n-1) up to 30 s (attempt 16 is 32.768 s).
+    #[test]
+    fn reconnect_delay_doubles_to_its_cap() {
+        let spec = ConnectionSpec {
+            reconnect_delay: SimDuration::from_millis(1),
+            reconnect_delay_max: SimDuration::from_secs(30),
+            reconnect_growth: ReconnectGrowth::Doubling,
+            ..ConnectionSpec::new("c", ServerId(0))
+        };
+        let delays_ms: Vec<u64> = [1, 2, 3, 10, 15, 16, 64, u32::MAX]
+            .map(|n| spec.reconnect_delay_for(n).as_nanos() / 1_000_000)
+            .to_vec();
+        assert_eq!(delays_ms, [1, 2, 4, 512, 16_384, 30_000, 30_000, 30_000]);
     }
 }

@@ -18,7 +18,7 @@ use outagelab_model::time::SimTime;
 use outagelab_report::{Outcome, Summary};
 use outagelab_sim::rules::{self, BreakerTally, BulkheadTally, StoreAnswer};
 use outagelab_sim::scenario::{
-    BulkheadId, ConnectionId, OutcomeSet, PolicyRef, StepAction, StepSpec,
+    BreakerClassifier, BulkheadId, ConnectionId, OutcomeSet, PolicyRef, StepAction, StepSpec,
 };
 use outagelab_sim::{Scenario, StepResult, Stream, summaries};
 
@@ -50,7 +50,7 @@ pub(super) trait Around: Sync {
 pub(super) struct LiveBreakerSlot<C: Clock> {
     pub live: LiveBreaker<C>,
     pub enabled: bool,
-    counts: OutcomeSet,
+    classifier: BreakerClassifier,
     pub tally: Mutex<BreakerTally>,
 }
 
@@ -108,7 +108,7 @@ impl<C: Clock + Clone> Layers<C> {
                 .map(|spec| LiveBreakerSlot {
                     live: LiveBreaker::with_clock(spec.config, clock.clone()),
                     enabled: spec.enabled,
-                    counts: spec.counts,
+                    classifier: spec.classifier(),
                     tally: Mutex::default(),
                 })
                 .collect(),
@@ -183,7 +183,7 @@ impl<C: Clock> Layers<C> {
                         return self.refused(around, step, Outcome::BreakerOpen);
                     };
                     let end = inner().await;
-                    guard.finish(rules::breaker_outcome(slot.counts, end.io));
+                    guard.finish(rules::breaker_outcome(slot.classifier, end.io));
                     self.breaker_moved(around, policy, slot);
                     end
                 }

@@ -17,8 +17,13 @@ use outagelab_model::time::SimTime;
 
 pub const S: CallOutcome = CallOutcome::Success;
 pub const F: CallOutcome = CallOutcome::Failure;
-/// An outcome the classifier does not count (an ignored exception, a filtered error).
+/// An outcome that counts neither way (resilience4j's ignored exception, gobreaker's
+/// excluded error).
 pub const I: CallOutcome = CallOutcome::Ignored;
+/// An outcome the classifier does not record (an exception outside resilience4j's
+/// `recordExceptions`, an error opossum's `errorFilter` accepts): the preset's
+/// `uncounted_as` says what it counts as.
+pub const U: CallOutcome = CallOutcome::Uncounted;
 
 pub use BreakerState::{Closed, HalfOpen, Open};
 
@@ -39,6 +44,8 @@ pub enum Step {
     Expect(BreakerState),
     /// The breaker has opened this many times.
     Opened(u64),
+    /// The closed breaker's window holds this many calls, of which this many failed.
+    Window(u64, u64),
 }
 
 pub use Step::*;
@@ -95,6 +102,12 @@ pub fn run(case: &Case) -> Result<(), String> {
                 let got = breaker.state_at(now);
                 if got != state {
                     return fail(format!("state {got:?}"));
+                }
+            }
+            Window(calls, failures) => {
+                let got = breaker.window_counts(now).map(|w| (w.calls, w.failures));
+                if got != Some((calls, failures)) {
+                    return fail(format!("window {got:?}"));
                 }
             }
             Opened(count) => {

@@ -103,6 +103,7 @@ pub fn breaker(name: &str, failures: u32, open_for: SimDuration) -> BreakerSpec 
         enabled: true,
         config: BreakerConfig::new(failures, open_for, 1).unwrap(),
         counts: OutcomeSet::network_errors(),
+        ignores: OutcomeSet::default(),
     }
 }
 
