@@ -135,9 +135,12 @@ fn small_report_is_clean_and_rich() {
     assert!(summary["http"].is_object());
 }
 
+/// A change to a variant's report.
+type Doctor = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn each_check_fires_on_a_doctored_report() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    let cases: Vec<(&str, Doctor)> = vec![
         (
             "conservation",
             Box::new(|v| add(&mut v["summary"]["unfinished"], 1)),
