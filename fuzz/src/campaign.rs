@@ -140,6 +140,8 @@ impl Report {
             "inputs": self.inputs,
             "harness": {
                 "events_max": config.harness.events_max,
+                "input_events_max": config.harness.input_events_max,
+                "time_max_s": config.harness.time_max_s,
                 "memory_cap_mib": config.memory_cap_mib,
                 "timeout_s": config.timeout.as_secs_f64(),
             },
@@ -153,13 +155,16 @@ impl Report {
     pub fn to_text(&self, config: &Config) -> String {
         let mut text = format!(
             "outagelab-fuzz: seed {}, {} inputs in {:.1} s ({:.0} inputs/s, {} jobs)\n\
-             harness: events_max {} per variant, address space {} MiB per worker, timeout {} s\n\n",
+             harness: events_max {} per variant and {} per input, time_max {} s, address space {} \
+             MiB per worker, timeout {} s\n\n",
             self.seed,
             self.inputs,
             self.seconds,
             self.inputs as f64 / self.seconds.max(1e-9),
             config.jobs,
             config.harness.events_max,
+            config.harness.input_events_max,
+            config.harness.time_max_s,
             config.memory_cap_mib,
             config.timeout.as_secs_f64(),
         );
@@ -303,8 +308,21 @@ fn worker_args(config: &Config, from: u64, to: u64) -> Vec<String> {
         from.to_string(),
         "--to".into(),
         to.to_string(),
+    ]
+    .into_iter()
+    .chain(harness_args(&config.harness))
+    .collect()
+}
+
+/// The harness's flags, as a worker takes them.
+fn harness_args(harness: &Harness) -> Vec<String> {
+    vec![
         "--events-max".into(),
-        config.harness.events_max.to_string(),
+        harness.events_max.to_string(),
+        "--input-events-max".into(),
+        harness.input_events_max.to_string(),
+        "--time-max-s".into(),
+        harness.time_max_s.to_string(),
     ]
 }
 
@@ -323,8 +341,10 @@ fn spawn(config: &Config, args: &[String]) -> std::io::Result<Child> {
     } else {
         Command::new(&config.exe)
     };
+    // A worker's last words (an abort's message) without a backtrace after them.
     command
         .args(args)
+        .env("RUST_BACKTRACE", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -465,13 +485,12 @@ fn describe(status: std::process::ExitStatus) -> String {
 /// Runs `text` once in a worker, as the minimiser's candidates run.
 pub fn run_isolated(config: &Config, text: &str, scratch: &Path) -> std::io::Result<Outcome> {
     std::fs::write(scratch, text)?;
-    let args = vec![
+    let mut args = vec![
         "--worker".into(),
         "--replay".into(),
         scratch.display().to_string(),
-        "--events-max".into(),
-        config.harness.events_max.to_string(),
     ];
+    args.extend(harness_args(&config.harness));
     let done = AtomicU64::new(0);
     let records = run_workers(config, &args, 0, 1, &done)?;
     Ok(records
@@ -525,7 +544,7 @@ fn write_findings(config: &Config, records: &[Record]) -> std::io::Result<Vec<Fi
         writeln!(
             out,
             "# outagelab-fuzz finding: {} {}\n# seed {}, input {} ({}){}\n\
-             # replay: outagelab run {} --set run.events_max={}",
+             # replay: outagelab run {} {}",
             record.outcome.class.name(),
             record.outcome.detail.replace('\n', " "),
             config.seed,
@@ -537,7 +556,7 @@ fn write_findings(config: &Config, records: &[Record]) -> std::io::Result<Vec<Fi
                 String::new()
             },
             file.display(),
-            config.harness.events_max,
+            config.harness.replay_flags(),
         )?;
         out.write_all(body.as_bytes())?;
         findings.push(Finding {

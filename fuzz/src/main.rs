@@ -1,8 +1,8 @@
 //! `outagelab-fuzz`: runs a campaign of generated and mutated scenario files.
 //!
 //! ```text
-//! outagelab-fuzz --inputs N --seed S --jobs J --out DIR [--events-max E] [--memory-cap-mib M]
-//!                [--timeout-s T] [--minimise-max K] [--minimise-tries C]
+//! outagelab-fuzz --inputs N --seed S --jobs J --out DIR [--events-max E]
+//!                [--input-events-max T] [--time-max-s S] [--memory-cap-mib M] [--timeout-s T] [--minimise-max K] [--minimise-tries C]
 //! outagelab-fuzz --show I --seed S        # prints input I of seed S
 //! ```
 //!
@@ -17,7 +17,7 @@ use outagelab_fuzz::campaign::{self, Config};
 use outagelab_fuzz::run::{Class, Harness};
 
 const USAGE: &str = "usage: outagelab-fuzz --inputs N --seed S [--jobs J] [--out DIR] \
-[--events-max E] [--memory-cap-mib M] [--timeout-s T] [--minimise-max K] [--minimise-tries C] [--quiet]
+[--events-max E] [--input-events-max T] [--time-max-s S] [--memory-cap-mib M] [--timeout-s T] [--minimise-max K] [--minimise-tries C] [--quiet]
        outagelab-fuzz --show I --seed S";
 
 fn main() -> ExitCode {
@@ -54,8 +54,11 @@ fn main_with(args: Vec<String>) -> Result<ExitCode, String> {
         })
     };
     let seed = number("--seed", 1)?;
+    let defaults = Harness::default();
     let harness = Harness {
-        events_max: number("--events-max", Harness::default().events_max)?,
+        events_max: number("--events-max", defaults.events_max)?,
+        input_events_max: number("--input-events-max", defaults.input_events_max)?,
+        time_max_s: number("--time-max-s", defaults.time_max_s)?,
     };
     if switches.iter().any(|s| s == "--worker") {
         let replay = flags.get("--replay").map(PathBuf::from);
@@ -83,6 +86,8 @@ fn main_with(args: Vec<String>) -> Result<ExitCode, String> {
         "--jobs",
         "--out",
         "--events-max",
+        "--input-events-max",
+        "--time-max-s",
         "--memory-cap-mib",
         "--timeout-s",
         "--minimise-max",

@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
+use outagelab_model::time::SimTime;
 use outagelab_report::{RunReport, write};
 use outagelab_sim::SimError;
 
@@ -101,19 +102,39 @@ impl Outcome {
     }
 }
 
-/// What the campaign imposes on every input, beyond what the file says.
+/// What the campaign imposes on every input, beyond what the file says, so that a mutant of
+/// a long bundled run ends in a budget in milliseconds instead of running for seconds. None
+/// changes a run it lets finish: a run either ends as the file says or ends `budget`.
 #[derive(Clone, Copy, Debug)]
 pub struct Harness {
-    /// Each variant's `events_max` is at most this (the file's own when lower), so a mutant
-    /// of a long bundled run ends in a budget instead of taking seconds. `outagelab run FILE
-    /// --set run.events_max=N` replays it.
+    /// Each variant's `events_max` is at most this (the file's own when lower).
     pub events_max: u64,
+    /// Once the variants run so far processed this many events in all, the rest are not run
+    /// and the input is `budget` (a file of 10 variants would otherwise cost ten times one).
+    pub input_events_max: u64,
+    /// Each variant's `time_max` is at most this many seconds of virtual time (the file's own
+    /// when lower); 0 leaves it. A horizon of days at 100 ms buckets costs tens of seconds of
+    /// series today (issue 21, item 1).
+    pub time_max_s: u64,
+}
+
+impl Harness {
+    /// The `--set` flags that give `outagelab run` the same per-variant caps.
+    pub fn replay_flags(&self) -> String {
+        let mut flags = format!("--set run.events_max={}", self.events_max);
+        if self.time_max_s > 0 {
+            flags.push_str(&format!(" --set 'run.time_max=\"{}s\"'", self.time_max_s));
+        }
+        flags
+    }
 }
 
 impl Default for Harness {
     fn default() -> Self {
         Harness {
-            events_max: 1_000_000,
+            events_max: 100_000,
+            input_events_max: 500_000,
+            time_max_s: 3_600,
         }
     }
 }
@@ -129,12 +150,23 @@ pub fn run_input(text: &str, harness: Harness) -> Outcome {
         }
     };
     let mut variants = Vec::new();
+    let mut events = 0;
+    let mut skipped = None;
     for variant in &file.variants {
+        if events >= harness.input_events_max {
+            skipped = Some(variant.name.clone());
+            break;
+        }
         let mut scenario = variant.scenario.clone();
         scenario.limits.events_max = scenario.limits.events_max.min(harness.events_max);
+        if harness.time_max_s > 0 {
+            let time_max = SimTime::from_nanos(harness.time_max_s.saturating_mul(1_000_000_000));
+            scenario.limits.time_max = scenario.limits.time_max.min(time_max);
+        }
         match outagelab_sim::run(&scenario) {
             Ok(mut report) => {
                 report.sweep_x = variant.sweep_x;
+                events += report.events;
                 variants.push(report);
             }
             Err(error @ SimError::InvariantViolated(_))
@@ -162,6 +194,12 @@ pub fn run_input(text: &str, harness: Harness) -> Outcome {
     );
     if let Some(violation) = check(&json).into_iter().next() {
         return Outcome::new(Class::Violation, violation.to_string());
+    }
+    if let Some(name) = skipped {
+        return Outcome::new(
+            Class::Budget,
+            format!("input_events_max (variant \"{name}\" and those after it not run)"),
+        );
     }
     if let Some(stopped) = report.variants.iter().find(|v| v.verdict.is_budget()) {
         return Outcome::new(

@@ -74,3 +74,24 @@ fn small_campaign_finds_nothing() {
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+/// The same seed gives the same report, whatever the number of workers.
+#[test]
+fn jobs_do_not_change_the_report() {
+    let run = |jobs: &str| {
+        let out =
+            std::env::temp_dir().join(format!("outagelab-fuzz-jobs-{jobs}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        Command::new(env!("CARGO_BIN_EXE_outagelab-fuzz"))
+            .args(["--inputs", "60", "--seed", "5", "--jobs", jobs, "--quiet"])
+            .args(["--minimise-max", "0"])
+            .arg("--out")
+            .arg(&out)
+            .status()
+            .expect("the fuzz binary runs");
+        let report = std::fs::read_to_string(out.join("report.json")).expect("report.json");
+        let _ = std::fs::remove_dir_all(&out);
+        report
+    };
+    assert_eq!(run("1"), run("3"));
+}
