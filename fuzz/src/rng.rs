@@ -3,6 +3,7 @@
 //! input's index, so input `i` of seed `s` is the same text whatever else runs and however
 //! many workers share the campaign. Every draw is integer arithmetic.
 
+use outagelab_model::random::{RandomBits, SplitMix64};
 use rand_core::{Rng as _, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
@@ -43,12 +44,9 @@ impl Rng {
     }
 }
 
-/// SplitMix64's finaliser.
-pub fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// SplitMix64's output from state `z`: a bijective mix of a seed into well-spread bits.
+pub fn mix(z: u64) -> u64 {
+    SplitMix64(z).next_u64()
 }
 
 #[cfg(test)]

@@ -183,6 +183,21 @@ struct Names {
     horizon_us: Option<u64>,
 }
 
+impl Names {
+    /// The connections that send commands, by name.
+    fn connection_names(&self) -> Vec<String> {
+        self.connections
+            .iter()
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+}
+
+/// `prefix0`, `prefix1`, ... : `count` names.
+fn numbered(prefix: &str, count: u64) -> Vec<String> {
+    (0..count).map(|i| format!("{prefix}{i}")).collect()
+}
+
 struct Generator {
     rng: Rng,
     /// Chance, in percent, that a value is replaced by an absurd one.
@@ -202,6 +217,14 @@ impl Generator {
 
     fn line(&mut self, key: &str, value: &str) {
         let _ = writeln!(self.out, "{key} = {value}");
+    }
+
+    /// `key = value()` with this chance, in percent.
+    fn optional(&mut self, percent: u64, key: &str, value: impl FnOnce(&mut Self) -> String) {
+        if self.rng.chance(percent) {
+            let value = value(self);
+            self.line(key, &value);
+        }
     }
 
     fn table(&mut self, name: &str) {
@@ -372,31 +395,22 @@ impl Generator {
                 .subscribers
                 .push(("sub".into(), "redis0".into(), channel));
         }
-        let count = self.how_many(2);
-        self.names.databases = (0..count).map(|i| format!("db{i}")).collect();
+        self.names.databases = numbered("db", self.how_many(2));
         let count = self.rng.range(1, 3);
         self.names.keys = (0..count).map(|i| format!("k{i}")).collect();
-        let count = self.how_many(2);
-        self.names.breakers = (0..count).map(|i| format!("br{i}")).collect();
-        let count = self.how_many(2);
-        self.names.bulkheads = (0..count).map(|i| format!("bh{i}")).collect();
-        let count = self.how_many(2);
-        self.names.semaphores = (0..count).map(|i| format!("sem{i}")).collect();
-        let count = self.how_many(2);
-        self.names.adaptive_limits = (0..count).map(|i| format!("al{i}")).collect();
-        let count = self.how_many(3);
-        self.names.retries = (0..count).map(|i| format!("rt{i}")).collect();
+        self.names.breakers = numbered("br", self.how_many(2));
+        self.names.bulkheads = numbered("bh", self.how_many(2));
+        self.names.semaphores = numbered("sem", self.how_many(2));
+        self.names.adaptive_limits = numbered("al", self.how_many(2));
+        self.names.retries = numbered("rt", self.how_many(3));
         let count = self.how_many(2);
         for index in 0..count {
             let store = self.rng.chance(50);
             self.names.rate_limits.push((format!("rl{index}"), store));
         }
-        let count = self.how_many(2);
-        self.names.kv_stores = (0..count).map(|i| format!("kv{i}")).collect();
-        let count = self.how_many(2);
-        self.names.throttles = (0..count).map(|i| format!("th{i}")).collect();
-        let count = self.how_many(2);
-        self.names.locks = (0..count).map(|i| format!("lk{i}")).collect();
+        self.names.kv_stores = numbered("kv", self.how_many(2));
+        self.names.throttles = numbered("th", self.how_many(2));
+        self.names.locks = numbered("lk", self.how_many(2));
         if self.rng.chance(25) {
             self.names.callers.push("upstream".into());
         }
@@ -413,10 +427,7 @@ impl Generator {
             self.rng.range(0, 1000).to_string()
         };
         self.line("seed", &seed);
-        if self.rng.chance(30) {
-            let expect = self.expectations();
-            self.line("expect", &expect);
-        }
+        self.optional(30, "expect", |g| g.expectations());
         if self.rng.chance(85) {
             self.table("run");
             let horizon_us = self.rng.range(100_000, 3_000_000);
@@ -427,18 +438,9 @@ impl Generator {
                 quoted(&duration_text(horizon_us))
             };
             self.line("horizon", &horizon);
-            if self.rng.chance(10) {
-                let events = self.count(1, 100_000);
-                self.line("events_max", &events);
-            }
-            if self.rng.chance(10) {
-                let memory = self.size(1, 1 << 30);
-                self.line("memory_max", &memory);
-            }
-            if self.rng.chance(5) {
-                let time_max = self.duration(1, 10_000_000);
-                self.line("time_max", &time_max);
-            }
+            self.optional(10, "events_max", |g| g.count(1, 100_000));
+            self.optional(10, "memory_max", |g| g.size(1, 1 << 30));
+            self.optional(5, "time_max", |g| g.duration(1, 10_000_000));
         }
         if self.rng.chance(20) {
             self.table("metrics");

@@ -11,23 +11,11 @@ impl Generator {
             self.table(&format!("servers.{name}"));
             if let Some(primary) = primary {
                 self.line("replica_of", &quoted(&primary));
-                if self.rng.chance(50) {
-                    let lag = self.duration(0, 50_000);
-                    self.line("replication_lag", &lag);
-                }
+                self.optional(50, "replication_lag", |g| g.duration(0, 50_000));
             }
-            if self.rng.chance(40) {
-                let cost = self.duration(1, 100);
-                self.line("command_cost", &cost);
-            }
-            if self.rng.chance(15) {
-                let rate = self.bandwidth();
-                self.line("byte_rate", &rate);
-            }
-            if self.rng.chance(20) {
-                let persistence = self.boolean();
-                self.line("persistence", &persistence);
-            }
+            self.optional(40, "command_cost", |g| g.duration(1, 100));
+            self.optional(15, "byte_rate", |g| g.bandwidth());
+            self.optional(20, "persistence", |g| g.boolean());
             if self.rng.chance(40) {
                 let key = self.reference(&self.names.keys.clone());
                 let value = self.size(1, 4096);
@@ -39,14 +27,8 @@ impl Generator {
                 };
                 self.line("preload", &preload);
             }
-            if self.rng.chance(10) {
-                let bytes = self.size(1, 64);
-                self.line("key_bytes", &bytes);
-            }
-            if self.rng.chance(10) {
-                let bytes = self.size(0, 128);
-                self.line("key_overhead", &bytes);
-            }
+            self.optional(10, "key_bytes", |g| g.size(1, 64));
+            self.optional(10, "key_overhead", |g| g.size(0, 128));
             if self.rng.chance(30) {
                 let limit = self.size(0, 200_000);
                 self.line("maxmemory", &limit);
@@ -65,10 +47,7 @@ impl Generator {
                     self.line("maxmemory_exact", "true");
                 }
             }
-            if self.rng.chance(15) {
-                let hz = self.count(1, 500);
-                self.line("hz", &hz);
-            }
+            self.optional(15, "hz", |g| g.count(1, 500));
         }
     }
 
@@ -94,18 +73,9 @@ impl Generator {
                 let preset = *self.rng.pick(&["ioredis", "redis-rs-multiplexed"]);
                 self.line("preset", &quoted(preset));
             }
-            if self.rng.chance(40) {
-                let latency = self.duration(10, 2_000);
-                self.line("latency", &latency);
-            }
-            if self.rng.chance(15) {
-                let bandwidth = self.bandwidth();
-                self.line("bandwidth", &bandwidth);
-            }
-            if self.rng.chance(50) {
-                let timeout = self.duration(1_000, 500_000);
-                self.line("command_timeout", &timeout);
-            }
+            self.optional(40, "latency", |g| g.duration(10, 2_000));
+            self.optional(15, "bandwidth", |g| g.bandwidth());
+            self.optional(50, "command_timeout", |g| g.duration(1_000, 500_000));
             let reconnect = *self
                 .rng
                 .pick(&["always", "always", "never", "slot", "manager"]);
@@ -113,10 +83,7 @@ impl Generator {
                 self.line("reconnect", &quoted(reconnect));
             }
             if reconnect != "slot" {
-                if self.rng.chance(20) {
-                    let queue = self.boolean();
-                    self.line("offline_queue", &queue);
-                }
+                self.optional(20, "offline_queue", |g| g.boolean());
                 if self.rng.chance(20) {
                     let retries = if self.rng.chance(20) {
                         quoted("unlimited")
@@ -130,37 +97,22 @@ impl Generator {
                 let retries = self.count(0, 10);
                 self.line("reconnect_retries", &retries);
             }
-            if self.rng.chance(20) {
-                let timeout = self.duration(1_000, 2_000_000);
-                self.line("connect_timeout", &timeout);
-            }
+            self.optional(20, "connect_timeout", |g| g.duration(1_000, 2_000_000));
             if self.rng.chance(20) {
                 let delay = self.duration(1_000, 200_000);
                 self.line("reconnect_delay", &delay);
                 let delay_max = self.duration(200_000, 3_000_000);
                 self.line("reconnect_delay_max", &delay_max);
             }
-            if self.rng.chance(10) {
-                let connected = self.boolean();
-                self.line("connected_at_start", &connected);
-            }
+            self.optional(10, "connected_at_start", |g| g.boolean());
             if let Some(client_loop) = self.names.client_loops.first().cloned()
                 && self.rng.chance(60)
             {
                 self.line("client_loop", &quoted(&client_loop));
             }
-            if self.rng.chance(10) {
-                let lateness = self.duration(0, 5_000);
-                self.line("timer_lateness", &lateness);
-            }
-            if self.rng.chance(20) {
-                let pending = self.count(1, 50);
-                self.line("pending_max", &pending);
-            }
-            if self.rng.chance(10) {
-                let follows = self.boolean();
-                self.line("follows_failover", &follows);
-            }
+            self.optional(10, "timer_lateness", |g| g.duration(0, 5_000));
+            self.optional(20, "pending_max", |g| g.count(1, 50));
+            self.optional(10, "follows_failover", |g| g.boolean());
             if let Some((subscriber, sub_server, _)) = self.names.subscribers.first().cloned()
                 && sub_server == server
                 && self.rng.chance(40)
@@ -198,17 +150,11 @@ impl Generator {
             self.table(&format!("databases.{name}"));
             let latency = self.latency(500, 50_000);
             self.line("latency", &latency);
-            if self.rng.chance(50) {
-                let capacity = self.count(1, 20);
-                self.line("capacity", &capacity);
-            }
+            self.optional(50, "capacity", |g| g.count(1, 20));
             if self.rng.chance(30) {
                 let connections = self.count(1, 20);
                 self.line("max_connections", &connections);
-                if self.rng.chance(50) {
-                    let queue = self.count(0, 20);
-                    self.line("connection_queue", &queue);
-                }
+                self.optional(50, "connection_queue", |g| g.count(0, 20));
             }
             if self.rng.chance(15) {
                 let above = self.rng.range(2, 20);
@@ -280,10 +226,7 @@ impl Generator {
                 let open_for = self.duration(1_000, 2_000_000);
                 self.line("open_for", &open_for);
             }
-            if self.rng.chance(30) {
-                let probes = self.count(1, 5);
-                self.line("half_open_probes", &probes);
-            }
+            self.optional(30, "half_open_probes", |g| g.count(1, 5));
             if self.rng.chance(30) {
                 let mut counts = vec!["\"timeout\""];
                 for outcome in [
@@ -308,10 +251,7 @@ impl Generator {
                 let uncounted = *self.rng.pick(&["ignored", "success"]);
                 self.line("uncounted_as", &quoted(uncounted));
             }
-            if self.rng.chance(10) {
-                let wait = self.duration(1_000, 1_000_000);
-                self.line("half_open_max_wait", &wait);
-            }
+            self.optional(10, "half_open_max_wait", |g| g.duration(1_000, 1_000_000));
             if self.rng.chance(10) {
                 self.line("open_for_factor", "2");
                 let max = self.duration(2_000_000, 10_000_000);
@@ -455,10 +395,7 @@ impl Generator {
                     self.line("randomization_factor", "0.25");
                 }
             }
-            if self.rng.chance(15) {
-                let elapsed = self.duration(1_000, 2_000_000);
-                self.line("elapsed_max", &elapsed);
-            }
+            self.optional(15, "elapsed_max", |g| g.duration(1_000, 2_000_000));
             if self.rng.chance(20) {
                 let percent = self.percent(1, 50);
                 self.line("budget_percent", &percent);
@@ -507,12 +444,7 @@ impl Generator {
             let rate = self.rate(1, 200);
             self.line("rate", &rate);
             if store {
-                let connections: Vec<String> = self
-                    .names
-                    .connections
-                    .iter()
-                    .map(|(name, _)| name.clone())
-                    .collect();
+                let connections = self.names.connection_names();
                 let store = self.reference(&connections);
                 self.line("store", &store);
                 let unreachable = *self.rng.pick(&["open", "closed"]);
@@ -532,10 +464,7 @@ impl Generator {
             self.line("read_latency", &read);
             let write = self.latency(100, 40_000);
             self.line("write_latency", &write);
-            if self.rng.chance(30) {
-                let staleness = self.duration(0, 100_000);
-                self.line("staleness_max", &staleness);
-            }
+            self.optional(30, "staleness_max", |g| g.duration(0, 100_000));
         }
     }
 
@@ -568,10 +497,7 @@ impl Generator {
                 let mode = *self.rng.pick(&["refreshed", "fixed"]);
                 self.line("ttl_mode", &quoted(mode));
             }
-            if self.rng.chance(20) {
-                let loss = self.percent(0, 50);
-                self.line("release_loss_percent", &loss);
-            }
+            self.optional(20, "release_loss_percent", |g| g.percent(0, 50));
         }
     }
 

@@ -20,33 +20,22 @@ impl Generator {
 
     /// One step: an action, its policies, what its result does.
     pub(super) fn step(&mut self, index: usize, steps: usize) -> String {
-        let mut available = vec!["work"];
-        if !self.names.connections.is_empty() {
-            available.push("redis");
-        }
-        if !self.names.databases.is_empty() {
-            available.push("db");
-        }
-        if !self.names.caches.is_empty() {
-            available.push("cache");
-        }
-        if !self.names.throttles.is_empty() {
-            available.push("throttle");
-        }
-        if !self.names.rate_limits.is_empty() {
-            available.push("rate_limit");
-        }
-        if !self.names.locks.is_empty() {
-            available.push("lock");
-        }
+        let names = &self.names;
+        let available: Vec<&str> = [
+            ("work", true),
+            ("redis", !names.connections.is_empty()),
+            ("db", !names.databases.is_empty()),
+            ("cache", !names.caches.is_empty()),
+            ("throttle", !names.throttles.is_empty()),
+            ("rate_limit", !names.rate_limits.is_empty()),
+            ("lock", !names.locks.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(action, possible)| possible.then_some(action))
+        .collect();
         let action = *self.rng.pick(&available);
         let keys = self.names.keys.clone();
-        let connections: Vec<String> = self
-            .names
-            .connections
-            .iter()
-            .map(|(name, _)| name.clone())
-            .collect();
+        let connections = self.names.connection_names();
         let mut parts = Vec::new();
         let mut can_hit = false;
         let mut acquire = false;
@@ -297,14 +286,8 @@ impl Generator {
                 _ => {
                     let workers = self.count(1, 10);
                     self.line("workers", &workers);
-                    if self.rng.chance(50) {
-                        let think = self.latency(0, 50_000);
-                        self.line("think", &think);
-                    }
-                    if self.rng.chance(20) {
-                        let stagger = self.duration(0, 100_000);
-                        self.line("stagger", &stagger);
-                    }
+                    self.optional(50, "think", |g| g.latency(0, 50_000));
+                    self.optional(20, "stagger", |g| g.duration(0, 100_000));
                     let iterations = self.rng.chance(60);
                     if iterations {
                         let count = self.count(1, 20);
@@ -402,12 +385,7 @@ impl Generator {
 
     /// A connection a fault can target: in a service, one instance's copy.
     pub(super) fn connection_target(&mut self) -> String {
-        let connections: Vec<String> = self
-            .names
-            .connections
-            .iter()
-            .map(|(name, _)| name.clone())
-            .collect();
+        let connections = self.names.connection_names();
         let name = self.rng.pick(&connections).clone();
         // A connection the service's flows reach has a copy per instance; one they do not
         // keeps its name.
@@ -485,10 +463,7 @@ impl Generator {
             if let Some(patch) = patch {
                 self.line("patch", &patch);
             }
-            if self.rng.chance(20) {
-                let expect = self.expectations();
-                self.line("expect", &expect);
-            }
+            self.optional(20, "expect", |g| g.expectations());
         }
     }
 
