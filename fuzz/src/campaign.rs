@@ -97,7 +97,10 @@ pub struct Report {
     /// By source (`generated`, `mutated/<file>`), by class.
     pub sources: BTreeMap<String, BTreeMap<Class, u64>>,
     pub findings: Vec<Finding>,
+    /// Running the inputs, and minimising the findings afterwards (aborts are slow to
+    /// minimise: each candidate that still aborts first allocates up to the cap).
     pub seconds: f64,
+    pub minimise_seconds: f64,
 }
 
 impl Report {
@@ -154,7 +157,8 @@ impl Report {
 
     pub fn to_text(&self, config: &Config) -> String {
         let mut text = format!(
-            "outagelab-fuzz: seed {}, {} inputs in {:.1} s ({:.0} inputs/s, {} jobs)\n\
+            "outagelab-fuzz: seed {}, {} inputs in {:.1} s ({:.0} inputs/s, {} jobs), findings \
+             minimised in {:.1} s\n\
              harness: events_max {} per variant and {} per input, time_max {} s, address space {} \
              MiB per worker, timeout {} s\n\n",
             self.seed,
@@ -162,6 +166,7 @@ impl Report {
             self.seconds,
             self.inputs as f64 / self.seconds.max(1e-9),
             config.jobs,
+            self.minimise_seconds,
             config.harness.events_max,
             config.harness.input_events_max,
             config.harness.time_max_s,
@@ -285,6 +290,7 @@ pub fn run_campaign(config: &Config) -> std::io::Result<Report> {
             .entry(record.outcome.class)
             .or_insert(0) += 1;
     }
+    let seconds = started.elapsed().as_secs_f64();
     let findings = write_findings(config, &records)?;
     let report = Report {
         seed: config.seed,
@@ -292,7 +298,8 @@ pub fn run_campaign(config: &Config) -> std::io::Result<Report> {
         classes,
         sources,
         findings,
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
+        minimise_seconds: started.elapsed().as_secs_f64() - seconds,
     };
     std::fs::write(config.out.join("report.json"), report.to_json(config))?;
     std::fs::write(config.out.join("report.txt"), report.to_text(config))?;
@@ -382,6 +389,9 @@ fn run_workers(
             let mut last = VecDeque::new();
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
+                if line.starts_with("note: run with `RUST_BACKTRACE") {
+                    continue;
+                }
                 if last.len() == 4 {
                     last.pop_front();
                 }
