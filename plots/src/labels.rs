@@ -177,6 +177,7 @@ mod tests {
             range,
             log: false,
             categories: false,
+            category_names: Vec::new(),
         }
     }
 
