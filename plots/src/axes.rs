@@ -19,6 +19,7 @@ pub(crate) fn zero_based_axis(
         range: 0.0..end,
         log: false,
         categories: false,
+        category_names: Vec::new(),
     }
 }
 
@@ -44,6 +45,7 @@ pub(crate) fn value_axis(
         range: min / 1.5..max * 1.5,
         log: true,
         categories: false,
+        category_names: Vec::new(),
     }
 }
 
@@ -103,6 +105,7 @@ pub(crate) fn count_axis(
         range: smallest / 1.5..largest * 1.5,
         log: true,
         categories: false,
+        category_names: Vec::new(),
     }
 }
 

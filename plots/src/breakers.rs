@@ -69,6 +69,7 @@ pub(crate) fn lanes(report: &RunReport, time: &Axis) -> Lanes {
         range: 0.0..count as f64,
         log: false,
         categories: false,
+        category_names: Vec::new(),
     };
     let mut panel = Panel::new(time.clone(), y);
     panel.y_ticks = false;

@@ -85,6 +85,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             range: 0.0..102.0,
             log: false,
             categories: false,
+            category_names: Vec::new(),
         },
     );
     panel.lines = lines;
@@ -203,6 +204,7 @@ fn latency_axis(latencies: impl Iterator<Item = f64>) -> Axis {
         range,
         log: true,
         categories: false,
+        category_names: Vec::new(),
     }
 }
 

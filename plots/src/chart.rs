@@ -91,6 +91,9 @@ pub(crate) struct Axis {
     /// The values are whole numbers that name things (variants numbered as in the legend):
     /// ticks only at whole numbers, and no lines between them. Linear only.
     pub categories: bool,
+    /// With `categories`: the name of each whole number from 0, its tick's label (a sweep over
+    /// words: value `k` of the list sits at `k`). Empty: the numbers themselves are the labels.
+    pub category_names: Vec<String>,
 }
 
 /// A translucent band: over the full height of the panel (a fault window), or over part of

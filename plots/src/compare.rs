@@ -129,6 +129,7 @@ fn over_time(comparison: &Comparison) -> Chart {
         range: 0.0..if end_ms > 0.0 { end_ms / 1000.0 } else { 1.0 },
         log: false,
         categories: false,
+        category_names: Vec::new(),
     };
     let panel = |y: Axis, lines: Vec<Line>| Panel {
         bands: bands.clone(),
@@ -209,6 +210,7 @@ fn sweep(comparison: &Comparison) -> Option<Chart> {
         range: min - pad..max + pad,
         log: false,
         categories: false,
+        category_names: Vec::new(),
     };
     let y = value_axis("p50 latency (ms)", y_values(&lines));
     Some(Chart::stacked(

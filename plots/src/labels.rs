@@ -58,15 +58,20 @@ pub(crate) fn place(
     area: Box,
 ) -> Vec<Placed> {
     let (x, y) = (&panel.x.range, &panel.y.range);
+    let data = Data::of(panel, &pixel);
     let mut placed: Vec<Placed> = Vec::new();
     let mut put = |text: &str, color: RGBColor, backed: bool, candidates: Vec<Box>| {
         let free = |candidate: &&Box| placed.iter().all(|other| !other.at.overlaps(candidate));
         let Some(first) = candidates.first().copied() else {
             return;
         };
-        // Clear and inside; else clear (a label too long for the panel); else where it belongs.
-        let inside = candidates.iter().filter(|c| c.inside(&area)).find(free);
-        let at = *inside
+        // Clear of labels and data, and inside; else clear of labels and inside; else clear
+        // (a label too long for the panel); else where it belongs.
+        let inside = || candidates.iter().filter(|c| c.inside(&area));
+        let at = *inside()
+            .filter(|candidate| !data.crosses(candidate))
+            .find(free)
+            .or_else(|| inside().find(free))
             .or_else(|| candidates.iter().find(free))
             .unwrap_or(&first);
         placed.push(Placed {
@@ -157,6 +162,85 @@ pub(crate) fn place(
     placed
 }
 
+/// A panel's data in pixels, for labels to keep clear of: its lines' segments and its
+/// markers' squares.
+struct Data {
+    /// Each from one point to the next, in pixels.
+    segments: Vec<((f64, f64), (f64, f64))>,
+    markers: Vec<Box>,
+}
+
+/// Half the side of the square a marker covers, in pixels (crosses are 7 from their centre).
+const MARKER_REACH: i32 = 8;
+/// How far a label keeps from a line's centre, in pixels (a line is up to 3 wide).
+const LINE_REACH: i32 = 2;
+
+impl Data {
+    fn of(panel: &Panel, pixel: &impl Fn(f64, f64) -> (i32, i32)) -> Data {
+        let at = |(x, y): (f64, f64)| {
+            let (x, y) = pixel(x, clamp(&panel.y, y));
+            (f64::from(x), f64::from(y))
+        };
+        let segments = (panel.lines.iter())
+            .flat_map(|line| line.segments.iter())
+            .flat_map(|points| points.windows(2).map(|pair| (at(pair[0]), at(pair[1]))))
+            .collect();
+        let markers = (panel.markers.iter())
+            .map(|marker| {
+                let (x, y) = at(marker.at);
+                Box {
+                    x: x as i32 - MARKER_REACH,
+                    y: y as i32 - MARKER_REACH,
+                    width: 2 * MARKER_REACH,
+                    height: 2 * MARKER_REACH,
+                }
+            })
+            .collect();
+        Data { segments, markers }
+    }
+
+    /// Whether a label at `label` would be written over a line or a marker.
+    fn crosses(&self, label: &Box) -> bool {
+        let reach = Box {
+            x: label.x - LINE_REACH,
+            y: label.y - LINE_REACH,
+            width: label.width + 2 * LINE_REACH,
+            height: label.height + 2 * LINE_REACH,
+        };
+        self.markers.iter().any(|marker| marker.overlaps(label))
+            || (self.segments.iter()).any(|&(from, to)| segment_meets(from, to, &reach))
+    }
+}
+
+/// Whether the segment from `from` to `to` meets the rectangle `area` (Liang-Barsky clipping:
+/// the part of the segment within each pair of edges, intersected, is not empty).
+fn segment_meets(from: (f64, f64), to: (f64, f64), area: &Box) -> bool {
+    let (left, top) = (f64::from(area.x), f64::from(area.y));
+    let (right, bottom) = (left + f64::from(area.width), top + f64::from(area.height));
+    let (dx, dy) = (to.0 - from.0, to.1 - from.1);
+    let (mut enter, mut leave) = (0.0_f64, 1.0_f64);
+    for (p, q) in [
+        (-dx, from.0 - left),
+        (dx, right - from.0),
+        (-dy, from.1 - top),
+        (dy, bottom - from.1),
+    ] {
+        if p == 0.0 {
+            if q < 0.0 {
+                return false;
+            }
+        } else {
+            let t = q / p;
+            if p < 0.0 {
+                enter = enter.max(t);
+            } else {
+                leave = leave.min(t);
+            }
+        }
+    }
+    enter <= leave
+}
+
 /// On a log axis, values at or below its start (zeros) are drawn on it.
 pub(crate) fn clamp(axis: &Axis, value: f64) -> f64 {
     if axis.log {
@@ -177,6 +261,7 @@ mod tests {
             range,
             log: false,
             categories: false,
+            category_names: Vec::new(),
         }
     }
 
@@ -259,5 +344,62 @@ mod tests {
         );
         // A lane's name is written on a light box, over its coloured span.
         assert!(placed[3].backed);
+    }
+
+    /// A constraint's label lay on a data line in the study chart (tutorial-study.png): the
+    /// line rose through the label's first place, above its threshold at the right end. It
+    /// moves to a candidate clear of the line and of the markers.
+    #[test]
+    fn a_label_moves_off_a_data_line_to_a_free_candidate() {
+        let mut panel = Panel::new(axis(0.0..10.0), axis(0.0..600.0));
+        panel.rules.push(rule(300.0, "constraint: timeouts <= 300"));
+        let area = Box {
+            x: 100,
+            y: 40,
+            width: 700,
+            height: 200,
+        };
+        let first = |panel: &Panel| place(panel, pixel(panel, area), area)[0].at;
+        let (right, at) = pixel(&panel, area)(10.0, 300.0);
+        let above_right = first(&panel);
+        assert_eq!(
+            (
+                above_right.x + above_right.width,
+                above_right.y + above_right.height
+            ),
+            (right - 4, at - 3),
+            "with no data, the label keeps its first place"
+        );
+        // A line rising steeply through that place, then crossing below it as well.
+        panel.lines.push(crate::chart::Line::new(
+            vec![vec![(6.0, 100.0), (9.0, 550.0), (9.5, 50.0)]],
+            rule(0.0, "").stroke,
+        ));
+        let moved = first(&panel);
+        let (left, _) = pixel(&panel, area)(0.0, 300.0);
+        assert_eq!(
+            (moved.x, moved.y + moved.height),
+            (left + 4, at - 3),
+            "{moved:?}"
+        );
+        // A marker on that place too: the next free one, below the line at the left end.
+        panel.markers.push(crate::chart::Marker {
+            at: (0.5, 320.0),
+            color: INK,
+            shape: crate::chart::MarkerShape::Cross,
+        });
+        let moved = first(&panel);
+        assert_eq!((moved.x, moved.y), (left + 4, at + 3), "{moved:?}");
+        // Same input, same place.
+        assert_eq!(first(&panel), moved);
+        // Nowhere free of data: the first place clear of other labels, as before.
+        panel.lines.push(crate::chart::Line::new(
+            vec![
+                vec![(0.0, 312.0), (10.0, 312.0)],
+                vec![(0.0, 288.0), (10.0, 288.0)],
+            ],
+            rule(0.0, "").stroke,
+        ));
+        assert_eq!(first(&panel), above_right);
     }
 }

@@ -294,6 +294,7 @@ mod tests {
             range: 0.0..1.0,
             log: false,
             categories: false,
+            category_names: Vec::new(),
         }
     }
 

@@ -557,6 +557,7 @@ mod tests {
             range: if log { 1.0..1000.0 } else { 0.0..100.0 },
             log,
             categories: false,
+            category_names: Vec::new(),
         }
     }
 

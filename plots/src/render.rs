@@ -13,7 +13,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::axes::format_number;
 use crate::bitmap_text::GlyphBackend;
-use crate::chart::{Band, Chart, INK, Line, Marker, MarkerShape, Panel, Rule, Stroke};
+use crate::chart::{Axis, Band, Chart, INK, Line, Marker, MarkerShape, Panel, Rule, Stroke};
 use crate::labels::{self, clamp};
 use crate::layout::{FONT, Layout, PanelPlace, TITLE_HEIGHT, lay_out, text_width};
 
@@ -207,6 +207,18 @@ impl ValueFormatter<f64> for Categories {
     }
 }
 
+/// An x tick's label: on a categorical axis with names, the name of the whole number `value`
+/// (a sweep's word); otherwise the number.
+pub(crate) fn x_tick_label(axis: &Axis, value: f64) -> String {
+    let name = (axis.categories && value.fract() == 0.0 && value >= 0.0)
+        .then(|| axis.category_names.get(value as usize))
+        .flatten();
+    match name {
+        Some(name) => name.clone(),
+        None => format_number(value),
+    }
+}
+
 /// The whole numbers within `range`, every one when `labels_max` labels fit, otherwise every
 /// second, fifth, tenth... from the first (so 1 is always labelled).
 pub(crate) fn category_ticks(range: &std::ops::Range<f64>, labels_max: usize) -> Vec<f64> {
@@ -387,9 +399,10 @@ fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
     layout: &Mesh,
 ) -> DrawResult<DB> {
     let format = |value: &f64| format_number(*value);
+    let format_x = |value: &f64| x_tick_label(&panel.x, *value);
     let no_label = |_: &f64| String::new();
     let mut mesh = chart.configure_mesh();
-    mesh.x_label_formatter(&format)
+    mesh.x_label_formatter(&format_x)
         .x_labels(layout.x_labels)
         .y_labels(if panel.y_ticks { layout.y_labels } else { 0 })
         .label_style(text(15.0))

@@ -259,7 +259,15 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
             range: 0.0..1.0,
             log: false,
             categories: false,
+            category_names: Vec::new(),
         };
+    }
+    if let Some(sweep) = study
+        .sweep
+        .as_ref()
+        .filter(|sweep| !sweep.values.is_empty())
+    {
+        return crate::sweep::words_axis(description, sweep);
     }
     if study.sweep.is_none() {
         // Variants numbered 1, 2, 3: whole-number ticks, and half a step each side, so the
@@ -269,6 +277,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
             range: min - 0.5..max + 0.5,
             log: false,
             categories: true,
+            category_names: Vec::new(),
         };
     }
     let pad = if max > min {
@@ -281,6 +290,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
         range: min - pad..max + pad,
         log: false,
         categories: false,
+        category_names: Vec::new(),
     }
 }
 
@@ -332,6 +342,7 @@ mod tests {
                 label: "open".into(),
                 parameter: "breakers.b.open_for".into(),
                 unit: "ms".into(),
+                values: Vec::new(),
             }),
             Selection {
                 metrics: vec!["timeouts".into(), "absent".into()],
@@ -443,6 +454,40 @@ mod tests {
         texts
             .filter_map(|(_, text)| text.trim().parse().ok())
             .collect()
+    }
+
+    /// A study over a sweep of words had a numeric x axis ticked 0, 0.5, 1...: it is
+    /// categorical, labelled with the words, with room for the end marks.
+    #[test]
+    fn a_sweep_over_words_has_the_words_as_its_ticks() {
+        let mut study = study();
+        let words = ["resilience4j", "polly-v8", "opossum"];
+        for variant in &mut study.variants {
+            let index = [500.0, 1000.0, 2000.0]
+                .iter()
+                .position(|x| Some(*x) == variant.sweep_x)
+                .unwrap();
+            variant.sweep_x = Some(index as f64);
+        }
+        let sweep = study.sweep.as_mut().unwrap();
+        sweep.unit = String::new();
+        sweep.values = words.map(String::from).to_vec();
+        let chart = chart(&study).unwrap();
+        let panel = &chart.panels[0];
+        assert!(panel.x.categories);
+        assert_eq!(panel.x.category_names, words);
+        assert_eq!(panel.x.range, -0.5..2.5);
+        assert_eq!(panel.x.description, "open");
+        let svg = crate::render::svg(&chart).unwrap();
+        let written: Vec<&str> = svg
+            .split("</text>")
+            .filter_map(|part| part.rsplit_once('>'))
+            .map(|(_, text)| text.trim())
+            .collect();
+        for word in words {
+            assert!(written.contains(&word), "{word} in {written:?}");
+        }
+        assert!(!written.contains(&"0.5"), "{written:?}");
     }
 
     /// The study chart of redis-dead-protection's three variants had ticks at 1, 1.5, 2, 2.5

@@ -217,10 +217,26 @@ fn x_axis(sweep: &SweepInfo, values: impl Iterator<Item = f64>) -> Axis {
     } else {
         format!("{} ({})", sweep.label, sweep.unit)
     };
+    if !sweep.values.is_empty() {
+        return words_axis(description, sweep);
+    }
     Axis {
         description,
         range,
         log: false,
         categories: false,
+        category_names: Vec::new(),
+    }
+}
+
+/// A sweep over words (`sweep_x` is each value's index in the list): one tick per value,
+/// labelled with its name, and half a step of room each side so the end points stay whole.
+pub(crate) fn words_axis(description: String, sweep: &SweepInfo) -> Axis {
+    Axis {
+        description,
+        range: -0.5..sweep.values.len() as f64 - 0.5,
+        log: false,
+        categories: true,
+        category_names: sweep.values.clone(),
     }
 }

@@ -36,6 +36,7 @@ pub(crate) fn time_axis(report: &RunReport) -> Axis {
         range: 0.0..end_s,
         log: false,
         categories: false,
+        category_names: Vec::new(),
     }
 }
 

@@ -53,6 +53,11 @@ pub struct SweepInfo {
     pub parameter: String,
     /// The unit of `VariantReport::sweep_x`, e.g. `ms` for durations, empty for counts.
     pub unit: String,
+    /// The swept values' names, in list order, when they are words rather than numbers: then
+    /// each variant's `sweep_x` is its value's index here, and charts label the axis with these
+    /// names. Empty for numeric sweeps (and then left out of the JSON).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]

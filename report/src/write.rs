@@ -354,6 +354,7 @@ mod tests {
             label: "open".into(),
             parameter: "breakers.b.open_for".into(),
             unit: "ms".into(),
+            values: Vec::new(),
         });
         swept.variants[0].sweep_x = Some(500.0);
         let csv = summary_csv(&swept);

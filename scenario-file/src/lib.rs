@@ -405,6 +405,8 @@ struct SweepEntry<'t> {
     header: RawSweep,
     values: Vec<(String, f64, Value<'t>)>,
     unit: &'static str,
+    /// True when the values are words plotted in list order (`sweep_x` is the index).
+    words: bool,
 }
 
 impl<'t> Reader<'_> {
@@ -890,6 +892,7 @@ impl<'t> Reader<'_> {
             header,
             values: parsed,
             unit: if unit == "(index)" { "" } else { unit },
+            words: unit == "(index)",
         })
     }
 
@@ -1162,6 +1165,15 @@ impl<'t> Reader<'_> {
                 label: sweep.header.label.unwrap_or_else(|| "value".to_owned()),
                 parameter: sweep.header.parameter.into_inner(),
                 unit: sweep.unit.to_owned(),
+                values: if sweep.words {
+                    sweep
+                        .values
+                        .iter()
+                        .map(|(text, _, _)| text.clone())
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             })
             .collect();
         Some(ScenarioFile {

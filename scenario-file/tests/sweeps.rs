@@ -103,6 +103,22 @@ fn one_axis_reads_as_it_always_has() {
     assert_eq!(file.sweep_axes.len(), 1);
 }
 
+/// A sweep over words has no numbers to plot: it reports the words, in list order, for the
+/// charts' tick labels (each variant's x is its word's index); a numeric sweep reports none.
+#[test]
+fn a_sweep_over_words_reports_its_values() {
+    let file = parse(
+        "[[sweep]]\nparameter = \"scenario.description\"\nlabel = \"d\"\nvalues = [\"fast\", \"slow\"]\n\
+         [[sweep]]\nparameter = \"loads.l.rate\"\nvalues = [1, 2]\n",
+    )
+    .unwrap();
+    let xs: Vec<Option<f64>> = file.variants.iter().map(|v| v.sweep_x).collect();
+    assert_eq!(xs, [Some(0.0), Some(0.0), Some(1.0), Some(1.0)]);
+    assert_eq!(file.sweep_axes[0].values, ["fast", "slow"]);
+    assert_eq!(file.sweep.as_ref().unwrap().values, ["fast", "slow"]);
+    assert!(file.sweep_axes[1].values.is_empty());
+}
+
 #[test]
 fn grid_mistakes_are_refused_at_their_key() {
     for (extra, expected) in [

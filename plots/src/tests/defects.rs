@@ -33,6 +33,7 @@ fn permits_sweep() -> RunReport {
             label: "permits".to_string(),
             parameter: "bulkheads.db.max_concurrent".to_string(),
             unit: String::new(),
+            values: Vec::new(),
         }),
         variants,
     }

@@ -167,6 +167,7 @@ fn sweep_report() -> RunReport {
             label: "K".to_string(),
             parameter: "load.blobs.count".to_string(),
             unit: String::new(),
+            values: Vec::new(),
         }),
         variants,
     }
@@ -657,6 +658,37 @@ fn sweep_marks_points_with_timeouts() {
     let chart = sweep::chart(&with_unit, &[]).unwrap();
     assert_eq!(chart.panels[0].x.description, "K (ms)");
     assert!(!chart.panels[0].y.log, "2 to 17 ms is within 50x");
+}
+
+/// A sweep over words (`sweep_x` is each word's index) was drawn on a numeric axis ticked 0,
+/// 0.5, 1...: its axis is categorical, one tick per word, labelled with the word.
+#[test]
+fn a_sweep_over_words_labels_its_axis_with_the_words() {
+    let mut report = sweep_report();
+    report.variants.truncate(3);
+    let words = ["resilience4j", "polly-v8", "opossum"];
+    for (index, variant) in report.variants.iter_mut().enumerate() {
+        variant.sweep_x = Some(index as f64);
+    }
+    report.sweep.as_mut().unwrap().values = words.map(String::from).to_vec();
+    for metrics in [Vec::new(), vec!["flows.browse.outcomes.ok".to_string()]] {
+        let chart = sweep::chart(&report, &metrics).unwrap();
+        for panel in &chart.panels {
+            assert!(panel.x.categories, "{metrics:?}");
+            assert_eq!(panel.x.category_names, words);
+            assert_eq!(panel.x.range, -0.5..2.5);
+        }
+        let svg = crate::render::svg(&chart).unwrap();
+        let written: Vec<&str> = svg
+            .split("</text>")
+            .filter_map(|part| part.rsplit_once('>'))
+            .map(|(_, text)| text.trim())
+            .collect();
+        for word in words {
+            assert!(written.contains(&word), "{word} in {written:?}");
+        }
+        assert!(!written.contains(&"0.5"), "{written:?}");
+    }
 }
 
 /// The single-run sweep chart drew each flow's p50 whatever the file chose: it draws the
