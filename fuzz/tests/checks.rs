@@ -196,6 +196,15 @@ fn each_check_fires_on_a_doctored_report() {
             Box::new(|v| v["summary"]["locks"]["files@1"]["peak_writers"] = Value::from(2)),
         ),
         (
+            "limits",
+            Box::new(|v| {
+                add(
+                    &mut v["summary"]["connections"]["cache@0"]["peak_pending"],
+                    100,
+                )
+            }),
+        ),
+        (
             "breaker_transitions",
             Box::new(|v| add(&mut v["summary"]["breakers"]["redis@0"]["half_opened"], 100)),
         ),
@@ -230,6 +239,18 @@ fn each_check_fires_on_a_doctored_report() {
             "{expected} did not fire: {fired:?}"
         );
     }
+}
+
+/// `pending_max` bounds each link; a reconnect slot that replaced its link counts the old
+/// link's timed-out commands beside the new one's (fuzz/findings/seed2-*-slot-pending.toml).
+#[test]
+fn a_replaced_links_commands_are_not_held_to_one_links_limit() {
+    let fired = doctored(|v| {
+        let cache = &mut v["summary"]["connections"]["cache@0"];
+        add(&mut cache["peak_pending"], 100);
+        cache["slot"]["evictions"] = Value::from(1);
+    });
+    assert!(!fired.contains(&"limits"), "{fired:?}");
 }
 
 #[test]

@@ -560,7 +560,9 @@ pub struct ConnectionSummary {
     pub disconnects: u64,
     pub connect_attempts: u64,
     pub connect_failures: u64,
-    /// Most commands waiting on this connection at once (sent or queued offline).
+    /// Most commands waiting on this connection at once (sent or queued offline), over all its
+    /// links: a reconnect slot's replaced link keeps its timed-out commands until they end,
+    /// beside its replacement's, so this may exceed `pending_max`, which bounds each link.
     pub peak_pending: u64,
     /// Writes the server applied more than once: resent after a lost link (an offline queue
     /// resends what it had no reply for) or replayed by a slot that opted in. Each is a
