@@ -279,6 +279,31 @@ async fn a_live_run_does_what_the_file_says_and_reports_it_as_a_simulation_does(
     );
 }
 
+/// A call step runs live as simulated: its drawn latency as a sleep, and the answer drawn
+/// from the same stream (every call fails here, and none after its latency: 20 of 20).
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_step_answers_live_as_simulated() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let text = format!(
+        "{BASE}[flows.read]\nsteps = [{{ call = {{ latency = \"5ms\", error_percent = 100, \
+         error = \"timeout\" }} }}, {{ db = {{ name = \"main\" }} }}]\n"
+    );
+    let scenario = scenario(&text);
+    let live = run_live(&server, &scenario).await;
+    let simulated = outagelab_sim::run(&scenario).unwrap();
+    for summary in [&live.summary, &simulated.summary] {
+        assert_eq!(summary.outcomes["timeout"], 20);
+        assert_eq!(
+            summary.databases["main"].queries, 0,
+            "a failed call ends the request"
+        );
+    }
+    let min = live.summary.latency_ms["timeout"].min.unwrap();
+    assert!(min >= 5.0, "a call answers after its latency: {min} ms");
+}
+
 /// Every key path of a JSON value, arrays as one element.
 fn shape(value: &serde_json::Value) -> Vec<String> {
     let mut paths = Vec::new();

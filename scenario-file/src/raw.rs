@@ -629,6 +629,7 @@ pub struct RawStep {
     redis: Option<Spanned<RawRedisStep>>,
     db: Option<Spanned<RawDbStep>>,
     work: Option<Spanned<RawLatency>>,
+    call: Option<Spanned<RawCallStep>>,
     cache: Option<Spanned<RawCacheStep>>,
     throttle: Option<Spanned<RawThrottleStep>>,
     rate_limit: Option<Spanned<RawRateLimitStep>>,
@@ -700,6 +701,7 @@ pub enum RawAction<'a> {
     Redis(&'a Spanned<RawRedisStep>),
     Database(&'a Spanned<RawDbStep>),
     Work(&'a Spanned<RawLatency>),
+    Call(&'a Spanned<RawCallStep>),
     Cache(&'a Spanned<RawCacheStep>),
     Throttle(&'a Spanned<RawThrottleStep>),
     RateLimit(&'a Spanned<RawRateLimitStep>),
@@ -711,6 +713,7 @@ const STEP_ACTIONS: OneOf = OneOf {
         ("redis", fields_of::<RawRedisStep>),
         ("db", fields_of::<RawDbStep>),
         ("work", fields_of::<RawDistribution>),
+        ("call", fields_of::<RawCallStep>),
         ("cache", fields_of::<RawCacheStep>),
         ("throttle", fields_of::<RawThrottleStep>),
         ("rate_limit", fields_of::<RawRateLimitStep>),
@@ -728,6 +731,7 @@ impl RawStep {
         (self.redis.as_ref().map(RawAction::Redis))
             .or(self.db.as_ref().map(RawAction::Database))
             .or(self.work.as_ref().map(RawAction::Work))
+            .or(self.call.as_ref().map(RawAction::Call))
             .or(self.cache.as_ref().map(RawAction::Cache))
             .or(self.throttle.as_ref().map(RawAction::Throttle))
             .or(self.rate_limit.as_ref().map(RawAction::RateLimit))
@@ -758,6 +762,20 @@ pub struct RawRedisStep {
     pub replay_writes: Option<Spanned<bool>>,
     /// PUBLISH's channel (the message is the request's key).
     pub channel: Option<Spanned<String>>,
+}
+
+/// `call = { latency = "20ms", error_percent = 5, error = "server_error" }`
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as call = { latency = \"20ms\", error_percent = 5 }"
+)]
+pub struct RawCallStep {
+    pub latency: Spanned<RawLatency>,
+    /// The share of calls that fail, 0 to 100 to 0.1% (0 when left out).
+    pub error_percent: Option<Spanned<f64>>,
+    /// The outcome a failed call answers (`server_error` when left out).
+    pub error: Option<Spanned<String>>,
 }
 
 /// `db = { name = "main", timeout = "1s" }`

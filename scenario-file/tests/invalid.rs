@@ -377,7 +377,7 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ db = { name = \"db\" }, redis = { command = \"GET\", connection = \"c\", key = \"k\" } }",
             ),
-            "16:115: flows.f.steps[1].redis: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`, `lock`), and this one already has `db`: give each action a step of its own",
+            "16:115: flows.f.steps[1].redis: a step has one action (`redis`, `db`, `work`, `call`, `cache`, `throttle`, `rate_limit`, `lock`), and this one already has `db`: give each action a step of its own",
         ),
         (
             with(
@@ -743,7 +743,7 @@ fn rejected_files() {
         ),
         (
             with("{ db = { name = \"db\" } }", "{ on_error = \"next\" }"),
-            "16:91: flows.f.steps[1]: a step has no action: give it one of `redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`, `lock`",
+            "16:91: flows.f.steps[1]: a step has no action: give it one of `redis`, `db`, `work`, `call`, `cache`, `throttle`, `rate_limit`, `lock`",
         ),
         (
             with(
@@ -779,7 +779,7 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[[variant]]\nname = \"a\"\n[variant.patch.flows.f.steps.1]\nwork = \"1ms\"\n"
             ),
-            "27:1: flows.f.steps[1].work: a step has one action (`redis`, `db`, `work`, `cache`, `throttle`, `rate_limit`, `lock`), and this one already has `db`: give each action a step of its own",
+            "27:1: flows.f.steps[1].work: a step has one action (`redis`, `db`, `work`, `call`, `cache`, `throttle`, `rate_limit`, `lock`), and this one already has `db`: give each action a step of its own",
         ),
         // A breaker has one rule: `failures` or `failure_rate`, whose window is one of two.
         (
@@ -1597,6 +1597,58 @@ fn a_latency_slo_is_read_and_bad_ones_are_refused_at_their_key() {
                 "{line}:28: report.slo.p99: unknown field `p99`, expected `latency` or \
                  `percentile`"
             ),
+        ),
+    ]);
+}
+
+/// A call step's share of failures is a percentage, and its error one error outcome.
+#[test]
+fn call_steps() {
+    // After the database step, with `on_error` when it can fail.
+    let step = |step: &str| {
+        let steps = format!("{{ db = {{ name = \"db\" }}, on_error = \"fail\" }}, {step}");
+        with("{ db = { name = \"db\" } }", &steps)
+    };
+    let call = |table: &str| step(&format!("{{ call = {{ {table} }}, on_error = \"fail\" }}"));
+    check_silent(&call(
+        "latency = \"20ms\", error_percent = 2.5, error = \"timeout\"",
+    ));
+    // A call that never fails needs no on_error.
+    check_silent(&step(
+        "{ call = { latency = { distribution = \"exponential\", mean = \"5ms\" } } }",
+    ));
+    check_all(&[
+        (
+            call("latency = \"20ms\", error_percent = 101"),
+            "16:181: flows.f.steps[2].call.error_percent: 101 is not a percentage from 0 to 100, to 0.1%",
+        ),
+        (
+            call("latency = \"20ms\", error_percent = -1"),
+            "16:181: flows.f.steps[2].call.error_percent: -1 is not a non-negative number with at most 3 decimals",
+        ),
+        (
+            call("latency = \"20ms\", error = \"ok\""),
+            "16:173: flows.f.steps[2].call.error: `ok` is a success, not an error",
+        ),
+        (
+            call("latency = \"20ms\", error = \"5xx\""),
+            "16:173: flows.f.steps[2].call.error: a call fails with one outcome: name one (such as \"server_error\" or \"timeout\"), not a status class",
+        ),
+        (
+            call("latency = \"20ms\", error = \"timout\""),
+            "16:173: flows.f.steps[2].call.error: unknown outcome `timout`: did you mean `timeout`? (outcomes: timeout, refused, connection_lost, breaker_open, shed, server_error, lock_busy, rate_limited, lock_timeout, oom, readonly, loading, wrongtype; or a status class, 4xx or 5xx)",
+        ),
+        (
+            call("error_percent = 5"),
+            "16:145: flows.f.steps[2].call: missing field `latency`",
+        ),
+        (
+            call("latency = \"20ms\", errors = 5"),
+            "16:165: flows.f.steps[2].call.errors: unknown field `errors`: did you mean `error`? (expected one of `latency`, `error_percent`, `error`)",
+        ),
+        (
+            call("latency = \"fast\""),
+            "16:157: flows.f.steps[2].call.latency: `fast` has an unknown unit `fast`: write a number and a unit (ns, us, ms, s, m, h), e.g. \"100ms\" or \"1.5s\"",
         ),
     ]);
 }

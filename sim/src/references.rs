@@ -235,7 +235,7 @@ impl References for StepSpec {
                     visit(Kind::KeyFamily, &mut data.key.0);
                 }
             }
-            StepAction::Work { .. } => {}
+            StepAction::Work { .. } | StepAction::Call { .. } => {}
             StepAction::RateLimit { limiter, key } => {
                 visit(Kind::RateLimit, &mut limiter.0);
                 if let Some(key) = key {

@@ -19,11 +19,13 @@
 use outagelab_model::adaptive_limit::CallEnd;
 use outagelab_model::breaker::{BreakerState, CallOutcome, Transition};
 use outagelab_model::rate_limit::Decision;
+use outagelab_model::time::SimDuration;
 use outagelab_report::Outcome;
 
 use crate::kernel::StepResult;
+use crate::rng::Stream;
 use crate::scenario::{
-    BreakerClassifier, ConnectionId, KeyFamilyId, OutcomeSet, PolicyRef, Scenario,
+    BreakerClassifier, ConnectionId, Distribution, KeyFamilyId, OutcomeSet, PolicyRef, Scenario,
 };
 
 /// The bytes a step's request carries, which a semaphore's byte cap weighs.
@@ -42,6 +44,23 @@ pub fn breaker_outcome(classifier: BreakerClassifier, io: StepResult) -> CallOut
         StepResult::Error(kind) if classifier.counts.contains(kind) => CallOutcome::Failure,
         StepResult::Error(_) => CallOutcome::Uncounted,
     }
+}
+
+/// A call step's latency and answer, drawn from its flow's stream for calls (`call_stream`):
+/// the latency first, then whether it fails (`error_permille` of 1000) with `error`.
+pub fn call_answer(
+    call_stream: &mut Stream,
+    latency: &Distribution,
+    error_permille: u32,
+    error: Outcome,
+) -> (SimDuration, StepResult) {
+    let latency = call_stream.duration(latency);
+    let answer = if call_stream.below(1000) < u64::from(error_permille) {
+        StepResult::Error(error)
+    } else {
+        StepResult::Ok
+    };
+    (latency, answer)
 }
 
 /// How an adaptive limit samples a step whose I/O returned `io`: a success, a drop (a sign of

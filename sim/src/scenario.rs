@@ -874,12 +874,18 @@ pub struct StepSpec {
 
 impl StepSpec {
     /// Whether the step can end in an error, so that its `on_error` decides something: its
-    /// action can fail (everything but local work and an in-process cache op), or a policy
+    /// action can fail (everything but local work, an in-process cache op and a call that
+    /// never fails), or a policy
     /// around it can refuse it (every kind but a retry, which only repeats what fails inside).
     pub fn can_fail(&self) -> bool {
         let action_can_fail = !matches!(
             self.action,
-            StepAction::Work { .. } | StepAction::Cache { .. }
+            StepAction::Work { .. }
+                | StepAction::Cache { .. }
+                | StepAction::Call {
+                    error_permille: 0,
+                    ..
+                }
         );
         action_can_fail
             || self
@@ -1012,6 +1018,7 @@ impl Scenario {
                 format!("db {}", self.databases[database.index()].name)
             }
             StepAction::Work { .. } => "work".to_owned(),
+            StepAction::Call { .. } => "call".to_owned(),
             StepAction::RateLimit { limiter, .. } => {
                 format!("rate_limit {}", self.rate_limits[limiter.index()].name)
             }
@@ -1076,6 +1083,15 @@ pub enum StepAction {
     /// Local work (the service's own time: parsing, auth, rendering) that cannot fail; its
     /// duration is drawn per request from the flow's own random stream.
     Work { duration: Distribution },
+    /// A call to a dependency modelled only by its answers (a payments API, another team's
+    /// service): its latency drawn per call, and `error_permille` thousandths of calls
+    /// failing with `error` at the end of that latency. Both draws come from the flow's own
+    /// stream for calls, latency first.
+    Call {
+        latency: Distribution,
+        error_permille: u32,
+        error: Outcome,
+    },
     /// A rate-limit check, costing one token: `rate_limited` when refused. A limiter with a
     /// store checks under `key` on its connection.
     RateLimit {

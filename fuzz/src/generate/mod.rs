@@ -58,10 +58,11 @@ pub const FAULT_KINDS: [&str; 10] = [
 ];
 
 /// Every step action.
-pub const STEP_ACTIONS: [&str; 7] = [
+pub const STEP_ACTIONS: [&str; 8] = [
     "redis",
     "db",
     "work",
+    "call",
     "cache",
     "throttle",
     "rate_limit",

@@ -23,6 +23,7 @@ impl Generator {
         let names = &self.names;
         let available: Vec<&str> = [
             ("work", true),
+            ("call", true),
             ("redis", !names.connections.is_empty()),
             ("db", !names.databases.is_empty()),
             ("cache", !names.caches.is_empty()),
@@ -99,6 +100,21 @@ impl Generator {
             "work" => {
                 let latency = self.latency(10, 20_000);
                 parts.push(format!("work = {latency}"));
+            }
+            "call" => {
+                let latency = self.latency(10, 50_000);
+                let mut table = format!("latency = {latency}");
+                if self.rng.chance(75) {
+                    let percent = self.percent(0, 100);
+                    let _ = write!(table, ", error_percent = {percent}");
+                }
+                if self.rng.chance(30) {
+                    let error = *self
+                        .rng
+                        .pick(&["timeout", "server_error", "refused", "5xx"]);
+                    let _ = write!(table, ", error = {}", quoted(error));
+                }
+                parts.push(format!("call = {{ {table} }}"));
             }
             "cache" => {
                 let name = self.reference(&self.names.caches.clone());

@@ -183,6 +183,7 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                 }
                 StepAction::Database { .. }
                 | StepAction::Work { .. }
+                | StepAction::Call { .. }
                 | StepAction::RateLimit { .. }
                 | StepAction::Cache { .. } => {}
                 StepAction::Throttle { .. } => {

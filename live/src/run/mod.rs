@@ -163,6 +163,8 @@ struct Run {
     /// The simulator's streams: per database, per flow's work, per load.
     database_streams: Vec<Mutex<Stream>>,
     work_streams: Vec<Mutex<Stream>>,
+    /// Per flow, its call steps' draws (a call is a stand-in: a sleep and a drawn answer).
+    call_streams: Vec<Mutex<Stream>>,
     /// The bytes every written value is cut from (the longest value of the file).
     value: Vec<u8>,
     tasks: Mutex<JoinSet<()>>,
@@ -519,6 +521,20 @@ impl Run {
                 self.sleep_until(self.now().saturating_add(duration)).await;
                 StepResult::Ok
             }
+            StepAction::Call {
+                latency,
+                error_permille,
+                error,
+            } => {
+                let (latency, answer) = rules::call_answer(
+                    &mut locked(&self.call_streams[flow.index()]),
+                    &latency,
+                    error_permille,
+                    error,
+                );
+                self.sleep_until(self.now().saturating_add(latency)).await;
+                answer
+            }
             StepAction::Cache { cache, op, key } => {
                 // The request's key of the family, named as the simulator names it; a put
                 // stores version 0 (a live run follows no data versions).
@@ -649,6 +665,9 @@ async fn drive(
             .collect(),
         work_streams: (scenario.flows.iter())
             .map(|flow| Mutex::new(Stream::derive(seed, "work", &flow.name)))
+            .collect(),
+        call_streams: (scenario.flows.iter())
+            .map(|flow| Mutex::new(Stream::derive(seed, "call", &flow.name)))
             .collect(),
         value: vec![b'x'; value_bytes as usize],
         tasks: Mutex::new(JoinSet::new()),

@@ -1,6 +1,6 @@
 //! Step actions: what a step does once its request is inside the step's layers.
 //!
-//! Each of the seven actions of [`StepAction`] has its module here, and each says three
+//! Each of the eight actions of [`StepAction`] has its module here, and each says three
 //! things: what the action starts (a Redis command, a query, a timer, a local decision), what
 //! its request waits for meanwhile ([`Waiting`], for the waits that are the action's own), and
 //! how what came back becomes the step's [`StepResult`]. This module is the one interface the
@@ -20,11 +20,12 @@
 //!
 //! The engine's mechanisms ([`crate::redis`], [`crate::database`], the event queue) are
 //! reached through the [`Simulator`] each call is given; an action's own state (caches, rate
-//! limiters, lock clients, throttles, the work steps' streams) lives in [`Actions`], and what a
+//! limiters, lock clients, throttles, the work and call steps' streams) lives in [`Actions`], and what a
 //! request holds of them in its [`RequestHeld`]. Dispatch is a `match` on the step's action,
 //! with no allocation and no dynamic call per step.
 
 pub(crate) mod cache;
+pub(crate) mod call;
 pub(crate) mod db;
 pub(crate) mod lock;
 pub(crate) mod rate_limit;
@@ -49,7 +50,7 @@ use crate::scenario::{
 use crate::throttles::Held as ThrottleHeld;
 
 /// The state of every action that keeps some: one entry per cache, rate limiter, lock and
-/// throttle of the scenario, and the streams of the work steps.
+/// throttle of the scenario, and the streams of the work and call steps.
 pub(crate) struct Actions {
     caches: Vec<cache::CacheSlot>,
     rate_limits: Vec<rate_limit::RateLimitSlot>,
@@ -58,6 +59,8 @@ pub(crate) struct Actions {
     locks: Vec<lock::LockSlot>,
     /// Per flow, the draws of its `work` steps' durations (a constant draws nothing).
     work_rngs: Vec<Stream>,
+    /// Per flow, the draws of its `call` steps' latencies and failures.
+    call_rngs: Vec<Stream>,
 }
 
 impl Actions {
@@ -72,6 +75,7 @@ impl Actions {
             throttles,
             locks: lock::slots(scenario),
             work_rngs: work::streams(scenario),
+            call_rngs: call::streams(scenario),
         }
     }
 
@@ -136,6 +140,8 @@ pub(crate) struct RequestHeld {
 pub(crate) enum Waiting {
     /// Its own local work.
     Work,
+    /// A call's latency, and what the call will answer at its end.
+    Call(StepResult),
     /// A KV round trip of a throttle (boxed, like the next: these waits are rare, and a
     /// request's stage stays small for every other one).
     ThrottleKv(Box<throttle::KvWait>),
@@ -148,6 +154,7 @@ impl Waiting {
     pub fn name(&self) -> &'static str {
         match self {
             Waiting::Work => "working",
+            Waiting::Call(_) => "waiting for a call",
             Waiting::ThrottleKv(_) => "waiting for a KV round trip",
             Waiting::LockRetry(_) => "waiting to try a lock again",
         }
@@ -159,6 +166,8 @@ impl Waiting {
 pub(crate) enum Timer {
     /// A work step's local work is done.
     Work,
+    /// A call's latency is over: it answers.
+    Call,
     /// A throttle's KV round trip is over: take its next step.
     ThrottleKv,
     /// A lock acquire's wait after a busy attempt is over: attempt again, or time out.
@@ -197,6 +206,11 @@ pub(crate) fn start(sim: &mut Simulator<'_>, slot: u32, step: &StepSpec) -> Star
             data: _,
         } => db::start(sim, slot, database, timeout, latency, lock),
         StepAction::Work { duration } => work::start(sim, slot, &duration),
+        StepAction::Call {
+            latency,
+            error_permille,
+            error,
+        } => call::start(sim, slot, &latency, error_permille, error),
         StepAction::RateLimit { limiter, key } => {
             rate_limit::start(sim, slot, limiter, key, step.replay_writes)
         }
@@ -220,6 +234,7 @@ pub(crate) fn on_timer(
 ) -> Woken {
     match (timer, waiting) {
         (Timer::Work, Waiting::Work) => Woken::Reply(StepResult::Ok),
+        (Timer::Call, Waiting::Call(answer)) => Woken::Reply(answer),
         (Timer::ThrottleKv, Waiting::ThrottleKv(wait)) => {
             Woken::Step(throttle::on_timer(sim, slot, *wait))
         }
