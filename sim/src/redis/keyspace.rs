@@ -269,12 +269,21 @@ impl Keyspace {
         }
     }
 
+    /// The entry of `key`, present or not. A family's table grows on demand, doubling up to
+    /// the family's count, so that a family of a million keys of which a thousand are used
+    /// (a preload of the hot ones) holds a thousand entries, not a million.
     fn entry(&mut self, key: Key) -> &mut Entry {
         let table = &mut self.families[key.family as usize];
-        if table.is_empty() {
-            table.resize(self.counts[key.family as usize] as usize, Entry::default());
+        let index = key.index as usize;
+        if index >= table.len() {
+            let count = self.counts[key.family as usize] as usize;
+            let len = (index + 1)
+                .next_power_of_two()
+                .max(64)
+                .min(count.max(index + 1));
+            table.resize(len, Entry::default());
         }
-        &mut table[key.index as usize]
+        &mut table[index]
     }
 
     fn cost(&self, value_bytes: u32) -> u64 {
@@ -674,6 +683,26 @@ mod tests {
                 version: 0
             }
         );
+    }
+
+    /// A family's table holds the keys in use, not the family's count: 1,000 hot keys of a
+    /// billion cost about a thousand entries, and a key far out grows it only to there.
+    #[test]
+    fn a_familys_table_grows_with_the_keys_used() {
+        let mut large = keyspace(1_000_000_000);
+        large.preload(Preload {
+            family: KeyFamilyId(0),
+            count: 1000,
+            value_bytes: 7,
+        });
+        assert_eq!(large.families[0].len(), 1024);
+        large.apply(ms(1), op(set(7, None), 5000));
+        assert_eq!(large.families[0].len(), 8192);
+        assert_consistent(&large);
+        // A small family is held whole.
+        let mut small = keyspace(3);
+        small.apply(ms(1), op(set(7, None), 2));
+        assert_eq!(small.families[0].len(), 3);
     }
 
     #[test]
