@@ -86,6 +86,13 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
             ),
             "connections.c.reconnect",
         ),
+        (
+            &format!(
+                "{}[faults.f]\ntarget = \"main\"\nkind = \"slow\"\nat = \"100ms\"\nslowdown = 2\n",
+                read(r#"{ db = { name = "main" } }"#)
+            ),
+            "faults.f.target",
+        ),
         (&format!("{}[servers.other]\n", read(get)), "servers"),
         (
             &format!(

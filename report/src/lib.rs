@@ -403,7 +403,8 @@ pub struct DatabaseSummary {
     pub peak_lock_waiting: u64,
     /// How long queries that take a lock waited for it (0 when it was free).
     pub lock_wait_ms: LatencyStats,
-    /// Queries refused for want of a connection (`max_connections`, its queue full).
+    /// Queries refused: for want of a connection (`max_connections`, its queue full), or
+    /// while a `refuse` fault lasted.
     pub refused: u64,
     /// Most queries waiting for a connection at once.
     pub peak_waiting: u64,

@@ -944,6 +944,8 @@ pub struct RawFault {
     pub replica: Option<Spanned<String>>,
     /// `failover` only: the primary's address answers nothing (its host died).
     pub unreachable: Option<Spanned<bool>>,
+    /// `slow` only (on a database): how many times slower its queries run.
+    pub slowdown: Option<Spanned<f64>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -959,6 +961,8 @@ pub enum FaultKindName {
     Disconnect,
     Failover,
     Crash,
+    Slow,
+    Refuse,
 }
 
 impl FaultKindName {
@@ -974,6 +978,8 @@ impl FaultKindName {
             FaultKindName::Disconnect => "disconnect",
             FaultKindName::Failover => "failover",
             FaultKindName::Crash => "crash",
+            FaultKindName::Slow => "slow",
+            FaultKindName::Refuse => "refuse",
         }
     }
 }

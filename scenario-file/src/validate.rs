@@ -3650,16 +3650,16 @@ impl<'a> Validator<'a> {
                     .to_owned(),
             ));
             Some(FaultTarget::Connection(ConnectionId(u32::MAX)))
-        } else if !names.servers.contains(target_name) && names.databases.contains(target_name) {
-            self.error(
-                Some(raw.target.span()),
-                key("target"),
-                format!(
-                    "`{}` is a database: faults can target Redis servers and connections only",
-                    raw.target.get_ref()
-                ),
-            );
-            None
+        } else if !names.servers.contains(target_name)
+            && (names.databases.contains(target_name)
+                || matches!(
+                    raw.kind.get_ref(),
+                    FaultKindName::Slow | FaultKindName::Refuse
+                ))
+        {
+            // A database, or an unknown name where a database fault looks for one.
+            self.resolve(&names.databases, &raw.target, &key("target"))
+                .map(FaultTarget::Database)
         } else {
             self.resolve(&names.servers, &raw.target, &key("target"))
                 .map(FaultTarget::Server)
@@ -3711,6 +3711,11 @@ impl<'a> Validator<'a> {
                 "unreachable",
                 raw.unreachable.as_ref().map(Spanned::span),
                 FaultKindName::Failover,
+            ),
+            (
+                "slowdown",
+                raw.slowdown.as_ref().map(Spanned::span),
+                FaultKindName::Slow,
             ),
         ];
         for (field, span, owner) in own_keys {
@@ -3815,8 +3820,60 @@ impl<'a> Validator<'a> {
                 };
                 FaultKind::ErrorReply { error, commands }
             }
+            FaultKindName::Slow => {
+                let Some(value) = &raw.slowdown else {
+                    self.error(
+                        Some(raw.kind.span()),
+                        key("slowdown"),
+                        "a `slow` fault runs its database's queries slower: say how many times, \
+                         e.g. `slowdown = 4`",
+                    );
+                    return None;
+                };
+                let in_range = *value.get_ref() > 1.0 && *value.get_ref() <= 1000.0;
+                let permille = if in_range {
+                    self.thousandths(value, &key("slowdown"))?
+                } else {
+                    0
+                };
+                if !(1001..=1_000_000).contains(&permille) {
+                    self.error(
+                        Some(value.span()),
+                        key("slowdown"),
+                        format!(
+                            "{} is not a slowdown: give how many times slower, above 1 and at \
+                             most 1000",
+                            value.get_ref()
+                        ),
+                    );
+                    return None;
+                }
+                FaultKind::Slow {
+                    slowdown_permille: permille,
+                }
+            }
+            FaultKindName::Refuse => FaultKind::Refuse,
         };
         let fits = match (kind, target) {
+            // An unknown target: said where it was resolved.
+            (_, None) => true,
+            (kind, Some(FaultTarget::Database(_))) if kind.on_database() => true,
+            (kind, _) if kind.on_database() => {
+                let message = format!(
+                    "a `{}` fault acts on a database: target one of [databases]",
+                    kind_name.name()
+                );
+                self.error(Some(raw.target.span()), key("target"), message);
+                false
+            }
+            (_, Some(FaultTarget::Database(_))) => {
+                let message = format!(
+                    "a `{}` fault acts on Redis: a database takes `slow` or `refuse`",
+                    kind_name.name()
+                );
+                self.error(Some(raw.target.span()), key("target"), message);
+                false
+            }
             (FaultKind::Kill, _) => true,
             (FaultKind::Disconnect, Some(FaultTarget::Connection(_))) => true,
             (FaultKind::Disconnect, _) => {

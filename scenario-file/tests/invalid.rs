@@ -417,7 +417,7 @@ fn rejected_files() {
         ),
         (
             format!("{BASE}\n[faults.down]\ntarget = \"db\"\nkind = \"stop\"\nat = \"1s\"\n"),
-            "25:10: faults.down.target: `db` is a database: faults can target Redis servers and connections only",
+            "25:10: faults.down.target: a `stop` fault acts on Redis: a database takes `slow` or `refuse`",
         ),
         (
             format!(
@@ -1108,7 +1108,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
-            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`)",
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`)",
         ),
         (
             labelled("qurey"),
@@ -1649,6 +1649,51 @@ fn call_steps() {
         (
             call("latency = \"fast\""),
             "16:157: flows.f.steps[2].call.latency: `fast` has an unknown unit `fast`: write a number and a unit (ns, us, ms, s, m, h), e.g. \"100ms\" or \"1.5s\"",
+        ),
+    ]);
+}
+
+/// Database faults: `slow` (with its slowdown) and `refuse` act on a database only, and a
+/// database takes no other kind.
+#[test]
+fn database_faults() {
+    let fault = |body: &str| format!("{BASE}\n[faults.f]\n{body}\n");
+    check_silent(&fault(
+        "target = \"db\"\nkind = \"slow\"\nat = \"1s\"\nduration = \"2s\"\nslowdown = 2.5",
+    ));
+    check_silent(&fault("target = \"db\"\nkind = \"refuse\"\nat = \"1s\""));
+    check_all(&[
+        (
+            fault("target = \"redis\"\nkind = \"slow\"\nat = \"1s\"\nslowdown = 2"),
+            "25:10: faults.f.target: a `slow` fault acts on a database: target one of [databases]",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"refuse\"\nat = \"1s\""),
+            "25:10: faults.f.target: a `refuse` fault acts on a database: target one of [databases]",
+        ),
+        (
+            fault("target = \"db\"\nkind = \"kill\"\nat = \"1s\""),
+            "25:10: faults.f.target: a `kill` fault acts on Redis: a database takes `slow` or `refuse`",
+        ),
+        (
+            fault("target = \"db\"\nkind = \"slow\"\nat = \"1s\""),
+            "26:8: faults.f.slowdown: a `slow` fault runs its database's queries slower: say how many times, e.g. `slowdown = 4`",
+        ),
+        (
+            fault("target = \"db\"\nkind = \"slow\"\nat = \"1s\"\nslowdown = 1"),
+            "28:12: faults.f.slowdown: 1 is not a slowdown: give how many times slower, above 1 and at most 1000",
+        ),
+        (
+            fault("target = \"db\"\nkind = \"slow\"\nat = \"1s\"\nslowdown = 1e9"),
+            "28:12: faults.f.slowdown: 1000000000 is not a slowdown: give how many times slower, above 1 and at most 1000",
+        ),
+        (
+            fault("target = \"db\"\nkind = \"refuse\"\nat = \"1s\"\nslowdown = 2"),
+            "28:12: faults.f.slowdown: only a `slow` fault takes `slowdown`, not a `refuse` one",
+        ),
+        (
+            fault("target = \"dbb\"\nkind = \"refuse\"\nat = \"1s\""),
+            "25:10: faults.f.target: unknown database `dbb`: did you mean `db`? (defined: db)",
         ),
     ]);
 }

@@ -44,7 +44,7 @@ use outagelab_report::DatabaseSummary;
 
 use crate::kernel::{Class, EventQueue, RequestRef};
 use crate::rng::Stream;
-use crate::scenario::{Collapse, DatabaseId, Distribution, Scenario};
+use crate::scenario::{Collapse, DatabaseId, Distribution, FaultKind, Scenario};
 
 const ONE_Q32: u128 = 1 << 32;
 
@@ -185,6 +185,11 @@ struct Database {
     deadlines: BTreeMap<(SimTime, u64), RequestRef>,
     timeout_generation: u32,
     timeout_wake_at: Option<SimTime>,
+    /// While a `slow` fault lasts, how many times slower its work runs, in thousandths
+    /// (1000 without one).
+    slowdown_permille: u32,
+    /// While a `refuse` fault lasts: every query that starts is refused.
+    refusing: bool,
 }
 
 impl Database {
@@ -200,13 +205,18 @@ impl Database {
     }
 
     /// Each running query's speed as a fraction (numerator, denominator) of full speed:
-    /// `capacity / running` above capacity, times `throughput_percent / 100` while collapsed.
+    /// `capacity / running` above capacity, times `throughput_percent / 100` while collapsed,
+    /// times `1000 / slowdown_permille` while a `slow` fault lasts.
     fn speed(&self) -> (u128, u128) {
         let running = self.running.len() as u128;
-        let (numerator, denominator) = match self.capacity {
+        let (mut numerator, mut denominator) = match self.capacity {
             Some(capacity) if running > u128::from(capacity) => (u128::from(capacity), running),
             _ => (1, 1),
         };
+        if self.slowdown_permille != 1000 {
+            numerator *= 1000;
+            denominator *= u128::from(self.slowdown_permille);
+        }
         match (self.collapse, self.collapsed_since) {
             (Some(collapse), Some(_)) => (
                 numerator * u128::from(collapse.throughput_percent),
@@ -324,6 +334,8 @@ impl Databases {
                     deadlines: BTreeMap::new(),
                     timeout_generation: 0,
                     timeout_wake_at: None,
+                    slowdown_permille: 1000,
+                    refusing: false,
                 })
                 .collect(),
             completions: Vec::new(),
@@ -407,11 +419,40 @@ impl Databases {
         }
     }
 
+    /// A fault on database `id` starts (`on`) or ends: a `slow` one changes the speed of its
+    /// work from this instant (the work clock read first, the next completion rescheduled), a
+    /// `refuse` one refuses the queries that start while it lasts.
+    pub fn fault(
+        &mut self,
+        now: SimTime,
+        id: DatabaseId,
+        kind: FaultKind,
+        on: bool,
+        events: &mut EventQueue,
+    ) {
+        self.changed = true;
+        let database = &mut self.databases[id.index()];
+        match kind {
+            FaultKind::Slow { slowdown_permille } => {
+                database.read_clock(now);
+                database.slowdown_permille = if on { slowdown_permille } else { 1000 };
+                database.reschedule(now, id, events);
+            }
+            FaultKind::Refuse => database.refusing = on,
+            other => unreachable!("validated: a `{}` fault on a database", other.name()),
+        }
+    }
+
     /// Hands a query to the database: it runs at once, waits for its lock, waits for a
     /// connection, or is refused (pushed to `refusals`).
     pub fn start(&mut self, now: SimTime, id: DatabaseId, query: Query, events: &mut EventQueue) {
         self.changed = true;
         let database = &mut self.databases[id.index()];
+        if database.refusing {
+            database.refused_total += 1;
+            self.refusals.push(query.waiter);
+            return;
+        }
         let queue_full =
             database.connection_waiting.len() as u64 >= u64::from(database.connection_queue_max);
         if database.connections_full() && queue_full {

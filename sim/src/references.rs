@@ -288,6 +288,7 @@ impl References for FaultSpec {
         match &mut self.target {
             FaultTarget::Server(server) => visit(Kind::Server, &mut server.0),
             FaultTarget::Connection(connection) => visit(Kind::Connection, &mut connection.0),
+            FaultTarget::Database(database) => visit(Kind::Database, &mut database.0),
         }
         if let FaultKind::Failover { replica, .. } = &mut self.kind {
             visit(Kind::Server, &mut replica.0);

@@ -1344,13 +1344,14 @@ impl FaultSpec {
     }
 }
 
-/// What a fault acts on. Only Redis servers today; links and databases are the next targets,
-/// each a variant here with its own kinds.
+/// What a fault acts on, each with its own kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultTarget {
     Server(ServerId),
     /// One client connection: `kill` (CLIENT KILL of that client) or `disconnect`.
     Connection(ConnectionId),
+    /// A database: `slow` or `refuse`.
+    Database(DatabaseId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1402,6 +1403,14 @@ pub enum FaultKind {
     /// attempt is refused until the fault ends; the server and its other clients are not
     /// touched.
     Disconnect,
+    /// On a database: while it lasts, every query's work runs `slowdown_permille / 1000`
+    /// times slower (a vacuum, a noisy neighbour, a cold cache after a restart): queries
+    /// running when it starts slow down from that instant, and speed up again at its end.
+    Slow { slowdown_permille: u32 },
+    /// On a database: while it lasts, every query that starts is refused at once (`refused`:
+    /// the listener gone, `max_connections` taken by something else); queries already running
+    /// finish.
+    Refuse,
 }
 
 /// Which commands a `CLIENT PAUSE` holds.
@@ -1487,7 +1496,14 @@ impl FaultKind {
             FaultKind::ErrorReply { .. } => "error_reply",
             FaultKind::Disconnect => "disconnect",
             FaultKind::Failover { .. } => "failover",
+            FaultKind::Slow { .. } => "slow",
+            FaultKind::Refuse => "refuse",
         }
+    }
+
+    /// Whether it acts on a database (and only there).
+    pub fn on_database(self) -> bool {
+        matches!(self, FaultKind::Slow { .. } | FaultKind::Refuse)
     }
 
     /// Whether it happens at one instant (and takes no duration).
@@ -1498,6 +1514,7 @@ impl FaultKind {
             FaultKind::ErrorReply { .. } | FaultKind::Disconnect | FaultKind::Failover { .. } => {
                 false
             }
+            FaultKind::Slow { .. } | FaultKind::Refuse => false,
         }
     }
 }
@@ -1661,6 +1678,17 @@ impl Scenario {
                 ));
             }
         }
+        for fault in &self.faults {
+            let on_database = matches!(fault.target, FaultTarget::Database(_));
+            if fault.kind.on_database() != on_database {
+                return Err(format!(
+                    "fault {}: a `{}` fault cannot act on {}",
+                    fault.name,
+                    fault.kind.name(),
+                    self.target_name(fault.target)
+                ));
+            }
+        }
         for family in &self.keys {
             if family.count == 0 {
                 return Err(format!("key family {} has no keys", family.name));
@@ -1677,6 +1705,7 @@ impl Scenario {
         match target {
             FaultTarget::Server(server) => &self.servers[server.index()].name,
             FaultTarget::Connection(connection) => &self.connections[connection.index()].name,
+            FaultTarget::Database(database) => &self.databases[database.index()].name,
         }
     }
 

@@ -44,7 +44,7 @@ pub const RESOURCE_TABLES: [&str; 20] = [
 ];
 
 /// Every fault kind (`FaultKindName` in `scenario-file/src/raw.rs`).
-pub const FAULT_KINDS: [&str; 10] = [
+pub const FAULT_KINDS: [&str; 12] = [
     "pause",
     "hang",
     "stop",
@@ -55,6 +55,8 @@ pub const FAULT_KINDS: [&str; 10] = [
     "disconnect",
     "failover",
     "crash",
+    "slow",
+    "refuse",
 ];
 
 /// Every step action.

@@ -344,9 +344,16 @@ impl Generator {
             if kind == "failover" && !has_replica && !self.absurd() {
                 kind = "stop";
             }
+            let database_kind = matches!(kind, "slow" | "refuse");
+            if database_kind && self.names.databases.is_empty() && !self.absurd() {
+                kind = "hang";
+            }
             let servers: Vec<String> = self.names.servers.iter().map(|(n, _)| n.clone()).collect();
             let target = match kind {
                 "disconnect" => self.connection_target(),
+                "slow" | "refuse" if !self.names.databases.is_empty() => {
+                    self.reference(&self.names.databases.clone())
+                }
                 "kill" if self.rng.chance(30) => self.connection_target(),
                 "failover" => quoted(
                     self.names
@@ -384,6 +391,14 @@ impl Generator {
                         let commands = *self.rng.pick(&["all", "write"]);
                         self.line("commands", &quoted(commands));
                     }
+                }
+                "slow" => {
+                    let slowdown = if self.absurd() {
+                        self.pick_absurd(&["1", "0.5", "-2", "1e9", "nan"])
+                    } else {
+                        format!("{}.{}", self.rng.range(1, 50), self.rng.below(10))
+                    };
+                    self.line("slowdown", &slowdown);
                 }
                 "failover" => {
                     self.line("replica", &quoted("replica"));

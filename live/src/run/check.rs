@@ -234,6 +234,13 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                     "a live run drives one server and no replica (kind = \"failover\")",
                 );
             }
+            FaultKind::Slow { .. } | FaultKind::Refuse => {
+                return refuse(
+                    format!("{key}.target"),
+                    "a live run's database is a stand-in sleep, and its faults are the \
+                     simulator's (kinds \"slow\" and \"refuse\")",
+                );
+            }
         }
     }
     if let Some((later, earlier)) = overlapping_cuts(scenario) {

@@ -278,9 +278,11 @@ impl Admin {
             FaultKind::Stop | FaultKind::Disconnect => {
                 unreachable!("injected at the forwarders (run::cut_network)")
             }
-            FaultKind::Crash | FaultKind::ErrorReply { .. } | FaultKind::Failover { .. } => {
-                unreachable!("refused by the live check")
-            }
+            FaultKind::Crash
+            | FaultKind::ErrorReply { .. }
+            | FaultKind::Failover { .. }
+            | FaultKind::Slow { .. }
+            | FaultKind::Refuse => unreachable!("refused by the live check"),
         };
         self.query(&command, Duration::ZERO).await.map(|_| None)
     }

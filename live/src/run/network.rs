@@ -88,6 +88,7 @@ pub(super) async fn cut_network(
     let cut: Vec<&Forwarder> = match fault.target {
         FaultTarget::Connection(connection) => vec![&forwarders[connection.index()]],
         FaultTarget::Server(_) => forwarders.iter().collect(),
+        FaultTarget::Database(_) => unreachable!("refused by the live check"),
     };
     for forwarder in &cut {
         forwarder.down().await;

@@ -47,10 +47,15 @@ pub(super) fn answered(sim: &mut Simulator<'_>, slot: u32, data: DataAccess) {
 #[cfg(test)]
 mod tests {
     use crate::actions::testing::{ended, ms, run, scenario, step};
-    use crate::scenario::{DatabaseId, DatabaseSpec, Distribution, StepAction};
+    use outagelab_model::time::SimTime;
+
+    use crate::scenario::{
+        DatabaseId, DatabaseSpec, Distribution, FaultKind, FaultSpec, FaultTarget, Scenario,
+        StepAction,
+    };
 
     /// A database answering every query in 40 ms.
-    fn database() -> crate::scenario::Scenario {
+    fn database() -> Scenario {
         let mut s = scenario();
         s.databases.push(DatabaseSpec {
             name: "main".into(),
@@ -77,6 +82,54 @@ mod tests {
         let report = run(database(), vec![query_step(None)], &[(0, 1)]);
         assert_eq!(ended(&report, "ok"), 1);
         assert_eq!(report.end_ms, 40.0);
+    }
+
+    /// `database()` with a fault on it from `at_ms` for `duration_ms`.
+    fn with_fault(kind: FaultKind, at_ms: u64, duration_ms: u64) -> Scenario {
+        let mut s = database();
+        s.faults.push(FaultSpec {
+            name: "db-fault".into(),
+            target: FaultTarget::Database(DatabaseId(0)),
+            kind,
+            at: SimTime::ZERO.saturating_add(ms(at_ms)),
+            duration: Some(ms(duration_ms)),
+        });
+        s
+    }
+
+    /// A 40 ms query under a 4x slowdown from 10 ms to 30 ms: 10 ms of work by 10 ms, 5 more
+    /// by 30 ms, and the last 25 at full speed: it ends at 55 ms. One sent at 30 ms, after the
+    /// fault, takes its 40 ms.
+    #[test]
+    fn a_slow_fault_slows_the_work_done_while_it_lasts() {
+        let slow = FaultKind::Slow {
+            slowdown_permille: 4000,
+        };
+        let report = run(with_fault(slow, 10, 20), vec![query_step(None)], &[(0, 1)]);
+        assert_eq!(ended(&report, "ok"), 1);
+        assert_eq!(report.end_ms, 55.0);
+        let report = run(with_fault(slow, 10, 20), vec![query_step(None)], &[(30, 1)]);
+        assert_eq!(report.end_ms, 70.0);
+        // One that starts inside it, at 20 ms: 2.5 ms of work by 30 ms (10 ms at a quarter),
+        // then 37.5 ms at full speed: it ends at 67.5 ms.
+        let report = run(with_fault(slow, 10, 20), vec![query_step(None)], &[(20, 1)]);
+        assert_eq!(report.end_ms, 67.5);
+    }
+
+    /// Queries that start while a `refuse` fault lasts (`[5 ms, 15 ms)`) are refused at once;
+    /// one already running finishes, and one at its end runs.
+    #[test]
+    fn a_refuse_fault_refuses_the_queries_that_start_while_it_lasts() {
+        let report = run(
+            with_fault(FaultKind::Refuse, 5, 10),
+            vec![query_step(None)],
+            &[(0, 1), (5, 2), (14, 1), (15, 1)],
+        );
+        assert_eq!(ended(&report, "refused"), 3);
+        assert_eq!(ended(&report, "ok"), 2);
+        assert_eq!(report.summary.databases["main"].refused, 3);
+        assert_eq!(report.summary.databases["main"].queries, 2);
+        assert_eq!(report.end_ms, 55.0);
     }
 
     #[test]

@@ -588,6 +588,9 @@ impl<'s> Simulator<'s> {
                     FaultTarget::Connection(connection) => self
                         .redis
                         .connection_fault(now, connection, spec.kind, on, events),
+                    FaultTarget::Database(database) => {
+                        self.databases.fault(now, database, spec.kind, on, events)
+                    }
                 }
             }
         }

@@ -61,6 +61,9 @@ impl Redis {
             FaultKind::FlushAll if on => server.keyspace.clear(),
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => {}
             FaultKind::Disconnect => unreachable!("validated: a disconnect acts on a connection"),
+            FaultKind::Slow { .. } | FaultKind::Refuse => {
+                unreachable!("validated: a `{}` fault acts on a database", kind.name())
+            }
             // The primary's process dies and stays down: it is replaced, not restarted.
             // A dead host stays dead too: its address answers nothing from then on.
             FaultKind::Failover { unreachable, .. } if on => {
