@@ -132,6 +132,25 @@ mod tests {
         assert_eq!(report.end_ms, 55.0);
     }
 
+    /// A scenario built in code with a fault on the wrong kind of target is refused before it
+    /// runs, instead of reaching a mechanism that cannot take it.
+    #[test]
+    fn a_fault_on_the_wrong_kind_of_target_is_refused() {
+        let mut on_redis = with_fault(FaultKind::Refuse, 0, 10);
+        on_redis.faults[0].target = FaultTarget::Server(crate::scenario::ServerId(0));
+        let mut on_database = with_fault(FaultKind::Hang, 0, 10);
+        on_database.faults[0].name = "hang".into();
+        for (scenario, message) in [
+            (on_redis, "fault db-fault: a `refuse` fault cannot act on redis"),
+            (on_database, "fault hang: a `hang` fault cannot act on main"),
+        ] {
+            match crate::run(&scenario) {
+                Err(crate::SimError::BrokenReference(error)) => assert_eq!(error, message),
+                other => panic!("ran: {:?}", other.map(|report| report.summary.requests)),
+            }
+        }
+    }
+
     #[test]
     fn a_query_past_its_timeout_ends_the_step_at_the_timeout() {
         // The step fails at 30 ms; the database still runs the query to 40 ms, after the
