@@ -14,7 +14,7 @@ macro_rules! bundled {
 
 /// Every bundled scenario (`scenarios/*.toml`), by file name; a test keeps the list equal to
 /// the directory.
-pub const BUNDLED: [(&str, &str); 25] = [
+pub const BUNDLED: [(&str, &str); 26] = [
     bundled!("adaptive-limit.toml"),
     bundled!("blob-cache-blast-radius.toml"),
     bundled!("breaker-libraries.toml"),
@@ -23,6 +23,7 @@ pub const BUNDLED: [(&str, &str); 25] = [
     bundled!("cascade-throttle.toml"),
     bundled!("client-options-probe.toml"),
     bundled!("closed-loop-pause.toml"),
+    bundled!("db-slowdown.toml"),
     bundled!("flaky-dependency.toml"),
     bundled!("forwarder-outage.toml"),
     bundled!("gateway-rate-limit.toml"),
