@@ -141,7 +141,10 @@ mod tests {
         let mut on_database = with_fault(FaultKind::Hang, 0, 10);
         on_database.faults[0].name = "hang".into();
         for (scenario, message) in [
-            (on_redis, "fault db-fault: a `refuse` fault cannot act on redis"),
+            (
+                on_redis,
+                "fault db-fault: a `refuse` fault cannot act on redis",
+            ),
             (on_database, "fault hang: a `hang` fault cannot act on main"),
         ] {
             match crate::run(&scenario) {
