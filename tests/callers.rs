@@ -346,3 +346,37 @@ fn a_caller_cancel_inside_a_breaker_leaves_the_breaker_to_the_step_under_every_p
         );
     }
 }
+
+#[test]
+fn an_even_load_through_a_retrying_caller_sends_its_count_of_calls_on_time() {
+    // 4 calls at 10/s (0, 100, 200, 300 ms), each retried twice by the caller: the load's
+    // count and spacing are its own calls', whatever its caller's attempts. (The load once
+    // counted every attempt as one of its requests, so it stopped after 2 calls.)
+    let report = run(
+        "[loads.users]\nflow = \"slow\"\narrivals = \"even\"\nrate = 10\ncount = 4\n\
+         caller = \"proxy\"\n",
+    );
+    let proxy = &report.summary.callers["proxy"];
+    assert_eq!((proxy.requests, proxy.attempts), (4, 12));
+    assert_eq!(report.summary.requests, 12);
+    // The last call starts at 300 ms and fails at 410 ms; its last attempt ends at 480 ms.
+    assert_eq!(report.end_ms, 480.0);
+}
+
+#[test]
+fn a_caller_whose_retry_policy_is_disabled_does_not_retry() {
+    // The policy a variant switches on: off, the call fails with its first attempt, at 30 ms.
+    // (A caller once retried through a disabled policy.)
+    let text = format!(
+        "{}\n[loads.users]\nflow = \"slow\"\narrivals = \"burst\"\ncount = 1\ncaller = \"proxy\"\n",
+        SERVICE.replace(
+            "[retries.upstream]\n",
+            "[retries.upstream]\nenabled = false\n"
+        )
+    );
+    let file = outagelab_scenario_file::parse(&text, Path::new("callers.toml")).unwrap();
+    let report = outagelab_sim::run(&file.variants[0].scenario).unwrap();
+    let proxy = &report.summary.callers["proxy"];
+    assert_eq!((proxy.requests, proxy.attempts, proxy.retries), (1, 1, 0));
+    assert_eq!(proxy.latency_ms.max, Some(30.0));
+}

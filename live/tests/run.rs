@@ -311,6 +311,35 @@ async fn a_call_step_answers_live_as_simulated() {
     assert!(min >= 5.0, "a call answers after its latency: {min} ms");
 }
 
+/// A staged load runs live on the simulator's clock: a Poisson ramp up to 80/s and back down
+/// in 1 s sends the requests the simulation sent, one wake-up each.
+#[tokio::test(flavor = "current_thread")]
+async fn a_staged_load_sends_live_what_it_sends_simulated() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let staged = BASE.replace(
+        "arrivals = \"even\"\nrate = 20\nduration = \"1s\"\n",
+        "arrivals = \"poisson\"\nstages = [{ duration = \"500ms\", target = 80 }, \
+         { duration = \"500ms\", target = 0 }]\n",
+    );
+    assert_ne!(staged, BASE);
+    let text = format!(
+        "{staged}[flows.read]\nsteps = [{{ redis = {{ command = \"GET\", connection = \"c\", \
+         key = \"k\" }} }}]\n"
+    );
+    let scenario = scenario(&text);
+    let live = run_live(&server, &scenario).await;
+    let simulated = outagelab_sim::run(&scenario).unwrap();
+    let requests = simulated.summary.requests;
+    assert!((25..=55).contains(&requests), "about 40: {requests}");
+    assert_eq!(live.summary.requests, requests);
+    assert_eq!(
+        live.runner.as_ref().map(|runner| runner.wakes),
+        Some(requests)
+    );
+}
+
 /// Every key path of a JSON value, arrays as one element.
 fn shape(value: &serde_json::Value) -> Vec<String> {
     let mut paths = Vec::new();

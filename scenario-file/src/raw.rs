@@ -912,6 +912,17 @@ pub struct RawLoad {
     pub iterations: Option<Spanned<Whole>>,
     /// The caller its requests go through.
     pub caller: Option<Spanned<String>>,
+    /// Even and Poisson loads: a rate that changes stage by stage from `rate` (k6's ramping
+    /// arrival rate); the load ends with the last stage.
+    pub stages: Option<Spanned<Vec<Spanned<RawStage>>>>,
+}
+
+/// One stage of a load's rate: it moves linearly to `target` over `duration`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStage {
+    pub duration: Spanned<Text>,
+    pub target: Spanned<f64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]

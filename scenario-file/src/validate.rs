@@ -71,6 +71,9 @@ mod limit {
     pub const BURST: u64 = 10_000_000;
     pub const WORKERS: u32 = 1_000_000;
     pub const QUEUE: u32 = 10_000_000;
+    /// Stages of one load's rate (an incident's traffic curve at one stage per 10 s for a
+    /// day is 8,640).
+    pub const STAGES: usize = 100_000;
 }
 
 pub(crate) struct Validator<'a> {
@@ -3421,6 +3424,15 @@ impl<'a> Validator<'a> {
                 ),
             );
         }
+        if let (Some(stages), ArrivalsName::Burst | ArrivalsName::Closed) =
+            (&raw.stages, raw.arrivals.get_ref())
+        {
+            self.error(
+                Some(stages.span()),
+                key("stages"),
+                "applies to an even or Poisson load, whose rate it changes over time",
+            );
+        }
         if *raw.arrivals.get_ref() != ArrivalsName::Closed {
             let closed_keys = [
                 ("workers", raw.workers.as_ref().map(Spanned::span)),
@@ -3528,6 +3540,13 @@ impl<'a> Validator<'a> {
                     count: self.whole(count, &key("count"), 0..=limit::BURST, "")?,
                 }
             }
+            kind @ (ArrivalsName::Even | ArrivalsName::Poisson) if raw.stages.is_some() => {
+                let stages = raw.stages.as_ref().expect("matched");
+                Arrivals::Staged {
+                    stages: self.rate_stages(raw, stages, start, &key)?,
+                    poisson: *kind == ArrivalsName::Poisson,
+                }
+            }
             kind @ (ArrivalsName::Even | ArrivalsName::Poisson) => {
                 let rate = match &raw.rate {
                     Some(rate) => match Rate::per_second(*rate.get_ref()) {
@@ -3588,6 +3607,126 @@ impl<'a> Validator<'a> {
             arrivals,
             caller,
         })
+    }
+
+    /// A staged load's rate curve: `rate` (0 when absent) at the start, then each stage's
+    /// target, every rate zero or in `Rate`'s range; stages longer than zero, at most
+    /// [`limit::STAGES`], ending where time can still be represented; and a curve that sends
+    /// something. `count` and `duration` do not apply: the stages say when the load ends.
+    fn rate_stages(
+        &mut self,
+        raw: &RawLoad,
+        stages: &Spanned<Vec<Spanned<RawStage>>>,
+        start: SimTime,
+        key: &dyn Fn(&str) -> String,
+    ) -> Option<RateStages> {
+        for (field, span) in [
+            ("count", raw.count.as_ref().map(Spanned::span)),
+            ("duration", raw.duration.as_ref().map(Spanned::span)),
+        ] {
+            if let Some(span) = span {
+                self.error(
+                    Some(span),
+                    key(field),
+                    "does not apply to a load with `stages`: it ends with its last stage",
+                );
+            }
+        }
+        let start_milli = match &raw.rate {
+            Some(rate) => self.rate_or_zero(rate, &key("rate")),
+            None => Some(0),
+        };
+        let list = stages.get_ref();
+        if list.is_empty() {
+            self.error(
+                Some(stages.span()),
+                key("stages"),
+                "needs at least one stage ({ duration = \"10s\", target = 100 })",
+            );
+            return None;
+        }
+        if list.len() > limit::STAGES {
+            self.error(
+                Some(stages.span()),
+                key("stages"),
+                format!(
+                    "has {} stages, more than the {} a load may have",
+                    list.len(),
+                    limit::STAGES
+                ),
+            );
+            return None;
+        }
+        let mut parsed = Vec::with_capacity(list.len());
+        let mut ok = true;
+        let mut end = Some(start);
+        for (index, stage) in list.iter().enumerate() {
+            let raw_stage = stage.get_ref();
+            let at = |field: &str| key(&format!("stages[{index}].{field}"));
+            let duration = self.positive_duration(
+                &raw_stage.duration,
+                &at("duration"),
+                "give a short stage for a step",
+            );
+            let target = self.rate_or_zero(&raw_stage.target, &at("target"));
+            match (duration, target) {
+                (Some(duration), Some(target_milli)) => {
+                    end = end.and_then(|end| end.checked_add(duration));
+                    if end.is_none() && ok {
+                        self.error(
+                            Some(raw_stage.duration.span()),
+                            at("duration"),
+                            "the stages end past the latest instant a run can hold (~584 years)",
+                        );
+                    }
+                    ok &= end.is_some();
+                    parsed.push(RateStage {
+                        duration,
+                        target_milli,
+                    });
+                }
+                _ => ok = false,
+            }
+        }
+        let start_milli = start_milli?;
+        if !ok {
+            return None;
+        }
+        if start_milli == 0 && parsed.iter().all(|stage| stage.target_milli == 0) {
+            self.error(
+                Some(stages.span()),
+                key("stages"),
+                "every stage's target is 0 and so is `rate`: the load would send nothing",
+            );
+            return None;
+        }
+        Some(RateStages {
+            start_milli,
+            stages: parsed,
+        })
+    }
+
+    /// A rate in requests per second that may be zero, in thousandths.
+    fn rate_or_zero(&mut self, value: &Spanned<f64>, key: &str) -> Option<u64> {
+        let rate = *value.get_ref();
+        if rate == 0.0 {
+            return Some(0);
+        }
+        if rate.is_nan() || rate < 0.0 {
+            self.error(
+                Some(value.span()),
+                key,
+                format!("must be zero or more requests per second, not {rate}"),
+            );
+            return None;
+        }
+        match Rate::per_second(rate) {
+            Ok(rate) => Some(rate.millirequests_per_second()),
+            Err(error) => {
+                self.error(Some(value.span()), key, error.reason);
+                None
+            }
+        }
     }
 
     /// `[callers.<name>]`: a timeout longer than zero, a retry policy by name.

@@ -94,10 +94,12 @@ impl Callers {
             .map(|spec| CallerState {
                 timeout: spec.timeout,
                 cancels: spec.cancel_on_timeout,
-                policy: spec.retry.map(|id| {
-                    let retry = &scenario.retries[id.index()];
-                    (RetryPolicy::new(retry.config), retry.retry_on)
-                }),
+                // A disabled policy never retries, in front of a service as on a step.
+                policy: spec
+                    .retry
+                    .map(|id| &scenario.retries[id.index()])
+                    .filter(|retry| retry.enabled)
+                    .map(|retry| (RetryPolicy::new(retry.config), retry.retry_on)),
                 random: Stream::derive(scenario.seed, "caller", &spec.name),
                 calls: 0,
                 outcomes: [0; Outcome::COUNT],

@@ -10,6 +10,8 @@
 //! - `reconnect_slots`: seed 001's reconnect slots, driving `outagelab-model`'s slot over the
 //!   links of `redis`;
 //! - `throttles`: seed 004's cascade throttles and the KV stores they count in;
+//! - [`open_loop`]: when an open loop's requests arrive (constant or staged rates), for both
+//!   harnesses;
 //! - `database`: queries with drawn latency, counted concurrency, optional degradation;
 //! - `engine`: the event loop and request flows, each request an explicit stage;
 //! - `actions`: the step actions (redis, db, lock, rate limit, cache, throttle, work), one
@@ -36,6 +38,7 @@ mod kernel;
 mod metrics;
 mod monitors;
 mod observe;
+pub mod open_loop;
 mod policies;
 mod reconnect_slots;
 mod redis;

@@ -1290,12 +1290,16 @@ pub struct CallerSpec {
     pub cancel_on_timeout: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Arrivals {
     /// Arrival `i` at `start + floor(i / rate)`.
     Even { rate: Rate, end: LoadEnd },
     /// Exponential gaps with mean `1 / rate`.
     Poisson { rate: Rate, end: LoadEnd },
+    /// A rate that changes stage by stage (k6's ramping arrival rate), evenly spaced or
+    /// Poisson: see [`RateStages`] and `open_loop` for the instants. It ends with its last
+    /// stage.
+    Staged { stages: RateStages, poisson: bool },
     /// `count` requests at `start`, in order.
     Burst { count: u64 },
     /// A closed loop: callers that each send one request, wait for its end, think, and send
@@ -1318,6 +1322,48 @@ pub struct ClosedLoop {
     /// No request is sent at or after this instant; `None` for no limit. At least one of
     /// `iterations` and `until` is set.
     pub until: Option<SimTime>,
+}
+
+/// A load's rate over time: it starts at `start_milli` and each stage moves it linearly to
+/// the stage's target over the stage's duration (a stage whose target is the rate it starts
+/// at holds it; a step is a very short stage). Rates are in thousandths of a request per
+/// second, like [`Rate`], and may be zero: a load at rate zero sends nothing until its rate
+/// rises.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RateStages {
+    /// The rate at the load's start (k6's `startRate`).
+    pub start_milli: u64,
+    /// At least one; each longer than zero.
+    pub stages: Vec<RateStage>,
+}
+
+/// One stage of [`RateStages`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateStage {
+    pub duration: SimDuration,
+    /// The rate at the stage's end, in thousandths of a request per second.
+    pub target_milli: u64,
+}
+
+impl RateStages {
+    /// How long the stages last together (the load sends nothing after).
+    pub fn duration(&self) -> SimDuration {
+        self.stages.iter().fold(SimDuration::ZERO, |total, stage| {
+            total.saturating_add(stage.duration)
+        })
+    }
+
+    /// The requests the stages send on average: the area under the rate curve.
+    pub fn expected_requests(&self) -> f64 {
+        let mut from = self.start_milli;
+        let mut total = 0.0;
+        for stage in &self.stages {
+            let seconds = stage.duration.as_nanos() as f64 / 1e9;
+            total += (from + stage.target_milli) as f64 / 2000.0 * seconds;
+            from = stage.target_milli;
+        }
+        total
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -563,6 +563,7 @@ mod tests {
                 "no {arrivals} load"
             );
         }
+        assert!(seen("stages = [{ duration = "), "no staged load");
         assert!(seen("[[variant]]") && seen("[sweep]") && seen("[http]"));
     }
 

@@ -276,6 +276,38 @@ impl Generator {
             self.line("arrivals", &quoted(arrivals));
             let mut has_rate = false;
             match arrivals {
+                "even" | "poisson" if self.rng.chance(20) => {
+                    // A staged load: from `rate` (or 0) through up to four stages, about 300
+                    // requests at most.
+                    let mut peak = 0;
+                    if self.rng.chance(70) {
+                        peak = self.rng.range(0, 400);
+                        let rate = if self.absurd() {
+                            self.pick_absurd(RATE_ABSURD)
+                        } else {
+                            peak.to_string()
+                        };
+                        self.line("rate", &rate);
+                        has_rate = true;
+                    }
+                    let fewest = if self.absurd() { 0 } else { 1 };
+                    let stages = self.rng.range(fewest, 4);
+                    let entries: Vec<String> = (0..stages)
+                        .map(|_| {
+                            let target = self.rng.range(0, 400);
+                            peak = peak.max(target);
+                            let most_us = 300_000_000 / peak.max(1) / stages.max(1);
+                            let duration = self.duration(1, most_us.min(2_000_000));
+                            let target = if self.absurd() {
+                                self.pick_absurd(RATE_ABSURD)
+                            } else {
+                                target.to_string()
+                            };
+                            format!("{{ duration = {duration}, target = {target} }}")
+                        })
+                        .collect();
+                    self.line("stages", &format!("[{}]", entries.join(", ")));
+                }
                 "even" | "poisson" => {
                     let rate_per_s = self.rng.range(5, 400);
                     let rate = if self.absurd() {

@@ -41,22 +41,31 @@ pub(super) fn start_load(run: &Arc<Run>, load: &LoadSpec) {
                 });
             }
         }
-        arrivals => {
-            let sends = match arrivals {
-                Arrivals::Burst { count } => count > 0,
-                Arrivals::Even { end, .. } | Arrivals::Poisson { end, .. } => match end {
-                    LoadEnd::Count(count) => count > 0,
-                    LoadEnd::Until(until) => start < until,
-                },
-                Arrivals::Closed(_) => unreachable!("matched above"),
-            };
-            if !sends {
+        Arrivals::Burst { count } => {
+            if count == 0 {
                 return;
             }
             run.recorder().loads_active += 1;
             let task_run = Arc::clone(run);
             run.spawn(async move {
-                open_loop(&task_run, flow, start, arrivals, stream).await;
+                task_run.wake_at(start).await;
+                let mut stream = stream;
+                for _ in 0..count {
+                    let key_seed = stream.next_u64();
+                    task_run.spawn(Arc::clone(&task_run).request(flow, key_seed, start));
+                }
+                task_run.recorder().loads_active -= 1;
+                task_run.check_done();
+            });
+        }
+        Arrivals::Even { .. } | Arrivals::Poisson { .. } | Arrivals::Staged { .. } => {
+            let Some((clock, first)) = OpenLoopClock::first(start, &load.arrivals) else {
+                return;
+            };
+            run.recorder().loads_active += 1;
+            let task_run = Arc::clone(run);
+            run.spawn(async move {
+                open_loop(&task_run, flow, first, clock, stream).await;
                 task_run.recorder().loads_active -= 1;
                 task_run.check_done();
             });
@@ -64,53 +73,24 @@ pub(super) fn start_load(run: &Arc<Run>, load: &LoadSpec) {
     }
 }
 
-/// An open loop's arrivals, at the instants and with the keys the simulator draws: per
-/// arrival, its key seed, then (Poisson) the gap to the next.
+/// An open loop's arrivals, at the instants of the simulator's clock and with the keys it
+/// draws: per arrival, its key seed, then (Poisson) the gap to the next.
 pub(super) async fn open_loop(
     run: &Arc<Run>,
     flow: FlowId,
-    start: SimTime,
-    arrivals: Arrivals,
+    first: SimTime,
+    mut clock: OpenLoopClock,
     mut stream: Stream,
 ) {
-    if let Arrivals::Burst { count } = arrivals {
-        run.wake_at(start).await;
-        for _ in 0..count {
-            let key_seed = stream.next_u64();
-            run.spawn(Arc::clone(run).request(flow, key_seed, start));
-        }
-        return;
-    }
-    let (rate, end, poisson) = match arrivals {
-        Arrivals::Even { rate, end } => (rate, end, false),
-        Arrivals::Poisson { rate, end } => (rate, end, true),
-        Arrivals::Burst { .. } | Arrivals::Closed(_) => unreachable!("matched by the caller"),
-    };
-    let mut at = start;
-    let mut next_q32 = u128::from(start.as_nanos()) << 32;
-    let mut issued: u64 = 0;
+    let mut at = first;
     // Bounded by the load's count or end (and by the run's end, which aborts it).
     loop {
         run.wake_at(at).await;
         let key_seed = stream.next_u64();
-        issued += 1;
         run.spawn(Arc::clone(run).request(flow, key_seed, at));
-        let next = if poisson {
-            next_q32 =
-                next_q32.saturating_add(rate.exponential_gap_q32(stream.neg_ln_uniform_q32()));
-            u64::try_from(next_q32 >> 32).ok().map(SimTime::from_nanos)
-        } else {
-            rate.even_offset(issued)
-                .and_then(|offset| start.checked_add(offset))
-        };
-        let more = match (end, next) {
-            (_, None) => false,
-            (LoadEnd::Count(count), Some(_)) => issued < count,
-            (LoadEnd::Until(until), Some(next)) => next < until,
-        };
-        match next {
-            Some(next) if more => at = next,
-            _ => return,
+        match clock.next(&mut stream) {
+            Some(next) => at = next,
+            None => return,
         }
     }
 }

@@ -51,9 +51,10 @@ use outagelab_report::{
     ConnectionSummary, DatabaseSummary, FaultWindow, Outcome, RunnerTiming, SlotSummary,
     VariantReport, Verdict,
 };
+use outagelab_sim::open_loop::OpenLoopClock;
 use outagelab_sim::scenario::{
     Arrivals, BulkheadId, CacheOp, ClosedLoop, ConnectionId, DatabaseId, FaultKind, FaultSpec,
-    FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadSpec, OnError, OnHit, PolicyRef, RedisCommand,
+    FaultTarget, FlowId, KeyFamilyId, LoadSpec, OnError, OnHit, PolicyRef, RedisCommand,
     StepAction, StepSpec,
 };
 use outagelab_sim::{Scenario, StepResult, Stream, key_index, rules, summaries};

@@ -7,10 +7,8 @@ use super::*;
 /// A load's state: its stream, what it has sent, and its callers or spreading.
 pub(super) struct LoadState {
     rng: Stream,
-    issued: u64,
-    /// Poisson loads: the next arrival, in nanoseconds with 32 fractional bits, so gaps
-    /// shorter than a nanosecond still add up to the right rate.
-    next_arrival_q32: u128,
+    /// Even, Poisson and staged loads: when the next request arrives.
+    clock: Option<OpenLoopClock>,
     /// Closed loops: the requests each caller has sent.
     pub(super) workers: Vec<u64>,
     /// Closed loops: callers that will send again (the load is active while one is).
@@ -64,20 +62,19 @@ pub(super) fn start_loads(scenario: &Scenario, events: &mut EventQueue) -> (Vec<
                 rng: Stream::derive(scenario.seed, "load spread", &load.name),
             }
         });
+        let first = OpenLoopClock::first(load.start, &load.arrivals);
         let mut state = LoadState {
             rng: Stream::derive(scenario.seed, "load", &load.name),
-            issued: 0,
-            next_arrival_q32: u128::from(load.start.as_nanos()) << 32,
+            clock: first.as_ref().map(|(clock, _)| clock.clone()),
             workers: Vec::new(),
             workers_active: 0,
             spread,
         };
-        let any = match load.arrivals {
-            Arrivals::Burst { count } => count > 0,
-            Arrivals::Even { end, .. } | Arrivals::Poisson { end, .. } => match end {
-                LoadEnd::Count(count) => count > 0,
-                LoadEnd::Until(until) => load.start < until,
-            },
+        let first = match load.arrivals {
+            Arrivals::Burst { count } => (count > 0).then_some(load.start),
+            Arrivals::Even { .. } | Arrivals::Poisson { .. } | Arrivals::Staged { .. } => {
+                first.map(|(_, at)| at)
+            }
             Arrivals::Closed(closed) => {
                 let starts = (0..closed.workers).map(|worker| {
                     let offset = u128::from(closed.stagger.as_nanos()) * u128::from(worker)
@@ -98,13 +95,13 @@ pub(super) fn start_loads(scenario: &Scenario, events: &mut EventQueue) -> (Vec<
                 if state.workers_active > 0 {
                     loads_active += 1;
                 }
-                false
+                None
             }
         };
         loads.push(state);
-        if any {
+        if let Some(first) = first {
             loads_active += 1;
-            events.schedule(load.start, Event::Arrival(id));
+            events.schedule(first, Event::Arrival(id));
         }
     }
     (loads, loads_active)
@@ -112,42 +109,25 @@ pub(super) fn start_loads(scenario: &Scenario, events: &mut EventQueue) -> (Vec<
 
 impl<'s> Simulator<'s> {
     pub(super) fn on_arrival(&mut self, id: LoadId) {
-        let spec = &self.scenario.loads[id.index()];
-        let (rate, end, poisson) = match spec.arrivals {
-            Arrivals::Burst { count } => {
-                for _ in 0..count {
-                    if self.over_memory_budget() {
-                        break; // the run stops at its next turn
-                    }
-                    self.send(id, None);
+        if let Arrivals::Burst { count } = self.scenario.loads[id.index()].arrivals {
+            for _ in 0..count {
+                if self.over_memory_budget() {
+                    break; // the run stops at its next turn
                 }
-                self.loads_active -= 1;
-                return;
+                self.send(id, None);
             }
-            Arrivals::Even { rate, end } => (rate, end, false),
-            Arrivals::Poisson { rate, end } => (rate, end, true),
-            Arrivals::Closed(_) => unreachable!("a closed loop's callers send on their own"),
-        };
+            self.loads_active -= 1;
+            return;
+        }
         self.send(id, None);
         let state = &mut self.loads[id.index()];
-        let next = if poisson {
-            let gap = rate.exponential_gap_q32(state.rng.neg_ln_uniform_q32());
-            state.next_arrival_q32 = state.next_arrival_q32.saturating_add(gap);
-            u64::try_from(state.next_arrival_q32 >> 32)
-                .ok()
-                .map(SimTime::from_nanos)
-        } else {
-            rate.even_offset(state.issued)
-                .and_then(|offset| spec.start.checked_add(offset))
-        };
-        let more = match (end, next) {
-            (_, None) => false,
-            (LoadEnd::Count(count), Some(_)) => state.issued < count,
-            (LoadEnd::Until(until), Some(next)) => next < until,
-        };
-        match next {
-            Some(next) if more => self.events.schedule(next, Event::Arrival(id)),
-            _ => self.loads_active -= 1,
+        let clock = state
+            .clock
+            .as_mut()
+            .expect("an open loop that is not a burst has a clock");
+        match clock.next(&mut state.rng) {
+            Some(next) => self.events.schedule(next, Event::Arrival(id)),
+            None => self.loads_active -= 1,
         }
     }
 
@@ -165,7 +145,6 @@ impl<'s> Simulator<'s> {
             Some(spreading) => spreading.pick(),
             None => self.scenario.loads[id.index()].flow,
         };
-        state.issued += 1;
         let drawn = state.rng.next_u64();
         let key_seed = same_keys.unwrap_or(drawn);
         let request = self.allocate(Request::new(flow, 0, Role::Main, self.now, key_seed));

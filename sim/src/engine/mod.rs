@@ -46,13 +46,14 @@ use crate::kernel::{Event, EventQueue, RequestRef, StepResult, TimerKind};
 use crate::metrics::Metrics;
 use crate::monitors::Monitors;
 use crate::observe::{Observation, Sources};
+use crate::open_loop::OpenLoopClock;
 use crate::policies::{Enter, Entrant, Exit, Handover, Hold, Leaving, PlantedBugs, Policies};
 use crate::reconnect_slots::{ReconnectSlots, SlotAcquire, link_of};
 use crate::redis::{LinkEvent, Op, Redis};
 use crate::rng::{Stream, key_index};
 use crate::scenario::{
-    Arrivals, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadEnd, LoadId, OnError,
-    OnHit, PolicyRef, Scenario, ServerId, Spread, StepSpec,
+    Arrivals, ConnectionId, DatabaseId, FaultTarget, FlowId, KeyFamilyId, LoadId, OnError, OnHit,
+    PolicyRef, Scenario, ServerId, Spread, StepSpec,
 };
 use crate::trace::Tracer;
 use crate::versions::{DataKey, Versions};
