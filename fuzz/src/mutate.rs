@@ -14,7 +14,7 @@ macro_rules! bundled {
 
 /// Every bundled scenario (`scenarios/*.toml`), by file name; a test keeps the list equal to
 /// the directory.
-pub const BUNDLED: [(&str, &str); 26] = [
+pub const BUNDLED: [(&str, &str); 27] = [
     bundled!("adaptive-limit.toml"),
     bundled!("blob-cache-blast-radius.toml"),
     bundled!("breaker-libraries.toml"),
@@ -41,6 +41,7 @@ pub const BUNDLED: [(&str, &str); 26] = [
     bundled!("seed003-friday-night.toml"),
     bundled!("seed003-pubsub-invalidation.toml"),
     bundled!("shared-connection-hol.toml"),
+    bundled!("traffic-ramp.toml"),
 ];
 
 const NUMBER_EXTREMES: &[&str] = &[
