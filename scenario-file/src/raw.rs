@@ -957,6 +957,8 @@ pub struct RawFault {
     pub unreachable: Option<Spanned<bool>>,
     /// `slow` only (on a database): how many times slower its queries run.
     pub slowdown: Option<Spanned<f64>>,
+    /// `pool_exhausted` only: how many of the database's connections something else holds.
+    pub connections: Option<Spanned<Whole>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -974,6 +976,7 @@ pub enum FaultKindName {
     Crash,
     Slow,
     Refuse,
+    PoolExhausted,
 }
 
 impl FaultKindName {
@@ -991,6 +994,7 @@ impl FaultKindName {
             FaultKindName::Crash => "crash",
             FaultKindName::Slow => "slow",
             FaultKindName::Refuse => "refuse",
+            FaultKindName::PoolExhausted => "pool_exhausted",
         }
     }
 }

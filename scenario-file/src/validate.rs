@@ -3793,7 +3793,7 @@ impl<'a> Validator<'a> {
             && (names.databases.contains(target_name)
                 || matches!(
                     raw.kind.get_ref(),
-                    FaultKindName::Slow | FaultKindName::Refuse
+                    FaultKindName::Slow | FaultKindName::Refuse | FaultKindName::PoolExhausted
                 ))
         {
             // A database, or an unknown name where a database fault looks for one.
@@ -3855,6 +3855,11 @@ impl<'a> Validator<'a> {
                 "slowdown",
                 raw.slowdown.as_ref().map(Spanned::span),
                 FaultKindName::Slow,
+            ),
+            (
+                "connections",
+                raw.connections.as_ref().map(Spanned::span),
+                FaultKindName::PoolExhausted,
             ),
         ];
         for (field, span, owner) in own_keys {
@@ -3992,6 +3997,46 @@ impl<'a> Validator<'a> {
                 }
             }
             FaultKindName::Refuse => FaultKind::Refuse,
+            FaultKindName::PoolExhausted => {
+                // On an unknown target or a server: said where the target is checked.
+                let max = names
+                    .databases
+                    .get(target_name)
+                    .map(|(_, database)| database.max_connections.as_ref());
+                match max {
+                    None => FaultKind::PoolExhausted { connections: 1 },
+                    Some(None) => {
+                        let message = format!(
+                            "`{target_name}` has no `max_connections`: there is no pool to \
+                             exhaust (give the database a limit)"
+                        );
+                        self.error(Some(raw.target.span()), key("target"), message);
+                        return None;
+                    }
+                    Some(Some(max)) => {
+                        let max = u32::try_from(max.get_ref().0).unwrap_or(u32::MAX);
+                        let connections = match &raw.connections {
+                            Some(held) if held.get_ref().0 > i64::from(max) => {
+                                let message = format!(
+                                    "{} connections of a pool of {max} (`max_connections`): \
+                                     at most {max}",
+                                    held.get_ref().0
+                                );
+                                self.error(Some(held.span()), key("connections"), message);
+                                return None;
+                            }
+                            Some(held) => self.whole(
+                                held,
+                                &key("connections"),
+                                1..=max,
+                                "a fault that holds no connection does nothing",
+                            )?,
+                            None => max,
+                        };
+                        FaultKind::PoolExhausted { connections }
+                    }
+                }
+            }
         };
         let fits = match (kind, target) {
             // An unknown target: said where it was resolved.
@@ -4007,7 +4052,8 @@ impl<'a> Validator<'a> {
             }
             (_, Some(FaultTarget::Database(_))) => {
                 let message = format!(
-                    "a `{}` fault acts on Redis: a database takes `slow` or `refuse`",
+                    "a `{}` fault acts on Redis: a database takes `slow`, `refuse` or \
+                     `pool_exhausted`",
                     kind_name.name()
                 );
                 self.error(Some(raw.target.span()), key("target"), message);

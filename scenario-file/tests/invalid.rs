@@ -417,7 +417,7 @@ fn rejected_files() {
         ),
         (
             format!("{BASE}\n[faults.down]\ntarget = \"db\"\nkind = \"stop\"\nat = \"1s\"\n"),
-            "25:10: faults.down.target: a `stop` fault acts on Redis: a database takes `slow` or `refuse`",
+            "25:10: faults.down.target: a `stop` fault acts on Redis: a database takes `slow`, `refuse` or `pool_exhausted`",
         ),
         (
             format!(
@@ -1108,7 +1108,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
-            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`)",
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`)",
         ),
         (
             labelled("qurey"),
@@ -1653,8 +1653,8 @@ fn call_steps() {
     ]);
 }
 
-/// Database faults: `slow` (with its slowdown) and `refuse` act on a database only, and a
-/// database takes no other kind.
+/// Database faults: `slow` (with its slowdown), `refuse` and `pool_exhausted` (on a pool)
+/// act on a database only, and a database takes no other kind.
 #[test]
 fn database_faults() {
     let fault = |body: &str| format!("{BASE}\n[faults.f]\n{body}\n");
@@ -1673,7 +1673,7 @@ fn database_faults() {
         ),
         (
             fault("target = \"db\"\nkind = \"kill\"\nat = \"1s\""),
-            "25:10: faults.f.target: a `kill` fault acts on Redis: a database takes `slow` or `refuse`",
+            "25:10: faults.f.target: a `kill` fault acts on Redis: a database takes `slow`, `refuse` or `pool_exhausted`",
         ),
         (
             fault("target = \"db\"\nkind = \"slow\"\nat = \"1s\""),
@@ -1694,6 +1694,42 @@ fn database_faults() {
         (
             fault("target = \"dbb\"\nkind = \"refuse\"\nat = \"1s\""),
             "25:10: faults.f.target: unknown database `dbb`: did you mean `db`? (defined: db)",
+        ),
+        (
+            fault("target = \"db\"\nkind = \"pool_exhausted\"\nat = \"1s\""),
+            "25:10: faults.f.target: `db` has no `max_connections`: there is no pool to exhaust (give the database a limit)",
+        ),
+    ]);
+    // `pool_exhausted` on a database with a pool of 4: all of it by default, or some.
+    let pooled = |body: &str| {
+        let base = BASE.replace(
+            "latency = \"10ms\"\n",
+            "latency = \"10ms\"\nmax_connections = 4\n",
+        );
+        format!("{base}\n[faults.f]\n{body}\n")
+    };
+    check_silent(&pooled(
+        "target = \"db\"\nkind = \"pool_exhausted\"\nat = \"1s\"\nduration = \"2s\"",
+    ));
+    check_silent(&pooled(
+        "target = \"db\"\nkind = \"pool_exhausted\"\nat = \"1s\"\nconnections = 3",
+    ));
+    check_all(&[
+        (
+            pooled("target = \"db\"\nkind = \"pool_exhausted\"\nat = \"1s\"\nconnections = 5"),
+            "29:15: faults.f.connections: 5 connections of a pool of 4 (`max_connections`): at most 4",
+        ),
+        (
+            pooled("target = \"db\"\nkind = \"pool_exhausted\"\nat = \"1s\"\nconnections = 0"),
+            "29:15: faults.f.connections: must be at least 1 (a fault that holds no connection does nothing)",
+        ),
+        (
+            pooled("target = \"db\"\nkind = \"refuse\"\nat = \"1s\"\nconnections = 2"),
+            "29:15: faults.f.connections: only a `pool_exhausted` fault takes `connections`, not a `refuse` one",
+        ),
+        (
+            pooled("target = \"redis\"\nkind = \"pool_exhausted\"\nat = \"1s\""),
+            "26:10: faults.f.target: a `pool_exhausted` fault acts on a database: target one of [databases]",
         ),
     ]);
 }

@@ -190,6 +190,8 @@ struct Database {
     slowdown_permille: u32,
     /// While a `refuse` fault lasts: every query that starts is refused.
     refusing: bool,
+    /// While a `pool_exhausted` fault lasts: connections something else holds.
+    connections_held: u32,
 }
 
 impl Database {
@@ -198,10 +200,11 @@ impl Database {
         self.running.len() as u64 + self.lock_waiting
     }
 
-    /// Whether every connection is taken.
+    /// Whether every connection is taken, by its queries or by a `pool_exhausted` fault.
     fn connections_full(&self) -> bool {
-        self.max_connections
-            .is_some_and(|max| self.connections() >= u64::from(max))
+        self.max_connections.is_some_and(|max| {
+            self.connections() + u64::from(self.connections_held) >= u64::from(max)
+        })
     }
 
     /// Each running query's speed as a fraction (numerator, denominator) of full speed:
@@ -336,6 +339,7 @@ impl Databases {
                     timeout_wake_at: None,
                     slowdown_permille: 1000,
                     refusing: false,
+                    connections_held: 0,
                 })
                 .collect(),
             completions: Vec::new(),
@@ -421,7 +425,8 @@ impl Databases {
 
     /// A fault on database `id` starts (`on`) or ends: a `slow` one changes the speed of its
     /// work from this instant (the work clock read first, the next completion rescheduled), a
-    /// `refuse` one refuses the queries that start while it lasts.
+    /// `refuse` one refuses the queries that start while it lasts, a `pool_exhausted` one
+    /// holds connections while it lasts and, at its end, gives them to the oldest waiters.
     pub fn fault(
         &mut self,
         now: SimTime,
@@ -439,6 +444,12 @@ impl Databases {
                 database.reschedule(now, id, events);
             }
             FaultKind::Refuse => database.refusing = on,
+            FaultKind::PoolExhausted { connections } => {
+                database.connections_held = if on { connections } else { 0 };
+                if !on {
+                    self.admit_waiting(now, id, events);
+                }
+            }
             other => unreachable!("validated: a `{}` fault on a database", other.name()),
         }
     }
@@ -590,7 +601,11 @@ impl Databases {
             self.lock_waits.push((id, waited));
             self.run(now, id, next.order, next.query, next.deadline, events);
         }
-        // Connections freed: the oldest waiters take them.
+        self.admit_waiting(now, id, events);
+    }
+
+    /// Connections freed: the oldest waiters take them.
+    fn admit_waiting(&mut self, now: SimTime, id: DatabaseId, events: &mut EventQueue) {
         loop {
             let database = &mut self.databases[id.index()];
             if database.connections_full() {

@@ -1457,6 +1457,11 @@ pub enum FaultKind {
     /// the listener gone, `max_connections` taken by something else); queries already running
     /// finish.
     Refuse,
+    /// On a database with `max_connections`: while it lasts, something else holds
+    /// `connections` of them (a batch job, a leaked pool, another service): queries that
+    /// find the rest taken wait in the connection queue or are refused, as when the pool is
+    /// full; at its end the held connections come back and the oldest waiters take them.
+    PoolExhausted { connections: u32 },
 }
 
 /// Which commands a `CLIENT PAUSE` holds.
@@ -1544,12 +1549,16 @@ impl FaultKind {
             FaultKind::Failover { .. } => "failover",
             FaultKind::Slow { .. } => "slow",
             FaultKind::Refuse => "refuse",
+            FaultKind::PoolExhausted { .. } => "pool_exhausted",
         }
     }
 
     /// Whether it acts on a database (and only there).
     pub fn on_database(self) -> bool {
-        matches!(self, FaultKind::Slow { .. } | FaultKind::Refuse)
+        matches!(
+            self,
+            FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. }
+        )
     }
 
     /// Whether it happens at one instant (and takes no duration).
@@ -1560,7 +1569,7 @@ impl FaultKind {
             FaultKind::ErrorReply { .. } | FaultKind::Disconnect | FaultKind::Failover { .. } => {
                 false
             }
-            FaultKind::Slow { .. } | FaultKind::Refuse => false,
+            FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => false,
         }
     }
 }
@@ -1733,6 +1742,21 @@ impl Scenario {
                     fault.kind.name(),
                     self.target_name(fault.target)
                 ));
+            }
+            if let (FaultKind::PoolExhausted { connections }, FaultTarget::Database(id)) =
+                (fault.kind, fault.target)
+            {
+                let max = self.databases[id.index()]
+                    .connections
+                    .map(|limit| limit.max);
+                if !max.is_some_and(|max| (1..=max).contains(&connections)) {
+                    return Err(format!(
+                        "fault {} holds {connections} connections of {}, whose limit is {}",
+                        fault.name,
+                        self.databases[id.index()].name,
+                        max.map_or("none".to_owned(), |max| max.to_string())
+                    ));
+                }
             }
         }
         for family in &self.keys {

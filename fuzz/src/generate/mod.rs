@@ -44,7 +44,7 @@ pub const RESOURCE_TABLES: [&str; 20] = [
 ];
 
 /// Every fault kind (`FaultKindName` in `scenario-file/src/raw.rs`).
-pub const FAULT_KINDS: [&str; 12] = [
+pub const FAULT_KINDS: [&str; 13] = [
     "pause",
     "hang",
     "stop",
@@ -57,6 +57,7 @@ pub const FAULT_KINDS: [&str; 12] = [
     "crash",
     "slow",
     "refuse",
+    "pool_exhausted",
 ];
 
 /// Every step action.

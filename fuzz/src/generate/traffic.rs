@@ -376,14 +376,14 @@ impl Generator {
             if kind == "failover" && !has_replica && !self.absurd() {
                 kind = "stop";
             }
-            let database_kind = matches!(kind, "slow" | "refuse");
+            let database_kind = matches!(kind, "slow" | "refuse" | "pool_exhausted");
             if database_kind && self.names.databases.is_empty() && !self.absurd() {
                 kind = "hang";
             }
             let servers: Vec<String> = self.names.servers.iter().map(|(n, _)| n.clone()).collect();
             let target = match kind {
                 "disconnect" => self.connection_target(),
-                "slow" | "refuse" if !self.names.databases.is_empty() => {
+                "slow" | "refuse" | "pool_exhausted" if !self.names.databases.is_empty() => {
                     self.reference(&self.names.databases.clone())
                 }
                 "kill" if self.rng.chance(30) => self.connection_target(),
@@ -431,6 +431,10 @@ impl Generator {
                         format!("{}.{}", self.rng.range(1, 50), self.rng.below(10))
                     };
                     self.line("slowdown", &slowdown);
+                }
+                "pool_exhausted" if self.rng.chance(60) => {
+                    let held = self.count(1, 8);
+                    self.line("connections", &held);
                 }
                 "failover" => {
                     self.line("replica", &quoted("replica"));

@@ -234,11 +234,11 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                     "a live run drives one server and no replica (kind = \"failover\")",
                 );
             }
-            FaultKind::Slow { .. } | FaultKind::Refuse => {
+            FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => {
                 return refuse(
                     format!("{key}.target"),
                     "a live run's database is a stand-in sleep, and its faults are the \
-                     simulator's (kinds \"slow\" and \"refuse\")",
+                     simulator's (kinds \"slow\", \"refuse\" and \"pool_exhausted\")",
                 );
             }
         }

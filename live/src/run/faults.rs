@@ -282,7 +282,8 @@ impl Admin {
             | FaultKind::ErrorReply { .. }
             | FaultKind::Failover { .. }
             | FaultKind::Slow { .. }
-            | FaultKind::Refuse => unreachable!("refused by the live check"),
+            | FaultKind::Refuse
+            | FaultKind::PoolExhausted { .. } => unreachable!("refused by the live check"),
         };
         self.query(&command, Duration::ZERO).await.map(|_| None)
     }

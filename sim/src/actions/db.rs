@@ -132,6 +132,36 @@ mod tests {
         assert_eq!(report.end_ms, 55.0);
     }
 
+    /// A pool of 2 connections with a queue of 1, and something else holding `held` of them
+    /// from 10 ms to 100 ms. A query at 0 ms holds its connection to its end at 40 ms; of two
+    /// at 20 ms, one waits and one is refused (the queue is full). Holding both, the waiter
+    /// gets a connection only when the fault ends: it ends at 140 ms. Holding one, it gets
+    /// the first query's at 40 ms and ends at 80 ms.
+    #[test]
+    fn a_pool_exhausted_fault_holds_connections_while_it_lasts() {
+        for (held, end_ms) in [(2, 140.0), (1, 80.0)] {
+            let mut s = with_fault(FaultKind::PoolExhausted { connections: held }, 10, 90);
+            s.databases[0].connections = Some(crate::scenario::ConnectionLimit {
+                max: 2,
+                queue_max: 1,
+            });
+            let report = run(s, vec![query_step(None)], &[(0, 1), (20, 2)]);
+            let main = &report.summary.databases["main"];
+            assert_eq!((ended(&report, "ok"), ended(&report, "refused")), (2, 1));
+            assert_eq!((main.refused, main.peak_waiting, main.queries), (1, 1, 2));
+            assert_eq!(report.end_ms, end_ms, "holding {held}");
+        }
+        // Built in code, on a database without a pool: refused before it runs.
+        let unlimited = with_fault(FaultKind::PoolExhausted { connections: 1 }, 10, 90);
+        match crate::run(&unlimited) {
+            Err(crate::SimError::BrokenReference(error)) => assert_eq!(
+                error,
+                "fault db-fault holds 1 connections of main, whose limit is none"
+            ),
+            other => panic!("ran: {:?}", other.map(|report| report.summary.requests)),
+        }
+    }
+
     /// A scenario built in code with a fault on the wrong kind of target is refused before it
     /// runs, instead of reaching a mechanism that cannot take it.
     #[test]

@@ -61,7 +61,7 @@ impl Redis {
             FaultKind::FlushAll if on => server.keyspace.clear(),
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => {}
             FaultKind::Disconnect => unreachable!("validated: a disconnect acts on a connection"),
-            FaultKind::Slow { .. } | FaultKind::Refuse => {
+            FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => {
                 unreachable!("validated: a `{}` fault acts on a database", kind.name())
             }
             // The primary's process dies and stays down: it is replaced, not restarted.
