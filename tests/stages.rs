@@ -5,6 +5,8 @@ use std::path::Path;
 
 use outagelab_report::VariantReport;
 
+mod common;
+
 fn run(load: &str) -> VariantReport {
     let text = format!(
         "[scenario]\nname = \"stages\"\n\n[flows.quick]\nsteps = [{{ work = \"1us\" }}]\n\n\
@@ -116,4 +118,45 @@ fn a_staged_load_is_checked_key_by_key() {
             "{load}\n-> {error}"
         );
     }
+}
+
+#[test]
+fn a_rate_file_replays_an_incidents_traffic_through_the_command_line() {
+    // Unix timestamps 10 s apart: 100/s, up to 300/s, down to 0: the area under the rows'
+    // curve, 2,000 + 1,500 = 3,500 requests, evenly.
+    let dir = common::scratch("rate-file");
+    std::fs::write(
+        dir.join("traffic.csv"),
+        "# from the incident's dashboard\ntime,rate\n1733220000,100\n1733220010,300\n\
+         1733220020,0\n",
+    )
+    .unwrap();
+    let scenario = dir.join("incident.toml");
+    std::fs::write(
+        &scenario,
+        "[scenario]\nname = \"incident\"\n\n[flows.quick]\nsteps = [{ work = \"1us\" }]\n\n\
+         [loads.users]\nflow = \"quick\"\narrivals = \"even\"\nrate_file = \"traffic.csv\"\n",
+    )
+    .unwrap();
+    let json = dir.join("report.json");
+    // Run from elsewhere: the file is found beside the scenario.
+    common::succeed(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let report = common::read_report(&json);
+    let summary = &report["variants"][0]["summary"];
+    assert_eq!(summary["requests"], 3500);
+    // A row out of order is named with the rate file's own line and column, at the key.
+    std::fs::write(dir.join("traffic.csv"), "0,100\n10,300\n10,0\n").unwrap();
+    let output = common::outagelab(&["run", scenario.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "bad input");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("incident.toml:10:13: loads.users.rate_file: ")
+            && stderr.contains("traffic.csv:3:1: the time 10 is not after the row before's"),
+        "{stderr}"
+    );
 }

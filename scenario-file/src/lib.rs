@@ -26,6 +26,7 @@ mod document;
 mod explain;
 mod kinds;
 mod one_of;
+mod rate_file;
 mod raw;
 mod suggest;
 pub mod units;

@@ -915,6 +915,9 @@ pub struct RawLoad {
     /// Even and Poisson loads: a rate that changes stage by stage from `rate` (k6's ramping
     /// arrival rate); the load ends with the last stage.
     pub stages: Option<Spanned<Vec<Spanned<RawStage>>>>,
+    /// Even and Poisson loads: the rate over time from a file of `time,rate` rows (an
+    /// incident's traffic), relative to the scenario file.
+    pub rate_file: Option<Spanned<String>>,
 }
 
 /// One stage of a load's rate: it moves linearly to `target` over `duration`.

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::num::NonZeroU32;
 use std::ops::{Range, RangeInclusive};
+use std::path::Path;
 
 use outagelab_model::ConfigError;
 use outagelab_model::adaptive_limit::{
@@ -3433,6 +3434,15 @@ impl<'a> Validator<'a> {
                 "applies to an even or Poisson load, whose rate it changes over time",
             );
         }
+        if let (Some(file), ArrivalsName::Burst | ArrivalsName::Closed) =
+            (&raw.rate_file, raw.arrivals.get_ref())
+        {
+            self.error(
+                Some(file.span()),
+                key("rate_file"),
+                "applies to an even or Poisson load, whose rate it changes over time",
+            );
+        }
         if *raw.arrivals.get_ref() != ArrivalsName::Closed {
             let closed_keys = [
                 ("workers", raw.workers.as_ref().map(Spanned::span)),
@@ -3538,6 +3548,13 @@ impl<'a> Validator<'a> {
                 };
                 Arrivals::Burst {
                     count: self.whole(count, &key("count"), 0..=limit::BURST, "")?,
+                }
+            }
+            kind @ (ArrivalsName::Even | ArrivalsName::Poisson) if raw.rate_file.is_some() => {
+                let file = raw.rate_file.as_ref().expect("matched");
+                Arrivals::Staged {
+                    stages: self.rate_file(raw, file, start, &key)?,
+                    poisson: *kind == ArrivalsName::Poisson,
                 }
             }
             kind @ (ArrivalsName::Even | ArrivalsName::Poisson) if raw.stages.is_some() => {
@@ -3704,6 +3721,70 @@ impl<'a> Validator<'a> {
             start_milli,
             stages: parsed,
         })
+    }
+
+    /// A staged load's curve read from `rate_file`: rows of `time,rate` (seconds, requests
+    /// per second), the rate moving linearly from each row to the next, the load starting at
+    /// the first row's rate and ending at the last row's time. `rate`, `stages`, `count` and
+    /// `duration` do not apply. A problem in the file is said at `rate_file`, with the file's
+    /// own line and column.
+    fn rate_file(
+        &mut self,
+        raw: &RawLoad,
+        file: &Spanned<String>,
+        start: SimTime,
+        key: &dyn Fn(&str) -> String,
+    ) -> Option<RateStages> {
+        for (field, span) in [
+            ("rate", raw.rate.as_ref().map(Spanned::span)),
+            ("stages", raw.stages.as_ref().map(Spanned::span)),
+            ("count", raw.count.as_ref().map(Spanned::span)),
+            ("duration", raw.duration.as_ref().map(Spanned::span)),
+        ] {
+            if let Some(span) = span {
+                self.error(
+                    Some(span),
+                    key(field),
+                    "does not apply to a load with `rate_file`: the file gives its rate over \
+                     time and its end",
+                );
+            }
+        }
+        let named = Path::new(file.get_ref());
+        let path = if named.is_absolute() {
+            named.to_owned()
+        } else {
+            let beside = self.source.file.parent().filter(|dir| {
+                !dir.as_os_str().is_empty() && self.source.file != Path::new(crate::STDIN_NAME)
+            });
+            beside.map_or_else(|| named.to_owned(), |dir| dir.join(named))
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) => {
+                let message = format!("cannot read {}: {error}", path.display());
+                self.error(Some(file.span()), key("rate_file"), message);
+                return None;
+            }
+        };
+        match crate::rate_file::parse(&text, limit::STAGES) {
+            Ok(stages) => {
+                if start.checked_add(stages.duration()).is_none() {
+                    let message = format!(
+                        "{}: the rows end past the latest instant a run can hold (~584 years)",
+                        path.display()
+                    );
+                    self.error(Some(file.span()), key("rate_file"), message);
+                    return None;
+                }
+                Some(stages)
+            }
+            Err(problem) => {
+                let message = format!("{}:{problem}", path.display());
+                self.error(Some(file.span()), key("rate_file"), message);
+                None
+            }
+        }
     }
 
     /// A rate in requests per second that may be zero, in thousandths.

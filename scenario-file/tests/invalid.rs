@@ -1465,7 +1465,7 @@ fn rejected_overrides_name_their_flag() {
         (
             BASE,
             &["loads.l.rte=5"],
-            "t.toml: --set loads.l.rte=5: loads.l.rte: unknown field `rte`: did you mean `rate`? (expected one of `enabled`, `flow`, `arrivals`, `rate`, `count`, `duration`, `start`, `workers`, `think`, `stagger`, `iterations`, `caller`, `stages`)",
+            "t.toml: --set loads.l.rte=5: loads.l.rte: unknown field `rte`: did you mean `rate`? (expected one of `enabled`, `flow`, `arrivals`, `rate`, `count`, `duration`, `start`, `workers`, `think`, `stagger`, `iterations`, `caller`, `stages`, `rate_file`)",
         ),
         (
             BASE,
