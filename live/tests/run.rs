@@ -93,6 +93,13 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
             ),
             "faults.f.target",
         ),
+        (
+            &format!(
+                "{}[faults.f]\ntarget = \"c\"\nkind = \"latency\"\nat = \"100ms\"\nlatency = \"20ms\"\n",
+                read(get)
+            ),
+            "faults.f.kind",
+        ),
         (&format!("{}[servers.other]\n", read(get)), "servers"),
         (
             &format!(

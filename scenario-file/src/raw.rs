@@ -962,6 +962,11 @@ pub struct RawFault {
     pub slowdown: Option<Spanned<f64>>,
     /// `pool_exhausted` only: how many of the database's connections something else holds.
     pub connections: Option<Spanned<Whole>>,
+    /// `latency` only (on a connection): the delay added one way, and its jitter.
+    pub latency: Option<Spanned<Text>>,
+    pub jitter: Option<Spanned<Text>>,
+    /// `bandwidth` only (on a connection): the rate what is sent moves at.
+    pub bandwidth: Option<Spanned<Text>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -980,6 +985,8 @@ pub enum FaultKindName {
     Slow,
     Refuse,
     PoolExhausted,
+    Latency,
+    Bandwidth,
 }
 
 impl FaultKindName {
@@ -998,6 +1005,8 @@ impl FaultKindName {
             FaultKindName::Slow => "slow",
             FaultKindName::Refuse => "refuse",
             FaultKindName::PoolExhausted => "pool_exhausted",
+            FaultKindName::Latency => "latency",
+            FaultKindName::Bandwidth => "bandwidth",
         }
     }
 }

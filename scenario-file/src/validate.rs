@@ -3942,6 +3942,21 @@ impl<'a> Validator<'a> {
                 raw.connections.as_ref().map(Spanned::span),
                 FaultKindName::PoolExhausted,
             ),
+            (
+                "latency",
+                raw.latency.as_ref().map(Spanned::span),
+                FaultKindName::Latency,
+            ),
+            (
+                "jitter",
+                raw.jitter.as_ref().map(Spanned::span),
+                FaultKindName::Latency,
+            ),
+            (
+                "bandwidth",
+                raw.bandwidth.as_ref().map(Spanned::span),
+                FaultKindName::Bandwidth,
+            ),
         ];
         for (field, span, owner) in own_keys {
             if let Some(span) = span
@@ -4078,6 +4093,34 @@ impl<'a> Validator<'a> {
                 }
             }
             FaultKindName::Refuse => FaultKind::Refuse,
+            FaultKindName::Latency => {
+                let Some(value) = &raw.latency else {
+                    let message = "a `latency` fault adds a delay to what the connection sends: \
+                                   give it, e.g. `latency = \"50ms\"`";
+                    self.error(Some(raw.kind.span()), key("latency"), message);
+                    return None;
+                };
+                let added = self.duration(value, &key("latency"))?;
+                let jitter = match &raw.jitter {
+                    Some(jitter) => self.duration(jitter, &key("jitter"))?,
+                    None => SimDuration::ZERO,
+                };
+                if added.is_zero() && jitter.is_zero() {
+                    let message = "a `latency` fault of 0 without jitter does nothing";
+                    self.error(Some(value.span()), key("latency"), message);
+                    return None;
+                }
+                FaultKind::Latency { added, jitter }
+            }
+            FaultKindName::Bandwidth => {
+                let Some(value) = &raw.bandwidth else {
+                    let message = "a `bandwidth` fault limits what the connection sends: give \
+                                   the rate, e.g. `bandwidth = \"100KiB/s\"`";
+                    self.error(Some(raw.kind.span()), key("bandwidth"), message);
+                    return None;
+                };
+                FaultKind::Bandwidth(self.bandwidth(value, &key("bandwidth"))?)
+            }
             FaultKindName::PoolExhausted => {
                 // On an unknown target or a server: said where the target is checked.
                 let max = names
@@ -4131,6 +4174,18 @@ impl<'a> Validator<'a> {
                 self.error(Some(raw.target.span()), key("target"), message);
                 false
             }
+            (FaultKind::Latency { .. } | FaultKind::Bandwidth(_), Some(target)) => {
+                let on_connection = matches!(target, FaultTarget::Connection(_));
+                if !on_connection {
+                    let message = format!(
+                        "a `{}` fault acts on what one client connection sends: target a \
+                         connection",
+                        kind_name.name()
+                    );
+                    self.error(Some(raw.target.span()), key("target"), message);
+                }
+                on_connection
+            }
             (_, Some(FaultTarget::Database(_))) => {
                 let message = format!(
                     "a `{}` fault acts on Redis: a database takes `slow`, `refuse` or \
@@ -4150,7 +4205,8 @@ impl<'a> Validator<'a> {
             }
             (_, Some(FaultTarget::Connection(_))) => {
                 let message = format!(
-                    "a `{}` fault acts on a server: a connection takes `kill` or `disconnect`",
+                    "a `{}` fault acts on a server: a connection takes `kill`, `disconnect`, \
+                     `latency` or `bandwidth`",
                     kind_name.name()
                 );
                 self.error(Some(raw.target.span()), key("target"), message);

@@ -1108,7 +1108,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
-            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`)",
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`, `latency`, `bandwidth`)",
         ),
         (
             labelled("qurey"),
@@ -1730,6 +1730,52 @@ fn database_faults() {
         (
             pooled("target = \"redis\"\nkind = \"pool_exhausted\"\nat = \"1s\""),
             "26:10: faults.f.target: a `pool_exhausted` fault acts on a database: target one of [databases]",
+        ),
+    ]);
+}
+
+/// Connection toxics: `latency` (with its `jitter`) and `bandwidth` act on one connection.
+#[test]
+fn connection_toxics() {
+    let fault = |body: &str| format!("{BASE}\n[faults.f]\n{body}\n");
+    check_silent(&fault(
+        "target = \"c\"\nkind = \"latency\"\nat = \"1s\"\nduration = \"2s\"\nlatency = \"50ms\"\njitter = \"10ms\"",
+    ));
+    check_silent(&fault(
+        "target = \"c\"\nkind = \"bandwidth\"\nat = \"1s\"\nbandwidth = \"100KiB/s\"",
+    ));
+    check_all(&[
+        (
+            fault("target = \"c\"\nkind = \"latency\"\nat = \"1s\""),
+            "26:8: faults.f.latency: a `latency` fault adds a delay to what the connection sends: give it, e.g. `latency = \"50ms\"`",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"latency\"\nat = \"1s\"\nlatency = \"0ms\""),
+            "28:11: faults.f.latency: a `latency` fault of 0 without jitter does nothing",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"latency\"\nat = \"1s\"\nlatency = \"fast\""),
+            "28:11: faults.f.latency: `fast` has an unknown unit `fast`: write a number and a unit (ns, us, ms, s, m, h), e.g. \"100ms\" or \"1.5s\"",
+        ),
+        (
+            fault("target = \"redis\"\nkind = \"latency\"\nat = \"1s\"\nlatency = \"5ms\""),
+            "25:10: faults.f.target: a `latency` fault acts on what one client connection sends: target a connection",
+        ),
+        (
+            fault("target = \"db\"\nkind = \"bandwidth\"\nat = \"1s\"\nbandwidth = \"1MiB/s\""),
+            "25:10: faults.f.target: a `bandwidth` fault acts on what one client connection sends: target a connection",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"bandwidth\"\nat = \"1s\""),
+            "26:8: faults.f.bandwidth: a `bandwidth` fault limits what the connection sends: give the rate, e.g. `bandwidth = \"100KiB/s\"`",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"bandwidth\"\nat = \"1s\"\nbandwidth = \"0B/s\""),
+            "28:13: faults.f.bandwidth: must be more than zero bytes per second",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"disconnect\"\nat = \"1s\"\njitter = \"5ms\""),
+            "28:10: faults.f.jitter: only a `latency` fault takes `jitter`, not a `disconnect` one",
         ),
     ]);
 }

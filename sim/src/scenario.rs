@@ -1462,6 +1462,18 @@ pub enum FaultKind {
     /// find the rest taken wait in the connection queue or are refused, as when the pool is
     /// full; at its end the held connections come back and the oldest waiters take them.
     PoolExhausted { connections: u32 },
+    /// On a connection: while it lasts, every command and reply sent on it takes `added`
+    /// longer one way, drawn per item from `added ± jitter` (toxiproxy's `latency` toxic, in
+    /// both directions); nothing overtakes what was sent before it. Toxics on one connection
+    /// add up.
+    Latency {
+        added: SimDuration,
+        jitter: SimDuration,
+    },
+    /// On a connection: while it lasts, what is sent on it in either direction moves at this
+    /// rate instead of the connection's `bandwidth` (toxiproxy's `bandwidth` toxic); with
+    /// several, the slowest holds.
+    Bandwidth(ByteRate),
 }
 
 /// Which commands a `CLIENT PAUSE` holds.
@@ -1550,6 +1562,8 @@ impl FaultKind {
             FaultKind::Slow { .. } => "slow",
             FaultKind::Refuse => "refuse",
             FaultKind::PoolExhausted { .. } => "pool_exhausted",
+            FaultKind::Latency { .. } => "latency",
+            FaultKind::Bandwidth(_) => "bandwidth",
         }
     }
 
@@ -1570,6 +1584,7 @@ impl FaultKind {
                 false
             }
             FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => false,
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => false,
         }
     }
 }
@@ -1722,7 +1737,9 @@ impl Scenario {
             }
             let fits = match fault.kind {
                 FaultKind::Kill => true,
-                FaultKind::Disconnect => on_connection,
+                FaultKind::Disconnect | FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
+                    on_connection
+                }
                 _ => !on_connection,
             };
             if !fits {

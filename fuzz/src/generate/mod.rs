@@ -44,7 +44,7 @@ pub const RESOURCE_TABLES: [&str; 20] = [
 ];
 
 /// Every fault kind (`FaultKindName` in `scenario-file/src/raw.rs`).
-pub const FAULT_KINDS: [&str; 13] = [
+pub const FAULT_KINDS: [&str; 15] = [
     "pause",
     "hang",
     "stop",
@@ -58,6 +58,8 @@ pub const FAULT_KINDS: [&str; 13] = [
     "slow",
     "refuse",
     "pool_exhausted",
+    "latency",
+    "bandwidth",
 ];
 
 /// Every step action.
@@ -164,6 +166,8 @@ struct Names {
     /// Subscribers: name, server, channel.
     subscribers: Vec<(String, String, Option<String>)>,
     databases: Vec<String>,
+    /// Databases with a `max_connections` (a pool to exhaust).
+    pooled: Vec<String>,
     keys: Vec<String>,
     breakers: Vec<String>,
     bulkheads: Vec<String>,

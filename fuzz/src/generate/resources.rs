@@ -154,6 +154,7 @@ impl Generator {
             if self.rng.chance(30) {
                 let connections = self.count(1, 20);
                 self.line("max_connections", &connections);
+                self.names.pooled.push(name.clone());
                 self.optional(50, "connection_queue", |g| g.count(0, 20));
             }
             if self.rng.chance(15) {

@@ -109,9 +109,12 @@ impl Generator {
                     let _ = write!(table, ", error_percent = {percent}");
                 }
                 if self.rng.chance(30) {
-                    let error = *self
-                        .rng
-                        .pick(&["timeout", "server_error", "refused", "5xx"]);
+                    // A status class is refused here: only as an absurd value.
+                    let error = if self.absurd() {
+                        "5xx"
+                    } else {
+                        *self.rng.pick(&["timeout", "server_error", "refused"])
+                    };
                     let _ = write!(table, ", error = {}", quoted(error));
                 }
                 parts.push(format!("call = {{ {table} }}"));
@@ -376,13 +379,19 @@ impl Generator {
             if kind == "failover" && !has_replica && !self.absurd() {
                 kind = "stop";
             }
+            if kind == "pool_exhausted" && self.names.pooled.is_empty() && !self.absurd() {
+                kind = "refuse";
+            }
             let database_kind = matches!(kind, "slow" | "refuse" | "pool_exhausted");
             if database_kind && self.names.databases.is_empty() && !self.absurd() {
                 kind = "hang";
             }
             let servers: Vec<String> = self.names.servers.iter().map(|(n, _)| n.clone()).collect();
             let target = match kind {
-                "disconnect" => self.connection_target(),
+                "disconnect" | "latency" | "bandwidth" => self.connection_target(),
+                "pool_exhausted" if !self.names.pooled.is_empty() => {
+                    self.reference(&self.names.pooled.clone())
+                }
                 "slow" | "refuse" | "pool_exhausted" if !self.names.databases.is_empty() => {
                     self.reference(&self.names.databases.clone())
                 }
@@ -431,6 +440,15 @@ impl Generator {
                         format!("{}.{}", self.rng.range(1, 50), self.rng.below(10))
                     };
                     self.line("slowdown", &slowdown);
+                }
+                "latency" => {
+                    let added = self.duration(1, 200_000);
+                    self.line("latency", &added);
+                    self.optional(40, "jitter", |g| g.duration(0, 50_000));
+                }
+                "bandwidth" => {
+                    let rate = self.bandwidth();
+                    self.line("bandwidth", &rate);
                 }
                 "pool_exhausted" if self.rng.chance(60) => {
                     let held = self.count(1, 8);

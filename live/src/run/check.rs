@@ -197,6 +197,13 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
     }
     for fault in &scenario.faults {
         let key = format!("faults.{}", fault.name);
+        if let FaultKind::Latency { .. } | FaultKind::Bandwidth(_) = fault.kind {
+            return refuse(
+                format!("{key}.kind"),
+                "a live run's forwarder cuts a connection's network but does not delay or \
+                 throttle its bytes yet (kinds \"latency\" and \"bandwidth\")",
+            );
+        }
         if let FaultTarget::Connection(_) = fault.target
             && fault.kind != FaultKind::Disconnect
         {
@@ -213,6 +220,9 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
             | FaultKind::FlushAll
             | FaultKind::Stop
             | FaultKind::Disconnect => {}
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
+                unreachable!("refused above")
+            }
             FaultKind::Crash => {
                 return refuse(
                     key,

@@ -283,7 +283,9 @@ impl Admin {
             | FaultKind::Failover { .. }
             | FaultKind::Slow { .. }
             | FaultKind::Refuse
-            | FaultKind::PoolExhausted { .. } => unreachable!("refused by the live check"),
+            | FaultKind::PoolExhausted { .. }
+            | FaultKind::Latency { .. }
+            | FaultKind::Bandwidth(_) => unreachable!("refused by the live check"),
         };
         self.query(&command, Duration::ZERO).await.map(|_| None)
     }

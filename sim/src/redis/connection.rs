@@ -22,7 +22,7 @@ use outagelab_report::{ConnectionSummary, Outcome};
 
 use super::client_loop::{Due, Sent, Written};
 use super::keyspace::{Op, Reply};
-use super::pipe::Pipe;
+use super::pipe::{Pipe, Toxics};
 use super::{LinkEvent, Redis, RedisEvent, is_slot, is_write};
 use crate::kernel::{EventQueue, RequestRef, StepResult};
 use crate::rng::Stream;
@@ -97,7 +97,10 @@ pub(super) struct Connection {
 
 impl Connection {
     /// A link of `owner`, down, with nothing on it.
-    pub(super) fn new(spec: ConnectionSpec, owner: ConnectionId) -> Connection {
+    pub(super) fn new(spec: ConnectionSpec, owner: ConnectionId, seed: u64) -> Connection {
+        let draws = |direction: &str| {
+            Stream::derive(seed, "toxic jitter", &format!("{}/{direction}", spec.name))
+        };
         Connection {
             owner,
             retired: false,
@@ -109,17 +112,23 @@ impl Connection {
             sent: 0,
             next_seq: 0,
             attempts_failed: 0,
-            outbound: Pipe::new(spec.bandwidth, spec.latency),
+            outbound: Pipe::new(spec.bandwidth, spec.latency, draws("out")),
             server_open: false,
             input: VecDeque::new(),
             scheduled: false,
-            inbound: Pipe::new(spec.bandwidth, spec.latency),
+            inbound: Pipe::new(spec.bandwidth, spec.latency, draws("in")),
             stats: ConnectionSummary::default(),
             server: spec.server,
             manager_idle: false,
             jitter: None,
             spec,
         }
+    }
+
+    /// From now, what this link sends either way takes `toxics`.
+    pub(super) fn set_toxics(&mut self, toxics: Toxics) {
+        self.outbound.set_toxics(toxics);
+        self.inbound.set_toxics(toxics);
     }
 
     /// The connection, if `epoch` is its current link's: an event of an older link is stale.

@@ -10,6 +10,7 @@
 
 use outagelab_model::time::{SimDuration, SimTime};
 
+use super::pipe::Toxics;
 use super::{Redis, RedisEvent};
 use crate::kernel::EventQueue;
 use crate::scenario::{ConnectionId, FaultKind, PauseMode, ServerId};
@@ -63,6 +64,9 @@ impl Redis {
             FaultKind::Disconnect => unreachable!("validated: a disconnect acts on a connection"),
             FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => {
                 unreachable!("validated: a `{}` fault acts on a database", kind.name())
+            }
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
+                unreachable!("validated: a `{}` fault acts on a connection", kind.name())
             }
             // The primary's process dies and stays down: it is replaced, not restarted.
             // A dead host stays dead too: its address answers nothing from then on.
@@ -230,8 +234,50 @@ impl Redis {
                     self.drop_client(now, id, events);
                 }
             }
-            _ => unreachable!("validated: only kill and disconnect act on a connection"),
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
+                let toxics = &mut self.toxics[id.index()];
+                if on {
+                    toxics.push(kind);
+                } else if let Some(position) = toxics.iter().position(|&t| t == kind) {
+                    toxics.remove(position);
+                }
+                let now_in_force = self.toxics_of(id);
+                for link in &mut self.connections {
+                    if link.owner == id {
+                        link.set_toxics(now_in_force);
+                    }
+                }
+            }
+            _ => unreachable!(
+                "validated: a `{}` fault cannot act on a connection",
+                kind.name()
+            ),
         }
+    }
+
+    /// What the toxics in force on connection `id` add up to: their delays and jitters
+    /// summed, the slowest bandwidth.
+    pub(super) fn toxics_of(&self, id: ConnectionId) -> Toxics {
+        let mut total = Toxics::default();
+        for toxic in &self.toxics[id.index()] {
+            match *toxic {
+                FaultKind::Latency { added, jitter } => {
+                    total.added = total.added.saturating_add(added);
+                    total.jitter = total.jitter.saturating_add(jitter);
+                }
+                FaultKind::Bandwidth(rate) => {
+                    total.bandwidth = Some(total.bandwidth.map_or(rate, |slowest| {
+                        if rate.bytes_per_second() < slowest.bytes_per_second() {
+                            rate
+                        } else {
+                            slowest
+                        }
+                    }));
+                }
+                _ => unreachable!("only toxics are kept"),
+            }
+        }
+        total
     }
 }
 
@@ -256,6 +302,7 @@ mod tests {
     use crate::kernel::StepResult;
     use crate::scenario::FaultKind::{Hang, Kill, Stop};
     use crate::scenario::PauseMode;
+    use outagelab_model::time::SimDuration;
 
     const PAUSE: crate::scenario::FaultKind = crate::scenario::FaultKind::Pause(PauseMode::All);
 
@@ -480,5 +527,47 @@ mod tests {
             redis.summary().connect_failures >= 1,
             "refused within a second"
         );
+    }
+
+    #[test]
+    fn a_latency_toxic_delays_commands_and_replies_sent_while_it_lasts() {
+        // 100 us each way and 5 us a command: a GET takes 205 us. 50 ms added from 1 ms to
+        // 200 ms: one issued at 10 ms reaches the server at 60.1 ms and its reply is back at
+        // 110.205 ms; one issued at 199 ms reaches it at 249.1 ms, after the end, so its reply
+        // takes 100 us: 249.205 ms; one at 300 ms takes 205 us.
+        let latency = crate::scenario::FaultKind::Latency {
+            added: SimDuration::from_millis(50),
+            jitter: SimDuration::ZERO,
+        };
+        let mut redis = Harness::new(1);
+        redis.connection_fault_at(1_000, 0, latency, true);
+        redis.issue_at(10_000, 0, get(0), 0);
+        redis.issue_at(199_000, 0, get(0), 1);
+        redis.connection_fault_at(200_000, 0, latency, false);
+        redis.issue_at(300_000, 0, get(0), 2);
+        redis.run();
+        assert_eq!(
+            redis.finished_us(),
+            vec![(0, 110_205), (1, 249_205), (2, 300_205)]
+        );
+    }
+
+    #[test]
+    fn a_bandwidth_toxic_throttles_what_is_sent_while_it_lasts() {
+        // 1 MiB/s from 0 to 2 s on a connection without a bandwidth of its own: a SET of
+        // 100 KiB (plus its key and framing) takes about 98 ms on the wire; after the fault,
+        // none.
+        let throttle =
+            crate::scenario::FaultKind::Bandwidth(crate::scenario::ByteRate::new(1 << 20).unwrap());
+        let mut redis = Harness::new(1);
+        redis.connection_fault_at(0, 0, throttle, true);
+        redis.issue_at(0, 0, set(0, 100 * 1024), 0);
+        redis.connection_fault_at(2_000_000, 0, throttle, false);
+        redis.issue_at(3_000_000, 0, set(0, 100 * 1024), 1);
+        redis.run();
+        let finished = redis.finished_us();
+        let (throttled, after) = (finished[0].1, finished[1].1 - 3_000_000);
+        assert!((97_000..100_000).contains(&throttled), "{throttled} us");
+        assert!(after < 1_000, "{after} us");
     }
 }

@@ -168,6 +168,11 @@ pub(crate) struct Redis {
     tracking: pubsub::TrackingTable,
     /// Per connection: `disconnect` faults in force (its attempts are refused while any is).
     cut: Vec<u32>,
+    /// Per connection: `latency` and `bandwidth` faults in force, in the order they started;
+    /// every link of the connection sends with what they add up to.
+    toxics: Vec<Vec<crate::scenario::FaultKind>>,
+    /// The run's seed: each link's streams of jitter draws derive from it.
+    seed: u64,
     /// Per server address: the server that holds its role now (itself, until a failover
     /// promotes a replica in its place).
     route: Vec<ServerId>,
@@ -216,6 +221,8 @@ impl Redis {
             resubscribed: Vec::new(),
             tracking: Default::default(),
             cut: vec![0; scenario.connections.len()],
+            toxics: vec![Vec::new(); scenario.connections.len()],
+            seed: scenario.seed,
             route: (0..scenario.servers.len() as u32).map(ServerId).collect(),
             replication: vec![Default::default(); scenario.servers.len()],
             client_loops: (scenario.client_loops.iter())
@@ -234,7 +241,7 @@ impl Redis {
         for (index, spec) in scenario.connections.iter().enumerate() {
             let id = ConnectionId(index as u32);
             servers[spec.server.index()].connections.push(id);
-            let mut connection = Connection::new(spec.clone(), id);
+            let mut connection = Connection::new(spec.clone(), id, scenario.seed);
             if matches!(spec.reconnect, Reconnect::Manager { .. }) {
                 connection.jitter = Some(crate::rng::Stream::derive(
                     scenario.seed,

@@ -1,13 +1,17 @@
-//! One direction of a connection: a FIFO wire with a bandwidth and a one-way latency.
+//! One direction of a connection: a FIFO wire with a bandwidth and a one-way latency, and
+//! the toxics a fault adds to it for a while (toxiproxy's `latency` and `bandwidth`).
 
 use std::collections::VecDeque;
 
 use outagelab_model::time::{SimDuration, SimTime};
 
+use crate::rng::Stream;
 use crate::scenario::ByteRate;
 
 /// Items leave one after another at the pipe's bandwidth and arrive one latency later, so
-/// arrival times never decrease and items arrive in order.
+/// arrival times never decrease and items arrive in order. A `latency` toxic adds its delay,
+/// drawn per item within its jitter, and an item never arrives before the one sent before it
+/// (a TCP stream keeps its order); a `bandwidth` toxic sends at its rate instead.
 ///
 /// Bound: holds what was sent and has not yet arrived; the caller schedules one arrival event
 /// per item sent and calls [`Pipe::receive`] once for each.
@@ -19,16 +23,56 @@ pub(super) struct Pipe<T> {
     free_at: SimTime,
     /// Items on the wire, oldest first.
     in_flight: VecDeque<T>,
+    /// The latest arrival on the wire: nothing sent later arrives before it.
+    last_arrival: SimTime,
+    /// What toxics do while they last.
+    toxics: Toxics,
+    /// The draws of a jittered delay, one per item sent while a jitter lasts.
+    draws: Stream,
+}
+
+/// The toxics on one direction of a connection: delays add up, the slowest limit holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Toxics {
+    /// Added to every item's latency.
+    pub added: SimDuration,
+    /// Each item's added delay is drawn uniformly from `added ± jitter` (at least zero).
+    pub jitter: SimDuration,
+    /// A bandwidth limit in force instead of the pipe's own.
+    pub bandwidth: Option<ByteRate>,
 }
 
 impl<T> Pipe<T> {
-    pub(super) fn new(bandwidth: Option<ByteRate>, latency: SimDuration) -> Self {
+    pub(super) fn new(bandwidth: Option<ByteRate>, latency: SimDuration, draws: Stream) -> Self {
         Pipe {
             bandwidth,
             latency,
             free_at: SimTime::ZERO,
             in_flight: VecDeque::new(),
+            last_arrival: SimTime::ZERO,
+            toxics: Toxics::default(),
+            draws,
         }
+    }
+
+    /// From now, items sent take `toxics` (what is on the wire keeps its arrival).
+    pub(super) fn set_toxics(&mut self, toxics: Toxics) {
+        self.toxics = toxics;
+    }
+
+    /// The one-way delay of an item sent now, past its wire time: the latency, plus a
+    /// toxic's delay and jitter.
+    fn delay(&mut self) -> SimDuration {
+        let Toxics { added, jitter, .. } = self.toxics;
+        let added = if jitter.is_zero() {
+            added
+        } else {
+            let span = jitter.as_nanos().saturating_mul(2).saturating_add(1);
+            let drawn = self.draws.below(span);
+            let nanos = (added.as_nanos() + drawn).saturating_sub(jitter.as_nanos());
+            SimDuration::from_nanos(nanos)
+        };
+        self.latency.saturating_add(added)
     }
 
     /// Bytes its queue of items on the wire holds, as allocated.
@@ -39,12 +83,13 @@ impl<T> Pipe<T> {
     /// Puts `item` of `bytes` on the wire now, behind what is already being sent; returns
     /// when it arrives.
     pub(super) fn send(&mut self, now: SimTime, item: T, bytes: u64) -> SimTime {
-        let wire_time = self
-            .bandwidth
+        let wire_time = (self.toxics.bandwidth.or(self.bandwidth))
             .map_or(SimDuration::ZERO, |rate| rate.time_for(bytes));
         self.free_at = self.free_at.max(now).saturating_add(wire_time);
         self.in_flight.push_back(item);
-        self.free_at.saturating_add(self.latency)
+        let delay = self.delay();
+        self.last_arrival = self.last_arrival.max(self.free_at.saturating_add(delay));
+        self.last_arrival
     }
 
     /// The oldest item, which has just arrived.
@@ -57,13 +102,15 @@ impl<T> Pipe<T> {
     /// When something sent now (after everything already on the wire) would arrive, if it
     /// takes no time to send, such as a FIN.
     pub(super) fn arrival_after_queue(&self, now: SimTime) -> SimTime {
-        self.free_at.max(now).saturating_add(self.latency)
+        let delay = self.latency.saturating_add(self.toxics.added);
+        (self.free_at.max(now).saturating_add(delay)).max(self.last_arrival)
     }
 
     /// Drops everything on the wire: the link it was on is gone, and a new link starts idle.
     pub(super) fn reset(&mut self) {
         self.in_flight.clear();
         self.free_at = SimTime::ZERO;
+        self.last_arrival = SimTime::ZERO;
     }
 }
 
@@ -77,9 +124,17 @@ mod tests {
         SimTime::from_nanos(millis * 1_000_000)
     }
 
+    fn draws() -> Stream {
+        Stream::derive(1, "test", "pipe")
+    }
+
     /// 100 MiB/s and 1 ms one way.
     fn pipe() -> Pipe<&'static str> {
-        Pipe::new(ByteRate::new(100 * MIB), SimDuration::from_millis(1))
+        Pipe::new(
+            ByteRate::new(100 * MIB),
+            SimDuration::from_millis(1),
+            draws(),
+        )
     }
 
     #[test]
@@ -118,7 +173,7 @@ mod tests {
 
     #[test]
     fn without_a_bandwidth_only_the_latency_counts() {
-        let mut pipe = Pipe::new(None, SimDuration::from_millis(1));
+        let mut pipe = Pipe::new(None, SimDuration::from_millis(1), draws());
         assert_eq!(pipe.send(ms(4), "value", 2 * MIB), ms(5));
     }
 
@@ -129,5 +184,61 @@ mod tests {
         pipe.reset();
         assert_eq!(pipe.send(ms(2), "next", 0), ms(3));
         assert_eq!(pipe.receive(), "next");
+    }
+
+    #[test]
+    fn a_latency_toxic_delays_what_is_sent_while_it_lasts_and_keeps_the_order() {
+        let mut pipe = pipe();
+        pipe.set_toxics(Toxics {
+            added: SimDuration::from_millis(50),
+            ..Toxics::default()
+        });
+        // 1 MiB: 10 ms on the wire, 1 ms of latency, 50 ms of toxic.
+        assert_eq!(pipe.send(ms(0), "slow", MIB), ms(61));
+        pipe.set_toxics(Toxics::default());
+        // Sent after the toxic ended, it would arrive at 16 ms, but not before the one ahead.
+        assert_eq!(pipe.send(ms(15), "behind", 0), ms(61));
+        assert_eq!(pipe.send(ms(70), "later", 0), ms(71));
+        assert_eq!(pipe.arrival_after_queue(ms(70)), ms(71));
+    }
+
+    #[test]
+    fn a_jittered_delay_stays_within_its_bounds_and_never_reorders() {
+        let mut pipe = Pipe::new(None, SimDuration::ZERO, draws());
+        pipe.set_toxics(Toxics {
+            added: SimDuration::from_millis(10),
+            jitter: SimDuration::from_millis(4),
+            bandwidth: None,
+        });
+        let (mut last, mut spread) = (SimTime::ZERO, Vec::new());
+        for i in 0..1000u64 {
+            let sent = ms(i);
+            let arrives = pipe.send(sent, "x", 0);
+            assert!(arrives >= last, "in order");
+            last = arrives;
+            spread.push(arrives.saturating_since(sent).as_nanos());
+        }
+        // Each at least 6 ms after it was sent (the draw's floor) and at most 14 ms, or held
+        // behind the one before; the draws cover the range.
+        assert!(
+            spread
+                .iter()
+                .all(|&d| (6_000_000..=14_000_000).contains(&d))
+        );
+        assert!(spread.iter().any(|&d| d < 7_000_000) && spread.iter().any(|&d| d > 13_000_000));
+    }
+
+    #[test]
+    fn a_bandwidth_toxic_sends_at_its_rate_while_it_lasts() {
+        let mut pipe = pipe();
+        pipe.set_toxics(Toxics {
+            bandwidth: ByteRate::new(MIB),
+            ..Toxics::default()
+        });
+        // 1 MiB at 1 MiB/s: a second on the wire, then 1 ms.
+        assert_eq!(pipe.send(ms(0), "throttled", MIB), ms(1001));
+        pipe.set_toxics(Toxics::default());
+        // Behind it on the wire: sent from 1000 ms at 100 MiB/s, 10 ms.
+        assert_eq!(pipe.send(ms(500), "next", MIB), ms(1011));
     }
 }

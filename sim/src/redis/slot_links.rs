@@ -55,7 +55,8 @@ impl Redis {
                     u32::try_from(self.connections.len()).expect("fewer than 2^32 links"),
                 );
                 let first = &self.connections[owner.index()];
-                let link = Connection::new(first.spec.clone(), owner);
+                let mut link = Connection::new(first.spec.clone(), owner, self.seed);
+                link.set_toxics(self.toxics_of(owner));
                 self.servers[link.spec.server.index()].connections.push(id);
                 self.connections.push(link);
                 id
