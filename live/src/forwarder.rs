@@ -2,18 +2,45 @@
 //! closes its listening socket (new connects are refused) and every connection through it (the
 //! client sees its connection drop; the server sees its client go); bringing it back listens on
 //! the same port again. A live run puts one in front of each connection of a file whose faults
-//! cut the network (`stop`, `disconnect`); seed 001's tests take one down by hand.
+//! cut the network (`stop`, `disconnect`) or are toxics (`latency`, `bandwidth`); seed 001's
+//! tests take one down by hand.
+//!
+//! Toxics (a file's `latency` and `bandwidth` faults on a connection) act here too:
+//! [`Forwarder::set_toxics`] makes each chunk read from either side wait its added delay
+//! (drawn within the jitter) before it is written on, never overtaking the chunk before it,
+//! and a bandwidth limit paces what is written, as the simulator's pipes do with
+//! [`Toxics`]. A chunk is what one read returned, not one command: a real stream's.
 //!
 //! Bounds: it binds 127.0.0.1 only; each connection through it is one task that ends when
 //! either side closes, and taking the forwarder down (or dropping it) aborts them all; a
-//! failed accept is retried after [`ACCEPT_RETRY`], never in a tight loop.
+//! failed accept is retried after [`ACCEPT_RETRY`], never in a tight loop; each direction
+//! holds at most [`CHUNKS_HELD`] chunks waiting for their delay (reading waits beyond).
 
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use outagelab_sim::Stream;
+use outagelab_sim::rules::Toxics;
+use outagelab_sim::scenario::FaultKind;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+/// Chunks one direction holds while they wait out a toxic's delay.
+const CHUNKS_HELD: usize = 1024;
+
+/// The toxics in force and the draws of their jitter, shared by the forwarder's links.
+struct ToxicState {
+    toxics: Toxics,
+    draws: Stream,
+    /// The faults whose toxics are in force, in the order they started.
+    faults: Vec<FaultKind>,
+}
+
+type SharedToxics = Arc<Mutex<ToxicState>>;
 
 const LOOPBACK: Ipv4Addr = Ipv4Addr::LOCALHOST;
 
@@ -26,23 +53,61 @@ pub struct Forwarder {
     running: Mutex<Option<JoinHandle<()>>>,
     /// The connections through it, each a task; taken down with it.
     links: Arc<Mutex<JoinSet<()>>>,
+    /// What its links do to the bytes they carry.
+    toxics: SharedToxics,
 }
 
 impl Forwarder {
     /// A forwarder to `target` (`host:port`) that is up, on a port the OS picks. Needs a tokio
     /// runtime.
     pub async fn start(target: impl Into<String>) -> std::io::Result<Forwarder> {
+        Self::start_with_draws(target, Stream::derive(0, "toxic jitter", "forwarder")).await
+    }
+
+    /// [`Forwarder::start`], drawing its toxics' jitter from `draws`.
+    pub async fn start_with_draws(
+        target: impl Into<String>,
+        draws: Stream,
+    ) -> std::io::Result<Forwarder> {
         let listener = TcpListener::bind((LOOPBACK, 0)).await?;
         let port = listener.local_addr()?.port();
         let target = target.into();
         let links = Arc::new(Mutex::new(JoinSet::new()));
-        let running = tokio::spawn(forward(listener, target.clone(), Arc::clone(&links)));
+        let toxics = Arc::new(Mutex::new(ToxicState {
+            toxics: Toxics::default(),
+            draws,
+            faults: Vec::new(),
+        }));
+        let running = tokio::spawn(forward(
+            listener,
+            target.clone(),
+            Arc::clone(&links),
+            Arc::clone(&toxics),
+        ));
         Ok(Forwarder {
             port,
             target,
             running: Mutex::new(Some(running)),
             links,
+            toxics,
         })
+    }
+
+    /// From now, what its links read takes `toxics` (what is already held keeps its delay).
+    pub fn set_toxics(&self, toxics: Toxics) {
+        self.toxics.lock().expect("not poisoned").toxics = toxics;
+    }
+
+    /// A `latency` or `bandwidth` fault starts (`on`) or ends: what its links do from now is
+    /// what the faults in force add up to ([`Toxics::of`], the simulator's rule).
+    pub fn toxic_fault(&self, kind: FaultKind, on: bool) {
+        let mut state = self.toxics.lock().expect("not poisoned");
+        if on {
+            state.faults.push(kind);
+        } else if let Some(position) = state.faults.iter().position(|&f| f == kind) {
+            state.faults.remove(position);
+        }
+        state.toxics = Toxics::of(&state.faults);
     }
 
     pub fn port(&self) -> u16 {
@@ -78,6 +143,7 @@ impl Forwarder {
             listener,
             self.target.clone(),
             Arc::clone(&self.links),
+            Arc::clone(&self.toxics),
         ));
         *self.running.lock().expect("not poisoned") = Some(running);
         Ok(())
@@ -100,30 +166,92 @@ impl Drop for Forwarder {
 const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 
 /// Accepts and forwards until aborted, each connection a task in `links`.
-async fn forward(listener: TcpListener, target: String, links: Arc<Mutex<JoinSet<()>>>) {
+async fn forward(
+    listener: TcpListener,
+    target: String,
+    links: Arc<Mutex<JoinSet<()>>>,
+    toxics: SharedToxics,
+) {
     loop {
-        let Ok((mut inbound, _)) = listener.accept().await else {
+        let Ok((inbound, _)) = listener.accept().await else {
             tokio::time::sleep(ACCEPT_RETRY).await;
             continue;
         };
         let _ = inbound.set_nodelay(true);
         let target = target.clone();
+        let toxics = Arc::clone(&toxics);
         let mut links = links.lock().expect("not poisoned");
         // Reap finished connections so the set holds only live ones.
         while links.try_join_next().is_some() {}
         links.spawn(async move {
-            if let Ok(mut outbound) = TcpStream::connect(target.as_str()).await {
+            if let Ok(outbound) = TcpStream::connect(target.as_str()).await {
                 let _ = outbound.set_nodelay(true);
-                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                let (from_client, to_client) = inbound.into_split();
+                let (from_server, to_server) = outbound.into_split();
+                tokio::join!(
+                    pump(from_client, to_server, Arc::clone(&toxics)),
+                    pump(from_server, to_client, toxics),
+                );
             }
         });
     }
 }
 
+/// One direction of a link, as the simulator's pipe: a chunk read now is on the wire from
+/// when the chunk before it is off it, for its bytes at a bandwidth limit's rate, then takes
+/// its delay (the toxics in force when it was read), and is written on then, never before the
+/// chunk before it; the end of the stream is passed on after the last chunk. Ends when either
+/// side closes or fails.
+async fn pump(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+    toxics: SharedToxics,
+) {
+    let (held, mut due) = mpsc::channel::<(Instant, Vec<u8>)>(CHUNKS_HELD);
+    let reading = async move {
+        let mut buffer = vec![0u8; 64 * 1024];
+        // When the wire is free of what was read before, and the latest instant a chunk is due.
+        let (mut wire_free, mut last_due) = (Instant::now(), Instant::now());
+        // Bounded by the stream: it ends at its end or error.
+        while let Ok(read) = from.read(&mut buffer).await {
+            if read == 0 {
+                break;
+            }
+            let (delay, bandwidth) = {
+                let mut state = toxics.lock().expect("not poisoned");
+                let ToxicState { toxics, draws, .. } = &mut *state;
+                (toxics.draw_delay(draws), toxics.bandwidth)
+            };
+            let wire_time = bandwidth.map_or(Duration::ZERO, |rate| {
+                Duration::from_nanos(rate.time_for(read as u64).as_nanos())
+            });
+            wire_free = wire_free.max(Instant::now()) + wire_time;
+            last_due = last_due.max(wire_free + Duration::from_nanos(delay.as_nanos()));
+            if held
+                .send((last_due, buffer[..read].to_vec()))
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    };
+    let writing = async move {
+        while let Some((at, chunk)) = due.recv().await {
+            tokio::time::sleep_until(at).await;
+            if to.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        let _ = to.shutdown().await;
+    };
+    tokio::join!(reading, writing);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use outagelab_model::time::SimDuration;
 
     /// An echo server on loopback: what the forwarder carries comes back.
     async fn echo() -> u16 {
@@ -170,5 +298,55 @@ mod tests {
         again.write_all(b"pong").await.unwrap();
         again.read_exact(&mut reply).await.unwrap();
         assert_eq!(&reply, b"pong");
+    }
+
+    /// The round trip through a forwarder with 40 ms added each way: at least 80 ms (a busy
+    /// machine only adds), and back to fast once the toxic is lifted.
+    #[tokio::test]
+    async fn a_latency_toxic_delays_both_directions_until_it_is_lifted() {
+        let forwarder = Forwarder::start(format!("127.0.0.1:{}", echo().await))
+            .await
+            .unwrap();
+        let mut through = TcpStream::connect(forwarder.address()).await.unwrap();
+        forwarder.set_toxics(Toxics {
+            added: SimDuration::from_millis(40),
+            ..Toxics::default()
+        });
+        let mut reply = [0u8; 4];
+        let sent = Instant::now();
+        through.write_all(b"ping").await.unwrap();
+        through.read_exact(&mut reply).await.unwrap();
+        assert_eq!(&reply, b"ping");
+        let slow = sent.elapsed();
+        assert!(slow >= Duration::from_millis(80), "{slow:?}");
+        forwarder.set_toxics(Toxics::default());
+        let sent = Instant::now();
+        through.write_all(b"pong").await.unwrap();
+        through.read_exact(&mut reply).await.unwrap();
+        assert!(sent.elapsed() < slow, "faster without it");
+    }
+
+    /// 64 KiB through a forwarder paced at 1 MiB/s each way: at least 125 ms for the round
+    /// trip (62.5 ms each way).
+    #[tokio::test]
+    async fn a_bandwidth_toxic_paces_what_it_carries() {
+        let forwarder = Forwarder::start(format!("127.0.0.1:{}", echo().await))
+            .await
+            .unwrap();
+        let mut through = TcpStream::connect(forwarder.address()).await.unwrap();
+        let rate = outagelab_sim::scenario::ByteRate::new(1 << 20).unwrap();
+        forwarder.toxic_fault(FaultKind::Bandwidth(rate), true);
+        let sent = Instant::now();
+        let payload = vec![7u8; 64 * 1024];
+        let (mut reading, mut writing) = through.split();
+        let mut back = vec![0u8; payload.len()];
+        let (written, read) =
+            tokio::join!(writing.write_all(&payload), reading.read_exact(&mut back));
+        written.unwrap();
+        read.unwrap();
+        assert_eq!(back, payload);
+        let took = sent.elapsed();
+        assert!(took >= Duration::from_millis(125), "{took:?}");
+        forwarder.toxic_fault(FaultKind::Bandwidth(rate), false);
     }
 }

@@ -93,13 +93,6 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
             ),
             "faults.f.target",
         ),
-        (
-            &format!(
-                "{}[faults.f]\ntarget = \"c\"\nkind = \"latency\"\nat = \"100ms\"\nlatency = \"20ms\"\n",
-                read(get)
-            ),
-            "faults.f.kind",
-        ),
         (&format!("{}[servers.other]\n", read(get)), "servers"),
         (
             &format!(
@@ -345,6 +338,38 @@ async fn a_staged_load_sends_live_what_it_sends_simulated() {
         live.runner.as_ref().map(|runner| runner.wakes),
         Some(requests)
     );
+}
+
+/// A `latency` toxic on the connection, live at its forwarder: 30 ms added each way from
+/// 200 ms to 600 ms. The GETs sent meanwhile take 60 ms more than the others, simulated
+/// (60.2 ms) and live (at least 60 ms: a busy machine only adds).
+#[tokio::test(flavor = "current_thread")]
+async fn a_latency_toxic_delays_the_commands_live_as_simulated() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let text = format!(
+        "{BASE}[flows.read]\nsteps = [{{ redis = {{ command = \"GET\", connection = \"c\", \
+         key = \"k\" }} }}]\n[faults.slow_net]\ntarget = \"c\"\nkind = \"latency\"\n\
+         at = \"200ms\"\nduration = \"400ms\"\nlatency = \"30ms\"\n"
+    );
+    let scenario = scenario(&text);
+    let live = run_live(&server, &scenario).await;
+    let simulated = outagelab_sim::run(&scenario).unwrap();
+    let max = |report: &VariantReport| report.summary.latency_ms["all"].max.unwrap();
+    assert!(
+        (60.0..61.0).contains(&max(&simulated)),
+        "{}",
+        max(&simulated)
+    );
+    assert!(max(&live) >= 60.0, "live: {} ms", max(&live));
+    for report in [&live, &simulated] {
+        assert_eq!(report.summary.outcomes["ok"], 20);
+        assert_eq!(report.faults[0].kind, "latency");
+    }
+    if timing_tests("that a live toxic adds what it says and no more than 40 ms besides") {
+        assert!(max(&live) < 100.0, "live: {} ms", max(&live));
+    }
 }
 
 /// Every key path of a JSON value, arrays as one element.

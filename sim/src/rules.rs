@@ -25,7 +25,8 @@ use outagelab_report::Outcome;
 use crate::kernel::StepResult;
 use crate::rng::Stream;
 use crate::scenario::{
-    BreakerClassifier, ConnectionId, Distribution, KeyFamilyId, OutcomeSet, PolicyRef, Scenario,
+    BreakerClassifier, ByteRate, ConnectionId, Distribution, FaultKind, KeyFamilyId, OutcomeSet,
+    PolicyRef, Scenario,
 };
 
 /// The bytes a step's request carries, which a semaphore's byte cap weighs.
@@ -350,5 +351,59 @@ mod tests {
         assert!(limiter_decides(None));
         assert!(limiter_decides(Some(Outcome::BreakerOpen)));
         assert!(!limiter_decides(Some(Outcome::Shed)));
+    }
+}
+
+/// What the toxics in force on one connection do to what it sends (either way): the
+/// simulator's pipes and the live runner's forwarder both take it from [`Toxics::of`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Toxics {
+    /// Added to every item's one-way latency.
+    pub added: SimDuration,
+    /// Each item's added delay is drawn uniformly from `added ± jitter` (at least zero).
+    pub jitter: SimDuration,
+    /// A bandwidth limit in force instead of the connection's own.
+    pub bandwidth: Option<ByteRate>,
+}
+
+impl Toxics {
+    /// The toxics of the `latency` and `bandwidth` faults in `kinds`, in force together:
+    /// delays and jitters add up (toxiproxy chains its toxics), the slowest bandwidth holds.
+    /// Other kinds are not toxics and count for nothing.
+    pub fn of<'a>(kinds: impl IntoIterator<Item = &'a FaultKind>) -> Toxics {
+        let mut total = Toxics::default();
+        for kind in kinds {
+            match *kind {
+                FaultKind::Latency { added, jitter } => {
+                    total.added = total.added.saturating_add(added);
+                    total.jitter = total.jitter.saturating_add(jitter);
+                }
+                FaultKind::Bandwidth(rate) => {
+                    let slowest = total.bandwidth.map_or(rate, |held| {
+                        if rate.bytes_per_second() < held.bytes_per_second() {
+                            rate
+                        } else {
+                            held
+                        }
+                    });
+                    total.bandwidth = Some(slowest);
+                }
+                _ => {}
+            }
+        }
+        total
+    }
+
+    /// The delay one item takes on top of its latency: `added`, or a draw from `draws`
+    /// uniformly within `added ± jitter`, at least zero (no draw without a jitter).
+    pub fn draw_delay(&self, draws: &mut Stream) -> SimDuration {
+        if self.jitter.is_zero() {
+            return self.added;
+        }
+        let span = self.jitter.as_nanos().saturating_mul(2).saturating_add(1);
+        let drawn = draws.below(span);
+        let nanos =
+            (self.added.as_nanos().saturating_add(drawn)).saturating_sub(self.jitter.as_nanos());
+        SimDuration::from_nanos(nanos)
     }
 }

@@ -197,19 +197,16 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
     }
     for fault in &scenario.faults {
         let key = format!("faults.{}", fault.name);
-        if let FaultKind::Latency { .. } | FaultKind::Bandwidth(_) = fault.kind {
-            return refuse(
-                format!("{key}.kind"),
-                "a live run's forwarder cuts a connection's network but does not delay or \
-                 throttle its bytes yet (kinds \"latency\" and \"bandwidth\")",
-            );
-        }
         if let FaultTarget::Connection(_) = fault.target
-            && fault.kind != FaultKind::Disconnect
+            && !matches!(
+                fault.kind,
+                FaultKind::Disconnect | FaultKind::Latency { .. } | FaultKind::Bandwidth(_)
+            )
         {
             return refuse(
                 format!("{key}.target"),
-                "of the faults on one connection, a live run injects `disconnect` only",
+                "of the faults on one connection, a live run injects `disconnect`, `latency` \
+                 and `bandwidth` only",
             );
         }
         match fault.kind {
@@ -220,9 +217,7 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
             | FaultKind::FlushAll
             | FaultKind::Stop
             | FaultKind::Disconnect => {}
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
-                unreachable!("refused above")
-            }
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {}
             FaultKind::Crash => {
                 return refuse(
                     key,

@@ -11,6 +11,7 @@
 //! | `flushall` | `FLUSHALL` |
 //! | `stop` | every connection's forwarder down (connects refused, links dropped); at the end `FLUSHALL` unless `persistence`, the file's settings again, the forwarders up |
 //! | `disconnect` | that connection's forwarder down for the fault's length |
+//! | `latency`, `bandwidth` | that connection's forwarder delays (within the jitter) or paces the bytes it carries for the fault's length |
 //!
 //! The last two cut the network, not the server: a live run whose file has either puts a
 //! [`crate::forwarder::Forwarder`] in front of each connection (`mod.rs`), and injects them
@@ -283,9 +284,10 @@ impl Admin {
             | FaultKind::Failover { .. }
             | FaultKind::Slow { .. }
             | FaultKind::Refuse
-            | FaultKind::PoolExhausted { .. }
-            | FaultKind::Latency { .. }
-            | FaultKind::Bandwidth(_) => unreachable!("refused by the live check"),
+            | FaultKind::PoolExhausted { .. } => unreachable!("refused by the live check"),
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
+                unreachable!("injected at the forwarders (run::toxify)")
+            }
         };
         self.query(&command, Duration::ZERO).await.map(|_| None)
     }

@@ -38,7 +38,9 @@ mod record;
 mod report;
 
 use loads::start_load;
-use network::{cut_network, cuts_network, forwarders, open_connections, sample_server};
+use network::{
+    cut_network, cuts_network, forwarders, is_toxic, open_connections, sample_server, toxify,
+};
 use report::report;
 
 use std::future::Future;
@@ -720,6 +722,9 @@ async fn drive(
             ));
             let injected = if cuts_network(&fault) {
                 cut_network(&run, &forwarders, &admin, &fault).await
+            } else if is_toxic(&fault) {
+                toxify(&run, &forwarders, &fault).await;
+                Ok(None)
             } else {
                 admin.inject(&fault, rest).await
             };

@@ -57,21 +57,54 @@ pub(super) fn cuts_network(fault: &FaultSpec) -> bool {
     matches!(fault.kind, FaultKind::Stop | FaultKind::Disconnect)
 }
 
+/// Whether `fault` is a toxic on a connection (`latency`, `bandwidth`): a live run injects it
+/// at that connection's forwarder.
+pub(super) fn is_toxic(fault: &FaultSpec) -> bool {
+    matches!(
+        fault.kind,
+        FaultKind::Latency { .. } | FaultKind::Bandwidth(_)
+    )
+}
+
 /// One forwarder in front of each connection, in the connections' order, when a fault of the
-/// file cuts the network; none otherwise (a forwarder's hop is not free, so a file without
-/// such a fault talks to the server directly).
+/// file cuts the network or is a toxic; none otherwise (a forwarder's hop is not free, so a
+/// file without such a fault talks to the server directly). Each draws its jitter from a
+/// stream of its connection's own.
 pub(super) async fn forwarders(
     scenario: &Scenario,
     address: &str,
 ) -> std::io::Result<Vec<Forwarder>> {
-    if !scenario.faults.iter().any(cuts_network) {
+    if !scenario
+        .faults
+        .iter()
+        .any(|f| cuts_network(f) || is_toxic(f))
+    {
         return Ok(Vec::new());
     }
     let mut forwarders = Vec::with_capacity(scenario.connections.len());
-    for _ in &scenario.connections {
-        forwarders.push(Forwarder::start(address).await?);
+    for connection in &scenario.connections {
+        let draws = Stream::derive(
+            scenario.seed,
+            "toxic jitter",
+            &format!("{}/live", connection.name),
+        );
+        forwarders.push(Forwarder::start_with_draws(address, draws).await?);
     }
     Ok(forwarders)
+}
+
+/// A `latency` or `bandwidth` fault, at its connection's forwarder: in force from now to its
+/// end (the run's end, without a duration).
+pub(super) async fn toxify(run: &Run, forwarders: &[Forwarder], fault: &FaultSpec) {
+    let FaultTarget::Connection(connection) = fault.target else {
+        unreachable!("validated: a toxic acts on a connection")
+    };
+    let forwarder = &forwarders[connection.index()];
+    forwarder.toxic_fault(fault.kind, true);
+    if let Some(duration) = fault.duration {
+        run.sleep_until(fault.at.saturating_add(duration)).await;
+        forwarder.toxic_fault(fault.kind, false);
+    }
 }
 
 /// A `stop` or `disconnect` fault, at the forwarders: the ones it cuts (every connection's

@@ -22,10 +22,11 @@ use outagelab_report::{ConnectionSummary, Outcome};
 
 use super::client_loop::{Due, Sent, Written};
 use super::keyspace::{Op, Reply};
-use super::pipe::{Pipe, Toxics};
+use super::pipe::Pipe;
 use super::{LinkEvent, Redis, RedisEvent, is_slot, is_write};
 use crate::kernel::{EventQueue, RequestRef, StepResult};
 use crate::rng::Stream;
+use crate::rules::Toxics;
 use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect, ServerId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

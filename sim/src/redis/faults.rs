@@ -10,9 +10,9 @@
 
 use outagelab_model::time::{SimDuration, SimTime};
 
-use super::pipe::Toxics;
 use super::{Redis, RedisEvent};
 use crate::kernel::EventQueue;
+use crate::rules::Toxics;
 use crate::scenario::{ConnectionId, FaultKind, PauseMode, ServerId};
 
 impl Redis {
@@ -255,29 +255,9 @@ impl Redis {
         }
     }
 
-    /// What the toxics in force on connection `id` add up to: their delays and jitters
-    /// summed, the slowest bandwidth.
+    /// What the toxics in force on connection `id` add up to.
     pub(super) fn toxics_of(&self, id: ConnectionId) -> Toxics {
-        let mut total = Toxics::default();
-        for toxic in &self.toxics[id.index()] {
-            match *toxic {
-                FaultKind::Latency { added, jitter } => {
-                    total.added = total.added.saturating_add(added);
-                    total.jitter = total.jitter.saturating_add(jitter);
-                }
-                FaultKind::Bandwidth(rate) => {
-                    total.bandwidth = Some(total.bandwidth.map_or(rate, |slowest| {
-                        if rate.bytes_per_second() < slowest.bytes_per_second() {
-                            rate
-                        } else {
-                            slowest
-                        }
-                    }));
-                }
-                _ => unreachable!("only toxics are kept"),
-            }
-        }
-        total
+        Toxics::of(&self.toxics[id.index()])
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use outagelab_model::time::{SimDuration, SimTime};
 
 use crate::rng::Stream;
+use crate::rules::Toxics;
 use crate::scenario::ByteRate;
 
 /// Items leave one after another at the pipe's bandwidth and arrive one latency later, so
@@ -31,17 +32,6 @@ pub(super) struct Pipe<T> {
     draws: Stream,
 }
 
-/// The toxics on one direction of a connection: delays add up, the slowest limit holds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Toxics {
-    /// Added to every item's latency.
-    pub added: SimDuration,
-    /// Each item's added delay is drawn uniformly from `added ± jitter` (at least zero).
-    pub jitter: SimDuration,
-    /// A bandwidth limit in force instead of the pipe's own.
-    pub bandwidth: Option<ByteRate>,
-}
-
 impl<T> Pipe<T> {
     pub(super) fn new(bandwidth: Option<ByteRate>, latency: SimDuration, draws: Stream) -> Self {
         Pipe {
@@ -61,17 +51,9 @@ impl<T> Pipe<T> {
     }
 
     /// The one-way delay of an item sent now, past its wire time: the latency, plus a
-    /// toxic's delay and jitter.
+    /// toxic's delay drawn within its jitter.
     fn delay(&mut self) -> SimDuration {
-        let Toxics { added, jitter, .. } = self.toxics;
-        let added = if jitter.is_zero() {
-            added
-        } else {
-            let span = jitter.as_nanos().saturating_mul(2).saturating_add(1);
-            let drawn = self.draws.below(span);
-            let nanos = (added.as_nanos() + drawn).saturating_sub(jitter.as_nanos());
-            SimDuration::from_nanos(nanos)
-        };
+        let added = self.toxics.draw_delay(&mut self.draws);
         self.latency.saturating_add(added)
     }
 
