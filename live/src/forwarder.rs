@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use outagelab_sim::Stream;
-use outagelab_sim::rules::Toxics;
+use outagelab_sim::rules::{ToxicFaults, Toxics};
 use outagelab_sim::scenario::FaultKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -36,8 +36,8 @@ const CHUNKS_HELD: usize = 1024;
 struct ToxicState {
     toxics: Toxics,
     draws: Stream,
-    /// The faults whose toxics are in force, in the order they started.
-    faults: Vec<FaultKind>,
+    /// The faults whose toxics are in force.
+    faults: ToxicFaults,
 }
 
 type SharedToxics = Arc<Mutex<ToxicState>>;
@@ -76,7 +76,7 @@ impl Forwarder {
         let toxics = Arc::new(Mutex::new(ToxicState {
             toxics: Toxics::default(),
             draws,
-            faults: Vec::new(),
+            faults: ToxicFaults::default(),
         }));
         let running = tokio::spawn(forward(
             listener,
@@ -102,12 +102,7 @@ impl Forwarder {
     /// what the faults in force add up to ([`Toxics::of`], the simulator's rule).
     pub fn toxic_fault(&self, kind: FaultKind, on: bool) {
         let mut state = self.toxics.lock().expect("not poisoned");
-        if on {
-            state.faults.push(kind);
-        } else if let Some(position) = state.faults.iter().position(|&f| f == kind) {
-            state.faults.remove(position);
-        }
-        state.toxics = Toxics::of(&state.faults);
+        state.toxics = state.faults.apply(kind, on);
     }
 
     pub fn port(&self) -> u16 {

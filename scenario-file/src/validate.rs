@@ -3425,21 +3425,13 @@ impl<'a> Validator<'a> {
                 ),
             );
         }
-        if let (Some(stages), ArrivalsName::Burst | ArrivalsName::Closed) =
-            (&raw.stages, raw.arrivals.get_ref())
-        {
-            self.error(
-                Some(stages.span()),
-                key("stages"),
-                "applies to an even or Poisson load, whose rate it changes over time",
-            );
-        }
-        if let (Some(file), ArrivalsName::Burst | ArrivalsName::Closed) =
-            (&raw.rate_file, raw.arrivals.get_ref())
-        {
-            self.error(
-                Some(file.span()),
-                key("rate_file"),
+        if let ArrivalsName::Burst | ArrivalsName::Closed = raw.arrivals.get_ref() {
+            self.refuse_present(
+                &[
+                    ("stages", raw.stages.as_ref().map(Spanned::span)),
+                    ("rate_file", raw.rate_file.as_ref().map(Spanned::span)),
+                ],
+                &key,
                 "applies to an even or Poisson load, whose rate it changes over time",
             );
         }
@@ -3450,33 +3442,25 @@ impl<'a> Validator<'a> {
                 ("stagger", raw.stagger.as_ref().map(Spanned::span)),
                 ("iterations", raw.iterations.as_ref().map(Spanned::span)),
             ];
-            for (field, span) in closed_keys {
-                if let Some(span) = span {
-                    self.error(
-                        Some(span),
-                        key(field),
-                        "applies to a closed loop (arrivals = \"closed\"), whose callers wait \
-                         for each request before the next",
-                    );
-                }
-            }
+            self.refuse_present(
+                &closed_keys,
+                &key,
+                "applies to a closed loop (arrivals = \"closed\"), whose callers wait for each \
+                 request before the next",
+            );
         }
         let arrivals = match raw.arrivals.get_ref() {
             ArrivalsName::Closed => {
-                for (field, span) in [
-                    ("rate", raw.rate.as_ref().map(Spanned::span)),
-                    ("count", raw.count.as_ref().map(Spanned::span)),
-                ] {
-                    if let Some(span) = span {
-                        self.error(
-                            Some(span),
-                            key(field),
-                            "does not apply to a closed loop: its callers send when their last \
+                self.refuse_present(
+                    &[
+                        ("rate", raw.rate.as_ref().map(Spanned::span)),
+                        ("count", raw.count.as_ref().map(Spanned::span)),
+                    ],
+                    &key,
+                    "does not apply to a closed loop: its callers send when their last \
                              request ends (give `workers`, `think`, and `iterations` or \
                              `duration`)",
-                        );
-                    }
-                }
+                );
                 let Some(workers) = &raw.workers else {
                     self.error(
                         Some(raw.arrivals.span()),
@@ -3526,18 +3510,14 @@ impl<'a> Validator<'a> {
                 })
             }
             ArrivalsName::Burst => {
-                for (field, span) in [
-                    ("rate", raw.rate.as_ref().map(Spanned::span)),
-                    ("duration", raw.duration.as_ref().map(Spanned::span)),
-                ] {
-                    if let Some(span) = span {
-                        self.error(
-                            Some(span),
-                            key(field),
-                            "does not apply to a burst (it sends `count` requests at once)",
-                        );
-                    }
-                }
+                self.refuse_present(
+                    &[
+                        ("rate", raw.rate.as_ref().map(Spanned::span)),
+                        ("duration", raw.duration.as_ref().map(Spanned::span)),
+                    ],
+                    &key,
+                    "does not apply to a burst (it sends `count` requests at once)",
+                );
                 let Some(count) = &raw.count else {
                     self.error(
                         Some(raw.arrivals.span()),
@@ -3637,18 +3617,14 @@ impl<'a> Validator<'a> {
         start: SimTime,
         key: &dyn Fn(&str) -> String,
     ) -> Option<RateStages> {
-        for (field, span) in [
-            ("count", raw.count.as_ref().map(Spanned::span)),
-            ("duration", raw.duration.as_ref().map(Spanned::span)),
-        ] {
-            if let Some(span) = span {
-                self.error(
-                    Some(span),
-                    key(field),
-                    "does not apply to a load with `stages`: it ends with its last stage",
-                );
-            }
-        }
+        self.refuse_present(
+            &[
+                ("count", raw.count.as_ref().map(Spanned::span)),
+                ("duration", raw.duration.as_ref().map(Spanned::span)),
+            ],
+            &key,
+            "does not apply to a load with `stages`: it ends with its last stage",
+        );
         let start_milli = match &raw.rate {
             Some(rate) => self.rate_or_zero(rate, &key("rate")),
             None => Some(0),
@@ -3735,21 +3711,17 @@ impl<'a> Validator<'a> {
         start: SimTime,
         key: &dyn Fn(&str) -> String,
     ) -> Option<RateStages> {
-        for (field, span) in [
-            ("rate", raw.rate.as_ref().map(Spanned::span)),
-            ("stages", raw.stages.as_ref().map(Spanned::span)),
-            ("count", raw.count.as_ref().map(Spanned::span)),
-            ("duration", raw.duration.as_ref().map(Spanned::span)),
-        ] {
-            if let Some(span) = span {
-                self.error(
-                    Some(span),
-                    key(field),
-                    "does not apply to a load with `rate_file`: the file gives its rate over \
+        self.refuse_present(
+            &[
+                ("rate", raw.rate.as_ref().map(Spanned::span)),
+                ("stages", raw.stages.as_ref().map(Spanned::span)),
+                ("count", raw.count.as_ref().map(Spanned::span)),
+                ("duration", raw.duration.as_ref().map(Spanned::span)),
+            ],
+            &key,
+            "does not apply to a load with `rate_file`: the file gives its rate over \
                      time and its end",
-                );
-            }
-        }
+        );
         let named = Path::new(file.get_ref());
         let path = if named.is_absolute() {
             named.to_owned()
@@ -3783,6 +3755,21 @@ impl<'a> Validator<'a> {
                 let message = format!("{}:{problem}", path.display());
                 self.error(Some(file.span()), key("rate_file"), message);
                 None
+            }
+        }
+    }
+
+    /// Each of `keys` the file gave (its span is there) is refused at that span, as
+    /// `key(name)`, with `message`: keys that do not apply to what the table describes.
+    fn refuse_present(
+        &mut self,
+        keys: &[(&str, Option<Range<usize>>)],
+        key: &dyn Fn(&str) -> String,
+        message: &str,
+    ) {
+        for (field, span) in keys {
+            if let Some(span) = span {
+                self.error(Some(span.clone()), key(field), message);
             }
         }
     }

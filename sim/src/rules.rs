@@ -354,6 +354,28 @@ mod tests {
     }
 }
 
+/// The `latency` and `bandwidth` faults in force on one connection, in the order they
+/// started; the simulator (per connection) and the live runner (per forwarder) keep one each.
+#[derive(Clone, Debug, Default)]
+pub struct ToxicFaults(Vec<FaultKind>);
+
+impl ToxicFaults {
+    /// A toxic fault starts (`on`) or ends; returns what those in force add up to now.
+    pub fn apply(&mut self, kind: FaultKind, on: bool) -> Toxics {
+        if on {
+            self.0.push(kind);
+        } else if let Some(position) = self.0.iter().position(|&f| f == kind) {
+            self.0.remove(position);
+        }
+        self.in_force()
+    }
+
+    /// What the faults in force add up to.
+    pub fn in_force(&self) -> Toxics {
+        Toxics::of(&self.0)
+    }
+}
+
 /// What the toxics in force on one connection do to what it sends (either way): the
 /// simulator's pipes and the live runner's forwarder both take it from [`Toxics::of`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

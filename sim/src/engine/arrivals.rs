@@ -62,10 +62,10 @@ pub(super) fn start_loads(scenario: &Scenario, events: &mut EventQueue) -> (Vec<
                 rng: Stream::derive(scenario.seed, "load spread", &load.name),
             }
         });
-        let first = OpenLoopClock::first(load.start, &load.arrivals);
+        let (clock, open_first) = OpenLoopClock::first(load.start, &load.arrivals).unzip();
         let mut state = LoadState {
             rng: Stream::derive(scenario.seed, "load", &load.name),
-            clock: first.as_ref().map(|(clock, _)| clock.clone()),
+            clock,
             workers: Vec::new(),
             workers_active: 0,
             spread,
@@ -73,7 +73,7 @@ pub(super) fn start_loads(scenario: &Scenario, events: &mut EventQueue) -> (Vec<
         let first = match load.arrivals {
             Arrivals::Burst { count } => (count > 0).then_some(load.start),
             Arrivals::Even { .. } | Arrivals::Poisson { .. } | Arrivals::Staged { .. } => {
-                first.map(|(_, at)| at)
+                open_first
             }
             Arrivals::Closed(closed) => {
                 let starts = (0..closed.workers).map(|worker| {

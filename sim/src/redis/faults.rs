@@ -12,7 +12,6 @@ use outagelab_model::time::{SimDuration, SimTime};
 
 use super::{Redis, RedisEvent};
 use crate::kernel::EventQueue;
-use crate::rules::Toxics;
 use crate::scenario::{ConnectionId, FaultKind, PauseMode, ServerId};
 
 impl Redis {
@@ -235,13 +234,7 @@ impl Redis {
                 }
             }
             FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
-                let toxics = &mut self.toxics[id.index()];
-                if on {
-                    toxics.push(kind);
-                } else if let Some(position) = toxics.iter().position(|&t| t == kind) {
-                    toxics.remove(position);
-                }
-                let now_in_force = self.toxics_of(id);
+                let now_in_force = self.toxics[id.index()].apply(kind, on);
                 for link in &mut self.connections {
                     if link.owner == id {
                         link.set_toxics(now_in_force);
@@ -253,11 +246,6 @@ impl Redis {
                 kind.name()
             ),
         }
-    }
-
-    /// What the toxics in force on connection `id` add up to.
-    pub(super) fn toxics_of(&self, id: ConnectionId) -> Toxics {
-        Toxics::of(&self.toxics[id.index()])
     }
 }
 

@@ -170,7 +170,7 @@ pub(crate) struct Redis {
     cut: Vec<u32>,
     /// Per connection: `latency` and `bandwidth` faults in force, in the order they started;
     /// every link of the connection sends with what they add up to.
-    toxics: Vec<Vec<crate::scenario::FaultKind>>,
+    toxics: Vec<crate::rules::ToxicFaults>,
     /// The run's seed: each link's streams of jitter draws derive from it.
     seed: u64,
     /// Per server address: the server that holds its role now (itself, until a failover
@@ -221,7 +221,7 @@ impl Redis {
             resubscribed: Vec::new(),
             tracking: Default::default(),
             cut: vec![0; scenario.connections.len()],
-            toxics: vec![Vec::new(); scenario.connections.len()],
+            toxics: vec![Default::default(); scenario.connections.len()],
             seed: scenario.seed,
             route: (0..scenario.servers.len() as u32).map(ServerId).collect(),
             replication: vec![Default::default(); scenario.servers.len()],
