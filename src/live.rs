@@ -134,6 +134,7 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         sweep: scenario.sweep.clone(),
         slo: scenario.report.slo.clone(),
         variants,
+        observed: None,
     };
     say(&table::render(
         &report,

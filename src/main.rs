@@ -1269,6 +1269,8 @@ fn simulate(
         seed: scenario.seed,
         sweep: scenario.sweep.clone(),
         slo: scenario.report.slo.clone(),
+        observed: (scenario.observed.as_ref())
+            .map(|spec| outagelab_report::observed::compare(spec, &variants)),
         variants,
     };
     Ok((report, traces))

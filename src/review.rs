@@ -216,6 +216,16 @@ fn side_by_side(page: &mut Page, run: &RunView, file: &ScenarioFile) {
         page.heading(3, "Requests by instance of each service");
         page.table("instances", &instances, None);
     }
+    if let (Some(observed), Some(table)) = (&report.observed, table::observed_table(report)) {
+        page.heading(3, "Simulated against what was observed");
+        page.paragraph(&format!(
+            "Read from {}; the run's time 0 is {}. Each sample stands for the step that ends \
+             at it, and is compared with the simulated metric over that step: the difference \
+             is simulated minus observed.",
+            observed.file, observed.start_utc
+        ));
+        page.table("observed", &table, None);
+    }
 }
 
 fn expectations(page: &mut Page, checked: &[Checked]) {

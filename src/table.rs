@@ -70,7 +70,61 @@ pub fn render(report: &RunReport, scenario: &ScenarioFile, columns: &[Column]) -
         out.push_str("\nrequests by instance of each service\n\n");
         out.push_str(&instances.render());
     }
+    if let Some(observed) = observed_table(report) {
+        let start = &report
+            .observed
+            .as_ref()
+            .expect("a table means a file")
+            .start_utc;
+        writeln!(
+            out,
+            "\nsimulated against observed (time 0 is {start}): simulated minus observed\n"
+        )
+        .unwrap();
+        out.push_str(&observed.render());
+    }
     out
+}
+
+/// One row per observed series and variant: the run's metric it is compared with, the samples
+/// compared, the root mean square difference, and the largest difference with its time (UTC);
+/// `None` without `[observed]`.
+pub fn observed_table(report: &RunReport) -> Option<Table> {
+    let observed = report.observed.as_ref()?;
+    let header = [
+        "variant",
+        "series",
+        "metric",
+        "samples",
+        "rmse",
+        "largest difference",
+        "at (UTC)",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let number = |value: Option<f64>| value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+    let mut rows = Vec::new();
+    for series in &observed.series {
+        for fit in &series.variants {
+            let at = fit.largest_difference_at_ms.map_or_else(
+                || "-".to_owned(),
+                |at| {
+                    let unix_ms = observed.start_unix_ms + at as i64;
+                    outagelab_report::observed::format_utc(unix_ms)
+                },
+            );
+            rows.push(vec![
+                fit.variant.clone(),
+                series.name.clone(),
+                format!("{} ({})", series.metric, series.unit).replace(" ()", ""),
+                format!("{} of {}", fit.compared, series.observed.len()),
+                number(fit.rmse),
+                number(fit.largest_difference),
+                at,
+            ]);
+        }
+    }
+    Some(Table { header, rows })
 }
 
 /// One row per variant, service and instance: its requests, how many ended ok, with an error

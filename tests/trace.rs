@@ -34,6 +34,7 @@ fn tracing_leaves_every_figure_of_the_run_as_it_was() {
                 sweep: None,
                 slo: None,
                 variants: vec![report],
+                observed: None,
             })
         };
         assert_eq!(json(plain), json(traced), "{}", variant.name);

@@ -184,6 +184,7 @@ pub fn run_input(text: &str, harness: Harness) -> Outcome {
         sweep: file.sweep.clone(),
         slo: file.report.slo.clone(),
         variants,
+        observed: None,
     };
     let json = write::to_json(&report);
     // The other writers `run` has, for their panics; their text is not checked.

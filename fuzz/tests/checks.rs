@@ -27,6 +27,7 @@ fn report_json(text: &str) -> String {
         sweep: file.sweep,
         slo: file.report.slo,
         variants,
+        observed: None,
     })
 }
 

@@ -284,6 +284,7 @@ mod tests {
             sweep: None,
             slo: None,
             variants: vec![variant],
+            observed: None,
         };
         let chart = chart(&report);
         let markers: Vec<(f64, f64)> = chart.panels[0].markers.iter().map(|m| m.at).collect();

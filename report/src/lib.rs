@@ -8,6 +8,7 @@
 pub mod compare;
 pub mod expect;
 pub mod keys;
+pub mod observed;
 pub mod outcome;
 pub mod study;
 pub mod trace;
@@ -32,6 +33,10 @@ pub struct RunReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slo: Option<Slo>,
     pub variants: Vec<VariantReport>,
+    /// What was measured during the incident (`[observed]`), beside the variants; left out of
+    /// the JSON when the file names no observed file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed: Option<observed::Observed>,
 }
 
 /// A latency objective: requests should take at most `latency_ms`, or, with a percentile,

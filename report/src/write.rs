@@ -313,6 +313,7 @@ mod tests {
                 log_dropped: 0,
                 runner: None,
             }],
+            observed: None,
         }
     }
 

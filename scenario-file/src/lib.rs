@@ -25,6 +25,7 @@ mod diagnostic;
 mod document;
 mod explain;
 mod kinds;
+mod observed;
 mod one_of;
 mod rate_file;
 mod raw;
@@ -34,7 +35,7 @@ mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Range, RangeInclusive};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use outagelab_report::expect::Expectation;
 use outagelab_report::{Slo, SweepInfo};
@@ -81,6 +82,9 @@ pub struct ScenarioFile {
     /// What is probably a mistake but runs (a resource nothing uses, a patch that creates
     /// one), located like errors, in file order; `--strict` refuses a file that has any.
     pub warnings: Vec<Diagnostic>,
+    /// `[observed]`: what was measured during the incident, read and mapped onto the run's
+    /// metrics, for `run` to place beside the variants (`outagelab_report::observed`).
+    pub observed: Option<outagelab_report::observed::ObservedSpec>,
 }
 
 impl ScenarioFile {
@@ -287,6 +291,7 @@ pub fn parse_with(
     let variant_value = take(&mut base, "variant");
     let sweep_value = take(&mut base, "sweep");
     let report_value = take(&mut base, "report");
+    let observed_value = take(&mut base, "observed");
     for (index, set) in overrides.iter().enumerate() {
         reader.set(&mut base, set, &override_texts[index], index);
     }
@@ -316,6 +321,9 @@ pub fn parse_with(
     if let (Some(file), Some((_, value))) = (&mut file, report_value) {
         file.report = reader.report(value, file);
     }
+    if let (Some(file), Some((_, value))) = (&mut file, observed_value) {
+        file.observed = reader.observed(value, file);
+    }
     if let Some(file) = &mut file {
         file.preamble = preamble(text);
     }
@@ -326,6 +334,19 @@ pub fn parse_with(
     } else {
         Err(Diagnostics(dedupe(reader.errors, variant_count)))
     }
+}
+
+/// The file `named` by the scenario at `scenario`: as it is when absolute, else in the
+/// scenario's directory (the current one for a scenario read from stdin).
+fn beside(scenario: &Path, named: &str) -> PathBuf {
+    let named = Path::new(named);
+    if named.is_absolute() {
+        return named.to_owned();
+    }
+    let directory = scenario
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty() && scenario != Path::new(STDIN_NAME));
+    directory.map_or_else(|| named.to_owned(), |dir| dir.join(named))
 }
 
 /// The comment block the file starts with (blank lines inside it kept as empty lines), each
@@ -1188,36 +1209,45 @@ impl<'t> Reader<'_> {
             description,
             preamble: Vec::new(),
             warnings: Vec::new(),
+            observed: None,
         })
     }
 
-    /// Reads `[report]` against the built variants: a metric must name a number in some
-    /// variant's summary, the baseline must be a variant.
-    fn report(&mut self, value: Value<'t>, file: &ScenarioFile) -> ReportSettings {
+    /// A top-level table the file has apart from its resources (`[report]`, `[observed]`),
+    /// read into `T`; `None` after an error located at the key inside it.
+    fn table<T: serde::Deserialize<'t>>(&mut self, value: Value<'t>, name: &str) -> Option<T> {
         let span = value.span();
         let DeValue::Table(table) = value.into_inner() else {
-            let message = "the report settings are a table: write them as [report]";
+            let message = format!("`{name}` is a table: write it as [{name}]");
             self.errors
-                .push(self.source.diagnostic(Some(span), "report", message));
-            return ReportSettings::default();
+                .push(self.source.diagnostic(Some(span), name, message));
+            return None;
         };
         let whole = table.clone();
-        let raw = match deserialize_table::<RawReport>(table, span.clone()) {
-            Ok(raw) => raw,
+        match deserialize_table::<T>(table, span.clone()) {
+            Ok(raw) => Some(raw),
             Err(error) => {
                 let at = error.span().unwrap_or(span);
                 // The key inside the table the error is at (`report.slo`), not the table.
                 let inner = key_path_at(&whole, at.start);
                 let key = if inner.is_empty() {
-                    "report".to_owned()
+                    name.to_owned()
                 } else {
-                    format!("report.{inner}")
+                    format!("{name}.{inner}")
                 };
                 let message = serde_message_at(&error, &key);
                 self.errors
                     .push(self.source.diagnostic(Some(at), key, message));
-                return ReportSettings::default();
+                None
             }
+        }
+    }
+
+    /// Reads `[report]` against the built variants: a metric must name a number in some
+    /// variant's summary, the baseline must be a variant.
+    fn report(&mut self, value: Value<'t>, file: &ScenarioFile) -> ReportSettings {
+        let Some(raw) = self.table::<RawReport>(value, "report") else {
+            return ReportSettings::default();
         };
         let known = |metric: &str| file.check_metric(metric);
         let mut settings = ReportSettings::default();

@@ -58,6 +58,55 @@ pub struct RawReport {
     pub slo: Option<Spanned<RawSlo>>,
 }
 
+/// `[observed]`: a file of what was measured during the incident, the instant the run's time
+/// 0 stands for, and which of its series to compare with which of the run's metrics.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawObserved {
+    pub file: Spanned<String>,
+    pub start: Option<Spanned<Instant>>,
+    pub series: Spanned<BTreeMap<String, Spanned<RawObservedSeries>>>,
+}
+
+/// `[observed.series.<name>]`: the file's series (by its name and labels) and the run's metric.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawObservedSeries {
+    pub name: Option<Spanned<String>>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    pub metric: Spanned<String>,
+}
+
+/// An instant: Unix seconds (a number) or a string the `observed` crate reads (Unix seconds or
+/// RFC 3339).
+pub struct Instant(pub String);
+
+impl<'de> Deserialize<'de> for Instant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct InstantVisitor;
+        impl Visitor<'_> for InstantVisitor {
+            type Value = Instant;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "an instant: Unix seconds, or an RFC 3339 time as a string, such as \
+                     \"2024-12-03T10:00:00Z\"",
+                )
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Instant, E> {
+                Ok(Instant(text.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<Instant, E> {
+                Ok(Instant(number.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<Instant, E> {
+                Ok(Instant(number.to_string()))
+            }
+        }
+        deserializer.deserialize_any(InstantVisitor)
+    }
+}
+
 /// `slo = { latency = "200ms", percentile = 99 }`: what the charts mark as the objective.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::num::NonZeroU32;
 use std::ops::{Range, RangeInclusive};
-use std::path::Path;
 
 use outagelab_model::ConfigError;
 use outagelab_model::adaptive_limit::{
@@ -3722,15 +3721,7 @@ impl<'a> Validator<'a> {
             "does not apply to a load with `rate_file`: the file gives its rate over \
                      time and its end",
         );
-        let named = Path::new(file.get_ref());
-        let path = if named.is_absolute() {
-            named.to_owned()
-        } else {
-            let beside = self.source.file.parent().filter(|dir| {
-                !dir.as_os_str().is_empty() && self.source.file != Path::new(crate::STDIN_NAME)
-            });
-            beside.map_or_else(|| named.to_owned(), |dir| dir.join(named))
-        };
+        let path = crate::beside(self.source.file, file.get_ref());
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(error) => {

@@ -36,6 +36,7 @@ fn permits_sweep() -> RunReport {
             values: Vec::new(),
         }),
         variants,
+        observed: None,
     }
 }
 

@@ -120,6 +120,7 @@ fn demo_report() -> RunReport {
             variant("no protection", faults.clone(), demo_series(false)),
             variant("timeout + breaker + DB bulkhead", faults, demo_series(true)),
         ],
+        observed: None,
     }
 }
 
@@ -170,6 +171,7 @@ fn sweep_report() -> RunReport {
             values: Vec::new(),
         }),
         variants,
+        observed: None,
     }
 }
 
@@ -299,6 +301,7 @@ fn odd_reports_still_give_charts() {
         slo: None,
         sweep: None,
         variants: vec![variant],
+        observed: None,
     };
 
     let mut empty = variant("empty", Vec::new(), Series::default());

@@ -1,0 +1,215 @@
+//! `[observed]`: an incident's measured series beside the run. A run compared with its own
+//! series, exported as an observed file, differs by nothing; a file that differs is scored by
+//! how much and where; every bad reference is refused at its key.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+mod common;
+
+use common::{outagelab, read_report, scratch, succeed};
+
+/// A Redis pause under a steady load: requests pile up for a second, then drain.
+const SCENARIO: &str = r#"[scenario]
+name = "observed"
+seed = 3
+
+[servers.redis]
+
+[connections.cache]
+server = "redis"
+
+[keys.k]
+
+[flows.read]
+steps = [{ redis = { command = "GET", connection = "cache", key = "k" } }]
+
+[loads.steady]
+flow = "read"
+arrivals = "poisson"
+rate = 200
+duration = "6s"
+
+[faults.pause]
+target = "redis"
+kind = "pause"
+at = "2s"
+duration = "1s"
+"#;
+
+/// Incident start: 2024-12-03T10:00:00Z.
+const START_S: i64 = 1_733_220_000;
+
+/// The run's ok requests per second and most requests in flight over each 1 s step (ten
+/// 100 ms buckets), as `timestamp,series,value` rows, each value times `scale`.
+fn own_series(report: &serde_json::Value, scale: f64) -> String {
+    let series = &report["variants"][0]["series"];
+    let ok: Vec<u64> = serde_json::from_value(series["outcomes"]["ok"].clone()).unwrap();
+    let in_flight: Vec<u64> =
+        serde_json::from_value(series["gauges_max"]["in_flight"].clone()).unwrap();
+    assert_eq!(series["bucket_ms"], 100.0);
+    let mut csv = String::from("timestamp,series,value\n");
+    for second in 0..6 {
+        let window = second * 10..(second + 1) * 10;
+        let ok_per_s: u64 = ok[window.clone()].iter().sum();
+        let most = in_flight[window].iter().max().unwrap();
+        let at = START_S + second as i64 + 1;
+        writeln!(csv, "{at},requests_ok,{}", ok_per_s as f64 * scale).unwrap();
+        writeln!(csv, "{at},in_flight,{}", *most as f64 * scale).unwrap();
+    }
+    csv
+}
+
+const OBSERVED: &str = r#"
+[observed]
+file = "incident.csv"
+start = "2024-12-03T10:00:00Z"
+
+[observed.series.served]
+name = "requests_ok"
+metric = "ok_per_s"
+
+[observed.series.waiting]
+name = "in_flight"
+metric = "in_flight"
+"#;
+
+fn run_with(dir: &Path, observed_csv: &str) -> serde_json::Value {
+    std::fs::write(dir.join("incident.csv"), observed_csv).unwrap();
+    let file = dir.join("scenario.toml");
+    std::fs::write(&file, format!("{SCENARIO}{OBSERVED}")).unwrap();
+    let json = dir.join("with.json");
+    let stdout = succeed(&[
+        "run",
+        file.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout.contains("simulated against observed (time 0 is 2024-12-03T10:00:00Z)"),
+        "{stdout}"
+    );
+    read_report(&json)
+}
+
+fn bare_run(dir: &Path) -> serde_json::Value {
+    let file = dir.join("bare.toml");
+    std::fs::write(&file, SCENARIO).unwrap();
+    let json = dir.join("bare.json");
+    succeed(&[
+        "run",
+        file.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    read_report(&json)
+}
+
+#[test]
+fn a_run_compared_with_its_own_series_differs_by_nothing() {
+    let dir = scratch("observed-own");
+    let bare = bare_run(&dir);
+    assert!(bare.get("observed").is_none(), "no [observed], no block");
+    let report = run_with(&dir, &own_series(&bare, 1.0));
+    let observed = &report["observed"];
+    assert_eq!(observed["start_unix_ms"], START_S * 1000);
+    for series in observed["series"].as_array().unwrap() {
+        let fit = &series["variants"][0];
+        assert_eq!(fit["compared"], 6, "{series}");
+        assert_eq!(fit["rmse"], 0.0, "{series}");
+        assert_eq!(series["at_ms"][0], 1000.0);
+    }
+    // The pause shows: requests wait in flight during it, far more than in a quiet second.
+    let waiting = &observed["series"][1];
+    assert_eq!(waiting["name"], "waiting");
+    let observed_in_flight: Vec<f64> = serde_json::from_value(waiting["observed"].clone()).unwrap();
+    assert!(
+        observed_in_flight[2] > 10.0 * observed_in_flight[0].max(1.0),
+        "{observed_in_flight:?}"
+    );
+    // Adding [observed] changes nothing of the run itself.
+    assert_eq!(report["variants"], bare["variants"]);
+}
+
+#[test]
+fn a_file_that_differs_is_scored_by_how_much_and_where() {
+    let dir = scratch("observed-doubled");
+    let bare = bare_run(&dir);
+    let report = run_with(&dir, &own_series(&bare, 2.0));
+    let served = &report["observed"]["series"][0];
+    assert_eq!(served["metric"], "ok_per_s");
+    let observed: Vec<f64> = serde_json::from_value(served["observed"].clone()).unwrap();
+    let fit = &served["variants"][0];
+    // Simulated is half of each observed value: the difference is -observed/2.
+    let squares: f64 = observed.iter().map(|o| (o / 2.0) * (o / 2.0)).sum();
+    let rmse = fit["rmse"].as_f64().unwrap();
+    assert!((rmse - (squares / 6.0).sqrt()).abs() < 1e-9, "{rmse}");
+    let (largest_at, largest) = observed
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .unwrap();
+    assert_eq!(fit["largest_difference"].as_f64().unwrap(), -largest / 2.0);
+    assert_eq!(
+        fit["largest_difference_at_ms"],
+        (largest_at as f64 + 1.0) * 1000.0
+    );
+}
+
+#[test]
+fn bad_references_and_bad_files_are_refused_at_their_key() {
+    let dir = scratch("observed-bad");
+    std::fs::write(
+        dir.join("incident.csv"),
+        "timestamp,series,value\n1,requests_ok,5\n2,requests_ok,5\n3,requests_ok,NaN\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("good.csv"), "1,requests_ok,5\n2,requests_ok,6\n").unwrap();
+    let cases = [
+        (
+            "[observed]\nfile = \"missing.csv\"\n[observed.series.a]\nmetric = \"ok_per_s\"\n",
+            "observed.file: cannot read",
+        ),
+        (
+            "[observed]\nfile = \"incident.csv\"\n[observed.series.a]\nmetric = \"ok_per_s\"\n",
+            "incident.csv:4:15: the value NaN is not a finite number",
+        ),
+        (
+            "[observed]\nfile = \"good.csv\"\n[observed.series.a]\nmetric = \"okay_per_s\"\n",
+            "observed.series.a.metric: `okay_per_s` is not a metric",
+        ),
+        (
+            "[observed]\nfile = \"good.csv\"\n[observed.series.a]\nmetric = \"databases.pg.concurrency\"\n",
+            "observed.series.a.metric: no variant's run has `databases.pg.concurrency`",
+        ),
+        (
+            "[observed]\nfile = \"good.csv\"\n[observed.series.a]\nname = \"errors\"\nmetric = \"ok_per_s\"\n",
+            "observed.series.a: ",
+        ),
+        (
+            "[observed]\nfile = \"good.csv\"\nstart = \"noon\"\n[observed.series.a]\nmetric = \"ok_per_s\"\n",
+            "observed.start: `noon` is neither",
+        ),
+        (
+            "[observed]\nfile = \"good.csv\"\n[observed.series]\n",
+            "observed.series: names no series",
+        ),
+        (
+            "[observed]\nfile = \"good.csv\"\nstep = 1\n[observed.series.a]\nmetric = \"ok_per_s\"\n",
+            "observed.step",
+        ),
+    ];
+    for (index, (observed, expected)) in cases.iter().enumerate() {
+        let file = dir.join(format!("bad{index}.toml"));
+        std::fs::write(&file, format!("{SCENARIO}{observed}")).unwrap();
+        let output = outagelab(&["validate", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{observed}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{observed}\n{stderr}\nnot {expected}"
+        );
+        // Every message names the scenario file, line and column.
+        assert!(stderr.contains(&format!("bad{index}.toml:")), "{stderr}");
+    }
+}
