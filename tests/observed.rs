@@ -79,12 +79,19 @@ fn run_with(dir: &Path, observed_csv: &str) -> serde_json::Value {
     let file = dir.join("scenario.toml");
     std::fs::write(&file, format!("{SCENARIO}{OBSERVED}")).unwrap();
     let json = dir.join("with.json");
+    let page = dir.join("page.html");
     let stdout = succeed(&[
         "run",
         file.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
+        "--report",
+        page.to_str().unwrap(),
     ]);
+    // The review page has the scores and the chart of observed against simulated.
+    let page = std::fs::read_to_string(page).unwrap();
+    assert!(page.contains("<h3>Simulated against what was observed</h3>"));
+    assert!(page.contains("<figure id=\"chart-observed\">"));
     assert!(
         stdout.contains("simulated against observed (time 0 is 2024-12-03T10:00:00Z)"),
         "{stdout}"

@@ -20,6 +20,7 @@ pub(crate) fn zero_based_axis(
         log: false,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms: None,
     }
 }
 
@@ -46,6 +47,7 @@ pub(crate) fn value_axis(
         log: true,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms: None,
     }
 }
 
@@ -106,6 +108,7 @@ pub(crate) fn count_axis(
         log: true,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms: None,
     }
 }
 

@@ -70,6 +70,7 @@ pub(crate) fn lanes(report: &RunReport, time: &Axis) -> Lanes {
         log: false,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms: None,
     };
     let mut panel = Panel::new(time.clone(), y);
     panel.y_ticks = false;

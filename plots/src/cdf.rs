@@ -86,6 +86,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             log: false,
             categories: false,
             category_names: Vec::new(),
+            clock_start_unix_ms: None,
         },
     );
     panel.lines = lines;
@@ -205,6 +206,7 @@ fn latency_axis(latencies: impl Iterator<Item = f64>) -> Axis {
         log: true,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms: None,
     }
 }
 

@@ -94,6 +94,10 @@ pub(crate) struct Axis {
     /// With `categories`: the name of each whole number from 0, its tick's label (a sweep over
     /// words: value `k` of the list sits at `k`). Empty: the numbers themselves are the labels.
     pub category_names: Vec<String>,
+    /// The instant (ms since the Unix epoch) a time axis's 0 stands for, when the run is
+    /// anchored to an incident's clock (`[observed]`): ticks are then labelled with the time of
+    /// day in UTC. `None`: seconds from the run's start.
+    pub clock_start_unix_ms: Option<i64>,
 }
 
 /// A translucent band: over the full height of the panel (a fault window), or over part of

@@ -130,6 +130,7 @@ fn over_time(comparison: &Comparison) -> Chart {
         log: false,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms: None,
     };
     let panel = |y: Axis, lines: Vec<Line>| Panel {
         bands: bands.clone(),
@@ -211,6 +212,7 @@ fn sweep(comparison: &Comparison) -> Option<Chart> {
         log: false,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms: None,
     };
     let y = value_axis("p50 latency (ms)", y_values(&lines));
     Some(Chart::stacked(

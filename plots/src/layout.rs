@@ -295,6 +295,7 @@ mod tests {
             log: false,
             categories: false,
             category_names: Vec::new(),
+            clock_start_unix_ms: None,
         }
     }
 

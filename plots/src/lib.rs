@@ -50,6 +50,7 @@ mod layout;
 mod legend;
 mod memory;
 mod multiples;
+mod observed;
 mod outage;
 mod render;
 mod study;
@@ -103,8 +104,8 @@ impl std::error::Error for PlotError {}
 /// Writes every chart for `report` into `dir` (created if missing), as PNG and SVG; returns the
 /// paths written, in a stable order: `outage`, `latency`, `concurrency`, `latency_cdf`, then
 /// `calls` when the file has a caller, `fail_open` when some control failed open, `throttles` when some variant switched a
-/// throttle on, `memory` when some Redis server had a memory limit, and `sweep` for a sweep,
-/// each as `.png` then `.svg`. `metrics` are the run's chosen metrics (`--metric`, else
+/// throttle on, `memory` when some Redis server had a memory limit, `sweep` for a sweep, and
+/// `observed` when the file has `[observed]`, each as `.png` then `.svg`. `metrics` are the run's chosen metrics (`--metric`, else
 /// `[report] metrics`): the sweep chart draws them against the swept value, or each flow's
 /// median latency when there are none.
 pub fn write_charts(
@@ -194,6 +195,7 @@ fn charts(report: &RunReport, metrics: &[String]) -> Vec<Chart> {
     charts.extend(throttles::chart(report));
     charts.extend(memory::chart(report));
     charts.extend(sweep::chart(report, metrics));
+    charts.extend(observed::chart(report));
     charts
 }
 

@@ -558,6 +558,7 @@ mod tests {
             log,
             categories: false,
             category_names: Vec::new(),
+            clock_start_unix_ms: None,
         }
     }
 

@@ -210,12 +210,34 @@ impl ValueFormatter<f64> for Categories {
 /// An x tick's label: on a categorical axis with names, the name of the whole number `value`
 /// (a sweep's word); otherwise the number.
 pub(crate) fn x_tick_label(axis: &Axis, value: f64) -> String {
+    if let Some(start) = axis.clock_start_unix_ms {
+        return time_of_day(start + (value * 1000.0).round() as i64);
+    }
     let name = (axis.categories && value.fract() == 0.0 && value >= 0.0)
         .then(|| axis.category_names.get(value as usize))
         .flatten();
     match name {
         Some(name) => name.clone(),
         None => format_number(value),
+    }
+}
+
+/// The time of day in UTC of an instant (ms since the Unix epoch): `10:00:15`, or
+/// `10:00:15.5` off a whole second.
+pub(crate) fn time_of_day(unix_ms: i64) -> String {
+    let of_day = unix_ms.rem_euclid(86_400_000);
+    let (seconds, ms) = (of_day / 1000, of_day % 1000);
+    let clock = format!(
+        "{:02}:{:02}:{:02}",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    );
+    if ms == 0 {
+        clock
+    } else {
+        let fraction = format!("{ms:03}");
+        format!("{clock}.{}", fraction.trim_end_matches('0'))
     }
 }
 

@@ -260,6 +260,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
             log: false,
             categories: false,
             category_names: Vec::new(),
+            clock_start_unix_ms: None,
         };
     }
     if let Some(sweep) = study
@@ -278,6 +279,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
             log: false,
             categories: true,
             category_names: Vec::new(),
+            clock_start_unix_ms: None,
         };
     }
     let pad = if max > min {
@@ -291,6 +293,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
         log: false,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms: None,
     }
 }
 

@@ -226,6 +226,7 @@ fn x_axis(sweep: &SweepInfo, values: impl Iterator<Item = f64>) -> Axis {
         log: false,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms: None,
     }
 }
 
@@ -238,5 +239,6 @@ pub(crate) fn words_axis(description: String, sweep: &SweepInfo) -> Axis {
         log: false,
         categories: true,
         category_names: sweep.values.clone(),
+        clock_start_unix_ms: None,
     }
 }

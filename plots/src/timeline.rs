@@ -31,12 +31,21 @@ pub(crate) fn time_axis(report: &RunReport) -> Axis {
         .filter(|ms| ms.is_finite())
         .fold(0.0_f64, f64::max);
     let end_s = if end_ms > 0.0 { end_ms / 1000.0 } else { 1.0 };
+    // Anchored to an incident's clock, ticks say the time of day.
+    let (description, clock_start_unix_ms) = match &report.observed {
+        Some(observed) => (
+            format!("time (UTC; the run starts at {})", observed.start_utc),
+            Some(observed.start_unix_ms),
+        ),
+        None => ("time (s)".to_string(), None),
+    };
     Axis {
-        description: "time (s)".to_string(),
+        description,
         range: 0.0..end_s,
         log: false,
         categories: false,
         category_names: Vec::new(),
+        clock_start_unix_ms,
     }
 }
 

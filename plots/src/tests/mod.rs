@@ -810,6 +810,7 @@ fn the_memory_chart_is_drawn_only_for_a_server_with_a_limit_in_mib() {
 }
 
 mod defects;
+mod observed;
 mod postmortem;
 
 #[test]
