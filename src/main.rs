@@ -6,6 +6,7 @@
 //! 2 when the file or the command line is wrong.
 
 mod compare;
+mod fit;
 mod init;
 mod live;
 mod page;
@@ -198,6 +199,23 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
         set: Vec<Override>,
     },
+    /// Fit the file's incident variant to what was observed: search its `[fit] unknowns` for
+    /// the values under which its run matches `[observed]` best, on each seed of `[fit]
+    /// seeds`; print the fitted values, their spread over the seeds and the fit error; then
+    /// run every variant (the fixes) against the fitted model.
+    Fit {
+        /// The scenario file, with `[observed]` and `[fit]`.
+        file: PathBuf,
+        /// Write the fitted scenario (the file with each unknown's fitted value) here.
+        #[arg(long, value_name = "PATH")]
+        write: Option<PathBuf>,
+        /// Set a key of the file's base scenario first, as `run --set` does (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+        set: Vec<Override>,
+        /// Threads; all cores when not given. The fit is the same with any number.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
+    },
     /// Overlay two run reports (`run --json`, `live --json`) variant by variant: per bucket,
     /// the difference of their error counts and of their p50 and p99 latency, and each one's
     /// failure window (the first and the last bucket with an error).
@@ -320,6 +338,19 @@ fn main() -> ExitCode {
             }
         },
         Command::Merge { shards, json } => merge(&shards, &json),
+        Command::Fit {
+            file,
+            write,
+            set,
+            jobs,
+        } => fit::run(
+            &file,
+            &fit::Request {
+                sets: set,
+                write,
+                jobs: jobs.map(usize::from),
+            },
+        ),
         Command::Compare {
             first,
             second,

@@ -2,7 +2,6 @@
 //! series, exported as an observed file, differs by nothing; a file that differs is scored by
 //! how much and where; every bad reference is refused at its key.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 mod common;
@@ -10,74 +9,20 @@ mod common;
 use common::{outagelab, read_report, scratch, succeed};
 
 /// A Redis pause under a steady load: requests pile up for a second, then drain.
-const SCENARIO: &str = r#"[scenario]
-name = "observed"
-seed = 3
-
-[servers.redis]
-
-[connections.cache]
-server = "redis"
-
-[keys.k]
-
-[flows.read]
-steps = [{ redis = { command = "GET", connection = "cache", key = "k" } }]
-
-[loads.steady]
-flow = "read"
-arrivals = "poisson"
-rate = 200
-duration = "6s"
-
-[faults.pause]
-target = "redis"
-kind = "pause"
-at = "2s"
-duration = "1s"
-"#;
-
-/// Incident start: 2024-12-03T10:00:00Z.
-const START_S: i64 = 1_733_220_000;
-
-/// The run's ok requests per second and most requests in flight over each 1 s step (ten
-/// 100 ms buckets), as `timestamp,series,value` rows, each value times `scale`.
-fn own_series(report: &serde_json::Value, scale: f64) -> String {
-    let series = &report["variants"][0]["series"];
-    let ok: Vec<u64> = serde_json::from_value(series["outcomes"]["ok"].clone()).unwrap();
-    let in_flight: Vec<u64> =
-        serde_json::from_value(series["gauges_max"]["in_flight"].clone()).unwrap();
-    assert_eq!(series["bucket_ms"], 100.0);
-    let mut csv = String::from("timestamp,series,value\n");
-    for second in 0..6 {
-        let window = second * 10..(second + 1) * 10;
-        let ok_per_s: u64 = ok[window.clone()].iter().sum();
-        let most = in_flight[window].iter().max().unwrap();
-        let at = START_S + second as i64 + 1;
-        writeln!(csv, "{at},requests_ok,{}", ok_per_s as f64 * scale).unwrap();
-        writeln!(csv, "{at},in_flight,{}", *most as f64 * scale).unwrap();
-    }
-    csv
+fn scenario() -> String {
+    common::pause_incident("1s", 200, 6)
 }
 
-const OBSERVED: &str = r#"
-[observed]
-file = "incident.csv"
-start = "2024-12-03T10:00:00Z"
+fn own_series(report: &serde_json::Value, scale: f64) -> String {
+    common::per_second_csv(report, 6, scale)
+}
 
-[observed.series.served]
-name = "requests_ok"
-metric = "ok_per_s"
-
-[observed.series.waiting]
-name = "in_flight"
-metric = "in_flight"
-"#;
+use common::OBSERVED_PER_SECOND as OBSERVED;
 
 fn run_with(dir: &Path, observed_csv: &str) -> serde_json::Value {
     std::fs::write(dir.join("incident.csv"), observed_csv).unwrap();
     let file = dir.join("scenario.toml");
-    std::fs::write(&file, format!("{SCENARIO}{OBSERVED}")).unwrap();
+    std::fs::write(&file, format!("{}{OBSERVED}", scenario())).unwrap();
     let json = dir.join("with.json");
     let page = dir.join("page.html");
     let stdout = succeed(&[
@@ -101,7 +46,7 @@ fn run_with(dir: &Path, observed_csv: &str) -> serde_json::Value {
 
 fn bare_run(dir: &Path) -> serde_json::Value {
     let file = dir.join("bare.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
+    std::fs::write(&file, scenario()).unwrap();
     let json = dir.join("bare.json");
     succeed(&[
         "run",
@@ -119,7 +64,7 @@ fn a_run_compared_with_its_own_series_differs_by_nothing() {
     assert!(bare.get("observed").is_none(), "no [observed], no block");
     let report = run_with(&dir, &own_series(&bare, 1.0));
     let observed = &report["observed"];
-    assert_eq!(observed["start_unix_ms"], START_S * 1000);
+    assert_eq!(observed["start_unix_ms"], 1_733_220_000_000_i64);
     for series in observed["series"].as_array().unwrap() {
         let fit = &series["variants"][0];
         assert_eq!(fit["compared"], 6, "{series}");
@@ -208,7 +153,7 @@ fn bad_references_and_bad_files_are_refused_at_their_key() {
     ];
     for (index, (observed, expected)) in cases.iter().enumerate() {
         let file = dir.join(format!("bad{index}.toml"));
-        std::fs::write(&file, format!("{SCENARIO}{observed}")).unwrap();
+        std::fs::write(&file, format!("{}{observed}", scenario())).unwrap();
         let output = outagelab(&["validate", file.to_str().unwrap()]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{observed}: {stderr}");

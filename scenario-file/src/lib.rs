@@ -24,6 +24,7 @@
 mod diagnostic;
 mod document;
 mod explain;
+mod fit;
 mod kinds;
 mod observed;
 mod one_of;
@@ -45,6 +46,7 @@ use toml::de::{DeTable, DeValue};
 
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use explain::{error_routing, explain};
+pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
 pub use validate::PresetUse;
 
 use diagnostic::{Source, key_path_at};
@@ -85,6 +87,8 @@ pub struct ScenarioFile {
     /// `[observed]`: what was measured during the incident, read and mapped onto the run's
     /// metrics, for `run` to place beside the variants (`outagelab_report::observed`).
     pub observed: Option<outagelab_report::observed::ObservedSpec>,
+    /// `[fit]`: the keys `outagelab fit` searches to match `[observed]`.
+    pub fit: Option<FitSpec>,
 }
 
 impl ScenarioFile {
@@ -292,6 +296,7 @@ pub fn parse_with(
     let sweep_value = take(&mut base, "sweep");
     let report_value = take(&mut base, "report");
     let observed_value = take(&mut base, "observed");
+    let fit_value = take(&mut base, "fit");
     for (index, set) in overrides.iter().enumerate() {
         reader.set(&mut base, set, &override_texts[index], index);
     }
@@ -323,6 +328,9 @@ pub fn parse_with(
     }
     if let (Some(file), Some((_, value))) = (&mut file, observed_value) {
         file.observed = reader.observed(value, file);
+    }
+    if let (Some(file), Some((_, value))) = (&mut file, fit_value) {
+        file.fit = reader.fit(value, file);
     }
     if let Some(file) = &mut file {
         file.preamble = preamble(text);
@@ -1210,6 +1218,7 @@ impl<'t> Reader<'_> {
             preamble: Vec::new(),
             warnings: Vec::new(),
             observed: None,
+            fit: None,
         })
     }
 

@@ -78,6 +78,58 @@ pub struct RawObservedSeries {
     pub metric: Spanned<String>,
 }
 
+/// `[fit]`: the unknowns `outagelab fit` searches to match `[observed]`, on which variant and
+/// seeds, with how many runs a seed.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFit {
+    pub variant: Option<Spanned<String>>,
+    pub seeds: Option<Spanned<String>>,
+    pub runs_max: Option<Spanned<Whole>>,
+    pub unknowns: Spanned<BTreeMap<String, Spanned<RawUnknown>>>,
+}
+
+/// `"faults.pause.duration" = { min = "500ms", max = "5s" }`: a key the file writes, and the
+/// range to search.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUnknown {
+    pub min: Spanned<Bound>,
+    pub max: Spanned<Bound>,
+}
+
+/// A range's end: a number, or a string with a unit (a duration).
+#[derive(Clone, Debug)]
+pub enum Bound {
+    Number(f64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for Bound {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BoundVisitor;
+        impl Visitor<'_> for BoundVisitor {
+            type Value = Bound;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number, or a duration such as \"500ms\"")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Bound, E> {
+                Ok(Bound::Text(text.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<Bound, E> {
+                Ok(Bound::Number(number as f64))
+            }
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<Bound, E> {
+                Ok(Bound::Number(number as f64))
+            }
+            fn visit_f64<E: de::Error>(self, number: f64) -> Result<Bound, E> {
+                Ok(Bound::Number(number))
+            }
+        }
+        deserializer.deserialize_any(BoundVisitor)
+    }
+}
+
 /// An instant: Unix seconds (a number) or a string the `observed` crate reads (Unix seconds or
 /// RFC 3339).
 pub struct Instant(pub String);

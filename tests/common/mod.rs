@@ -76,3 +76,78 @@ pub fn simulated_and_live(
     succeed(&[&live_args[..], extra].concat());
     (read_report(&simulated), read_report(&live))
 }
+
+/// A Redis pause, `pause` long from 2 s, under a Poisson load of `rate` GETs a second for
+/// `seconds`, on seed 3: an incident to observe and fit.
+#[allow(dead_code, reason = "only the observed-series tests use it")]
+pub fn pause_incident(pause: &str, rate: u32, seconds: u32) -> String {
+    format!(
+        r#"[scenario]
+name = "incident"
+seed = 3
+
+[servers.redis]
+
+[connections.cache]
+server = "redis"
+
+[keys.k]
+
+[flows.read]
+steps = [{{ redis = {{ command = "GET", connection = "cache", key = "k" }} }}]
+
+[loads.steady]
+flow = "read"
+arrivals = "poisson"
+rate = {rate}
+duration = "{seconds}s"
+
+[faults.pause]
+target = "redis"
+kind = "pause"
+at = "2s"
+duration = "{pause}"
+"#
+    )
+}
+
+/// The first variant's ok requests per second and most requests in flight over each of the
+/// first `seconds` seconds (ten 100 ms buckets), as the `timestamp,series,value` rows of an
+/// observed CSV (`requests_ok`, `in_flight`) from 2024-12-03T10:00:00Z, each value times
+/// `scale`.
+#[allow(dead_code, reason = "only the observed-series tests use it")]
+pub fn per_second_csv(report: &serde_json::Value, seconds: usize, scale: f64) -> String {
+    use std::fmt::Write as _;
+    let series = &report["variants"][0]["series"];
+    assert_eq!(series["bucket_ms"], 100.0);
+    let ok: Vec<u64> = serde_json::from_value(series["outcomes"]["ok"].clone()).unwrap();
+    let in_flight: Vec<u64> =
+        serde_json::from_value(series["gauges_max"]["in_flight"].clone()).unwrap();
+    let mut csv = String::from("timestamp,series,value\n");
+    for second in 0..seconds {
+        let window = second * 10..(second + 1) * 10;
+        let at = 1_733_220_000 + second as u64 + 1;
+        let ok_per_s: u64 = ok[window.clone()].iter().sum();
+        let most = in_flight[window].iter().max().unwrap();
+        writeln!(csv, "{at},requests_ok,{}", ok_per_s as f64 * scale).unwrap();
+        writeln!(csv, "{at},in_flight,{}", *most as f64 * scale).unwrap();
+    }
+    csv
+}
+
+/// `[observed]` reading [`per_second_csv`]'s rows from `incident.csv`: `served` as
+/// `ok_per_s`, `waiting` as `in_flight`.
+#[allow(dead_code, reason = "only the observed-series tests use it")]
+pub const OBSERVED_PER_SECOND: &str = r#"
+[observed]
+file = "incident.csv"
+start = "2024-12-03T10:00:00Z"
+
+[observed.series.served]
+name = "requests_ok"
+metric = "ok_per_s"
+
+[observed.series.waiting]
+name = "in_flight"
+metric = "in_flight"
+"#;

@@ -1,0 +1,186 @@
+//! `outagelab fit`: a model fitted to an incident's observed series. An incident simulated with
+//! a known pause, exported as observed series, is fitted back to that pause exactly; the fit
+//! is the same on any number of threads; bad `[fit]` tables are refused at their keys.
+
+use std::path::Path;
+
+mod common;
+
+use common::{outagelab, read_report, scratch, succeed};
+
+fn scenario(pause: &str, rate: u32) -> String {
+    common::pause_incident(pause, rate, 8)
+}
+
+/// The incident as it ran, a fix, and what was observed.
+fn observed() -> String {
+    format!(
+        "\n[[variant]]\nname = \"as it ran\"\n\n[[variant]]\nname = \"100 ms timeout\"\n\
+         patch = {{ connections = {{ cache = {{ command_timeout = \"100ms\" }} }} }}\n{}",
+        common::OBSERVED_PER_SECOND
+    )
+}
+
+/// The incident: a 2.3 s pause, run on seed 3 and exported as the ok requests per second and
+/// the most in flight over each second.
+fn write_incident(dir: &Path) {
+    let truth = dir.join("truth.toml");
+    std::fs::write(&truth, scenario("2300ms", 200)).unwrap();
+    let json = dir.join("truth.json");
+    succeed(&[
+        "run",
+        truth.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let csv = common::per_second_csv(&read_report(&json), 8, 1.0);
+    std::fs::write(dir.join("incident.csv"), csv).unwrap();
+}
+
+#[test]
+fn a_pause_is_recovered_exactly_from_a_simulated_incident() {
+    let dir = scratch("fit-exact");
+    write_incident(&dir);
+    let file = dir.join("fit.toml");
+    let fit = "\n[fit]\nruns_max = 60\n[fit.unknowns]\n\
+               \"faults.pause.duration\" = { min = \"500ms\", max = \"5s\" }\n";
+    std::fs::write(&file, format!("{}{}{fit}", scenario("1s", 200), observed())).unwrap();
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let fitted = out.join("fitted.toml");
+    let stdout = succeed(&[
+        "fit",
+        file.to_str().unwrap(),
+        "--write",
+        fitted.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout.contains("faults.pause.duration          1 s   2.3 s"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0.0000 fitted"), "{stdout}");
+    // The fixes against the fitted model: the timeout turns the pause into errors.
+    assert!(
+        stdout.contains("the file's variants against the fitted model"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("timeout"), "{stdout}");
+    // The fitted file, written elsewhere, runs as it is and matches what was observed.
+    let text = std::fs::read_to_string(&fitted).unwrap();
+    assert!(text.contains("duration = \"2300000us\""), "{text}");
+    let json = out.join("fitted.json");
+    succeed(&[
+        "run",
+        fitted.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let report = read_report(&json);
+    for series in report["observed"]["series"].as_array().unwrap() {
+        assert_eq!(series["variants"][0]["rmse"], 0.0, "{series}");
+    }
+}
+
+#[test]
+fn the_fit_is_the_same_on_any_number_of_threads() {
+    let dir = scratch("fit-threads");
+    write_incident(&dir);
+    let file = dir.join("fit.toml");
+    let fit = "\n[fit]\nruns_max = 40\nseeds = \"1..3\"\n[fit.unknowns]\n\
+               \"faults.pause.duration\" = { min = \"500ms\", max = \"5s\" }\n\
+               \"loads.steady.rate\" = { min = 50, max = 400 }\n";
+    std::fs::write(&file, format!("{}{}{fit}", scenario("1s", 150), observed())).unwrap();
+    let one = succeed(&["fit", file.to_str().unwrap(), "--jobs", "1"]);
+    let two = succeed(&["fit", file.to_str().unwrap(), "--jobs", "2"]);
+    assert_eq!(one, two);
+    assert!(one.contains("over the seeds"), "{one}");
+}
+
+#[test]
+fn bad_fit_tables_are_refused_at_their_key() {
+    let dir = scratch("fit-bad");
+    write_incident(&dir);
+    let unknown = |entry: &str| format!("\n[fit]\n[fit.unknowns]\n{entry}\n");
+    let pause = "\"faults.pause.duration\"";
+    let cases = [
+        (
+            unknown("\"loads.steady.count\" = { min = 1, max = 9 }"),
+            "fit.unknowns.\"loads.steady.count\": `loads.steady.count` is not a key the file writes",
+        ),
+        (
+            unknown(&format!("{pause} = {{ min = 1, max = 9 }}")),
+            "`faults.pause.duration` is a duration: write the range's end with a unit",
+        ),
+        (
+            unknown(&format!("{pause} = {{ min = \"5s\", max = \"1s\" }}")),
+            "the range is empty",
+        ),
+        (
+            unknown(&format!("{pause} = {{ min = \"2s\", max = \"5s\" }}")),
+            "the file's value, \"1s\", is outside the range",
+        ),
+        (
+            unknown("\"faults.pause.kind\" = { min = 1, max = 2 }"),
+            "only durations and numbers can be searched",
+        ),
+        (
+            format!(
+                "\n[fit]\nvariant = \"nope\"\n[fit.unknowns]\n{pause} = {{ min = \"500ms\", max = \"5s\" }}\n"
+            ),
+            "fit.variant: \"nope\" is not a variant",
+        ),
+        (
+            format!(
+                "\n[fit]\nruns_max = 3\n[fit.unknowns]\n{pause} = {{ min = \"500ms\", max = \"5s\" }}\n"
+            ),
+            "fit.runs_max: 3 runs is outside 10..=100000",
+        ),
+        (
+            "\n[fit]\n[fit.unknowns]\n".to_owned(),
+            "fit.unknowns: has 0 unknowns",
+        ),
+    ];
+    for (index, (fit, expected)) in cases.iter().enumerate() {
+        let file = dir.join(format!("bad{index}.toml"));
+        std::fs::write(&file, format!("{}{}{fit}", scenario("1s", 200), observed())).unwrap();
+        let output = outagelab(&["fit", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{fit}: {stderr}");
+        assert!(stderr.contains(expected), "{fit}\n{stderr}\nnot {expected}");
+        assert!(stderr.contains(&format!("bad{index}.toml:")), "{stderr}");
+    }
+    // Without [observed] there is nothing to fit to.
+    let file = dir.join("no-observed.toml");
+    let fit = unknown(&format!("{pause} = {{ min = \"500ms\", max = \"5s\" }}"));
+    std::fs::write(&file, format!("{}{fit}", scenario("1s", 200))).unwrap();
+    let output = outagelab(&["fit", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the file needs an [observed] table"),
+        "{stderr}"
+    );
+    // A range end the file refuses, and a key the variant's patch sets, before any search.
+    let rate_zero = unknown("\"loads.steady.rate\" = { min = 0, max = 400 }");
+    let patched = "\n[fit]\nvariant = \"100 ms timeout\"\n[fit.unknowns]\n\
+                   \"connections.cache.command_timeout\" = { min = \"10ms\", max = \"1s\" }\n";
+    let base_timeout = scenario("1s", 200).replace(
+        "server = \"redis\"\n",
+        "server = \"redis\"\ncommand_timeout = \"50ms\"\n",
+    );
+    for (text, expected) in [
+        (
+            format!("{}{}{rate_zero}", scenario("1s", 200), observed()),
+            "the file refuses it",
+        ),
+        (
+            format!("{base_timeout}{}{patched}", observed()),
+            "sets it in its patch",
+        ),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let output = outagelab(&["fit", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}\nnot {expected}");
+    }
+}
