@@ -99,14 +99,14 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
     }
     // The fixes against the fitted model: every variant of the fitted file, on the first seed.
     let at = output.unwrap_or(file);
-    let mut fitted_file = match outagelab_scenario_file::parse_with(&fitted_text, at, &request.sets)
-    {
-        Ok(scenario) => scenario,
-        Err(diagnostics) => {
-            eprintln!("{diagnostics}");
-            return ExitCode::from(2);
-        }
-    };
+    let mut fitted_file =
+        match outagelab_scenario_file::parse_with(&fitted_text, at, &problem.other_sets()) {
+            Ok(scenario) => scenario,
+            Err(diagnostics) => {
+                eprintln!("{diagnostics}");
+                return ExitCode::from(2);
+            }
+        };
     fitted_file.seed = *spec.seeds.start();
     let (report, _) =
         match crate::simulate(&fitted_file, outagelab_sim::Bugs::default(), true, None) {
@@ -124,8 +124,14 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
     ));
     match output {
         Some(path) => eprintln!(
-            "charts and the review page: outagelab run {} --plot DIR --report PAGE.html",
-            crate::shell_word(&path.display().to_string())
+            "charts and the review page: outagelab run {}{} --plot DIR --report PAGE.html",
+            crate::shell_word(&path.display().to_string()),
+            problem
+                .other_sets()
+                .iter()
+                .fold(String::new(), |words, set| {
+                    format!("{words} --set {}", crate::shell_word(&set.to_string()))
+                })
         ),
         None => eprintln!(
             "write the fitted file with --write FILE; or run it as: {}",
@@ -397,6 +403,17 @@ impl Problem<'_> {
         set_values(self.text, &edits)
     }
 
+    /// The command line's overrides of keys the fit does not search: they stay in force on
+    /// the fitted model (the fitted values replace the others).
+    fn other_sets(&self) -> Vec<Override> {
+        let searched = |set: &&Override| self.spec.unknowns.iter().any(|u| u.key == set.key);
+        self.sets
+            .iter()
+            .filter(|set| !searched(set))
+            .cloned()
+            .collect()
+    }
+
     /// `outagelab run FILE --set ...` with the fitted values.
     fn command(&self, values: &[f64]) -> String {
         let mut words = vec![
@@ -404,7 +421,7 @@ impl Problem<'_> {
             "run".to_owned(),
             crate::shell_word(&self.file.display().to_string()),
         ];
-        let sets = self.sets.iter().map(ToString::to_string);
+        let sets = self.other_sets().into_iter().map(|set| set.to_string());
         let fitted = (self.spec.unknowns.iter().zip(values))
             .map(|(u, &v)| format!("{}={}", u.key, u.toml_value(v)));
         for set in sets.chain(fitted) {
@@ -418,7 +435,7 @@ impl Problem<'_> {
 impl Fitted {
     fn render(&self, spec: &FitSpec) -> String {
         let seeds = format!("{}..{}", spec.seeds.start(), spec.seeds.end());
-        let mut header = vec!["unknown", "in the file", "fitted"];
+        let mut header = vec!["unknown", "start", "fitted"];
         if self.per_seed.len() > 1 {
             header.push("over the seeds");
         }

@@ -18,6 +18,7 @@ pub struct Request {
     pub horizon: Option<String>,
     pub json: Option<PathBuf>,
     pub plot: Option<PathBuf>,
+    pub prometheus: Option<PathBuf>,
     pub sets: Vec<Override>,
 }
 
@@ -31,6 +32,7 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         csv: None,
         plot: request.plot.as_deref(),
         trace: None,
+        prometheus: request.prometheus.as_deref(),
     };
     let horizon_cap = match request.horizon.as_deref().map(parse_cap).transpose() {
         Ok(cap) => cap,
@@ -95,6 +97,8 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         horizon_cap,
     };
     let mut variants = Vec::with_capacity(scenario.variants.len());
+    // When each variant began, by the wall clock: what a scrape of it would have stamped.
+    let mut starts = Vec::with_capacity(scenario.variants.len());
     for (index, variant) in scenario.variants.iter().enumerate() {
         let limit = length_limit(&variant.scenario, horizon_cap);
         eprintln!(
@@ -106,6 +110,7 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
             request.address
         );
         let mut notes = Vec::new();
+        starts.push(unix_ms_now());
         let ran = runtime.block_on(outagelab_live::run::run(
             &variant.scenario,
             &variant.name,
@@ -149,6 +154,15 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
     if let Err(code) = crate::write_outputs(&report, &outputs) {
         return code;
     }
+    if let Some(path) = request.prometheus.as_deref() {
+        let text = outagelab_report::observed::to_prometheus(&report, &starts);
+        let written = crate::put(path, text.as_bytes())
+            .map(|()| vec![path.to_path_buf()])
+            .map_err(|e| format!("cannot write {}: {e}", path.display()));
+        if let Err(code) = crate::say_written(written) {
+            return code;
+        }
+    }
     if let Some(dir) = request.plot.as_deref() {
         let metrics = &scenario.report.metrics;
         if let Err(code) = crate::say_written(write_plots(&report, metrics, dir)) {
@@ -156,6 +170,13 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The wall clock, in ms since the Unix epoch (0 on a clock set before it).
+fn unix_ms_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as i64)
 }
 
 /// `--horizon`'s duration (`3s`, `500ms`), more than zero.

@@ -107,6 +107,11 @@ enum Command {
         /// Write the charts (PNG and SVG) into this directory.
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
+        /// Write the series (requests, ok and failed requests per second, in flight) as
+        /// Prometheus's `query_range` answer, timed from the file's `[observed] start` or
+        /// else the Unix epoch: a file `[observed]` reads.
+        #[arg(long, value_name = "PATH", conflicts_with = "seeds")]
+        prometheus: Option<PathBuf>,
         /// Write a trace of sampled requests (each step, wait and policy decision as a slice or
         /// instant; faults as instants) in Chrome's trace event format, for ui.perfetto.dev
         /// (`-` for standard output).
@@ -194,6 +199,10 @@ enum Command {
         /// Write the charts (PNG and SVG) into this directory.
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
+        /// Write the measured series as Prometheus's `query_range` answer, as `run
+        /// --prometheus` does: ground truth for `[observed]` and `outagelab fit`.
+        #[arg(long, value_name = "PATH")]
+        prometheus: Option<PathBuf>,
         /// Set a key of the file's base scenario before its variants are merged, as `run
         /// --set` does (a dotted key and a TOML value; repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
@@ -370,6 +379,7 @@ fn main() -> ExitCode {
             horizon,
             json,
             plot,
+            prometheus,
             set,
         } => live::run(
             &file,
@@ -379,6 +389,7 @@ fn main() -> ExitCode {
                 horizon,
                 json,
                 plot,
+                prometheus,
                 sets: set,
             },
         ),
@@ -429,6 +440,7 @@ fn main() -> ExitCode {
             report,
             csv,
             plot,
+            prometheus,
             trace,
             trace_sample,
             quiet,
@@ -469,6 +481,7 @@ fn main() -> ExitCode {
                     csv: csv.as_deref(),
                     plot: plot.as_deref(),
                     trace: trace.as_deref().map(|path| (path, trace_sample)),
+                    prometheus: prometheus.as_deref(),
                 },
             )
         }
@@ -526,6 +539,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
         csv: None,
         plot: options.plot.as_deref(),
         trace: None,
+        prometheus: None,
     };
     let scenario = match open(file, outputs, &options.sets) {
         Ok(scenario) => scenario,
@@ -864,6 +878,8 @@ struct Outputs<'a> {
     plot: Option<&'a Path>,
     /// Where the trace goes, and every how many requests it samples.
     trace: Option<(&'a Path, u64)>,
+    /// The series as Prometheus's `query_range` answer (`--prometheus`).
+    prometheus: Option<&'a Path>,
 }
 
 /// What a run's table and charts show: `--metric` (else the file's `[report] metrics`) and
@@ -893,6 +909,7 @@ fn run(
         csv,
         plot,
         trace,
+        prometheus,
     } = outputs;
     let mut scenario = match open(file, outputs, sets) {
         Ok(scenario) => scenario,
@@ -970,8 +987,12 @@ fn run(
     }
     let checked = evaluate(&scenario, &report);
     failed |= !check_expectations(&checked);
-    let outputs: [(Option<&Path>, Writer); 3] =
-        [(json, write_json), (events, write_events), (csv, write_csv)];
+    let outputs: [(Option<&Path>, Writer); 4] = [
+        (json, write_json),
+        (events, write_events),
+        (csv, write_csv),
+        (prometheus, write_prometheus),
+    ];
     if let Err(code) = write_outputs(&report, &outputs) {
         return code;
     }
@@ -1155,6 +1176,7 @@ fn check_outputs(file: &Path, outputs: Outputs) -> Result<(), String> {
         ("--events", outputs.events),
         ("--report", outputs.report),
         ("--trace", outputs.trace.map(|(path, _)| path)),
+        ("--prometheus", outputs.prometheus),
     ];
     let dashes: Vec<&str> = files
         .iter()
@@ -1480,6 +1502,15 @@ fn written(path: &Path) -> Vec<PathBuf> {
     } else {
         vec![path.to_owned()]
     }
+}
+
+/// `--prometheus`: the series as Prometheus's `query_range` answer, timed from the file's
+/// `[observed] start`, else from the Unix epoch: an observed file for `[observed]`.
+fn write_prometheus(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
+    let start = report.observed.as_ref().map_or(0, |o| o.start_unix_ms);
+    let text = outagelab_report::observed::to_prometheus(report, &[start]);
+    put(path, text.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(written(path))
 }
 
 fn write_events(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {

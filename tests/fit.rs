@@ -44,27 +44,43 @@ fn a_pause_is_recovered_exactly_from_a_simulated_incident() {
     let file = dir.join("fit.toml");
     let fit = "\n[fit]\nruns_max = 60\n[fit.unknowns]\n\
                \"faults.pause.duration\" = { min = \"500ms\", max = \"5s\" }\n";
-    std::fs::write(&file, format!("{}{}{fit}", scenario("1s", 200), observed())).unwrap();
+    // The file writes 4 s; the search starts from the guess given on the command line.
+    std::fs::write(&file, format!("{}{}{fit}", scenario("4s", 200), observed())).unwrap();
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let fitted = out.join("fitted.toml");
     let stdout = succeed(&[
         "fit",
         file.to_str().unwrap(),
+        "--set",
+        "faults.pause.duration=\"1s\"",
         "--write",
         fitted.to_str().unwrap(),
     ]);
     assert!(
-        stdout.contains("faults.pause.duration          1 s   2.3 s"),
+        stdout.contains("faults.pause.duration    1 s   2.3 s"),
         "{stdout}"
     );
     assert!(stdout.contains("0.0000 fitted"), "{stdout}");
-    // The fixes against the fitted model: the timeout turns the pause into errors.
-    assert!(
-        stdout.contains("the file's variants against the fitted model"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("timeout"), "{stdout}");
+    // The fixes against the fitted model (not the guess): the incident's own variant matches
+    // every observed sample, and the timeout turns the pause into errors.
+    let (_, fixes) = stdout
+        .split_once("the file's variants against the fitted model")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let scores = fixes.split_once("simulated against observed").unwrap().1;
+    let incident: Vec<&str> = scores
+        .lines()
+        .filter(|l| l.starts_with("as it ran"))
+        .collect();
+    assert_eq!(incident.len(), 2, "{scores}");
+    for row in incident {
+        let words: Vec<&str> = row.split_whitespace().collect();
+        assert!(
+            words.contains(&"0.00") && words.last() == Some(&"-"),
+            "{row}"
+        );
+    }
+    assert!(fixes.contains(" timeout"), "{fixes}");
     // The fitted file, written elsewhere, runs as it is and matches what was observed.
     let text = std::fs::read_to_string(&fitted).unwrap();
     assert!(text.contains("duration = \"2300000us\""), "{text}");

@@ -12,9 +12,14 @@ macro_rules! bundled {
     };
 }
 
+/// Where the bundled scenarios are: inputs are read as if from a file here, so that a bundled
+/// file's references beside it (`[observed] file`, a load's `rate_file`) resolve in its
+/// mutants too.
+pub const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+
 /// Every bundled scenario (`scenarios/*.toml`), by file name; a test keeps the list equal to
 /// the directory.
-pub const BUNDLED: [(&str, &str); 27] = [
+pub const BUNDLED: [(&str, &str); 28] = [
     bundled!("adaptive-limit.toml"),
     bundled!("blob-cache-blast-radius.toml"),
     bundled!("breaker-libraries.toml"),
@@ -29,6 +34,7 @@ pub const BUNDLED: [(&str, &str); 27] = [
     bundled!("gateway-rate-limit.toml"),
     bundled!("lock-guarded-writes.toml"),
     bundled!("policy-order.toml"),
+    bundled!("postmortem-pause.toml"),
     bundled!("quick-start.toml"),
     bundled!("reconnect-slot.toml"),
     bundled!("redis-dead-protection-poisson.toml"),

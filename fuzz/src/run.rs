@@ -141,7 +141,8 @@ impl Default for Harness {
 
 /// Runs `text` and classifies it; panics propagate (see [`run_caught`]).
 pub fn run_input(text: &str, harness: Harness) -> Outcome {
-    let file = match outagelab_scenario_file::parse(text, Path::new("input.toml")) {
+    let path = Path::new(crate::mutate::SCENARIOS).join("input.toml");
+    let file = match outagelab_scenario_file::parse(text, &path) {
         Ok(file) => file,
         Err(diagnostics) => {
             let message = diagnostics.to_string();

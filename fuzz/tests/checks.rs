@@ -11,7 +11,8 @@ use serde_json::Value;
 
 /// The JSON `outagelab run FILE --json` writes for `text`.
 fn report_json(text: &str) -> String {
-    let file = outagelab_scenario_file::parse(text, Path::new("t.toml")).expect("the file reads");
+    let path = Path::new(outagelab_fuzz::mutate::SCENARIOS).join("t.toml");
+    let file = outagelab_scenario_file::parse(text, &path).expect("the file reads");
     let variants = file
         .variants
         .iter()

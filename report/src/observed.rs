@@ -197,7 +197,8 @@ pub struct SeriesFit {
     pub compared: u64,
     /// Root mean square of simulated minus observed over the compared samples.
     pub rmse: Option<f64>,
-    /// The compared sample where they differ most: simulated minus observed, and when.
+    /// The compared sample where they differ most: simulated minus observed, and when (no
+    /// time when every sample matched).
     pub largest_difference: Option<f64>,
     pub largest_difference_at_ms: Option<f64>,
 }
@@ -286,6 +287,52 @@ fn simulated_over(
     metric.over(series, first, last)
 }
 
+/// The metrics [`to_prometheus`] writes, each a series per variant.
+pub const EXPORTED: [&str; 4] = ["requests_per_s", "ok_per_s", "failed_per_s", "in_flight"];
+
+/// The report's series as Prometheus's `query_range` answer (a `matrix`), one series per
+/// variant and metric of [`EXPORTED`], named `outagelab_<metric>` with a `variant` label, a
+/// sample at the end of each bucket the run covered, timed from the variant's `starts` entry
+/// (ms since the Unix epoch; the last one for variants past the end of `starts`): what a run
+/// looks like to `[observed]` (a live run's, as ground truth for `outagelab fit`). Every
+/// bucket has a value, so the series have no gaps.
+pub fn to_prometheus(report: &crate::RunReport, starts: &[i64]) -> String {
+    let mut result = Vec::new();
+    for (index, variant) in report.variants.iter().enumerate() {
+        let start_unix_ms = starts.get(index).or(starts.last()).copied().unwrap_or(0);
+        let series = &variant.series;
+        let width = series.bucket_ms;
+        let ended_by_itself = matches!(variant.verdict, Verdict::Completed | Verdict::Stalled);
+        let covered: Vec<usize> = (0..series.start_ms.len())
+            .filter(|&i| series.start_ms[i] + width <= variant.end_ms || ended_by_itself)
+            .filter(|&i| series.start_ms[i] < variant.end_ms)
+            .collect();
+        for name in EXPORTED {
+            let metric = ObservedMetric::parse(name).expect("exported metrics parse");
+            let values: Vec<serde_json::Value> = covered
+                .iter()
+                .filter_map(|&i| {
+                    let value = metric.over(series, i, i)?;
+                    let at_ms = start_unix_ms as f64 + series.start_ms[i] + width;
+                    Some(serde_json::json!([at_ms / 1000.0, value.to_string()]))
+                })
+                .collect();
+            result.push(serde_json::json!({
+                "metric": { "__name__": format!("outagelab_{name}"), "variant": variant.name },
+                "values": values,
+            }));
+        }
+    }
+    // Compact, as Prometheus answers, with one series a line.
+    let lines: Vec<String> = (result.iter())
+        .map(|series| serde_json::to_string(series).expect("JSON values serialise"))
+        .collect();
+    format!(
+        "{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":[\n{}\n]}}}}\n",
+        lines.join(",\n")
+    )
+}
+
 fn fit(variant: &str, simulated: Vec<Option<f64>>, observed: &[f64], at_ms: &[f64]) -> SeriesFit {
     let mut compared = 0u64;
     let mut squares = 0.0;
@@ -305,7 +352,8 @@ fn fit(variant: &str, simulated: Vec<Option<f64>>, observed: &[f64], at_ms: &[f6
         compared,
         rmse: (compared > 0).then(|| (squares / compared as f64).sqrt()),
         largest_difference: largest.map(|(d, _)| d),
-        largest_difference_at_ms: largest.map(|(_, at)| at),
+        // Where every sample matched, no sample differs most.
+        largest_difference_at_ms: largest.filter(|(d, _)| *d != 0.0).map(|(_, at)| at),
     }
 }
 
@@ -409,6 +457,9 @@ mod tests {
             [Some(5.0), Some(25.0), Some(45.0), Some(65.0), Some(85.0)]
         );
         assert_eq!((fit.compared, fit.rmse), (5, Some(0.0)));
+        // Every sample matched: none differs most.
+        assert_eq!(fit.largest_difference, Some(0.0));
+        assert_eq!(fit.largest_difference_at_ms, None);
         assert_eq!(observed.start_utc, "2024-12-03T10:00:00Z");
 
         let failed = compare(
@@ -436,6 +487,51 @@ mod tests {
             fine.series[0].variants[0].simulated,
             [Some(0.0), Some(0.0), Some(1.0)]
         );
+    }
+
+    #[test]
+    fn a_run_exported_for_prometheus_reads_back_and_matches_itself() {
+        let run = [variant(Verdict::Horizon, 950.0)];
+        let report = crate::RunReport {
+            scenario: "x".to_owned(),
+            seed: 1,
+            sweep: None,
+            slo: None,
+            variants: run.to_vec(),
+            observed: None,
+        };
+        let start = 1_733_220_000_000;
+        let text = to_prometheus(&report, &[start]);
+        let file = outagelab_observed::ObservedFile::parse(
+            &text,
+            outagelab_observed::Format::PrometheusJson,
+        )
+        .unwrap();
+        assert_eq!(file.series.len(), EXPORTED.len());
+        let series = file
+            .find(
+                Some("outagelab_ok_per_s"),
+                &BTreeMap::from([("variant".to_owned(), "base".to_owned())]),
+            )
+            .unwrap();
+        // Nine whole buckets (the horizon cut the tenth), each a sample at its end.
+        assert_eq!(series.step_ms, 100);
+        assert_eq!(series.samples.len(), 9);
+        assert_eq!(series.samples[0].unix_ms, start + 100);
+        assert_eq!(series.samples[8].value, 80.0);
+        for (name, metric) in file.series.iter().zip(EXPORTED) {
+            let spec = ObservedSpec {
+                file: "x.json".to_owned(),
+                start_unix_ms: start,
+                series: vec![MappedSeries {
+                    name: metric.to_owned(),
+                    metric: ObservedMetric::parse(metric).unwrap(),
+                    series: name.clone(),
+                }],
+            };
+            let fit = &compare(&spec, &run).series[0].variants[0];
+            assert_eq!((fit.compared, fit.rmse), (9, Some(0.0)), "{metric}");
+        }
     }
 
     #[test]

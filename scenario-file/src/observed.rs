@@ -4,7 +4,7 @@
 //! ```toml
 //! [observed]
 //! file = "incident.json"            # Prometheus query_range JSON; any other name is a CSV
-//! start = "2024-12-03T10:00:00Z"    # what the run's time 0 stands for (default: the first sample)
+//! start = "2024-12-03T10:00:00Z"    # what the run's time 0 stands for (default: a step before the first sample)
 //!
 //! [observed.series.errors]          # a name for charts and the report
 //! name = "http_requests:rate15s"    # the file's series (`__name__`, or the CSV's series)
@@ -96,9 +96,12 @@ impl<'t> Reader<'_> {
                     return None;
                 }
             },
+            // The first sample stands for the step before it: the run starts there.
             None => series
                 .iter()
-                .filter_map(|s| s.series.samples.first().map(|sample| sample.unix_ms))
+                .filter_map(|s| {
+                    (s.series.samples.first()).map(|first| first.unix_ms - s.series.step_ms)
+                })
                 .min()?,
         };
         (series.len() == raw.series.get_ref().len()).then(|| ObservedSpec {
