@@ -165,3 +165,66 @@ fn bad_references_and_bad_files_are_refused_at_their_key() {
         assert!(stderr.contains(&format!("bad{index}.toml:")), "{stderr}");
     }
 }
+
+/// A load that follows an observed request-rate series (`rate_file` in Prometheus's format):
+/// a run's own requests per second, exported with `--prometheus`, drive a second run that
+/// sends as many requests, on the same curve.
+#[test]
+fn a_load_follows_an_observed_request_rate_series() {
+    let dir = scratch("observed-rate");
+    let ramp = "[scenario]\nname = \"ramp\"\n\n[flows.quick]\nsteps = [{ work = \"1us\" }]\n\n\
+                [loads.users]\nflow = \"quick\"\narrivals = \"even\"\nrate = 0\n\
+                stages = [{ duration = \"2s\", target = 400 }, { duration = \"1s\", target = 400 }]\n";
+    let first = dir.join("ramp.toml");
+    std::fs::write(&first, ramp).unwrap();
+    let exported = dir.join("traffic.json");
+    succeed(&[
+        "run",
+        first.to_str().unwrap(),
+        "--prometheus",
+        exported.to_str().unwrap(),
+    ]);
+    let follow = |series: &str| {
+        format!(
+            "[scenario]\nname = \"replay\"\n\n[flows.quick]\nsteps = [{{ work = \"1us\" }}]\n\n\
+             [loads.users]\nflow = \"quick\"\narrivals = \"even\"\nrate_file = \"traffic.json\"\n{series}"
+        )
+    };
+    let replay = dir.join("replay.toml");
+    std::fs::write(
+        &replay,
+        follow("rate_series = 'outagelab_requests_per_s{variant=\"base\"}'\n"),
+    )
+    .unwrap();
+    let json = dir.join("replay.json");
+    succeed(&[
+        "run",
+        replay.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    // 0 -> 400/s over 2 s and 400/s for 1 s: 400 + 400 requests. The replay follows the
+    // exported buckets (their ends, linearly between): within a bucket's worth of the curve.
+    let requests = read_report(&json)["variants"][0]["summary"]["requests"]
+        .as_u64()
+        .unwrap();
+    assert!((760..=800).contains(&requests), "{requests}");
+    // The file has a series per metric: the load must say which.
+    for (series, expected) in [
+        (
+            "",
+            "has 4 series: choose the request rate with `rate_series`",
+        ),
+        (
+            "rate_series = \"nothing\"\n",
+            "has no series `nothing`; it has `outagelab_requests_per_s{variant=\"base\"}`",
+        ),
+    ] {
+        std::fs::write(&replay, follow(series)).unwrap();
+        let output = outagelab(&["validate", replay.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("loads.users.rate_file"), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}\nnot {expected}");
+    }
+}

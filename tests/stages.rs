@@ -159,4 +159,31 @@ fn a_rate_file_replays_an_incidents_traffic_through_the_command_line() {
             && stderr.contains("traffic.csv:3:1: the time 10 is not after the row before's"),
         "{stderr}"
     );
+    // `rate_series` chooses among a Prometheus file's series: not a CSV's, and not alone.
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    for (extra, expected) in [
+        (
+            "rate_series = \"x\"\n",
+            "loads.users.rate_series: a CSV of `time,rate` rows is one series",
+        ),
+        (
+            "",
+            "loads.users.rate_series: chooses the series of a Prometheus `rate_file`: give one",
+        ),
+    ] {
+        let body = if extra.is_empty() {
+            text.replace(
+                "rate_file = \"traffic.csv\"\n",
+                "rate = 5\nrate_series = \"x\"\n",
+            )
+        } else {
+            format!("{text}{extra}")
+        };
+        std::fs::write(&scenario, body).unwrap();
+        std::fs::write(dir.join("traffic.csv"), "0,100\n10,300\n").unwrap();
+        let output = common::outagelab(&["validate", scenario.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}\nnot {expected}");
+    }
 }

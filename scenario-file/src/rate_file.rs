@@ -69,6 +69,63 @@ pub(crate) fn parse(text: &str, rows_max: usize) -> Result<RateStages, String> {
             rows.len()
         ));
     }
+    curve(&rows)
+}
+
+/// The curve of a request-rate series in Prometheus's `query_range` answer: the one series
+/// `series` names (as `name{label="value"}`; any when the file has one), its samples the rows.
+/// Problems are reported as `line:column: message` for the file, or `1:1: message` for the
+/// choice of series.
+pub(crate) fn parse_prometheus(
+    text: &str,
+    series: Option<&str>,
+    rows_max: usize,
+) -> Result<RateStages, String> {
+    use outagelab_observed::{Format, ObservedFile};
+    let file = ObservedFile::parse(text, Format::PrometheusJson).map_err(|e| e.to_string())?;
+    let listed = || {
+        let names: Vec<String> = (file.series.iter().take(10))
+            .map(|s| format!("`{}`", s.display_name()))
+            .collect();
+        names.join(", ")
+    };
+    let chosen = match series {
+        Some(name) => file
+            .series
+            .iter()
+            .find(|s| s.display_name() == name)
+            .ok_or_else(|| format!("1:1: has no series `{name}`; it has {}", listed()))?,
+        None if file.series.len() == 1 => &file.series[0],
+        None => {
+            return Err(format!(
+                "1:1: has {} series: choose the request rate with `rate_series` (it has {})",
+                file.series.len(),
+                listed()
+            ));
+        }
+    };
+    if chosen.samples.len() > rows_max {
+        return Err(format!(
+            "1:1: more than the {rows_max} samples a load's rate may have"
+        ));
+    }
+    let first = chosen.samples[0].unix_ms;
+    let rows = (chosen.samples.iter())
+        .map(|sample| {
+            let rate = milli_rate(&sample.value.to_string())
+                .map_err(|why| format!("1:1: the rate at {} {why}", sample.unix_ms))?;
+            Ok((
+                u128::from((sample.unix_ms - first).unsigned_abs()) * 1_000_000,
+                rate,
+            ))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    curve(&rows)
+}
+
+/// Rows of (time in ns, rate in thousandths), at least two, in increasing time, as the
+/// stages that move linearly from each to the next.
+fn curve(rows: &[(u128, u64)]) -> Result<RateStages, String> {
     let stages = rows
         .windows(2)
         .map(|pair| {

@@ -1019,6 +1019,9 @@ pub struct RawLoad {
     /// Even and Poisson loads: the rate over time from a file of `time,rate` rows (an
     /// incident's traffic), relative to the scenario file.
     pub rate_file: Option<Spanned<String>>,
+    /// With a Prometheus `rate_file` (`.json`): its series to follow, as Prometheus names one
+    /// (`name{label="value"}`); needed when the file has several.
+    pub rate_series: Option<Spanned<String>>,
 }
 
 /// One stage of a load's rate: it moves linearly to `target` over `duration`.
@@ -1068,6 +1071,8 @@ pub struct RawFault {
     pub jitter: Option<Spanned<Text>>,
     /// `bandwidth` only (on a connection): the rate what is sent moves at.
     pub bandwidth: Option<Spanned<Text>>,
+    /// `lock_held` only (on a database): the key family whose every lock something else holds.
+    pub key: Option<Spanned<String>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -1086,6 +1091,7 @@ pub enum FaultKindName {
     Slow,
     Refuse,
     PoolExhausted,
+    LockHeld,
     Latency,
     Bandwidth,
 }
@@ -1106,6 +1112,7 @@ impl FaultKindName {
             FaultKindName::Slow => "slow",
             FaultKindName::Refuse => "refuse",
             FaultKindName::PoolExhausted => "pool_exhausted",
+            FaultKindName::LockHeld => "lock_held",
             FaultKindName::Latency => "latency",
             FaultKindName::Bandwidth => "bandwidth",
         }

@@ -3434,6 +3434,13 @@ impl<'a> Validator<'a> {
                 "applies to an even or Poisson load, whose rate it changes over time",
             );
         }
+        if raw.rate_file.is_none() {
+            self.refuse_present(
+                &[("rate_series", raw.rate_series.as_ref().map(Spanned::span))],
+                &key,
+                "chooses the series of a Prometheus `rate_file`: give one",
+            );
+        }
         if *raw.arrivals.get_ref() != ArrivalsName::Closed {
             let closed_keys = [
                 ("workers", raw.workers.as_ref().map(Spanned::span)),
@@ -3730,7 +3737,21 @@ impl<'a> Validator<'a> {
                 return None;
             }
         };
-        match crate::rate_file::parse(&text, limit::STAGES) {
+        let series = raw.rate_series.as_ref().map(|s| s.get_ref().as_str());
+        let prometheus = outagelab_observed::Format::of_path(&path)
+            == outagelab_observed::Format::PrometheusJson;
+        if let (Some(named), false) = (&raw.rate_series, prometheus) {
+            let message = "a CSV of `time,rate` rows is one series: `rate_series` chooses \
+                           among the series of a Prometheus file (`.json`)";
+            self.error(Some(named.span()), key("rate_series"), message);
+            return None;
+        }
+        let parsed = if prometheus {
+            crate::rate_file::parse_prometheus(&text, series, limit::STAGES + 1)
+        } else {
+            crate::rate_file::parse(&text, limit::STAGES)
+        };
+        match parsed {
             Ok(stages) => {
                 if start.checked_add(stages.duration()).is_none() {
                     let message = format!(
@@ -3852,7 +3873,10 @@ impl<'a> Validator<'a> {
             && (names.databases.contains(target_name)
                 || matches!(
                     raw.kind.get_ref(),
-                    FaultKindName::Slow | FaultKindName::Refuse | FaultKindName::PoolExhausted
+                    FaultKindName::Slow
+                        | FaultKindName::Refuse
+                        | FaultKindName::PoolExhausted
+                        | FaultKindName::LockHeld
                 ))
         {
             // A database, or an unknown name where a database fault looks for one.
@@ -3934,6 +3958,11 @@ impl<'a> Validator<'a> {
                 "bandwidth",
                 raw.bandwidth.as_ref().map(Spanned::span),
                 FaultKindName::Bandwidth,
+            ),
+            (
+                "key",
+                raw.key.as_ref().map(Spanned::span),
+                FaultKindName::LockHeld,
             ),
         ];
         for (field, span, owner) in own_keys {
@@ -4099,6 +4128,17 @@ impl<'a> Validator<'a> {
                 };
                 FaultKind::Bandwidth(self.bandwidth(value, &key("bandwidth"))?)
             }
+            FaultKindName::LockHeld => {
+                let Some(family) = &raw.key else {
+                    let message = "a `lock_held` fault holds the advisory locks of a key \
+                                   family (a table lock): name it, e.g. `key = \"accounts\"`";
+                    self.error(Some(raw.kind.span()), key("key"), message);
+                    return None;
+                };
+                FaultKind::LockHeld {
+                    family: self.resolve(&names.keys, family, &key("key"))?,
+                }
+            }
             FaultKindName::PoolExhausted => {
                 // On an unknown target or a server: said where the target is checked.
                 let max = names
@@ -4166,8 +4206,8 @@ impl<'a> Validator<'a> {
             }
             (_, Some(FaultTarget::Database(_))) => {
                 let message = format!(
-                    "a `{}` fault acts on Redis: a database takes `slow`, `refuse` or \
-                     `pool_exhausted`",
+                    "a `{}` fault acts on Redis: a database takes `slow`, `refuse`, \
+                     `pool_exhausted` or `lock_held`",
                     kind_name.name()
                 );
                 self.error(Some(raw.target.span()), key("target"), message);

@@ -417,7 +417,7 @@ fn rejected_files() {
         ),
         (
             format!("{BASE}\n[faults.down]\ntarget = \"db\"\nkind = \"stop\"\nat = \"1s\"\n"),
-            "25:10: faults.down.target: a `stop` fault acts on Redis: a database takes `slow`, `refuse` or `pool_exhausted`",
+            "25:10: faults.down.target: a `stop` fault acts on Redis: a database takes `slow`, `refuse`, `pool_exhausted` or `lock_held`",
         ),
         (
             format!(
@@ -1108,7 +1108,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
-            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`, `latency`, `bandwidth`)",
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`, `lock_held`, `latency`, `bandwidth`)",
         ),
         (
             labelled("qurey"),
@@ -1465,7 +1465,7 @@ fn rejected_overrides_name_their_flag() {
         (
             BASE,
             &["loads.l.rte=5"],
-            "t.toml: --set loads.l.rte=5: loads.l.rte: unknown field `rte`: did you mean `rate`? (expected one of `enabled`, `flow`, `arrivals`, `rate`, `count`, `duration`, `start`, `workers`, `think`, `stagger`, `iterations`, `caller`, `stages`, `rate_file`)",
+            "t.toml: --set loads.l.rte=5: loads.l.rte: unknown field `rte`: did you mean `rate`? (expected one of `enabled`, `flow`, `arrivals`, `rate`, `count`, `duration`, `start`, `workers`, `think`, `stagger`, `iterations`, `caller`, `stages`, `rate_file`, `rate_series`)",
         ),
         (
             BASE,
@@ -1673,7 +1673,7 @@ fn database_faults() {
         ),
         (
             fault("target = \"db\"\nkind = \"kill\"\nat = \"1s\""),
-            "25:10: faults.f.target: a `kill` fault acts on Redis: a database takes `slow`, `refuse` or `pool_exhausted`",
+            "25:10: faults.f.target: a `kill` fault acts on Redis: a database takes `slow`, `refuse`, `pool_exhausted` or `lock_held`",
         ),
         (
             fault("target = \"db\"\nkind = \"slow\"\nat = \"1s\""),
@@ -1698,6 +1698,28 @@ fn database_faults() {
         (
             fault("target = \"db\"\nkind = \"pool_exhausted\"\nat = \"1s\""),
             "25:10: faults.f.target: `db` has no `max_connections`: there is no pool to exhaust (give the database a limit)",
+        ),
+    ]);
+    // `lock_held`: a key family's locks, on a database.
+    check_silent(&fault(
+        "target = \"db\"\nkind = \"lock_held\"\nat = \"1s\"\nduration = \"2s\"\nkey = \"k\"",
+    ));
+    check_all(&[
+        (
+            fault("target = \"db\"\nkind = \"lock_held\"\nat = \"1s\""),
+            "26:8: faults.f.key: a `lock_held` fault holds the advisory locks of a key family (a table lock): name it, e.g. `key = \"accounts\"`",
+        ),
+        (
+            fault("target = \"db\"\nkind = \"lock_held\"\nat = \"1s\"\nkey = \"kk\""),
+            "28:7: faults.f.key: unknown key family `kk` (defined: k)",
+        ),
+        (
+            fault("target = \"redis\"\nkind = \"lock_held\"\nat = \"1s\"\nkey = \"k\""),
+            "25:10: faults.f.target: a `lock_held` fault acts on a database: target one of [databases]",
+        ),
+        (
+            fault("target = \"db\"\nkind = \"refuse\"\nat = \"1s\"\nkey = \"k\""),
+            "28:7: faults.f.key: only a `lock_held` fault takes `key`, not a `refuse` one",
         ),
     ]);
     // `pool_exhausted` on a database with a pool of 4: all of it by default, or some.

@@ -192,6 +192,12 @@ struct Database {
     refusing: bool,
     /// While a `pool_exhausted` fault lasts: connections something else holds.
     connections_held: u32,
+    /// Key families whose every lock something else holds (`lock_held` faults, counted: two
+    /// at once hold it until both end).
+    families_held: BTreeMap<u32, u32>,
+    /// Queries waiting for a lock of a held family, in arrival order (counted in
+    /// `lock_waiting`: each holds its connection).
+    family_waiting: VecDeque<LockWaiter>,
 }
 
 impl Database {
@@ -340,6 +346,8 @@ impl Databases {
                     slowdown_permille: 1000,
                     refusing: false,
                     connections_held: 0,
+                    families_held: BTreeMap::new(),
+                    family_waiting: VecDeque::new(),
                 })
                 .collect(),
             completions: Vec::new(),
@@ -450,6 +458,28 @@ impl Databases {
                     self.admit_waiting(now, id, events);
                 }
             }
+            FaultKind::LockHeld { family } => {
+                let holders = database.families_held.entry(family.0).or_insert(0);
+                if on {
+                    *holders += 1;
+                    return;
+                }
+                *holders = holders.saturating_sub(1);
+                if *holders > 0 {
+                    return;
+                }
+                database.families_held.remove(&family.0);
+                // The family's waiters queue for their own locks, in arrival order.
+                let (freed, kept) = std::mem::take(&mut database.family_waiting)
+                    .into_iter()
+                    .partition(|waiter| waiter.query.lock.is_some_and(|key| key.0 == family.0));
+                database.family_waiting = kept;
+                let freed: VecDeque<LockWaiter> = freed;
+                database.lock_waiting -= freed.len() as u64;
+                for waiter in freed {
+                    self.acquire(now, id, waiter, events);
+                }
+            }
             other => unreachable!("validated: a `{}` fault on a database", other.name()),
         }
     }
@@ -516,22 +546,52 @@ impl Databases {
             query,
             deadline,
         } = admitted;
+        let waiter = LockWaiter {
+            order,
+            query,
+            deadline,
+            since: now,
+        };
         let database = &mut self.databases[id.index()];
-        if let Some(key) = query.lock {
+        if query
+            .lock
+            .is_some_and(|key| database.families_held.contains_key(&key.0))
+        {
+            database.family_waiting.push_back(waiter);
+            database.lock_waiting += 1;
+            database.peak_lock_waiting = database.peak_lock_waiting.max(database.lock_waiting);
+            return;
+        }
+        self.acquire(now, id, waiter, events);
+    }
+
+    /// A query that has a connection takes its lock and runs, or queues for the lock behind
+    /// its holder; one without a lock runs. How long it waited is counted from `since`.
+    fn acquire(
+        &mut self,
+        now: SimTime,
+        id: DatabaseId,
+        waiter: LockWaiter,
+        events: &mut EventQueue,
+    ) {
+        let database = &mut self.databases[id.index()];
+        if let Some(key) = waiter.query.lock {
             if let Some(waiters) = database.locks.get_mut(&key) {
-                waiters.push_back(LockWaiter {
-                    order,
-                    query,
-                    deadline,
-                    since: now,
-                });
+                waiters.push_back(waiter);
                 database.lock_waiting += 1;
                 database.peak_lock_waiting = database.peak_lock_waiting.max(database.lock_waiting);
                 return;
             }
             database.locks.insert(key, VecDeque::new());
-            self.lock_waits.push((id, 0));
+            let waited = now.saturating_since(waiter.since).as_nanos();
+            self.lock_waits.push((id, waited));
         }
+        let LockWaiter {
+            order,
+            query,
+            deadline,
+            ..
+        } = waiter;
         self.run(now, id, order, query, deadline, events);
     }
 

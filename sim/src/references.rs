@@ -290,8 +290,10 @@ impl References for FaultSpec {
             FaultTarget::Connection(connection) => visit(Kind::Connection, &mut connection.0),
             FaultTarget::Database(database) => visit(Kind::Database, &mut database.0),
         }
-        if let FaultKind::Failover { replica, .. } = &mut self.kind {
-            visit(Kind::Server, &mut replica.0);
+        match &mut self.kind {
+            FaultKind::Failover { replica, .. } => visit(Kind::Server, &mut replica.0),
+            FaultKind::LockHeld { family } => visit(Kind::KeyFamily, &mut family.0),
+            _ => {}
         }
     }
 }

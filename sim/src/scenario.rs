@@ -1462,6 +1462,12 @@ pub enum FaultKind {
     /// find the rest taken wait in the connection queue or are refused, as when the pool is
     /// full; at its end the held connections come back and the oldest waiters take them.
     PoolExhausted { connections: u32 },
+    /// On a database: while it lasts, something else holds every advisory lock of key family
+    /// `family` (a migration's table lock, a long transaction): a query that needs one waits,
+    /// holding its connection, until the fault ends, then queues for its own lock in arrival
+    /// order. Queries that hold one, or already wait for one, when it starts take their turns
+    /// as before: the fault holds the locks against queries that ask after it starts.
+    LockHeld { family: KeyFamilyId },
     /// On a connection: while it lasts, every command and reply sent on it takes `added`
     /// longer one way, drawn per item from `added ± jitter` (toxiproxy's `latency` toxic, in
     /// both directions); nothing overtakes what was sent before it. Toxics on one connection
@@ -1562,6 +1568,7 @@ impl FaultKind {
             FaultKind::Slow { .. } => "slow",
             FaultKind::Refuse => "refuse",
             FaultKind::PoolExhausted { .. } => "pool_exhausted",
+            FaultKind::LockHeld { .. } => "lock_held",
             FaultKind::Latency { .. } => "latency",
             FaultKind::Bandwidth(_) => "bandwidth",
         }
@@ -1571,7 +1578,10 @@ impl FaultKind {
     pub fn on_database(self) -> bool {
         matches!(
             self,
-            FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. }
+            FaultKind::Slow { .. }
+                | FaultKind::Refuse
+                | FaultKind::PoolExhausted { .. }
+                | FaultKind::LockHeld { .. }
         )
     }
 
@@ -1584,6 +1594,7 @@ impl FaultKind {
                 false
             }
             FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => false,
+            FaultKind::LockHeld { .. } => false,
             FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => false,
         }
     }

@@ -44,7 +44,7 @@ pub const RESOURCE_TABLES: [&str; 20] = [
 ];
 
 /// Every fault kind (`FaultKindName` in `scenario-file/src/raw.rs`).
-pub const FAULT_KINDS: [&str; 15] = [
+pub const FAULT_KINDS: [&str; 16] = [
     "pause",
     "hang",
     "stop",
@@ -58,6 +58,7 @@ pub const FAULT_KINDS: [&str; 15] = [
     "slow",
     "refuse",
     "pool_exhausted",
+    "lock_held",
     "latency",
     "bandwidth",
 ];

@@ -382,7 +382,7 @@ impl Generator {
             if kind == "pool_exhausted" && self.names.pooled.is_empty() && !self.absurd() {
                 kind = "refuse";
             }
-            let database_kind = matches!(kind, "slow" | "refuse" | "pool_exhausted");
+            let database_kind = matches!(kind, "slow" | "refuse" | "pool_exhausted" | "lock_held");
             if database_kind && self.names.databases.is_empty() && !self.absurd() {
                 kind = "hang";
             }
@@ -392,7 +392,9 @@ impl Generator {
                 "pool_exhausted" if !self.names.pooled.is_empty() => {
                     self.reference(&self.names.pooled.clone())
                 }
-                "slow" | "refuse" | "pool_exhausted" if !self.names.databases.is_empty() => {
+                "slow" | "refuse" | "pool_exhausted" | "lock_held"
+                    if !self.names.databases.is_empty() =>
+                {
                     self.reference(&self.names.databases.clone())
                 }
                 "kill" if self.rng.chance(30) => self.connection_target(),
@@ -453,6 +455,10 @@ impl Generator {
                 "pool_exhausted" if self.rng.chance(60) => {
                     let held = self.count(1, 8);
                     self.line("connections", &held);
+                }
+                "lock_held" if !self.absurd() => {
+                    let family = self.reference(&self.names.keys.clone());
+                    self.line("key", &family);
                 }
                 "failover" => {
                     self.line("replica", &quoted("replica"));

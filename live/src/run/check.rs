@@ -239,11 +239,15 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                     "a live run drives one server and no replica (kind = \"failover\")",
                 );
             }
-            FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => {
+            FaultKind::Slow { .. }
+            | FaultKind::Refuse
+            | FaultKind::PoolExhausted { .. }
+            | FaultKind::LockHeld { .. } => {
                 return refuse(
                     format!("{key}.target"),
                     "a live run's database is a stand-in sleep, and its faults are the \
-                     simulator's (kinds \"slow\", \"refuse\" and \"pool_exhausted\")",
+                     simulator's (kinds \"slow\", \"refuse\", \"pool_exhausted\" and \
+                     \"lock_held\")",
                 );
             }
         }

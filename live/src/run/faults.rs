@@ -284,7 +284,8 @@ impl Admin {
             | FaultKind::Failover { .. }
             | FaultKind::Slow { .. }
             | FaultKind::Refuse
-            | FaultKind::PoolExhausted { .. } => unreachable!("refused by the live check"),
+            | FaultKind::PoolExhausted { .. }
+            | FaultKind::LockHeld { .. } => unreachable!("refused by the live check"),
             FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
                 unreachable!("injected at the forwarders (run::toxify)")
             }

@@ -162,6 +162,39 @@ mod tests {
         }
     }
 
+    /// Queries of 40 ms that each take the advisory lock of the request's key (one key), at
+    /// 0, 20 and 50 ms. Alone, they take turns: 0-40, 40-80, 80-120. With something else
+    /// holding the family's locks from 10 ms to 100 ms, the one running at 10 ms finishes at
+    /// 40, the one at 20 ms waits for the fault's end (80 ms) and runs 100-140, the one at 50
+    /// queues behind it and runs 140-180 (waited 90 ms); both waited at once.
+    #[test]
+    fn a_lock_held_fault_holds_a_key_familys_locks_while_it_lasts() {
+        let locked = || {
+            vec![step(StepAction::Database {
+                database: DatabaseId(0),
+                timeout: None,
+                latency: None,
+                lock: Some(crate::actions::testing::KEY),
+                data: None,
+            })]
+        };
+        let bursts = [(0, 1), (20, 1), (50, 1)];
+        let alone = run(database(), locked(), &bursts);
+        assert_eq!(alone.end_ms, 120.0);
+        let held = FaultKind::LockHeld {
+            family: crate::actions::testing::KEY,
+        };
+        let report = run(with_fault(held, 10, 90), locked(), &bursts);
+        let main = &report.summary.databases["main"];
+        assert_eq!(ended(&report, "ok"), 3);
+        assert_eq!(report.end_ms, 180.0);
+        assert_eq!(main.peak_lock_waiting, 2);
+        assert_eq!(main.lock_wait_ms.max, Some(90.0));
+        // A fault that ends before anyone needed the lock changes nothing.
+        let early = run(with_fault(held, 1, 5), locked(), &[(10, 1), (20, 1)]);
+        assert_eq!(early.end_ms, 90.0);
+    }
+
     /// A scenario built in code with a fault on the wrong kind of target is refused before it
     /// runs, instead of reaching a mechanism that cannot take it.
     #[test]

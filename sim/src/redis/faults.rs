@@ -61,7 +61,10 @@ impl Redis {
             FaultKind::FlushAll if on => server.keyspace.clear(),
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => {}
             FaultKind::Disconnect => unreachable!("validated: a disconnect acts on a connection"),
-            FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => {
+            FaultKind::Slow { .. }
+            | FaultKind::Refuse
+            | FaultKind::PoolExhausted { .. }
+            | FaultKind::LockHeld { .. } => {
                 unreachable!("validated: a `{}` fault acts on a database", kind.name())
             }
             FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
