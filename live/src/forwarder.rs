@@ -321,6 +321,41 @@ mod tests {
         assert!(sent.elapsed() < slow, "faster without it");
     }
 
+    /// Packet loss at a forwarder: each chunk is held for its retransmissions, drawn by the
+    /// simulator's rule from the forwarder's stream. A test stream of the same seed draws the
+    /// two chunks' delays (the ping's, then the echo's); the round trip is at least their sum
+    /// (a busy machine only adds), and some chunk of the twenty round trips was lost at least
+    /// once, with 40% loss.
+    #[tokio::test]
+    async fn a_packet_loss_toxic_holds_chunks_for_their_retransmissions() {
+        let seed = || Stream::derive(7, "toxic jitter", "test");
+        let forwarder = Forwarder::start_with_draws(format!("127.0.0.1:{}", echo().await), seed())
+            .await
+            .unwrap();
+        let mut through = TcpStream::connect(forwarder.address()).await.unwrap();
+        let loss = FaultKind::PacketLoss {
+            ppm: 400_000,
+            retransmit: SimDuration::from_millis(5),
+        };
+        forwarder.toxic_fault(loss, true);
+        let expected = Toxics::of(&[loss]);
+        let mut draws = seed();
+        let mut lost = false;
+        for _ in 0..20 {
+            let ping = expected.draw_delay(&mut draws);
+            let echo = expected.draw_delay(&mut draws);
+            lost |= !(ping.is_zero() && echo.is_zero());
+            let least = Duration::from_nanos(ping.saturating_add(echo).as_nanos());
+            let mut reply = [0u8; 4];
+            let sent = Instant::now();
+            through.write_all(b"ping").await.unwrap();
+            through.read_exact(&mut reply).await.unwrap();
+            assert_eq!(&reply, b"ping");
+            assert!(sent.elapsed() >= least, "{:?} < {least:?}", sent.elapsed());
+        }
+        assert!(lost, "40% loss over 40 chunks lost none");
+    }
+
     /// 64 KiB through a forwarder paced at 1 MiB/s each way: at least 125 ms for the round
     /// trip (62.5 ms each way).
     #[tokio::test]

@@ -1073,6 +1073,10 @@ pub struct RawFault {
     pub bandwidth: Option<Spanned<Text>>,
     /// `lock_held` only (on a database): the key family whose every lock something else holds.
     pub key: Option<Spanned<String>>,
+    /// `packet_loss` only (on a connection): the share of transmissions lost, in percent, and
+    /// TCP's retransmission timeout.
+    pub loss: Option<Spanned<f64>>,
+    pub retransmit: Option<Spanned<Text>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -1094,6 +1098,7 @@ pub enum FaultKindName {
     LockHeld,
     Latency,
     Bandwidth,
+    PacketLoss,
 }
 
 impl FaultKindName {
@@ -1115,6 +1120,7 @@ impl FaultKindName {
             FaultKindName::LockHeld => "lock_held",
             FaultKindName::Latency => "latency",
             FaultKindName::Bandwidth => "bandwidth",
+            FaultKindName::PacketLoss => "packet_loss",
         }
     }
 }

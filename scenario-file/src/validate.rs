@@ -3964,6 +3964,16 @@ impl<'a> Validator<'a> {
                 raw.key.as_ref().map(Spanned::span),
                 FaultKindName::LockHeld,
             ),
+            (
+                "loss",
+                raw.loss.as_ref().map(Spanned::span),
+                FaultKindName::PacketLoss,
+            ),
+            (
+                "retransmit",
+                raw.retransmit.as_ref().map(Spanned::span),
+                FaultKindName::PacketLoss,
+            ),
         ];
         for (field, span, owner) in own_keys {
             if let Some(span) = span
@@ -4119,6 +4129,34 @@ impl<'a> Validator<'a> {
                 }
                 FaultKind::Latency { added, jitter }
             }
+            FaultKindName::PacketLoss => {
+                let Some(value) = &raw.loss else {
+                    let message = "a `packet_loss` fault loses a share of what the connection \
+                                   sends: give it in percent, e.g. `loss = 2`";
+                    self.error(Some(raw.kind.span()), key("loss"), message);
+                    return None;
+                };
+                let percent = *value.get_ref();
+                if !(percent > 0.0 && percent < 100.0) {
+                    let message = format!(
+                        "{percent} is not a share of transmissions lost: above 0 and below 100 \
+                         percent (at 100 nothing would ever arrive)"
+                    );
+                    self.error(Some(value.span()), key("loss"), message);
+                    return None;
+                }
+                let ppm = ((percent * 10_000.0).round() as u32).max(1);
+                let retransmit = match &raw.retransmit {
+                    Some(rto) => self.positive_duration(
+                        rto,
+                        &key("retransmit"),
+                        "a lost packet is sent again after it",
+                    )?,
+                    // Linux's TCP_RTO_MIN: the first retransmission on a fast network.
+                    None => SimDuration::from_millis(200),
+                };
+                FaultKind::PacketLoss { ppm, retransmit }
+            }
             FaultKindName::Bandwidth => {
                 let Some(value) = &raw.bandwidth else {
                     let message = "a `bandwidth` fault limits what the connection sends: give \
@@ -4192,7 +4230,10 @@ impl<'a> Validator<'a> {
                 self.error(Some(raw.target.span()), key("target"), message);
                 false
             }
-            (FaultKind::Latency { .. } | FaultKind::Bandwidth(_), Some(target)) => {
+            (
+                FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. },
+                Some(target),
+            ) => {
                 let on_connection = matches!(target, FaultTarget::Connection(_));
                 if !on_connection {
                     let message = format!(

@@ -1108,7 +1108,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
-            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`, `lock_held`, `latency`, `bandwidth`)",
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`, `lock_held`, `latency`, `bandwidth`, `packet_loss`)",
         ),
         (
             labelled("qurey"),
@@ -1761,6 +1761,9 @@ fn database_faults() {
 fn connection_toxics() {
     let fault = |body: &str| format!("{BASE}\n[faults.f]\n{body}\n");
     check_silent(&fault(
+        "target = \"c\"\nkind = \"packet_loss\"\nat = \"1s\"\nduration = \"2s\"\nloss = 2.5\nretransmit = \"300ms\"",
+    ));
+    check_silent(&fault(
         "target = \"c\"\nkind = \"latency\"\nat = \"1s\"\nduration = \"2s\"\nlatency = \"50ms\"\njitter = \"10ms\"",
     ));
     check_silent(&fault(
@@ -1798,6 +1801,28 @@ fn connection_toxics() {
         (
             fault("target = \"c\"\nkind = \"disconnect\"\nat = \"1s\"\njitter = \"5ms\""),
             "28:10: faults.f.jitter: only a `latency` fault takes `jitter`, not a `disconnect` one",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"packet_loss\"\nat = \"1s\""),
+            "26:8: faults.f.loss: a `packet_loss` fault loses a share of what the connection sends: give it in percent, e.g. `loss = 2`",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"packet_loss\"\nat = \"1s\"\nloss = 100"),
+            "28:8: faults.f.loss: 100 is not a share of transmissions lost: above 0 and below 100 percent (at 100 nothing would ever arrive)",
+        ),
+        (
+            fault(
+                "target = \"c\"\nkind = \"packet_loss\"\nat = \"1s\"\nloss = 1\nretransmit = \"0s\"",
+            ),
+            "29:14: faults.f.retransmit: must be longer than zero (a lost packet is sent again after it)",
+        ),
+        (
+            fault("target = \"redis\"\nkind = \"packet_loss\"\nat = \"1s\"\nloss = 1"),
+            "25:10: faults.f.target: a `packet_loss` fault acts on what one client connection sends: target a connection",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"latency\"\nat = \"1s\"\nlatency = \"5ms\"\nloss = 1"),
+            "29:8: faults.f.loss: only a `packet_loss` fault takes `loss`, not a `latency` one",
         ),
     ]);
 }

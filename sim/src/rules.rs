@@ -354,8 +354,8 @@ mod tests {
     }
 }
 
-/// The `latency` and `bandwidth` faults in force on one connection, in the order they
-/// started; the simulator (per connection) and the live runner (per forwarder) keep one each.
+/// The `latency`, `bandwidth` and `packet_loss` faults in force on one connection, in the
+/// order they started; the simulator (per connection) and the live runner (per forwarder) keep one each.
 #[derive(Clone, Debug, Default)]
 pub struct ToxicFaults(Vec<FaultKind>);
 
@@ -386,11 +386,16 @@ pub struct Toxics {
     pub jitter: SimDuration,
     /// A bandwidth limit in force instead of the connection's own.
     pub bandwidth: Option<ByteRate>,
+    /// The chance, per million, that one transmission of an item is lost (0: none), and the
+    /// retransmission timeout it then waits before it is sent again (doubled at each loss).
+    pub loss_ppm: u32,
+    pub retransmit: SimDuration,
 }
 
 impl Toxics {
-    /// The toxics of the `latency` and `bandwidth` faults in `kinds`, in force together:
-    /// delays and jitters add up (toxiproxy chains its toxics), the slowest bandwidth holds.
+    /// The toxics of the `latency`, `bandwidth` and `packet_loss` faults in `kinds`, in force
+    /// together: delays and jitters add up (toxiproxy chains its toxics), the slowest bandwidth
+    /// holds, losses combine and the longest retransmission timeout holds.
     /// Other kinds are not toxics and count for nothing.
     pub fn of<'a>(kinds: impl IntoIterator<Item = &'a FaultKind>) -> Toxics {
         let mut total = Toxics::default();
@@ -410,6 +415,14 @@ impl Toxics {
                     });
                     total.bandwidth = Some(slowest);
                 }
+                FaultKind::PacketLoss { ppm, retransmit } => {
+                    // Lost by one or the other: survives both with (1 - p1)(1 - p2).
+                    let survives = u64::from(MILLION - total.loss_ppm)
+                        * u64::from(MILLION - ppm.min(MILLION))
+                        / u64::from(MILLION);
+                    total.loss_ppm = MILLION - survives as u32;
+                    total.retransmit = total.retransmit.max(retransmit);
+                }
                 _ => {}
             }
         }
@@ -418,14 +431,34 @@ impl Toxics {
 
     /// The delay one item takes on top of its latency: `added`, or a draw from `draws`
     /// uniformly within `added ± jitter`, at least zero (no draw without a jitter).
+    /// With a packet loss in force, the retransmissions are drawn after it (one draw per
+    /// transmission): `retransmit × (2^k - 1)` more for `k` losses in a row.
     pub fn draw_delay(&self, draws: &mut Stream) -> SimDuration {
-        if self.jitter.is_zero() {
-            return self.added;
+        let delay = if self.jitter.is_zero() {
+            self.added
+        } else {
+            let span = self.jitter.as_nanos().saturating_mul(2).saturating_add(1);
+            let drawn = draws.below(span);
+            let nanos = (self.added.as_nanos().saturating_add(drawn))
+                .saturating_sub(self.jitter.as_nanos());
+            SimDuration::from_nanos(nanos)
+        };
+        if self.loss_ppm == 0 {
+            return delay;
         }
-        let span = self.jitter.as_nanos().saturating_mul(2).saturating_add(1);
-        let drawn = draws.below(span);
-        let nanos =
-            (self.added.as_nanos().saturating_add(drawn)).saturating_sub(self.jitter.as_nanos());
-        SimDuration::from_nanos(nanos)
+        let mut losses = 0;
+        while losses < Self::LOSSES_MAX
+            && draws.below(u64::from(MILLION)) < u64::from(self.loss_ppm)
+        {
+            losses += 1;
+        }
+        let waited = self.retransmit.as_nanos().saturating_mul((1 << losses) - 1);
+        delay.saturating_add(SimDuration::from_nanos(waited))
     }
+
+    /// The most losses in a row of one item: Linux gives a connection up after 15
+    /// retransmissions (`tcp_retries2`); a run stops counting there.
+    pub const LOSSES_MAX: u32 = 15;
 }
+
+const MILLION: u32 = 1_000_000;

@@ -1480,6 +1480,13 @@ pub enum FaultKind {
     /// rate instead of the connection's `bandwidth` (toxiproxy's `bandwidth` toxic); with
     /// several, the slowest holds.
     Bandwidth(ByteRate),
+    /// On a connection: while it lasts, each command or reply sent on it is lost with
+    /// probability `ppm` per million on each transmission and sent again after TCP's
+    /// retransmission timeout, `retransmit`, doubled at each loss (Linux's backoff): it
+    /// arrives `retransmit × (2^k - 1)` late after `k` losses (at most
+    /// [`crate::rules::Toxics::LOSSES_MAX`]), and what was sent after it waits behind it (TCP
+    /// keeps the stream's order). Losses combine: `1 - Π (1 - p)`.
+    PacketLoss { ppm: u32, retransmit: SimDuration },
 }
 
 /// Which commands a `CLIENT PAUSE` holds.
@@ -1571,6 +1578,7 @@ impl FaultKind {
             FaultKind::LockHeld { .. } => "lock_held",
             FaultKind::Latency { .. } => "latency",
             FaultKind::Bandwidth(_) => "bandwidth",
+            FaultKind::PacketLoss { .. } => "packet_loss",
         }
     }
 
@@ -1595,7 +1603,9 @@ impl FaultKind {
             }
             FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => false,
             FaultKind::LockHeld { .. } => false,
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => false,
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {
+                false
+            }
         }
     }
 }
@@ -1748,9 +1758,10 @@ impl Scenario {
             }
             let fits = match fault.kind {
                 FaultKind::Kill => true,
-                FaultKind::Disconnect | FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
-                    on_connection
-                }
+                FaultKind::Disconnect
+                | FaultKind::Latency { .. }
+                | FaultKind::Bandwidth(_)
+                | FaultKind::PacketLoss { .. } => on_connection,
                 _ => !on_connection,
             };
             if !fits {

@@ -44,7 +44,7 @@ pub const RESOURCE_TABLES: [&str; 20] = [
 ];
 
 /// Every fault kind (`FaultKindName` in `scenario-file/src/raw.rs`).
-pub const FAULT_KINDS: [&str; 16] = [
+pub const FAULT_KINDS: [&str; 17] = [
     "pause",
     "hang",
     "stop",
@@ -61,6 +61,7 @@ pub const FAULT_KINDS: [&str; 16] = [
     "lock_held",
     "latency",
     "bandwidth",
+    "packet_loss",
 ];
 
 /// Every step action.

@@ -388,7 +388,7 @@ impl Generator {
             }
             let servers: Vec<String> = self.names.servers.iter().map(|(n, _)| n.clone()).collect();
             let target = match kind {
-                "disconnect" | "latency" | "bandwidth" => self.connection_target(),
+                "disconnect" | "latency" | "bandwidth" | "packet_loss" => self.connection_target(),
                 "pool_exhausted" if !self.names.pooled.is_empty() => {
                     self.reference(&self.names.pooled.clone())
                 }
@@ -451,6 +451,15 @@ impl Generator {
                 "bandwidth" => {
                     let rate = self.bandwidth();
                     self.line("bandwidth", &rate);
+                }
+                "packet_loss" => {
+                    let loss = if self.absurd() {
+                        self.pick_absurd(&["0", "100", "-1", "nan"])
+                    } else {
+                        format!("{}.{}", self.rng.range(0, 30), self.rng.range(1, 9))
+                    };
+                    self.line("loss", &loss);
+                    self.optional(40, "retransmit", |g| g.duration(1_000, 1_000_000));
                 }
                 "pool_exhausted" if self.rng.chance(60) => {
                     let held = self.count(1, 8);

@@ -200,13 +200,16 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
         if let FaultTarget::Connection(_) = fault.target
             && !matches!(
                 fault.kind,
-                FaultKind::Disconnect | FaultKind::Latency { .. } | FaultKind::Bandwidth(_)
+                FaultKind::Disconnect
+                    | FaultKind::Latency { .. }
+                    | FaultKind::Bandwidth(_)
+                    | FaultKind::PacketLoss { .. }
             )
         {
             return refuse(
                 format!("{key}.target"),
-                "of the faults on one connection, a live run injects `disconnect`, `latency` \
-                 and `bandwidth` only",
+                "of the faults on one connection, a live run injects `disconnect`, `latency`, \
+                 `bandwidth` and `packet_loss` only",
             );
         }
         match fault.kind {
@@ -217,7 +220,7 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
             | FaultKind::FlushAll
             | FaultKind::Stop
             | FaultKind::Disconnect => {}
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {}
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {}
             FaultKind::Crash => {
                 return refuse(
                     key,

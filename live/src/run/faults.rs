@@ -286,7 +286,7 @@ impl Admin {
             | FaultKind::Refuse
             | FaultKind::PoolExhausted { .. }
             | FaultKind::LockHeld { .. } => unreachable!("refused by the live check"),
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {
                 unreachable!("injected at the forwarders (run::toxify)")
             }
         };

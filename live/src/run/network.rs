@@ -57,12 +57,13 @@ pub(super) fn cuts_network(fault: &FaultSpec) -> bool {
     matches!(fault.kind, FaultKind::Stop | FaultKind::Disconnect)
 }
 
-/// Whether `fault` is a toxic on a connection (`latency`, `bandwidth`): a live run injects it
+/// Whether `fault` is a toxic on a connection (`latency`, `bandwidth`, `packet_loss`): a live
+/// run injects it
 /// at that connection's forwarder.
 pub(super) fn is_toxic(fault: &FaultSpec) -> bool {
     matches!(
         fault.kind,
-        FaultKind::Latency { .. } | FaultKind::Bandwidth(_)
+        FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. }
     )
 }
 

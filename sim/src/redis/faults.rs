@@ -67,7 +67,7 @@ impl Redis {
             | FaultKind::LockHeld { .. } => {
                 unreachable!("validated: a `{}` fault acts on a database", kind.name())
             }
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {
                 unreachable!("validated: a `{}` fault acts on a connection", kind.name())
             }
             // The primary's process dies and stays down: it is replaced, not restarted.
@@ -236,7 +236,7 @@ impl Redis {
                     self.drop_client(now, id, events);
                 }
             }
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) => {
+            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {
                 let now_in_force = self.toxics[id.index()].apply(kind, on);
                 for link in &mut self.connections {
                     if link.owner == id {
