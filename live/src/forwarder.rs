@@ -195,14 +195,15 @@ async fn forward(
 /// One direction of a link, as the simulator's pipe: a chunk read now is on the wire from
 /// when the chunk before it is off it, for its bytes at a bandwidth limit's rate, then takes
 /// its delay (the toxics in force when it was read), and is written on then, never before the
-/// chunk before it; the end of the stream is passed on after the last chunk. Ends when either
-/// side closes or fails.
+/// chunk before it; the end of the stream is passed on after the last chunk, a `slow_close`'s
+/// delay later. Ends when either side closes or fails.
 async fn pump(
     mut from: impl tokio::io::AsyncRead + Unpin,
     mut to: impl tokio::io::AsyncWrite + Unpin,
     toxics: SharedToxics,
 ) {
     let (held, mut due) = mpsc::channel::<(Instant, Vec<u8>)>(CHUNKS_HELD);
+    let closing = Arc::clone(&toxics);
     let reading = async move {
         let mut buffer = vec![0u8; 64 * 1024];
         // When the wire is free of what was read before, and the latest instant a chunk is due.
@@ -238,6 +239,9 @@ async fn pump(
                 return;
             }
         }
+        // A `slow_close` holds the end of the stream back.
+        let delay = closing.lock().expect("not poisoned").toxics.close_delay;
+        tokio::time::sleep(Duration::from_nanos(delay.as_nanos())).await;
         let _ = to.shutdown().await;
     };
     tokio::join!(reading, writing);
@@ -354,6 +358,32 @@ mod tests {
             assert!(sent.elapsed() >= least, "{:?} < {least:?}", sent.elapsed());
         }
         assert!(lost, "40% loss over 40 chunks lost none");
+    }
+
+    /// A server that closes at once, through a forwarder with a 150 ms `slow_close`: the
+    /// client hears the close at least 150 ms after it connected (a busy machine only adds).
+    #[tokio::test]
+    async fn a_slow_close_holds_the_end_of_the_stream_back() {
+        let listener = TcpListener::bind((LOOPBACK, 0)).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            // Accepts and drops: the close goes out at once.
+            while let Ok((stream, _)) = listener.accept().await {
+                drop(stream);
+            }
+        });
+        let forwarder = Forwarder::start(format!("127.0.0.1:{port}")).await.unwrap();
+        let close = FaultKind::SlowClose {
+            delay: SimDuration::from_millis(150),
+        };
+        forwarder.toxic_fault(close, true);
+        let sent = Instant::now();
+        let mut through = TcpStream::connect(forwarder.address()).await.unwrap();
+        let mut byte = [0u8; 1];
+        let read = through.read(&mut byte).await.unwrap_or(0);
+        assert_eq!(read, 0, "closed");
+        let heard = sent.elapsed();
+        assert!(heard >= Duration::from_millis(150), "{heard:?}");
     }
 
     /// 64 KiB through a forwarder paced at 1 MiB/s each way: at least 125 ms for the round

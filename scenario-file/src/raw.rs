@@ -1077,6 +1077,8 @@ pub struct RawFault {
     /// TCP's retransmission timeout.
     pub loss: Option<Spanned<f64>>,
     pub retransmit: Option<Spanned<Text>>,
+    /// `slow_close` only (on a connection): how much later a close reaches the other side.
+    pub delay: Option<Spanned<Text>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -1099,6 +1101,7 @@ pub enum FaultKindName {
     Latency,
     Bandwidth,
     PacketLoss,
+    SlowClose,
 }
 
 impl FaultKindName {
@@ -1121,6 +1124,7 @@ impl FaultKindName {
             FaultKindName::Latency => "latency",
             FaultKindName::Bandwidth => "bandwidth",
             FaultKindName::PacketLoss => "packet_loss",
+            FaultKindName::SlowClose => "slow_close",
         }
     }
 }

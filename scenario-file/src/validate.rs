@@ -3974,6 +3974,11 @@ impl<'a> Validator<'a> {
                 raw.retransmit.as_ref().map(Spanned::span),
                 FaultKindName::PacketLoss,
             ),
+            (
+                "delay",
+                raw.delay.as_ref().map(Spanned::span),
+                FaultKindName::SlowClose,
+            ),
         ];
         for (field, span, owner) in own_keys {
             if let Some(span) = span
@@ -4129,6 +4134,17 @@ impl<'a> Validator<'a> {
                 }
                 FaultKind::Latency { added, jitter }
             }
+            FaultKindName::SlowClose => {
+                let Some(value) = &raw.delay else {
+                    let message = "a `slow_close` fault holds a close back: give how long, \
+                                   e.g. `delay = \"500ms\"`";
+                    self.error(Some(raw.kind.span()), key("delay"), message);
+                    return None;
+                };
+                let delay =
+                    self.positive_duration(value, &key("delay"), "a close held back no time")?;
+                FaultKind::SlowClose { delay }
+            }
             FaultKindName::PacketLoss => {
                 let Some(value) = &raw.loss else {
                     let message = "a `packet_loss` fault loses a share of what the connection \
@@ -4231,7 +4247,10 @@ impl<'a> Validator<'a> {
                 false
             }
             (
-                FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. },
+                FaultKind::Latency { .. }
+                | FaultKind::Bandwidth(_)
+                | FaultKind::PacketLoss { .. }
+                | FaultKind::SlowClose { .. },
                 Some(target),
             ) => {
                 let on_connection = matches!(target, FaultTarget::Connection(_));

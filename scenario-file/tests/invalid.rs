@@ -1108,7 +1108,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
-            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`, `lock_held`, `latency`, `bandwidth`, `packet_loss`)",
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`, `lock_held`, `latency`, `bandwidth`, `packet_loss`, `slow_close`)",
         ),
         (
             labelled("qurey"),
@@ -1764,6 +1764,9 @@ fn connection_toxics() {
         "target = \"c\"\nkind = \"packet_loss\"\nat = \"1s\"\nduration = \"2s\"\nloss = 2.5\nretransmit = \"300ms\"",
     ));
     check_silent(&fault(
+        "target = \"c\"\nkind = \"slow_close\"\nat = \"1s\"\ndelay = \"500ms\"",
+    ));
+    check_silent(&fault(
         "target = \"c\"\nkind = \"latency\"\nat = \"1s\"\nduration = \"2s\"\nlatency = \"50ms\"\njitter = \"10ms\"",
     ));
     check_silent(&fault(
@@ -1801,6 +1804,14 @@ fn connection_toxics() {
         (
             fault("target = \"c\"\nkind = \"disconnect\"\nat = \"1s\"\njitter = \"5ms\""),
             "28:10: faults.f.jitter: only a `latency` fault takes `jitter`, not a `disconnect` one",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"slow_close\"\nat = \"1s\""),
+            "26:8: faults.f.delay: a `slow_close` fault holds a close back: give how long, e.g. `delay = \"500ms\"`",
+        ),
+        (
+            fault("target = \"c\"\nkind = \"slow_close\"\nat = \"1s\"\ndelay = \"0s\""),
+            "28:9: faults.f.delay: must be longer than zero (a close held back no time)",
         ),
         (
             fault("target = \"c\"\nkind = \"packet_loss\"\nat = \"1s\""),

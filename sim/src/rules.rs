@@ -354,8 +354,8 @@ mod tests {
     }
 }
 
-/// The `latency`, `bandwidth` and `packet_loss` faults in force on one connection, in the
-/// order they started; the simulator (per connection) and the live runner (per forwarder) keep one each.
+/// The toxic faults (`latency`, `bandwidth`, `packet_loss`, `slow_close`) in force on one
+/// connection, in the order they started; the simulator (per connection) and the live runner (per forwarder) keep one each.
 #[derive(Clone, Debug, Default)]
 pub struct ToxicFaults(Vec<FaultKind>);
 
@@ -390,12 +390,15 @@ pub struct Toxics {
     /// retransmission timeout it then waits before it is sent again (doubled at each loss).
     pub loss_ppm: u32,
     pub retransmit: SimDuration,
+    /// How much later than its data a close reaches the other side.
+    pub close_delay: SimDuration,
 }
 
 impl Toxics {
-    /// The toxics of the `latency`, `bandwidth` and `packet_loss` faults in `kinds`, in force
-    /// together: delays and jitters add up (toxiproxy chains its toxics), the slowest bandwidth
-    /// holds, losses combine and the longest retransmission timeout holds.
+    /// The toxics of the `latency`, `bandwidth`, `packet_loss` and `slow_close` faults in
+    /// `kinds`, in force together: delays, jitters and close delays add up (toxiproxy chains
+    /// its toxics), the slowest bandwidth holds, losses combine and the longest retransmission
+    /// timeout holds.
     /// Other kinds are not toxics and count for nothing.
     pub fn of<'a>(kinds: impl IntoIterator<Item = &'a FaultKind>) -> Toxics {
         let mut total = Toxics::default();
@@ -422,6 +425,9 @@ impl Toxics {
                         / u64::from(MILLION);
                     total.loss_ppm = MILLION - survives as u32;
                     total.retransmit = total.retransmit.max(retransmit);
+                }
+                FaultKind::SlowClose { delay } => {
+                    total.close_delay = total.close_delay.saturating_add(delay);
                 }
                 _ => {}
             }

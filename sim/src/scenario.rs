@@ -1487,6 +1487,10 @@ pub enum FaultKind {
     /// [`crate::rules::Toxics::LOSSES_MAX`]), and what was sent after it waits behind it (TCP
     /// keeps the stream's order). Losses combine: `1 - Π (1 - p)`.
     PacketLoss { ppm: u32, retransmit: SimDuration },
+    /// On a connection: while it lasts, a close takes `delay` longer to reach the other side
+    /// (toxiproxy's `slow_close`): a client whose connection the server drops (a `kill`, a
+    /// `stop`) hears it that much later, with its commands still waiting. Several add up.
+    SlowClose { delay: SimDuration },
 }
 
 /// Which commands a `CLIENT PAUSE` holds.
@@ -1579,6 +1583,7 @@ impl FaultKind {
             FaultKind::Latency { .. } => "latency",
             FaultKind::Bandwidth(_) => "bandwidth",
             FaultKind::PacketLoss { .. } => "packet_loss",
+            FaultKind::SlowClose { .. } => "slow_close",
         }
     }
 
@@ -1603,9 +1608,10 @@ impl FaultKind {
             }
             FaultKind::Slow { .. } | FaultKind::Refuse | FaultKind::PoolExhausted { .. } => false,
             FaultKind::LockHeld { .. } => false,
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {
-                false
-            }
+            FaultKind::Latency { .. }
+            | FaultKind::Bandwidth(_)
+            | FaultKind::PacketLoss { .. }
+            | FaultKind::SlowClose { .. } => false,
         }
     }
 }
@@ -1761,7 +1767,8 @@ impl Scenario {
                 FaultKind::Disconnect
                 | FaultKind::Latency { .. }
                 | FaultKind::Bandwidth(_)
-                | FaultKind::PacketLoss { .. } => on_connection,
+                | FaultKind::PacketLoss { .. }
+                | FaultKind::SlowClose { .. } => on_connection,
                 _ => !on_connection,
             };
             if !fits {

@@ -44,7 +44,7 @@ pub const RESOURCE_TABLES: [&str; 20] = [
 ];
 
 /// Every fault kind (`FaultKindName` in `scenario-file/src/raw.rs`).
-pub const FAULT_KINDS: [&str; 17] = [
+pub const FAULT_KINDS: [&str; 18] = [
     "pause",
     "hang",
     "stop",
@@ -62,6 +62,7 @@ pub const FAULT_KINDS: [&str; 17] = [
     "latency",
     "bandwidth",
     "packet_loss",
+    "slow_close",
 ];
 
 /// Every step action.

@@ -461,6 +461,10 @@ impl Generator {
                     self.line("loss", &loss);
                     self.optional(40, "retransmit", |g| g.duration(1_000, 1_000_000));
                 }
+                "slow_close" => {
+                    let delay = self.duration(1, 2_000_000);
+                    self.line("delay", &delay);
+                }
                 "pool_exhausted" if self.rng.chance(60) => {
                     let held = self.count(1, 8);
                     self.line("connections", &held);

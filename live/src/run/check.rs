@@ -204,12 +204,13 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                     | FaultKind::Latency { .. }
                     | FaultKind::Bandwidth(_)
                     | FaultKind::PacketLoss { .. }
+                    | FaultKind::SlowClose { .. }
             )
         {
             return refuse(
                 format!("{key}.target"),
                 "of the faults on one connection, a live run injects `disconnect`, `latency`, \
-                 `bandwidth` and `packet_loss` only",
+                 `bandwidth`, `packet_loss` and `slow_close` only",
             );
         }
         match fault.kind {
@@ -220,7 +221,10 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
             | FaultKind::FlushAll
             | FaultKind::Stop
             | FaultKind::Disconnect => {}
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {}
+            FaultKind::Latency { .. }
+            | FaultKind::Bandwidth(_)
+            | FaultKind::PacketLoss { .. }
+            | FaultKind::SlowClose { .. } => {}
             FaultKind::Crash => {
                 return refuse(
                     key,

@@ -286,7 +286,10 @@ impl Admin {
             | FaultKind::Refuse
             | FaultKind::PoolExhausted { .. }
             | FaultKind::LockHeld { .. } => unreachable!("refused by the live check"),
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {
+            FaultKind::Latency { .. }
+            | FaultKind::Bandwidth(_)
+            | FaultKind::PacketLoss { .. }
+            | FaultKind::SlowClose { .. } => {
                 unreachable!("injected at the forwarders (run::toxify)")
             }
         };

@@ -63,7 +63,10 @@ pub(super) fn cuts_network(fault: &FaultSpec) -> bool {
 pub(super) fn is_toxic(fault: &FaultSpec) -> bool {
     matches!(
         fault.kind,
-        FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. }
+        FaultKind::Latency { .. }
+            | FaultKind::Bandwidth(_)
+            | FaultKind::PacketLoss { .. }
+            | FaultKind::SlowClose { .. }
     )
 }
 

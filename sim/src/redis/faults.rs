@@ -67,7 +67,10 @@ impl Redis {
             | FaultKind::LockHeld { .. } => {
                 unreachable!("validated: a `{}` fault acts on a database", kind.name())
             }
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {
+            FaultKind::Latency { .. }
+            | FaultKind::Bandwidth(_)
+            | FaultKind::PacketLoss { .. }
+            | FaultKind::SlowClose { .. } => {
                 unreachable!("validated: a `{}` fault acts on a connection", kind.name())
             }
             // The primary's process dies and stays down: it is replaced, not restarted.
@@ -236,7 +239,10 @@ impl Redis {
                     self.drop_client(now, id, events);
                 }
             }
-            FaultKind::Latency { .. } | FaultKind::Bandwidth(_) | FaultKind::PacketLoss { .. } => {
+            FaultKind::Latency { .. }
+            | FaultKind::Bandwidth(_)
+            | FaultKind::PacketLoss { .. }
+            | FaultKind::SlowClose { .. } => {
                 let now_in_force = self.toxics[id.index()].apply(kind, on);
                 for link in &mut self.connections {
                     if link.owner == id {
@@ -521,6 +527,37 @@ mod tests {
             redis.finished_us(),
             vec![(0, 110_205), (1, 249_205), (2, 300_205)]
         );
+    }
+
+    /// A GET at 10 ms held by a CLIENT PAUSE from 1 ms; the network is cut at 20 ms. The
+    /// client hears the drop one way later, at 20.1 ms; with a 300 ms `slow_close` on the
+    /// connection, at 320.1 ms: until then it counts no disconnect and tries no reconnect.
+    #[test]
+    fn a_slow_close_holds_back_the_drop_a_client_hears() {
+        for (close_ms, heard_us) in [(0, 20_100), (300, 320_100)] {
+            let run_to = |until_us: u64| {
+                let mut redis = Harness::new(1);
+                redis.fault_at(1_000, FaultKind::Pause(PauseMode::All), true);
+                if close_ms > 0 {
+                    let close = FaultKind::SlowClose {
+                        delay: SimDuration::from_millis(close_ms),
+                    };
+                    redis.connection_fault_at(0, 0, close, true);
+                }
+                redis.issue_at(10_000, 0, get(0), 0);
+                redis.connection_fault_at(20_000, 0, FaultKind::Disconnect, true);
+                redis.run_until(until_us);
+                redis.summary()
+            };
+            let before = run_to(heard_us - 1);
+            let after = run_to(heard_us);
+            assert_eq!(
+                (before.disconnects, before.connect_attempts),
+                (0, 0),
+                "slow close of {close_ms} ms"
+            );
+            assert_eq!(after.disconnects, 1, "slow close of {close_ms} ms");
+        }
     }
 
     #[test]

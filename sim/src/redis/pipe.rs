@@ -81,11 +81,12 @@ impl<T> Pipe<T> {
             .expect("one arrival event per item on the wire")
     }
 
-    /// When something sent now (after everything already on the wire) would arrive, if it
-    /// takes no time to send, such as a FIN.
+    /// When a close (a FIN) sent now, after everything already on the wire, arrives: a
+    /// `slow_close` toxic holds it back by its delay.
     pub(super) fn arrival_after_queue(&self, now: SimTime) -> SimTime {
         let delay = self.latency.saturating_add(self.toxics.added);
-        (self.free_at.max(now).saturating_add(delay)).max(self.last_arrival)
+        let arrival = (self.free_at.max(now).saturating_add(delay)).max(self.last_arrival);
+        arrival.saturating_add(self.toxics.close_delay)
     }
 
     /// Drops everything on the wire: the link it was on is gone, and a new link starts idle.
