@@ -119,6 +119,9 @@ fn draw_panel<DB: DrawingBackend>(
     if panel.x.categories {
         let x = Categories::new(x, category_ticks(&panel.x.range, x_labels));
         build_and_draw(&mut builder, x, panel, &mesh)?;
+    } else if let Some(start) = panel.x.clock_start_unix_ms {
+        let x = Categories::new(x, clock_ticks(&panel.x.range, start, x_labels));
+        build_and_draw(&mut builder, x, panel, &mesh)?;
     } else if panel.x.log {
         let x: LogCoord<f64> = x.log_scale().into();
         build_and_draw(&mut builder, x, panel, &mesh)?;
@@ -164,7 +167,8 @@ fn build_and_draw<DB: DrawingBackend, X: Scale>(
     }
 }
 
-/// A linear axis of things numbered 1, 2, 3 (variants): its ticks are whole numbers only.
+/// A linear axis whose ticks are given: things numbered 1, 2, 3 (variants), whose ticks are
+/// whole numbers only, or a time axis on a clock, whose ticks are round times of day.
 struct Categories {
     linear: RangedCoordf64,
     ticks: Vec<f64>,
@@ -239,6 +243,38 @@ pub(crate) fn time_of_day(unix_ms: i64) -> String {
         let fraction = format!("{ms:03}");
         format!("{clock}.{}", fraction.trim_end_matches('0'))
     }
+}
+
+/// Ticks of a time axis (seconds from `start_unix_ms`) at round times of day in UTC: every
+/// 0.1, 0.2, 0.5, 1, 2, 5, 10, 15 or 30 s, 1, 2, 5, 10, 15 or 30 min, or 1, 2, 6, 12 or 24 h,
+/// the finest that gives at most `labels_max` within `range`.
+pub(crate) fn clock_ticks(
+    range: &std::ops::Range<f64>,
+    start_unix_ms: i64,
+    labels_max: usize,
+) -> Vec<f64> {
+    const STEPS_MS: [i64; 19] = [
+        100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000,
+        600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000,
+    ];
+    const DAY_MS: i64 = 86_400_000;
+    if !(range.start.is_finite() && range.end.is_finite()) || range.start > range.end {
+        return Vec::new();
+    }
+    let from = start_unix_ms.saturating_add((range.start * 1000.0).ceil() as i64);
+    let to = start_unix_ms.saturating_add((range.end * 1000.0).floor() as i64);
+    let labels_max = labels_max.max(1) as i64;
+    let span = to - from;
+    let step = STEPS_MS
+        .into_iter()
+        .find(|step| span / step < labels_max)
+        .unwrap_or(DAY_MS * (span / DAY_MS / labels_max + 1));
+    let first = from.div_euclid(step) * step + if from.rem_euclid(step) == 0 { 0 } else { step };
+    (0..)
+        .map(|i| first + i * step)
+        .take_while(|&tick| tick <= to)
+        .map(|tick| (tick - start_unix_ms) as f64 / 1000.0)
+        .collect()
 }
 
 /// The whole numbers within `range`, every one when `labels_max` labels fit, otherwise every

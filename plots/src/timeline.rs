@@ -171,7 +171,11 @@ pub(crate) fn fault_shading(report: &RunReport, time: &Axis, own_panels: bool) -
                 color: FAULT_GRAY,
                 opacity: SHARED_OPACITY,
             },
-            label: format!("{}, {}", describe(fault), times(fault)),
+            label: format!(
+                "{}, {}",
+                describe(fault),
+                times(fault, time.clock_start_unix_ms)
+            ),
         }));
         let bands = variant_fault_bands(first, time);
         return FaultShading { bands, legend };
@@ -254,12 +258,23 @@ fn describe(fault: &FaultWindow) -> String {
     format!("{}: {} on {}", fault.name, fault.kind, fault.target)
 }
 
-fn times(fault: &FaultWindow) -> String {
-    let start = format_number(fault.start_ms / 1000.0);
+/// When a fault lasted: seconds from the run's start, or times of day in UTC when the run is
+/// on an incident's clock (`clock_start_unix_ms`).
+fn times(fault: &FaultWindow, clock_start_unix_ms: Option<i64>) -> String {
+    let at = |ms: f64| match clock_start_unix_ms {
+        Some(start) => crate::render::time_of_day(start + ms.round() as i64),
+        None => format_number(ms / 1000.0),
+    };
+    let unit = if clock_start_unix_ms.is_some() {
+        " UTC"
+    } else {
+        " s"
+    };
+    let start = at(fault.start_ms);
     match fault.end_ms {
         // An instant (a client kill): a window of no width.
-        Some(end_ms) if end_ms <= fault.start_ms => format!("at {start} s"),
-        Some(end_ms) => format!("{start}-{} s", format_number(end_ms / 1000.0)),
-        None => format!("from {start} s to the end"),
+        Some(end_ms) if end_ms <= fault.start_ms => format!("at {start}{unit}"),
+        Some(end_ms) => format!("{start}-{}{unit}", at(end_ms)),
+        None => format!("from {start}{unit} to the end"),
     }
 }

@@ -68,6 +68,15 @@ fn observed_series_are_drawn_over_each_variants_simulated_values() {
     assert_eq!(x_tick_label(&panel.x, 15.0), "10:00:15");
     assert_eq!(x_tick_label(&panel.x, 0.5), "10:00:00.5");
     assert!(panel.x.description.contains("2024-12-03T10:00:00Z"));
+    // The legend gives the fault's window on the same clock.
+    let window = chart
+        .legend
+        .iter()
+        .find(|e| e.label.starts_with("redis-down"));
+    assert_eq!(
+        window.map(|e| e.label.as_str()),
+        Some("redis-down: crash on redis, 10:00:10-10:00:20 UTC")
+    );
 }
 
 #[test]
@@ -95,6 +104,25 @@ fn every_chart_over_time_is_on_the_incidents_clock() {
         );
         assert_eq!(x_tick_label(&chart.panels[0].x, 15.0), "15");
     }
+}
+
+#[test]
+fn clock_ticks_fall_on_round_times_of_day() {
+    use crate::render::clock_ticks;
+    // A run that starts at 04:27:19.002 and lasts 5 s: ticks every second on the second.
+    let start = 1_796_358_439_002;
+    let ticks = clock_ticks(&(0.0..5.0), start, 8);
+    assert_eq!(ticks, [0.998, 1.998, 2.998, 3.998, 4.998]);
+    let labels: Vec<String> = (ticks.iter())
+        .map(|&t| crate::render::time_of_day(start + (t * 1000.0).round() as i64))
+        .collect();
+    assert_eq!(
+        labels,
+        ["04:27:20", "04:27:21", "04:27:22", "04:27:23", "04:27:24"]
+    );
+    // An hour with room for 5 labels: every 15 minutes, on the quarter hours.
+    let hour = clock_ticks(&(0.0..3600.0), 1_733_220_000_000 + 60_000, 5);
+    assert_eq!(hour, [840.0, 1740.0, 2640.0, 3540.0]);
 }
 
 #[test]
