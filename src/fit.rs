@@ -149,6 +149,20 @@ struct Problem<'a> {
     spec: &'a FitSpec,
 }
 
+/// A point of the search, scored.
+enum Scored {
+    /// Its run, and the distance of its series from the observed ones.
+    Ran(f64, Observed),
+    /// No run to compare: the file refuses these values (a combination of the unknowns no
+    /// range end showed), or the run stopped on a budget. Why, for the message when no point
+    /// of the search could be used.
+    Unusable(String),
+}
+
+/// The distance the search gives a point it cannot use (see [`Scored::Unusable`]), or one past
+/// its budget: far above any distance (a run's is at most a few).
+const UNUSABLE: f64 = 1e9;
+
 /// One seed's search: the best values it found, their distance, and the runs it took.
 struct SeedFit {
     values: Vec<f64>,
@@ -187,6 +201,16 @@ impl Problem<'_> {
     /// Refuses a range whose ends the file cannot take, or a key the fitted variant's patch
     /// sets (an override of the base would change nothing of its run).
     fn check_ranges(&self) -> Result<(), String> {
+        // The fitted file is the text with each unknown's value replaced: each must be there.
+        let starts: Vec<(String, String)> = (self.spec.unknowns.iter())
+            .map(|u| (u.key.clone(), u.toml_value(u.start)))
+            .collect();
+        set_values(self.text, &starts).map_err(|why| {
+            format!(
+                "[fit] unknowns: {why}, where the fitted value will be written (a value given \
+                 only by --set, or a default, is not): write it in the file"
+            )
+        })?;
         for (index, unknown) in self.spec.unknowns.iter().enumerate() {
             for end in [unknown.min, unknown.max] {
                 let mut values: Vec<f64> = self.spec.unknowns.iter().map(|u| u.start).collect();
@@ -212,9 +236,19 @@ impl Problem<'_> {
         Ok(())
     }
 
-    /// The incident variant's run under `values` on `seed`, scored against `[observed]`.
-    fn score(&self, values: &[f64], seed: u64) -> Result<(f64, Observed), String> {
-        let loaded = self.load(values)?;
+    /// The incident variant's run under `values` on `seed`, scored against `[observed]`;
+    /// `Err` when the run broke an invariant (a monitor fired): a finding, which stops the fit.
+    fn score(&self, values: &[f64], seed: u64) -> Result<Scored, String> {
+        let loaded = match self.load(values) {
+            Ok(loaded) => loaded,
+            Err(refusal) => {
+                let why = format!(
+                    "at {} the file is refused:\n{refusal}",
+                    self.describe(values)
+                );
+                return Ok(Scored::Unusable(why));
+            }
+        };
         let spec = loaded
             .observed
             .as_ref()
@@ -230,8 +264,15 @@ impl Problem<'_> {
                 self.describe(values)
             )
         })?;
+        if report.verdict.is_budget() {
+            return Ok(Scored::Unusable(format!(
+                "the run at {} on seed {seed} stopped on its {} (its figures are cut short)",
+                self.describe(values),
+                report.verdict.name()
+            )));
+        }
         let observed = compare(spec, std::slice::from_ref(&report));
-        Ok((distance(&observed), observed))
+        Ok(Scored::Ran(distance(&observed), observed))
     }
 
     /// `key = value` for each unknown, for messages.
@@ -267,14 +308,17 @@ impl Problem<'_> {
             .collect();
         let starts: Vec<f64> = self.spec.unknowns.iter().map(|u| u.start).collect();
         let over_seeds = |values: &[f64]| -> Result<(f64, Option<Observed>), String> {
-            let scored: Vec<Result<(f64, Observed), String>> = seeds
+            let scored: Vec<Result<Scored, String>> = seeds
                 .par_iter()
                 .map(|&seed| self.score(values, seed))
                 .collect();
             let mut total = 0.0;
             let mut first = None;
             for result in scored {
-                let (distance, observed) = result?;
+                let (distance, observed) = match result? {
+                    Scored::Ran(distance, observed) => (distance, observed),
+                    Scored::Unusable(why) => return Err(why),
+                };
                 total += distance;
                 first.get_or_insert(observed);
             }
@@ -299,6 +343,9 @@ impl Problem<'_> {
         let dimensions = unknowns.len();
         let budget = self.spec.runs_max;
         let cache = Cache::default();
+        let unusable: Mutex<Option<String>> = Mutex::new(None);
+        // A point's distance: from the cache, or a run while the budget lasts (past it, every
+        // new point is unusable: the search takes no more runs than `runs_max`).
         let evaluate = |unit: &[f64]| -> Result<f64, String> {
             let values: Vec<f64> = (unknowns.iter().zip(unit))
                 .map(|(u, &x)| u.round(u.min + x.clamp(0.0, 1.0) * (u.max - u.min)))
@@ -306,7 +353,16 @@ impl Problem<'_> {
             if let Some(distance) = cache.get(&values) {
                 return Ok(distance);
             }
-            let (distance, _) = self.score(&values, seed)?;
+            if !cache.reserve(budget) {
+                return Ok(UNUSABLE);
+            }
+            let distance = match self.score(&values, seed)? {
+                Scored::Ran(distance, _) => distance,
+                Scored::Unusable(why) => {
+                    unusable.lock().expect("not poisoned").get_or_insert(why);
+                    UNUSABLE
+                }
+            };
             cache.put(values, distance);
             Ok(distance)
         };
@@ -315,7 +371,7 @@ impl Problem<'_> {
             .iter()
             .map(|u| (u.start - u.min) / (u.max - u.min))
             .collect();
-        let samples = (budget / 3).max(dimensions as u64 + 1);
+        let samples = (budget / 3).max(dimensions as u64 + 1).min(budget);
         let mut points = vec![start];
         points.extend((1..samples).map(|i| halton(i, dimensions)));
         let distances: Vec<Result<f64, String>> =
@@ -344,8 +400,9 @@ impl Problem<'_> {
             let solver = NelderMead::new(simplex)
                 .with_sd_tolerance(1e-9)
                 .map_err(|e| e.to_string())?;
-            // Each iteration runs one to two points (a shrink runs `dimensions`).
-            let iterations = (budget - used) / 2;
+            // Each iteration runs one to two points (a shrink runs `dimensions`); the budget
+            // itself is held by `evaluate`.
+            let iterations = budget - used;
             let result = Executor::new(cost, solver)
                 .configure(|state| state.max_iters(iterations))
                 .run();
@@ -363,6 +420,13 @@ impl Problem<'_> {
                 );
             }
         }
+        if best.1 >= UNUSABLE {
+            let why = unusable.lock().expect("not poisoned").take();
+            return Err(format!(
+                "on seed {seed}, no point of the search gave a run to compare{}",
+                why.map_or(String::new(), |why| format!("; for example, {why}"))
+            ));
+        }
         let values = (unknowns.iter().zip(&best.0))
             .map(|(u, &x)| u.round(u.min + x * (u.max - u.min)))
             .collect();
@@ -373,8 +437,9 @@ impl Problem<'_> {
         })
     }
 
-    /// The fitted scenario: the file with each unknown's value replaced; the observed file's
-    /// path made absolute when the fitted file is written elsewhere than the file's directory.
+    /// The fitted scenario: the file with each unknown's value replaced; the paths it reads
+    /// beside it (the observed file, loads' `rate_file`) made absolute when the fitted file is
+    /// written elsewhere than the file's directory.
     fn fitted_text(&self, values: &[f64], output: Option<&Path>) -> Result<String, String> {
         let mut edits: Vec<(String, String)> = (self.spec.unknowns.iter().zip(values))
             .map(|(u, &v)| (u.key.clone(), u.toml_value(v)))
@@ -389,15 +454,21 @@ impl Problem<'_> {
         {
             let scenario = outagelab_scenario_file::parse_with(self.text, self.file, &[])
                 .map_err(|d| d.to_string())?;
-            if let Some(observed) = &scenario.observed {
-                let beside = self
-                    .file
-                    .parent()
-                    .unwrap_or(Path::new(""))
-                    .join(&observed.file);
+            let absolute = |named: &str| -> Result<String, String> {
+                let beside = self.file.parent().unwrap_or(Path::new("")).join(named);
                 let absolute = std::path::absolute(&beside).map_err(|e| e.to_string())?;
-                let quoted = toml_string(&absolute.display().to_string());
-                edits.push(("observed.file".to_owned(), quoted));
+                Ok(toml_string(&absolute.display().to_string()))
+            };
+            if let Some(observed) = &scenario.observed {
+                edits.push(("observed.file".to_owned(), absolute(&observed.file)?));
+            }
+            // A load's traffic file, read beside the file too.
+            let rate_files: BTreeMap<&String, &String> = (scenario.variants.iter())
+                .flat_map(|variant| &variant.settings)
+                .filter(|(key, _)| key.starts_with("loads.") && key.ends_with(".rate_file"))
+                .collect();
+            for (key, written) in rate_files {
+                edits.push((key.clone(), absolute(written.trim_matches('"'))?));
             }
         }
         set_values(self.text, &edits)
@@ -558,33 +629,41 @@ fn halton(index: u64, dimensions: usize) -> Vec<f64> {
 /// Distances of values already run on a seed: a point the search visits again (values round
 /// to what the file writes) costs no run.
 #[derive(Default)]
-struct Cache(Mutex<BTreeMap<Vec<u64>, f64>>);
+struct Cache(Mutex<(BTreeMap<Vec<u64>, f64>, u64)>);
 
 impl Cache {
     fn key(values: &[f64]) -> Vec<u64> {
         values.iter().map(|v| v.to_bits()).collect()
     }
     fn get(&self, values: &[f64]) -> Option<f64> {
-        self.0
-            .lock()
-            .expect("not poisoned")
-            .get(&Self::key(values))
-            .copied()
+        let held = self.0.lock().expect("not poisoned");
+        held.0.get(&Self::key(values)).copied()
     }
+    /// A reserved run's result.
     fn put(&self, values: Vec<f64>, distance: f64) {
-        self.0
-            .lock()
-            .expect("not poisoned")
-            .insert(Self::key(&values), distance);
+        let mut held = self.0.lock().expect("not poisoned");
+        held.0.insert(Self::key(&values), distance);
+        held.1 -= 1;
     }
+    /// Runs done.
     fn runs(&self) -> u64 {
-        self.0.lock().expect("not poisoned").len() as u64
+        self.0.lock().expect("not poisoned").0.len() as u64
+    }
+    /// Takes one run of `budget`, if one is left (runs in progress count).
+    fn reserve(&self, budget: u64) -> bool {
+        let mut held = self.0.lock().expect("not poisoned");
+        let (done, reserved) = &mut *held;
+        if done.len() as u64 + *reserved >= budget {
+            return false;
+        }
+        *reserved += 1;
+        true
     }
 }
 
 /// The distance as argmin's cost, on the unit box; outside it, the nearest point's distance
-/// plus the squared way out, so the simplex comes back in. A run that fails stops the search
-/// (argmin's error cannot carry it, so it is kept aside).
+/// plus the squared way out, so the simplex comes back in. A run that breaks an invariant
+/// stops the search: argmin would unwrap an error, so it is kept aside and read after.
 struct UnitCost<'a> {
     evaluate: &'a (dyn Fn(&[f64]) -> Result<f64, String> + Sync),
     error: &'a Mutex<Option<String>>,
@@ -598,10 +677,12 @@ impl CostFunction for UnitCost<'_> {
         let outside: f64 = point.iter().map(|x| (x - x.clamp(0.0, 1.0)).powi(2)).sum();
         match (self.evaluate)(point) {
             Ok(distance) => Ok(distance + outside),
+            // argmin unwraps the costs of its first simplex: an error is kept aside, and the
+            // point given the distance of one the search cannot use.
             Err(message) => {
                 let mut kept = self.error.lock().expect("not poisoned");
-                kept.get_or_insert(message.clone());
-                Err(argmin::core::Error::msg(message))
+                kept.get_or_insert(message);
+                Ok(UNUSABLE)
             }
         }
     }

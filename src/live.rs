@@ -155,10 +155,10 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         return code;
     }
     if let Some(path) = request.prometheus.as_deref() {
-        let text = outagelab_report::observed::to_prometheus(&report, &starts);
-        let written = crate::put(path, text.as_bytes())
+        let written = outagelab_report::observed::to_prometheus(&report, &starts)
+            .and_then(|text| crate::put(path, text.as_bytes()).map_err(|e| e.to_string()))
             .map(|()| vec![path.to_path_buf()])
-            .map_err(|e| format!("cannot write {}: {e}", path.display()));
+            .map_err(|why| format!("cannot write {}: {why}", path.display()));
         if let Err(code) = crate::say_written(written) {
             return code;
         }

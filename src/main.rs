@@ -1508,7 +1508,8 @@ fn written(path: &Path) -> Vec<PathBuf> {
 /// `[observed] start`, else from the Unix epoch: an observed file for `[observed]`.
 fn write_prometheus(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
     let start = report.observed.as_ref().map_or(0, |o| o.start_unix_ms);
-    let text = outagelab_report::observed::to_prometheus(report, &[start]);
+    let text = outagelab_report::observed::to_prometheus(report, &[start])
+        .map_err(|why| format!("cannot write {}: {why}", path.display()))?;
     put(path, text.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(written(path))
 }

@@ -200,3 +200,56 @@ fn bad_fit_tables_are_refused_at_their_key() {
         assert!(stderr.contains(expected), "{stderr}\nnot {expected}");
     }
 }
+
+/// Points the file refuses inside the box (a pause after the horizon) are unusable, not errors:
+/// the search goes on around them, and no seed's search takes more than `runs_max` runs (plus
+/// the fitted and the file's values, one run each).
+#[test]
+fn refused_points_inside_the_ranges_are_searched_around_within_the_budget() {
+    let dir = scratch("fit-refused");
+    write_incident(&dir);
+    let file = dir.join("fit.toml");
+    let fit = "\n[fit]\nruns_max = 24\nseeds = \"1..2\"\n[fit.unknowns]\n\
+               \"run.horizon\" = { min = \"3s\", max = \"10s\" }\n\
+               \"faults.pause.at\" = { min = \"1s\", max = \"5s\" }\n";
+    let text = scenario("2300ms", 200).replace(
+        "[servers.redis]",
+        "[run]\nhorizon = \"8s\"\n\n[servers.redis]",
+    );
+    std::fs::write(&file, format!("{text}{}{fit}", observed())).unwrap();
+    // A point of the box the file refuses.
+    let refused = outagelab(&[
+        "run",
+        file.to_str().unwrap(),
+        "--set",
+        "faults.pause.at=\"5s\"",
+        "--set",
+        "run.horizon=\"3s\"",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stdout = succeed(&["fit", file.to_str().unwrap()]);
+    let runs: u64 = stdout
+        .split_once(" runs\n")
+        .and_then(|(head, _)| head.rsplit(", ").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(runs <= 2 * (24 + 2), "{runs} runs: {stdout}");
+    assert!(stdout.contains("run.horizon"), "{stdout}");
+}
+
+/// An unknown only given on the command line is still not a key the file writes.
+#[test]
+fn an_unknown_the_file_does_not_write_is_refused_even_when_set() {
+    let dir = scratch("fit-set-unknown");
+    write_incident(&dir);
+    let file = dir.join("fit.toml");
+    let fit = "\n[fit]\n[fit.unknowns]\n\"run.horizon\" = { min = \"3s\", max = \"10s\" }\n";
+    std::fs::write(&file, format!("{}{}{fit}", scenario("1s", 200), observed())).unwrap();
+    let output = outagelab(&["fit", file.to_str().unwrap(), "--set", "run.horizon=\"8s\""]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`run.horizon` is not a key the file writes"),
+        "{stderr}"
+    );
+}

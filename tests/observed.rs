@@ -228,3 +228,46 @@ fn a_load_follows_an_observed_request_rate_series() {
         assert!(stderr.contains(expected), "{stderr}\nnot {expected}");
     }
 }
+
+/// Prometheus stamps samples to the millisecond: a run whose buckets are not whole
+/// milliseconds is refused by `--prometheus` with the reason (exit 2, as any output it cannot
+/// write).
+#[test]
+fn prometheus_export_refuses_buckets_that_are_not_whole_milliseconds() {
+    let dir = scratch("observed-prom-bucket");
+    let file = dir.join("fine.toml");
+    std::fs::write(
+        &file,
+        format!("{}\n[metrics]\nbucket = \"1500us\"\n", scenario()),
+    )
+    .unwrap();
+    let prom = dir.join("out.json");
+    let output = outagelab(&[
+        "run",
+        file.to_str().unwrap(),
+        "--prometheus",
+        prom.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("buckets of 1.5 ms: Prometheus stamps samples to the millisecond"),
+        "{stderr}"
+    );
+}
+
+/// `start` may be Unix seconds written as a TOML float; it is read to the millisecond.
+#[test]
+fn a_start_in_unix_seconds_with_a_fraction_is_read() {
+    let dir = scratch("observed-float-start");
+    std::fs::write(dir.join("good.csv"), "1,requests_ok,5\n2,requests_ok,6\n").unwrap();
+    let file = dir.join("float.toml");
+    let observed = "[observed]\nfile = \"good.csv\"\nstart = 1733220000.5\n\
+                    [observed.series.a]\nname = \"requests_ok\"\nmetric = \"ok_per_s\"\n";
+    std::fs::write(&file, format!("{}{observed}", scenario())).unwrap();
+    let stdout = succeed(&["run", file.to_str().unwrap()]);
+    assert!(
+        stdout.contains("time 0 is 2024-12-03T10:00:00.5Z"),
+        "{stdout}"
+    );
+}

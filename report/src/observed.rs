@@ -260,22 +260,21 @@ fn simulated_over(
     if !(width.is_finite() && width > 0.0) || from_ms < 0.0 {
         return None;
     }
-    let inside: Vec<usize> = (0..series.start_ms.len())
-        .filter(|&i| {
-            let middle = series.start_ms[i] + width / 2.0;
-            middle > from_ms && middle <= to_ms
-        })
-        .collect();
-    let (first, last) = match (inside.first(), inside.last()) {
-        (Some(&first), Some(&last)) => (first, last),
-        _ => {
-            let middle = (from_ms + to_ms) / 2.0;
-            let holding = series
-                .start_ms
-                .iter()
-                .position(|&start| start <= middle && middle < start + width)?;
-            (holding, holding)
+    // The buckets whose middle is in (from, to]: the bucket starts ascend.
+    let middles_up_to =
+        |at: f64| (series.start_ms).partition_point(|&start| start + width / 2.0 <= at);
+    let (begin, end) = (middles_up_to(from_ms), middles_up_to(to_ms));
+    let (first, last) = if end > begin {
+        (begin, end - 1)
+    } else {
+        // A step narrower than a bucket: the bucket that holds the step's middle.
+        let middle = (from_ms + to_ms) / 2.0;
+        let holding = (series.start_ms).partition_point(|&start| start <= middle);
+        let holding = holding.checked_sub(1)?;
+        if middle >= series.start_ms[holding] + width {
+            return None;
         }
+        (holding, holding)
     };
     // A bucket the run did not see to its end holds part of its counts: a run cut off at a
     // horizon inside it did not see the rest. A run that ended by itself saw it empty.
@@ -296,12 +295,21 @@ pub const EXPORTED: [&str; 4] = ["requests_per_s", "ok_per_s", "failed_per_s", "
 /// (ms since the Unix epoch; the last one for variants past the end of `starts`): what a run
 /// looks like to `[observed]` (a live run's, as ground truth for `outagelab fit`). Every
 /// bucket has a value, so the series have no gaps.
-pub fn to_prometheus(report: &crate::RunReport, starts: &[i64]) -> String {
+///
+/// Prometheus stamps samples to the millisecond: a report whose buckets are not whole
+/// milliseconds (a `[metrics] bucket` of 1500us) cannot be written, and the error says so.
+pub fn to_prometheus(report: &crate::RunReport, starts: &[i64]) -> Result<String, String> {
     let mut result = Vec::new();
     for (index, variant) in report.variants.iter().enumerate() {
         let start_unix_ms = starts.get(index).or(starts.last()).copied().unwrap_or(0);
         let series = &variant.series;
         let width = series.bucket_ms;
+        if !(width >= 1.0 && width.fract() == 0.0) {
+            return Err(format!(
+                "buckets of {width} ms: Prometheus stamps samples to the millisecond, so the \
+                 series need buckets of whole milliseconds (`[metrics] bucket`)"
+            ));
+        }
         let ended_by_itself = matches!(variant.verdict, Verdict::Completed | Verdict::Stalled);
         let covered: Vec<usize> = (0..series.start_ms.len())
             .filter(|&i| series.start_ms[i] + width <= variant.end_ms || ended_by_itself)
@@ -327,10 +335,10 @@ pub fn to_prometheus(report: &crate::RunReport, starts: &[i64]) -> String {
     let lines: Vec<String> = (result.iter())
         .map(|series| serde_json::to_string(series).expect("JSON values serialise"))
         .collect();
-    format!(
+    Ok(format!(
         "{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":[\n{}\n]}}}}\n",
         lines.join(",\n")
-    )
+    ))
 }
 
 fn fit(variant: &str, simulated: Vec<Option<f64>>, observed: &[f64], at_ms: &[f64]) -> SeriesFit {
@@ -501,7 +509,7 @@ mod tests {
             observed: None,
         };
         let start = 1_733_220_000_000;
-        let text = to_prometheus(&report, &[start]);
+        let text = to_prometheus(&report, &[start]).unwrap();
         let file = outagelab_observed::ObservedFile::parse(
             &text,
             outagelab_observed::Format::PrometheusJson,

@@ -107,7 +107,14 @@ pub const UNKNOWNS_MAX: usize = 8;
 
 impl<'t> Reader<'_> {
     /// Reads `[fit]` against the built variants and `[observed]`.
-    pub(crate) fn fit(&mut self, value: Value<'t>, file: &ScenarioFile) -> Option<FitSpec> {
+    /// `observed_failed`: the file has an `[observed]` whose error was reported (not to be
+    /// reported again as missing).
+    pub(crate) fn fit(
+        &mut self,
+        value: Value<'t>,
+        file: &ScenarioFile,
+        observed_failed: bool,
+    ) -> Option<FitSpec> {
         let raw = self.table::<RawFit>(value, "fit")?;
         let before = self.errors.len();
         let variant = match &raw.variant {
@@ -130,7 +137,7 @@ impl<'t> Reader<'_> {
             },
             None => file.variants.first(),
         };
-        if file.observed.is_none() {
+        if file.observed.is_none() && !observed_failed {
             let message = "fits the run to what was observed: the file needs an [observed] \
                            table, with the series to match";
             self.refuse(raw.unknowns.span(), "fit", message);

@@ -326,11 +326,14 @@ pub fn parse_with(
     if let (Some(file), Some((_, value))) = (&mut file, report_value) {
         file.report = reader.report(value, file);
     }
+    let observed_given = observed_value.is_some();
     if let (Some(file), Some((_, value))) = (&mut file, observed_value) {
         file.observed = reader.observed(value, file);
     }
     if let (Some(file), Some((_, value))) = (&mut file, fit_value) {
-        file.fit = reader.fit(value, file);
+        // An [observed] the file has but that failed was reported already.
+        let observed_failed = observed_given && file.observed.is_none();
+        file.fit = reader.fit(value, file, observed_failed);
     }
     if let Some(file) = &mut file {
         file.preamble = preamble(text);

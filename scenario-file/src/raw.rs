@@ -154,6 +154,10 @@ impl<'de> Deserialize<'de> for Instant {
             fn visit_u64<E: de::Error>(self, number: u64) -> Result<Instant, E> {
                 Ok(Instant(number.to_string()))
             }
+            fn visit_f64<E: de::Error>(self, number: f64) -> Result<Instant, E> {
+                // Unix seconds with a fraction: to the millisecond, as a timestamp is read.
+                Ok(Instant(format!("{number:.3}")))
+            }
         }
         deserializer.deserialize_any(InstantVisitor)
     }

@@ -4161,7 +4161,8 @@ impl<'a> Validator<'a> {
                     self.error(Some(value.span()), key("loss"), message);
                     return None;
                 }
-                let ppm = ((percent * 10_000.0).round() as u32).max(1);
+                // To a millionth, at least one and at most all but one.
+                let ppm = ((percent * 10_000.0).round() as u32).clamp(1, 999_999);
                 let retransmit = match &raw.retransmit {
                     Some(rto) => self.positive_duration(
                         rto,

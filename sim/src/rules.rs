@@ -420,10 +420,11 @@ impl Toxics {
                 }
                 FaultKind::PacketLoss { ppm, retransmit } => {
                     // Lost by one or the other: survives both with (1 - p1)(1 - p2).
-                    let survives = u64::from(MILLION - total.loss_ppm)
-                        * u64::from(MILLION - ppm.min(MILLION))
-                        / u64::from(MILLION);
-                    total.loss_ppm = MILLION - survives as u32;
+                    // Rounded so that something always gets through (at most all but 1 ppm).
+                    let survives = (u64::from(MILLION - total.loss_ppm)
+                        * u64::from(MILLION - ppm.min(MILLION - 1)))
+                    .div_ceil(u64::from(MILLION));
+                    total.loss_ppm = MILLION - (survives as u32).max(1);
                     total.retransmit = total.retransmit.max(retransmit);
                 }
                 FaultKind::SlowClose { delay } => {
@@ -452,15 +453,21 @@ impl Toxics {
         if self.loss_ppm == 0 {
             return delay;
         }
-        let mut losses = 0;
-        while losses < Self::LOSSES_MAX
-            && draws.below(u64::from(MILLION)) < u64::from(self.loss_ppm)
-        {
-            losses += 1;
+        // Each loss waits the timeout, doubled from the last, up to Linux's TCP_RTO_MAX.
+        let mut waited = SimDuration::ZERO;
+        let mut timeout = self.retransmit;
+        for _ in 0..Self::LOSSES_MAX {
+            if draws.below(u64::from(MILLION)) >= u64::from(self.loss_ppm) {
+                break;
+            }
+            waited = waited.saturating_add(timeout);
+            timeout = timeout.saturating_add(timeout).min(Self::RETRANSMIT_MAX);
         }
-        let waited = self.retransmit.as_nanos().saturating_mul((1 << losses) - 1);
-        delay.saturating_add(SimDuration::from_nanos(waited))
+        delay.saturating_add(waited)
     }
+
+    /// The longest a retransmission timeout grows to: Linux's `TCP_RTO_MAX`, 120 s.
+    pub const RETRANSMIT_MAX: SimDuration = SimDuration::from_secs(120);
 
     /// The most losses in a row of one item: Linux gives a connection up after 15
     /// retransmissions (`tcp_retries2`); a run stops counting there.

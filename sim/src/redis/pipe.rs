@@ -252,6 +252,26 @@ mod tests {
         assert_eq!(pipe.send(ms(0), "behind", 0), first);
     }
 
+    /// Lost 15 times in a row with a 10 s timeout: 10 + 20 + 40 + 80 s, then 120 s (Linux's
+    /// TCP_RTO_MAX) eleven times: 1,470 s, not 10 s x (2^15 - 1).
+    #[test]
+    fn the_retransmission_timeout_stops_doubling_at_two_minutes() {
+        let mut pipe = Pipe::new(None, SimDuration::ZERO, draws());
+        pipe.set_toxics(Toxics {
+            loss_ppm: 999_999,
+            retransmit: SimDuration::from_secs(10),
+            ..Toxics::default()
+        });
+        assert_eq!(pipe.send(ms(0), "x", 0), ms(1_470_000));
+        // At most all but one in a million is lost, however the losses combine.
+        let all_but = |ppm| FaultKind::PacketLoss {
+            ppm,
+            retransmit: SimDuration::from_millis(200),
+        };
+        let toxics = Toxics::of(&[all_but(999_500), all_but(999_500)]);
+        assert_eq!(toxics.loss_ppm, 999_999);
+    }
+
     #[test]
     fn losses_combine_and_the_longest_timeout_holds() {
         let loss = |percent: u32, rto: u64| FaultKind::PacketLoss {
