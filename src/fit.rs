@@ -34,19 +34,9 @@ pub struct Request {
 }
 
 pub fn run(file: &Path, request: &Request) -> ExitCode {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(error) => {
-            eprintln!("cannot read {}: {error}", file.display());
-            return ExitCode::from(2);
-        }
-    };
-    let scenario = match outagelab_scenario_file::parse_with(&text, file, &request.sets) {
-        Ok(scenario) => scenario,
-        Err(diagnostics) => {
-            eprintln!("{diagnostics}");
-            return ExitCode::from(2);
-        }
+    let (text, scenario) = match crate::read_scenario(file, &request.sets) {
+        Ok(read) => read,
+        Err(code) => return code,
     };
     let Some(spec) = scenario.fit.clone() else {
         eprintln!(
@@ -444,32 +434,8 @@ impl Problem<'_> {
         let mut edits: Vec<(String, String)> = (self.spec.unknowns.iter().zip(values))
             .map(|(u, &v)| (u.key.clone(), u.toml_value(v)))
             .collect();
-        let directory = |path: &Path| {
-            std::path::absolute(path)
-                .ok()
-                .and_then(|p| p.parent().map(Path::to_path_buf))
-        };
-        if let Some(output) = output
-            && directory(output) != directory(self.file)
-        {
-            let scenario = outagelab_scenario_file::parse_with(self.text, self.file, &[])
-                .map_err(|d| d.to_string())?;
-            let absolute = |named: &str| -> Result<String, String> {
-                let beside = self.file.parent().unwrap_or(Path::new("")).join(named);
-                let absolute = std::path::absolute(&beside).map_err(|e| e.to_string())?;
-                Ok(toml_string(&absolute.display().to_string()))
-            };
-            if let Some(observed) = &scenario.observed {
-                edits.push(("observed.file".to_owned(), absolute(&observed.file)?));
-            }
-            // A load's traffic file, read beside the file too.
-            let rate_files: BTreeMap<&String, &String> = (scenario.variants.iter())
-                .flat_map(|variant| &variant.settings)
-                .filter(|(key, _)| key.starts_with("loads.") && key.ends_with(".rate_file"))
-                .collect();
-            for (key, written) in rate_files {
-                edits.push((key.clone(), absolute(written.trim_matches('"'))?));
-            }
+        if let Some(output) = output {
+            edits.extend(relocated_paths(self.text, self.file, output)?);
         }
         set_values(self.text, &edits)
     }
@@ -689,6 +655,44 @@ impl CostFunction for UnitCost<'_> {
 }
 
 /// `text` as a TOML basic string.
+/// The edits that keep the files `text` (the scenario at `file`) reads beside it (the observed
+/// file, loads' traffic files) found when it is written to `output` in another directory:
+/// their paths made absolute. None when `output` is in the same directory.
+pub fn relocated_paths(
+    text: &str,
+    file: &Path,
+    output: &Path,
+) -> Result<Vec<(String, String)>, String> {
+    let directory = |path: &Path| {
+        std::path::absolute(path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+    };
+    let mut edits = Vec::new();
+    if directory(output) == directory(file) {
+        return Ok(edits);
+    }
+    let scenario =
+        outagelab_scenario_file::parse_with(text, file, &[]).map_err(|d| d.to_string())?;
+    let absolute = |named: &str| -> Result<String, String> {
+        let beside = file.parent().unwrap_or(Path::new("")).join(named);
+        let absolute = std::path::absolute(&beside).map_err(|e| e.to_string())?;
+        Ok(toml_string(&absolute.display().to_string()))
+    };
+    if let Some(observed) = &scenario.observed {
+        edits.push(("observed.file".to_owned(), absolute(&observed.file)?));
+    }
+    // A load's traffic file, read beside the file too.
+    let rate_files: BTreeMap<&String, &String> = (scenario.variants.iter())
+        .flat_map(|variant| &variant.settings)
+        .filter(|(key, _)| key.starts_with("loads.") && key.ends_with(".rate_file"))
+        .collect();
+    for (key, written) in rate_files {
+        edits.push((key.clone(), absolute(written.trim_matches('"'))?));
+    }
+    Ok(edits)
+}
+
 fn toml_string(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {

@@ -6,6 +6,7 @@
 //! 2 when the file or the command line is wrong.
 
 mod compare;
+mod explore;
 mod fit;
 mod init;
 mod live;
@@ -225,6 +226,32 @@ enum Command {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
     },
+    /// Search for the fault schedules that break the design: draw schedules from the file's
+    /// `[explore]` table, run its variants under each, and shrink each way of breaking found to
+    /// a small schedule, written as a scenario file that `run` reproduces. Exit 1 when a
+    /// schedule broke the design.
+    Explore {
+        /// The scenario file, with `[explore]`.
+        file: PathBuf,
+        /// The exploration's seed: which schedules are drawn (the same seed, the same findings).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where the reproducers are written (`finding-N.toml`).
+        #[arg(long, value_name = "DIR", default_value = "explored")]
+        out: PathBuf,
+        /// Set a key of the file's base scenario first, as `run --set` does (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+        set: Vec<Override>,
+        /// Threads; all cores when not given. The findings are the same with any number.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+        /// Plant a bug on purpose, to see exploration find it (for tests).
+        #[arg(long, hide = true, value_name = "BUG", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
+        plant_bug: Option<String>,
+    },
     /// Overlay two run reports (`run --json`, `live --json`) variant by variant: per bucket,
     /// the difference of their error counts and of their p50 and p99 latency, and each one's
     /// failure window (the first and the last bucket with an error).
@@ -358,6 +385,29 @@ fn main() -> ExitCode {
                 sets: set,
                 write,
                 jobs: jobs.map(usize::from),
+            },
+        ),
+        Command::Explore {
+            file,
+            seed,
+            out,
+            set,
+            jobs,
+            quiet,
+            plant_bug,
+        } => explore::run(
+            &file,
+            &explore::Request {
+                sets: set,
+                seed,
+                jobs: jobs.map(usize::from),
+                out,
+                bugs: plant_bug
+                    .as_deref()
+                    .and_then(Bugs::named)
+                    .unwrap_or_default(),
+                bug_name: plant_bug,
+                quiet,
             },
         ),
         Command::Compare {
@@ -1093,7 +1143,26 @@ fn reproduce(file: &Path, seed: u64, sets: &[Override]) -> String {
 
 /// `word` as a shell reads it back: as it is when it holds only characters no shell treats
 /// specially, else in single quotes (a quote inside becomes `'\''`).
-fn shell_word(word: &str) -> String {
+/// The text of the scenario file at `file` and the file read with `sets`; on a problem, says
+/// it and gives exit code 2.
+pub(crate) fn read_scenario(
+    file: &Path,
+    sets: &[Override],
+) -> Result<(String, ScenarioFile), ExitCode> {
+    let text = std::fs::read_to_string(file).map_err(|error| {
+        eprintln!("cannot read {}: {error}", file.display());
+        ExitCode::from(2)
+    })?;
+    match outagelab_scenario_file::parse_with(&text, file, sets) {
+        Ok(scenario) => Ok((text, scenario)),
+        Err(diagnostics) => {
+            eprintln!("{diagnostics}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+pub(crate) fn shell_word(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
         word.to_owned()

@@ -546,14 +546,14 @@ fn signed(x: f64) -> String {
 
 /// A bar of runs done on standard error: on a terminal only, once the study has taken a
 /// second, never with `--quiet`. It reads the wall clock, which the simulation never does.
-struct RunsProgress {
+pub(crate) struct RunsProgress {
     bar: Option<indicatif::ProgressBar>,
     done: AtomicU64,
     started: std::time::Instant,
 }
 
 impl RunsProgress {
-    fn new(total: u64, quiet: bool) -> RunsProgress {
+    pub(crate) fn new(total: u64, quiet: bool) -> RunsProgress {
         use std::io::IsTerminal;
         let shown = !quiet && std::io::stderr().is_terminal();
         RunsProgress {
@@ -572,7 +572,7 @@ impl RunsProgress {
         }
     }
 
-    fn one_done(&self) {
+    pub(crate) fn one_done(&self) {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         if let Some(bar) = &self.bar {
             if bar.is_hidden() && self.started.elapsed() >= std::time::Duration::from_secs(1) {
@@ -582,7 +582,7 @@ impl RunsProgress {
         }
     }
 
-    fn done(self) {
+    pub(crate) fn done(self) {
         if let Some(bar) = self.bar {
             bar.finish_and_clear();
         }

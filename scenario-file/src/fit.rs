@@ -121,16 +121,8 @@ impl<'t> Reader<'_> {
             Some(name) => match file.variants.iter().find(|v| &v.name == name.get_ref()) {
                 Some(variant) => Some(variant),
                 None => {
-                    let names: Vec<String> = file
-                        .variants
-                        .iter()
-                        .map(|v| format!("\"{}\"", v.name))
-                        .collect();
-                    let message = format!(
-                        "\"{}\" is not a variant (the variants: {})",
-                        name.get_ref(),
-                        names.join(", ")
-                    );
+                    let names = file.variants.iter().map(|v| v.name.as_str());
+                    let message = crate::not_a_variant(name.get_ref(), names);
                     self.refuse(name.span(), "fit.variant", message);
                     None
                 }
@@ -209,7 +201,7 @@ impl<'t> Reader<'_> {
         })
     }
 
-    fn refuse(
+    pub(crate) fn refuse(
         &mut self,
         span: std::ops::Range<usize>,
         key: impl Into<String>,
@@ -221,7 +213,7 @@ impl<'t> Reader<'_> {
 }
 
 /// Which end of a range a problem is at.
-enum End {
+pub(crate) enum End {
     Min,
     Max,
     Both,
@@ -234,6 +226,18 @@ fn unknown(
     written: &str,
     min: &Spanned<Bound>,
     max: &Spanned<Bound>,
+) -> Result<Unknown, (End, String)> {
+    unknown_in(key, written, min.get_ref(), max.get_ref(), true)
+}
+
+/// The key `key`, whose value the file writes as `written` (TOML text), over `min..=max`;
+/// with `start_inside`, the written value must be in the range (a search starts there).
+pub(crate) fn unknown_in(
+    key: &str,
+    written: &str,
+    min: &Bound,
+    max: &Bound,
+    start_inside: bool,
 ) -> Result<Unknown, (End, String)> {
     let kind_and_start =
         if let Some(text) = written.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
@@ -252,8 +256,8 @@ fn unknown(
             ))
         };
     let (kind, start) = kind_and_start.map_err(|m| (End::Both, m))?;
-    let end = |bound: &Spanned<Bound>, which: End| -> Result<f64, (End, String)> {
-        let value = match (kind, bound.get_ref()) {
+    let end = |bound: &Bound, which: End| -> Result<f64, (End, String)> {
+        let value = match (kind, bound) {
             (UnknownKind::Duration, Bound::Text(text)) => units::parse_duration(text)
                 .map(|ns| ns as f64)
                 .map_err(|m| (which, m))?,
@@ -280,7 +284,7 @@ fn unknown(
             "the range is empty: `min` must be below `max`".to_owned(),
         ));
     }
-    if !(low..=high).contains(&start) {
+    if start_inside && !(low..=high).contains(&start) {
         return Err((
             End::Both,
             format!("the file's value, {written}, is outside the range: the search starts from it"),

@@ -24,6 +24,7 @@
 mod diagnostic;
 mod document;
 mod explain;
+mod explore;
 mod fit;
 mod kinds;
 mod observed;
@@ -46,6 +47,7 @@ use toml::de::{DeTable, DeValue};
 
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use explain::{error_routing, explain};
+pub use explore::{ExploreSpec, FaultTemplate, INSTANT_KINDS};
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
 pub use validate::PresetUse;
 
@@ -89,6 +91,8 @@ pub struct ScenarioFile {
     pub observed: Option<outagelab_report::observed::ObservedSpec>,
     /// `[fit]`: the keys `outagelab fit` searches to match `[observed]`.
     pub fit: Option<FitSpec>,
+    /// `[explore]`: what `outagelab explore` varies.
+    pub explore: Option<ExploreSpec>,
 }
 
 impl ScenarioFile {
@@ -297,6 +301,7 @@ pub fn parse_with(
     let report_value = take(&mut base, "report");
     let observed_value = take(&mut base, "observed");
     let fit_value = take(&mut base, "fit");
+    let explore_value = take(&mut base, "explore");
     for (index, set) in overrides.iter().enumerate() {
         reader.set(&mut base, set, &override_texts[index], index);
     }
@@ -335,6 +340,9 @@ pub fn parse_with(
         let observed_failed = observed_given && file.observed.is_none();
         file.fit = reader.fit(value, file, observed_failed);
     }
+    if let (Some(file), Some((_, value))) = (&mut file, explore_value) {
+        file.explore = reader.explore(value, file);
+    }
     if let Some(file) = &mut file {
         file.preamble = preamble(text);
     }
@@ -345,6 +353,15 @@ pub fn parse_with(
     } else {
         Err(Diagnostics(dedupe(reader.errors, variant_count)))
     }
+}
+
+/// "`name` is not a variant (the variants: "a", "b")".
+pub(crate) fn not_a_variant<'n>(name: &str, names: impl Iterator<Item = &'n str>) -> String {
+    let listed: Vec<String> = names.map(|n| format!("\"{n}\"")).collect();
+    format!(
+        "\"{name}\" is not a variant (the variants: {})",
+        listed.join(", ")
+    )
 }
 
 /// The file `named` by the scenario at `scenario`: as it is when absolute, else in the
@@ -1003,13 +1020,9 @@ impl<'t> Reader<'_> {
                     .iter()
                     .any(|e| e.header.name.get_ref() == name.get_ref())
                 {
-                    let listed: Vec<String> = (entries.iter())
-                        .map(|e| format!("\"{}\"", e.header.name.get_ref()))
-                        .collect();
-                    let message = format!(
-                        "\"{}\" is not a variant (the variants: {})",
+                    let message = not_a_variant(
                         name.get_ref(),
-                        listed.join(", ")
+                        entries.iter().map(|e| e.header.name.get_ref().as_str()),
                     );
                     self.errors.push(self.source.diagnostic(
                         Some(name.span()),
@@ -1222,6 +1235,7 @@ impl<'t> Reader<'_> {
             warnings: Vec::new(),
             observed: None,
             fit: None,
+            explore: None,
         })
     }
 

@@ -1,0 +1,769 @@
+//! `outagelab explore FILE`: draw fault schedules from the file's `[explore]` table, run the
+//! chosen variants under each, and keep the schedules that break the design: a monitor fires
+//! (an invariant broken), one of the variant's own expectations fails, or the run stops on its
+//! budget (what `outagelab run` exits 1 on). Each way of breaking found is shrunk, proptest
+//! style, to a small schedule that still breaks the design the same way, and written as a
+//! scenario file that `outagelab run` reproduces.
+//!
+//! Deterministic from `--seed`: schedule `i` is drawn from a stream of its own (the seed and
+//! `i`), schedules run on every core and come back in their order, and the shrinking runs one
+//! candidate at a time; so the findings are the same with any `--jobs`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use outagelab_report::VariantReport;
+use outagelab_scenario_file::{ExploreSpec, INSTANT_KINDS, Override, ScenarioFile, set_values};
+use outagelab_sim::{Bugs, SimError, Stream};
+use rayon::prelude::*;
+
+use crate::study::RunsProgress;
+
+/// What the command line asks of an exploration.
+pub struct Request {
+    pub sets: Vec<Override>,
+    /// The exploration's own seed: which schedules are drawn.
+    pub seed: u64,
+    pub jobs: Option<usize>,
+    /// Where the reproducers go.
+    pub out: PathBuf,
+    pub bugs: Bugs,
+    /// The name `--plant-bug` was given, for the reproducing command.
+    pub bug_name: Option<String>,
+    pub quiet: bool,
+}
+
+/// One fault of a schedule: indices into the template's lists, times in nanoseconds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Fault {
+    template: usize,
+    target: usize,
+    kind: usize,
+    at: u64,
+    /// `None`: an instant kind, or a template without a duration (the fault lasts to the end).
+    duration: Option<u64>,
+}
+
+/// A fault schedule, with the run seed and the parameters it was drawn with.
+#[derive(Clone, Debug, PartialEq)]
+struct Schedule {
+    seed: u64,
+    faults: Vec<Fault>,
+    /// One per `[explore.params]` key; `None`: the file's own value.
+    params: Vec<Option<f64>>,
+}
+
+/// How a schedule broke the design: which variant, and what failed. Two schedules break it
+/// the same way when these are equal.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Way {
+    variant: String,
+    what: String,
+}
+
+/// What a schedule did.
+enum Outcome {
+    Held,
+    /// The way, and the message `run` prints for it.
+    Broke(Way, String),
+    /// The file refuses the schedule (e.g. two overlapping `stop`s of one server): why.
+    Refused(String),
+}
+
+/// One way of breaking found, with how often and where first.
+struct Finding {
+    way: Way,
+    message: String,
+    count: u64,
+    first: u64,
+    drawn: Schedule,
+}
+
+pub fn run(file: &Path, request: &Request) -> ExitCode {
+    let (text, scenario) = match crate::read_scenario(file, &request.sets) {
+        Ok(read) => read,
+        Err(code) => return code,
+    };
+    let Some(spec) = scenario.explore.clone() else {
+        eprintln!(
+            "{}: has no [explore] table: name the faults and parameters to draw and their \
+             ranges (docs/scenario-format.md, `[explore]`)",
+            file.display()
+        );
+        return ExitCode::from(2);
+    };
+    let explorer = Explorer {
+        text: &text,
+        file,
+        spec: &spec,
+        sets: &request.sets,
+        bugs: request.bugs,
+        budget: crate::process_budget(&scenario),
+    };
+    if let Err(message) = explorer.check_templates() {
+        eprintln!("{}: {message}", file.display());
+        return ExitCode::from(2);
+    }
+    let pool = match request.jobs {
+        Some(jobs) => rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs)
+            .build()
+            .ok(),
+        None => None,
+    };
+    let search = || explorer.search(request.seed, request.quiet);
+    let (findings, held, refused) = match &pool {
+        Some(pool) => pool.install(search),
+        None => search(),
+    };
+    say(&format!(
+        "explore \"{}\" (--seed {}): {} schedules of {} on seeds {}..{}, variants {}\n\
+         held {held}, broke {}, refused by the file {}{}",
+        scenario.name,
+        request.seed,
+        spec.runs_max,
+        explorer.what_varies(),
+        spec.seeds.start(),
+        spec.seeds.end(),
+        quoted(&spec.variants),
+        findings.iter().map(|f| f.count).sum::<u64>(),
+        refused.0,
+        refused.1.as_ref().map_or(String::new(), |why| format!(
+            " (the first: {})",
+            why.lines().next().unwrap_or_default()
+        )),
+    ));
+    if findings.is_empty() {
+        say("\nno schedule broke the design");
+        return ExitCode::SUCCESS;
+    }
+    if let Err(error) = std::fs::create_dir_all(&request.out) {
+        eprintln!("cannot create {}: {error}", request.out.display());
+        return ExitCode::from(2);
+    }
+    for (index, finding) in findings.iter().enumerate() {
+        let number = index + 1;
+        say(&format!(
+            "\nfinding {number}: variant \"{}\": {} ({} of {} schedules, first #{})\n  {}",
+            finding.way.variant,
+            finding.way.what,
+            finding.count,
+            spec.runs_max,
+            finding.first,
+            finding.message.lines().next().unwrap_or_default()
+        ));
+        say(&format!(
+            "  as drawn: {}",
+            explorer.describe(&finding.drawn)
+        ));
+        let (shrunk, runs) = explorer.shrink(&finding.drawn, &finding.way);
+        say(&format!(
+            "  shrunk in {runs} runs: {}",
+            explorer.describe(&shrunk)
+        ));
+        let path = request.out.join(format!("finding-{number}.toml"));
+        let written = explorer
+            .reproducer(&shrunk, &finding.way, &path, request)
+            .and_then(|reproducer| {
+                std::fs::write(&path, &reproducer.text)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                Ok(reproducer.command)
+            });
+        match written {
+            Ok(command) => say(&format!(
+                "  wrote {}; reproduce with: {command}",
+                path.display()
+            )),
+            Err(message) => {
+                eprintln!("{message}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    // Like `run`, a broken design is exit 1: CI can run an exploration as a check.
+    ExitCode::from(1)
+}
+
+fn say(text: &str) {
+    println!("{text}");
+}
+
+fn quoted(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    quoted.join(", ")
+}
+
+/// A reproducer: the file's text with the schedule written in, and the command that runs it.
+struct Reproducer {
+    text: String,
+    command: String,
+}
+
+struct Explorer<'a> {
+    text: &'a str,
+    file: &'a Path,
+    spec: &'a ExploreSpec,
+    sets: &'a [Override],
+    bugs: Bugs,
+    /// One memory budget for the runs on every thread, as a study has.
+    budget: outagelab_sim::MemoryBudget,
+}
+
+/// Nanoseconds in a millisecond: schedules are drawn to the millisecond.
+const MS: u64 = 1_000_000;
+
+impl Explorer<'_> {
+    /// "1 to 2 faults" / "parameters" for the headline.
+    fn what_varies(&self) -> String {
+        let faults = match self.spec.faults_max {
+            0 => String::new(),
+            1 => "1 fault".to_owned(),
+            n => format!("1 to {n} faults"),
+        };
+        let params = match self.spec.params.len() {
+            0 => String::new(),
+            1 => "1 parameter".to_owned(),
+            n => format!("{n} parameters"),
+        };
+        match (faults.is_empty(), params.is_empty()) {
+            (false, false) => format!("{faults} and {params}"),
+            (false, true) => faults,
+            _ => params,
+        }
+    }
+
+    /// Every target and kind of every template, at the range's start, must be a fault the
+    /// file takes: a template the file refuses would make every schedule refused.
+    fn check_templates(&self) -> Result<(), String> {
+        for (t, template) in self.spec.faults.iter().enumerate() {
+            for target in 0..template.targets.len() {
+                for kind in 0..template.kinds.len() {
+                    let fault = Fault {
+                        template: t,
+                        target,
+                        kind,
+                        at: template.at.0,
+                        duration: self.duration_of(t, kind).map(|(low, _)| low),
+                    };
+                    let schedule = Schedule {
+                        seed: *self.spec.seeds.start(),
+                        faults: vec![fault],
+                        params: vec![None; self.spec.params.len()],
+                    };
+                    if let Err(why) = self.load(&schedule) {
+                        return Err(format!(
+                            "explore.faults.{}: a {} fault on {}: the file refuses it:\n{why}",
+                            template.name, template.kinds[kind], template.targets[target]
+                        ));
+                    }
+                }
+            }
+        }
+        for (index, param) in self.spec.params.iter().enumerate() {
+            for end in [param.min, param.max] {
+                let mut params = vec![None; self.spec.params.len()];
+                params[index] = Some(end);
+                let schedule = Schedule {
+                    seed: *self.spec.seeds.start(),
+                    faults: Vec::new(),
+                    params,
+                };
+                if let Err(why) = self.load(&schedule) {
+                    return Err(format!(
+                        "explore.params.\"{}\" at {}: the file refuses it:\n{why}",
+                        param.key,
+                        param.show(end)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The range a fault of template `t` and kind `kind` draws its duration from.
+    fn duration_of(&self, t: usize, kind: usize) -> Option<(u64, u64)> {
+        let template = &self.spec.faults[t];
+        if INSTANT_KINDS.contains(&template.kinds[kind].as_str()) {
+            None
+        } else {
+            template.duration
+        }
+    }
+
+    /// Schedule `index` of the exploration seeded `seed`: from a stream of its own.
+    fn draw(&self, seed: u64, index: u64) -> Schedule {
+        let mut stream = Stream::derive(seed, "explore", &index.to_string());
+        let mut pick = |n: usize| stream.below(n as u64) as usize;
+        let seeds = self.spec.seeds.clone();
+        let run_seed = seeds.start() + pick((seeds.end() - seeds.start() + 1) as usize) as u64;
+        let count = match self.spec.faults_max {
+            0 => 0,
+            n => 1 + pick(n as usize),
+        };
+        let mut faults = Vec::with_capacity(count);
+        for _ in 0..count {
+            let t = pick(self.spec.faults.len());
+            let template = &self.spec.faults[t];
+            let target = pick(template.targets.len());
+            let kind = pick(template.kinds.len());
+            let mut within = |(low, high): (u64, u64)| {
+                // To the millisecond where the range holds whole ones; else its start.
+                let (first, last) = (low.div_ceil(MS), high / MS);
+                if first > last {
+                    low
+                } else {
+                    (first + pick((last - first + 1) as usize) as u64) * MS
+                }
+            };
+            let at = within(template.at);
+            let duration = self.duration_of(t, kind).map(&mut within);
+            faults.push(Fault {
+                template: t,
+                target,
+                kind,
+                at,
+                duration,
+            });
+        }
+        faults.sort_by_key(|f| (f.at, f.template, f.target, f.kind));
+        let params = (self.spec.params.iter())
+            .map(|param| {
+                // A uniform draw in the range, to one part in a million.
+                let x = pick(1_000_001) as f64 / 1e6;
+                Some(param.round(param.min + x * (param.max - param.min)))
+            })
+            .collect();
+        Schedule {
+            seed: run_seed,
+            faults,
+            params,
+        }
+    }
+
+    /// The file's text with the schedule's parameters written in and its faults appended.
+    fn schedule_text(&self, schedule: &Schedule) -> Result<String, String> {
+        let edits: Vec<(String, String)> = (self.spec.params.iter().zip(&schedule.params))
+            .filter_map(|(param, value)| value.map(|v| (param.key.clone(), param.toml_value(v))))
+            .collect();
+        let mut text = set_values(self.text, &edits)?;
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        for (index, fault) in schedule.faults.iter().enumerate() {
+            let template = &self.spec.faults[fault.template];
+            text.push_str(&format!(
+                "\n[faults.explored-{}]\ntarget = \"{}\"\nkind = \"{}\"\nat = \"{}\"\n",
+                index + 1,
+                template.targets[fault.target],
+                template.kinds[fault.kind],
+                duration_text(fault.at)
+            ));
+            if let Some(duration) = fault.duration {
+                text.push_str(&format!("duration = \"{}\"\n", duration_text(duration)));
+            }
+            for (key, value) in &template.extra {
+                text.push_str(&format!("{key} = {value}\n"));
+            }
+        }
+        Ok(text)
+    }
+
+    /// The file under `schedule`, as `run` reads it.
+    fn load(&self, schedule: &Schedule) -> Result<ScenarioFile, String> {
+        let text = self.schedule_text(schedule)?;
+        outagelab_scenario_file::parse_with(&text, self.file, self.sets)
+            .map_err(|diagnostics| diagnostics.to_string())
+    }
+
+    /// Runs the chosen variants under `schedule`, one after the other, until one breaks.
+    /// `None`: a run was crowded out of the memory budget by runs on other threads (run it
+    /// again `alone`).
+    fn judge(&self, schedule: &Schedule, alone: bool) -> Option<Outcome> {
+        let file = match self.load(schedule) {
+            Ok(file) => file,
+            Err(why) => return Some(Outcome::Refused(why)),
+        };
+        for name in &self.spec.variants {
+            let Some(variant) = file.variants.iter().find(|v| &v.name == name) else {
+                return Some(Outcome::Refused(format!("no variant \"{name}\"")));
+            };
+            let mut scenario = variant.scenario.clone();
+            scenario.seed = schedule.seed;
+            let ran =
+                outagelab_sim::run_in_budget(&scenario, self.bugs, &mut |_| {}, None, &self.budget);
+            let ran = match ran {
+                Ok(ran) => ran,
+                Err(SimError::InvariantViolated(violation)) => {
+                    let way = Way {
+                        variant: name.clone(),
+                        what: format!("invariant violated: {}", violation.invariant.name()),
+                    };
+                    return Some(Outcome::Broke(way, violation.to_string()));
+                }
+                Err(error) => return Some(Outcome::Refused(error.to_string())),
+            };
+            if ran.crowded_out && !alone {
+                return None;
+            }
+            if let Some((way, message)) = broken(name, variant, &ran.report) {
+                return Some(Outcome::Broke(way, message));
+            }
+        }
+        Some(Outcome::Held)
+    }
+
+    /// Draws and judges `runs_max` schedules; the findings in the order first found, the
+    /// count that held, and the count the file refused with the first reason.
+    fn search(&self, seed: u64, quiet: bool) -> (Vec<Finding>, u64, (u64, Option<String>)) {
+        let progress = RunsProgress::new(self.spec.runs_max, quiet);
+        // In chunks, so a long exploration holds the outcomes of one chunk at a time.
+        const CHUNK: u64 = 256;
+        let mut findings: Vec<Finding> = Vec::new();
+        let (mut held, mut refused, mut first_refusal) = (0, 0, None);
+        let mut start = 0;
+        while start < self.spec.runs_max {
+            let end = (start + CHUNK).min(self.spec.runs_max);
+            let judged: Vec<(Schedule, Option<Outcome>)> = (start..end)
+                .into_par_iter()
+                .map(|index| {
+                    let schedule = self.draw(seed, index);
+                    let outcome = self.judge(&schedule, false);
+                    progress.one_done();
+                    (schedule, outcome)
+                })
+                .collect();
+            for (index, (schedule, outcome)) in (start..end).zip(judged) {
+                // A run crowded out of the budget runs again alone, in order.
+                let outcome = outcome.unwrap_or_else(|| {
+                    self.judge(&schedule, true)
+                        .expect("a run alone is never crowded out")
+                });
+                match outcome {
+                    Outcome::Held => held += 1,
+                    Outcome::Refused(why) => {
+                        refused += 1;
+                        first_refusal.get_or_insert(why);
+                    }
+                    Outcome::Broke(way, message) => {
+                        match findings.iter_mut().find(|f| f.way == way) {
+                            Some(finding) => finding.count += 1,
+                            None => findings.push(Finding {
+                                way,
+                                message,
+                                count: 1,
+                                first: index,
+                                drawn: schedule,
+                            }),
+                        }
+                    }
+                }
+            }
+            start = end;
+        }
+        progress.done();
+        (findings, held, (refused, first_refusal))
+    }
+
+    /// Whether `schedule` breaks the design `way`.
+    fn breaks(&self, schedule: &Schedule, way: &Way) -> bool {
+        matches!(
+            self.judge(schedule, true),
+            Some(Outcome::Broke(found, _)) if &found == way
+        )
+    }
+
+    /// A smaller schedule that still breaks the design `way`, and the runs it took: faults
+    /// dropped, parameters back to the file's values, durations shortened to the least that
+    /// still breaks it (to the millisecond, within the template's range), then times and
+    /// parameters rounded (to the second, 100 ms, 10 ms; to 1, 2 significant digits). Each
+    /// candidate is tried in a fixed order and kept if it still breaks the design the same
+    /// way; within `[explore] shrink_runs_max` runs.
+    fn shrink(&self, drawn: &Schedule, way: &Way) -> (Schedule, u64) {
+        let mut best = drawn.clone();
+        let mut runs = 0;
+        let budget = self.spec.shrink_runs_max;
+        let mut attempt = |candidate: &Schedule, best: &mut Schedule| -> bool {
+            if runs >= budget || candidate == best {
+                return false;
+            }
+            runs += 1;
+            let kept = self.breaks(candidate, way);
+            if kept {
+                *best = candidate.clone();
+            }
+            kept
+        };
+        // Fewer faults: drop each, last first, while any can go.
+        let mut index = best.faults.len();
+        while index > 0 {
+            index -= 1;
+            let mut candidate = best.clone();
+            candidate.faults.remove(index);
+            attempt(&candidate, &mut best);
+        }
+        // The file's own parameters.
+        for index in 0..best.params.len() {
+            let mut candidate = best.clone();
+            candidate.params[index] = None;
+            attempt(&candidate, &mut best);
+        }
+        // Shorter faults: the least duration that still breaks it, by bisection.
+        for index in 0..best.faults.len() {
+            let fault = &best.faults[index];
+            let (Some(duration), Some((low, _))) =
+                (fault.duration, self.duration_of(fault.template, fault.kind))
+            else {
+                continue;
+            };
+            let with = |d: u64, best: &Schedule| {
+                let mut candidate = best.clone();
+                candidate.faults[index].duration = Some(d);
+                candidate
+            };
+            if attempt(&with(low, &best), &mut best) {
+                continue;
+            }
+            let (mut fails, mut holds) = (low, duration);
+            while holds - fails > MS {
+                // The middle, on a whole millisecond strictly between the two.
+                let middle = (fails + (holds - fails) / 2).div_ceil(MS) * MS;
+                if middle <= fails || middle >= holds {
+                    break;
+                }
+                if attempt(&with(middle, &best), &mut best) {
+                    holds = middle;
+                } else {
+                    fails = middle;
+                }
+            }
+        }
+        // Rounder times: each start, then each duration (rounded up: a longer fault breaks
+        // what a shorter one did, most often), to the coarsest step that still breaks it.
+        for index in 0..best.faults.len() {
+            let template = &self.spec.faults[best.faults[index].template];
+            for step in [1_000 * MS, 100 * MS, 10 * MS] {
+                let at = best.faults[index].at;
+                let candidates = [at / step * step, at.div_ceil(step) * step];
+                let mut rounded = false;
+                for candidate_at in candidates {
+                    if !(template.at.0..=template.at.1).contains(&candidate_at) {
+                        continue;
+                    }
+                    let mut candidate = best.clone();
+                    candidate.faults[index].at = candidate_at;
+                    if attempt(&candidate, &mut best) {
+                        rounded = true;
+                        break;
+                    }
+                }
+                if rounded || best.faults[index].at.is_multiple_of(step) {
+                    break;
+                }
+            }
+            let fault = &best.faults[index];
+            if let (Some(duration), Some((low, high))) =
+                (fault.duration, self.duration_of(fault.template, fault.kind))
+            {
+                for step in [1_000 * MS, 100 * MS, 10 * MS] {
+                    let up = duration.div_ceil(step) * step;
+                    if up == duration {
+                        break;
+                    }
+                    if (low..=high).contains(&up) {
+                        let mut candidate = best.clone();
+                        candidate.faults[index].duration = Some(up);
+                        if attempt(&candidate, &mut best) {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        // Rounder parameters.
+        for index in 0..best.params.len() {
+            let Some(value) = best.params[index] else {
+                continue;
+            };
+            let param = &self.spec.params[index];
+            for digits in [1, 2] {
+                let rounded = param.round(significant(value, digits));
+                if rounded == value {
+                    break;
+                }
+                let mut candidate = best.clone();
+                candidate.params[index] = Some(rounded);
+                if attempt(&candidate, &mut best) {
+                    break;
+                }
+            }
+        }
+        (best, runs)
+    }
+
+    /// `seed 734, 2 faults: kill on redis at 12.3 s; pause on redis at 30 s for 2.3 s;
+    /// loads.steady.rate = 1200`.
+    fn describe(&self, schedule: &Schedule) -> String {
+        let mut parts: Vec<String> = schedule
+            .faults
+            .iter()
+            .map(|fault| {
+                let template = &self.spec.faults[fault.template];
+                let mut text = format!(
+                    "{} on {} at {}",
+                    template.kinds[fault.kind],
+                    template.targets[fault.target],
+                    seconds(fault.at)
+                );
+                if let Some(duration) = fault.duration {
+                    text.push_str(&format!(" for {}", seconds(duration)));
+                }
+                text
+            })
+            .collect();
+        for (param, value) in self.spec.params.iter().zip(&schedule.params) {
+            if let Some(value) = value {
+                parts.push(format!("{} = {}", param.key, param.show(*value)));
+            }
+        }
+        let faults = match schedule.faults.len() {
+            1 => "1 fault".to_owned(),
+            n => format!("{n} faults"),
+        };
+        format!("seed {}, {faults}: {}", schedule.seed, parts.join("; "))
+    }
+
+    /// The scenario file that reproduces `schedule`: the file with its parameters and faults
+    /// written in (paths it reads made absolute when written elsewhere), the run seed as its
+    /// seed, and a comment that says what it breaks.
+    fn reproducer(
+        &self,
+        schedule: &Schedule,
+        way: &Way,
+        output: &Path,
+        request: &Request,
+    ) -> Result<Reproducer, String> {
+        let mut text = self.schedule_text(schedule)?;
+        let mut edits = crate::fit::relocated_paths(&text, self.file, output)?;
+        let seed_written = set_values(&text, &[("scenario.seed".to_owned(), "0".to_owned())]);
+        if seed_written.is_ok() {
+            edits.push(("scenario.seed".to_owned(), schedule.seed.to_string()));
+        }
+        text = set_values(&text, &edits)?;
+        let mut command = format!(
+            "outagelab run {}",
+            crate::shell_word(&output.display().to_string())
+        );
+        if seed_written.is_err() {
+            command.push_str(&format!(" --seed {}", schedule.seed));
+        }
+        for set in self.sets {
+            command.push_str(&format!(" --set {}", crate::shell_word(&set.to_string())));
+        }
+        if let Some(bug) = &request.bug_name {
+            command.push_str(&format!(" --plant-bug {bug}"));
+        }
+        let header = format!(
+            "# Found by `outagelab explore {} --seed {}`, shrunk: variant \"{}\" breaks ({}) \
+             under the faults `explored-*` at the end of this file.\n# Reproduce with: {command}\n",
+            self.file.display(),
+            request.seed,
+            way.variant,
+            way.what
+        );
+        Ok(Reproducer {
+            text: format!("{header}{text}"),
+            command,
+        })
+    }
+}
+
+/// How `report` breaks the design, if it does: a run stopped on its budget, or the first of
+/// the variant's expectations that failed.
+fn broken(
+    name: &str,
+    variant: &outagelab_scenario_file::Variant,
+    report: &VariantReport,
+) -> Option<(Way, String)> {
+    if report.verdict.is_budget() {
+        let what = format!("stopped by its run budget ({})", report.verdict.name());
+        let message = format!("{what} at {} ms", report.end_ms);
+        return Some((
+            Way {
+                variant: name.to_owned(),
+                what,
+            },
+            message,
+        ));
+    }
+    for located in &variant.expectations {
+        let expectation = &located.expectation;
+        let (passed, actual) = match expectation.evaluate(&report.summary) {
+            Ok(evaluation) => (
+                evaluation.passed,
+                evaluation
+                    .actual
+                    .map_or_else(|| "no value".to_owned(), |value| value.to_string()),
+            ),
+            Err(message) => (false, message),
+        };
+        if !passed {
+            let what = format!("expectation failed: {expectation}");
+            let message = format!("{what} (actual {actual}), at {}", located.location);
+            return Some((
+                Way {
+                    variant: name.to_owned(),
+                    what,
+                },
+                message,
+            ));
+        }
+    }
+    None
+}
+
+/// A duration as the file writes it: `"1200ms"`, `"1500us"`.
+fn duration_text(nanos: u64) -> String {
+    if nanos.is_multiple_of(MS) {
+        format!("{}ms", nanos / MS)
+    } else if nanos.is_multiple_of(1000) {
+        format!("{}us", nanos / 1000)
+    } else {
+        format!("{nanos}ns")
+    }
+}
+
+/// `12.3 s`, `250 ms`.
+fn seconds(nanos: u64) -> String {
+    if nanos >= 1_000 * MS {
+        let text = format!("{:.3}", nanos as f64 / 1e9);
+        format!("{} s", text.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        let text = format!("{:.3}", nanos as f64 / 1e6);
+        format!("{} ms", text.trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
+/// `value` to `digits` significant digits.
+fn significant(value: f64, digits: i32) -> f64 {
+    if value == 0.0 || !value.is_finite() {
+        return value;
+    }
+    let scale = 10f64.powi(digits - 1 - value.abs().log10().floor() as i32);
+    (value * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_to_significant_digits() {
+        assert_eq!(significant(1234.0, 1), 1000.0);
+        assert_eq!(significant(1234.0, 2), 1200.0);
+        assert_eq!(significant(0.0456, 1), 0.05);
+        assert_eq!(duration_text(1_200 * MS), "1200ms");
+        assert_eq!(duration_text(1_500_000 + 500), "1500500ns");
+        assert_eq!(seconds(12_300 * MS), "12.3 s");
+        assert_eq!(seconds(250 * MS), "250 ms");
+    }
+}

@@ -1,0 +1,216 @@
+//! `outagelab explore`: schedules drawn from `[explore]` find what breaks a design that writes
+//! no fault of its own, the breaking schedule is shrunk and written as a scenario file that
+//! `run` fails on the same way, the findings are the same on any number of threads, and bad
+//! `[explore]` tables are refused at their key.
+
+use std::path::Path;
+
+mod common;
+
+use common::{outagelab, scratch};
+
+const BUNDLED: &str = "scenarios/explore-reconnect-slot.toml";
+
+/// Runs `explore` and returns its exit code and standard output.
+fn explore(args: &[&str]) -> (Option<i32>, String) {
+    let mut all = vec!["explore"];
+    all.extend_from_slice(args);
+    all.push("--quiet");
+    let output = outagelab(&all);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (output.status.code(), stdout)
+}
+
+/// The block of finding `number` in explore's output.
+fn finding(stdout: &str, number: usize) -> &str {
+    let start = stdout
+        .find(&format!("\nfinding {number}: "))
+        .unwrap_or_else(|| panic!("no finding {number}: {stdout}"));
+    let rest = &stdout[start + 1..];
+    let end = rest[1..].find("\nfinding ").map_or(rest.len(), |e| e + 1);
+    &rest[..end]
+}
+
+/// The block of the finding whose headline holds `text`.
+fn finding_with<'s>(stdout: &'s str, text: &str) -> (usize, &'s str) {
+    (1..10)
+        .map_while(|n| {
+            stdout
+                .contains(&format!("\nfinding {n}: "))
+                .then(|| (n, finding(stdout, n)))
+        })
+        .find(|(_, block)| block.lines().next().is_some_and(|l| l.contains(text)))
+        .unwrap_or_else(|| panic!("no finding with {text}: {stdout}"))
+}
+
+/// `finding-N.toml`'s faults: the `[faults.*]` tables it has.
+fn faults_in(path: &Path) -> usize {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().filter(|l| l.starts_with("[faults.")).count()
+}
+
+#[test]
+fn a_planted_bug_is_found_shrunk_and_reproduced_by_run() {
+    let dir = scratch("explore-planted");
+    let out = dir.join("found");
+    let (code, stdout) = explore(&[
+        BUNDLED,
+        "--out",
+        out.to_str().unwrap(),
+        "--plant-bug",
+        "slot-ignores-generation",
+    ]);
+    assert_eq!(code, Some(1), "{stdout}");
+    // Found within the file's 300 schedules, though the file writes no fault.
+    let (number, block) = finding_with(
+        &stdout,
+        "variant \"reconnect slot\": invariant violated: no stale-generation eviction",
+    );
+    assert!(block.contains("shrunk in "), "{block}");
+    assert!(block.contains(": seed "), "{block}");
+    // The reproducer holds one fault, and run fails on it the same way with the bug...
+    let reproducer = out.join(format!("finding-{number}.toml"));
+    assert_eq!(faults_in(&reproducer), 1, "{block}");
+    let shrunk_line = block.lines().find(|l| l.contains("shrunk in")).unwrap();
+    assert!(shrunk_line.contains("1 fault: "), "{shrunk_line}");
+    let ran = outagelab(&[
+        "run",
+        reproducer.to_str().unwrap(),
+        "--plant-bug",
+        "slot-ignores-generation",
+    ]);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "variant \"reconnect slot\": invariant violated: no stale-generation eviction"
+        ),
+        "{stderr}"
+    );
+    // ...and without it, the slot breaks no invariant under the same schedule.
+    let clean = outagelab(&["run", reproducer.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&clean.stderr);
+    assert!(!stderr.contains("invariant violated"), "{stderr}");
+}
+
+#[test]
+fn without_the_bug_only_the_design_that_never_reconnects_breaks() {
+    let dir = scratch("explore-clean");
+    let out = dir.join("found");
+    let (code, stdout) = explore(&[BUNDLED, "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(!stdout.contains("variant \"reconnect slot\""), "{stdout}");
+    let (number, block) = finding_with(
+        &stdout,
+        "variant \"OnceCell\": expectation failed: connections.budgets.fail_open <= 3500",
+    );
+    let reproducer = out.join(format!("finding-{number}.toml"));
+    assert_eq!(faults_in(&reproducer), 1, "{block}");
+    let ran = outagelab(&["run", reproducer.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert_eq!(ran.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("FAIL  OnceCell: connections.budgets.fail_open <= 3500"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("FAIL  reconnect slot"), "{stdout}");
+}
+
+#[test]
+fn the_findings_are_the_same_on_any_number_of_threads() {
+    let dir = scratch("explore-threads");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLED))
+        .unwrap()
+        .replace("runs_max = 300", "runs_max = 60")
+        .replace("faults_max = 1", "faults_max = 3");
+    let file = dir.join("explore.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("found");
+    let args = |jobs: &'static str| {
+        vec![
+            file.to_str().unwrap().to_owned(),
+            "--out".to_owned(),
+            out.to_str().unwrap().to_owned(),
+            "--seed".to_owned(),
+            "7".to_owned(),
+            "--jobs".to_owned(),
+            jobs.to_owned(),
+        ]
+    };
+    let run = |jobs| {
+        let args = args(jobs);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let result = explore(&args);
+        let written = std::fs::read_to_string(out.join("finding-1.toml")).unwrap();
+        (result, written)
+    };
+    let one = run("1");
+    let two = run("2");
+    assert_eq!(one, two);
+    assert!(one.0.1.contains("--seed 7"), "{}", one.0.1);
+    // Another seed draws other schedules.
+    let (_, other) = explore(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_ne!(one.0.1, other);
+}
+
+#[test]
+fn bad_explore_tables_are_refused_at_their_key() {
+    let dir = scratch("explore-bad");
+    let base =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLED)).unwrap();
+    let head = &base[..base.find("[explore]").unwrap()];
+    let template = "[explore.faults.server]\ntarget = \"redis\"\nkind = \"pause\"\n\
+                    at = { min = \"1s\", max = \"15s\" }\n";
+    let cases = [
+        (format!("[explore]\nrunz_max = 3\n{template}"), "explore.runz_max: is not a key of [explore]"),
+        (format!("[explore]\nvariants = [\"nope\"]\n{template}"), "\"nope\" is not a variant"),
+        (format!("[explore]\nruns_max = 0\n{template}"), "explore.runs_max: 0 is outside 1..=1000000"),
+        ("[explore]\nruns_max = 5\n".to_owned(), "explore: varies nothing"),
+        (
+            "[explore.faults.server]\ntarget = \"redis\"\nkind = \"pause\"\nat = { min = \"5s\", max = \"1s\" }\n".to_owned(),
+            "explore.faults.server.at: the range is empty",
+        ),
+        (
+            "[explore.faults.server]\ntarget = \"redis\"\nkind = \"kill\"\nat = { min = \"1s\", max = \"5s\" }\nduration = { min = \"1s\", max = \"2s\" }\n".to_owned(),
+            "explore.faults.server.duration: `kill` happens at one instant",
+        ),
+        (
+            "[explore.faults.server]\ntarget = \"redis\"\nat = { min = \"1s\", max = \"5s\" }\n".to_owned(),
+            "explore.faults.server: needs a `kind`",
+        ),
+        (
+            format!("{template}[explore.params]\n\"loads.steady.count\" = {{ min = 1, max = 9 }}\n"),
+            "`loads.steady.count` is not a key the file writes",
+        ),
+    ];
+    for (index, (explore_table, expected)) in cases.iter().enumerate() {
+        let file = dir.join(format!("bad{index}.toml"));
+        std::fs::write(&file, format!("{head}{explore_table}")).unwrap();
+        let output = outagelab(&["explore", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{explore_table}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{explore_table}\n{stderr}\nnot {expected}"
+        );
+        assert!(stderr.contains(&format!("bad{index}.toml:")), "{stderr}");
+    }
+    // A template the file refuses (a target it does not have), before anything runs.
+    let file = dir.join("refused.toml");
+    let refused = template.replace("target = \"redis\"", "target = \"nope\"");
+    std::fs::write(&file, format!("{head}{refused}")).unwrap();
+    let output = outagelab(&["explore", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("explore.faults.server: a pause fault on nope: the file refuses it"),
+        "{stderr}"
+    );
+    // A file without [explore].
+    let output = outagelab(&["explore", "scenarios/quick-start.toml"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("has no [explore] table"), "{stderr}");
+}
