@@ -225,16 +225,26 @@ impl Explorer<'_> {
             1 => "1 parameter".to_owned(),
             n => format!("{n} parameters"),
         };
-        match (faults.is_empty(), params.is_empty()) {
-            (false, false) => format!("{faults} and {params}"),
-            (false, true) => faults,
-            _ => params,
+        let mut varies: Vec<String> = [faults, params]
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect();
+        if self.spec.shuffle_ties {
+            varies.push("same-instant ties shuffled".to_owned());
         }
+        varies.join(" and ")
     }
 
     /// Every target and kind of every template, at the range's start, must be a fault the
     /// file takes: a template the file refuses would make every schedule refused.
     fn check_templates(&self) -> Result<(), String> {
+        let bare = Schedule {
+            seed: *self.spec.seeds.start(),
+            faults: Vec::new(),
+            params: vec![None; self.spec.params.len()],
+        };
+        self.load(&bare)
+            .map_err(|why| format!("[explore]: the file with no drawn fault is refused:\n{why}"))?;
         for (t, template) in self.spec.faults.iter().enumerate() {
             for target in 0..template.targets.len() {
                 for kind in 0..template.kinds.len() {
@@ -346,6 +356,9 @@ impl Explorer<'_> {
             .filter_map(|(param, value)| value.map(|v| (param.key.clone(), param.toml_value(v))))
             .collect();
         let mut text = set_values(self.text, &edits)?;
+        if self.spec.shuffle_ties {
+            text = with_shuffled_ties(&text)?;
+        }
         if !text.ends_with('\n') {
             text.push('\n');
         }
@@ -626,10 +639,18 @@ impl Explorer<'_> {
             }
         }
         let faults = match schedule.faults.len() {
+            0 => "no fault".to_owned(),
             1 => "1 fault".to_owned(),
             n => format!("{n} faults"),
         };
-        format!("seed {}, {faults}: {}", schedule.seed, parts.join("; "))
+        if self.spec.shuffle_ties {
+            parts.push("ties shuffled".to_owned());
+        }
+        if parts.is_empty() {
+            format!("seed {}, {faults}", schedule.seed)
+        } else {
+            format!("seed {}, {faults}: {}", schedule.seed, parts.join("; "))
+        }
     }
 
     /// The scenario file that reproduces `schedule`: the file with its parameters and faults
@@ -663,18 +684,50 @@ impl Explorer<'_> {
             command.push_str(&format!(" --plant-bug {bug}"));
         }
         let header = format!(
-            "# Found by `outagelab explore {} --seed {}`, shrunk: variant \"{}\" breaks ({}) \
-             under the faults `explored-*` at the end of this file.\n# Reproduce with: {command}\n",
+            "# Found by `outagelab explore {} --seed {}`, shrunk: variant \"{}\" breaks ({})\n\
+             # under {} (drawn faults: `[faults.explored-*]`, at the end).\n\
+             # Reproduce with: {command}\n",
             self.file.display(),
             request.seed,
             way.variant,
-            way.what
+            way.what,
+            self.describe(schedule),
         );
         Ok(Reproducer {
             text: format!("{header}{text}"),
             command,
         })
     }
+}
+
+/// `text` with `[run] ties = "shuffled"`: the value replaced where the file writes it, else a
+/// line under its `[run]` header, else a `[run]` table at the end.
+fn with_shuffled_ties(text: &str) -> Result<String, String> {
+    const LINE: &str = "ties = \"shuffled\"\n";
+    if let Ok(text) = set_values(text, &[("run.ties".to_owned(), "\"shuffled\"".to_owned())]) {
+        return Ok(text);
+    }
+    let mut out = String::with_capacity(text.len() + 32);
+    let mut placed = false;
+    for line in text.split_inclusive('\n') {
+        out.push_str(line);
+        let code = line.split('#').next().unwrap_or_default().trim();
+        if !placed && code == "[run]" {
+            if !line.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(LINE);
+            placed = true;
+        }
+    }
+    if !placed {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("\n[run]\n");
+        out.push_str(LINE);
+    }
+    Ok(out)
 }
 
 /// How `report` breaks the design, if it does: a run stopped on its budget, or the first of
@@ -755,6 +808,25 @@ fn significant(value: f64, digits: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shuffled_ties_are_written_where_the_file_can_take_them() {
+        let written = "[run]\nties = \"scheduled\"\n";
+        assert_eq!(
+            with_shuffled_ties(written).unwrap(),
+            "[run]\nties = \"shuffled\"\n"
+        );
+        let header = "[scenario]\nname = \"x\"\n[run] # limits\nhorizon = \"1s\"\n";
+        assert_eq!(
+            with_shuffled_ties(header).unwrap(),
+            "[scenario]\nname = \"x\"\n[run] # limits\nties = \"shuffled\"\nhorizon = \"1s\"\n"
+        );
+        let none = "[scenario]\nname = \"x\"";
+        assert_eq!(
+            with_shuffled_ties(none).unwrap(),
+            "[scenario]\nname = \"x\"\n\n[run]\nties = \"shuffled\"\n"
+        );
+    }
 
     #[test]
     fn values_round_to_significant_digits() {

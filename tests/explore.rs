@@ -214,3 +214,104 @@ fn bad_explore_tables_are_refused_at_their_key() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("has no [explore] table"), "{stderr}");
 }
+
+/// Two loads meet one bulkhead permit at the same instants, and the file claims load `a` is
+/// never shed: true under the fixed rule (its arrivals were scheduled first), an accident of
+/// order. With `ties = "shuffled"` explore finds it and the reproducer fails under `run`.
+const SWARM: &str = r#"[scenario]
+name = "ties"
+seed = 1
+
+[bulkheads.one]
+max_concurrent = 1
+queue = 0
+
+[flows.a]
+steps = [{ work = "5ms", bulkhead = "one" }]
+
+[flows.b]
+steps = [{ work = "5ms", bulkhead = "one" }]
+
+[loads.a]
+flow = "a"
+arrivals = "even"
+rate = 100
+duration = "1s"
+
+[loads.b]
+flow = "b"
+arrivals = "even"
+rate = 100
+duration = "1s"
+
+[[variant]]
+name = "first come"
+expect = ["flows.a.outcomes.shed == 0"]
+
+[explore]
+seeds = "1..100"
+runs_max = 10
+ties = "shuffled"
+"#;
+
+#[test]
+fn a_design_that_holds_only_by_an_accident_of_same_instant_order_is_found() {
+    let dir = scratch("explore-ties");
+    let file = dir.join("swarm.toml");
+    std::fs::write(&file, SWARM).unwrap();
+    // As written, under the fixed rule, the claim holds.
+    common::succeed(&["run", file.to_str().unwrap()]);
+    let out = dir.join("found");
+    let (code, stdout) = explore(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("held 0, broke 10"), "{stdout}");
+    let block = finding(&stdout, 1);
+    assert!(block.contains("no fault: ties shuffled"), "{block}");
+    let reproducer = out.join("finding-1.toml");
+    let text = std::fs::read_to_string(&reproducer).unwrap();
+    assert!(text.ends_with("\n[run]\nties = \"shuffled\"\n"), "{text}");
+    let ran = outagelab(&["run", reproducer.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert_eq!(ran.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("FAIL  first come: flows.a.outcomes.shed == 0"),
+        "{stdout}"
+    );
+}
+
+/// `[run] ties = "shuffled"`: the permit goes to either load, about evenly, in an order that
+/// is the same for the same seed and differs across seeds.
+#[test]
+fn shuffled_ties_split_a_contended_permit_and_stay_deterministic_per_seed() {
+    let dir = scratch("explore-ties-run");
+    let file = dir.join("swarm.toml");
+    let shuffled = SWARM.replace("[[variant]]", "[run]\nties = \"shuffled\"\n\n[[variant]]");
+    std::fs::write(&file, shuffled).unwrap();
+    let shed = |seed: &str, name: &str| -> (u64, u64, String) {
+        let json = dir.join(name);
+        outagelab(&[
+            "run",
+            file.to_str().unwrap(),
+            "--seed",
+            seed,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let report = common::read_report(&json);
+        let flows = &report["variants"][0]["summary"]["flows"];
+        let count = |flow: &str| flows[flow]["outcomes"]["shed"].as_u64().unwrap();
+        (
+            count("a"),
+            count("b"),
+            std::fs::read_to_string(&json).unwrap(),
+        )
+    };
+    let (a, b, first) = shed("3", "one.json");
+    // Every instant sheds exactly one of the two; neither load takes them all.
+    assert_eq!(a + b, 100, "{a} + {b}");
+    assert!((20..=80).contains(&a), "a shed {a} of 100");
+    let (_, _, again) = shed("3", "two.json");
+    assert_eq!(first, again, "the same seed gives the same bytes");
+    let (other, _, _) = shed("4", "three.json");
+    assert_ne!(a, other, "another seed draws another order");
+}

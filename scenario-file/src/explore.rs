@@ -5,6 +5,7 @@
 //! [explore]
 //! variants = ["reconnect slot"]   # the variants each schedule runs (default: every one)
 //! seeds = "1..1000"               # the run seeds a schedule may draw (default: the file's seed)
+//! ties = "shuffled"               # same-instant ties in an order drawn from the seed (default: "scheduled")
 //! runs_max = 300                  # schedules tried (default 200)
 //! faults_max = 2                  # faults in one schedule: 1 to this many (default 2)
 //! shrink_runs_max = 200           # runs the shrinking of one finding may take (default 200)
@@ -48,6 +49,9 @@ pub struct ExploreSpec {
     pub faults: Vec<FaultTemplate>,
     /// In key order.
     pub params: Vec<Unknown>,
+    /// Every schedule runs with `[run] ties = "shuffled"`: same-instant events of one class
+    /// in an order drawn from the run seed.
+    pub shuffle_ties: bool,
 }
 
 /// One `[explore.faults.<name>]`.
@@ -93,6 +97,7 @@ impl<'t> Reader<'_> {
             shrink_runs_max: 200,
             faults: Vec::new(),
             params: Vec::new(),
+            shuffle_ties: false,
         };
         let mut faults_max_span = None;
         for (key, entry) in table.iter() {
@@ -132,6 +137,17 @@ impl<'t> Reader<'_> {
                         .map(|v| v.name.clone())
                         .collect();
                 }
+                ("ties", DeValue::String(text)) => match text.as_ref() {
+                    "shuffled" => spec.shuffle_ties = true,
+                    "scheduled" => spec.shuffle_ties = false,
+                    other => {
+                        let message = format!(
+                            "`{other}` is not a tie order: \"scheduled\" (the fixed rule) or \
+                             \"shuffled\" (drawn from each run's seed)"
+                        );
+                        self.refuse(entry_span, &at, message);
+                    }
+                },
                 ("seeds", DeValue::String(text)) => match crate::parse_seed_range(text) {
                     Ok(range) => spec.seeds = range,
                     Err(message) => self.refuse(entry_span, &at, message),
@@ -171,10 +187,14 @@ impl<'t> Reader<'_> {
                         }
                     }
                 }
-                ("variants" | "seeds" | "runs_max" | "shrink_runs_max" | "faults_max", _) => {
+                (
+                    "variants" | "seeds" | "ties" | "runs_max" | "shrink_runs_max" | "faults_max",
+                    _,
+                ) => {
                     let shape = match name {
                         "variants" => "a list of variant names",
                         "seeds" => "a seed range, \"A..B\"",
+                        "ties" => "\"scheduled\" or \"shuffled\"",
                         _ => "a whole number",
                     };
                     self.refuse(entry_span, &at, format!("is {shape}"));
@@ -187,7 +207,7 @@ impl<'t> Reader<'_> {
                     );
                 }
                 _ => {
-                    let message = "is not a key of [explore] (variants, seeds, runs_max, \
+                    let message = "is not a key of [explore] (variants, seeds, ties, runs_max, \
                                    faults_max, shrink_runs_max, faults, params)";
                     self.refuse(key.span(), &at, message);
                 }
@@ -196,9 +216,9 @@ impl<'t> Reader<'_> {
         spec.faults.sort_by(|a, b| a.name.cmp(&b.name));
         spec.params.sort_by(|a, b| a.key.cmp(&b.key));
         if spec.faults.is_empty() {
-            if spec.params.is_empty() && self.errors.len() == before {
-                let message = "varies nothing: add a fault template ([explore.faults.<name>]) or \
-                               a parameter ([explore.params])";
+            if spec.params.is_empty() && !spec.shuffle_ties && self.errors.len() == before {
+                let message = "varies nothing: add a fault template ([explore.faults.<name>]), \
+                               a parameter ([explore.params]) or ties = \"shuffled\"";
                 self.refuse(span, "explore", message);
             }
             spec.faults_max = 0;

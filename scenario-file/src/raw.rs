@@ -33,6 +33,15 @@ pub struct RawRun {
     pub time_max: Option<Spanned<Text>>,
     pub events_max: Option<Spanned<Whole>>,
     pub memory_max: Option<Spanned<Size>>,
+    pub ties: Option<TiesName>,
+}
+
+/// `[run] ties`: how same-instant events of one class take turns.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TiesName {
+    Scheduled,
+    Shuffled,
 }
 
 #[derive(Default, Deserialize)]

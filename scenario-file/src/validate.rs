@@ -338,6 +338,10 @@ impl<'a> Validator<'a> {
         }
         let names = Names::new(raw);
         let limits = self.limits(&raw.run);
+        let ties = match raw.run.ties {
+            None | Some(TiesName::Scheduled) => TieOrder::Scheduled,
+            Some(TiesName::Shuffled) => TieOrder::Shuffled,
+        };
         let bucket = self.bucket(&raw.metrics);
         let percentile_rule = match raw.metrics.percentile_rule {
             None | Some(PercentileRuleName::NearestRank) => PercentileRule::NearestRank,
@@ -463,6 +467,7 @@ impl<'a> Validator<'a> {
             name: name.to_owned(),
             seed,
             limits,
+            ties,
             bucket,
             percentile_rule,
             servers,

@@ -15,7 +15,8 @@ use outagelab_report::Outcome;
 use crate::callers::CallRef;
 use crate::database::DatabaseEvent;
 use crate::redis::RedisEvent;
-use crate::scenario::{FaultId, LoadId};
+use crate::rng::Stream;
+use crate::scenario::{FaultId, LoadId, TieOrder};
 
 /// How one step of a request ended (a live run's steps end the same ways).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,13 +198,33 @@ impl Ord for Scheduled {
 pub(crate) struct EventQueue {
     heap: BinaryHeap<Scheduled>,
     next_seq: u64,
+    /// `Some(stream)`: ties within a class at one instant are broken in an order drawn from
+    /// the stream instead of the order they were scheduled in (see [`TieOrder`]).
+    shuffle: Option<Stream>,
 }
 
 impl EventQueue {
+    /// A queue that breaks same-instant ties within a class as `order` says.
+    pub fn new(order: TieOrder, seed: u64) -> EventQueue {
+        EventQueue {
+            shuffle: match order {
+                TieOrder::Scheduled => None,
+                TieOrder::Shuffled => Some(Stream::derive(seed, "ties", "")),
+            },
+            ..EventQueue::default()
+        }
+    }
+
     pub fn schedule(&mut self, at: SimTime, event: impl Into<Event>) {
         let event = event.into();
+        let seq = match &mut self.shuffle {
+            // A random position among the same-instant events of its class: 62 random bits
+            // (a tie of two draws falls back on the heap's own, deterministic, order).
+            Some(stream) => stream.next_u64() >> (64 - SEQ_BITS),
+            None => self.next_seq,
+        };
         self.heap
-            .push(Scheduled::new(at, event.class(), self.next_seq, event));
+            .push(Scheduled::new(at, event.class(), seq, event));
         self.next_seq += 1;
     }
 
@@ -316,6 +337,41 @@ mod tests {
             seen += 1;
         });
         assert_eq!(seen, 24);
+    }
+
+    #[test]
+    fn shuffled_ties_permute_within_a_class_by_the_seed_and_keep_time_and_class_order() {
+        let pop_order = |seed: u64| -> Vec<Event> {
+            let mut queue = EventQueue::new(TieOrder::Shuffled, seed);
+            queue.schedule(t(9), Event::FaultStarts(FaultId(0)));
+            for load in 0..8 {
+                queue.schedule(t(5), Event::Arrival(LoadId(load)));
+            }
+            queue.schedule(t(5), Event::FaultStarts(FaultId(1)));
+            queue.schedule(t(1), Event::Arrival(LoadId(99)));
+            drain(&mut queue).into_iter().map(|(_, e)| e).collect()
+        };
+        let arrivals = |order: &[Event]| -> Vec<u32> {
+            (order.iter())
+                .filter_map(|e| match e {
+                    Event::Arrival(LoadId(load)) if *load < 8 => Some(*load),
+                    _ => None,
+                })
+                .collect()
+        };
+        let first = pop_order(1);
+        // Time first, then the class rule (a fault before arrivals at t = 5), then the draw.
+        assert_eq!(first[0], Event::Arrival(LoadId(99)));
+        assert_eq!(first[1], Event::FaultStarts(FaultId(1)));
+        assert_eq!(first[10], Event::FaultStarts(FaultId(0)));
+        let mut sorted = arrivals(&first);
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..8).collect::<Vec<u32>>());
+        // The same seed, the same order; another seed, another; the fixed rule keeps 0..8.
+        assert_eq!(pop_order(1), first);
+        let orders: Vec<Vec<u32>> = (1..6).map(|seed| arrivals(&pop_order(seed))).collect();
+        assert!(orders.iter().any(|order| order != &orders[0]), "{orders:?}");
+        assert!(orders.iter().any(|order| !order.is_sorted()), "{orders:?}");
     }
 
     /// Calls `visit` with every permutation of `items[at..]` (Heap-free, by swapping).

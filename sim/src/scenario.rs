@@ -89,6 +89,8 @@ pub struct Scenario {
     /// Root seed; every entity derives its own random stream from it and its name.
     pub seed: u64,
     pub limits: RunLimits,
+    /// How events due at the same instant, of the same class, take turns.
+    pub ties: TieOrder,
     /// Width of the time-series buckets.
     pub bucket: SimDuration,
     /// How percentiles pick their rank.
@@ -175,6 +177,18 @@ pub struct FlowInstance {
     /// The flow as the file wrote it (instance 0's copy): what the flow's figures and loads
     /// name.
     pub base: FlowId,
+}
+
+/// How events due at the same instant and of the same class (see the rule in
+/// docs/scenario-format.md, "Events at the same instant") take turns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TieOrder {
+    /// In the order they were scheduled: the fixed rule.
+    #[default]
+    Scheduled,
+    /// In an order drawn from the run's seed: a design whose outcome depends on an accident
+    /// of that order shows it across seeds (a swarm test). The classes keep their order.
+    Shuffled,
 }
 
 /// Bounds that end a run. A run always ends: at `horizon` if set, when every request has
@@ -1837,6 +1851,7 @@ impl Scenario {
                 events_max: RunLimits::EVENTS_MAX_DEFAULT,
                 memory_max: RunLimits::MEMORY_MAX_DEFAULT,
             },
+            ties: TieOrder::Scheduled,
             bucket: SimDuration::from_millis(100),
             percentile_rule: Default::default(),
             servers: vec![],

@@ -422,7 +422,7 @@ impl<'s> Simulator<'s> {
         mut observation: Observation,
         budget: &'s MemoryBudget,
     ) -> Self {
-        let mut events = EventQueue::default();
+        let mut events = EventQueue::new(scenario.ties, scenario.seed);
         let mut monitors = Monitors::new(scenario);
         for (index, c) in (0u32..).zip(&scenario.connections) {
             if matches!(c.reconnect, crate::scenario::Reconnect::Slot(_)) && c.connected_at_start {
