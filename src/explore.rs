@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use outagelab_report::VariantReport;
+use outagelab_report::study::Shard;
 use outagelab_scenario_file::{ExploreSpec, INSTANT_KINDS, Override, ScenarioFile, set_values};
 use outagelab_sim::{Bugs, SimError, Stream};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::study::RunsProgress;
 
@@ -31,6 +33,11 @@ pub struct Request {
     /// The name `--plant-bug` was given, for the reproducing command.
     pub bug_name: Option<String>,
     pub quiet: bool,
+    /// Draw and judge only this slice of the schedules, and write the tally to `json`.
+    pub shard: Option<Shard>,
+    pub json: Option<PathBuf>,
+    /// Join these shards' tallies instead of searching, then shrink and write as one run.
+    pub merge: Vec<PathBuf>,
 }
 
 /// One fault of a schedule: indices into the template's lists, times in nanoseconds.
@@ -55,7 +62,7 @@ struct Schedule {
 
 /// How a schedule broke the design: which variant, and what failed. Two schedules break it
 /// the same way when these are equal.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 struct Way {
     variant: String,
     what: String,
@@ -70,13 +77,33 @@ enum Outcome {
     Refused(String),
 }
 
-/// One way of breaking found, with how often and where first.
+/// One way of breaking found, with how often and where first (schedule `first` is drawn
+/// again from the seed and its number).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Finding {
     way: Way,
     message: String,
     count: u64,
     first: u64,
-    drawn: Schedule,
+}
+
+/// What the schedules of an exploration (or of one shard of it) did: what `--shard` writes and
+/// `--merge` joins. The findings in the order first found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Tally {
+    scenario: String,
+    /// FNV-1a of the file's text and the command line's `--set`s: shards of one exploration
+    /// have the same.
+    file_hash: String,
+    seed: u64,
+    runs_max: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shard: Option<Shard>,
+    held: u64,
+    refused: u64,
+    /// The first schedule the file refused, by number, and why.
+    first_refusal: Option<(u64, String)>,
+    findings: Vec<Finding>,
 }
 
 pub fn run(file: &Path, request: &Request) -> ExitCode {
@@ -93,6 +120,7 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         return ExitCode::from(2);
     };
     let explorer = Explorer {
+        name: scenario.name.clone(),
         text: &text,
         file,
         spec: &spec,
@@ -104,84 +132,143 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         eprintln!("{}: {message}", file.display());
         return ExitCode::from(2);
     }
-    let pool = match request.jobs {
-        Some(jobs) => rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs)
-            .build()
-            .ok(),
-        None => None,
-    };
-    let search = || explorer.search(request.seed, request.quiet);
-    let (findings, held, refused) = match &pool {
-        Some(pool) => pool.install(search),
-        None => search(),
-    };
-    say(&format!(
-        "explore \"{}\" (--seed {}): {} schedules of {} on seeds {}..{}, variants {}\n\
-         held {held}, broke {}, refused by the file {}{}",
-        scenario.name,
-        request.seed,
-        spec.runs_max,
-        explorer.what_varies(),
-        spec.seeds.start(),
-        spec.seeds.end(),
-        quoted(&spec.variants),
-        findings.iter().map(|f| f.count).sum::<u64>(),
-        refused.0,
-        refused.1.as_ref().map_or(String::new(), |why| format!(
-            " (the first: {})",
-            why.lines().next().unwrap_or_default()
-        )),
-    ));
-    if findings.is_empty() {
-        say("\nno schedule broke the design");
-        return ExitCode::SUCCESS;
-    }
-    if let Err(error) = std::fs::create_dir_all(&request.out) {
-        eprintln!("cannot create {}: {error}", request.out.display());
-        return ExitCode::from(2);
-    }
-    for (index, finding) in findings.iter().enumerate() {
-        let number = index + 1;
-        say(&format!(
-            "\nfinding {number}: variant \"{}\": {} ({} of {} schedules, first #{})\n  {}",
-            finding.way.variant,
-            finding.way.what,
-            finding.count,
-            spec.runs_max,
-            finding.first,
-            finding.message.lines().next().unwrap_or_default()
-        ));
-        say(&format!(
-            "  as drawn: {}",
-            explorer.describe(&finding.drawn)
-        ));
-        let (shrunk, runs) = explorer.shrink(&finding.drawn, &finding.way);
-        say(&format!(
-            "  shrunk in {runs} runs: {}",
-            explorer.describe(&shrunk)
-        ));
-        let path = request.out.join(format!("finding-{number}.toml"));
-        let written = explorer
-            .reproducer(&shrunk, &finding.way, &path, request)
-            .and_then(|reproducer| {
-                std::fs::write(&path, &reproducer.text)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                Ok(reproducer.command)
-            });
-        match written {
-            Ok(command) => say(&format!(
-                "  wrote {}; reproduce with: {command}",
-                path.display()
-            )),
+    let tally = if request.merge.is_empty() {
+        let pool = match request.jobs {
+            Some(jobs) => rayon::ThreadPoolBuilder::new()
+                .num_threads(jobs)
+                .build()
+                .ok(),
+            None => None,
+        };
+        let search = || explorer.search(request.seed, request.quiet, request.shard);
+        match &pool {
+            Some(pool) => pool.install(search),
+            None => search(),
+        }
+    } else {
+        let mut parts = Vec::new();
+        for path in &request.merge {
+            let read = std::fs::read_to_string(path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| serde_json::from_str::<Tally>(&text).map_err(|e| e.to_string()));
+            match read {
+                Ok(tally) => parts.push((path.clone(), tally)),
+                Err(error) => {
+                    eprintln!(
+                        "--merge: {}: not an exploration's shard: {error}",
+                        path.display()
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        match explorer.merge(&parts) {
+            Ok(tally) => tally,
             Err(message) => {
                 eprintln!("{message}");
                 return ExitCode::from(2);
             }
         }
+    };
+    if let Some(shard) = tally.shard {
+        let json = request
+            .json
+            .as_deref()
+            .expect("clap requires --json with --shard");
+        let text = serde_json::to_string_pretty(&tally).expect("a tally serialises") + "\n";
+        if let Err(error) = std::fs::write(json, text) {
+            eprintln!("cannot write {}: {error}", json.display());
+            return ExitCode::from(2);
+        }
+        say(&format!(
+            "shard {}/{}: {} held, {} broke, {} refused; wrote {}; join every shard with \
+             `outagelab explore {} --merge ...`",
+            shard.index,
+            shard.count,
+            tally.held,
+            tally.findings.iter().map(|f| f.count).sum::<u64>(),
+            tally.refused,
+            json.display(),
+            crate::shell_word(&file.display().to_string())
+        ));
+        return ExitCode::SUCCESS;
     }
-    // Like `run`, a broken design is exit 1: CI can run an exploration as a check.
-    ExitCode::from(1)
+    explorer.conclude(&tally, &scenario.name, request)
+}
+
+impl Explorer<'_> {
+    /// Prints the tally, shrinks each finding and writes its reproducer: the same for one
+    /// search and for merged shards.
+    fn conclude(&self, tally: &Tally, name: &str, request: &Request) -> ExitCode {
+        let spec = self.spec;
+        say(&format!(
+            "explore \"{name}\" (--seed {}): {} schedules of {} on seeds {}..{}, variants {}\n\
+             held {}, broke {}, refused by the file {}{}",
+            tally.seed,
+            spec.runs_max,
+            self.what_varies(),
+            spec.seeds.start(),
+            spec.seeds.end(),
+            quoted(&spec.variants),
+            tally.held,
+            tally.findings.iter().map(|f| f.count).sum::<u64>(),
+            tally.refused,
+            tally
+                .first_refusal
+                .as_ref()
+                .map_or(String::new(), |(_, why)| format!(
+                    " (the first: {})",
+                    why.lines().next().unwrap_or_default()
+                )),
+        ));
+        if tally.findings.is_empty() {
+            say("\nno schedule broke the design");
+            return ExitCode::SUCCESS;
+        }
+        if let Err(error) = std::fs::create_dir_all(&request.out) {
+            eprintln!("cannot create {}: {error}", request.out.display());
+            return ExitCode::from(2);
+        }
+        for (index, finding) in tally.findings.iter().enumerate() {
+            let number = index + 1;
+            say(&format!(
+                "\nfinding {number}: variant \"{}\": {} ({} of {} schedules, first #{})\n  {}",
+                finding.way.variant,
+                finding.way.what,
+                finding.count,
+                spec.runs_max,
+                finding.first,
+                finding.message.lines().next().unwrap_or_default()
+            ));
+            let drawn = self.draw(tally.seed, finding.first);
+            say(&format!("  as drawn: {}", self.describe(&drawn)));
+            let (shrunk, runs) = self.shrink(&drawn, &finding.way);
+            say(&format!(
+                "  shrunk in {runs} runs: {}",
+                self.describe(&shrunk)
+            ));
+            let path = request.out.join(format!("finding-{number}.toml"));
+            let written = self
+                .reproducer(&shrunk, &finding.way, &path, tally.seed, request)
+                .and_then(|reproducer| {
+                    std::fs::write(&path, &reproducer.text)
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    Ok(reproducer.command)
+                });
+            match written {
+                Ok(command) => say(&format!(
+                    "  wrote {}; reproduce with: {command}",
+                    path.display()
+                )),
+                Err(message) => {
+                    eprintln!("{message}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        // Like `run`, a broken design is exit 1: CI can run an exploration as a check.
+        ExitCode::from(1)
+    }
 }
 
 fn say(text: &str) {
@@ -200,6 +287,8 @@ struct Reproducer {
 }
 
 struct Explorer<'a> {
+    /// The scenario's name.
+    name: String,
     text: &'a str,
     file: &'a Path,
     spec: &'a ExploreSpec,
@@ -425,56 +514,147 @@ impl Explorer<'_> {
         Some(Outcome::Held)
     }
 
-    /// Draws and judges `runs_max` schedules; the findings in the order first found, the
-    /// count that held, and the count the file refused with the first reason.
-    fn search(&self, seed: u64, quiet: bool) -> (Vec<Finding>, u64, (u64, Option<String>)) {
-        let progress = RunsProgress::new(self.spec.runs_max, quiet);
+    /// Draws and judges the schedules (of `shard`, or all `runs_max`).
+    fn search(&self, seed: u64, quiet: bool, shard: Option<Shard>) -> Tally {
+        let numbers: Vec<u64> = (0..self.spec.runs_max)
+            .filter(|&i| shard.is_none_or(|shard| shard.holds(i)))
+            .collect();
+        let progress = RunsProgress::new(numbers.len() as u64, quiet);
+        let mut tally = self.empty_tally(seed, shard);
         // In chunks, so a long exploration holds the outcomes of one chunk at a time.
-        const CHUNK: u64 = 256;
-        let mut findings: Vec<Finding> = Vec::new();
-        let (mut held, mut refused, mut first_refusal) = (0, 0, None);
-        let mut start = 0;
-        while start < self.spec.runs_max {
-            let end = (start + CHUNK).min(self.spec.runs_max);
-            let judged: Vec<(Schedule, Option<Outcome>)> = (start..end)
-                .into_par_iter()
-                .map(|index| {
+        for chunk in numbers.chunks(256) {
+            let judged: Vec<(Schedule, Option<Outcome>)> = chunk
+                .par_iter()
+                .map(|&index| {
                     let schedule = self.draw(seed, index);
                     let outcome = self.judge(&schedule, false);
                     progress.one_done();
                     (schedule, outcome)
                 })
                 .collect();
-            for (index, (schedule, outcome)) in (start..end).zip(judged) {
+            for (&index, (schedule, outcome)) in chunk.iter().zip(judged) {
                 // A run crowded out of the budget runs again alone, in order.
                 let outcome = outcome.unwrap_or_else(|| {
                     self.judge(&schedule, true)
                         .expect("a run alone is never crowded out")
                 });
                 match outcome {
-                    Outcome::Held => held += 1,
+                    Outcome::Held => tally.held += 1,
                     Outcome::Refused(why) => {
-                        refused += 1;
-                        first_refusal.get_or_insert(why);
+                        tally.refused += 1;
+                        tally.first_refusal.get_or_insert((index, why));
                     }
                     Outcome::Broke(way, message) => {
-                        match findings.iter_mut().find(|f| f.way == way) {
+                        match tally.findings.iter_mut().find(|f| f.way == way) {
                             Some(finding) => finding.count += 1,
-                            None => findings.push(Finding {
+                            None => tally.findings.push(Finding {
                                 way,
                                 message,
                                 count: 1,
                                 first: index,
-                                drawn: schedule,
                             }),
                         }
                     }
                 }
             }
-            start = end;
         }
         progress.done();
-        (findings, held, (refused, first_refusal))
+        tally
+    }
+
+    /// A tally of nothing yet, for this file and `seed`.
+    fn empty_tally(&self, seed: u64, shard: Option<Shard>) -> Tally {
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+        let sets: Vec<String> = self.sets.iter().map(ToString::to_string).collect();
+        for byte in self
+            .text
+            .bytes()
+            .chain([0])
+            .chain(sets.join("\n").into_bytes())
+        {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Tally {
+            scenario: self.name.clone(),
+            file_hash: format!("{hash:016x}"),
+            seed,
+            runs_max: self.spec.runs_max,
+            shard,
+            held: 0,
+            refused: 0,
+            first_refusal: None,
+            findings: Vec::new(),
+        }
+    }
+
+    /// The shards' tallies joined: exactly the tally one unsharded search gives.
+    fn merge(&self, parts: &[(PathBuf, Tally)]) -> Result<Tally, String> {
+        let (first_path, first) = parts.first().ok_or("--merge: no shard given")?;
+        let count = first.shard.map(|s| s.count).ok_or(format!(
+            "--merge: {} is not a shard (written by explore --shard K/N --json)",
+            first_path.display()
+        ))?;
+        let mut merged = self.empty_tally(first.seed, None);
+        let mut seen = vec![false; count as usize];
+        for (path, part) in parts {
+            let same = part.file_hash == merged.file_hash
+                && part.seed == merged.seed
+                && part.runs_max == merged.runs_max;
+            if !same {
+                return Err(format!(
+                    "--merge: {} is a shard of another exploration (another file, --set, \
+                     --seed or runs_max) than {}",
+                    path.display(),
+                    first_path.display()
+                ));
+            }
+            let Some(shard) = part.shard.filter(|s| s.count == count) else {
+                return Err(format!(
+                    "--merge: {} is not one of {count} shards",
+                    path.display()
+                ));
+            };
+            let slot = &mut seen[(shard.index - 1) as usize];
+            if *slot {
+                return Err(format!(
+                    "--merge: shard {}/{count} is given twice ({})",
+                    shard.index,
+                    path.display()
+                ));
+            }
+            *slot = true;
+            merged.held += part.held;
+            merged.refused += part.refused;
+            if let Some((index, why)) = &part.first_refusal
+                && merged
+                    .first_refusal
+                    .as_ref()
+                    .is_none_or(|(at, _)| index < at)
+            {
+                merged.first_refusal = Some((*index, why.clone()));
+            }
+            for finding in &part.findings {
+                match merged.findings.iter_mut().find(|f| f.way == finding.way) {
+                    Some(known) => {
+                        known.count += finding.count;
+                        if finding.first < known.first {
+                            known.first = finding.first;
+                            known.message = finding.message.clone();
+                        }
+                    }
+                    None => merged.findings.push(finding.clone()),
+                }
+            }
+        }
+        if let Some(missing) = seen.iter().position(|s| !s) {
+            return Err(format!(
+                "--merge: shard {}/{count} is missing: give every shard's JSON",
+                missing + 1
+            ));
+        }
+        // In the order first found, as one search finds them.
+        merged.findings.sort_by_key(|f| f.first);
+        Ok(merged)
     }
 
     /// Whether `schedule` breaks the design `way`.
@@ -661,6 +841,7 @@ impl Explorer<'_> {
         schedule: &Schedule,
         way: &Way,
         output: &Path,
+        explore_seed: u64,
         request: &Request,
     ) -> Result<Reproducer, String> {
         let mut text = self.schedule_text(schedule)?;
@@ -688,7 +869,7 @@ impl Explorer<'_> {
              # under {} (drawn faults: `[faults.explored-*]`, at the end).\n\
              # Reproduce with: {command}\n",
             self.file.display(),
-            request.seed,
+            explore_seed,
             way.variant,
             way.what,
             self.describe(schedule),

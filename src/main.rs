@@ -12,6 +12,7 @@ mod init;
 mod live;
 mod page;
 mod review;
+mod shard;
 mod study;
 mod table;
 
@@ -85,7 +86,8 @@ enum Command {
         #[arg(long, value_name = "N", requires = "seeds", value_parser = clap::value_parser!(u16).range(1..=1024))]
         jobs: Option<u16>,
         /// With --seeds and --json: run only slice K of N of the runs (every N-th run from
-        /// the K-th, in seed-then-variant order); `outagelab merge` joins the slices.
+        /// the K-th, in seed-then-variant order); `outagelab merge` joins the slices. `auto`
+        /// reads K and N from a Kubernetes Indexed Job or a Slurm array.
         #[arg(long, value_name = "K/N", requires_all = ["seeds", "json"])]
         shard: Option<String>,
         /// Write the full report (summaries and time series) as JSON to this file (`-` for
@@ -248,6 +250,18 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Draw and judge only slice K of N of the schedules (every N-th from the K-th), and
+        /// write their tally to --json; `auto` reads K and N from a Kubernetes Indexed Job or
+        /// a Slurm array. `--merge` joins the slices.
+        #[arg(long, value_name = "K/N", requires = "json", conflicts_with = "merge")]
+        shard: Option<String>,
+        /// Where --shard writes its slice's tally.
+        #[arg(long, value_name = "PATH", requires = "shard")]
+        json: Option<PathBuf>,
+        /// Join the tallies of every shard (`--shard K/N --json`, in any order), then shrink
+        /// and write the findings: the same output and files as one unsharded exploration.
+        #[arg(long, value_name = "SHARD.json", num_args = 1..)]
+        merge: Vec<PathBuf>,
         /// Plant a bug on purpose, to see exploration find it (for tests).
         #[arg(long, hide = true, value_name = "BUG", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
         plant_bug: Option<String>,
@@ -395,21 +409,36 @@ fn main() -> ExitCode {
             jobs,
             quiet,
             plant_bug,
-        } => explore::run(
-            &file,
-            &explore::Request {
-                sets: set,
-                seed,
-                jobs: jobs.map(usize::from),
-                out,
-                bugs: plant_bug
-                    .as_deref()
-                    .and_then(Bugs::named)
-                    .unwrap_or_default(),
-                bug_name: plant_bug,
-                quiet,
-            },
-        ),
+            shard,
+            json,
+            merge,
+        } => {
+            let shard = match shard.as_deref().map(shard::parse_here).transpose() {
+                Ok(shard) => shard,
+                Err(message) => {
+                    eprintln!("--shard: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            explore::run(
+                &file,
+                &explore::Request {
+                    shard,
+                    json,
+                    merge,
+                    sets: set,
+                    seed,
+                    jobs: jobs.map(usize::from),
+                    out,
+                    bugs: plant_bug
+                        .as_deref()
+                        .and_then(Bugs::named)
+                        .unwrap_or_default(),
+                    bug_name: plant_bug,
+                    quiet,
+                },
+            )
+        }
         Command::Compare {
             first,
             second,
@@ -620,7 +649,7 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             }
         }
     };
-    let shard = match options.shard.as_deref().map(parse_shard).transpose() {
+    let shard = match options.shard.as_deref().map(shard::parse_here).transpose() {
         Ok(shard) => shard,
         Err(message) => {
             eprintln!("--shard: {message}");
@@ -778,18 +807,6 @@ fn write_study_page(
         },
         (&sample, &scenario.report.metrics),
     )
-}
-
-/// `K/N` with `1 <= K <= N`.
-fn parse_shard(text: &str) -> Result<outagelab_report::study::Shard, String> {
-    let shape = || format!("`{text}` is not a shard: write K/N with 1 <= K <= N, e.g. 2/8");
-    let (index, count) = text.split_once('/').ok_or_else(shape)?;
-    let index: u64 = index.trim().parse().map_err(|_| shape())?;
-    let count: u64 = count.trim().parse().map_err(|_| shape())?;
-    if index == 0 || index > count || count > 100_000 {
-        return Err(shape());
-    }
-    Ok(outagelab_report::study::Shard { index, count })
 }
 
 /// `merge`: reads every shard, checks they are the slices of one study, and writes the study

@@ -315,3 +315,73 @@ fn shuffled_ties_split_a_contended_permit_and_stay_deterministic_per_seed() {
     let (other, _, _) = shed("4", "three.json");
     assert_ne!(a, other, "another seed draws another order");
 }
+
+/// An exploration cut into the pods of a Kubernetes Indexed Job (`--shard auto`), each a
+/// process of its own, merges into exactly what one machine prints and writes.
+#[test]
+fn shards_of_an_indexed_job_merge_into_the_findings_of_one_machine() {
+    let dir = scratch("explore-shards");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLED))
+        .unwrap()
+        .replace("runs_max = 300", "runs_max = 40");
+    let file = dir.join("explore.toml");
+    std::fs::write(&file, text).unwrap();
+    let file = file.to_str().unwrap();
+    let one_out = dir.join("one");
+    let (code, one) = explore(&[file, "--out", one_out.to_str().unwrap(), "--seed", "5"]);
+    assert_eq!(code, Some(1), "{one}");
+    let mut parts = Vec::new();
+    for index in 0..3 {
+        let part = dir.join(format!("part{index}.json"));
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_outagelab"))
+            .args(["explore", file, "--seed", "5", "--quiet", "--shard", "auto"])
+            .args(["--json", part.to_str().unwrap()])
+            .env("JOB_COMPLETION_INDEX", index.to_string())
+            .env("JOB_COMPLETIONS", "3")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{stdout}");
+        assert!(
+            stdout.contains(&format!("shard {}/3: ", index + 1)),
+            "{stdout}"
+        );
+        parts.push(part.to_str().unwrap().to_owned());
+    }
+    let merged_out = dir.join("merged");
+    let merge = |parts: &[&str]| {
+        let mut args = vec![file, "--out", merged_out.to_str().unwrap(), "--merge"];
+        args.extend_from_slice(parts);
+        explore(&args)
+    };
+    let (code, merged) = merge(&[&parts[2], &parts[0], &parts[1]]);
+    assert_eq!(code, Some(1), "{merged}");
+    // The same lines, but for where the reproducers were written.
+    let merged = merged.replace(merged_out.to_str().unwrap(), one_out.to_str().unwrap());
+    assert_eq!(merged, one);
+    for n in 1..=2 {
+        let name = format!("finding-{n}.toml");
+        let a = std::fs::read_to_string(one_out.join(&name)).unwrap();
+        let b = std::fs::read_to_string(merged_out.join(&name)).unwrap();
+        let b = b.replace(merged_out.to_str().unwrap(), one_out.to_str().unwrap());
+        assert_eq!(a, b, "{name}");
+    }
+    // A shard missing, or given twice, is refused.
+    for (given, message) in [
+        (
+            vec![parts[0].as_str(), parts[1].as_str()],
+            "shard 3/3 is missing",
+        ),
+        (
+            vec![parts[0].as_str(), parts[0].as_str(), parts[2].as_str()],
+            "shard 1/3 is given twice",
+        ),
+    ] {
+        let mut args = vec!["explore", file, "--merge"];
+        args.extend(given);
+        let output = outagelab(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(message), "{stderr}");
+    }
+}

@@ -392,3 +392,50 @@ fn the_bundled_sweep_marks_the_points_that_satisfy_its_constraint_and_the_cheape
         );
     }
 }
+
+/// `--shard auto` in the tasks of a Slurm array (`--array=1-3`): each process reads its slice
+/// from Slurm's variables, and the parts merge into the unsharded study, byte for byte.
+#[test]
+fn shards_of_a_slurm_array_find_their_slice_and_merge_into_the_whole() {
+    let dir = scratch("study-shards-auto");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let whole = path("whole.json");
+    let output = outagelab(&["run", FILE, "--seeds", "1..4", "--quiet", "--json", &whole]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut parts = Vec::new();
+    for task in 1..=3 {
+        let part = path(&format!("task{task}.json"));
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_outagelab"))
+            .args(["run", FILE, "--seeds", "1..4", "--quiet", "--shard", "auto"])
+            .args(["--json", &part])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("SLURM_ARRAY_TASK_ID", task.to_string())
+            .env("SLURM_ARRAY_TASK_MIN", "1")
+            .env("SLURM_ARRAY_TASK_COUNT", "3")
+            .output()
+            .unwrap();
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("shard {task}/3: 4 of 12 runs")),
+            "{stderr}"
+        );
+        parts.push(part);
+    }
+    let merged = path("merged.json");
+    let mut args = vec!["merge"];
+    args.extend(parts.iter().map(String::as_str));
+    args.extend(["--json", &merged]);
+    let output = outagelab(&args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        std::fs::read(&merged).unwrap(),
+        std::fs::read(&whole).unwrap()
+    );
+    // Outside an array job, `auto` says what it looked for.
+    let output = outagelab(&[
+        "run", FILE, "--seeds", "1..4", "--shard", "auto", "--json", &merged,
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("neither a Kubernetes Indexed Job"));
+}
