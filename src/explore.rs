@@ -112,12 +112,11 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         Err(code) => return code,
     };
     let Some(spec) = scenario.explore.clone() else {
-        eprintln!(
-            "{}: has no [explore] table: name the faults and parameters to draw and their \
-             ranges (docs/scenario-format.md, `[explore]`)",
-            file.display()
+        return crate::missing_table(
+            file,
+            "explore",
+            "name the faults and parameters to draw and their ranges",
         );
-        return ExitCode::from(2);
     };
     let explorer = Explorer {
         name: scenario.name.clone(),

@@ -39,12 +39,7 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         Err(code) => return code,
     };
     let Some(spec) = scenario.fit.clone() else {
-        eprintln!(
-            "{}: has no [fit] table: name the unknowns to search and their ranges \
-             (docs/scenario-format.md, `[fit]`)",
-            file.display()
-        );
-        return ExitCode::from(2);
+        return crate::missing_table(file, "fit", "name the unknowns to search and their ranges");
     };
     let problem = Problem {
         text: &text,

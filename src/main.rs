@@ -10,6 +10,7 @@ mod explore;
 mod fit;
 mod init;
 mod live;
+mod map;
 mod page;
 mod review;
 mod shard;
@@ -41,7 +42,25 @@ struct Cli {
 
 // `Run` carries every flag of a run; the command is parsed once, so its size does not matter.
 #[allow(clippy::large_enum_variant)]
+/// What every command that runs many runs of one file takes: `explore` and `map`.
+#[derive(clap::Args)]
+struct ManyRuns {
+    /// Set a key of the file's base scenario first, as `run --set` does (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+    set: Vec<Override>,
+    /// Threads; all cores when not given. The result is the same with any number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
 #[derive(Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the command line is parsed once, at start-up: its size costs nothing"
+)]
 enum Command {
     /// Run every variant of a scenario file and compare them.
     Run {
@@ -241,15 +260,8 @@ enum Command {
         /// Where the reproducers are written (`finding-N.toml`).
         #[arg(long, value_name = "DIR", default_value = "explored")]
         out: PathBuf,
-        /// Set a key of the file's base scenario first, as `run --set` does (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
-        set: Vec<Override>,
-        /// Threads; all cores when not given. The findings are the same with any number.
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-        jobs: Option<u16>,
-        /// No progress bar.
-        #[arg(long)]
-        quiet: bool,
+        #[command(flatten)]
+        many: ManyRuns,
         /// Draw and judge only slice K of N of the schedules (every N-th from the K-th), and
         /// write their tally to --json; `auto` reads K and N from a Kubernetes Indexed Job or
         /// a Slurm array. `--merge` joins the slices.
@@ -265,6 +277,21 @@ enum Command {
         /// Plant a bug on purpose, to see exploration find it (for tests).
         #[arg(long, hide = true, value_name = "BUG", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
         plant_bug: Option<String>,
+    },
+    /// Map where the design stops recovering: run the file's `[map]` grid of trigger sizes by
+    /// loads on its seeds, judge each run recovered (and how long after the trigger ended)
+    /// or not within the horizon, and print a phase table per variant.
+    Map {
+        /// The scenario file, with `[map]`.
+        file: PathBuf,
+        /// Write the map (every point's time to recover on every seed) as JSON.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+        /// Draw the phase diagrams (`map.png`, `map.svg`) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
+        #[command(flatten)]
+        many: ManyRuns,
     },
     /// Overlay two run reports (`run --json`, `live --json`) variant by variant: per bucket,
     /// the difference of their error counts and of their p50 and p99 latency, and each one's
@@ -405,9 +432,7 @@ fn main() -> ExitCode {
             file,
             seed,
             out,
-            set,
-            jobs,
-            quiet,
+            many,
             plant_bug,
             shard,
             json,
@@ -426,19 +451,34 @@ fn main() -> ExitCode {
                     shard,
                     json,
                     merge,
-                    sets: set,
+                    sets: many.set,
                     seed,
-                    jobs: jobs.map(usize::from),
+                    jobs: many.jobs.map(usize::from),
                     out,
                     bugs: plant_bug
                         .as_deref()
                         .and_then(Bugs::named)
                         .unwrap_or_default(),
                     bug_name: plant_bug,
-                    quiet,
+                    quiet: many.quiet,
                 },
             )
         }
+        Command::Map {
+            file,
+            json,
+            plot,
+            many,
+        } => map::run(
+            &file,
+            &map::Request {
+                sets: many.set,
+                json,
+                plot,
+                jobs: many.jobs.map(usize::from),
+                quiet: many.quiet,
+            },
+        ),
         Command::Compare {
             first,
             second,
@@ -1177,6 +1217,15 @@ pub(crate) fn read_scenario(
             Err(ExitCode::from(2))
         }
     }
+}
+
+/// Says that `file` has no `[table]`, with what to write in it; exit code 2.
+pub(crate) fn missing_table(file: &Path, table: &str, advice: &str) -> ExitCode {
+    eprintln!(
+        "{}: has no [{table}] table: {advice} (docs/scenario-format.md, `[{table}]`)",
+        file.display()
+    );
+    ExitCode::from(2)
 }
 
 pub(crate) fn shell_word(word: &str) -> String {

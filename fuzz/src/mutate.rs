@@ -19,7 +19,7 @@ pub const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios")
 
 /// Every bundled scenario (`scenarios/*.toml`), by file name; a test keeps the list equal to
 /// the directory.
-pub const BUNDLED: [(&str, &str); 29] = [
+pub const BUNDLED: [(&str, &str); 30] = [
     bundled!("adaptive-limit.toml"),
     bundled!("blob-cache-blast-radius.toml"),
     bundled!("breaker-libraries.toml"),
@@ -40,6 +40,7 @@ pub const BUNDLED: [(&str, &str); 29] = [
     bundled!("reconnect-slot.toml"),
     bundled!("redis-dead-protection-poisson.toml"),
     bundled!("redis-dead-protection.toml"),
+    bundled!("retry-storm-map.toml"),
     bundled!("retry-storm.toml"),
     bundled!("seed000-blob-burst.toml"),
     bundled!("seed000-client-pause.toml"),

@@ -48,6 +48,7 @@ mod labels;
 mod latency;
 mod layout;
 mod legend;
+mod map;
 mod memory;
 mod multiples;
 mod observed;
@@ -122,6 +123,15 @@ pub fn write_charts(
 pub fn write_study_charts(study: &Study, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let charts: Vec<Chart> = study::chart(study).into_iter().collect();
     write_each(&charts, dir)
+}
+
+/// Writes a metastability map (`outagelab map --plot DIR`): `map.png` and `map.svg`, a phase
+/// diagram per variant.
+pub fn write_map_charts(
+    map: &outagelab_report::map::MapReport,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, PlotError> {
+    write_each(&[map::chart(map)], dir)
 }
 
 /// A study's chart as an SVG document, for a page that embeds it.

@@ -158,7 +158,12 @@ fn build_and_draw<DB: DrawingBackend, X: Scale>(
     mesh: &Mesh,
 ) -> DrawResult<DB> {
     let y = panel.y.range.clone();
-    if panel.y.log {
+    if panel.y.categories {
+        // Every category named: a map's loads are few, and each row is one.
+        let every = (y.end - y.start).max(1.0) as usize + 1;
+        let y = Categories::new(y.clone(), category_ticks(&y, every));
+        draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
+    } else if panel.y.log {
         let y: LogCoord<f64> = y.log_scale().into();
         draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
     } else {
@@ -211,9 +216,9 @@ impl ValueFormatter<f64> for Categories {
     }
 }
 
-/// An x tick's label: on a categorical axis with names, the name of the whole number `value`
+/// A tick's label: on a categorical axis with names, the name of the whole number `value`
 /// (a sweep's word); otherwise the number.
-pub(crate) fn x_tick_label(axis: &Axis, value: f64) -> String {
+pub(crate) fn tick_label(axis: &Axis, value: f64) -> String {
     if let Some(start) = axis.clock_start_unix_ms {
         return time_of_day(start + (value * 1000.0).round() as i64);
     }
@@ -456,8 +461,8 @@ fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
     panel: &Panel,
     layout: &Mesh,
 ) -> DrawResult<DB> {
-    let format = |value: &f64| format_number(*value);
-    let format_x = |value: &f64| x_tick_label(&panel.x, *value);
+    let format = |value: &f64| tick_label(&panel.y, *value);
+    let format_x = |value: &f64| tick_label(&panel.x, *value);
     let no_label = |_: &f64| String::new();
     let mut mesh = chart.configure_mesh();
     mesh.x_label_formatter(&format_x)

@@ -8,6 +8,7 @@
 pub mod compare;
 pub mod expect;
 pub mod keys;
+pub mod map;
 pub mod observed;
 pub mod outcome;
 pub mod study;

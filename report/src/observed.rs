@@ -78,7 +78,7 @@ impl ObservedMetric {
 
     /// The metric over buckets `first..=last` of `series` (all covered by the run); `None`
     /// when the series does not have it or, for a percentile, no request ended there.
-    fn over(&self, series: &Series, first: usize, last: usize) -> Option<f64> {
+    pub(crate) fn over(&self, series: &Series, first: usize, last: usize) -> Option<f64> {
         let buckets = first..=last;
         let seconds = (last - first + 1) as f64 * series.bucket_ms / 1000.0;
         let rate =

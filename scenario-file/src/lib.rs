@@ -27,6 +27,7 @@ mod explain;
 mod explore;
 mod fit;
 mod kinds;
+mod map;
 mod observed;
 mod one_of;
 mod rate_file;
@@ -49,6 +50,7 @@ pub use diagnostic::{Diagnostic, Diagnostics};
 pub use explain::{error_routing, explain};
 pub use explore::{ExploreSpec, FaultTemplate, INSTANT_KINDS};
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
+pub use map::{MapAxisSpec, MapSpec};
 pub use validate::PresetUse;
 
 use diagnostic::{Source, key_path_at};
@@ -93,6 +95,8 @@ pub struct ScenarioFile {
     pub fit: Option<FitSpec>,
     /// `[explore]`: what `outagelab explore` varies.
     pub explore: Option<ExploreSpec>,
+    /// `[map]`: the grid `outagelab map` runs.
+    pub map: Option<MapSpec>,
 }
 
 impl ScenarioFile {
@@ -302,6 +306,7 @@ pub fn parse_with(
     let observed_value = take(&mut base, "observed");
     let fit_value = take(&mut base, "fit");
     let explore_value = take(&mut base, "explore");
+    let map_value = take(&mut base, "map");
     for (index, set) in overrides.iter().enumerate() {
         reader.set(&mut base, set, &override_texts[index], index);
     }
@@ -342,6 +347,9 @@ pub fn parse_with(
     }
     if let (Some(file), Some((_, value))) = (&mut file, explore_value) {
         file.explore = reader.explore(value, file);
+    }
+    if let (Some(file), Some((_, value))) = (&mut file, map_value) {
+        file.map = reader.map(value, file);
     }
     if let Some(file) = &mut file {
         file.preamble = preamble(text);
@@ -1236,6 +1244,7 @@ impl<'t> Reader<'_> {
             observed: None,
             fit: None,
             explore: None,
+            map: None,
         })
     }
 

@@ -5,7 +5,7 @@ use outagelab_report::observed::{MappedSeries, ObservedMetric, ObservedSpec, com
 
 use super::*;
 use crate::chart::{Dash, MarkerShape};
-use crate::render::x_tick_label;
+use crate::render::tick_label;
 
 /// The demo report beside an observed `in_flight` series every 5 s from 2024-12-03T10:00:00Z,
 /// far above what either variant had at 15 s.
@@ -65,8 +65,8 @@ fn observed_series_are_drawn_over_each_variants_simulated_values() {
     }
     // The fault window is shaded, and the time axis tells the time of day.
     assert_eq!(panel.bands.len(), 1);
-    assert_eq!(x_tick_label(&panel.x, 15.0), "10:00:15");
-    assert_eq!(x_tick_label(&panel.x, 0.5), "10:00:00.5");
+    assert_eq!(tick_label(&panel.x, 15.0), "10:00:15");
+    assert_eq!(tick_label(&panel.x, 0.5), "10:00:00.5");
     assert!(panel.x.description.contains("2024-12-03T10:00:00Z"));
     // The legend gives the fault's window on the same clock.
     let window = chart
@@ -102,7 +102,7 @@ fn every_chart_over_time_is_on_the_incidents_clock() {
                 .iter()
                 .all(|p| p.x.clock_start_unix_ms.is_none())
         );
-        assert_eq!(x_tick_label(&chart.panels[0].x, 15.0), "15");
+        assert_eq!(tick_label(&chart.panels[0].x, 15.0), "15");
     }
 }
 

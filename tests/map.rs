@@ -1,0 +1,207 @@
+//! `outagelab map`: the bundled retry storm's metastability map puts the boundary where seed
+//! 003 says (unbudgeted retries stop recovering where a retry budget still does), the map is
+//! the same on any number of threads, and bad `[map]` tables are refused at their key.
+
+use std::path::Path;
+
+mod common;
+
+use common::{outagelab, read_report, scratch, succeed};
+
+const BUNDLED: &str = "scenarios/retry-storm-map.toml";
+
+/// The phase of every seed at (trigger, load) for `variant` in a `--json` map: the seeds'
+/// times to recover.
+fn point(map: &serde_json::Value, variant: &str, trigger: &str, load: &str) -> Vec<Option<f64>> {
+    let index = |axis: &str, value: &str| {
+        (map[axis]["values"].as_array().unwrap().iter())
+            .position(|v| v.as_str() == Some(value))
+            .unwrap_or_else(|| panic!("{axis} has no {value}"))
+    };
+    let (t, l) = (index("trigger", trigger), index("load", load));
+    let variant = (map["variants"].as_array().unwrap().iter())
+        .find(|v| v["name"] == variant)
+        .unwrap();
+    let point = (variant["points"].as_array().unwrap().iter())
+        .find(|p| p["trigger"] == t && p["load"] == l)
+        .unwrap();
+    serde_json::from_value(point["recovered_ms"].clone()).unwrap()
+}
+
+#[test]
+fn a_retry_budget_moves_the_boundary_where_the_storm_stops_recovering() {
+    let dir = scratch("map-storm");
+    let json = dir.join("map.json");
+    let plot = dir.join("plot");
+    let stdout = succeed(&[
+        "map",
+        BUNDLED,
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(
+        stdout.contains("recovered = failed_per_s <= 10 for 2 s after `slowdown` ends"),
+        "{stdout}"
+    );
+    let map = read_report(&json);
+    // A slowdown of 1 s at 1400/s: without a budget the retries keep the database past
+    // capacity to the horizon on every seed; with one it recovers on every seed, a few
+    // seconds after the slowdown ends; without retries it recovers sooner still.
+    let never = point(&map, "3 attempts", "\"1s\"", "1400");
+    assert!(never.iter().all(Option::is_none), "{never:?}");
+    let budget = point(&map, "3 attempts, 10% budget", "\"1s\"", "1400");
+    assert!(
+        budget.iter().all(|r| r.is_some_and(|ms| ms < 6000.0)),
+        "{budget:?}"
+    );
+    let plain = point(&map, "no retries", "\"1s\"", "1400");
+    let slowest = |times: &[Option<f64>]| times.iter().flatten().copied().fold(0.0, f64::max);
+    assert!(
+        slowest(&plain) < slowest(&budget),
+        "{plain:?} vs {budget:?}"
+    );
+    // On the other side of the boundary: a 100 ms slowdown, from which all recover.
+    for variant in ["no retries", "3 attempts", "3 attempts, 10% budget"] {
+        let times = point(&map, variant, "\"100ms\"", "1400");
+        assert!(times.iter().all(Option::is_some), "{variant}: {times:?}");
+    }
+    // And past the budget's edge too: 1800/s is beyond what a 10% budget saves.
+    let past = point(&map, "3 attempts, 10% budget", "\"1s\"", "1800");
+    assert!(past.iter().all(Option::is_none), "{past:?}");
+    // The phase diagram is drawn.
+    let svg = std::fs::read_to_string(plot.join("map.svg")).unwrap();
+    assert!(svg.contains("3 attempts, 10% budget") && svg.contains("never"));
+}
+
+#[test]
+fn the_map_is_the_same_on_any_number_of_threads() {
+    let dir = scratch("map-threads");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLED))
+        .unwrap()
+        .replace(
+            "values = [\"100ms\", \"250ms\", \"500ms\", \"1s\", \"2s\", \"4s\"]",
+            "values = [\"250ms\", \"1s\"]",
+        )
+        .replace(
+            "values = [800, 1000, 1200, 1400, 1600, 1800]",
+            "values = [1000, 1600]",
+        );
+    let file = dir.join("small.toml");
+    std::fs::write(&file, text).unwrap();
+    let run = |jobs: &str, name: &str| {
+        let json = dir.join(name);
+        let stdout = succeed(&[
+            "map",
+            file.to_str().unwrap(),
+            "--jobs",
+            jobs,
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        (stdout.replace(name, ""), std::fs::read(json).unwrap())
+    };
+    assert_eq!(run("1", "one.json"), run("2", "two.json"));
+}
+
+#[test]
+fn bad_map_tables_are_refused_at_their_key() {
+    let dir = scratch("map-bad");
+    let base =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLED)).unwrap();
+    let head = &base[..base.find("[map]").unwrap()];
+    let trigger = "trigger = { key = \"faults.slowdown.duration\", values = [\"1s\"] }\n";
+    let load = "load = { key = \"loads.base.rate\", values = [1000] }\n";
+    let recovered = "recovered = { metric = \"failed_per_s\", at_most = 10, for = \"2s\" }\n";
+    let map = |fault: &str, trigger: &str, load: &str, recovered: &str| {
+        format!("[map]\nfault = \"{fault}\"\n{trigger}{load}{recovered}")
+    };
+    let cases = [
+        (
+            map("nope", trigger, load, recovered),
+            "map.fault: `nope` is not a fault of the file",
+        ),
+        (
+            map(
+                "slowdown",
+                &trigger.replace("slowdown.duration", "slowdown.length"),
+                load,
+                recovered,
+            ),
+            "map.trigger.key: `faults.slowdown.length` is not a key the file writes",
+        ),
+        (
+            map(
+                "slowdown",
+                trigger,
+                load,
+                &recovered.replace("failed_per_s", "fails"),
+            ),
+            "map.recovered.metric: `fails` is not a metric",
+        ),
+        (
+            map(
+                "slowdown",
+                trigger,
+                load,
+                &recovered.replace("\"2s\"", "\"0s\""),
+            ),
+            "map.recovered.for: longer than zero",
+        ),
+        (map("slowdown", trigger, load, ""), "map: needs `recovered`"),
+        (
+            map(
+                "slowdown",
+                trigger,
+                "load = { key = \"loads.base.rate\", values = [] }\n",
+                recovered,
+            ),
+            "map.load.values: has 0 values",
+        ),
+    ];
+    for (index, (table, expected)) in cases.iter().enumerate() {
+        let file = dir.join(format!("bad{index}.toml"));
+        std::fs::write(&file, format!("{head}{table}")).unwrap();
+        let output = outagelab(&["map", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{table}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{table}\n{stderr}\nnot {expected}"
+        );
+        assert!(stderr.contains(&format!("bad{index}.toml:")), "{stderr}");
+    }
+    // A value the file refuses, and a file without a horizon, before anything runs.
+    for (text, expected) in [
+        (
+            format!(
+                "{head}{}",
+                map(
+                    "slowdown",
+                    trigger,
+                    "load = { key = \"loads.base.rate\", values = [0] }\n",
+                    recovered
+                )
+            ),
+            "[map] point faults.slowdown.duration = \"1s\", loads.base.rate = 0: the file refuses it",
+        ),
+        (
+            format!(
+                "{}{}",
+                head.replace("horizon = \"20s\"", ""),
+                map("slowdown", trigger, load, recovered)
+            ),
+            "has no [run] horizon",
+        ),
+    ] {
+        let file = dir.join("refused.toml");
+        std::fs::write(&file, text).unwrap();
+        let output = outagelab(&["map", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}\nnot {expected}");
+    }
+}
