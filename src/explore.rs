@@ -42,7 +42,7 @@ pub struct Request {
 
 /// One fault of a schedule: indices into the template's lists, times in nanoseconds.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Fault {
+pub(crate) struct Fault {
     template: usize,
     target: usize,
     kind: usize,
@@ -53,23 +53,23 @@ struct Fault {
 
 /// A fault schedule, with the run seed and the parameters it was drawn with.
 #[derive(Clone, Debug, PartialEq)]
-struct Schedule {
-    seed: u64,
-    faults: Vec<Fault>,
+pub(crate) struct Schedule {
+    pub(crate) seed: u64,
+    pub(crate) faults: Vec<Fault>,
     /// One per `[explore.params]` key; `None`: the file's own value.
-    params: Vec<Option<f64>>,
+    pub(crate) params: Vec<Option<f64>>,
 }
 
 /// How a schedule broke the design: which variant, and what failed. Two schedules break it
 /// the same way when these are equal.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-struct Way {
-    variant: String,
-    what: String,
+pub(crate) struct Way {
+    pub(crate) variant: String,
+    pub(crate) what: String,
 }
 
 /// What a schedule did.
-enum Outcome {
+pub(crate) enum Outcome {
     Held,
     /// The way, and the message `run` prints for it.
     Broke(Way, String),
@@ -80,30 +80,30 @@ enum Outcome {
 /// One way of breaking found, with how often and where first (schedule `first` is drawn
 /// again from the seed and its number).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Finding {
-    way: Way,
-    message: String,
-    count: u64,
-    first: u64,
+pub(crate) struct Finding {
+    pub(crate) way: Way,
+    pub(crate) message: String,
+    pub(crate) count: u64,
+    pub(crate) first: u64,
 }
 
 /// What the schedules of an exploration (or of one shard of it) did: what `--shard` writes and
 /// `--merge` joins. The findings in the order first found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Tally {
-    scenario: String,
+pub(crate) struct Tally {
+    pub(crate) scenario: String,
     /// FNV-1a of the file's text and the command line's `--set`s: shards of one exploration
     /// have the same.
-    file_hash: String,
-    seed: u64,
-    runs_max: u64,
+    pub(crate) file_hash: String,
+    pub(crate) seed: u64,
+    pub(crate) runs_max: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    shard: Option<Shard>,
-    held: u64,
-    refused: u64,
+    pub(crate) shard: Option<Shard>,
+    pub(crate) held: u64,
+    pub(crate) refused: u64,
     /// The first schedule the file refused, by number, and why.
-    first_refusal: Option<(u64, String)>,
-    findings: Vec<Finding>,
+    pub(crate) first_refusal: Option<(u64, String)>,
+    pub(crate) findings: Vec<Finding>,
 }
 
 pub fn run(file: &Path, request: &Request) -> ExitCode {
@@ -132,18 +132,9 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         return ExitCode::from(2);
     }
     let tally = if request.merge.is_empty() {
-        let pool = match request.jobs {
-            Some(jobs) => rayon::ThreadPoolBuilder::new()
-                .num_threads(jobs)
-                .build()
-                .ok(),
-            None => None,
-        };
-        let search = || explorer.search(request.seed, request.quiet, request.shard);
-        match &pool {
-            Some(pool) => pool.install(search),
-            None => search(),
-        }
+        crate::on_threads(request.jobs, || {
+            explorer.search(request.seed, request.quiet, request.shard)
+        })
     } else {
         let mut parts = Vec::new();
         for path in &request.merge {
@@ -248,7 +239,13 @@ impl Explorer<'_> {
             ));
             let path = request.out.join(format!("finding-{number}.toml"));
             let written = self
-                .reproducer(&shrunk, &finding.way, &path, tally.seed, request)
+                .reproducer(
+                    &shrunk,
+                    &finding.way,
+                    &path,
+                    tally.seed,
+                    request.bug_name.as_deref(),
+                )
                 .and_then(|reproducer| {
                     std::fs::write(&path, &reproducer.text)
                         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -280,21 +277,21 @@ fn quoted(names: &[String]) -> String {
 }
 
 /// A reproducer: the file's text with the schedule written in, and the command that runs it.
-struct Reproducer {
-    text: String,
-    command: String,
+pub(crate) struct Reproducer {
+    pub(crate) text: String,
+    pub(crate) command: String,
 }
 
-struct Explorer<'a> {
+pub(crate) struct Explorer<'a> {
     /// The scenario's name.
-    name: String,
-    text: &'a str,
-    file: &'a Path,
-    spec: &'a ExploreSpec,
-    sets: &'a [Override],
-    bugs: Bugs,
+    pub(crate) name: String,
+    pub(crate) text: &'a str,
+    pub(crate) file: &'a Path,
+    pub(crate) spec: &'a ExploreSpec,
+    pub(crate) sets: &'a [Override],
+    pub(crate) bugs: Bugs,
     /// One memory budget for the runs on every thread, as a study has.
-    budget: outagelab_sim::MemoryBudget,
+    pub(crate) budget: outagelab_sim::MemoryBudget,
 }
 
 /// Nanoseconds in a millisecond: schedules are drawn to the millisecond.
@@ -325,7 +322,7 @@ impl Explorer<'_> {
 
     /// Every target and kind of every template, at the range's start, must be a fault the
     /// file takes: a template the file refuses would make every schedule refused.
-    fn check_templates(&self) -> Result<(), String> {
+    pub(crate) fn check_templates(&self) -> Result<(), String> {
         let bare = Schedule {
             seed: *self.spec.seeds.start(),
             faults: Vec::new(),
@@ -389,7 +386,7 @@ impl Explorer<'_> {
     }
 
     /// Schedule `index` of the exploration seeded `seed`: from a stream of its own.
-    fn draw(&self, seed: u64, index: u64) -> Schedule {
+    pub(crate) fn draw(&self, seed: u64, index: u64) -> Schedule {
         let mut stream = Stream::derive(seed, "explore", &index.to_string());
         let mut pick = |n: usize| stream.below(n as u64) as usize;
         let seeds = self.spec.seeds.clone();
@@ -479,7 +476,7 @@ impl Explorer<'_> {
     /// Runs the chosen variants under `schedule`, one after the other, until one breaks.
     /// `None`: a run was crowded out of the memory budget by runs on other threads (run it
     /// again `alone`).
-    fn judge(&self, schedule: &Schedule, alone: bool) -> Option<Outcome> {
+    pub(crate) fn judge(&self, schedule: &Schedule, alone: bool) -> Option<Outcome> {
         let file = match self.load(schedule) {
             Ok(file) => file,
             Err(why) => return Some(Outcome::Refused(why)),
@@ -514,7 +511,7 @@ impl Explorer<'_> {
     }
 
     /// Draws and judges the schedules (of `shard`, or all `runs_max`).
-    fn search(&self, seed: u64, quiet: bool, shard: Option<Shard>) -> Tally {
+    pub(crate) fn search(&self, seed: u64, quiet: bool, shard: Option<Shard>) -> Tally {
         let numbers: Vec<u64> = (0..self.spec.runs_max)
             .filter(|&i| shard.is_none_or(|shard| shard.holds(i)))
             .collect();
@@ -670,7 +667,7 @@ impl Explorer<'_> {
     /// parameters rounded (to the second, 100 ms, 10 ms; to 1, 2 significant digits). Each
     /// candidate is tried in a fixed order and kept if it still breaks the design the same
     /// way; within `[explore] shrink_runs_max` runs.
-    fn shrink(&self, drawn: &Schedule, way: &Way) -> (Schedule, u64) {
+    pub(crate) fn shrink(&self, drawn: &Schedule, way: &Way) -> (Schedule, u64) {
         let mut best = drawn.clone();
         let mut runs = 0;
         let budget = self.spec.shrink_runs_max;
@@ -794,7 +791,7 @@ impl Explorer<'_> {
 
     /// `seed 734, 2 faults: kill on redis at 12.3 s; pause on redis at 30 s for 2.3 s;
     /// loads.steady.rate = 1200`.
-    fn describe(&self, schedule: &Schedule) -> String {
+    pub(crate) fn describe(&self, schedule: &Schedule) -> String {
         let mut parts: Vec<String> = schedule
             .faults
             .iter()
@@ -835,13 +832,16 @@ impl Explorer<'_> {
     /// The scenario file that reproduces `schedule`: the file with its parameters and faults
     /// written in (paths it reads made absolute when written elsewhere), the run seed as its
     /// seed, and a comment that says what it breaks.
-    fn reproducer(
+    /// The scenario file that reproduces `schedule`, written to `output`: the file with its
+    /// parameters and faults written in (paths it reads made absolute when written
+    /// elsewhere), the run seed as its seed; and the command that runs it. `header` goes on
+    /// top, as comment lines (it may name `{command}`, replaced by the command).
+    pub(crate) fn standalone(
         &self,
         schedule: &Schedule,
-        way: &Way,
         output: &Path,
-        explore_seed: u64,
-        request: &Request,
+        bug_name: Option<&str>,
+        header: &str,
     ) -> Result<Reproducer, String> {
         let mut text = self.schedule_text(schedule)?;
         let mut edits = crate::fit::relocated_paths(&text, self.file, output)?;
@@ -860,23 +860,38 @@ impl Explorer<'_> {
         for set in self.sets {
             command.push_str(&format!(" --set {}", crate::shell_word(&set.to_string())));
         }
-        if let Some(bug) = &request.bug_name {
+        if let Some(bug) = bug_name {
             command.push_str(&format!(" --plant-bug {bug}"));
         }
-        let header = format!(
-            "# Found by `outagelab explore {} --seed {}`, shrunk: variant \"{}\" breaks ({})\n\
-             # under {} (drawn faults: `[faults.explored-*]`, at the end).\n\
-             # Reproduce with: {command}\n",
-            self.file.display(),
-            explore_seed,
-            way.variant,
-            way.what,
-            self.describe(schedule),
-        );
+        let header: String = (header.replace("{command}", &command).lines())
+            .map(|line| format!("# {line}\n"))
+            .collect();
         Ok(Reproducer {
             text: format!("{header}{text}"),
             command,
         })
+    }
+
+    /// The reproducer of a finding: [`Explorer::standalone`] with a header that says what it
+    /// breaks and how it was found.
+    pub(crate) fn reproducer(
+        &self,
+        schedule: &Schedule,
+        way: &Way,
+        output: &Path,
+        explore_seed: u64,
+        bug_name: Option<&str>,
+    ) -> Result<Reproducer, String> {
+        let header = format!(
+            "Found by `outagelab explore {} --seed {explore_seed}`, shrunk: variant \"{}\" \
+             breaks ({})\nunder {} (drawn faults: `[faults.explored-*]`, at the end).\n\
+             Reproduce with: {{command}}",
+            self.file.display(),
+            way.variant,
+            way.what,
+            self.describe(schedule),
+        );
+        self.standalone(schedule, output, bug_name, &header)
     }
 }
 

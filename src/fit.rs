@@ -571,7 +571,7 @@ fn distance(observed: &Observed) -> f64 {
 
 /// The `index`th point (from 1) of the Halton sequence in `dimensions` dimensions: bases the
 /// first primes.
-fn halton(index: u64, dimensions: usize) -> Vec<f64> {
+pub(crate) fn halton(index: u64, dimensions: usize) -> Vec<f64> {
     const PRIMES: [u64; 8] = [2, 3, 5, 7, 11, 13, 17, 19];
     PRIMES[..dimensions]
         .iter()

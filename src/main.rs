@@ -16,6 +16,7 @@ mod review;
 mod shard;
 mod study;
 mod table;
+mod tune;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -42,7 +43,7 @@ struct Cli {
 
 // `Run` carries every flag of a run; the command is parsed once, so its size does not matter.
 #[allow(clippy::large_enum_variant)]
-/// What every command that runs many runs of one file takes: `explore` and `map`.
+/// What every command that runs many runs of one file takes: `explore`, `tune` and `map`.
 #[derive(clap::Args)]
 struct ManyRuns {
     /// Set a key of the file's base scenario first, as `run --set` does (repeatable).
@@ -278,6 +279,24 @@ enum Command {
         #[arg(long, hide = true, value_name = "BUG", value_parser = clap::builder::PossibleValuesParser::new(Bugs::NAMES))]
         plant_bug: Option<String>,
     },
+    /// Tune the design's own knobs (`[tune]`) against the worst schedules `[explore]` finds:
+    /// explore, keep what breaks it, move to the nearest setting that survives everything
+    /// kept, explore again. Exit 0 when a setting survives a fresh exploration.
+    Tune {
+        /// The scenario file, with `[explore]` and `[tune]`.
+        file: PathBuf,
+        /// The first round's exploration seed (round r uses seed + r).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Write the tuned scenario (the file with the knobs set) here.
+        #[arg(long, value_name = "PATH")]
+        write: Option<PathBuf>,
+        /// Where each kept schedule is written against the tuned setting (`check-N.toml`).
+        #[arg(long, value_name = "DIR", default_value = "tuned")]
+        out: PathBuf,
+        #[command(flatten)]
+        many: ManyRuns,
+    },
     /// Map where the design stops recovering: run the file's `[map]` grid of trigger sizes by
     /// loads on its seeds, judge each run recovered (and how long after the trigger ended)
     /// or not within the horizon, and print a phase table per variant.
@@ -464,6 +483,23 @@ fn main() -> ExitCode {
                 },
             )
         }
+        Command::Tune {
+            file,
+            seed,
+            write,
+            out,
+            many,
+        } => tune::run(
+            &file,
+            &tune::Request {
+                sets: many.set,
+                seed,
+                jobs: many.jobs.map(usize::from),
+                write,
+                out,
+                quiet: many.quiet,
+            },
+        ),
         Command::Map {
             file,
             json,
@@ -1216,6 +1252,20 @@ pub(crate) fn read_scenario(
             eprintln!("{diagnostics}");
             Err(ExitCode::from(2))
         }
+    }
+}
+
+/// `work` on `jobs` threads (all cores when `None`, or when a pool of that many cannot be
+/// started: the result does not depend on the count).
+pub(crate) fn on_threads<T: Send>(jobs: Option<usize>, work: impl FnOnce() -> T + Send) -> T {
+    match jobs.and_then(|jobs| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs)
+            .build()
+            .ok()
+    }) {
+        Some(pool) => pool.install(work),
+        None => work(),
     }
 }
 

@@ -50,19 +50,10 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let pool = match request.jobs {
-        Some(jobs) => rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs)
-            .build()
-            .ok(),
-        None => None,
-    };
     let budget = crate::process_budget(&scenario);
-    let map = || run_grid(&scenario.name, &spec, &points, &budget, request.quiet);
-    let report = match &pool {
-        Some(pool) => pool.install(map),
-        None => map(),
-    };
+    let report = crate::on_threads(request.jobs, || {
+        run_grid(&scenario.name, &spec, &points, &budget, request.quiet)
+    });
     let report = match report {
         Ok(report) => report,
         Err(message) => {

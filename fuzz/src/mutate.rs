@@ -19,7 +19,7 @@ pub const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios")
 
 /// Every bundled scenario (`scenarios/*.toml`), by file name; a test keeps the list equal to
 /// the directory.
-pub const BUNDLED: [(&str, &str); 30] = [
+pub const BUNDLED: [(&str, &str); 31] = [
     bundled!("adaptive-limit.toml"),
     bundled!("blob-cache-blast-radius.toml"),
     bundled!("breaker-libraries.toml"),
@@ -50,6 +50,7 @@ pub const BUNDLED: [(&str, &str); 30] = [
     bundled!("seed003-pubsub-invalidation.toml"),
     bundled!("shared-connection-hol.toml"),
     bundled!("traffic-ramp.toml"),
+    bundled!("tune-retry-budget.toml"),
 ];
 
 const NUMBER_EXTREMES: &[&str] = &[

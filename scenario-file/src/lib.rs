@@ -33,6 +33,7 @@ mod one_of;
 mod rate_file;
 mod raw;
 mod suggest;
+mod tune;
 pub mod units;
 mod validate;
 
@@ -51,6 +52,7 @@ pub use explain::{error_routing, explain};
 pub use explore::{ExploreSpec, FaultTemplate, INSTANT_KINDS};
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
 pub use map::{MapAxisSpec, MapSpec};
+pub use tune::TuneSpec;
 pub use validate::PresetUse;
 
 use diagnostic::{Source, key_path_at};
@@ -97,6 +99,8 @@ pub struct ScenarioFile {
     pub explore: Option<ExploreSpec>,
     /// `[map]`: the grid `outagelab map` runs.
     pub map: Option<MapSpec>,
+    /// `[tune]`: the knobs `outagelab tune` searches.
+    pub tune: Option<TuneSpec>,
 }
 
 impl ScenarioFile {
@@ -307,6 +311,7 @@ pub fn parse_with(
     let fit_value = take(&mut base, "fit");
     let explore_value = take(&mut base, "explore");
     let map_value = take(&mut base, "map");
+    let tune_value = take(&mut base, "tune");
     for (index, set) in overrides.iter().enumerate() {
         reader.set(&mut base, set, &override_texts[index], index);
     }
@@ -345,8 +350,14 @@ pub fn parse_with(
         let observed_failed = observed_given && file.observed.is_none();
         file.fit = reader.fit(value, file, observed_failed);
     }
+    let explore_given = explore_value.is_some();
     if let (Some(file), Some((_, value))) = (&mut file, explore_value) {
         file.explore = reader.explore(value, file);
+    }
+    if let (Some(file), Some((_, value))) = (&mut file, tune_value) {
+        let explore_failed = explore_given && file.explore.is_none();
+        let explore = file.explore.clone();
+        file.tune = reader.tune(value, file, explore.as_ref(), explore_failed);
     }
     if let (Some(file), Some((_, value))) = (&mut file, map_value) {
         file.map = reader.map(value, file);
@@ -1245,6 +1256,7 @@ impl<'t> Reader<'_> {
             fit: None,
             explore: None,
             map: None,
+            tune: None,
         })
     }
 

@@ -98,6 +98,16 @@ pub struct RawFit {
     pub unknowns: Spanned<BTreeMap<String, Spanned<RawUnknown>>>,
 }
 
+/// `[tune]`: the knobs `outagelab tune` searches, and how hard.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTune {
+    pub variant: Option<Spanned<String>>,
+    pub rounds: Option<Spanned<Whole>>,
+    pub candidates: Option<Spanned<Whole>>,
+    pub knobs: Spanned<BTreeMap<String, Spanned<RawUnknown>>>,
+}
+
 /// `"faults.pause.duration" = { min = "500ms", max = "5s" }`: a key the file writes, and the
 /// range to search.
 #[derive(Deserialize)]
