@@ -71,8 +71,9 @@ pub(crate) struct Way {
 /// What a schedule did.
 pub(crate) enum Outcome {
     Held,
-    /// The way, and the message `run` prints for it.
-    Broke(Way, String),
+    /// Each variant that broke (in the file's order), the way and the message `run` prints
+    /// for it: never empty.
+    Broke(Vec<(Way, String)>),
     /// The file refuses the schedule (e.g. two overlapping `stop`s of one server): why.
     Refused(String),
 }
@@ -100,6 +101,8 @@ pub(crate) struct Tally {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) shard: Option<Shard>,
     pub(crate) held: u64,
+    /// Schedules that broke at least one variant.
+    pub(crate) broke: u64,
     pub(crate) refused: u64,
     /// The first schedule the file refused, by number, and why.
     pub(crate) first_refusal: Option<(u64, String)>,
@@ -176,7 +179,7 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
             shard.index,
             shard.count,
             tally.held,
-            tally.findings.iter().map(|f| f.count).sum::<u64>(),
+            tally.broke,
             tally.refused,
             json.display(),
             crate::shell_word(&file.display().to_string())
@@ -201,7 +204,7 @@ impl Explorer<'_> {
             spec.seeds.end(),
             quoted(&spec.variants),
             tally.held,
-            tally.findings.iter().map(|f| f.count).sum::<u64>(),
+            tally.broke,
             tally.refused,
             tally
                 .first_refusal
@@ -473,15 +476,25 @@ impl Explorer<'_> {
             .map_err(|diagnostics| diagnostics.to_string())
     }
 
-    /// Runs the chosen variants under `schedule`, one after the other, until one breaks.
+    /// Runs the chosen variants (or only `only`) under `schedule`, each to its end: every
+    /// variant is judged, so one that breaks the same schedule as another is seen too.
     /// `None`: a run was crowded out of the memory budget by runs on other threads (run it
     /// again `alone`).
-    pub(crate) fn judge(&self, schedule: &Schedule, alone: bool) -> Option<Outcome> {
+    pub(crate) fn judge(
+        &self,
+        schedule: &Schedule,
+        alone: bool,
+        only: Option<&str>,
+    ) -> Option<Outcome> {
         let file = match self.load(schedule) {
             Ok(file) => file,
             Err(why) => return Some(Outcome::Refused(why)),
         };
+        let mut broke = Vec::new();
         for name in &self.spec.variants {
+            if only.is_some_and(|only| only != name) {
+                continue;
+            }
             let Some(variant) = file.variants.iter().find(|v| &v.name == name) else {
                 return Some(Outcome::Refused(format!("no variant \"{name}\"")));
             };
@@ -496,18 +509,23 @@ impl Explorer<'_> {
                         variant: name.clone(),
                         what: format!("invariant violated: {}", violation.invariant.name()),
                     };
-                    return Some(Outcome::Broke(way, violation.to_string()));
+                    broke.push((way, violation.to_string()));
+                    continue;
                 }
                 Err(error) => return Some(Outcome::Refused(error.to_string())),
             };
             if ran.crowded_out && !alone {
                 return None;
             }
-            if let Some((way, message)) = broken(name, variant, &ran.report) {
-                return Some(Outcome::Broke(way, message));
+            if let Some(found) = broken(name, variant, &ran.report) {
+                broke.push(found);
             }
         }
-        Some(Outcome::Held)
+        Some(if broke.is_empty() {
+            Outcome::Held
+        } else {
+            Outcome::Broke(broke)
+        })
     }
 
     /// Draws and judges the schedules (of `shard`, or all `runs_max`).
@@ -523,7 +541,7 @@ impl Explorer<'_> {
                 .par_iter()
                 .map(|&index| {
                     let schedule = self.draw(seed, index);
-                    let outcome = self.judge(&schedule, false);
+                    let outcome = self.judge(&schedule, false, None);
                     progress.one_done();
                     (schedule, outcome)
                 })
@@ -531,7 +549,7 @@ impl Explorer<'_> {
             for (&index, (schedule, outcome)) in chunk.iter().zip(judged) {
                 // A run crowded out of the budget runs again alone, in order.
                 let outcome = outcome.unwrap_or_else(|| {
-                    self.judge(&schedule, true)
+                    self.judge(&schedule, true, None)
                         .expect("a run alone is never crowded out")
                 });
                 match outcome {
@@ -540,15 +558,18 @@ impl Explorer<'_> {
                         tally.refused += 1;
                         tally.first_refusal.get_or_insert((index, why));
                     }
-                    Outcome::Broke(way, message) => {
-                        match tally.findings.iter_mut().find(|f| f.way == way) {
-                            Some(finding) => finding.count += 1,
-                            None => tally.findings.push(Finding {
-                                way,
-                                message,
-                                count: 1,
-                                first: index,
-                            }),
+                    Outcome::Broke(broke) => {
+                        tally.broke += 1;
+                        for (way, message) in broke {
+                            match tally.findings.iter_mut().find(|f| f.way == way) {
+                                Some(finding) => finding.count += 1,
+                                None => tally.findings.push(Finding {
+                                    way,
+                                    message,
+                                    count: 1,
+                                    first: index,
+                                }),
+                            }
                         }
                     }
                 }
@@ -577,6 +598,7 @@ impl Explorer<'_> {
             runs_max: self.spec.runs_max,
             shard,
             held: 0,
+            broke: 0,
             refused: 0,
             first_refusal: None,
             findings: Vec::new(),
@@ -620,6 +642,7 @@ impl Explorer<'_> {
             }
             *slot = true;
             merged.held += part.held;
+            merged.broke += part.broke;
             merged.refused += part.refused;
             if let Some((index, why)) = &part.first_refusal
                 && merged
@@ -656,15 +679,17 @@ impl Explorer<'_> {
     /// Whether `schedule` breaks the design `way`.
     fn breaks(&self, schedule: &Schedule, way: &Way) -> bool {
         matches!(
-            self.judge(schedule, true),
-            Some(Outcome::Broke(found, _)) if &found == way
+            self.judge(schedule, true, Some(&way.variant)),
+            Some(Outcome::Broke(found)) if found.iter().any(|(found, _)| found == way)
         )
     }
 
     /// A smaller schedule that still breaks the design `way`, and the runs it took: faults
-    /// dropped, parameters back to the file's values, durations shortened to the least that
+    /// dropped, parameters back to the file's values (or bisected toward them), durations
+    /// shortened to the least that
     /// still breaks it (to the millisecond, within the template's range), then times and
-    /// parameters rounded (to the second, 100 ms, 10 ms; to 1, 2 significant digits). Each
+    /// parameters rounded (starts to the second, 100 ms or 10 ms; durations up to 100 ms or
+    /// 10 ms, so the least length found stays close; parameters to 1, 2 significant digits). Each
     /// candidate is tried in a fixed order and kept if it still breaks the design the same
     /// way; within `[explore] shrink_runs_max` runs.
     pub(crate) fn shrink(&self, drawn: &Schedule, way: &Way) -> (Schedule, u64) {
@@ -690,11 +715,32 @@ impl Explorer<'_> {
             candidate.faults.remove(index);
             attempt(&candidate, &mut best);
         }
-        // The file's own parameters.
+        // The file's own parameters; else the value nearest the file's that still breaks it,
+        // by bisection (fewer requests, a smaller burst).
         for index in 0..best.params.len() {
             let mut candidate = best.clone();
             candidate.params[index] = None;
-            attempt(&candidate, &mut best);
+            if attempt(&candidate, &mut best) {
+                continue;
+            }
+            let param = &self.spec.params[index];
+            let Some(value) = best.params[index] else {
+                continue;
+            };
+            let (mut holds, mut breaks) = (param.round(param.start), value);
+            for _ in 0..40 {
+                let middle = param.round((holds + breaks) / 2.0);
+                if middle == holds || middle == breaks {
+                    break;
+                }
+                let mut candidate = best.clone();
+                candidate.params[index] = Some(middle);
+                if attempt(&candidate, &mut best) {
+                    breaks = middle;
+                } else {
+                    holds = middle;
+                }
+            }
         }
         // Shorter faults: the least duration that still breaks it, by bisection.
         for index in 0..best.faults.len() {
@@ -753,7 +799,8 @@ impl Explorer<'_> {
             if let (Some(duration), Some((low, high))) =
                 (fault.duration, self.duration_of(fault.template, fault.kind))
             {
-                for step in [1_000 * MS, 100 * MS, 10 * MS] {
+                // Up to 100 ms at most: a shortest length found stays close to the least.
+                for step in [100 * MS, 10 * MS] {
                     let up = duration.div_ceil(step) * step;
                     if up == duration {
                         break;

@@ -497,7 +497,6 @@ fn main() -> ExitCode {
                 jobs: many.jobs.map(usize::from),
                 write,
                 out,
-                quiet: many.quiet,
             },
         ),
         Command::Map {

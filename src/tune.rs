@@ -1,6 +1,6 @@
 //! `outagelab tune FILE`: which settings of the design's own knobs survive the worst outage we
 //! can find? A min-max loop over the file's `[tune]` knobs against its `[explore]` ranges:
-//! explore the design as it is set; shrink what breaks it and keep those schedules; try
+//! explore the design as it is set; keep every schedule that breaks it, as drawn; try
 //! `[tune] candidates` settings of the knobs (the current one, then a Halton sample of the
 //! knobs' box) against every schedule kept and against the file with no drawn fault; move to
 //! the surviving setting nearest the file's own (the smallest change; ties to the earlier
@@ -27,7 +27,6 @@ pub struct Request {
     pub write: Option<PathBuf>,
     /// Where each kept schedule is written against the tuned setting (`check-N.toml`).
     pub out: PathBuf,
-    pub quiet: bool,
 }
 
 /// How a tuning ended.
@@ -197,9 +196,9 @@ impl Tuner<'_> {
             params: vec![None; self.explore.params.len()],
         };
         for schedule in std::iter::once(&bare).chain(kept) {
-            match explorer.judge(schedule, true) {
+            match explorer.judge(schedule, true, None) {
                 Some(Outcome::Held) => {}
-                Some(Outcome::Broke(..)) => return Ok(false),
+                Some(Outcome::Broke(_)) => return Ok(false),
                 // A schedule the setting's file refuses cannot be run: not a survivor.
                 Some(Outcome::Refused(_)) | None => return Ok(false),
             }
@@ -207,7 +206,7 @@ impl Tuner<'_> {
         Ok(true)
     }
 
-    /// The loop: explore, shrink and keep, tune; explore again.
+    /// The loop: explore and keep what breaks, tune; explore again.
     fn tune(&self, request: &Request) -> Result<(Vec<f64>, Vec<Schedule>, Ending), String> {
         let mut setting: Vec<f64> = self.tune.knobs.iter().map(|k| k.start).collect();
         let mut kept: Vec<Schedule> = Vec::new();
@@ -215,32 +214,21 @@ impl Tuner<'_> {
             let text = self.text_at(&setting)?;
             let explorer = self.explorer(&text);
             let seed = request.seed.wrapping_add(u64::from(round));
-            let tally = explorer.search(seed, request.quiet, None);
+            let breaking = self.breaking(&explorer, seed);
             println!(
-                "round {}: {}: exploring {} schedules (--seed {seed}): {} broke it{}",
+                "round {}: {}: exploring {} schedules (--seed {seed}): {} broke it",
                 round + 1,
                 self.show(&setting),
                 self.explore.runs_max,
-                tally.findings.iter().map(|f| f.count).sum::<u64>(),
-                if tally.findings.is_empty() {
-                    String::new()
-                } else {
-                    format!(", in {} ways", tally.findings.len())
-                }
+                breaking.len(),
             );
-            if tally.findings.is_empty() {
+            let Some(first) = breaking.first() else {
                 return Ok((setting, kept, Ending::Survives));
-            }
-            for finding in &tally.findings {
-                let drawn = explorer.draw(seed, finding.first);
-                let (shrunk, _) = explorer.shrink(&drawn, &finding.way);
-                println!(
-                    "  kept: {} ({})",
-                    explorer.describe(&shrunk),
-                    finding.way.what
-                );
-                if !kept.contains(&shrunk) {
-                    kept.push(shrunk);
+            };
+            println!("  the first: {}", explorer.describe(first));
+            for schedule in breaking {
+                if !kept.contains(&schedule) {
+                    kept.push(schedule);
                 }
             }
             if round == self.tune.rounds {
@@ -284,6 +272,31 @@ impl Tuner<'_> {
         unreachable!("the last round returns")
     }
 
+    /// Every schedule of an exploration of `explorer`'s design (seeded `seed`) that breaks
+    /// it, as drawn, in order: what the next setting must survive. Not shrunk: a shrunk
+    /// schedule is the mildest that breaks this setting, and a setting that survives only the
+    /// mildest is no answer.
+    fn breaking(&self, explorer: &Explorer<'_>, seed: u64) -> Vec<Schedule> {
+        let numbers: Vec<u64> = (0..self.explore.runs_max).collect();
+        let judged: Vec<(Schedule, Option<Outcome>)> = numbers
+            .par_iter()
+            .map(|&index| {
+                let schedule = explorer.draw(seed, index);
+                let outcome = explorer.judge(&schedule, false, None);
+                (schedule, outcome)
+            })
+            .collect();
+        let mut breaking = Vec::new();
+        for (schedule, outcome) in judged {
+            // A run crowded out of the memory budget runs again alone, in order.
+            let outcome = outcome.or_else(|| explorer.judge(&schedule, true, None));
+            if matches!(outcome, Some(Outcome::Broke(_))) {
+                breaking.push(schedule);
+            }
+        }
+        breaking
+    }
+
     /// The tuned file (`--write`), and each kept schedule against the tuned setting
     /// (`DIR/check-N.toml`, which `run` passes when the setting survives it).
     fn write(&self, setting: &[f64], kept: &[Schedule], request: &Request) -> Result<(), String> {
@@ -311,7 +324,16 @@ impl Tuner<'_> {
             let check = explorer.standalone(schedule, &path, None, &header)?;
             std::fs::write(&path, check.text)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            println!("wrote {}; check with: {}", path.display(), check.command);
+            if index == 0 {
+                println!(
+                    "wrote {} kept schedules against the tuned setting to {} (check-1.toml to \
+                     check-{}.toml); check each with: {}",
+                    kept.len(),
+                    request.out.display(),
+                    kept.len(),
+                    check.command
+                );
+            }
         }
         Ok(())
     }

@@ -385,3 +385,51 @@ fn shards_of_an_indexed_job_merge_into_the_findings_of_one_machine() {
         assert!(stderr.contains(message), "{stderr}");
     }
 }
+
+/// Seed 000 explored: today breaks from an upload burst alone (no stall needed), shrunk to a
+/// burst that the split connection with per-role breakers survives; the split design breaks
+/// only with a stall of the Redis its locks live on, of at least its 2 s command timeout.
+#[test]
+fn seed_000_breaks_today_from_a_burst_and_the_split_design_only_from_a_long_stall() {
+    let dir = scratch("explore-seed000");
+    let out = dir.join("found");
+    let (code, stdout) = explore(&[
+        "scenarios/seed000-explore.toml",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let (today, block) = finding_with(&stdout, "variant \"today\": expectation failed");
+    let shrunk = block.lines().find(|l| l.contains("shrunk in")).unwrap();
+    assert!(
+        shrunk.contains("no fault: loads.upload.count = "),
+        "{shrunk}"
+    );
+    let count: u32 = shrunk.rsplit("= ").next().unwrap().trim().parse().unwrap();
+    assert!((2..=400).contains(&count), "{shrunk}");
+    // Under today's shrunk schedule, the split design holds and today fails.
+    let ran = outagelab(&[
+        "run",
+        out.join(format!("finding-{today}.toml")).to_str().unwrap(),
+    ]);
+    let report = String::from_utf8_lossy(&ran.stdout);
+    assert_eq!(ran.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("FAIL  today: http.share_5xx_percent <= 5"),
+        "{report}"
+    );
+    assert!(
+        !report.contains("FAIL  split + breaker per role"),
+        "{report}"
+    );
+    // The split design's own finding needs a stall past the command timeout.
+    let (_, block) = finding_with(&stdout, "variant \"split + breaker per role\"");
+    let shrunk = block.lines().find(|l| l.contains("shrunk in")).unwrap();
+    let seconds: f64 = shrunk
+        .split(" for ")
+        .nth(1)
+        .and_then(|rest| rest.split(" s").next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{shrunk}"));
+    assert!(shrunk.contains("on redis") && seconds >= 2.0, "{shrunk}");
+}

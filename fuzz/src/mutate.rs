@@ -19,7 +19,7 @@ pub const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios")
 
 /// Every bundled scenario (`scenarios/*.toml`), by file name; a test keeps the list equal to
 /// the directory.
-pub const BUNDLED: [(&str, &str); 31] = [
+pub const BUNDLED: [(&str, &str); 32] = [
     bundled!("adaptive-limit.toml"),
     bundled!("blob-cache-blast-radius.toml"),
     bundled!("breaker-libraries.toml"),
@@ -45,6 +45,7 @@ pub const BUNDLED: [(&str, &str); 31] = [
     bundled!("seed000-blob-burst.toml"),
     bundled!("seed000-client-pause.toml"),
     bundled!("seed000-docker-pause.toml"),
+    bundled!("seed000-explore.toml"),
     bundled!("seed000-maxmemory.toml"),
     bundled!("seed003-friday-night.toml"),
     bundled!("seed003-pubsub-invalidation.toml"),
