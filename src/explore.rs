@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use outagelab_report::VariantReport;
+use outagelab_report::expect::metric_value;
 use outagelab_report::study::Shard;
 use outagelab_scenario_file::{ExploreSpec, INSTANT_KINDS, Override, ScenarioFile, set_values};
 use outagelab_sim::{Bugs, SimError, Stream};
@@ -78,6 +79,22 @@ pub(crate) enum Outcome {
     Refused(String),
 }
 
+/// What a schedule did, and each variant's value of the objective (`[explore] objective`)
+/// where it ran to a report and the metric has one.
+pub(crate) struct Judged {
+    pub(crate) outcome: Outcome,
+    pub(crate) scores: Vec<(String, f64)>,
+}
+
+/// The worst schedule by the objective: which variant, its value, and the schedule's number
+/// (its drawn schedule).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Worst {
+    pub(crate) variant: String,
+    pub(crate) value: f64,
+    pub(crate) index: u64,
+}
+
 /// One way of breaking found, with how often and where first (schedule `first` is drawn
 /// again from the seed and its number).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -86,6 +103,9 @@ pub(crate) struct Finding {
     pub(crate) message: String,
     pub(crate) count: u64,
     pub(crate) first: u64,
+    /// A schedule found by refining (not drawn by number): kept as it is.
+    #[serde(skip)]
+    pub(crate) refined: Option<Schedule>,
 }
 
 /// What the schedules of an exploration (or of one shard of it) did: what `--shard` writes and
@@ -107,6 +127,9 @@ pub(crate) struct Tally {
     /// The first schedule the file refused, by number, and why.
     pub(crate) first_refusal: Option<(u64, String)>,
     pub(crate) findings: Vec<Finding>,
+    /// With an objective: the worst schedule found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) worst: Option<Worst>,
 }
 
 pub fn run(file: &Path, request: &Request) -> ExitCode {
@@ -186,13 +209,13 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         ));
         return ExitCode::SUCCESS;
     }
-    explorer.conclude(&tally, &scenario.name, request)
+    explorer.conclude(tally, &scenario.name, request)
 }
 
 impl Explorer<'_> {
     /// Prints the tally, shrinks each finding and writes its reproducer: the same for one
     /// search and for merged shards.
-    fn conclude(&self, tally: &Tally, name: &str, request: &Request) -> ExitCode {
+    fn conclude(&self, mut tally: Tally, name: &str, request: &Request) -> ExitCode {
         let spec = self.spec;
         say(&format!(
             "explore \"{name}\" (--seed {}): {} schedules of {} on seeds {}..{}, variants {}\n\
@@ -214,26 +237,37 @@ impl Explorer<'_> {
                     why.lines().next().unwrap_or_default()
                 )),
         ));
-        if tally.findings.is_empty() {
-            say("\nno schedule broke the design");
-            return ExitCode::SUCCESS;
-        }
         if let Err(error) = std::fs::create_dir_all(&request.out) {
             eprintln!("cannot create {}: {error}", request.out.display());
             return ExitCode::from(2);
         }
+        if let Some(objective) = &spec.objective
+            && let Err(message) = self.report_worst(&mut tally, objective, request)
+        {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+        if tally.findings.is_empty() {
+            say("\nno schedule broke the design");
+            return ExitCode::SUCCESS;
+        }
         for (index, finding) in tally.findings.iter().enumerate() {
             let number = index + 1;
             say(&format!(
-                "\nfinding {number}: variant \"{}\": {} ({} of {} schedules, first #{})\n  {}",
+                "\nfinding {number}: variant \"{}\": {} ({})\n  {}",
                 finding.way.variant,
                 finding.way.what,
-                finding.count,
-                spec.runs_max,
-                finding.first,
+                match finding.refined {
+                    Some(_) => format!("found while refining, schedule #{}", finding.first),
+                    None => format!(
+                        "{} of {} schedules, first #{}",
+                        finding.count, spec.runs_max, finding.first
+                    ),
+                },
                 finding.message.lines().next().unwrap_or_default()
             ));
-            let drawn = self.draw(tally.seed, finding.first);
+            let drawn =
+                (finding.refined.clone()).unwrap_or_else(|| self.draw(tally.seed, finding.first));
             say(&format!("  as drawn: {}", self.describe(&drawn)));
             let (shrunk, runs) = self.shrink(&drawn, &finding.way);
             say(&format!(
@@ -268,6 +302,160 @@ impl Explorer<'_> {
         // Like `run`, a broken design is exit 1: CI can run an exploration as a check.
         ExitCode::from(1)
     }
+}
+
+impl Explorer<'_> {
+    /// The worst schedule by the objective: as drawn, then refined around (`[explore]
+    /// refine` schedules, each a nudge of the worst so far), written as `worst.toml`. Breaks
+    /// met while refining join the findings.
+    fn report_worst(
+        &self,
+        tally: &mut Tally,
+        objective: &outagelab_scenario_file::ExploreObjective,
+        request: &Request,
+    ) -> Result<(), String> {
+        let direction = if objective.maximise { "max" } else { "min" };
+        let Some(drawn) = tally.worst.clone() else {
+            say(&format!(
+                "\nworst by {direction} {}: no run gave it a value",
+                objective.metric
+            ));
+            return Ok(());
+        };
+        let mut schedule = self.draw(tally.seed, drawn.index);
+        say(&format!(
+            "\nworst by {direction} {}: {} (variant \"{}\"), schedule #{}: {}",
+            objective.metric,
+            number(drawn.value),
+            drawn.variant,
+            drawn.index,
+            self.describe(&schedule)
+        ));
+        let mut worst = drawn.clone();
+        if self.spec.refine > 0 {
+            (schedule, worst) = self.refine(tally, schedule, drawn);
+            say(&format!(
+                "  refined around it in {} schedules: {} (variant \"{}\"): {}",
+                self.spec.refine,
+                number(worst.value),
+                worst.variant,
+                self.describe(&schedule)
+            ));
+        }
+        let path = request.out.join("worst.toml");
+        let header = format!(
+            "The worst schedule `outagelab explore {} --seed {}` found by {direction} {}: {} \
+             (variant \"{}\")\nunder {}.\nRun with: {{command}}",
+            self.file.display(),
+            tally.seed,
+            objective.metric,
+            number(worst.value),
+            worst.variant,
+            self.describe(&schedule)
+        );
+        let written = self.standalone(&schedule, &path, request.bug_name.as_deref(), &header)?;
+        std::fs::write(&path, &written.text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        say(&format!(
+            "  wrote {}; run with: {}",
+            path.display(),
+            written.command
+        ));
+        Ok(())
+    }
+
+    /// Hill-climbing from `start`: batches of nudged copies of the worst so far, judged on
+    /// all cores and taken in their order (the same with any `--jobs`); a copy that is worse
+    /// still by the objective becomes the one nudged next.
+    fn refine(&self, tally: &mut Tally, start: Schedule, drawn: Worst) -> (Schedule, Worst) {
+        const BATCH: u64 = 8;
+        let (mut current, mut worst) = (start, drawn);
+        let mut next = 0;
+        while next < self.spec.refine {
+            let batch: Vec<u64> = (next..(next + BATCH).min(self.spec.refine)).collect();
+            let judged: Vec<(Schedule, Option<Judged>)> = batch
+                .par_iter()
+                .map(|&k| {
+                    // Wide steps first, narrow last: a quarter of each range down to a
+                    // twentieth.
+                    let done = k as f64 / self.spec.refine as f64;
+                    let scale = 0.25 - 0.2 * done;
+                    let schedule = self.nudge(&current, tally.seed, k, scale);
+                    let judged = self.judge(&schedule, false, None);
+                    (schedule, judged)
+                })
+                .collect();
+            let mut best = current.clone();
+            for (&k, (schedule, judged)) in batch.iter().zip(judged) {
+                let Some(judged) = judged.or_else(|| self.judge(&schedule, true, None)) else {
+                    continue;
+                };
+                let index = self.spec.runs_max + k;
+                let mut candidate = Some(worst.clone());
+                self.note_worst(&mut candidate, &judged.scores, index);
+                if let Some(candidate) = candidate.filter(|c| c.index == index) {
+                    worst = candidate;
+                    best = schedule.clone();
+                }
+                if let Outcome::Broke(broke) = judged.outcome {
+                    for (way, message) in broke {
+                        if !tally.findings.iter().any(|f| f.way == way) {
+                            tally.findings.push(Finding {
+                                way,
+                                message,
+                                count: 1,
+                                first: index,
+                                refined: Some(schedule.clone()),
+                            });
+                        }
+                    }
+                }
+            }
+            current = best;
+            next += BATCH;
+        }
+        (current, worst)
+    }
+
+    /// `base` with each fault's start and length, and each parameter, moved by up to `scale`
+    /// of its range (to the millisecond; within the range), from a stream of the seed and
+    /// `k`.
+    fn nudge(&self, base: &Schedule, seed: u64, k: u64, scale: f64) -> Schedule {
+        let mut stream = Stream::derive(seed, "refine", &k.to_string());
+        let mut nudged = base.clone();
+        let mut moved = |value: u64, (low, high): (u64, u64)| -> u64 {
+            let step = (((high - low) as f64 * scale) as u64 / MS).max(1);
+            let delta = stream.below(2 * step + 1) as i64 - step as i64;
+            let ms = (value / MS) as i64 + delta;
+            (ms.max(0) as u64 * MS).clamp(low, high)
+        };
+        for fault in &mut nudged.faults {
+            let template = &self.spec.faults[fault.template];
+            fault.at = moved(fault.at, template.at);
+            if let (Some(duration), Some(range)) =
+                (fault.duration, self.duration_of(fault.template, fault.kind))
+            {
+                fault.duration = Some(moved(duration, range));
+            }
+        }
+        nudged
+            .faults
+            .sort_by_key(|f| (f.at, f.template, f.target, f.kind));
+        for (param, value) in self.spec.params.iter().zip(&mut nudged.params) {
+            if let Some(value) = value {
+                let x = stream.below(2_000_001) as f64 / 1e6 - 1.0;
+                *value = param.round(*value + x * (param.max - param.min) * scale);
+            }
+        }
+        nudged
+    }
+}
+
+/// A figure for a reader: at most 4 decimals, no trailing zeros.
+fn number(value: f64) -> String {
+    let text = format!("{value:.4}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_owned()
 }
 
 fn say(text: &str) {
@@ -485,18 +673,25 @@ impl Explorer<'_> {
         schedule: &Schedule,
         alone: bool,
         only: Option<&str>,
-    ) -> Option<Outcome> {
+    ) -> Option<Judged> {
+        let refused = |why: String| {
+            Some(Judged {
+                outcome: Outcome::Refused(why),
+                scores: Vec::new(),
+            })
+        };
         let file = match self.load(schedule) {
             Ok(file) => file,
-            Err(why) => return Some(Outcome::Refused(why)),
+            Err(why) => return refused(why),
         };
         let mut broke = Vec::new();
+        let mut scores = Vec::new();
         for name in &self.spec.variants {
             if only.is_some_and(|only| only != name) {
                 continue;
             }
             let Some(variant) = file.variants.iter().find(|v| &v.name == name) else {
-                return Some(Outcome::Refused(format!("no variant \"{name}\"")));
+                return refused(format!("no variant \"{name}\""));
             };
             let mut scenario = variant.scenario.clone();
             scenario.seed = schedule.seed;
@@ -512,20 +707,26 @@ impl Explorer<'_> {
                     broke.push((way, violation.to_string()));
                     continue;
                 }
-                Err(error) => return Some(Outcome::Refused(error.to_string())),
+                Err(error) => return refused(error.to_string()),
             };
             if ran.crowded_out && !alone {
                 return None;
+            }
+            if let Some(objective) = &self.spec.objective
+                && let Ok(Some(value)) = metric_value(&ran.report.summary, &objective.metric)
+            {
+                scores.push((name.clone(), value));
             }
             if let Some(found) = broken(name, variant, &ran.report) {
                 broke.push(found);
             }
         }
-        Some(if broke.is_empty() {
+        let outcome = if broke.is_empty() {
             Outcome::Held
         } else {
             Outcome::Broke(broke)
-        })
+        };
+        Some(Judged { outcome, scores })
     }
 
     /// Draws and judges the schedules (of `shard`, or all `runs_max`).
@@ -537,7 +738,7 @@ impl Explorer<'_> {
         let mut tally = self.empty_tally(seed, shard);
         // In chunks, so a long exploration holds the outcomes of one chunk at a time.
         for chunk in numbers.chunks(256) {
-            let judged: Vec<(Schedule, Option<Outcome>)> = chunk
+            let judged: Vec<(Schedule, Option<Judged>)> = chunk
                 .par_iter()
                 .map(|&index| {
                     let schedule = self.draw(seed, index);
@@ -548,11 +749,12 @@ impl Explorer<'_> {
                 .collect();
             for (&index, (schedule, outcome)) in chunk.iter().zip(judged) {
                 // A run crowded out of the budget runs again alone, in order.
-                let outcome = outcome.unwrap_or_else(|| {
+                let judged = outcome.unwrap_or_else(|| {
                     self.judge(&schedule, true, None)
                         .expect("a run alone is never crowded out")
                 });
-                match outcome {
+                self.note_worst(&mut tally.worst, &judged.scores, index);
+                match judged.outcome {
                     Outcome::Held => tally.held += 1,
                     Outcome::Refused(why) => {
                         tally.refused += 1;
@@ -568,6 +770,7 @@ impl Explorer<'_> {
                                     message,
                                     count: 1,
                                     first: index,
+                                    refined: None,
                                 }),
                             }
                         }
@@ -577,6 +780,31 @@ impl Explorer<'_> {
         }
         progress.done();
         tally
+    }
+
+    /// Keeps in `worst` the worse of it and the best of `scores` (schedule `index`) by the
+    /// objective; ties go to the lower number, so the order schedules are seen in does not
+    /// matter.
+    fn note_worst(&self, worst: &mut Option<Worst>, scores: &[(String, f64)], index: u64) {
+        let Some(objective) = &self.spec.objective else {
+            return;
+        };
+        let worse = |a: f64, b: f64| if objective.maximise { a > b } else { a < b };
+        for (variant, value) in scores {
+            let replace = match worst {
+                None => true,
+                Some(known) => {
+                    worse(*value, known.value) || (*value == known.value && index < known.index)
+                }
+            };
+            if replace {
+                *worst = Some(Worst {
+                    variant: variant.clone(),
+                    value: *value,
+                    index,
+                });
+            }
+        }
     }
 
     /// A tally of nothing yet, for this file and `seed`.
@@ -602,6 +830,7 @@ impl Explorer<'_> {
             refused: 0,
             first_refusal: None,
             findings: Vec::new(),
+            worst: None,
         }
     }
 
@@ -652,6 +881,10 @@ impl Explorer<'_> {
             {
                 merged.first_refusal = Some((*index, why.clone()));
             }
+            if let Some(worst) = &part.worst {
+                let scores = [(worst.variant.clone(), worst.value)];
+                self.note_worst(&mut merged.worst, &scores, worst.index);
+            }
             for finding in &part.findings {
                 match merged.findings.iter_mut().find(|f| f.way == finding.way) {
                     Some(known) => {
@@ -680,7 +913,8 @@ impl Explorer<'_> {
     fn breaks(&self, schedule: &Schedule, way: &Way) -> bool {
         matches!(
             self.judge(schedule, true, Some(&way.variant)),
-            Some(Outcome::Broke(found)) if found.iter().any(|(found, _)| found == way)
+            Some(Judged { outcome: Outcome::Broke(found), .. })
+                if found.iter().any(|(found, _)| found == way)
         )
     }
 

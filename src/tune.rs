@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use outagelab_scenario_file::{Override, ScenarioFile, TuneSpec, set_values};
 use rayon::prelude::*;
 
-use crate::explore::{Explorer, Outcome, Schedule};
+use crate::explore::{Explorer, Judged, Outcome, Schedule};
 
 pub struct Request {
     pub sets: Vec<Override>,
@@ -196,7 +196,7 @@ impl Tuner<'_> {
             params: vec![None; self.explore.params.len()],
         };
         for schedule in std::iter::once(&bare).chain(kept) {
-            match explorer.judge(schedule, true, None) {
+            match explorer.judge(schedule, true, None).map(|j| j.outcome) {
                 Some(Outcome::Held) => {}
                 Some(Outcome::Broke(_)) => return Ok(false),
                 // A schedule the setting's file refuses cannot be run: not a survivor.
@@ -278,7 +278,7 @@ impl Tuner<'_> {
     /// mildest is no answer.
     fn breaking(&self, explorer: &Explorer<'_>, seed: u64) -> Vec<Schedule> {
         let numbers: Vec<u64> = (0..self.explore.runs_max).collect();
-        let judged: Vec<(Schedule, Option<Outcome>)> = numbers
+        let judged: Vec<(Schedule, Option<Judged>)> = numbers
             .par_iter()
             .map(|&index| {
                 let schedule = explorer.draw(seed, index);
@@ -290,7 +290,7 @@ impl Tuner<'_> {
         for (schedule, outcome) in judged {
             // A run crowded out of the memory budget runs again alone, in order.
             let outcome = outcome.or_else(|| explorer.judge(&schedule, true, None));
-            if matches!(outcome, Some(Outcome::Broke(_))) {
+            if matches!(outcome.map(|j| j.outcome), Some(Outcome::Broke(_))) {
                 breaking.push(schedule);
             }
         }

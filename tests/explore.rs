@@ -433,3 +433,91 @@ fn seed_000_breaks_today_from_a_burst_and_the_split_design_only_from_a_long_stal
         .unwrap_or_else(|| panic!("{shrunk}"));
     assert!(shrunk.contains("on redis") && seconds >= 2.0, "{shrunk}");
 }
+
+/// `objective = "max ..."`: the worst schedule by a summary metric is reported, refined
+/// around (never worse than the worst drawn), written as `worst.toml`, whose run gives the
+/// reported value; the same on any number of threads.
+#[test]
+fn the_worst_schedule_by_an_objective_is_refined_and_written() {
+    let dir = scratch("explore-objective");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/seed000-explore.toml"),
+    )
+    .unwrap()
+    .replace(
+        "runs_max = 100",
+        "runs_max = 24\nobjective = \"max http.window_5xx_ms\"\nrefine = 16",
+    );
+    let file = dir.join("objective.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("found");
+    let run = |jobs: &str| {
+        let (_, stdout) = explore(&[
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--jobs",
+            jobs,
+        ]);
+        stdout
+    };
+    let stdout = run("1");
+    assert_eq!(stdout, run("2"));
+    let value_after = |marker: &str| -> f64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(marker))
+            .unwrap_or_else(|| panic!("no {marker}: {stdout}"));
+        let after = line.split(marker).nth(1).unwrap();
+        after.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let drawn = value_after("worst by max http.window_5xx_ms: ");
+    let refined = value_after("refined around it in 16 schedules: ");
+    assert!(refined >= drawn, "{stdout}");
+    // The written schedule gives the refined value.
+    let json = dir.join("worst.json");
+    outagelab(&[
+        "run",
+        out.join("worst.toml").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let report = common::read_report(&json);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("refined around"))
+        .unwrap();
+    let variant = line
+        .split("(variant \"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let ran = (report["variants"].as_array().unwrap().iter())
+        .find(|v| v["name"] == variant)
+        .unwrap();
+    let value = ran["summary"]["http"]["window_5xx_ms"].as_f64().unwrap();
+    assert!((value - refined).abs() < 1e-3, "{value} vs {refined}");
+    // Refining needs an objective, and an objective a metric the runs have.
+    for (replace, expected) in [
+        (
+            "objective = \"max http.window_5xx_ms\"\n",
+            "explore.refine: refines around the worst",
+        ),
+        ("max http.window_5xx_ms", "explore.objective: "),
+    ] {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let broken = if replace.starts_with("objective") {
+            text.replace(replace, "")
+        } else {
+            text.replace(replace, "max http.nope")
+        };
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, broken).unwrap();
+        let output = outagelab(&["explore", bad.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}\nnot {expected}");
+    }
+}

@@ -334,6 +334,12 @@ fn compare(op: Op, actual: f64, value: f64) -> bool {
     }
 }
 
+/// The number at the dotted `metric` of `summary` (`http.window_5xx_ms`); `None` for a metric
+/// with no value; an error for a path the summary does not have.
+pub fn metric_value(summary: &Summary, metric: &str) -> Result<Option<f64>, String> {
+    resolve(&metric_path(metric)?, &to_value(summary))
+}
+
 fn metric_path(text: &str) -> Result<Vec<String>, String> {
     let path: Vec<String> = text.split('.').map(str::to_owned).collect();
     if path.iter().any(String::is_empty) {

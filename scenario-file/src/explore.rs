@@ -52,6 +52,18 @@ pub struct ExploreSpec {
     /// Every schedule runs with `[run] ties = "shuffled"`: same-instant events of one class
     /// in an order drawn from the run seed.
     pub shuffle_ties: bool,
+    /// `max <metric>` or `min <metric>` of a variant's summary: the worst schedule found is
+    /// reported, and searched around.
+    pub objective: Option<ExploreObjective>,
+    /// Schedules drawn around the worst found, after the random ones (0 to 100,000).
+    pub refine: u64,
+}
+
+/// What makes a schedule worse for the design: a summary metric to maximise (or minimise).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExploreObjective {
+    pub maximise: bool,
+    pub metric: String,
 }
 
 /// One `[explore.faults.<name>]`.
@@ -98,6 +110,8 @@ impl<'t> Reader<'_> {
             faults: Vec::new(),
             params: Vec::new(),
             shuffle_ties: false,
+            objective: None,
+            refine: 0,
         };
         let mut faults_max_span = None;
         for (key, entry) in table.iter() {
@@ -148,6 +162,33 @@ impl<'t> Reader<'_> {
                         self.refuse(entry_span, &at, message);
                     }
                 },
+                ("objective", DeValue::String(text)) => {
+                    let words: Vec<&str> = text.split_whitespace().collect();
+                    match words.as_slice() {
+                        [direction @ ("max" | "min"), metric] => match file.check_metric(metric) {
+                            Ok(()) => {
+                                spec.objective = Some(ExploreObjective {
+                                    maximise: *direction == "max",
+                                    metric: (*metric).to_owned(),
+                                });
+                            }
+                            Err(message) => self.refuse(entry_span, &at, message),
+                        },
+                        _ => self.refuse(
+                            entry_span,
+                            &at,
+                            format!(
+                                "`{text}`: write `max <metric>` or `min <metric>`, the worst a \
+                                 schedule can make a summary metric (`max http.window_5xx_ms`)"
+                            ),
+                        ),
+                    }
+                }
+                ("refine", DeValue::Integer(_)) => {
+                    if let Some(n) = self.whole_in(entry, &at, 0, 100_000) {
+                        spec.refine = n;
+                    }
+                }
                 ("seeds", DeValue::String(text)) => match crate::parse_seed_range(text) {
                     Ok(range) => spec.seeds = range,
                     Err(message) => self.refuse(entry_span, &at, message),
@@ -195,6 +236,7 @@ impl<'t> Reader<'_> {
                         "variants" => "a list of variant names",
                         "seeds" => "a seed range, \"A..B\"",
                         "ties" => "\"scheduled\" or \"shuffled\"",
+                        "objective" => "`max <metric>` or `min <metric>`",
                         _ => "a whole number",
                     };
                     self.refuse(entry_span, &at, format!("is {shape}"));
@@ -207,11 +249,19 @@ impl<'t> Reader<'_> {
                     );
                 }
                 _ => {
-                    let message = "is not a key of [explore] (variants, seeds, ties, runs_max, \
-                                   faults_max, shrink_runs_max, faults, params)";
+                    let message = "is not a key of [explore] (variants, seeds, ties, objective, \
+                                   refine, runs_max, faults_max, shrink_runs_max, faults, params)";
                     self.refuse(key.span(), &at, message);
                 }
             }
+        }
+        if spec.refine > 0
+            && spec.objective.is_none()
+            && let Some(entry) = table.get("refine")
+        {
+            let message = "refines around the worst schedule by the objective: add `objective = \
+                           \"max <metric>\"`";
+            self.refuse(entry.span(), "explore.refine", message);
         }
         spec.faults.sort_by(|a, b| a.name.cmp(&b.name));
         spec.params.sort_by(|a, b| a.key.cmp(&b.key));
