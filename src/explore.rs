@@ -39,6 +39,12 @@ pub struct Request {
     pub json: Option<PathBuf>,
     /// Join these shards' tallies instead of searching, then shrink and write as one run.
     pub merge: Vec<PathBuf>,
+    /// Instead of `[explore] runs_max`.
+    pub runs: Option<u64>,
+    /// Stop drawing after the chunk of 256 schedules during which this much wall-clock time
+    /// has passed: the findings are then those of the schedules judged, which `--runs` with
+    /// their count gives again exactly.
+    pub time_max: Option<std::time::Duration>,
 }
 
 /// One fault of a schedule: indices into the template's lists, times in nanoseconds.
@@ -120,6 +126,9 @@ pub(crate) struct Tally {
     pub(crate) runs_max: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) shard: Option<Shard>,
+    /// Schedules judged: `runs_max`, or fewer when `--time-max` stopped the search.
+    #[serde(default)]
+    pub(crate) judged: u64,
     pub(crate) held: u64,
     /// Schedules that broke at least one variant.
     pub(crate) broke: u64,
@@ -144,6 +153,10 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
             "name the faults and parameters to draw and their ranges",
         );
     };
+    let mut spec = spec;
+    if let Some(runs) = request.runs {
+        spec.runs_max = runs;
+    }
     let explorer = Explorer {
         name: scenario.name.clone(),
         text: &text,
@@ -159,7 +172,7 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
     }
     let tally = if request.merge.is_empty() {
         crate::on_threads(request.jobs, || {
-            explorer.search(request.seed, request.quiet, request.shard)
+            explorer.search(request.seed, request.quiet, request.shard, request.time_max)
         })
     } else {
         let mut parts = Vec::new();
@@ -221,7 +234,7 @@ impl Explorer<'_> {
             "explore \"{name}\" (--seed {}): {} schedules of {} on seeds {}..{}, variants {}\n\
              held {}, broke {}, refused by the file {}{}",
             tally.seed,
-            spec.runs_max,
+            tally.judged,
             self.what_varies(),
             spec.seeds.start(),
             spec.seeds.end(),
@@ -237,6 +250,13 @@ impl Explorer<'_> {
                     why.lines().next().unwrap_or_default()
                 )),
         ));
+        if tally.judged < spec.runs_max {
+            say(&format!(
+                "(--time-max stopped the search after {} of {} schedules: `--runs {}` judges \
+                 exactly these again)",
+                tally.judged, spec.runs_max, tally.judged
+            ));
+        }
         if let Err(error) = std::fs::create_dir_all(&request.out) {
             eprintln!("cannot create {}: {error}", request.out.display());
             return ExitCode::from(2);
@@ -261,7 +281,7 @@ impl Explorer<'_> {
                     Some(_) => format!("found while refining, schedule #{}", finding.first),
                     None => format!(
                         "{} of {} schedules, first #{}",
-                        finding.count, spec.runs_max, finding.first
+                        finding.count, tally.judged, finding.first
                     ),
                 },
                 finding.message.lines().next().unwrap_or_default()
@@ -730,7 +750,15 @@ impl Explorer<'_> {
     }
 
     /// Draws and judges the schedules (of `shard`, or all `runs_max`).
-    pub(crate) fn search(&self, seed: u64, quiet: bool, shard: Option<Shard>) -> Tally {
+    pub(crate) fn search(
+        &self,
+        seed: u64,
+        quiet: bool,
+        shard: Option<Shard>,
+        time_max: Option<std::time::Duration>,
+    ) -> Tally {
+        // The wall clock decides only how many chunks run, never what a schedule does.
+        let started = std::time::Instant::now();
         let numbers: Vec<u64> = (0..self.spec.runs_max)
             .filter(|&i| shard.is_none_or(|shard| shard.holds(i)))
             .collect();
@@ -738,6 +766,11 @@ impl Explorer<'_> {
         let mut tally = self.empty_tally(seed, shard);
         // In chunks, so a long exploration holds the outcomes of one chunk at a time.
         for chunk in numbers.chunks(256) {
+            // At least one chunk, so a budget always judges something.
+            if tally.judged > 0 && time_max.is_some_and(|limit| started.elapsed() >= limit) {
+                break;
+            }
+            tally.judged += chunk.len() as u64;
             let judged: Vec<(Schedule, Option<Judged>)> = chunk
                 .par_iter()
                 .map(|&index| {
@@ -825,6 +858,7 @@ impl Explorer<'_> {
             seed,
             runs_max: self.spec.runs_max,
             shard,
+            judged: 0,
             held: 0,
             broke: 0,
             refused: 0,
@@ -870,6 +904,7 @@ impl Explorer<'_> {
                 ));
             }
             *slot = true;
+            merged.judged += part.judged;
             merged.held += part.held;
             merged.broke += part.broke;
             merged.refused += part.refused;

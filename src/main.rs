@@ -263,6 +263,14 @@ enum Command {
         out: PathBuf,
         #[command(flatten)]
         many: ManyRuns,
+        /// Judge this many schedules instead of the file's `[explore] runs_max`.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        runs: Option<u64>,
+        /// A wall-clock budget (`90s`, `10m`): no new chunk of 256 schedules starts once it
+        /// has passed. The output says how many were judged; `--runs` with that count judges
+        /// exactly those again, on any machine.
+        #[arg(long, value_name = "DURATION", value_parser = parse_wall_duration, conflicts_with_all = ["shard", "merge"])]
+        time_max: Option<std::time::Duration>,
         /// Draw and judge only slice K of N of the schedules (every N-th from the K-th), and
         /// write their tally to --json; `auto` reads K and N from a Kubernetes Indexed Job or
         /// a Slurm array. `--merge` joins the slices.
@@ -456,6 +464,8 @@ fn main() -> ExitCode {
             shard,
             json,
             merge,
+            runs,
+            time_max,
         } => {
             let shard = match shard.as_deref().map(shard::parse_here).transpose() {
                 Ok(shard) => shard,
@@ -470,6 +480,8 @@ fn main() -> ExitCode {
                     shard,
                     json,
                     merge,
+                    runs,
+                    time_max,
                     sets: many.set,
                     seed,
                     jobs: many.jobs.map(usize::from),
@@ -1265,6 +1277,15 @@ pub(crate) fn on_threads<T: Send>(jobs: Option<usize>, work: impl FnOnce() -> T 
     }) {
         Some(pool) => pool.install(work),
         None => work(),
+    }
+}
+
+/// A wall-clock duration for a command-line budget: `90s`, `10m`, `1h`.
+fn parse_wall_duration(text: &str) -> Result<std::time::Duration, String> {
+    match outagelab_scenario_file::units::parse_duration(text) {
+        Ok(0) => Err("a budget longer than zero".to_owned()),
+        Ok(nanos) => Ok(std::time::Duration::from_nanos(nanos)),
+        Err(message) => Err(message),
     }
 }
 

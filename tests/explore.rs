@@ -521,3 +521,32 @@ fn the_worst_schedule_by_an_objective_is_refined_and_written() {
         assert!(stderr.contains(expected), "{stderr}\nnot {expected}");
     }
 }
+
+/// `--time-max` stops the search between chunks of 256 schedules and says how many it judged;
+/// `--runs` with that count gives exactly the same findings, on any machine.
+#[test]
+fn a_time_budget_stops_between_chunks_and_runs_reproduces_what_it_judged() {
+    let dir = scratch("explore-time");
+    let out = dir.join("found");
+    let (_, stopped) = explore(&[
+        BUNDLED,
+        "--out",
+        out.to_str().unwrap(),
+        "--runs",
+        "600",
+        "--time-max",
+        "1ns",
+    ]);
+    assert!(
+        stopped.contains("--time-max stopped the search after 256 of 600 schedules: `--runs 256`"),
+        "{stopped}"
+    );
+    let (_, again) = explore(&[BUNDLED, "--out", out.to_str().unwrap(), "--runs", "256"]);
+    let without_note: String = stopped
+        .lines()
+        .filter(|l| !l.starts_with("(--time-max"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(without_note, again);
+    assert!(again.contains(": 256 schedules of 1 fault"), "{again}");
+}
