@@ -119,8 +119,8 @@ pub(crate) struct Finding {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Tally {
     pub(crate) scenario: String,
-    /// FNV-1a of the file's text and the command line's `--set`s: shards of one exploration
-    /// have the same.
+    /// FNV-1a of the file's text, the command line's `--set`s and planted bug: shards of one
+    /// exploration have the same.
     pub(crate) file_hash: String,
     pub(crate) seed: u64,
     pub(crate) runs_max: u64,
@@ -247,9 +247,22 @@ impl Explorer<'_> {
                 .as_ref()
                 .map_or(String::new(), |(_, why)| format!(
                     " (the first: {})",
-                    why.lines().next().unwrap_or_default()
+                    self.in_file_terms(why).lines().next().unwrap_or_default()
                 )),
         ));
+        if tally.held == 0 && tally.broke == 0 && tally.refused > 0 {
+            let why = tally
+                .first_refusal
+                .as_ref()
+                .map_or("", |(_, why)| why.as_str());
+            eprintln!(
+                "{}: every schedule drawn was refused by the file, so nothing was judged: \
+                 narrow [explore]'s ranges; the first refusal:\n{}",
+                self.file.display(),
+                self.in_file_terms(why)
+            );
+            return ExitCode::from(2);
+        }
         if tally.judged < spec.runs_max {
             say(&format!(
                 "(--time-max stopped the search after {} of {} schedules: `--runs {}` judges \
@@ -479,7 +492,7 @@ fn number(value: f64) -> String {
 }
 
 fn say(text: &str) {
-    println!("{text}");
+    crate::say_line(text);
 }
 
 fn quoted(names: &[String]) -> String {
@@ -544,23 +557,35 @@ impl Explorer<'_> {
         for (t, template) in self.spec.faults.iter().enumerate() {
             for target in 0..template.targets.len() {
                 for kind in 0..template.kinds.len() {
-                    let fault = Fault {
-                        template: t,
-                        target,
-                        kind,
-                        at: template.at.0,
-                        duration: self.duration_of(t, kind).map(|(low, _)| low),
-                    };
-                    let schedule = Schedule {
-                        seed: *self.spec.seeds.start(),
-                        faults: vec![fault],
-                        params: vec![None; self.spec.params.len()],
-                    };
-                    if let Err(why) = self.load(&schedule) {
-                        return Err(format!(
-                            "explore.faults.{}: a {} fault on {}: the file refuses it:\n{why}",
-                            template.name, template.kinds[kind], template.targets[target]
-                        ));
+                    // The ranges' starts together, and their ends together.
+                    let duration = self.duration_of(t, kind);
+                    for (at, length) in [
+                        (template.at.0, duration.map(|(low, _)| low)),
+                        (template.at.1, duration.map(|(_, high)| high)),
+                    ] {
+                        let fault = Fault {
+                            template: t,
+                            target,
+                            kind,
+                            at,
+                            duration: length,
+                        };
+                        let schedule = Schedule {
+                            seed: *self.spec.seeds.start(),
+                            faults: vec![fault],
+                            params: vec![None; self.spec.params.len()],
+                        };
+                        if let Err(why) = self.load(&schedule) {
+                            return Err(format!(
+                                "explore.faults.{}: a {} fault on {} at {}: the file refuses \
+                                 it:\n{}",
+                                template.name,
+                                template.kinds[kind],
+                                template.targets[target],
+                                seconds(at),
+                                self.in_file_terms(&why)
+                            ));
+                        }
                     }
                 }
             }
@@ -574,16 +599,49 @@ impl Explorer<'_> {
                     faults: Vec::new(),
                     params,
                 };
-                if let Err(why) = self.load(&schedule) {
-                    return Err(format!(
-                        "explore.params.\"{}\" at {}: the file refuses it:\n{why}",
+                let loaded = self.load(&schedule).map_err(|why| {
+                    format!(
+                        "explore.params.\"{}\" at {}: the file refuses it:\n{}",
                         param.key,
-                        param.show(end)
-                    ));
+                        param.show(end),
+                        self.in_file_terms(&why)
+                    )
+                })?;
+                // A key a variant's patch sets would not change that variant's runs.
+                for variant in
+                    (loaded.variants.iter()).filter(|v| self.spec.variants.contains(&v.name))
+                {
+                    if variant.settings.get(&param.key) != Some(&param.toml_value(end)) {
+                        return Err(format!(
+                            "explore.params.\"{}\": variant \"{}\" sets it in its patch, so \
+                             drawing it would not change that variant; draw a key of the base",
+                            param.key, variant.name
+                        ));
+                    }
                 }
             }
         }
         Ok(())
+    }
+
+    /// A refusal of a file with drawn faults, in the terms of the user's file: a location on
+    /// a line past its end (a drawn fault's) is named as the drawn fault, not as a line the
+    /// file does not have.
+    fn in_file_terms(&self, message: &str) -> String {
+        let lines = self.text.lines().count();
+        let prefix = format!("{}:", self.file.display());
+        (message.lines())
+            .map(|line| {
+                let located = line.strip_prefix(&prefix).and_then(|rest| {
+                    let (number, rest) = rest.split_once(':')?;
+                    let (_, rest) = rest.split_once(':')?;
+                    let number: usize = number.parse().ok()?;
+                    (number > lines).then(|| format!("(a drawn fault):{rest}"))
+                });
+                located.unwrap_or_else(|| line.to_owned())
+            })
+            .collect::<Vec<String>>()
+            .join("\n")
     }
 
     /// The range a fault of template `t` and kind `kind` draws its duration from.
@@ -843,7 +901,9 @@ impl Explorer<'_> {
     /// A tally of nothing yet, for this file and `seed`.
     fn empty_tally(&self, seed: u64, shard: Option<Shard>) -> Tally {
         let mut hash = 0xcbf2_9ce4_8422_2325_u64;
-        let sets: Vec<String> = self.sets.iter().map(ToString::to_string).collect();
+        let mut sets: Vec<String> = self.sets.iter().map(ToString::to_string).collect();
+        // A planted bug changes every run: shards must agree on it too.
+        sets.push(format!("{:?}", self.bugs));
         for byte in self
             .text
             .bytes()
@@ -875,6 +935,13 @@ impl Explorer<'_> {
             "--merge: {} is not a shard (written by explore --shard K/N --json)",
             first_path.display()
         ))?;
+        if !(1..=crate::shard::SHARDS_MAX).contains(&count) {
+            return Err(format!(
+                "--merge: {} says it is one of {count} shards: not a slice (1 to {})",
+                first_path.display(),
+                crate::shard::SHARDS_MAX
+            ));
+        }
         let mut merged = self.empty_tally(first.seed, None);
         let mut seen = vec![false; count as usize];
         for (path, part) in parts {
@@ -884,12 +951,15 @@ impl Explorer<'_> {
             if !same {
                 return Err(format!(
                     "--merge: {} is a shard of another exploration (another file, --set, \
-                     --seed or runs_max) than {}",
+                     --plant-bug, --seed or runs_max) than {}",
                     path.display(),
                     first_path.display()
                 ));
             }
-            let Some(shard) = part.shard.filter(|s| s.count == count) else {
+            let Some(shard) = part
+                .shard
+                .filter(|s| s.count == count && (1..=count).contains(&s.index))
+            else {
                 return Err(format!(
                     "--merge: {} is not one of {count} shards",
                     path.display()

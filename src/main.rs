@@ -50,7 +50,7 @@ struct ManyRuns {
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
     set: Vec<Override>,
     /// Threads; all cores when not given. The result is the same with any number.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     jobs: Option<u16>,
     /// No progress bar.
     #[arg(long)]
@@ -1448,7 +1448,7 @@ fn check_outputs(file: &Path, outputs: Outputs) -> Result<(), String> {
 
 /// Writes to standard output (to standard error when it carries the JSON). A reader that went away (`outagelab run ... | head`) is not an
 /// error worth a panic: the rest of the output is dropped and the exit code stays meaningful.
-fn say(text: &str) {
+pub(crate) fn say(text: &str) {
     if STDOUT_IS_JSON.load(Ordering::Relaxed) {
         eprint!("{text}");
         return;
@@ -1457,6 +1457,12 @@ fn say(text: &str) {
     let _ = stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush());
+}
+
+/// `text` and a new line on standard output, as [`say`] writes (a closed pipe, `| head`,
+/// ends nothing with a panic).
+pub(crate) fn say_line(text: &str) {
+    say(&format!("{text}\n"));
 }
 
 /// Writes one kind of output for a report to a path; returns the files written.

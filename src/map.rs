@@ -61,20 +61,20 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    println!("{}", render(&report));
+    crate::say_line(&render(&report));
     if let Some(path) = &request.json {
         let text = serde_json::to_string_pretty(&report).expect("a map serialises") + "\n";
         if let Err(error) = std::fs::write(path, text) {
             eprintln!("cannot write {}: {error}", path.display());
             return ExitCode::from(2);
         }
-        println!("wrote {}", path.display());
+        crate::say_line(&format!("wrote {}", path.display()));
     }
     if let Some(dir) = &request.plot {
         match outagelab_plots::write_map_charts(&report, dir) {
             Ok(paths) => {
                 for path in paths {
-                    println!("wrote {}", path.display());
+                    crate::say_line(&format!("wrote {}", path.display()));
                 }
             }
             Err(error) => {
@@ -130,8 +130,24 @@ fn read_points(file: &Path, spec: &MapSpec, sets: &[Override]) -> Result<Vec<Poi
                     .faults
                     .iter()
                     .find(|f| f.name == spec.fault);
+                let horizon = variant.scenario.limits.horizon.map(|h| h.as_nanos());
                 match fault {
-                    Some(fault) if fault.end().is_some() => {}
+                    Some(fault) if fault.end().is_some() => {
+                        let end = fault.end().map_or(0, |end| end.as_nanos());
+                        let hold = (spec.recovered.hold_ms * 1e6) as u64;
+                        if horizon.is_some_and(|h| end.saturating_add(hold) > h) {
+                            return Err(format!(
+                                "{at}: fault `{}` ends at {} ms and recovery needs {} ms quiet \
+                                 after it, past variant \"{name}\"'s horizon ({} ms): \
+                                 recovery could not be seen, so it would read as never; \
+                                 lengthen the horizon or shorten the trigger",
+                                spec.fault,
+                                end / 1_000_000,
+                                hold / 1_000_000,
+                                horizon.unwrap_or(0) / 1_000_000
+                            ));
+                        }
+                    }
                     Some(_) => {
                         return Err(format!(
                             "{at}: fault `{}` of variant \"{name}\" lasts to the end: give it a \

@@ -53,7 +53,7 @@ fn auto(env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
              JOB_COMPLETIONS is not: pass the job's completions to the pod as JOB_COMPLETIONS \
              (docs/commands.md has a manifest)",
         )?;
-        (index + 1, count, "JOB_COMPLETION_INDEX")
+        (index.saturating_add(1), count, "JOB_COMPLETION_INDEX")
     } else if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
         let count = number("SLURM_ARRAY_TASK_COUNT")?
             .ok_or("--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not")?;
@@ -68,7 +68,7 @@ fn auto(env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
         let index = id.checked_sub(min).ok_or(format!(
             "--shard auto: SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}"
         ))?;
-        (index + 1, count, "SLURM_ARRAY_TASK_ID")
+        (index.saturating_add(1), count, "SLURM_ARRAY_TASK_ID")
     } else {
         return Err(
             "--shard auto: neither a Kubernetes Indexed Job (JOB_COMPLETION_INDEX) nor a \
@@ -134,6 +134,13 @@ mod tests {
         refused(
             &[("JOB_COMPLETION_INDEX", "x"), ("JOB_COMPLETIONS", "8")],
             "not a whole number",
+        );
+        refused(
+            &[
+                ("JOB_COMPLETION_INDEX", "18446744073709551615"),
+                ("JOB_COMPLETIONS", "8"),
+            ],
+            "which is not a slice",
         );
         refused(
             &[

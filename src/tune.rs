@@ -35,8 +35,8 @@ enum Ending {
     Survives,
     /// No candidate survived every kept schedule.
     NoneSurvive,
-    /// The rounds ran out with the last exploration still finding schedules.
-    OutOfRounds,
+    /// The rounds ran out with the last exploration still finding this many schedules.
+    OutOfRounds(usize),
 }
 
 pub fn run(file: &Path, request: &Request) -> ExitCode {
@@ -76,27 +76,27 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
     };
     match ending {
         Ending::NoneSurvive => {
-            println!(
+            crate::say_line(&format!(
                 "\nnone of the settings tried in the knobs' ranges survives the {} breaking \
                  schedules kept: widen the ranges, add a knob, or change the design",
                 kept.len()
-            );
+            ));
             return ExitCode::from(1);
         }
-        Ending::Survives => println!(
+        Ending::Survives => crate::say_line(&format!(
             "\nthe setting {} survives every breaking schedule kept ({}) and a fresh \
              exploration of {} schedules",
             tuner.show(&setting),
             kept.len(),
             explore.runs_max
-        ),
-        Ending::OutOfRounds => println!(
+        )),
+        Ending::OutOfRounds(new) => crate::say_line(&format!(
             "\nafter {} tunings, the setting {} survives the {} schedules kept, but its last \
-             exploration still found new ones: raise [tune] rounds",
+             exploration found {new} that break it: raise [tune] rounds",
             tune.rounds,
             tuner.show(&setting),
             kept.len()
-        ),
+        )),
     }
     if let Err(message) = tuner.write(&setting, &kept, request) {
         eprintln!("{message}");
@@ -187,7 +187,14 @@ impl Tuner<'_> {
 
     /// Whether the design at `setting` holds with no drawn fault and under every `kept`
     /// schedule (stopping at the first that breaks it).
-    fn survives(&self, setting: &[f64], kept: &[Schedule]) -> Result<bool, String> {
+    /// `Ok(None)`: a run was crowded out of the memory budget by runs on other threads (judge
+    /// it again `alone`).
+    fn survives(
+        &self,
+        setting: &[f64],
+        kept: &[Schedule],
+        alone: bool,
+    ) -> Result<Option<bool>, String> {
         let text = self.text_at(setting)?;
         let explorer = self.explorer(&text);
         let bare = Schedule {
@@ -196,14 +203,15 @@ impl Tuner<'_> {
             params: vec![None; self.explore.params.len()],
         };
         for schedule in std::iter::once(&bare).chain(kept) {
-            match explorer.judge(schedule, true, None).map(|j| j.outcome) {
+            match explorer.judge(schedule, alone, None).map(|j| j.outcome) {
                 Some(Outcome::Held) => {}
-                Some(Outcome::Broke(_)) => return Ok(false),
+                Some(Outcome::Broke(_)) => return Ok(Some(false)),
                 // A schedule the setting's file refuses cannot be run: not a survivor.
-                Some(Outcome::Refused(_)) | None => return Ok(false),
+                Some(Outcome::Refused(_)) => return Ok(Some(false)),
+                None => return Ok(None),
             }
         }
-        Ok(true)
+        Ok(Some(true))
     }
 
     /// The loop: explore and keep what breaks, tune; explore again.
@@ -215,24 +223,26 @@ impl Tuner<'_> {
             let explorer = self.explorer(&text);
             let seed = request.seed.wrapping_add(u64::from(round));
             let breaking = self.breaking(&explorer, seed);
-            println!(
+            crate::say_line(&format!(
                 "round {}: {}: exploring {} schedules (--seed {seed}): {} broke it",
                 round + 1,
                 self.show(&setting),
                 self.explore.runs_max,
                 breaking.len(),
-            );
+            ));
             let Some(first) = breaking.first() else {
                 return Ok((setting, kept, Ending::Survives));
             };
-            println!("  the first: {}", explorer.describe(first));
+            crate::say_line(&format!("  the first: {}", explorer.describe(first)));
+            if round == self.tune.rounds {
+                // Not kept: the setting was never tuned against them, and the checks written
+                // are of schedules it survives.
+                return Ok((setting, kept, Ending::OutOfRounds(breaking.len())));
+            }
             for schedule in breaking {
                 if !kept.contains(&schedule) {
                     kept.push(schedule);
                 }
-            }
-            if round == self.tune.rounds {
-                return Ok((setting, kept, Ending::OutOfRounds));
             }
             // The candidates: the current setting, then a Halton sample of the box.
             let dimensions = self.tune.knobs.len();
@@ -244,14 +254,21 @@ impl Tuner<'_> {
                         .collect()
                 }))
                 .collect();
-            let judged: Vec<Result<bool, String>> = candidates
+            let judged: Vec<Result<Option<bool>, String>> = candidates
                 .par_iter()
-                .map(|candidate| self.survives(candidate, &kept))
+                .map(|candidate| self.survives(candidate, &kept, false))
                 .collect();
             let mut best: Option<(f64, usize)> = None;
             let mut survivors = 0;
             for (index, judged) in judged.into_iter().enumerate() {
-                if judged? {
+                // Crowded out of the memory budget: again, alone, in order.
+                let survived = match judged? {
+                    Some(survived) => survived,
+                    None => self
+                        .survives(&candidates[index], &kept, true)?
+                        .unwrap_or(false),
+                };
+                if survived {
                     survivors += 1;
                     let distance = self.distance(&candidates[index]);
                     if best.is_none_or(|(d, _)| distance < d) {
@@ -259,11 +276,11 @@ impl Tuner<'_> {
                     }
                 }
             }
-            println!(
+            crate::say_line(&format!(
                 "  tuning: {survivors} of {} settings survive the {} schedules kept",
                 candidates.len(),
                 kept.len()
-            );
+            ));
             match best {
                 Some((_, index)) => setting = candidates[index].clone(),
                 None => return Ok((setting, kept, Ending::NoneSurvive)),
@@ -278,20 +295,23 @@ impl Tuner<'_> {
     /// mildest is no answer.
     fn breaking(&self, explorer: &Explorer<'_>, seed: u64) -> Vec<Schedule> {
         let numbers: Vec<u64> = (0..self.explore.runs_max).collect();
-        let judged: Vec<(Schedule, Option<Judged>)> = numbers
-            .par_iter()
-            .map(|&index| {
-                let schedule = explorer.draw(seed, index);
-                let outcome = explorer.judge(&schedule, false, None);
-                (schedule, outcome)
-            })
-            .collect();
         let mut breaking = Vec::new();
-        for (schedule, outcome) in judged {
-            // A run crowded out of the memory budget runs again alone, in order.
-            let outcome = outcome.or_else(|| explorer.judge(&schedule, true, None));
-            if matches!(outcome.map(|j| j.outcome), Some(Outcome::Broke(_))) {
-                breaking.push(schedule);
+        // In chunks, as explore does, so what is held at once stays bounded.
+        for chunk in numbers.chunks(256) {
+            let judged: Vec<(Schedule, Option<Judged>)> = chunk
+                .par_iter()
+                .map(|&index| {
+                    let schedule = explorer.draw(seed, index);
+                    let outcome = explorer.judge(&schedule, false, None);
+                    (schedule, outcome)
+                })
+                .collect();
+            for (schedule, outcome) in judged {
+                // A run crowded out of the memory budget runs again alone, in order.
+                let outcome = outcome.or_else(|| explorer.judge(&schedule, true, None));
+                if matches!(outcome.map(|j| j.outcome), Some(Outcome::Broke(_))) {
+                    breaking.push(schedule);
+                }
             }
         }
         breaking
@@ -306,7 +326,7 @@ impl Tuner<'_> {
             let tuned = set_values(&text, &edits)?;
             std::fs::write(path, tuned)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            println!("wrote {}", path.display());
+            crate::say_line(&format!("wrote {}", path.display()));
         }
         std::fs::create_dir_all(&request.out)
             .map_err(|e| format!("cannot create {}: {e}", request.out.display()))?;
@@ -325,14 +345,14 @@ impl Tuner<'_> {
             std::fs::write(&path, check.text)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             if index == 0 {
-                println!(
+                crate::say_line(&format!(
                     "wrote {} kept schedules against the tuned setting to {} (check-1.toml to \
                      check-{}.toml); check each with: {}",
                     kept.len(),
                     request.out.display(),
                     kept.len(),
                     check.command
-                );
+                ));
             }
         }
         Ok(())

@@ -205,9 +205,37 @@ fn bad_explore_tables_are_refused_at_their_key() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("explore.faults.server: a pause fault on nope: the file refuses it"),
+        stderr.contains("explore.faults.server: a pause fault on nope at 1 s: the file refuses it"),
         "{stderr}"
     );
+    // A range end the file refuses (a start past the horizon), named as the drawn fault, not
+    // as a line past the end of the file.
+    let file = dir.join("late.toml");
+    let late = template.replace("max = \"15s\"", "max = \"10m\"");
+    std::fs::write(&file, format!("{head}{late}")).unwrap();
+    let output = outagelab(&["explore", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a pause fault on redis at 600 s: the file refuses it")
+            && stderr.contains("(a drawn fault): faults.explored-1.at: starts at 600s"),
+        "{stderr}"
+    );
+    // A parameter a chosen variant's patch sets.
+    let file = dir.join("patched.toml");
+    let patched = head.replace(
+        "budgets = { reconnect = \"never\" } } }",
+        "budgets = { reconnect = \"never\" } }, loads = { steady = { rate = 100 } } }",
+    );
+    std::fs::write(
+        &file,
+        format!("{patched}{template}[explore.params]\n\"loads.steady.rate\" = {{ min = 100, max = 900 }}\n"),
+    )
+    .unwrap();
+    let output = outagelab(&["explore", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("sets it in its patch"), "{stderr}");
     // A file without [explore].
     let output = outagelab(&["explore", "scenarios/quick-start.toml"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -366,6 +394,23 @@ fn shards_of_an_indexed_job_merge_into_the_findings_of_one_machine() {
         let b = b.replace(merged_out.to_str().unwrap(), one_out.to_str().unwrap());
         assert_eq!(a, b, "{name}");
     }
+    // A shard that names no slice of its count is refused, not a panic.
+    let forged = dir.join("forged.json");
+    let text = std::fs::read_to_string(&parts[0])
+        .unwrap()
+        .replace("\"index\": 1,", "\"index\": 0,");
+    std::fs::write(&forged, text).unwrap();
+    let output = outagelab(&[
+        "explore",
+        file,
+        "--merge",
+        forged.to_str().unwrap(),
+        &parts[1],
+        &parts[2],
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not one of 3 shards"), "{stderr}");
     // A shard missing, or given twice, is refused.
     for (given, message) in [
         (

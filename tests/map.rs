@@ -196,6 +196,18 @@ fn bad_map_tables_are_refused_at_their_key() {
             ),
             "has no [run] horizon",
         ),
+        (
+            format!(
+                "{head}{}",
+                map(
+                    "slowdown",
+                    &trigger.replace("\"1s\"", "\"19s\""),
+                    load,
+                    recovered
+                )
+            ),
+            "recovery could not be seen",
+        ),
     ] {
         let file = dir.join("refused.toml");
         std::fs::write(&file, text).unwrap();

@@ -212,3 +212,31 @@ fn bad_tune_tables_are_refused_at_their_key() {
         "{stderr}"
     );
 }
+
+/// When the rounds run out with the last exploration still breaking the setting, it says so
+/// (exit 1), and the checks it writes are only of schedules the setting survives.
+#[test]
+fn out_of_rounds_says_so_and_writes_only_checks_the_setting_survives() {
+    let dir = scratch("tune-rounds");
+    let file = dir.join("rounds.toml");
+    let text = bundled()
+        .replace("runs_max = 40", "runs_max = 3")
+        .replace("rounds = 3", "rounds = 1")
+        .replace(
+            "\"retries.client.max_attempts\" = { min = 1, max = 3 }\n",
+            "",
+        );
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = tune(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    if stdout.contains("its last exploration found") {
+        for entry in std::fs::read_dir(&out).unwrap() {
+            let check = entry.unwrap().path();
+            let ran = outagelab(&["run", check.to_str().unwrap()]);
+            assert_eq!(ran.status.code(), Some(0), "{}", check.display());
+        }
+    } else {
+        assert!(stdout.contains("none of the settings"), "{stdout}");
+    }
+}

@@ -229,7 +229,8 @@ impl<'t> Reader<'_> {
                     }
                 }
                 (
-                    "variants" | "seeds" | "ties" | "runs_max" | "shrink_runs_max" | "faults_max",
+                    "variants" | "seeds" | "ties" | "objective" | "refine" | "runs_max"
+                    | "shrink_runs_max" | "faults_max",
                     _,
                 ) => {
                     let shape = match name {
