@@ -331,6 +331,17 @@ impl Explorer<'_> {
                     return ExitCode::from(2);
                 }
             }
+            match self.report_of(&path) {
+                Ok(Some(json)) => say(&format!(
+                    "  wrote {} (the report of that run)",
+                    json.display()
+                )),
+                Ok(None) => {}
+                Err(message) => {
+                    eprintln!("{message}");
+                    return ExitCode::from(2);
+                }
+            }
         }
         // Like `run`, a broken design is exit 1: CI can run an exploration as a check.
         ExitCode::from(1)
@@ -481,6 +492,24 @@ impl Explorer<'_> {
             }
         }
         nudged
+    }
+}
+
+impl Explorer<'_> {
+    /// The report of `run` on the reproducer at `path`, written beside it as JSON
+    /// (`finding-N.json`); `None` when the run stops on a broken invariant, which leaves no
+    /// report (its message is the finding's).
+    fn report_of(&self, path: &Path) -> Result<Option<PathBuf>, String> {
+        let scenario = outagelab_scenario_file::load_with(path, self.sets)
+            .map_err(|diagnostics| diagnostics.to_string())?;
+        match crate::simulate(&scenario, self.bugs, true, None) {
+            Ok((report, _)) => {
+                let json = path.with_extension("json");
+                crate::write_json(&report, &json)?;
+                Ok(Some(json))
+            }
+            Err(_) => Ok(None),
+        }
     }
 }
 

@@ -1498,7 +1498,7 @@ fn say_written<E: std::fmt::Display>(written: Result<Vec<PathBuf>, E>) -> Result
 /// Runs every variant on the file's seed, one after the other, in one memory budget: each
 /// variant's report (series included) stays charged to it while the next runs, since `run`
 /// keeps them all for its outputs. Fails with the first variant whose run broke an invariant.
-fn simulate(
+pub(crate) fn simulate(
     scenario: &ScenarioFile,
     bugs: Bugs,
     quiet: bool,
@@ -1664,7 +1664,7 @@ fn check_expectations(checked: &[Checked]) -> bool {
     failures.is_empty()
 }
 
-fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn write_json(report: &RunReport, path: &Path) -> Result<Vec<PathBuf>, String> {
     if let Some(parent) = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty() && path != Path::new("-"))

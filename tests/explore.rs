@@ -116,6 +116,13 @@ fn without_the_bug_only_the_design_that_never_reconnects_breaks() {
         "{stdout}"
     );
     assert!(!stdout.contains("FAIL  reconnect slot"), "{stdout}");
+    // Beside it, the report of that run: the figure that breaks the claim.
+    let report = common::read_report(&out.join(format!("finding-{number}.json")));
+    let once_cell = (report["variants"].as_array().unwrap().iter())
+        .find(|v| v["name"] == "OnceCell")
+        .unwrap();
+    let fail_open = once_cell["summary"]["connections"]["budgets"]["fail_open"].as_u64();
+    assert!(fail_open.is_some_and(|n| n > 3500), "{fail_open:?}");
 }
 
 #[test]
