@@ -126,9 +126,6 @@ pub(crate) struct Tally {
     pub(crate) runs_max: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) shard: Option<Shard>,
-    /// Schedules judged: `runs_max`, or fewer when `--time-max` stopped the search.
-    #[serde(default)]
-    pub(crate) judged: u64,
     pub(crate) held: u64,
     /// Schedules that broke at least one variant.
     pub(crate) broke: u64,
@@ -141,17 +138,23 @@ pub(crate) struct Tally {
     pub(crate) worst: Option<Worst>,
 }
 
+impl Tally {
+    /// Schedules judged: `runs_max`, or fewer when `--time-max` stopped the search.
+    fn judged(&self) -> u64 {
+        self.held + self.broke + self.refused
+    }
+}
+
 pub fn run(file: &Path, request: &Request) -> ExitCode {
-    let (text, scenario) = match crate::read_scenario(file, &request.sets) {
+    let (text, scenario, spec) = match crate::read_for(
+        file,
+        &request.sets,
+        "explore",
+        "name the faults and parameters to draw and their ranges",
+        |s| s.explore.clone(),
+    ) {
         Ok(read) => read,
         Err(code) => return code,
-    };
-    let Some(spec) = scenario.explore.clone() else {
-        return crate::missing_table(
-            file,
-            "explore",
-            "name the faults and parameters to draw and their ranges",
-        );
     };
     let mut spec = spec;
     if let Some(runs) = request.runs {
@@ -234,7 +237,7 @@ impl Explorer<'_> {
             "explore \"{name}\" (--seed {}): {} schedules of {} on seeds {}..{}, variants {}\n\
              held {}, broke {}, refused by the file {}{}",
             tally.seed,
-            tally.judged,
+            tally.judged(),
             self.what_varies(),
             spec.seeds.start(),
             spec.seeds.end(),
@@ -263,11 +266,13 @@ impl Explorer<'_> {
             );
             return ExitCode::from(2);
         }
-        if tally.judged < spec.runs_max {
+        if tally.judged() < spec.runs_max {
             say(&format!(
                 "(--time-max stopped the search after {} of {} schedules: `--runs {}` judges \
                  exactly these again)",
-                tally.judged, spec.runs_max, tally.judged
+                tally.judged(),
+                spec.runs_max,
+                tally.judged()
             ));
         }
         if let Err(error) = std::fs::create_dir_all(&request.out) {
@@ -294,7 +299,9 @@ impl Explorer<'_> {
                     Some(_) => format!("found while refining, schedule #{}", finding.first),
                     None => format!(
                         "{} of {} schedules, first #{}",
-                        finding.count, tally.judged, finding.first
+                        finding.count,
+                        tally.judged(),
+                        finding.first
                     ),
                 },
                 finding.message.lines().next().unwrap_or_default()
@@ -346,9 +353,6 @@ impl Explorer<'_> {
         // Like `run`, a broken design is exit 1: CI can run an exploration as a check.
         ExitCode::from(1)
     }
-}
-
-impl Explorer<'_> {
     /// The worst schedule by the objective: as drawn, then refined around (`[explore]
     /// refine` schedules, each a nudge of the worst so far), written as `worst.toml`. Breaks
     /// met while refining join the findings.
@@ -493,9 +497,6 @@ impl Explorer<'_> {
         }
         nudged
     }
-}
-
-impl Explorer<'_> {
     /// The report of `run` on the reproducer at `path`, written beside it as JSON
     /// (`finding-N.json`); `None` when the run stops on a broken invariant, which leaves no
     /// report (its message is the finding's).
@@ -854,10 +855,9 @@ impl Explorer<'_> {
         // In chunks, so a long exploration holds the outcomes of one chunk at a time.
         for chunk in numbers.chunks(256) {
             // At least one chunk, so a budget always judges something.
-            if tally.judged > 0 && time_max.is_some_and(|limit| started.elapsed() >= limit) {
+            if tally.judged() > 0 && time_max.is_some_and(|limit| started.elapsed() >= limit) {
                 break;
             }
-            tally.judged += chunk.len() as u64;
             let judged: Vec<(Schedule, Option<Judged>)> = chunk
                 .par_iter()
                 .map(|&index| {
@@ -947,7 +947,6 @@ impl Explorer<'_> {
             seed,
             runs_max: self.spec.runs_max,
             shard,
-            judged: 0,
             held: 0,
             broke: 0,
             refused: 0,
@@ -1003,7 +1002,6 @@ impl Explorer<'_> {
                 ));
             }
             *slot = true;
-            merged.judged += part.judged;
             merged.held += part.held;
             merged.broke += part.broke;
             merged.refused += part.refused;

@@ -34,12 +34,15 @@ pub struct Request {
 }
 
 pub fn run(file: &Path, request: &Request) -> ExitCode {
-    let (text, scenario) = match crate::read_scenario(file, &request.sets) {
+    let (text, _, spec) = match crate::read_for(
+        file,
+        &request.sets,
+        "fit",
+        "name the unknowns to search and their ranges",
+        |s| s.fit.clone(),
+    ) {
         Ok(read) => read,
         Err(code) => return code,
-    };
-    let Some(spec) = scenario.fit.clone() else {
-        return crate::missing_table(file, "fit", "name the unknowns to search and their ranges");
     };
     let problem = Problem {
         text: &text,

@@ -1289,13 +1289,27 @@ fn parse_wall_duration(text: &str) -> Result<std::time::Duration, String> {
     }
 }
 
-/// Says that `file` has no `[table]`, with what to write in it; exit code 2.
-pub(crate) fn missing_table(file: &Path, table: &str, advice: &str) -> ExitCode {
-    eprintln!(
-        "{}: has no [{table}] table: {advice} (docs/scenario-format.md, `[{table}]`)",
-        file.display()
-    );
-    ExitCode::from(2)
+/// The scenario file at `file` (its text, and the file read with `sets`) and the table a
+/// command runs on, taken by `table`; on a problem, or when the file has no `[name]`
+/// (`advice` says what to write in it), says it and gives exit code 2.
+pub(crate) fn read_for<T>(
+    file: &Path,
+    sets: &[Override],
+    name: &str,
+    advice: &str,
+    table: impl FnOnce(&ScenarioFile) -> Option<T>,
+) -> Result<(String, ScenarioFile, T), ExitCode> {
+    let (text, scenario) = read_scenario(file, sets)?;
+    match table(&scenario) {
+        Some(table) => Ok((text, scenario, table)),
+        None => {
+            eprintln!(
+                "{}: has no [{name}] table: {advice} (docs/scenario-format.md, `[{name}]`)",
+                file.display()
+            );
+            Err(ExitCode::from(2))
+        }
+    }
 }
 
 pub(crate) fn shell_word(word: &str) -> String {

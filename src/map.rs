@@ -32,16 +32,15 @@ struct Point {
 }
 
 pub fn run(file: &Path, request: &Request) -> ExitCode {
-    let (_, scenario) = match crate::read_scenario(file, &request.sets) {
+    let (_, scenario, spec) = match crate::read_for(
+        file,
+        &request.sets,
+        "map",
+        "name the trigger, the load, their values and what recovered means",
+        |s| s.map.clone(),
+    ) {
         Ok(read) => read,
         Err(code) => return code,
-    };
-    let Some(spec) = scenario.map.clone() else {
-        return crate::missing_table(
-            file,
-            "map",
-            "name the trigger, the load, their values and what recovered means",
-        );
     };
     let points = match read_points(file, &spec, &request.sets) {
         Ok(points) => points,

@@ -40,16 +40,15 @@ enum Ending {
 }
 
 pub fn run(file: &Path, request: &Request) -> ExitCode {
-    let (text, scenario) = match crate::read_scenario(file, &request.sets) {
+    let (text, scenario, (explore, tune)) = match crate::read_for(
+        file,
+        &request.sets,
+        "tune",
+        "name the knobs to tune and their ranges; the file needs [explore] too",
+        |s| s.explore.clone().zip(s.tune.clone()),
+    ) {
         Ok(read) => read,
         Err(code) => return code,
-    };
-    let (Some(explore), Some(tune)) = (scenario.explore.clone(), scenario.tune.clone()) else {
-        return crate::missing_table(
-            file,
-            "tune",
-            "name the knobs to tune and their ranges; the file needs [explore] too",
-        );
     };
     // Only the tuned design runs.
     let mut explore = explore;
