@@ -236,7 +236,11 @@ fn out_of_rounds_says_so_and_writes_only_checks_the_setting_survives() {
         "{stdout}"
     );
     let checks: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
-    assert_eq!(checks.len(), 2, "only the schedules the setting was tuned against");
+    assert_eq!(
+        checks.len(),
+        2,
+        "only the schedules the setting was tuned against"
+    );
     for entry in checks {
         let check = entry.unwrap().path();
         let ran = outagelab(&["run", check.to_str().unwrap()]);
