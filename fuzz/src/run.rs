@@ -1,5 +1,5 @@
 //! One input run in this process, as `outagelab run FILE --json` runs it: read and validate
-//! the file, simulate every variant, write the JSON report (and the CSVs and event lines, so
+//! the file, simulate every variant, score them against `[observed]`, write the JSON report (and the CSVs and event lines, so
 //! their writers run too), judge the expectations, and check the report's invariants. A
 //! panic is caught and becomes the input's class; an abort or a hang cannot be caught here,
 //! which is why the campaign runs inputs in worker processes (`campaign.rs`).
@@ -184,8 +184,9 @@ pub fn run_input(text: &str, harness: Harness) -> Outcome {
         seed: file.seed,
         sweep: file.sweep.clone(),
         slo: file.report.slo.clone(),
+        observed: (file.observed.as_ref())
+            .map(|spec| outagelab_report::observed::compare(spec, &variants)),
         variants,
-        observed: None,
     };
     let json = write::to_json(&report);
     // The other writers `run` has, for their panics; their text is not checked.

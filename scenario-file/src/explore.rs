@@ -223,8 +223,15 @@ impl<'t> Reader<'_> {
                     for (param_key, range) in params.iter() {
                         let param_key = param_key.get_ref().as_ref();
                         let at = format!("explore.params.\"{param_key}\"");
-                        if let Some(param) = self.param(param_key, range, variant, &at) {
-                            spec.params.push(param);
+                        let Some(param) = self.param(param_key, range, variant, &at) else {
+                            continue;
+                        };
+                        match crate::searched_from_the_file(file, param_key) {
+                            Some(other) => {
+                                let message = crate::varied_twice(param_key, other);
+                                self.refuse(range.span(), at, message);
+                            }
+                            None => spec.params.push(param),
                         }
                     }
                 }

@@ -374,6 +374,30 @@ pub fn parse_with(
     }
 }
 
+/// The table that starts its search from the file's value of `key`, if one does: `[fit]`'s
+/// unknowns and `[tune]`'s knobs (as far as they are read yet). A table that also varies
+/// the key would make the file refuse its own runs: a value drawn outside their range is a
+/// file that breaks their rule, and a reproducer `run` would refuse.
+pub(crate) fn searched_from_the_file(file: &ScenarioFile, key: &str) -> Option<&'static str> {
+    if (file.fit.iter()).any(|fit| fit.unknowns.iter().any(|u| u.key == key)) {
+        Some("[fit.unknowns]")
+    } else if (file.tune.iter()).any(|tune| tune.knobs.iter().any(|k| k.key == key)) {
+        Some("[tune.knobs]")
+    } else {
+        None
+    }
+}
+
+/// Why `key` cannot be varied both here and in `other`, when one of the two is `[fit]` or
+/// `[tune]`.
+pub(crate) fn varied_twice(key: &str, other: &str) -> String {
+    format!(
+        "`{key}` is also in {other}: [fit] and [tune] start from the file's value and keep it \
+         within their range, so no other table may vary it (the file would refuse the values \
+         it set outside that range); vary it in one table, or keep the two in separate files"
+    )
+}
+
 /// "`name` is not a variant (the variants: "a", "b")".
 pub(crate) fn not_a_variant<'n>(name: &str, names: impl Iterator<Item = &'n str>) -> String {
     let listed: Vec<String> = names.map(|n| format!("\"{n}\"")).collect();

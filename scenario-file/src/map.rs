@@ -164,6 +164,11 @@ impl<'t> Reader<'_> {
                     self.refuse(key_span, format!("{at}.key"), message);
                     return None;
                 }
+                if let Some(other) = crate::searched_from_the_file(file, key) {
+                    let message = crate::varied_twice(key, other);
+                    self.refuse(key_span, format!("{at}.key"), message);
+                    return None;
+                }
                 key.to_string()
             }
             _ => {

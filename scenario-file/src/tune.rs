@@ -104,6 +104,14 @@ impl<'t> Reader<'_> {
                 self.refuse(entry.span(), at, message);
                 continue;
             };
+            let drawn = explore.is_some_and(|e| e.params.iter().any(|p| &p.key == key));
+            let other = drawn.then_some("[explore.params]");
+            let fitted = (file.fit.iter()).any(|fit| fit.unknowns.iter().any(|u| &u.key == key));
+            if let Some(other) = other.or(fitted.then_some("[fit.unknowns]")) {
+                let message = crate::varied_twice(key, other);
+                self.refuse(entry.span(), at, message);
+                continue;
+            }
             let (min, max) = (&entry.get_ref().min, &entry.get_ref().max);
             match unknown_in(key, written, min.get_ref(), max.get_ref(), true) {
                 Ok(knob) => knobs.push(knob),

@@ -16,8 +16,11 @@ use std::fmt::Write as _;
 
 use crate::rng::Rng;
 
+mod commands;
 mod resources;
 mod traffic;
+
+pub use commands::COMMAND_TABLES;
 
 /// Every resource table of the format (`resource_kinds!` in `scenario-file/src/kinds.rs`).
 pub const RESOURCE_TABLES: [&str; 20] = [
@@ -192,6 +195,27 @@ struct Names {
     instances: Option<u64>,
     /// The run's horizon in microseconds, if it has one: faults start before it.
     horizon_us: Option<u64>,
+    /// Numeric keys the file writes with a sane value, for the command tables that search
+    /// keys (`[fit.unknowns]`, `[explore.params]`, `[tune.knobs]`, `[map]` axes).
+    written: Vec<Written>,
+    /// The `[[variant]]` names, and the keys their patches (or the sweep) set.
+    variants: Vec<String>,
+    patched: Vec<String>,
+    /// Whether the file has a `[sweep]` (whose variants are named by their values).
+    swept: bool,
+}
+
+/// A key the file writes and its value.
+#[derive(Clone)]
+struct Written {
+    key: String,
+    value: Value,
+}
+
+#[derive(Clone, Copy)]
+enum Value {
+    Micros(u64),
+    Whole(u64),
 }
 
 impl Names {
@@ -249,6 +273,20 @@ impl Generator {
             return self.pick_absurd(DURATION_ABSURD);
         }
         quoted(&duration_text(self.rng.range(low_us, high_us)))
+    }
+
+    /// [`Self::duration`] for `key`, recorded in [`Names::written`] unless absurd (the same
+    /// draws, so a file reads the same either way).
+    fn duration_written(&mut self, key: String, low_us: u64, high_us: u64) -> String {
+        if self.absurd() {
+            return self.pick_absurd(DURATION_ABSURD);
+        }
+        let micros = self.rng.range(low_us, high_us);
+        self.names.written.push(Written {
+            key,
+            value: Value::Micros(micros),
+        });
+        quoted(&duration_text(micros))
     }
 
     fn count(&mut self, low: u64, high: u64) -> String {
@@ -373,6 +411,7 @@ impl Generator {
         self.http_and_report();
         self.variants();
         self.sweep();
+        self.commands();
     }
 
     /// Decides what exists before anything is written, so references can name it.
@@ -452,6 +491,13 @@ impl Generator {
             self.optional(10, "events_max", |g| g.count(1, 100_000));
             self.optional(10, "memory_max", |g| g.size(1, 1 << 30));
             self.optional(5, "time_max", |g| g.duration(1, 10_000_000));
+            self.optional(8, "ties", |g| {
+                if g.absurd() {
+                    quoted("random")
+                } else {
+                    quoted(g.rng.pick::<&str>(&["shuffled", "scheduled"]))
+                }
+            });
         }
         if self.rng.chance(20) {
             self.table("metrics");
@@ -527,15 +573,32 @@ mod tests {
     }
 
     const HEADER: &str = "[scenario]\nname = \"probe\"\n";
+    /// The least that runs: a server, a connection, a flow and its load.
+    const RUNS: &str = "[servers.r]\n[connections.c]\nserver = \"r\"\n[keys.k]\ncount = 1\n\
+        [flows.f]\nsteps = [{ redis = { command = \"GET\", connection = \"c\", key = \"k\" } }]\n\
+        [loads.l]\nflow = \"f\"\narrivals = \"even\"\nrate = 10\nduration = \"1s\"\n";
 
     #[test]
     fn the_lists_are_the_formats() {
+        for table in COMMAND_TABLES {
+            let message = outagelab_scenario_file::parse(
+                &format!("{HEADER}{RUNS}[{table}]\nnope = 1\n"),
+                Path::new("probe.toml"),
+            )
+            .expect_err("an unknown key is refused")
+            .to_string();
+            assert!(
+                message.contains(&format!("{table}.nope")),
+                "[{table}]: {message}"
+            );
+        }
         let mut tables = listed_by_reader(&format!("{HEADER}[nope]\n"));
         tables.retain(|t| {
             ![
                 "scenario", "run", "metrics", "http", "variant", "sweep", "report",
             ]
             .contains(&t.as_str())
+                && !COMMAND_TABLES.contains(&t.as_str())
         });
         assert_eq!(tables, RESOURCE_TABLES, "the format's resource tables");
         let faults = listed_by_reader(&format!(
@@ -573,6 +636,10 @@ mod tests {
         }
         assert!(seen("stages = [{ duration = "), "no staged load");
         assert!(seen("[[variant]]") && seen("[sweep]") && seen("[http]"));
+        for table in COMMAND_TABLES {
+            assert!(seen(&format!("\n[{table}]\n")), "no [{table}]");
+        }
+        assert!(seen("ties = \"shuffled\""), "no shuffled ties");
     }
 
     /// Most generated files are valid: the generator reaches the simulator, not only the

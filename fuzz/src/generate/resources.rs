@@ -75,7 +75,13 @@ impl Generator {
             }
             self.optional(40, "latency", |g| g.duration(10, 2_000));
             self.optional(15, "bandwidth", |g| g.bandwidth());
-            self.optional(50, "command_timeout", |g| g.duration(1_000, 500_000));
+            self.optional(50, "command_timeout", |g| {
+                g.duration_written(
+                    format!("connections.{name}.command_timeout"),
+                    1_000,
+                    500_000,
+                )
+            });
             let reconnect = *self
                 .rng
                 .pick(&["always", "always", "never", "slot", "manager"]);
@@ -360,13 +366,15 @@ impl Generator {
                 self.line("enabled", "false");
             }
             let preset = self.rng.chance(15);
+            let mut backoff_crate = false;
             if preset {
                 let preset = *self
                     .rng
                     .pick(&["backoff-crate", "tokio-retry", "aws-full-jitter"]);
                 self.line("preset", &quoted(preset));
                 // The presets' own waits are seconds long: keep runs short.
-                if preset == "backoff-crate" {
+                backoff_crate = preset == "backoff-crate";
+                if backoff_crate {
                     self.line("max_attempts", "3");
                     self.line("elapsed_max", "\"2s\"");
                 }
@@ -396,7 +404,11 @@ impl Generator {
                     self.line("randomization_factor", "0.25");
                 }
             }
-            self.optional(15, "elapsed_max", |g| g.duration(1_000, 2_000_000));
+            // (Written once: the backoff-crate preset's is above.)
+            if self.rng.chance(15) && !backoff_crate {
+                let elapsed = self.duration(1_000, 2_000_000);
+                self.line("elapsed_max", &elapsed);
+            }
             if self.rng.chance(20) {
                 let percent = self.percent(1, 50);
                 self.line("budget_percent", &percent);

@@ -316,6 +316,10 @@ impl Generator {
                     let rate = if self.absurd() {
                         self.pick_absurd(RATE_ABSURD)
                     } else {
+                        self.names.written.push(Written {
+                            key: format!("loads.{name}.rate"),
+                            value: Value::Whole(rate_per_s),
+                        });
                         rate_per_s.to_string()
                     };
                     self.line("rate", &rate);
@@ -388,7 +392,9 @@ impl Generator {
             }
             let servers: Vec<String> = self.names.servers.iter().map(|(n, _)| n.clone()).collect();
             let target = match kind {
-                "disconnect" | "latency" | "bandwidth" | "packet_loss" => self.connection_target(),
+                "disconnect" | "latency" | "bandwidth" | "packet_loss" | "slow_close" => {
+                    self.connection_target()
+                }
                 "pool_exhausted" if !self.names.pooled.is_empty() => {
                     self.reference(&self.names.pooled.clone())
                 }
@@ -411,11 +417,12 @@ impl Generator {
             self.line("target", &target);
             self.line("kind", &quoted(kind));
             let latest = self.names.horizon_us.map_or(1_500_000, |h| h - 1);
-            let at = self.duration(0, latest);
+            let at = self.duration_written(format!("faults.fault{index}.at"), 0, latest);
             self.line("at", &at);
             let instant = matches!(kind, "kill" | "maxmemory" | "flushall");
             if (!instant && self.rng.chance(80)) || self.absurd() {
-                let duration = self.duration(1_000, 1_500_000);
+                let key = format!("faults.fault{index}.duration");
+                let duration = self.duration_written(key, 1_000, 1_500_000);
                 self.line("duration", &duration);
             }
             match kind {
@@ -534,10 +541,12 @@ impl Generator {
         for index in 0..self.rng.range(1, 3) {
             let _ = writeln!(self.out, "\n[[variant]]");
             self.line("name", &quoted(&format!("v{index}")));
+            self.names.variants.push(format!("v{index}"));
             let patch = match self.rng.below(5) {
                 0 => {
                     let (connection, _) = self.rng.pick(&self.names.connections).clone();
                     let timeout = self.duration(1_000, 200_000);
+                    (self.names.patched).push(format!("connections.{connection}.command_timeout"));
                     Some(format!(
                         "{{ connections = {{ {connection} = {{ command_timeout = {timeout} }} }} }}"
                     ))
@@ -583,6 +592,8 @@ impl Generator {
             return;
         }
         let load = self.rng.pick(&rated).clone();
+        self.names.swept = true;
+        self.names.patched.push(format!("loads.{load}.rate"));
         self.table("sweep");
         self.line("parameter", &quoted(&format!("loads.{load}.rate")));
         self.line("label", &quoted("rate"));
