@@ -1,0 +1,330 @@
+//! Judging schedules: each run under the chosen variants, on every core in chunks taken in
+//! their order, tallied (what broke, how often, first where; the worst by the objective);
+//! and the tallies of shards joined.
+
+use outagelab_report::VariantReport;
+use outagelab_report::expect::metric_value;
+use outagelab_sim::SimError;
+use rayon::prelude::*;
+
+use super::*;
+
+impl Explorer<'_> {
+    /// Runs the chosen variants (or only `only`) under `schedule`, each to its end: every
+    /// variant is judged, so one that breaks the same schedule as another is seen too.
+    /// `None`: a run was crowded out of the memory budget by runs on other threads (run it
+    /// again `alone`).
+    pub(crate) fn judge(
+        &self,
+        schedule: &Schedule,
+        alone: bool,
+        only: Option<&str>,
+    ) -> Option<Judged> {
+        let refused = |why: String| {
+            Some(Judged {
+                outcome: Outcome::Refused(why),
+                scores: Vec::new(),
+            })
+        };
+        let file = match self.load(schedule) {
+            Ok(file) => file,
+            Err(why) => return refused(why),
+        };
+        let mut broke = Vec::new();
+        let mut scores = Vec::new();
+        for name in &self.spec.variants {
+            if only.is_some_and(|only| only != name) {
+                continue;
+            }
+            let Some(variant) = file.variants.iter().find(|v| &v.name == name) else {
+                return refused(format!("no variant \"{name}\""));
+            };
+            let mut scenario = variant.scenario.clone();
+            scenario.seed = schedule.seed;
+            let ran =
+                outagelab_sim::run_in_budget(&scenario, self.bugs, &mut |_| {}, None, &self.budget);
+            let ran = match ran {
+                Ok(ran) => ran,
+                Err(SimError::InvariantViolated(violation)) => {
+                    let way = Way {
+                        variant: name.clone(),
+                        what: format!("invariant violated: {}", violation.invariant.name()),
+                    };
+                    broke.push((way, violation.to_string()));
+                    continue;
+                }
+                Err(error) => return refused(error.to_string()),
+            };
+            if ran.crowded_out && !alone {
+                return None;
+            }
+            if let Some(objective) = &self.spec.objective
+                && let Ok(Some(value)) = metric_value(&ran.report.summary, &objective.metric)
+            {
+                scores.push((name.clone(), value));
+            }
+            if let Some(found) = broken(name, variant, &ran.report) {
+                broke.push(found);
+            }
+        }
+        let outcome = if broke.is_empty() {
+            Outcome::Held
+        } else {
+            Outcome::Broke(broke)
+        };
+        Some(Judged { outcome, scores })
+    }
+
+    /// Draws and judges the schedules (of `shard`, or all `runs_max`).
+    pub(crate) fn search(
+        &self,
+        seed: u64,
+        quiet: bool,
+        shard: Option<Shard>,
+        time_max: Option<std::time::Duration>,
+    ) -> Tally {
+        // The wall clock decides only how many chunks run, never what a schedule does.
+        let started = std::time::Instant::now();
+        let numbers: Vec<u64> = (0..self.spec.runs_max)
+            .filter(|&i| shard.is_none_or(|shard| shard.holds(i)))
+            .collect();
+        let progress = RunsProgress::new(numbers.len() as u64, quiet);
+        let mut tally = self.empty_tally(seed, shard);
+        // In chunks, so a long exploration holds the outcomes of one chunk at a time.
+        for chunk in numbers.chunks(256) {
+            // At least one chunk, so a budget always judges something.
+            if tally.judged() > 0 && time_max.is_some_and(|limit| started.elapsed() >= limit) {
+                break;
+            }
+            let judged: Vec<(Schedule, Option<Judged>)> = chunk
+                .par_iter()
+                .map(|&index| {
+                    let schedule = self.draw(seed, index);
+                    let outcome = self.judge(&schedule, false, None);
+                    progress.one_done();
+                    (schedule, outcome)
+                })
+                .collect();
+            for (&index, (schedule, outcome)) in chunk.iter().zip(judged) {
+                // A run crowded out of the budget runs again alone, in order.
+                let judged = outcome.unwrap_or_else(|| {
+                    self.judge(&schedule, true, None)
+                        .expect("a run alone is never crowded out")
+                });
+                self.note_worst(&mut tally.worst, &judged.scores, index);
+                match judged.outcome {
+                    Outcome::Held => tally.held += 1,
+                    Outcome::Refused(why) => {
+                        tally.refused += 1;
+                        tally.first_refusal.get_or_insert((index, why));
+                    }
+                    Outcome::Broke(broke) => {
+                        tally.broke += 1;
+                        for (way, message) in broke {
+                            match tally.findings.iter_mut().find(|f| f.way == way) {
+                                Some(finding) => finding.count += 1,
+                                None => tally.findings.push(Finding {
+                                    way,
+                                    message,
+                                    count: 1,
+                                    first: index,
+                                    refined: None,
+                                }),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        progress.done();
+        tally
+    }
+
+    /// Keeps in `worst` the worse of it and the best of `scores` (schedule `index`) by the
+    /// objective; ties go to the lower number, so the order schedules are seen in does not
+    /// matter.
+    pub(super) fn note_worst(
+        &self,
+        worst: &mut Option<Worst>,
+        scores: &[(String, f64)],
+        index: u64,
+    ) {
+        let Some(objective) = &self.spec.objective else {
+            return;
+        };
+        let worse = |a: f64, b: f64| if objective.maximise { a > b } else { a < b };
+        for (variant, value) in scores {
+            let replace = match worst {
+                None => true,
+                Some(known) => {
+                    worse(*value, known.value) || (*value == known.value && index < known.index)
+                }
+            };
+            if replace {
+                *worst = Some(Worst {
+                    variant: variant.clone(),
+                    value: *value,
+                    index,
+                });
+            }
+        }
+    }
+
+    /// A tally of nothing yet, for this file and `seed`.
+    pub(super) fn empty_tally(&self, seed: u64, shard: Option<Shard>) -> Tally {
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+        let mut sets: Vec<String> = self.sets.iter().map(ToString::to_string).collect();
+        // A planted bug changes every run: shards must agree on it too.
+        sets.push(format!("{:?}", self.bugs));
+        for byte in self
+            .text
+            .bytes()
+            .chain([0])
+            .chain(sets.join("\n").into_bytes())
+        {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Tally {
+            scenario: self.name.clone(),
+            file_hash: format!("{hash:016x}"),
+            seed,
+            runs_max: self.spec.runs_max,
+            shard,
+            held: 0,
+            broke: 0,
+            refused: 0,
+            first_refusal: None,
+            findings: Vec::new(),
+            worst: None,
+        }
+    }
+
+    /// The shards' tallies joined: exactly the tally one unsharded search gives.
+    pub(super) fn merge(&self, parts: &[(PathBuf, Tally)]) -> Result<Tally, String> {
+        let (first_path, first) = parts.first().ok_or("--merge: no shard given")?;
+        let count = first.shard.map(|s| s.count).ok_or(format!(
+            "--merge: {} is not a shard (written by explore --shard K/N --json)",
+            first_path.display()
+        ))?;
+        if !(1..=crate::shard::SHARDS_MAX).contains(&count) {
+            return Err(format!(
+                "--merge: {} says it is one of {count} shards: not a slice (1 to {})",
+                first_path.display(),
+                crate::shard::SHARDS_MAX
+            ));
+        }
+        let mut merged = self.empty_tally(first.seed, None);
+        let mut seen = vec![false; count as usize];
+        for (path, part) in parts {
+            let same = part.file_hash == merged.file_hash
+                && part.seed == merged.seed
+                && part.runs_max == merged.runs_max;
+            if !same {
+                return Err(format!(
+                    "--merge: {} is a shard of another exploration (another file, --set, \
+                     --plant-bug, --seed or runs_max) than {}",
+                    path.display(),
+                    first_path.display()
+                ));
+            }
+            let Some(shard) = part
+                .shard
+                .filter(|s| s.count == count && (1..=count).contains(&s.index))
+            else {
+                return Err(format!(
+                    "--merge: {} is not one of {count} shards",
+                    path.display()
+                ));
+            };
+            let slot = &mut seen[(shard.index - 1) as usize];
+            if *slot {
+                return Err(format!(
+                    "--merge: shard {}/{count} is given twice ({})",
+                    shard.index,
+                    path.display()
+                ));
+            }
+            *slot = true;
+            merged.held += part.held;
+            merged.broke += part.broke;
+            merged.refused += part.refused;
+            if let Some((index, why)) = &part.first_refusal
+                && merged
+                    .first_refusal
+                    .as_ref()
+                    .is_none_or(|(at, _)| index < at)
+            {
+                merged.first_refusal = Some((*index, why.clone()));
+            }
+            if let Some(worst) = &part.worst {
+                let scores = [(worst.variant.clone(), worst.value)];
+                self.note_worst(&mut merged.worst, &scores, worst.index);
+            }
+            for finding in &part.findings {
+                match merged.findings.iter_mut().find(|f| f.way == finding.way) {
+                    Some(known) => {
+                        known.count += finding.count;
+                        if finding.first < known.first {
+                            known.first = finding.first;
+                            known.message = finding.message.clone();
+                        }
+                    }
+                    None => merged.findings.push(finding.clone()),
+                }
+            }
+        }
+        if let Some(missing) = seen.iter().position(|s| !s) {
+            return Err(format!(
+                "--merge: shard {}/{count} is missing: give every shard's JSON",
+                missing + 1
+            ));
+        }
+        // In the order first found, as one search finds them.
+        merged.findings.sort_by_key(|f| f.first);
+        Ok(merged)
+    }
+}
+
+/// How `report` breaks the design, if it does: a run stopped on its budget, or the first of
+/// the variant's expectations that failed.
+pub(super) fn broken(
+    name: &str,
+    variant: &outagelab_scenario_file::Variant,
+    report: &VariantReport,
+) -> Option<(Way, String)> {
+    if report.verdict.is_budget() {
+        let what = format!("stopped by its run budget ({})", report.verdict.name());
+        let message = format!("{what} at {} ms", report.end_ms);
+        return Some((
+            Way {
+                variant: name.to_owned(),
+                what,
+            },
+            message,
+        ));
+    }
+    for located in &variant.expectations {
+        let expectation = &located.expectation;
+        let (passed, actual) = match expectation.evaluate(&report.summary) {
+            Ok(evaluation) => (
+                evaluation.passed,
+                evaluation
+                    .actual
+                    .map_or_else(|| "no value".to_owned(), |value| value.to_string()),
+            ),
+            Err(message) => (false, message),
+        };
+        if !passed {
+            let what = format!("expectation failed: {expectation}");
+            let message = format!("{what} (actual {actual}), at {}", located.location);
+            return Some((
+                Way {
+                    variant: name.to_owned(),
+                    what,
+                },
+                message,
+            ));
+        }
+    }
+    None
+}
