@@ -311,14 +311,24 @@ enum Command {
     Map {
         /// The scenario file, with `[map]`.
         file: PathBuf,
-        /// Write the map (every point's time to recover on every seed) as JSON.
+        /// Write the map (every point's time to recover on every seed) as JSON; with
+        /// --shard, the slice's runs.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
         /// Draw the phase diagrams (`map.png`, `map.svg`) into this directory.
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with = "shard")]
         plot: Option<PathBuf>,
         #[command(flatten)]
         many: ManyRuns,
+        /// Run only slice K of N of the runs (every N-th from the K-th) and write their
+        /// results to --json; `auto` reads K and N from a Kubernetes Indexed Job or a Slurm
+        /// array. `--merge` joins the slices.
+        #[arg(long, value_name = "K/N", requires = "json", conflicts_with = "merge")]
+        shard: Option<String>,
+        /// Join the slices of every shard (`--shard K/N --json`, in any order): the same
+        /// table, JSON and charts as one unsharded map.
+        #[arg(long, value_name = "SHARD.json", num_args = 1..)]
+        merge: Vec<PathBuf>,
     },
     /// Overlay two run reports (`run --json`, `live --json`) variant by variant: per bucket,
     /// the difference of their error counts and of their p50 and p99 latency, and each one's
@@ -516,16 +526,29 @@ fn main() -> ExitCode {
             json,
             plot,
             many,
-        } => map::run(
-            &file,
-            &map::Request {
-                sets: many.set,
-                json,
-                plot,
-                jobs: many.jobs.map(usize::from),
-                quiet: many.quiet,
-            },
-        ),
+            shard,
+            merge,
+        } => {
+            let shard = match shard.as_deref().map(shard::parse_here).transpose() {
+                Ok(shard) => shard,
+                Err(message) => {
+                    eprintln!("--shard: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            map::run(
+                &file,
+                &map::Request {
+                    sets: many.set,
+                    json,
+                    plot,
+                    jobs: many.jobs.map(usize::from),
+                    quiet: many.quiet,
+                    shard,
+                    merge,
+                },
+            )
+        }
         Command::Compare {
             first,
             second,

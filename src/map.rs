@@ -2,26 +2,48 @@
 //! every seed for every chosen variant (on all cores), each run judged recovered (with the
 //! time from the trigger's end) or not within the horizon; printed as a table per variant,
 //! written as JSON and drawn as phase diagrams. The same with any `--jobs`: runs come back in
-//! their order.
+//! their order. `--shard K/N --json PART` runs every N-th run from the K-th and writes their
+//! results; `--merge PART...` joins the parts into the same map as one machine.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use outagelab_report::Verdict;
 use outagelab_report::map::{MapAxis, MapPoint, MapReport, MapVariant};
+use outagelab_report::study::Shard;
 use outagelab_scenario_file::{MapSpec, Override, ScenarioFile};
 use outagelab_sim::{Bugs, SimError};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::study::RunsProgress;
 use crate::table::Table;
 
 pub struct Request {
     pub sets: Vec<Override>,
+    /// The map as JSON; with `shard`, the slice's part.
     pub json: Option<PathBuf>,
     pub plot: Option<PathBuf>,
     pub jobs: Option<usize>,
     pub quiet: bool,
+    /// Run only this slice of the runs and write it to `json`.
+    pub shard: Option<Shard>,
+    /// Join these parts instead of running.
+    pub merge: Vec<PathBuf>,
+}
+
+/// What `map --shard K/N --json` writes: the results of the runs the slice holds (run `i`,
+/// in variant, point, seed order, belongs to shard `i % N + 1`), in run order.
+#[derive(Debug, Serialize, Deserialize)]
+struct MapPart {
+    scenario: String,
+    /// [`crate::shard::fingerprint`] of the file and `--set`s: the parts of one map agree.
+    file_hash: String,
+    shard: Shard,
+    /// Runs in the whole grid.
+    runs: u64,
+    /// Each run's time to recover in ms, or `null`: not recovered.
+    recovered_ms: Vec<Option<f64>>,
 }
 
 /// One point of the grid, read: the file with the point's two values set.
@@ -32,7 +54,7 @@ struct Point {
 }
 
 pub fn run(file: &Path, request: &Request) -> ExitCode {
-    let (_, scenario, spec) = match crate::read_for(
+    let (text, scenario, spec) = match crate::read_for(
         file,
         &request.sets,
         "map",
@@ -49,17 +71,56 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let budget = crate::process_budget(&scenario);
-    let report = crate::on_threads(request.jobs, || {
-        run_grid(&scenario.name, &spec, &points, &budget, request.quiet)
-    });
-    let report = match report {
-        Ok(report) => report,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(1);
+    let runs = runs_of(&spec, points.len());
+    let fingerprint = crate::shard::fingerprint(&text, &request.sets, Bugs::default());
+    let results = if request.merge.is_empty() {
+        let budget = crate::process_budget(&scenario);
+        let results = crate::on_threads(request.jobs, || {
+            run_slice(&spec, &points, &runs, request.shard, &budget, request.quiet)
+        });
+        match results {
+            Ok(results) => results,
+            Err(message) => {
+                eprintln!("{message}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        match merge(&request.merge, &fingerprint, runs.len() as u64) {
+            Ok(results) => results,
+            Err(message) => {
+                eprintln!("--merge: {message}");
+                return ExitCode::from(2);
+            }
         }
     };
+    if let Some(shard) = request.shard {
+        let part = MapPart {
+            scenario: scenario.name.clone(),
+            file_hash: fingerprint,
+            shard,
+            runs: runs.len() as u64,
+            recovered_ms: results,
+        };
+        let json = (request.json.as_deref()).expect("clap requires --json with --shard");
+        let text = serde_json::to_string_pretty(&part).expect("a part serialises") + "\n";
+        if let Err(error) = std::fs::write(json, text) {
+            eprintln!("cannot write {}: {error}", json.display());
+            return ExitCode::from(2);
+        }
+        crate::say_line(&format!(
+            "shard {}/{}: {} of {} runs; wrote {}; join every shard with `outagelab map {} \
+             --merge ...`",
+            shard.index,
+            shard.count,
+            part.recovered_ms.len(),
+            part.runs,
+            json.display(),
+            crate::shell_word(&file.display().to_string())
+        ));
+        return ExitCode::SUCCESS;
+    }
+    let report = assemble(&scenario.name, &spec, &points, &results);
     crate::say_line(&render(&report));
     if let Some(path) = &request.json {
         let text = serde_json::to_string_pretty(&report).expect("a map serialises") + "\n";
@@ -172,18 +233,28 @@ fn read_points(file: &Path, spec: &MapSpec, sets: &[Override]) -> Result<Vec<Poi
     Ok(points)
 }
 
-/// Runs every (variant, point, seed) and judges each.
-fn run_grid(
-    name: &str,
+/// Every run of the grid, `(variant, point, seed)`, in variant, point, seed order.
+fn runs_of(spec: &MapSpec, points: usize) -> Vec<(usize, usize, u64)> {
+    let seeds: Vec<u64> = spec.seeds.clone().collect();
+    (0..spec.variants.len())
+        .flat_map(|v| (0..points).map(move |p| (v, p)))
+        .flat_map(|(v, p)| seeds.iter().map(move |&seed| (v, p, seed)))
+        .collect()
+}
+
+/// Runs the runs `shard` holds (every run without one) and judges each: its time to recover
+/// in ms, or `None`. In run order.
+fn run_slice(
     spec: &MapSpec,
     points: &[Point],
+    runs: &[(usize, usize, u64)],
+    shard: Option<Shard>,
     budget: &outagelab_sim::MemoryBudget,
     quiet: bool,
-) -> Result<MapReport, String> {
-    let seeds: Vec<u64> = spec.seeds.clone().collect();
-    let runs: Vec<(usize, usize, u64)> = (0..spec.variants.len())
-        .flat_map(|v| (0..points.len()).map(move |p| (v, p)))
-        .flat_map(|(v, p)| seeds.iter().map(move |&seed| (v, p, seed)))
+) -> Result<Vec<Option<f64>>, String> {
+    let runs: Vec<(usize, usize, u64)> = (runs.iter().enumerate())
+        .filter(|(i, _)| shard.is_none_or(|shard| shard.holds(*i as u64)))
+        .map(|(_, run)| *run)
         .collect();
     let progress = RunsProgress::new(runs.len() as u64, quiet);
     let one = |&(v, p, seed): &(usize, usize, u64),
@@ -239,23 +310,90 @@ fn run_grid(
         }
     }
     progress.done();
-    let per_variant = points.len() * seeds.len();
+    Ok(results)
+}
+
+/// The parts of every shard joined, in run order: exactly what one unsharded map runs.
+fn merge(paths: &[PathBuf], fingerprint: &str, runs: u64) -> Result<Vec<Option<f64>>, String> {
+    let mut parts: Vec<Option<MapPart>> = Vec::new();
+    let mut count = None;
+    for path in paths {
+        let part: MapPart = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+            .map_err(|error| format!("{}: not a map's shard: {error}", path.display()))?;
+        if part.file_hash != fingerprint || part.runs != runs {
+            return Err(format!(
+                "{} is a shard of another map (another file or --set)",
+                path.display()
+            ));
+        }
+        let shard = part.shard;
+        let n = *count.get_or_insert(shard.count);
+        let fits = shard.count == n
+            && (1..=crate::shard::SHARDS_MAX).contains(&n)
+            && (1..=n).contains(&shard.index);
+        if !fits {
+            return Err(format!("{} is not one of {n} shards", path.display()));
+        }
+        let held = (runs + n - shard.index) / n;
+        if part.recovered_ms.len() as u64 != held {
+            return Err(format!(
+                "{} holds {} runs where shard {}/{n} has {held}",
+                path.display(),
+                part.recovered_ms.len(),
+                shard.index
+            ));
+        }
+        parts.resize_with(n as usize, || None);
+        let slot = &mut parts[(shard.index - 1) as usize];
+        if slot.is_some() {
+            return Err(format!(
+                "shard {}/{n} is given twice ({})",
+                shard.index,
+                path.display()
+            ));
+        }
+        *slot = Some(part);
+    }
+    let missing: Vec<String> = (parts.iter().enumerate())
+        .filter(|(_, part)| part.is_none())
+        .map(|(i, _)| (i + 1).to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "shards {} of {} are missing",
+            missing.join(", "),
+            parts.len()
+        ));
+    }
+    let parts: Vec<MapPart> = parts.into_iter().flatten().collect();
+    let n = parts.len() as u64;
+    Ok((0..runs)
+        .map(|i| parts[(i % n) as usize].recovered_ms[(i / n) as usize])
+        .collect())
+}
+
+/// The map from every run's result (in run order).
+fn assemble(name: &str, spec: &MapSpec, points: &[Point], results: &[Option<f64>]) -> MapReport {
+    let seeds = spec.seeds.clone().count();
+    let per_variant = points.len() * seeds;
     let variants = (spec.variants.iter().enumerate())
         .map(|(v, name)| MapVariant {
             name: name.clone(),
             points: (points.iter().enumerate())
                 .map(|(p, point)| {
-                    let at = v * per_variant + p * seeds.len();
+                    let at = v * per_variant + p * seeds;
                     MapPoint {
                         trigger: point.trigger,
                         load: point.load,
-                        recovered_ms: results[at..at + seeds.len()].to_vec(),
+                        recovered_ms: results[at..at + seeds].to_vec(),
                     }
                 })
                 .collect(),
         })
         .collect();
-    Ok(MapReport {
+    MapReport {
         scenario: name.to_owned(),
         seeds: [*spec.seeds.start(), *spec.seeds.end()],
         trigger: MapAxis {
@@ -269,7 +407,7 @@ fn run_grid(
         fault: spec.fault.clone(),
         recovered: spec.recovered.describe(),
         variants,
-    })
+    }
 }
 
 /// The map as text: a grid per variant, loads down (highest first, as the chart draws them),

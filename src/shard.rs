@@ -86,6 +86,23 @@ fn auto(env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
     Ok(Shard { index, count })
 }
 
+/// What the shards of one job must agree on, as FNV-1a of the file's text, the command
+/// line's `--set`s and a planted bug: a part whose fingerprint differs is from another job.
+pub fn fingerprint(
+    text: &str,
+    sets: &[outagelab_scenario_file::Override],
+    bugs: outagelab_sim::Bugs,
+) -> String {
+    let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+    let mut sets: Vec<String> = sets.iter().map(ToString::to_string).collect();
+    // A planted bug changes every run: shards must agree on it too.
+    sets.push(format!("{bugs:?}"));
+    for byte in text.bytes().chain([0]).chain(sets.join("\n").into_bytes()) {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
 /// Reads `--shard` against the process environment.
 pub fn parse_here(text: &str) -> Result<Shard, String> {
     parse(text, &|name| std::env::var(name).ok())

@@ -76,9 +76,8 @@ fn a_retry_budget_moves_the_boundary_where_the_storm_stops_recovering() {
     assert!(svg.contains("3 attempts, 10% budget") && svg.contains("never"));
 }
 
-#[test]
-fn the_map_is_the_same_on_any_number_of_threads() {
-    let dir = scratch("map-threads");
+/// The bundled map cut to 2 triggers by 2 loads, written in `dir`.
+fn small_map(dir: &Path) -> std::path::PathBuf {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLED))
         .unwrap()
         .replace(
@@ -91,6 +90,13 @@ fn the_map_is_the_same_on_any_number_of_threads() {
         );
     let file = dir.join("small.toml");
     std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn the_map_is_the_same_on_any_number_of_threads() {
+    let dir = scratch("map-threads");
+    let file = small_map(&dir);
     let run = |jobs: &str, name: &str| {
         let json = dir.join(name);
         let stdout = succeed(&[
@@ -105,6 +111,101 @@ fn the_map_is_the_same_on_any_number_of_threads() {
         (stdout.replace(name, ""), std::fs::read(json).unwrap())
     };
     assert_eq!(run("1", "one.json"), run("2", "two.json"));
+}
+
+/// Three shards (given to `--merge` in any order) make the same table, JSON and charts as
+/// one machine; parts of another map, a part given twice or a missing one are refused.
+#[test]
+fn shards_merged_make_the_same_map_as_one_machine() {
+    let dir = scratch("map-shards");
+    let file = small_map(&dir);
+    let file = file.to_str().unwrap();
+    let whole = dir.join("whole.json");
+    let one = succeed(&[
+        "map",
+        file,
+        "--quiet",
+        "--json",
+        whole.to_str().unwrap(),
+        "--plot",
+        dir.join("one").to_str().unwrap(),
+    ]);
+    let parts: Vec<String> = (1..=3)
+        .map(|k| {
+            let part = dir.join(format!("part-{k}.json"));
+            let said = succeed(&[
+                "map",
+                file,
+                "--quiet",
+                "--shard",
+                &format!("{k}/3"),
+                "--json",
+                part.to_str().unwrap(),
+            ]);
+            assert!(said.contains(&format!("shard {k}/3:")), "{said}");
+            part.to_str().unwrap().to_owned()
+        })
+        .collect();
+    let merged = dir.join("merged.json");
+    let mut args = vec![
+        "map",
+        file,
+        "--quiet",
+        "--json",
+        merged.to_str().unwrap(),
+        "--plot",
+    ];
+    let plot = dir.join("merged");
+    args.push(plot.to_str().unwrap());
+    args.push("--merge");
+    args.extend([parts[2].as_str(), parts[0].as_str(), parts[1].as_str()]);
+    let joined = succeed(&args);
+    let table = |stdout: &str| {
+        (stdout.lines())
+            .filter(|line| !line.starts_with("wrote "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(table(&joined), table(&one));
+    assert_eq!(
+        std::fs::read(&merged).unwrap(),
+        std::fs::read(&whole).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(plot.join("map.svg")).unwrap(),
+        std::fs::read(dir.join("one").join("map.svg")).unwrap()
+    );
+    let refused = |args: &[&str], expected: &str| {
+        let output = outagelab(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: {stderr}\nnot {expected}"
+        );
+    };
+    refused(
+        &["map", file, "--merge", &parts[0], &parts[1]],
+        "shards 3 of 3 are missing",
+    );
+    refused(
+        &["map", file, "--merge", &parts[0], &parts[0], &parts[1]],
+        "shard 1/3 is given twice",
+    );
+    refused(
+        &[
+            "map",
+            file,
+            "--set",
+            "loads.base.rate=1200",
+            "--merge",
+            &parts[0],
+            &parts[1],
+            &parts[2],
+        ],
+        "is a shard of another map",
+    );
+    refused(&["map", file, "--merge", file], "not a map's shard");
 }
 
 #[test]

@@ -172,21 +172,9 @@ impl Explorer<'_> {
 
     /// A tally of nothing yet, for this file and `seed`.
     pub(super) fn empty_tally(&self, seed: u64, shard: Option<Shard>) -> Tally {
-        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
-        let mut sets: Vec<String> = self.sets.iter().map(ToString::to_string).collect();
-        // A planted bug changes every run: shards must agree on it too.
-        sets.push(format!("{:?}", self.bugs));
-        for byte in self
-            .text
-            .bytes()
-            .chain([0])
-            .chain(sets.join("\n").into_bytes())
-        {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-        }
         Tally {
             scenario: self.name.clone(),
-            file_hash: format!("{hash:016x}"),
+            file_hash: crate::shard::fingerprint(self.text, self.sets, self.bugs),
             seed,
             runs_max: self.spec.runs_max,
             shard,
