@@ -477,12 +477,9 @@ fn main() -> ExitCode {
             runs,
             time_max,
         } => {
-            let shard = match shard.as_deref().map(shard::parse_here).transpose() {
+            let shard = match shard::from_flag(shard.as_deref()) {
                 Ok(shard) => shard,
-                Err(message) => {
-                    eprintln!("--shard: {message}");
-                    return ExitCode::from(2);
-                }
+                Err(code) => return code,
             };
             explore::run(
                 &file,
@@ -529,12 +526,9 @@ fn main() -> ExitCode {
             shard,
             merge,
         } => {
-            let shard = match shard.as_deref().map(shard::parse_here).transpose() {
+            let shard = match shard::from_flag(shard.as_deref()) {
                 Ok(shard) => shard,
-                Err(message) => {
-                    eprintln!("--shard: {message}");
-                    return ExitCode::from(2);
-                }
+                Err(code) => return code,
             };
             map::run(
                 &file,
@@ -759,12 +753,9 @@ fn run_seeds(file: &Path, options: StudyOptions) -> ExitCode {
             }
         }
     };
-    let shard = match options.shard.as_deref().map(shard::parse_here).transpose() {
+    let shard = match shard::from_flag(options.shard.as_deref()) {
         Ok(shard) => shard,
-        Err(message) => {
-            eprintln!("--shard: {message}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     // What the command line chose, for the command that reproduces the study.
     let mut chosen: Vec<(&str, String)> = Vec::new();

@@ -108,6 +108,14 @@ pub fn parse_here(text: &str) -> Result<Shard, String> {
     parse(text, &|name| std::env::var(name).ok())
 }
 
+/// A command's `--shard` flag, if given: the slice, or its refusal printed and exit 2.
+pub fn from_flag(flag: Option<&str>) -> Result<Option<Shard>, std::process::ExitCode> {
+    flag.map(parse_here).transpose().map_err(|message| {
+        eprintln!("--shard: {message}");
+        std::process::ExitCode::from(2)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
