@@ -8,7 +8,8 @@
 //! (`bespoke/`, no metrics): the loop is the speed of light, and the engine's throughput as a
 //! fraction of it is the figure to watch. Before timing, the bench checks that both give the
 //! same outcome counts. It prints one line per latency model from its own alternating runs,
-//! then criterion measures each of the four. docs/performance.md records the figures measured
+//! then criterion measures each of the four, and the engine once more with same-instant ties
+//! shuffled (`[run] ties = "shuffled"`). docs/performance.md records the figures measured
 //! on the project's machine. Run with `cargo bench --bench seed003_breaker_bulkhead`.
 
 mod bespoke;
@@ -20,7 +21,7 @@ use bespoke::{Model, Outcomes};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use outagelab_model::time::SimDuration;
 use outagelab_sim::Scenario;
-use outagelab_sim::scenario::{Arrivals, Distribution, LoadEnd};
+use outagelab_sim::scenario::{Arrivals, Distribution, LoadEnd, TieOrder};
 
 const REQUESTS: u64 = 1_000_000;
 
@@ -159,6 +160,13 @@ fn seed003(c: &mut Criterion) {
         group.bench_function(format!("engine_{name}_1M"), |b| b.iter(|| engine(scenario)));
         group.bench_function(format!("bespoke_{name}_1M"), |b| b.iter(|| model.run()));
     }
+    // The cost of `[run] ties = "shuffled"` (a random draw per event scheduled), engine only:
+    // the loop has no ties to shuffle.
+    let mut shuffled = cases[0].1.clone();
+    shuffled.ties = TieOrder::Shuffled;
+    group.bench_function("engine_uniform_ties_shuffled_1M", |b| {
+        b.iter(|| engine(&shuffled))
+    });
     group.finish();
 }
 
