@@ -162,7 +162,10 @@ fn seed003(c: &mut Criterion) {
     }
     // The cost of `[run] ties = "shuffled"` (a random draw per event scheduled), engine only:
     // the loop has no ties to shuffle.
-    let mut shuffled = cases[0].1.clone();
+    let (_, uniform, _) = (cases.iter())
+        .find(|(name, _, _)| *name == "uniform")
+        .expect("the bundled latency is a case");
+    let mut shuffled = uniform.clone();
     shuffled.ties = TieOrder::Shuffled;
     group.bench_function("engine_uniform_ties_shuffled_1M", |b| {
         b.iter(|| engine(&shuffled))

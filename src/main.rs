@@ -422,7 +422,11 @@ fn main() -> ExitCode {
             explain,
             strict,
             set,
-        } => match outagelab_scenario_file::load_with(&file, &set) {
+        } => match outagelab_scenario_file::load_checking(
+            &file,
+            &set,
+            outagelab_scenario_file::Starts::ALL,
+        ) {
             Ok(scenario) => {
                 if !warnings_pass(&scenario, strict) {
                     return ExitCode::from(2);
@@ -1259,19 +1263,18 @@ fn reproduce(file: &Path, seed: u64, sets: &[Override]) -> String {
     command
 }
 
-/// `word` as a shell reads it back: as it is when it holds only characters no shell treats
-/// specially, else in single quotes (a quote inside becomes `'\''`).
-/// The text of the scenario file at `file` and the file read with `sets`; on a problem, says
-/// it and gives exit code 2.
+/// The text of the scenario file at `file` and the file read with `sets` (holding the
+/// searches `starts` names to their start); on a problem, says it and gives exit code 2.
 pub(crate) fn read_scenario(
     file: &Path,
     sets: &[Override],
+    starts: outagelab_scenario_file::Starts,
 ) -> Result<(String, ScenarioFile), ExitCode> {
     let text = std::fs::read_to_string(file).map_err(|error| {
         eprintln!("cannot read {}: {error}", file.display());
         ExitCode::from(2)
     })?;
-    match outagelab_scenario_file::parse_with(&text, file, sets) {
+    match outagelab_scenario_file::parse_checking(&text, file, sets, starts) {
         Ok(scenario) => Ok((text, scenario)),
         Err(diagnostics) => {
             eprintln!("{diagnostics}");
@@ -1313,7 +1316,12 @@ pub(crate) fn read_for<T>(
     advice: &str,
     table: impl FnOnce(&ScenarioFile) -> Option<T>,
 ) -> Result<(String, ScenarioFile, T), ExitCode> {
-    let (text, scenario) = read_scenario(file, sets)?;
+    // `fit` and `tune` start from the file's values: their own table must hold them.
+    let starts = outagelab_scenario_file::Starts {
+        fit: name == "fit",
+        tune: name == "tune",
+    };
+    let (text, scenario) = read_scenario(file, sets, starts)?;
     match table(&scenario) {
         Some(table) => Ok((text, scenario, table)),
         None => {
@@ -1326,6 +1334,8 @@ pub(crate) fn read_for<T>(
     }
 }
 
+/// `word` as a shell reads it back: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a quote inside becomes `'\''`).
 pub(crate) fn shell_word(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
     if !word.is_empty() && word.chars().all(plain) {

@@ -109,14 +109,13 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
             return ExitCode::from(2);
         }
         crate::say_line(&format!(
-            "shard {}/{}: {} of {} runs; wrote {}; join every shard with `outagelab map {} \
-             --merge ...`",
+            "shard {}/{}: {} of {} runs; wrote {}; join every shard with `{}`",
             shard.index,
             shard.count,
             part.recovered_ms.len(),
             part.runs,
             json.display(),
-            crate::shell_word(&file.display().to_string())
+            crate::shard::merge_command("map", file, &request.sets, &[])
         ));
         return ExitCode::SUCCESS;
     }
@@ -329,12 +328,26 @@ fn merge(paths: &[PathBuf], fingerprint: &str, runs: u64) -> Result<Vec<Option<f
             ));
         }
         let shard = part.shard;
+        if !(1..=crate::shard::SHARDS_MAX).contains(&shard.count) {
+            return Err(format!(
+                "{} says it is one of {} shards: not a slice (1 to {})",
+                path.display(),
+                shard.count,
+                crate::shard::SHARDS_MAX
+            ));
+        }
         let n = *count.get_or_insert(shard.count);
-        let fits = shard.count == n
-            && (1..=crate::shard::SHARDS_MAX).contains(&n)
-            && (1..=n).contains(&shard.index);
-        if !fits {
+        if shard.count != n || !(1..=n).contains(&shard.index) {
             return Err(format!("{} is not one of {n} shards", path.display()));
+        }
+        // A time to recover is a finite, non-negative number of ms (or null: never).
+        if let Some(bad) =
+            (part.recovered_ms.iter().flatten()).find(|ms| !(ms.is_finite() && **ms >= 0.0))
+        {
+            return Err(format!(
+                "{} holds {bad} as a time to recover: not a run's result",
+                path.display()
+            ));
         }
         let held = (runs + n - shard.index) / n;
         if part.recovered_ms.len() as u64 != held {
@@ -361,8 +374,12 @@ fn merge(paths: &[PathBuf], fingerprint: &str, runs: u64) -> Result<Vec<Option<f
         .map(|(i, _)| (i + 1).to_string())
         .collect();
     if !missing.is_empty() {
+        let (noun, verb) = match missing.len() {
+            1 => ("shard", "is"),
+            _ => ("shards", "are"),
+        };
         return Err(format!(
-            "shards {} of {} are missing",
+            "{noun} {} of {} {verb} missing",
             missing.join(", "),
             parts.len()
         ));

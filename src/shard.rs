@@ -108,6 +108,28 @@ pub fn parse_here(text: &str) -> Result<Shard, String> {
     parse(text, &|name| std::env::var(name).ok())
 }
 
+/// The command line that joins the shards of `command` on `file`: the same `--set`s (and
+/// `extra` flags) the slices ran with, which the merge checks.
+pub fn merge_command(
+    command: &str,
+    file: &std::path::Path,
+    sets: &[outagelab_scenario_file::Override],
+    extra: &[String],
+) -> String {
+    let mut words = vec![
+        "outagelab".to_owned(),
+        command.to_owned(),
+        crate::shell_word(&file.display().to_string()),
+    ];
+    for set in sets {
+        words.push("--set".to_owned());
+        words.push(crate::shell_word(&set.to_string()));
+    }
+    words.extend(extra.iter().cloned());
+    words.push("--merge ...".to_owned());
+    words.join(" ")
+}
+
 /// A command's `--shard` flag, if given: the slice, or its refusal printed and exit 2.
 pub fn from_flag(flag: Option<&str>) -> Result<Option<Shard>, std::process::ExitCode> {
     flag.map(parse_here).transpose().map_err(|message| {

@@ -602,3 +602,47 @@ fn a_time_budget_stops_between_chunks_and_runs_reproduces_what_it_judged() {
     assert_eq!(without_note, again);
     assert!(again.contains(": 256 schedules of 1 fault"), "{again}");
 }
+
+/// An explored parameter may leave `[fit]`'s range: the postmortem file fits its pause's
+/// duration in 500 ms to 4 s, and explore draws it at 5 to 8 s. The schedules run (nothing
+/// refused), they break the incident variant's expectations, and `run` fails the written
+/// reproducer the same way instead of refusing its `[fit]` table.
+#[test]
+fn an_explored_parameter_may_leave_the_range_fit_starts_in() {
+    let dir = scratch("explore-past-fit");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/postmortem-pause.toml"),
+    )
+    .unwrap();
+    let file = dir.join("postmortem.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "{text}\n[explore]\nvariants = [\"as it ran\"]\nruns_max = 3\nshrink_runs_max = 20\n\
+             [explore.params]\n\"faults.pause.duration\" = {{ min = \"5s\", max = \"8s\" }}\n"
+        ),
+    )
+    .unwrap();
+    // The observed file, beside it.
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/postmortem-pause.observed.json"),
+        dir.join("postmortem-pause.observed.json"),
+    )
+    .unwrap();
+    let out = dir.join("found");
+    let (code, stdout) = explore(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("broke 3, refused by the file 0"),
+        "{stdout}"
+    );
+    let reproducer = out.join("finding-1.toml");
+    let run = outagelab(&["run", reproducer.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("expectation failed")
+            || String::from_utf8_lossy(&run.stdout).contains("FAIL"),
+        "{stderr}"
+    );
+}

@@ -96,10 +96,13 @@ fn commands_on_generated_files_end_cleanly_and_what_they_write_runs() {
     }
     eprintln!("  explore findings that failed again under run: {reproduced}");
     // The generator reaches each command's runs, not only its reader's refusals.
+    // (About 60 explorations, 20 tunings, 18 maps and 37 fits run on the first 1,000 files;
+    // 3 explorations find what they reproduce.)
     if seeds >= 1000 {
         for ((command, _), ends) in COMMANDS.iter().zip(&ends) {
-            assert!(ends[0] + ends[1] >= 5, "{command} ran only {ends:?}");
+            assert!(ends[0] + ends[1] >= 10, "{command} ran only {ends:?}");
         }
+        assert!(reproduced >= 1, "no explore finding to run again");
     }
 }
 

@@ -118,7 +118,13 @@ fn the_map_is_the_same_on_any_number_of_threads() {
 #[test]
 fn shards_merged_make_the_same_map_as_one_machine() {
     let dir = scratch("map-shards");
-    let file = small_map(&dir);
+    // Odd trigger lengths: times to recover that a float read back must keep to the last bit.
+    let text = std::fs::read_to_string(small_map(&dir)).unwrap().replace(
+        "values = [\"250ms\", \"1s\"]",
+        "values = [\"123457us\", \"1001001us\"]",
+    );
+    let file = dir.join("odd.toml");
+    std::fs::write(&file, text).unwrap();
     let file = file.to_str().unwrap();
     let whole = dir.join("whole.json");
     let one = succeed(&[
@@ -168,8 +174,8 @@ fn shards_merged_make_the_same_map_as_one_machine() {
     };
     assert_eq!(table(&joined), table(&one));
     assert_eq!(
-        std::fs::read(&merged).unwrap(),
-        std::fs::read(&whole).unwrap()
+        std::fs::read_to_string(&merged).unwrap(),
+        std::fs::read_to_string(&whole).unwrap()
     );
     assert_eq!(
         std::fs::read(plot.join("map.svg")).unwrap(),
@@ -186,7 +192,7 @@ fn shards_merged_make_the_same_map_as_one_machine() {
     };
     refused(
         &["map", file, "--merge", &parts[0], &parts[1]],
-        "shards 3 of 3 are missing",
+        "shard 3 of 3 is missing",
     );
     refused(
         &["map", file, "--merge", &parts[0], &parts[0], &parts[1]],
@@ -197,7 +203,7 @@ fn shards_merged_make_the_same_map_as_one_machine() {
             "map",
             file,
             "--set",
-            "loads.base.rate=1200",
+            "databases.main.latency=\"20ms\"",
             "--merge",
             &parts[0],
             &parts[1],
@@ -206,6 +212,21 @@ fn shards_merged_make_the_same_map_as_one_machine() {
         "is a shard of another map",
     );
     refused(&["map", file, "--merge", file], "not a map's shard");
+    // A part edited by hand: a time to recover no run gives.
+    let forged = dir.join("forged.json");
+    let text = std::fs::read_to_string(&parts[0]).unwrap();
+    let list = text.find("\"recovered_ms\": [").unwrap();
+    let value = list
+        + text[list..]
+            .find(|c: char| c.is_ascii_digit() || c == 'n')
+            .unwrap();
+    let end = value + text[value..].find([',', '\n']).unwrap();
+    std::fs::write(&forged, format!("{}-5.0{}", &text[..value], &text[end..])).unwrap();
+    let forged = forged.to_str().unwrap();
+    refused(
+        &["map", file, "--merge", forged, &parts[1], &parts[2]],
+        "holds -5 as a time to recover",
+    );
 }
 
 #[test]

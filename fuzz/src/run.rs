@@ -1,6 +1,7 @@
 //! One input run in this process, as `outagelab run FILE --json` runs it: read and validate
-//! the file, simulate every variant, score them against `[observed]`, write the JSON report (and the CSVs and event lines, so
-//! their writers run too), judge the expectations, and check the report's invariants. A
+//! the file, simulate every variant, score them against `[observed]`, write the JSON report
+//! (and the CSVs and event lines, so their writers run too), judge the expectations, and
+//! check the report's invariants. A
 //! panic is caught and becomes the input's class; an abort or a hang cannot be caught here,
 //! which is why the campaign runs inputs in worker processes (`campaign.rs`).
 

@@ -226,11 +226,8 @@ impl<'t> Reader<'_> {
                         let Some(param) = self.param(param_key, range, variant, &at) else {
                             continue;
                         };
-                        match crate::searched_from_the_file(file, param_key) {
-                            Some(other) => {
-                                let message = crate::varied_twice(param_key, other);
-                                self.refuse(range.span(), at, message);
-                            }
+                        match crate::swept_by_the_file(file, param_key, "drawing it") {
+                            Some(message) => self.refuse(range.span(), at, message),
                             None => spec.params.push(param),
                         }
                     }

@@ -17,7 +17,6 @@
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
-use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::document::Value;
@@ -41,7 +40,9 @@ pub struct FitSpec {
 pub struct Unknown {
     pub key: String,
     pub kind: UnknownKind,
-    /// `min < max`, both finite, and `min <= start <= max`; durations in nanoseconds.
+    /// `min < max`, both finite; durations in nanoseconds. `min <= start <= max` when the
+    /// file was read for the command that starts there (`fit`, `tune`: see
+    /// [`crate::Starts`]); an explored parameter's start may lie outside.
     pub min: f64,
     pub max: f64,
     /// The value the file writes.
@@ -178,7 +179,12 @@ impl<'t> Reader<'_> {
                 self.refuse(entry.span(), at, message);
                 continue;
             };
-            match unknown(key, written, &entry.get_ref().min, &entry.get_ref().max) {
+            if let Some(message) = crate::swept_by_the_file(file, key, "fitting it") {
+                self.refuse(entry.span(), at, message);
+                continue;
+            }
+            let (min, max) = (&entry.get_ref().min, &entry.get_ref().max);
+            match unknown_in(key, written, min.get_ref(), max.get_ref(), self.starts.fit) {
                 Ok(unknown) => unknowns.push(unknown),
                 Err((which, message)) => {
                     let span = match which {
@@ -217,17 +223,6 @@ pub(crate) enum End {
     Min,
     Max,
     Both,
-}
-
-/// The unknown `key`, whose value the file writes as `written` (TOML text), searched over
-/// `min..=max`.
-fn unknown(
-    key: &str,
-    written: &str,
-    min: &Spanned<Bound>,
-    max: &Spanned<Bound>,
-) -> Result<Unknown, (End, String)> {
-    unknown_in(key, written, min.get_ref(), max.get_ref(), true)
 }
 
 /// The key `key`, whose value the file writes as `written` (TOML text), over `min..=max`;

@@ -238,6 +238,15 @@ pub fn load(path: &Path) -> Result<ScenarioFile, Diagnostics> {
 /// Reads and validates the scenario file at `path`, with `overrides` set in its base before
 /// the variants are merged. `-` reads standard input, whose diagnostics name `<stdin>`.
 pub fn load_with(path: &Path, overrides: &[Override]) -> Result<ScenarioFile, Diagnostics> {
+    load_checking(path, overrides, Starts::default())
+}
+
+/// [`load_with`], holding the searches `starts` names to their start (see [`Starts`]).
+pub fn load_checking(
+    path: &Path,
+    overrides: &[Override],
+    starts: Starts,
+) -> Result<ScenarioFile, Diagnostics> {
     let read = if path == Path::new("-") {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
@@ -250,7 +259,7 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<ScenarioFile, Di
         path
     };
     match read {
-        Ok(text) => parse_with(&text, path, overrides),
+        Ok(text) => parse_checking(&text, path, overrides, starts),
         Err(error) => Err(Diagnostics(vec![Diagnostic {
             file: path.to_owned(),
             line: 0,
@@ -268,11 +277,43 @@ pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, Diagnostics> {
     parse_with(text, path, &[])
 }
 
-/// Validates scenario text with `overrides` set in its base (see [`load_with`]).
+/// Which searches a read holds to their start. `[fit]` unknowns and `[tune]` knobs start
+/// from the file's value, so their range must hold it when `fit` or `tune` reads the file (and
+/// `validate`, which checks everything). Other reads take the value as it is: a copy of the
+/// file whose values a command has set (an explored schedule, a map point, a fit or tune
+/// candidate, a reproducer `run` reads) may hold a value outside another table's range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Starts {
+    /// Each `[fit.unknowns]` range holds the file's value.
+    pub fit: bool,
+    /// Each `[tune.knobs]` range holds the file's value.
+    pub tune: bool,
+}
+
+impl Starts {
+    /// Both: what `validate` checks.
+    pub const ALL: Starts = Starts {
+        fit: true,
+        tune: true,
+    };
+}
+
+/// Validates scenario text with `overrides` set in its base (see [`load_with`]); no search is
+/// held to its start (see [`Starts`]).
 pub fn parse_with(
     text: &str,
     path: &Path,
     overrides: &[Override],
+) -> Result<ScenarioFile, Diagnostics> {
+    parse_checking(text, path, overrides, Starts::default())
+}
+
+/// [`parse_with`], holding the searches `starts` names to their start.
+pub fn parse_checking(
+    text: &str,
+    path: &Path,
+    overrides: &[Override],
+    starts: Starts,
 ) -> Result<ScenarioFile, Diagnostics> {
     // Each override's value is read from a text of its own, `value = VALUE`, whose spans are
     // then moved past the end of the file, one region per override: a problem in the value is
@@ -303,6 +344,7 @@ pub fn parse_with(
         source: &source,
         errors: Vec::new(),
         warnings: Vec::new(),
+        starts,
     };
     let variant_value = take(&mut base, "variant");
     let sweep_value = take(&mut base, "sweep");
@@ -374,28 +416,17 @@ pub fn parse_with(
     }
 }
 
-/// The table that starts its search from the file's value of `key`, if one does: `[fit]`'s
-/// unknowns and `[tune]`'s knobs (as far as they are read yet). A table that also varies
-/// the key would make the file refuse its own runs: a value drawn outside their range is a
-/// file that breaks their rule, and a reproducer `run` would refuse.
-pub(crate) fn searched_from_the_file(file: &ScenarioFile, key: &str) -> Option<&'static str> {
-    if (file.fit.iter()).any(|fit| fit.unknowns.iter().any(|u| u.key == key)) {
-        Some("[fit.unknowns]")
-    } else if (file.tune.iter()).any(|tune| tune.knobs.iter().any(|k| k.key == key)) {
-        Some("[tune.knobs]")
-    } else {
-        None
-    }
-}
-
-/// Why `key` cannot be varied both here and in `other`, when one of the two is `[fit]` or
-/// `[tune]`.
-pub(crate) fn varied_twice(key: &str, other: &str) -> String {
-    format!(
-        "`{key}` is also in {other}: [fit] and [tune] start from the file's value and keep it \
-         within their range, so no other table may vary it (the file would refuse the values \
-         it set outside that range); vary it in one table, or keep the two in separate files"
-    )
+/// Why a command table cannot vary `key` when a `[sweep]` does: each point of the sweep
+/// sets it after the command has, so the command would change nothing.
+pub(crate) fn swept_by_the_file(file: &ScenarioFile, key: &str, table: &str) -> Option<String> {
+    (file.sweep_axes.iter())
+        .any(|axis| axis.parameter == key)
+        .then(|| {
+            format!(
+                "`{key}` is swept by [sweep]: each point sets it, so {table} would change nothing; \
+             vary another key, or leave the sweep out"
+            )
+        })
 }
 
 /// "`name` is not a variant (the variants: "a", "b")".
@@ -444,6 +475,8 @@ struct Reader<'a> {
     source: &'a Source<'a>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
+    /// Which searches must start inside their range.
+    starts: Starts,
 }
 
 /// The most seeds a range may hold: each is a whole run of every variant.

@@ -164,8 +164,7 @@ impl<'t> Reader<'_> {
                     self.refuse(key_span, format!("{at}.key"), message);
                     return None;
                 }
-                if let Some(other) = crate::searched_from_the_file(file, key) {
-                    let message = crate::varied_twice(key, other);
+                if let Some(message) = crate::swept_by_the_file(file, key, "the axis") {
                     self.refuse(key_span, format!("{at}.key"), message);
                     return None;
                 }

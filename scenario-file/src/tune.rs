@@ -104,16 +104,21 @@ impl<'t> Reader<'_> {
                 self.refuse(entry.span(), at, message);
                 continue;
             };
-            let drawn = explore.is_some_and(|e| e.params.iter().any(|p| &p.key == key));
-            let other = drawn.then_some("[explore.params]");
-            let fitted = (file.fit.iter()).any(|fit| fit.unknowns.iter().any(|u| &u.key == key));
-            if let Some(other) = other.or(fitted.then_some("[fit.unknowns]")) {
-                let message = crate::varied_twice(key, other);
+            if explore.is_some_and(|e| e.params.iter().any(|p| &p.key == key)) {
+                let message = format!(
+                    "`{key}` is also in [explore.params]: the explorations tune runs draw it in \
+                     every schedule, over the tuned value; tune a key of the design, explore one \
+                     of the world"
+                );
+                self.refuse(entry.span(), at, message);
+                continue;
+            }
+            if let Some(message) = crate::swept_by_the_file(file, key, "tuning it") {
                 self.refuse(entry.span(), at, message);
                 continue;
             }
             let (min, max) = (&entry.get_ref().min, &entry.get_ref().max);
-            match unknown_in(key, written, min.get_ref(), max.get_ref(), true) {
+            match unknown_in(key, written, min.get_ref(), max.get_ref(), self.starts.tune) {
                 Ok(knob) => knobs.push(knob),
                 Err((which, message)) => {
                     let span = match which {

@@ -219,16 +219,18 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
             eprintln!("cannot write {}: {error}", json.display());
             return ExitCode::from(2);
         }
+        let bug = (request.bug_name.iter())
+            .flat_map(|bug| ["--plant-bug".to_owned(), bug.clone()])
+            .collect::<Vec<_>>();
         say(&format!(
-            "shard {}/{}: {} held, {} broke, {} refused; wrote {}; join every shard with \
-             `outagelab explore {} --merge ...`",
+            "shard {}/{}: {} held, {} broke, {} refused; wrote {}; join every shard with `{}`",
             shard.index,
             shard.count,
             tally.held,
             tally.broke,
             tally.refused,
             json.display(),
-            crate::shell_word(&file.display().to_string())
+            crate::shard::merge_command("explore", file, &request.sets, &bug)
         ));
         return ExitCode::SUCCESS;
     }

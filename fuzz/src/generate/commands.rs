@@ -35,10 +35,13 @@ impl Generator {
                 self.tune();
             }
         }
-        // `[map]` needs a horizon and a fault with a duration (absurd mode tries without).
+        // `[map]` needs a horizon, a fault's duration and a rate to vary (absurd mode tries
+        // without).
         let mappable = self.names.horizon_us.is_some()
-            && (self.names.written.iter()).any(|w| w.key.starts_with("faults."))
-            && (self.names.written.iter()).any(|w| w.key.ends_with(".rate"));
+            && !self
+                .free_keys(|key| key.starts_with("faults.") && key.ends_with(".duration"))
+                .is_empty()
+            && !self.free_keys(|key| key.ends_with(".rate")).is_empty();
         if self.rng.chance(10) && (mappable || self.absurd()) {
             self.map();
         }
@@ -104,8 +107,18 @@ impl Generator {
         }
     }
 
-    /// `{ min = ..., max = ... }` around a written value (or, in absurd mode, a broken range).
-    fn range_around(&mut self, value: Value) -> String {
+    /// The keys the file writes that no variant patches and no sweep sets (a command varies
+    /// them), those `pick` takes.
+    fn free_keys(&self, pick: impl Fn(&str) -> bool) -> Vec<Written> {
+        (self.names.written.iter())
+            .filter(|w| !self.names.patched.contains(&w.key) && pick(&w.key))
+            .cloned()
+            .collect()
+    }
+
+    /// `{ min = ..., max = ... }` around a written value (or, in absurd mode, a broken range);
+    /// a fault's start stays within the horizon.
+    fn range_around(&mut self, written: &Written) -> String {
         if self.absurd() {
             return self.pick_absurd(&[
                 "{ min = \"2s\", max = \"1s\" }",
@@ -116,10 +129,15 @@ impl Generator {
                 "\"1s\"",
             ]);
         }
-        match value {
+        match written.value {
             Value::Micros(micros) => {
                 let low = self.rng.range(0, micros / 2);
-                let high = micros + self.rng.range(1, micros.max(1_000));
+                let mut high = micros + self.rng.range(1, micros.max(1_000));
+                if written.key.ends_with(".at")
+                    && let Some(horizon) = self.names.horizon_us
+                {
+                    high = high.min(horizon.saturating_sub(1)).max(micros + 1);
+                }
                 format!(
                     "{{ min = {}, max = {} }}",
                     quoted(&duration_text(low)),
@@ -134,13 +152,11 @@ impl Generator {
         }
     }
 
-    /// 1 to `most` keys the file writes that no variant patches, each with a range around
-    /// its value: `[fit.unknowns]`, `[tune.knobs]`.
+    /// 1 to `most` free keys (see [`Self::free_keys`]) but those explore draws, each with a
+    /// range around its value: `[fit.unknowns]`, `[tune.knobs]`.
     fn searched_keys(&mut self, table: &str, most: u64) {
-        let mut keys: Vec<Written> = (self.names.written.iter())
-            .filter(|w| !self.names.patched.contains(&w.key))
-            .cloned()
-            .collect();
+        let explored = self.names.explored.clone();
+        let mut keys = self.free_keys(|key| !explored.iter().any(|e| e == key));
         if keys.is_empty() || self.absurd() {
             keys.push(Written {
                 key: "loads.missing.rate".into(),
@@ -154,7 +170,7 @@ impl Generator {
             }
             let at = self.rng.below(keys.len() as u64) as usize;
             let written = keys.swap_remove(at);
-            let range = self.range_around(written.value);
+            let range = self.range_around(&written);
             self.line(&quoted(&written.key), &range);
         }
     }
@@ -233,12 +249,13 @@ impl Generator {
             self.table(&format!("explore.faults.t{index}"));
             self.template();
         }
-        let params: Vec<Written> = self.names.written.clone();
+        let params = self.free_keys(|_| true);
         if !params.is_empty() && self.rng.chance(40) {
             self.table("explore.params");
             let written = self.rng.pick(&params).clone();
-            let range = self.range_around(written.value);
+            let range = self.range_around(&written);
             self.line(&quoted(&written.key), &range);
+            self.names.explored.push(written.key);
         }
     }
 
@@ -332,7 +349,7 @@ impl Generator {
         if let Some(extra) = extra {
             let _ = writeln!(self.out, "{extra}");
         }
-        if self.rng.chance(3) {
+        if self.rng.chance(3) && self.absurd() {
             self.line("enabled", "false");
         }
     }
@@ -348,14 +365,11 @@ impl Generator {
     }
 
     fn map(&mut self) {
-        let durations: Vec<String> = (self.names.written.iter())
-            .filter(|w| w.key.starts_with("faults.") && w.key.ends_with(".duration"))
-            .map(|w| w.key.clone())
-            .collect();
-        let rates: Vec<String> = (self.names.written.iter())
-            .filter(|w| w.key.ends_with(".rate"))
-            .map(|w| w.key.clone())
-            .collect();
+        let keys =
+            |written: Vec<Written>| -> Vec<String> { written.into_iter().map(|w| w.key).collect() };
+        let durations =
+            keys(self.free_keys(|key| key.starts_with("faults.") && key.ends_with(".duration")));
+        let rates = keys(self.free_keys(|key| key.ends_with(".rate")));
         self.table("map");
         if !self.names.swept || self.absurd() {
             self.optional(20, "variants", |g| {

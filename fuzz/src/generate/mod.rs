@@ -203,6 +203,8 @@ struct Names {
     patched: Vec<String>,
     /// Whether the file has a `[sweep]` (whose variants are named by their values).
     swept: bool,
+    /// The keys `[explore.params]` draws (tune may not tune them).
+    explored: Vec<String>,
 }
 
 /// A key the file writes and its value.
