@@ -314,8 +314,7 @@ fn run_slice(
 
 /// The parts of every shard joined, in run order: exactly what one unsharded map runs.
 fn merge(paths: &[PathBuf], fingerprint: &str, runs: u64) -> Result<Vec<Option<f64>>, String> {
-    let mut parts: Vec<Option<MapPart>> = Vec::new();
-    let mut count = None;
+    let mut parts = Vec::new();
     for path in paths {
         let part: MapPart = std::fs::read_to_string(path)
             .map_err(|e| e.to_string())
@@ -327,67 +326,34 @@ fn merge(paths: &[PathBuf], fingerprint: &str, runs: u64) -> Result<Vec<Option<f
                 path.display()
             ));
         }
-        let shard = part.shard;
-        if !(1..=crate::shard::SHARDS_MAX).contains(&shard.count) {
-            return Err(format!(
-                "{} says it is one of {} shards: not a slice (1 to {})",
-                path.display(),
-                shard.count,
-                crate::shard::SHARDS_MAX
-            ));
-        }
-        let n = *count.get_or_insert(shard.count);
-        if shard.count != n || !(1..=n).contains(&shard.index) {
-            return Err(format!("{} is not one of {n} shards", path.display()));
-        }
         // A time to recover is a finite, non-negative number of ms (or null: never).
-        if let Some(bad) =
-            (part.recovered_ms.iter().flatten()).find(|ms| !(ms.is_finite() && **ms >= 0.0))
-        {
+        let bad = (part.recovered_ms.iter().flatten()).find(|ms| !(ms.is_finite() && **ms >= 0.0));
+        if let Some(bad) = bad {
             return Err(format!(
                 "{} holds {bad} as a time to recover: not a run's result",
                 path.display()
             ));
         }
-        let held = (runs + n - shard.index) / n;
+        parts.push((path.as_path(), part));
+    }
+    let slices = parts.iter().map(|(path, part)| (*path, Some(part.shard)));
+    let n = crate::shard::check_slices("map", slices)?;
+    // Each slice's runs, by its number: run `i` is the `i / n`-th of slice `i % n + 1`.
+    let mut slices: Vec<&[Option<f64>]> = vec![&[]; n as usize];
+    for (path, part) in &parts {
+        let k = part.shard.index;
+        let held = (runs + n - k) / n;
         if part.recovered_ms.len() as u64 != held {
             return Err(format!(
-                "{} holds {} runs where shard {}/{n} has {held}",
+                "{} holds {} runs where shard {k}/{n} has {held}",
                 path.display(),
-                part.recovered_ms.len(),
-                shard.index
+                part.recovered_ms.len()
             ));
         }
-        parts.resize_with(n as usize, || None);
-        let slot = &mut parts[(shard.index - 1) as usize];
-        if slot.is_some() {
-            return Err(format!(
-                "shard {}/{n} is given twice ({})",
-                shard.index,
-                path.display()
-            ));
-        }
-        *slot = Some(part);
+        slices[(k - 1) as usize] = &part.recovered_ms;
     }
-    let missing: Vec<String> = (parts.iter().enumerate())
-        .filter(|(_, part)| part.is_none())
-        .map(|(i, _)| (i + 1).to_string())
-        .collect();
-    if !missing.is_empty() {
-        let (noun, verb) = match missing.len() {
-            1 => ("shard", "is"),
-            _ => ("shards", "are"),
-        };
-        return Err(format!(
-            "{noun} {} of {} {verb} missing",
-            missing.join(", "),
-            parts.len()
-        ));
-    }
-    let parts: Vec<MapPart> = parts.into_iter().flatten().collect();
-    let n = parts.len() as u64;
     Ok((0..runs)
-        .map(|i| parts[(i % n) as usize].recovered_ms[(i / n) as usize])
+        .map(|i| slices[(i % n) as usize][(i / n) as usize])
         .collect())
 }
 

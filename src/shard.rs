@@ -108,6 +108,51 @@ pub fn parse_here(text: &str) -> Result<Shard, String> {
     parse(text, &|name| std::env::var(name).ok())
 }
 
+/// The slices given to `--merge`, checked as a set: each part (its path, and the slice it
+/// says it is) one of the same count of slices, each slice once, none missing. The count.
+pub fn check_slices<'p>(
+    command: &str,
+    parts: impl IntoIterator<Item = (&'p std::path::Path, Option<Shard>)>,
+) -> Result<u64, String> {
+    let mut count = None;
+    let mut seen = Vec::new();
+    for (path, shard) in parts {
+        let shard = shard.ok_or(format!(
+            "{} is not a shard (written by {command} --shard K/N --json)",
+            path.display()
+        ))?;
+        if !(1..=SHARDS_MAX).contains(&shard.count) {
+            return Err(format!(
+                "{} says it is one of {} shards: not a slice (1 to {SHARDS_MAX})",
+                path.display(),
+                shard.count
+            ));
+        }
+        let n = *count.get_or_insert(shard.count);
+        if shard.count != n || !(1..=n).contains(&shard.index) {
+            return Err(format!("{} is not one of {n} shards", path.display()));
+        }
+        seen.resize(n as usize, false);
+        let slot = &mut seen[(shard.index - 1) as usize];
+        if *slot {
+            return Err(format!(
+                "shard {}/{n} is given twice ({})",
+                shard.index,
+                path.display()
+            ));
+        }
+        *slot = true;
+    }
+    let n = count.ok_or("no shard given")?;
+    match seen.iter().position(|given| !given) {
+        Some(missing) => Err(format!(
+            "shard {}/{n} is missing: give every shard's JSON",
+            missing + 1
+        )),
+        None => Ok(n),
+    }
+}
+
 /// The command line that joins the shards of `command` on `file`: the same `--set`s (and
 /// `extra` flags) the slices ran with, which the merge checks.
 pub fn merge_command(
@@ -199,5 +244,31 @@ mod tests {
         );
         assert!(parse("0/8", &with(&[])).is_err());
         assert!(parse("9/8", &with(&[])).is_err());
+    }
+
+    /// Every way a set of slices can be wrong is refused, and a whole set in any order
+    /// passes.
+    #[test]
+    fn slices_given_to_a_merge_are_checked_as_a_set() {
+        let path = std::path::Path::new("p.json");
+        let check = |slices: &[Option<(u64, u64)>]| {
+            let parts = slices
+                .iter()
+                .map(|s| (path, s.map(|(index, count)| Shard { index, count })));
+            check_slices("map", parts)
+        };
+        assert_eq!(check(&[Some((3, 3)), Some((1, 3)), Some((2, 3))]), Ok(3));
+        let refused = |slices: &[Option<(u64, u64)>], why: &str| {
+            let message = check(slices).expect_err(why);
+            assert!(message.contains(why), "{message}, not {why}");
+        };
+        refused(&[], "no shard given");
+        refused(&[None], "is not a shard (written by map --shard");
+        refused(&[Some((1, 0))], "one of 0 shards: not a slice");
+        refused(&[Some((1, u64::MAX))], "not a slice (1 to 100000)");
+        refused(&[Some((0, 2))], "is not one of 2 shards");
+        refused(&[Some((1, 2)), Some((2, 3))], "is not one of 2 shards");
+        refused(&[Some((1, 2)), Some((1, 2))], "shard 1/2 is given twice");
+        refused(&[Some((2, 3)), Some((1, 3))], "shard 3/3 is missing");
     }
 }

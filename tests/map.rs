@@ -192,7 +192,7 @@ fn shards_merged_make_the_same_map_as_one_machine() {
     };
     refused(
         &["map", file, "--merge", &parts[0], &parts[1]],
-        "shard 3 of 3 is missing",
+        "shard 3/3 is missing",
     );
     refused(
         &["map", file, "--merge", &parts[0], &parts[0], &parts[1]],

@@ -189,20 +189,12 @@ impl Explorer<'_> {
 
     /// The shards' tallies joined: exactly the tally one unsharded search gives.
     pub(super) fn merge(&self, parts: &[(PathBuf, Tally)]) -> Result<Tally, String> {
-        let (first_path, first) = parts.first().ok_or("--merge: no shard given")?;
-        let count = first.shard.map(|s| s.count).ok_or(format!(
-            "--merge: {} is not a shard (written by explore --shard K/N --json)",
-            first_path.display()
-        ))?;
-        if !(1..=crate::shard::SHARDS_MAX).contains(&count) {
-            return Err(format!(
-                "--merge: {} says it is one of {count} shards: not a slice (1 to {})",
-                first_path.display(),
-                crate::shard::SHARDS_MAX
-            ));
-        }
+        let slices = parts
+            .iter()
+            .map(|(path, part)| (path.as_path(), part.shard));
+        crate::shard::check_slices("explore", slices).map_err(|why| format!("--merge: {why}"))?;
+        let (first_path, first) = &parts[0];
         let mut merged = self.empty_tally(first.seed, None);
-        let mut seen = vec![false; count as usize];
         for (path, part) in parts {
             let same = part.file_hash == merged.file_hash
                 && part.seed == merged.seed
@@ -215,24 +207,6 @@ impl Explorer<'_> {
                     first_path.display()
                 ));
             }
-            let Some(shard) = part
-                .shard
-                .filter(|s| s.count == count && (1..=count).contains(&s.index))
-            else {
-                return Err(format!(
-                    "--merge: {} is not one of {count} shards",
-                    path.display()
-                ));
-            };
-            let slot = &mut seen[(shard.index - 1) as usize];
-            if *slot {
-                return Err(format!(
-                    "--merge: shard {}/{count} is given twice ({})",
-                    shard.index,
-                    path.display()
-                ));
-            }
-            *slot = true;
             merged.held += part.held;
             merged.broke += part.broke;
             merged.refused += part.refused;
@@ -260,12 +234,6 @@ impl Explorer<'_> {
                     None => merged.findings.push(finding.clone()),
                 }
             }
-        }
-        if let Some(missing) = seen.iter().position(|s| !s) {
-            return Err(format!(
-                "--merge: shard {}/{count} is missing: give every shard's JSON",
-                missing + 1
-            ));
         }
         // In the order first found, as one search finds them.
         merged.findings.sort_by_key(|f| f.first);
