@@ -165,6 +165,18 @@ fn bad_fit_tables_are_refused_at_their_key() {
         assert!(stderr.contains(expected), "{fit}\n{stderr}\nnot {expected}");
         assert!(stderr.contains(&format!("bad{index}.toml:")), "{stderr}");
     }
+    // A range without the file's value: `fit` and `validate` refuse it, `run` (which runs
+    // the file, not the search) reads it.
+    let file = dir.join("outside.toml");
+    let fit = unknown(&format!("{pause} = {{ min = \"2s\", max = \"5s\" }}"));
+    std::fs::write(&file, format!("{}{}{fit}", scenario("1s", 200), observed())).unwrap();
+    let validate = outagelab(&["validate", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&validate.stderr);
+    assert_eq!(validate.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is outside the range"), "{stderr}");
+    let run = outagelab(&["run", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(matches!(run.status.code(), Some(0 | 1)), "{stderr}");
     // Without [observed] there is nothing to fit to.
     let file = dir.join("no-observed.toml");
     let fit = unknown(&format!("{pause} = {{ min = \"500ms\", max = \"5s\" }}"));
