@@ -1140,12 +1140,19 @@ fn run(
     for variant in &report.variants {
         if variant.verdict.is_budget() {
             failed = true;
+            let zero_time = format!(
+                "a closed-loop load's caller sent {} requests without time passing: they end \
+                 at once (an open breaker, a full bulkhead, a limit) and the load has no think \
+                 time; give it a `think`, or the failing step a latency",
+                outagelab_sim::SENDS_AT_ONE_INSTANT_MAX
+            );
             let advice = match variant.verdict {
                 Verdict::MemoryBudget => {
                     "what it holds (requests in flight, queued commands, its series) passed \
                      [run] memory_max: raise it, shorten the run or widen [metrics] bucket, or \
                      look for work that piles up without end"
                 }
+                Verdict::ZeroTimeLoop => zero_time.as_str(),
                 _ => "raise [run] events_max or time_max, or look for a feedback loop",
             };
             eprintln!(

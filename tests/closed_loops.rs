@@ -113,3 +113,31 @@ fn bad_closed_loops_are_refused_at_their_key() {
         assert!(error.contains(message), "{load}: {error}");
     }
 }
+
+/// Two callers without think time share a bulkhead of one permit and no queue: while one
+/// holds the permit for its 5 ms of work, the other is shed at once and sends again at the
+/// same instant, forever. The run stops as a zero-time loop instead of hanging until its event
+/// budget; with a think time the same loop runs to its end.
+#[test]
+fn a_caller_that_sends_forever_at_one_instant_stops_the_run() {
+    let bulkhead = "[bulkheads.one]\nmax_concurrent = 1\nqueue = 0\n\
+        [flows.guarded]\nsteps = [{ work = \"5ms\", bulkhead = \"one\" }]\n";
+    let looping = run(&format!(
+        "{bulkhead}[loads.l]\nflow = \"guarded\"\narrivals = \"closed\"\nworkers = 2\n\
+         duration = \"1s\"\n"
+    ));
+    assert_eq!(looping.verdict, outagelab_report::Verdict::ZeroTimeLoop);
+    assert_eq!(looping.end_ms, 0.0);
+    let sends = u64::from(outagelab_sim::SENDS_AT_ONE_INSTANT_MAX);
+    assert!(looping.summary.requests > sends && looping.summary.requests < sends + 10);
+    let thinking = run(&format!(
+        "{bulkhead}[loads.l]\nflow = \"guarded\"\narrivals = \"closed\"\nworkers = 2\n\
+         think = \"1ms\"\nduration = \"1s\"\n"
+    ));
+    assert_eq!(thinking.verdict, outagelab_report::Verdict::Completed);
+    assert!(
+        thinking.summary.outcomes["shed"] > 0,
+        "{:?}",
+        thinking.summary.outcomes
+    );
+}

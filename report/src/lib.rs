@@ -173,6 +173,9 @@ pub enum Verdict {
     EventBudget,
     /// The run's memory estimate passed its budget: stopped before the allocator fails.
     MemoryBudget,
+    /// A closed-loop caller kept sending at one instant (its requests end without time
+    /// passing and it has no think time): a run that would never leave that instant, stopped.
+    ZeroTimeLoop,
 }
 
 impl Verdict {
@@ -180,7 +183,10 @@ impl Verdict {
     pub fn is_budget(self) -> bool {
         matches!(
             self,
-            Verdict::TimeBudget | Verdict::EventBudget | Verdict::MemoryBudget
+            Verdict::TimeBudget
+                | Verdict::EventBudget
+                | Verdict::MemoryBudget
+                | Verdict::ZeroTimeLoop
         )
     }
 
@@ -192,6 +198,7 @@ impl Verdict {
             Verdict::TimeBudget => "time_budget",
             Verdict::EventBudget => "event_budget",
             Verdict::MemoryBudget => "memory_budget",
+            Verdict::ZeroTimeLoop => "zero_time_loop",
         }
     }
 }

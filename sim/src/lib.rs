@@ -53,8 +53,8 @@ mod versions;
 
 pub use budget::{Account, MemoryBudget};
 pub use engine::{
-    BudgetedRun, Bugs, PROGRESS_EVERY_EVENTS, empty_metrics, run, run_in_budget, run_observed,
-    run_traced, run_with_bugs, summary_shape,
+    BudgetedRun, Bugs, PROGRESS_EVERY_EVENTS, SENDS_AT_ONE_INSTANT_MAX, empty_metrics, run,
+    run_in_budget, run_observed, run_traced, run_with_bugs, summary_shape,
 };
 pub use error::SimError;
 pub use http::{HttpSpec, HttpTally};

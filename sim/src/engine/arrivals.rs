@@ -4,6 +4,10 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// The most requests one closed-loop caller sends at one instant before the run stops as a
+/// zero-time loop: far more than any design sends without time passing on purpose.
+pub const SENDS_AT_ONE_INSTANT_MAX: u32 = 100_000;
+
 /// A load's state: its stream, what it has sent, and its callers or spreading.
 pub(super) struct LoadState {
     rng: Stream,
@@ -11,6 +15,8 @@ pub(super) struct LoadState {
     clock: Option<OpenLoopClock>,
     /// Closed loops: the requests each caller has sent.
     pub(super) workers: Vec<u64>,
+    /// Closed loops: each caller's last send, and how many it has made at that instant.
+    sends_at_one_instant: Vec<(SimTime, u32)>,
     /// Closed loops: callers that will send again (the load is active while one is).
     workers_active: u32,
     /// A load of a service's flow: the copies of the flow it spreads over, one per instance.
@@ -67,6 +73,7 @@ pub(super) fn start_loads(scenario: &Scenario, events: &mut EventQueue) -> (Vec<
             rng: Stream::derive(scenario.seed, "load", &load.name),
             clock,
             workers: Vec::new(),
+            sends_at_one_instant: Vec::new(),
             workers_active: 0,
             spread,
         };
@@ -92,6 +99,7 @@ pub(super) fn start_loads(scenario: &Scenario, events: &mut EventQueue) -> (Vec<
                     }
                 }
                 state.workers = vec![0; closed.workers as usize];
+                state.sends_at_one_instant = vec![(SimTime::ZERO, 0); closed.workers as usize];
                 if state.workers_active > 0 {
                     loads_active += 1;
                 }
@@ -162,9 +170,22 @@ impl<'s> Simulator<'s> {
         request
     }
 
-    /// Caller `worker` of the closed loop `id` sends its next request.
+    /// Caller `worker` of the closed loop `id` sends its next request. A caller that has
+    /// sent [`SENDS_AT_ONE_INSTANT_MAX`] requests without time passing (no think time, and
+    /// requests that end at once: an open breaker, a full bulkhead) would send forever at
+    /// that instant: the run stops ([`Verdict::ZeroTimeLoop`]).
     pub(super) fn on_worker_sends(&mut self, id: LoadId, worker: u32) {
-        self.loads[id.index()].workers[worker as usize] += 1;
+        let state = &mut self.loads[id.index()];
+        state.workers[worker as usize] += 1;
+        let (at, count) = &mut state.sends_at_one_instant[worker as usize];
+        if *at == self.now {
+            *count += 1;
+            if *count > SENDS_AT_ONE_INSTANT_MAX {
+                self.zero_time_loop = Some(id);
+            }
+        } else {
+            (*at, *count) = (self.now, 1);
+        }
         self.send(id, Some(worker));
     }
 

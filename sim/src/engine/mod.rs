@@ -20,6 +20,7 @@
 
 mod arrivals;
 use arrivals::LoadState;
+pub use arrivals::SENDS_AT_ONE_INSTANT_MAX;
 mod drain;
 mod flow;
 mod memory;
@@ -389,6 +390,9 @@ pub(crate) struct Simulator<'s> {
     in_flight: u64,
     loads: Vec<LoadState>,
     loads_active: usize,
+    /// A closed loop whose caller kept sending at one instant (see `on_worker_sends`): the
+    /// run stops.
+    zero_time_loop: Option<LoadId>,
     pub(crate) redis: Redis,
     pub(crate) databases: Databases,
     policies: Policies,
@@ -456,6 +460,7 @@ impl<'s> Simulator<'s> {
             in_flight: 0,
             loads,
             loads_active,
+            zero_time_loop: None,
             redis,
             databases: Databases::new(scenario),
             policies,
@@ -531,6 +536,9 @@ impl<'s> Simulator<'s> {
             if self.monitors.violation().is_some() {
                 // The caller reports the violation instead of the figures.
                 return Verdict::Stalled;
+            }
+            if self.zero_time_loop.is_some() {
+                return Verdict::ZeroTimeLoop;
             }
         }
     }
