@@ -15,7 +15,8 @@ pub(super) struct LoadState {
     clock: Option<OpenLoopClock>,
     /// Closed loops: the requests each caller has sent.
     pub(super) workers: Vec<u64>,
-    /// Closed loops: each caller's last send, and how many it has made at that instant.
+    /// Closed loops: each caller's last send, and how many it has made at that instant (16
+    /// bytes a caller, which the memory estimate counts with `workers`).
     sends_at_one_instant: Vec<(SimTime, u32)>,
     /// Closed loops: callers that will send again (the load is active while one is).
     workers_active: u32,

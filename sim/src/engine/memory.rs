@@ -48,7 +48,7 @@ impl<'s> Simulator<'s> {
             + self
                 .loads
                 .iter()
-                .map(|l| l.workers.len() as u64 * 8)
+                .map(|l| l.workers.len() as u64 * (8 + 16))
                 .sum::<u64>()
             + self.callers.memory_bytes()
     }
