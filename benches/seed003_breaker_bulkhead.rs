@@ -13,52 +13,19 @@
 //! on the project's machine. Run with `cargo bench --bench seed003_breaker_bulkhead`.
 
 mod bespoke;
+mod seed003;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bespoke::{Model, Outcomes};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use outagelab_model::time::SimDuration;
 use outagelab_sim::Scenario;
-use outagelab_sim::scenario::{Arrivals, Distribution, LoadEnd, TieOrder};
+use outagelab_sim::scenario::TieOrder;
 
 const REQUESTS: u64 = 1_000_000;
 
 /// Alternating runs of engine and loop behind each printed line.
 const ROUNDS: usize = 5;
-
-/// The bundled bulkhead variant at `REQUESTS` requests.
-fn bundled() -> Scenario {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/redis-dead-protection.toml");
-    let file = outagelab_scenario_file::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    let variant = file
-        .variants
-        .into_iter()
-        .find(|v| v.name == "timeout + breaker + DB bulkhead")
-        .expect("the bundled scenario has the bulkhead variant");
-    let mut scenario = variant.scenario;
-    let load = &mut scenario.loads[0];
-    let Arrivals::Even { rate, .. } = load.arrivals else {
-        panic!("the bundled load is evenly spaced");
-    };
-    load.arrivals = Arrivals::Even {
-        rate,
-        end: LoadEnd::Count(REQUESTS),
-    };
-    scenario
-}
-
-/// The latency models the bench runs: as bundled, and exponential with the same mean.
-fn cases() -> Vec<(&'static str, Scenario)> {
-    let uniform = bundled();
-    let mut exponential = uniform.clone();
-    exponential.databases[0].latency = Distribution::Exponential {
-        min: SimDuration::ZERO,
-        mean: SimDuration::from_millis(50),
-    };
-    vec![("uniform", uniform), ("exponential", exponential)]
-}
 
 /// Runs the engine and returns its outcome counts, checking that nothing else happened.
 fn engine(scenario: &Scenario) -> Outcomes {
@@ -139,7 +106,7 @@ fn compare(name: &str, scenario: &Scenario, model: &Model, timed: bool) {
 fn seed003(c: &mut Criterion) {
     // Under `cargo test --benches` (no `--bench`), check agreement only.
     let timed = std::env::args().any(|arg| arg == "--bench");
-    let cases: Vec<_> = cases()
+    let cases: Vec<_> = seed003::cases(REQUESTS)
         .into_iter()
         .map(|(name, scenario)| {
             let model = Model::of(&scenario);
