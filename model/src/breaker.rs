@@ -838,6 +838,24 @@ impl Breaker {
         }
     }
 
+    /// The first instant after `now` at which [`Breaker::state_at`] answers differently, if
+    /// no call is made in between (`SimTime::MAX` when only a call can change it): a caller
+    /// that shows the state (a gauge) need not ask again before then. Exact: the state at
+    /// every instant from `now` up to it is the state at `now`, and at it the state changes.
+    pub fn state_holds_until(&self, now: SimTime) -> SimTime {
+        let now = self.latest.at(now);
+        let ahead = |at: SimTime| (at > now).then_some(at);
+        let next = match self.state {
+            BreakerState::Open => ahead(self.open_deadline()),
+            BreakerState::HalfOpen => self.half_open_deadline().and_then(|expiry| {
+                let reopened_for = self.config.open_growth.grow(self.open_duration);
+                ahead(expiry).or_else(|| ahead(expiry.saturating_add(reopened_for)))
+            }),
+            BreakerState::Closed => None,
+        };
+        next.unwrap_or(SimTime::MAX)
+    }
+
     /// How many times the breaker has opened.
     pub fn opened_total(&self) -> u64 {
         self.opened_total
@@ -2698,6 +2716,18 @@ mod tests {
                         }
                     }
                     prop_assert!(b.next_deadline().is_none_or(|deadline| deadline > now));
+                    // `state_holds_until` is exact: the state holds up to it, and changes there.
+                    let state = b.state_at(now);
+                    let until = b.state_holds_until(now);
+                    prop_assert!(until > now);
+                    let last_held = SimTime::from_nanos(until.as_nanos().saturating_sub(1));
+                    let midway = SimTime::from_nanos(now.as_nanos() / 2 + last_held.as_nanos() / 2);
+                    for at in [now, midway, last_held] {
+                        prop_assert_eq!(b.state_at(at), state, "at {} (held until {})", at, until);
+                    }
+                    if until != SimTime::MAX {
+                        prop_assert_ne!(b.state_at(until), state, "at {}", until);
+                    }
                     prop_assert!(config.open_for() <= b.open_duration());
                     prop_assert!(b.open_duration() <= config.open_for_max());
                     if b.state() == BreakerState::HalfOpen {

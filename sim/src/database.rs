@@ -240,7 +240,12 @@ impl Database {
         let elapsed = u128::from(now.saturating_since(self.clock_read_at).as_nanos());
         if !self.running.is_empty() {
             let (numerator, denominator) = self.speed();
-            self.work_clock_q32 += elapsed * ONE_Q32 * numerator / denominator;
+            // At full speed (the common case) without the 128-bit division: the same value.
+            self.work_clock_q32 += if numerator == denominator {
+                elapsed * ONE_Q32
+            } else {
+                elapsed * ONE_Q32 * numerator / denominator
+            };
         }
         self.clock_read_at = now;
     }
@@ -271,7 +276,11 @@ impl Database {
         let (numerator, denominator) = self.speed();
         let wake_at = self.running.peek().map(|Reverse(first)| {
             let remaining = first.target.saturating_sub(self.work_clock_q32);
-            let nanos = (remaining * denominator).div_ceil(ONE_Q32 * numerator);
+            let nanos = if numerator == denominator {
+                remaining.div_ceil(ONE_Q32) // a shift: the same value, at full speed
+            } else {
+                (remaining * denominator).div_ceil(ONE_Q32 * numerator)
+            };
             SimTime::from_nanos(
                 now.as_nanos()
                     .saturating_add(u64::try_from(nanos).unwrap_or(u64::MAX)),

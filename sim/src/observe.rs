@@ -11,7 +11,9 @@
 //!
 //! Invariant: a gauge's series holds, per bucket, the largest of the values its source had at
 //! the end of the events of that bucket; a gauge whose source cannot have changed in an event
-//! is not set again (setting a gauge to the value it holds changes nothing).
+//! is not set again (setting a gauge to the value it holds changes nothing): each mechanism
+//! says whether it was called since the last event (`take_changed`), a breaker when its state
+//! next moves with time alone.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +34,9 @@ pub(crate) struct Sources<'a> {
     /// Requests in flight (main requests, not background steps).
     pub in_flight: u64,
     pub redis: &'a Redis,
+    /// Whether a Redis gauge's source may have changed in the event ([`Redis::take_changed`]):
+    /// when not, its gauges hold their values and are not set again.
+    pub redis_changed: bool,
     pub databases: &'a mut Databases,
     pub reconnect_slots: &'a ReconnectSlots,
     pub actions: &'a mut Actions,
@@ -292,16 +297,26 @@ impl Observation {
                 metrics.set_gauge(gauge, u64::from(databases.collapsed(id)));
             }
         }
-        for (index, &gauge) in (0u32..).zip(&self.connection_gauges) {
-            metrics.set_gauge(gauge, sources.redis.pending(ConnectionId(index)));
+        if sources.redis_changed {
+            for (index, &gauge) in (0u32..).zip(&self.connection_gauges) {
+                metrics.set_gauge(gauge, sources.redis.pending(ConnectionId(index)));
+            }
+            self.observe_servers(sources.redis);
         }
+        let metrics = &mut self.metrics;
         for &(connection, gauge) in &self.slot_gauges {
             let connected = sources.reconnect_slots.connected(connection);
             metrics.set_gauge(gauge, u64::from(connected));
         }
         sources.actions.observe(now, metrics);
+        sources.policies.observe(now, metrics);
+    }
+
+    /// Each server's memory gauge, and its evictions and expirations since the last time.
+    fn observe_servers(&mut self, redis: &Redis) {
+        let metrics = &mut self.metrics;
         for (index, series) in (0u32..).zip(&mut self.server_series) {
-            let memory = sources.redis.server_summary(ServerId(index));
+            let memory = redis.server_summary(ServerId(index));
             metrics.set_gauge(series.used_memory, memory.used_memory);
             for ((seen, counter), total) in [
                 (&mut series.evicted, memory.evicted_keys),
@@ -311,7 +326,6 @@ impl Observation {
                 *seen = total;
             }
         }
-        sources.policies.observe(now, metrics);
     }
 
     /// Each service's instances: the requests of every copy of its flows, by instance, with

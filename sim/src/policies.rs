@@ -21,7 +21,7 @@
 use outagelab_model::adaptive_limit::{
     Acquire as AdaptiveAcquire, AdaptiveLimit, CallEnd, Permit as AdaptivePermit,
 };
-use outagelab_model::breaker::{Admit, Breaker, Ticket, Transition};
+use outagelab_model::breaker::{Admit, Breaker, BreakerState, Ticket, Transition};
 use outagelab_model::bulkhead::{Acquire, Bulkhead, Permit};
 use outagelab_model::retry::{RetryDecision, RetryPolicy, RetryState};
 use outagelab_model::semaphore::{Permit as SemaphorePermit, Semaphore};
@@ -134,16 +134,39 @@ pub(crate) struct BreakerSlot {
     tally: BreakerTally,
     /// 0 closed, 1 half-open, 2 open: the series shows the worst state in each bucket.
     state_gauge: GaugeId,
+    /// Until when the gauge holds the breaker's state ([`Breaker::state_holds_until`]), unless
+    /// a call moves it (`gauge_stale`): before then, observing it again changes nothing.
+    gauge_holds_until: SimTime,
+    /// A call may have moved the state or the instant it next moves by itself: a transition
+    /// was taken, or the call was made half-open (a first probe starts `half_open_max_wait`).
+    gauge_stale: bool,
     /// Every transition, for the run's log.
     log: Journal<Transition>,
 }
 
 impl BreakerSlot {
+    /// Sets the state gauge for the instant `now`, unless it already holds the state: no call
+    /// moved the breaker since it was set and the state cannot have moved with time alone yet.
+    fn observe_state(&mut self, now: SimTime, metrics: &mut Metrics) {
+        if !self.gauge_stale && now < self.gauge_holds_until {
+            return;
+        }
+        self.gauge_stale = false;
+        let level = rules::breaker_level(self.breaker.state_at(now));
+        metrics.set_gauge(self.state_gauge, level);
+        self.gauge_holds_until = self.breaker.state_holds_until(now);
+    }
+
     /// Takes the breaker's transitions as they happen, counts and logs them.
+    /// Called after every call to the breaker.
     fn drain_transitions(&mut self) {
+        if self.breaker.state() == BreakerState::HalfOpen {
+            self.gauge_stale = true;
+        }
         while let Some(transition) = self.breaker.poll_transition() {
             self.log.record(transition.at, transition);
             self.tally.transition(&transition);
+            self.gauge_stale = true;
         }
     }
 }
@@ -182,8 +205,8 @@ impl Layer for BreakerSlot {
     }
 
     fn observe(&mut self, now: SimTime, metrics: &mut Metrics) {
-        let level = rules::breaker_level(self.breaker.state_at(now));
-        metrics.set_gauge(self.state_gauge, level);
+        self.gauge_stale = true;
+        self.observe_state(now, metrics);
     }
 }
 
@@ -492,6 +515,8 @@ impl Policies {
                 classifier: spec.classifier(),
                 tally: BreakerTally::default(),
                 state_gauge: gauge(metrics, GaugeKey::BreakerState, &spec.name),
+                gauge_holds_until: SimTime::ZERO,
+                gauge_stale: true,
                 log: Journal::default(),
             })
             .collect();
@@ -550,11 +575,13 @@ impl Policies {
     pub fn observe(&mut self, now: SimTime, metrics: &mut Metrics) {
         // One loop per kind (not a chain of `dyn Layer`): this runs after every event, and
         // each call is then direct and inlined. A breaker's state moves with time alone (open
-        // turns half-open); the other gauges move only in calls, which all go through
-        // `layer`, so they are set only after one (setting a gauge to its value is a no-op).
+        // turns half-open) at instants it can tell, so its gauge is set after a call or once
+        // such an instant is reached; the other gauges move only in calls, which all go
+        // through `layer`, so they are set only after one (setting a gauge to its value is a
+        // no-op).
         let touched = std::mem::replace(&mut self.touched, false);
         for layer in &mut self.breakers {
-            layer.observe(now, metrics);
+            layer.observe_state(now, metrics);
         }
         if !touched {
             return;

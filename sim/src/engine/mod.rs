@@ -608,9 +608,11 @@ impl<'s> Simulator<'s> {
     /// Hands the mechanisms to the observation, which reads their gauges at the end of an
     /// event.
     fn observe(&mut self) {
+        let redis_changed = self.redis.take_changed();
         let sources = Sources {
             in_flight: self.in_flight,
             redis: &self.redis,
+            redis_changed,
             databases: &mut self.databases,
             reconnect_slots: &self.reconnect_slots,
             actions: &mut self.actions,

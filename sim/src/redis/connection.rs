@@ -196,6 +196,7 @@ impl Redis {
         origin: Option<u64>,
         events: &mut EventQueue,
     ) -> Option<StepResult> {
+        self.changed = true;
         let connection = &mut self.connections[id.index()];
         let manager = matches!(connection.spec.reconnect, Reconnect::Manager { .. });
         if connection.link != Link::Connected && !connection.spec.offline_queue && !manager {

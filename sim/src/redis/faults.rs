@@ -25,6 +25,7 @@ impl Redis {
         on: bool,
         events: &mut EventQueue,
     ) {
+        self.changed = true;
         self.server_fault(now, id, kind, on, events);
         self.schedule_expiries(events); // a restart's keys may carry expiries
     }
@@ -224,6 +225,7 @@ impl Redis {
         on: bool,
         events: &mut EventQueue,
     ) {
+        self.changed = true;
         match kind {
             FaultKind::Kill if on => {
                 let server = &self.servers[self.connections[id.index()].server.index()];

@@ -186,6 +186,11 @@ pub(crate) struct Redis {
     /// Per server: the instant of its pending `KeysExpire` event, if one is scheduled (at or
     /// before its earliest key's expiry).
     expiry_scheduled: Vec<Option<SimTime>>,
+    /// A call that may move a gauge's source (a connection's pending commands, a server's
+    /// memory, evictions and expirations) was made since the last [`Redis::take_changed`]:
+    /// `handle`, `issue`, `fault`, `connection_fault`, `open_link` and `retire_link`, the
+    /// only calls that change them.
+    changed: bool,
 }
 
 fn is_slot(spec: &ConnectionSpec) -> bool {
@@ -229,6 +234,7 @@ impl Redis {
                 .map(client_loop::ClientLoop::new)
                 .collect(),
             expiry_scheduled: vec![None; scenario.servers.len()],
+            changed: true,
         };
         // A replica starts with what its primary starts with (a full sync before the run).
         for (replica, spec) in scenario.servers.iter().enumerate() {
@@ -289,6 +295,7 @@ impl Redis {
 
     /// Runs an event this `Redis` scheduled, now that it is due.
     pub fn handle(&mut self, now: SimTime, event: RedisEvent, events: &mut EventQueue) {
+        self.changed = true;
         match event {
             RedisEvent::CommandTimeout { connection } => {
                 self.on_command_timeout(now, connection, events)
@@ -345,6 +352,11 @@ impl Redis {
     }
 
     /// Commands waiting on a connection (sent or offline), over all its links.
+    /// Whether a gauge's source may have changed since the last call (see `changed`).
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::replace(&mut self.changed, false)
+    }
+
     pub fn pending(&self, connection: ConnectionId) -> u64 {
         self.pending[connection.index()].0
     }

@@ -48,6 +48,7 @@ impl Redis {
         owner: ConnectionId,
         events: &mut EventQueue,
     ) -> ConnectionId {
+        self.changed = true;
         let id = match self.free_links[owner.index()].pop() {
             Some(id) => id,
             None => {
@@ -70,6 +71,7 @@ impl Redis {
     /// The slot evicted `link`: it takes no new command, and closes once the commands already
     /// on it have ended (at once if there are none).
     pub fn retire_link(&mut self, link: ConnectionId) {
+        self.changed = true;
         self.connections[link.index()].retired = true;
         self.close_if_drained(link);
     }
