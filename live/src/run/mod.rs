@@ -157,6 +157,8 @@ pub struct Ran {
     pub report: VariantReport,
     /// Whether the server answered the run's last commands: a next variant can use it.
     pub server_answers: bool,
+    /// The run's clock, for what is said after it.
+    clock: TokioClock,
 }
 
 /// As [`run`], saying what happens to the server in `events` as it happens, and ending early
@@ -197,7 +199,7 @@ pub async fn run_watched(
     admin.set_deadline(Instant::now() + GRACE);
     let restored = admin.restore().await;
     if let Err(error) = &restored {
-        let at_ms = ran.as_ref().map_or(0.0, |ran| ran.report.end_ms);
+        let at_ms = (ran.as_ref()).map_or(0.0, |ran| ran.clock.now().as_nanos() as f64 / 1e6);
         events.push(LiveEvent {
             variant: name.to_owned(),
             at_ms,
@@ -249,6 +251,8 @@ struct Run {
     fault_failed: std::sync::atomic::AtomicBool,
     /// Whether the server restarted during the run (another `run_id`).
     restarted: std::sync::atomic::AtomicBool,
+    /// The faults (by index) whose command was sent and not yet answered.
+    pending_faults: Mutex<Vec<usize>>,
     /// How late the runner woke for the file's instants ([`Run::wake_at`]).
     timing: Mutex<RunnerTiming>,
 }
@@ -782,6 +786,7 @@ async fn drive(
         watch: Mutex::new(ServerWatch::new()),
         fault_failed: std::sync::atomic::AtomicBool::new(false),
         restarted: std::sync::atomic::AtomicBool::new(false),
+        pending_faults: Mutex::new(Vec::new()),
     });
 
     let file_horizon = scenario.limits.horizon;
@@ -831,7 +836,13 @@ async fn drive(
                 toxify(&run, &forwarders, &fault).await;
                 (Ok(None), (EventKind::FaultNotUndone, "undone"))
             } else {
+                // Pending until answered: one the run's end cuts short was not injected.
+                let instant = !matches!(fault.kind, FaultKind::Hang);
+                if instant {
+                    locked(&run.pending_faults).push(index);
+                }
                 let injected = admin.inject(&fault, rest).await;
+                locked(&run.pending_faults).retain(|&pending| pending != index);
                 (injected, (EventKind::FaultNotInjected, "injected"))
             };
             match injected {
@@ -923,6 +934,21 @@ async fn drive(
     }
 
     notes.extend(locked(&fault_notes).drain(..));
+    let pending = std::mem::take(&mut *locked(&run.pending_faults));
+    for index in pending {
+        let fault = &scenario.faults[index];
+        run.fault_failed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        run.event(
+            EventKind::FaultNotInjected,
+            format!(
+                "faults.{} ({}) could not be injected: the server had not answered its command \
+                 when the run ended",
+                fault.name,
+                fault.kind.name()
+            ),
+        );
+    }
     if let Some(late) = locked(&run.timing).late_summary() {
         notes.push(format!(
             "{name}: {late}: the runner's one loop was busy (building or writing a burst, as a \
@@ -971,6 +997,7 @@ async fn drive(
     Ok(Ran {
         report: report(&run, name, sweep_x, verdict, ended_at, faults, servers),
         server_answers: at_end == Health::Answering,
+        clock,
     })
 }
 
