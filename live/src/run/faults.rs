@@ -50,8 +50,21 @@ pub(crate) fn live_key(family: &str, index: u32) -> String {
     format!("{KEY_PREFIX}{family}:{index}")
 }
 
-/// Preloaded keys are written this many to a pipeline.
+/// Preloaded keys are written at most this many to a pipeline...
 const PRELOAD_BATCH: u32 = 256;
+
+/// ... and at most this many bytes of values (but one key at least): a pipeline must be
+/// answered within [`GRACE`], and 16 MiB is a small part of what loopback carries in it.
+const PRELOAD_BATCH_BYTES: u64 = 16 << 20;
+
+/// How many keys of `value_bytes` each go to one preload pipeline: from 1 to
+/// [`PRELOAD_BATCH`].
+fn preload_batch(value_bytes: u32) -> u32 {
+    let fit = PRELOAD_BATCH_BYTES / u64::from(value_bytes.max(1));
+    u32::try_from(fit)
+        .unwrap_or(u32::MAX)
+        .clamp(1, PRELOAD_BATCH)
+}
 
 /// The server settings a run changes, read before it and set back after it.
 pub(crate) const SAVED: [&str; 4] = ["maxmemory", "maxmemory-policy", "maxmemory-samples", "hz"];
@@ -254,7 +267,7 @@ impl Admin {
     /// Writes the keys the file's server starts with (`preload`: the first `count` keys of a
     /// family, each a value of `value_bytes`, without expiry), before its memory limit is
     /// set, as the simulated server holds them from the start. Bounded: one pipeline per
-    /// [`PRELOAD_BATCH`] keys.
+    /// [`preload_batch`] keys, each answered within [`GRACE`].
     async fn preload(&self, scenario: &Scenario) -> RedisResult<()> {
         let Some(server) = scenario.servers.first() else {
             return Ok(());
@@ -262,9 +275,10 @@ impl Admin {
         for preload in &server.preload {
             let family = &scenario.keys[preload.family.index()].name;
             let value = vec![b'x'; preload.value_bytes as usize];
+            let batch = preload_batch(preload.value_bytes);
             let mut start = 0;
             while start < preload.count {
-                let end = preload.count.min(start + PRELOAD_BATCH);
+                let end = preload.count.min(start + batch);
                 let mut pipeline = redis::pipe();
                 for index in start..end {
                     pipeline.set(live_key(family, index), &value[..]).ignore();
@@ -498,6 +512,22 @@ fn info_fields(text: &str) -> BTreeMap<&str, &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_preload_pipeline_holds_at_most_256_keys_and_16_mib() {
+        let cases = [
+            (0, 256),
+            (2048, 256),
+            (65_536, 256),
+            (131_072, 128),
+            (2 << 20, 8),
+            (16 << 20, 1),
+            (u32::MAX, 1),
+        ];
+        for (value_bytes, keys) in cases {
+            assert_eq!(preload_batch(value_bytes), keys, "{value_bytes} bytes");
+        }
+    }
 
     #[test]
     fn info_lines_are_read_by_name() {

@@ -49,6 +49,7 @@ use report::report;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -248,9 +249,9 @@ struct Run {
     /// The server as the runner's probes and last reading found it.
     watch: Mutex<ServerWatch>,
     /// Whether a fault of the file could not be injected or undone.
-    fault_failed: std::sync::atomic::AtomicBool,
+    fault_failed: AtomicBool,
     /// Whether the server restarted during the run (another `run_id`).
-    restarted: std::sync::atomic::AtomicBool,
+    restarted: AtomicBool,
     /// The faults (by index) whose command was sent and not yet answered.
     pending_faults: Mutex<Vec<usize>>,
     /// How late the runner woke for the file's instants ([`Run::wake_at`]).
@@ -784,8 +785,8 @@ async fn drive(
         name: name.to_owned(),
         events: events.clone(),
         watch: Mutex::new(ServerWatch::new()),
-        fault_failed: std::sync::atomic::AtomicBool::new(false),
-        restarted: std::sync::atomic::AtomicBool::new(false),
+        fault_failed: AtomicBool::new(false),
+        restarted: AtomicBool::new(false),
         pending_faults: Mutex::new(Vec::new()),
     });
 
@@ -848,8 +849,7 @@ async fn drive(
             match injected {
                 Ok(note) => locked(&notes).extend(note),
                 Err(error) => {
-                    run.fault_failed
-                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                    run.fault_failed.store(true, Ordering::SeqCst);
                     let (kind, what) = failing;
                     run.event(
                         kind,
@@ -915,8 +915,9 @@ async fn drive(
     } else {
         end_at
     };
+    // The teardown's grace runs from the measured time's end, however it came.
+    admin.set_deadline(clock.instant_at(ended_at) + GRACE);
     if interrupted {
-        admin.set_deadline(Instant::now() + GRACE);
         run.event(
             EventKind::Interrupted,
             "interrupted (SIGINT): the report is of the time measured".to_owned(),
@@ -937,8 +938,7 @@ async fn drive(
     let pending = std::mem::take(&mut *locked(&run.pending_faults));
     for index in pending {
         let fault = &scenario.faults[index];
-        run.fault_failed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        run.fault_failed.store(true, Ordering::SeqCst);
         run.event(
             EventKind::FaultNotInjected,
             format!(
@@ -982,8 +982,7 @@ async fn drive(
     } else {
         Verdict::Horizon
     };
-    let flag =
-        |flag: &std::sync::atomic::AtomicBool| flag.load(std::sync::atomic::Ordering::SeqCst);
+    let flag = |flag: &AtomicBool| flag.load(Ordering::SeqCst);
     let befell = survive::Befell {
         interrupted,
         silent_at_end: match at_end {
@@ -1019,8 +1018,7 @@ async fn watch_server(run: Arc<Run>, admin: Arc<Admin>) {
         let silence = found.as_ref().err().and_then(silence_of);
         run.probed(sent, silence.map_or(Ok(()), Err));
         if found.is_ok() && admin.take_reconnected() && admin.restarted().await.unwrap_or(false) {
-            run.restarted
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            run.restarted.store(true, Ordering::SeqCst);
             let settings = admin.apply_settings(&run.scenario).await;
             run.event(
                 EventKind::ServerRestarted,
