@@ -3,13 +3,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use outagelab_live::run::{LENGTH_WITHOUT_HORIZON, LiveError, Options};
+use outagelab_live::run::{Events, Interrupt, LiveSection, Options, Planned};
 use outagelab_model::time::SimDuration;
 use outagelab_report::RunReport;
 use outagelab_scenario_file::Override;
+use serde::Serialize;
 
-use crate::{Outputs, say, table, write_json, write_plots};
+use crate::{Outputs, say, table, write_plots};
 
 /// What `live` was asked for.
 pub struct Request {
@@ -22,8 +24,10 @@ pub struct Request {
     pub sets: Vec<Override>,
 }
 
-/// Exit 2 when the file, a flag or a feature of the file is wrong (nothing ran); 1 when the
-/// server could not be reached or refused the run's own commands.
+/// Exit 2 when the file, a flag (`--redis` without a port, say) or a feature of the file is
+/// wrong (nothing ran); 1 when the server could not be reached, stopped answering, or a fault
+/// of the file could not be injected (the report, of the time measured, is written all the
+/// same); 130 when interrupted (SIGINT; the report of the time measured is written too).
 pub fn run(file: &Path, request: &Request) -> ExitCode {
     let outputs = Outputs {
         json: request.json.as_deref(),
@@ -33,6 +37,13 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         plot: request.plot.as_deref(),
         trace: None,
         prometheus: request.prometheus.as_deref(),
+    };
+    let address = match outagelab_live::run::parse_address(&request.address) {
+        Ok(address) => address,
+        Err(message) => {
+            eprintln!("--redis: {message}");
+            return ExitCode::from(2);
+        }
     };
     let horizon_cap = match request.horizon.as_deref().map(parse_cap).transpose() {
         Ok(cap) => cap,
@@ -93,46 +104,45 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         }
     };
     let options = Options {
-        address: request.address.clone(),
+        address,
         horizon_cap,
     };
-    let mut variants = Vec::with_capacity(scenario.variants.len());
-    // When each variant began, by the wall clock: what a scrape of it would have stamped.
-    let mut starts = Vec::with_capacity(scenario.variants.len());
-    for (index, variant) in scenario.variants.iter().enumerate() {
-        let limit = length_limit(&variant.scenario, horizon_cap);
-        eprintln!(
-            "live {}/{}: {} (at most {:.1} s against {})",
-            index + 1,
-            scenario.variants.len(),
-            variant.name,
-            limit.as_millis_f64() / 1e3,
-            request.address
-        );
-        let mut notes = Vec::new();
-        starts.push(unix_ms_now());
-        let ran = runtime.block_on(outagelab_live::run::run(
-            &variant.scenario,
-            &variant.name,
-            variant.sweep_x,
-            &options,
-            &mut notes,
-        ));
-        for note in notes {
-            eprintln!("note: {note}");
+    let planned: Vec<Planned> = (scenario.variants.iter())
+        .map(|variant| Planned {
+            name: &variant.name,
+            scenario: &variant.scenario,
+            sweep_x: variant.sweep_x,
+        })
+        .collect();
+    let events = Events::announcing(Arc::new(|event| eprintln!("{event}")));
+    let interrupt = Interrupt::new();
+    let ran = runtime.block_on(async {
+        interrupt.on_ctrl_c(|| {
+            eprintln!(
+                "live: interrupted (SIGINT): ending the run within {} s, keeping what was \
+                 measured (a second SIGINT ends at once)",
+                outagelab_live::run::GRACE.as_secs()
+            );
+        });
+        let say = |line: &str| eprintln!("{line}");
+        outagelab_live::run::session(&planned, &options, &events, &interrupt, &say).await
+    });
+    let session = match ran {
+        Ok(session) => session,
+        Err((name, unsupported)) => {
+            eprintln!("{}: variant {name:?}: {unsupported}", file.display());
+            return ExitCode::from(2);
         }
-        match ran {
-            Ok(report) => variants.push(report),
-            Err(error @ LiveError::Unsupported(_)) => {
-                eprintln!("{}: variant {:?}: {error}", file.display(), variant.name);
-                return ExitCode::from(2);
-            }
-            Err(error) => {
-                eprintln!("live: variant {:?}: {error}", variant.name);
-                return ExitCode::from(1);
-            }
-        }
+    };
+    for not_run in &session.live.not_run {
+        eprintln!("live: variant {:?} not run: {}", not_run.name, not_run.why);
     }
+    let exit_code = session.exit_code();
+    let outagelab_live::run::Session {
+        variants,
+        starts,
+        live,
+    } = session;
     let report = RunReport {
         scenario: scenario.name.clone(),
         seed: scenario.seed,
@@ -150,8 +160,9 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         "(measured live: the file's expectations are the simulation's and are not checked; \
          `outagelab compare` overlays this report on a simulated one)\n",
     );
-    let outputs: [(Option<&Path>, crate::Writer); 1] = [(request.json.as_deref(), write_json)];
-    if let Err(code) = crate::write_outputs(&report, &outputs) {
+    if let Some(path) = request.json.as_deref()
+        && let Err(code) = crate::say_written(write_live_json(&report, &live, path))
+    {
         return code;
     }
     if let Some(path) = request.prometheus.as_deref() {
@@ -163,20 +174,42 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
             return code;
         }
     }
-    if let Some(dir) = request.plot.as_deref() {
+    if let Some(dir) = request
+        .plot
+        .as_deref()
+        .filter(|_| !report.variants.is_empty())
+    {
         let metrics = &scenario.report.metrics;
         if let Err(code) = crate::say_written(write_plots(&report, metrics, dir)) {
             return code;
         }
     }
-    ExitCode::SUCCESS
+    ExitCode::from(exit_code)
 }
 
-/// The wall clock, in ms since the Unix epoch (0 on a clock set before it).
-fn unix_ms_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as i64)
+/// The report `run --json` writes, and what the live session adds under `live` (its events,
+/// the variants not run): valid after any ending, since it is written after the session.
+fn write_live_json(
+    report: &RunReport,
+    live: &LiveSection,
+    path: &Path,
+) -> Result<Vec<PathBuf>, String> {
+    #[derive(Serialize)]
+    struct LiveReport<'a> {
+        #[serde(flatten)]
+        report: &'a RunReport,
+        live: &'a LiveSection,
+    }
+    if let Some(parent) = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && path != Path::new("-"))
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    let both = LiveReport { report, live };
+    crate::stream_json(path, |out| outagelab_report::write::write_json(&both, out))?;
+    Ok(crate::written(path))
 }
 
 /// `--horizon`'s duration (`3s`, `500ms`), more than zero.
@@ -186,18 +219,4 @@ fn parse_cap(text: &str) -> Result<SimDuration, String> {
         return Err("must be longer than zero".to_owned());
     }
     Ok(SimDuration::from_nanos(nanos))
-}
-
-/// The longest a variant's live run can take.
-fn length_limit(scenario: &outagelab_sim::Scenario, cap: Option<SimDuration>) -> SimDuration {
-    let horizon = scenario
-        .limits
-        .horizon
-        .map(|h| SimDuration::from_nanos(h.as_nanos()));
-    match (horizon, cap) {
-        (Some(horizon), Some(cap)) => horizon.min(cap),
-        (Some(horizon), None) => horizon,
-        (None, Some(cap)) => cap,
-        (None, None) => LENGTH_WITHOUT_HORIZON,
-    }
 }

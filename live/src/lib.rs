@@ -20,7 +20,8 @@
 //! - [`throttle::LiveThrottle`]: seed 004's cascade throttle, atomic form
 //!   ([`outagelab_model::throttle::AtomicThrottle`]), with a slot guard;
 //! - [`run`]: a scenario's variant run in wall-clock time against a real server (`outagelab
-//!   live`);
+//!   live`), ending within its horizon plus [`run::GRACE`] and keeping its report whatever
+//!   the server does ([`run::survive`]);
 //! - [`calibrate`]: what a simulated connection's `latency` and `bandwidth`, and its client
 //!   loop's `write_rate`, mean on this machine, measured on real connections (`outagelab
 //!   calibrate`).

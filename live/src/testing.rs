@@ -67,23 +67,7 @@ impl RedisServer {
         let dir =
             std::env::temp_dir().join(format!("outagelab-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary directory for redis-server");
-        let mut command = Command::new("redis-server");
-        command
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no"]);
-        if major_version().is_some_and(|major| major >= 7) {
-            // Redis 7 refuses DEBUG unless told (a live run's `hang` is DEBUG SLEEP); the
-            // option does not exist before 7, where DEBUG is always allowed.
-            command.args(["--enable-debug-command", "local"]);
-        }
-        let spawned = command
-            .arg("--dir")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let child = match spawned {
+        let child = match Self::spawn(port, &dir) {
             Ok(child) => child,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 assert!(
@@ -107,6 +91,61 @@ impl RedisServer {
         let server = RedisServer { child, port, dir };
         server.wait_until_it_answers();
         Some(server)
+    }
+
+    /// `redis-server` on 127.0.0.1:`port`, persistence off, in `dir`.
+    fn spawn(port: u16, dir: &std::path::Path) -> std::io::Result<Child> {
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"]);
+        if major_version().is_some_and(|major| major >= 7) {
+            // Redis 7 refuses DEBUG unless told (a live run's `hang` is DEBUG SLEEP); the
+            // option does not exist before 7, where DEBUG is always allowed.
+            command.args(["--enable-debug-command", "local"]);
+        }
+        command
+            .arg("--dir")
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+    }
+
+    /// Sends the server `signal` (`STOP`, `CONT`) with the system's `kill`.
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("the system's kill command");
+        assert!(status.success(), "kill -{signal} {}", self.child.id());
+    }
+
+    /// Stops the server's process (SIGSTOP): connections stay open, nothing is answered.
+    pub fn freeze(&self) {
+        self.signal("STOP");
+    }
+
+    /// Lets a frozen server's process go on (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("CONT");
+    }
+
+    /// Kills the server's process (SIGKILL) and waits for it: connections are dropped, new
+    /// ones refused.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port (after [`RedisServer::kill`]), empty, as a
+    /// restarted one without persistence is; waits until it answers.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.child = Self::spawn(self.port, &self.dir).expect("redis-server starts again");
+        self.wait_until_it_answers();
     }
 
     pub fn port(&self) -> u16 {

@@ -176,6 +176,20 @@ pub enum Verdict {
     /// A closed-loop caller kept sending at one instant (its requests end without time
     /// passing and it has no think time): a run that would never leave that instant, stopped.
     ZeroTimeLoop,
+    /// Live only: the server could not be reached when the measured time ended (connections
+    /// refused or dropped: a process gone); the report is of the time measured.
+    ServerUnreachable,
+    /// Live only: the server did not answer when the measured time ended (its connections
+    /// open, its replies not coming: a stopped or wedged process).
+    ServerStalled,
+    /// Live only: the server restarted during the run (another process answered, its keys
+    /// and settings lost mid-run); it answered at the end.
+    ServerRestarted,
+    /// Live only: one of the file's faults could not be injected or undone, so the run was
+    /// not the file's as written.
+    FaultInjectionFailed,
+    /// Live only: the run was interrupted (SIGINT) before its horizon.
+    Interrupted,
 }
 
 impl Verdict {
@@ -199,6 +213,11 @@ impl Verdict {
             Verdict::EventBudget => "event_budget",
             Verdict::MemoryBudget => "memory_budget",
             Verdict::ZeroTimeLoop => "zero_time_loop",
+            Verdict::ServerUnreachable => "server_unreachable",
+            Verdict::ServerStalled => "server_stalled",
+            Verdict::ServerRestarted => "server_restarted",
+            Verdict::FaultInjectionFailed => "fault_injection_failed",
+            Verdict::Interrupted => "interrupted",
         }
     }
 }

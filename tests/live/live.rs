@@ -224,3 +224,133 @@ fn row(text: &str, name: &str) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// A file for the exit-code tests below: 2 s of reads, two variants.
+const TWO_VARIANTS: &str = r#"[scenario]
+name = "exits"
+[run]
+horizon = "2s"
+[servers.redis]
+[connections.c]
+server = "redis"
+command_timeout = "100ms"
+reconnect = "slot"
+[keys.k]
+count = 1
+[flows.read]
+steps = [{ redis = { command = "GET", connection = "c", key = "k" } }]
+[loads.l]
+flow = "read"
+arrivals = "even"
+rate = 20
+duration = "2s"
+[[variant]]
+name = "first"
+[[variant]]
+name = "second"
+"#;
+
+/// `live`'s exit codes, as docs/commands.md gives them: an address without a port is a wrong
+/// command line (2, nothing sent); a server that cannot be reached is 1, with a valid JSON
+/// that lists every variant as not run and says why.
+#[test]
+fn a_bad_address_exits_2_and_an_unreachable_server_exits_1_with_its_report() {
+    let dir = scratch("live-exits");
+    let file = dir.join("exits.toml");
+    std::fs::write(&file, TWO_VARIANTS).unwrap();
+    let file = file.to_str().unwrap();
+    let output = outagelab(&["live", file, "--redis", "notahost"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--redis: \"notahost\" has no port"),
+        "{stderr}"
+    );
+
+    // A loopback port nothing listens on: connections are refused at once.
+    let port = outagelab_live::testing::free_port().to_string();
+    let json = dir.join("unreachable.json");
+    let output = outagelab(&[
+        "live",
+        file,
+        "--redis",
+        &format!("127.0.0.1:{port}"),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("not run: the server could not be set up"),
+        "{stderr}"
+    );
+    let report = common::read_report(&json);
+    assert_eq!(report["variants"].as_array().unwrap().len(), 0);
+    let not_run: Vec<&str> = (report["live"]["not_run"].as_array().unwrap().iter())
+        .map(|not_run| not_run["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(not_run, ["first", "second"]);
+    assert_eq!(report["live"]["events"][0]["event"], "server_unreachable");
+}
+
+/// SIGINT of `outagelab live` itself, 0.8 s into a 2 s variant: it ends at once (exit 130)
+/// and writes the JSON of what it measured, the variant `interrupted` and the next not run.
+#[test]
+fn sigint_ends_a_live_run_with_the_report_of_what_it_measured() {
+    let Some(server) = outagelab_live::testing::RedisServer::start() else {
+        return;
+    };
+    let dir = scratch("live-sigint");
+    let file = dir.join("exits.toml");
+    std::fs::write(&file, TWO_VARIANTS).unwrap();
+    let json = dir.join("interrupted.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_outagelab"))
+        .args(["live", file.to_str().unwrap(), "--redis", &server.address()])
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // Once the first variant runs (its line on standard error), then 0.8 s more.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.starts_with("live 1/2: first"), "{line}");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let sent = std::time::Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Bounded: the run ends within the grace; a run that did not would be killed below.
+    let deadline = sent + std::time::Duration::from_secs(20);
+    let exited = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let took = sent.elapsed();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
+    let status = exited.unwrap_or_else(|| panic!("still running 20 s after SIGINT: {rest}"));
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("interrupted (SIGINT)"), "{rest}");
+    let report = common::read_report(&json);
+    assert_eq!(report["variants"][0]["verdict"], "interrupted");
+    let end_ms = report["variants"][0]["end_ms"].as_f64().unwrap();
+    assert!((500.0..2000.0).contains(&end_ms), "{end_ms}");
+    assert_eq!(report["live"]["not_run"][0]["name"], "second");
+    assert_eq!(report["live"]["interrupted"], true);
+    println!("ended {took:?} after SIGINT");
+    if outagelab_live::testing::timing_tests("that SIGINT ends a live run within the grace") {
+        assert!(took < outagelab_live::run::GRACE, "{took:?}");
+    }
+}

@@ -18,9 +18,14 @@
 //! there; this connection gives the restart's commands.
 //!
 //! The admin connection has no response timeout of its own (a `DEBUG SLEEP` answers when the
-//! server wakes); every command is bounded by [`ADMIN_WAIT_MAX`] past the fault's length.
+//! server wakes); every command is bounded by [`GRACE`] past the fault's length, and never
+//! waits past the run's deadline ([`Admin::set_deadline`]: the measured time's end plus
+//! [`GRACE`]). A command whose connection was refused or dropped forgets it, and the next
+//! command connects again: a server that comes back is used again, as a reconnect slot does.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use outagelab_model::time::SimDuration;
@@ -30,6 +35,10 @@ use outagelab_sim::scenario::{FaultKind, FaultSpec, PauseMode};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, Cmd, RedisError, RedisResult, Value};
 
+use tokio::time::Instant;
+
+use super::locked;
+use super::survive::{GRACE, Silence};
 use crate::clock::std_duration;
 
 /// The prefix of every key a live run writes (`outagelab:live:<family>:<index>`); the keys
@@ -41,48 +50,183 @@ pub(crate) fn live_key(family: &str, index: u32) -> String {
     format!("{KEY_PREFIX}{family}:{index}")
 }
 
-/// Preloaded keys are written this many to a pipeline.
+/// Preloaded keys are written at most this many to a pipeline...
 const PRELOAD_BATCH: u32 = 256;
 
-/// How long an admin command may take beyond the fault it injects.
-pub const ADMIN_WAIT_MAX: Duration = Duration::from_secs(10);
+/// ... and at most this many bytes of values (but one key at least): a pipeline must be
+/// answered within [`GRACE`], and 16 MiB is a small part of what loopback carries in it.
+const PRELOAD_BATCH_BYTES: u64 = 16 << 20;
+
+/// How many keys of `value_bytes` each go to one preload pipeline: from 1 to
+/// [`PRELOAD_BATCH`].
+fn preload_batch(value_bytes: u32) -> u32 {
+    let fit = PRELOAD_BATCH_BYTES / u64::from(value_bytes.max(1));
+    u32::try_from(fit)
+        .unwrap_or(u32::MAX)
+        .clamp(1, PRELOAD_BATCH)
+}
 
 /// The server settings a run changes, read before it and set back after it.
-const SAVED: [&str; 4] = ["maxmemory", "maxmemory-policy", "maxmemory-samples", "hz"];
+pub(crate) const SAVED: [&str; 4] = ["maxmemory", "maxmemory-policy", "maxmemory-samples", "hz"];
 
 /// Most SCAN calls while deleting the run's keys (each looks at up to 1000 keys).
 const SCAN_CALLS_MAX: u32 = 1_000_000;
 
+/// The run's connection to the server for its own commands. Invariant: no command waits past
+/// its own length plus [`GRACE`], nor past the deadline once one is set; a lost connection is
+/// made again by the next command (within that command's bound).
 pub(crate) struct Admin {
-    connection: MultiplexedConnection,
+    client: Client,
+    /// `None` before the first command and once lost.
+    connection: Mutex<Option<MultiplexedConnection>>,
+    /// Set when a connection is made again after one was lost (taken by [`Admin::take_reconnected`]).
+    reconnected: AtomicBool,
+    /// No command waits past this, once set.
+    deadline: Mutex<Option<Instant>>,
     saved: Vec<(String, String)>,
+    /// The server's `run_id` when the run was set up: another one later is a restarted server.
+    run_id: Mutex<Option<String>>,
+}
+
+/// The error of an admin command that was not answered in time.
+fn not_answered(what: &str) -> RedisError {
+    RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("the server did not answer {what}"),
+    ))
+}
+
+/// Whether `error` means the connection is gone (refused, dropped, broken), not that a reply
+/// is late or says no.
+fn is_lost(error: &RedisError) -> bool {
+    !error.is_timeout()
+        && (error.is_io_error() || error.is_connection_dropped() || error.is_connection_refusal())
+}
+
+/// How a server that gave `error` instead of an answer is silent; `None` when it answered
+/// (an error reply is an answer).
+pub(crate) fn silence_of(error: &RedisError) -> Option<Silence> {
+    if error.is_timeout() {
+        Some(Silence::Stalled)
+    } else if is_lost(error) {
+        Some(Silence::Unreachable)
+    } else {
+        None
+    }
 }
 
 impl Admin {
+    /// Connects to `address` within [`GRACE`].
     pub async fn connect(address: &str) -> RedisResult<Admin> {
-        let client = Client::open(format!("redis://{address}/"))?;
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(None);
-        let connection = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
-        Ok(Admin {
-            connection,
+        let admin = Admin {
+            client: Client::open(format!("redis://{address}/"))?,
+            connection: Mutex::new(None),
+            reconnected: AtomicBool::new(false),
+            deadline: Mutex::new(None),
             saved: Vec::new(),
-        })
+            run_id: Mutex::new(None),
+        };
+        admin.query(&redis::cmd("PING"), Duration::ZERO).await?;
+        Ok(admin)
     }
 
-    async fn query(&self, cmd: &Cmd, length: Duration) -> RedisResult<Value> {
-        let mut connection = self.connection.clone();
-        match tokio::time::timeout(length + ADMIN_WAIT_MAX, cmd.query_async(&mut connection)).await
-        {
-            Ok(result) => result,
-            Err(_) => Err(RedisError::from(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the server did not answer the admin connection",
-            ))),
+    /// From now on no command waits past `deadline` (nor past an earlier one already set).
+    pub fn set_deadline(&self, deadline: Instant) {
+        let mut set = locked(&self.deadline);
+        *set = Some(set.map_or(deadline, |earlier| earlier.min(deadline)));
+    }
+
+    /// Whether a connection was made again after one was lost, since the last call.
+    pub fn take_reconnected(&self) -> bool {
+        self.reconnected.swap(false, Ordering::SeqCst)
+    }
+
+    /// The connection, made now if there is none.
+    async fn connection(&self) -> RedisResult<MultiplexedConnection> {
+        if let Some(connection) = locked(&self.connection).clone() {
+            return Ok(connection);
         }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(GRACE))
+            .set_response_timeout(None);
+        let connection = (self.client)
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        let mut slot = locked(&self.connection);
+        if slot.is_none() {
+            *slot = Some(connection.clone());
+        }
+        Ok(connection)
+    }
+
+    /// Runs `work` on the connection, for at most `wait` and never past the deadline; forgets
+    /// the connection if `work` finds it gone.
+    async fn bounded<T, F>(
+        &self,
+        wait: Duration,
+        what: &str,
+        work: impl FnOnce(MultiplexedConnection) -> F,
+    ) -> RedisResult<T>
+    where
+        F: std::future::Future<Output = RedisResult<T>>,
+    {
+        let mut until = Instant::now() + wait;
+        if let Some(deadline) = *locked(&self.deadline) {
+            until = until.min(deadline);
+        }
+        let attempt = async {
+            let had = locked(&self.connection).is_some();
+            let connection = self.connection().await?;
+            if !had && locked(&self.run_id).is_some() {
+                self.reconnected.store(true, Ordering::SeqCst);
+            }
+            work(connection).await
+        };
+        let result = match tokio::time::timeout_at(until, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(not_answered(what)),
+        };
+        if let Err(error) = &result
+            && is_lost(error)
+        {
+            *locked(&self.connection) = None;
+        }
+        result
+    }
+
+    /// `cmd`, for at most `length` plus [`GRACE`] (and never past the deadline).
+    async fn query(&self, cmd: &Cmd, length: Duration) -> RedisResult<Value> {
+        self.query_within(cmd, length + GRACE).await
+    }
+
+    async fn query_within(&self, cmd: &Cmd, wait: Duration) -> RedisResult<Value> {
+        self.bounded(wait, "the admin connection", |mut connection| async move {
+            cmd.query_async(&mut connection).await
+        })
+        .await
+    }
+
+    /// A `PING` answered within `wait`.
+    pub async fn ping(&self, wait: Duration) -> RedisResult<()> {
+        self.query_within(&redis::cmd("PING"), wait).await.map(drop)
+    }
+
+    /// The server's `run_id` (`INFO server`).
+    async fn read_run_id(&self) -> RedisResult<Option<String>> {
+        let text = self.info(&["server"]).await?;
+        Ok(info_fields(&text).get("run_id").map(|id| (*id).to_owned()))
+    }
+
+    /// Whether the server is another process than the one the run was set up on (it
+    /// restarted); the new one's `run_id` is kept, so a restart is found once.
+    pub async fn restarted(&self) -> RedisResult<bool> {
+        let now = self.read_run_id().await?;
+        let mut known = locked(&self.run_id);
+        let restarted = known.is_some() && now.is_some() && *known != now;
+        if now.is_some() {
+            *known = now;
+        }
+        Ok(restarted)
     }
 
     async fn config_set(&self, name: &str, value: &str) -> RedisResult<()> {
@@ -115,13 +259,15 @@ impl Admin {
             Duration::ZERO,
         )
         .await?;
+        let run_id = self.read_run_id().await?;
+        *locked(&self.run_id) = run_id;
         Ok(())
     }
 
     /// Writes the keys the file's server starts with (`preload`: the first `count` keys of a
     /// family, each a value of `value_bytes`, without expiry), before its memory limit is
     /// set, as the simulated server holds them from the start. Bounded: one pipeline per
-    /// [`PRELOAD_BATCH`] keys.
+    /// [`preload_batch`] keys, each answered within [`GRACE`].
     async fn preload(&self, scenario: &Scenario) -> RedisResult<()> {
         let Some(server) = scenario.servers.first() else {
             return Ok(());
@@ -129,24 +275,18 @@ impl Admin {
         for preload in &server.preload {
             let family = &scenario.keys[preload.family.index()].name;
             let value = vec![b'x'; preload.value_bytes as usize];
+            let batch = preload_batch(preload.value_bytes);
             let mut start = 0;
             while start < preload.count {
-                let end = preload.count.min(start + PRELOAD_BATCH);
+                let end = preload.count.min(start + batch);
                 let mut pipeline = redis::pipe();
                 for index in start..end {
                     pipeline.set(live_key(family, index), &value[..]).ignore();
                 }
-                let mut connection = self.connection.clone();
-                let bounded = tokio::time::timeout(
-                    ADMIN_WAIT_MAX,
-                    pipeline.query_async::<()>(&mut connection),
-                );
-                bounded.await.map_err(|_| {
-                    RedisError::from(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "the server did not take the preloaded keys",
-                    ))
-                })??;
+                self.bounded(GRACE, "the preloaded keys", |mut connection| async move {
+                    pipeline.query_async::<()>(&mut connection).await
+                })
+                .await?;
                 start = end;
             }
         }
@@ -155,7 +295,7 @@ impl Admin {
 
     /// The file's server settings: memory limit, policy, samples, `hz` (as a server started
     /// with them has them).
-    async fn apply_settings(&self, scenario: &Scenario) -> RedisResult<()> {
+    pub async fn apply_settings(&self, scenario: &Scenario) -> RedisResult<()> {
         let Some(server) = scenario.servers.first() else {
             return Ok(());
         };
@@ -234,7 +374,9 @@ impl Admin {
         fault: &FaultSpec,
         rest: SimDuration,
     ) -> RedisResult<Option<String>> {
-        let length = std_duration(fault.duration.unwrap_or(rest));
+        // Never past the run's end: a `DEBUG SLEEP` that outlasted it would hold the server
+        // through the teardown, which then could not read it.
+        let length = std_duration(fault.duration.unwrap_or(rest).min(rest));
         let millis = length.as_millis().max(1).to_string();
         let pause = |mode: &str| {
             let mut cmd = redis::cmd("CLIENT");
@@ -370,6 +512,22 @@ fn info_fields(text: &str) -> BTreeMap<&str, &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_preload_pipeline_holds_at_most_256_keys_and_16_mib() {
+        let cases = [
+            (0, 256),
+            (2048, 256),
+            (65_536, 256),
+            (131_072, 128),
+            (2 << 20, 8),
+            (16 << 20, 1),
+            (u32::MAX, 1),
+        ];
+        for (value_bytes, keys) in cases {
+            assert_eq!(preload_batch(value_bytes), keys, "{value_bytes} bytes");
+        }
+    }
 
     #[test]
     fn info_lines_are_read_by_name() {

@@ -23,7 +23,9 @@
 //! Bounds: the run stops at the file's horizon, or earlier at [`Options::horizon_cap`]; a file
 //! without a horizon runs until its requests have ended, at most [`LENGTH_WITHOUT_HORIZON`]
 //! (or the cap). Requests still in flight then are `unfinished`. Every task the run starts is
-//! in one `JoinSet`, aborted at the end.
+//! in one `JoinSet`, aborted at the end. The server's last reading and the teardown take at
+//! most [`GRACE`] more, whatever the server does ([`survive`]): a server that stops answering
+//! or a fault that cannot be injected is the report's verdict, not a lost report.
 
 mod check;
 mod connection;
@@ -36,6 +38,8 @@ mod loads;
 mod network;
 mod record;
 mod report;
+mod session;
+pub mod survive;
 
 use loads::start_load;
 use network::{
@@ -45,6 +49,7 @@ use report::report;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -67,6 +72,8 @@ use tokio::time::Instant;
 
 pub use check::{HZ_MAX, Unsupported, check};
 pub use faults::KEY_PREFIX;
+pub use session::{LiveSection, NotRun, Planned, Session, length_limit, parse_address, session};
+pub use survive::{Events, GRACE, Interrupt, LiveEvent};
 
 use crate::bulkhead::DetachedPermit;
 use crate::cache::LiveCache;
@@ -74,10 +81,11 @@ use crate::clock::{Clock, TokioClock};
 use crate::forwarder::Forwarder;
 use connection::Connection;
 use database::SharedDatabase;
-use faults::Admin;
+use faults::{Admin, silence_of};
 use layers::{Around, Layers};
 use outagelab_model::cache::{CacheKey, Lookup};
 use record::Recorder;
+use survive::{EventKind, Health, ServerWatch};
 
 /// How long a run of a file without a horizon may last at most (unless capped shorter).
 pub const LENGTH_WITHOUT_HORIZON: SimDuration = SimDuration::from_secs(60);
@@ -102,8 +110,11 @@ pub struct Options {
 pub enum LiveError {
     /// The file asks for something a live run cannot do.
     Unsupported(Unsupported),
-    /// The server could not be reached or refused a command of the run's own.
+    /// The server could not be reached or refused a command of the run's own while the run
+    /// was set up: nothing was measured.
     Redis { doing: String, error: RedisError },
+    /// Interrupted (SIGINT) while the run was set up: nothing was measured.
+    Interrupted,
 }
 
 impl std::fmt::Display for LiveError {
@@ -111,6 +122,7 @@ impl std::fmt::Display for LiveError {
         match self {
             LiveError::Unsupported(unsupported) => write!(f, "{unsupported}"),
             LiveError::Redis { doing, error } => write!(f, "{doing}: {error}"),
+            LiveError::Interrupted => write!(f, "interrupted before the run started"),
         }
     }
 }
@@ -125,7 +137,8 @@ fn redis_error(doing: impl Into<String>) -> impl FnOnce(RedisError) -> LiveError
 }
 
 /// Runs `scenario` (one variant, `name`) against the server. Notes (a fault injected another
-/// way than its command) go to `notes`.
+/// way than its command) go to `notes`. What happened to the server is in the report's
+/// verdict; [`run_watched`] gives the events too.
 pub async fn run(
     scenario: &Scenario,
     name: &str,
@@ -133,23 +146,81 @@ pub async fn run(
     options: &Options,
     notes: &mut Vec<String>,
 ) -> Result<VariantReport, LiveError> {
+    let (events, interrupt) = (Events::new(), Interrupt::new());
+    let ran = run_watched(scenario, name, sweep_x, options, notes, &events, &interrupt).await?;
+    Ok(ran.report)
+}
+
+/// One variant's live run, as far as it got.
+#[derive(Debug)]
+pub struct Ran {
+    /// For the time measured; its verdict says how the run ended ([`survive::verdict`]).
+    pub report: VariantReport,
+    /// Whether the server answered the run's last commands: a next variant can use it.
+    pub server_answers: bool,
+    /// The run's clock, for what is said after it.
+    clock: TokioClock,
+}
+
+/// As [`run`], saying what happens to the server in `events` as it happens, and ending early
+/// (reported for the time measured) when `interrupt` is triggered. Ends at most [`GRACE`]
+/// after the measured time's end. `Err` only when nothing was measured: the file asks for
+/// what a live run cannot do, or the server could not be set up for the run.
+pub async fn run_watched(
+    scenario: &Scenario,
+    name: &str,
+    sweep_x: Option<f64>,
+    options: &Options,
+    notes: &mut Vec<String>,
+    events: &Events,
+    interrupt: &Interrupt,
+) -> Result<Ran, LiveError> {
     check(scenario).map_err(LiveError::Unsupported)?;
-    let mut admin = Admin::connect(&options.address)
-        .await
-        .map_err(redis_error(format!("connecting to {}", options.address)))?;
-    admin
-        .prepare(scenario)
-        .await
-        .map_err(redis_error("setting the server up for the run"))?;
+    let setup = async {
+        let mut admin = Admin::connect(&options.address)
+            .await
+            .map_err(redis_error(format!("connecting to {}", options.address)))?;
+        admin
+            .prepare(scenario)
+            .await
+            .map_err(redis_error("setting the server up for the run"))?;
+        Ok(admin)
+    };
+    let admin = tokio::select! {
+        biased;
+        () = interrupt.triggered() => return Err(LiveError::Interrupted),
+        admin = setup => admin?,
+    };
     let admin = Arc::new(admin);
-    let ran = drive(scenario, name, sweep_x, options, &admin, notes).await;
-    let restored = admin
-        .restore()
-        .await
-        .map_err(redis_error("putting the server's settings back"));
-    let report = ran?;
-    restored?;
-    Ok(report)
+    let ran = drive(
+        scenario, name, sweep_x, options, &admin, notes, events, interrupt,
+    )
+    .await;
+    // Within the deadline `drive` set (or GRACE from now, when it failed before setting one).
+    admin.set_deadline(Instant::now() + GRACE);
+    let restored = admin.restore().await;
+    if let Err(error) = &restored {
+        let at_ms = (ran.as_ref()).map_or(0.0, |ran| ran.clock.now().as_nanos() as f64 / 1e6);
+        events.push(LiveEvent {
+            variant: name.to_owned(),
+            at_ms,
+            event: EventKind::SettingsNotRestored,
+            detail: format!(
+                "the server's settings ({}) and the run's keys could not be put back: {error}",
+                faults::SAVED.join(", ")
+            ),
+        });
+    }
+    let mut ran = ran?;
+    if restored.as_ref().is_err_and(is_silence) {
+        ran.server_answers = false;
+    }
+    Ok(ran)
+}
+
+/// Whether `error` says the server did not answer (rather than answered no).
+fn is_silence(error: &RedisError) -> bool {
+    silence_of(error).is_some()
 }
 
 /// Everything one live run shares between its tasks.
@@ -172,6 +243,17 @@ struct Run {
     value: Vec<u8>,
     tasks: Mutex<JoinSet<()>>,
     done: Notify,
+    /// The variant's name, for its events.
+    name: String,
+    events: Events,
+    /// The server as the runner's probes and last reading found it.
+    watch: Mutex<ServerWatch>,
+    /// Whether a fault of the file could not be injected or undone.
+    fault_failed: AtomicBool,
+    /// Whether the server restarted during the run (another `run_id`).
+    restarted: AtomicBool,
+    /// The faults (by index) whose command was sent and not yet answered.
+    pending_faults: Mutex<Vec<usize>>,
     /// How late the runner woke for the file's instants ([`Run::wake_at`]).
     timing: Mutex<RunnerTiming>,
 }
@@ -208,6 +290,27 @@ impl Run {
 
     fn now(&self) -> SimTime {
         self.clock.now()
+    }
+
+    /// Says `detail` (an event of `kind`) now.
+    fn event(&self, kind: EventKind, detail: String) {
+        self.events.push(LiveEvent {
+            variant: self.name.clone(),
+            at_ms: self.now().as_nanos() as f64 / 1e6,
+            event: kind,
+            detail,
+        });
+    }
+
+    /// What a probe sent at `sent` found: `Ok` an answer, `Err` how the server was silent.
+    fn probed(&self, sent: SimTime, found: Result<(), survive::Silence>) {
+        let said = match found {
+            Ok(()) => locked(&self.watch).answered(self.now()),
+            Err(how) => locked(&self.watch).failed(sent, how),
+        };
+        if let Some((kind, detail)) = said {
+            self.event(kind, detail);
+        }
     }
 
     async fn sleep_until(&self, at: SimTime) {
@@ -625,7 +728,8 @@ impl Around for Attempt<'_> {
     }
 }
 
-/// Sets the run up, runs it to its end, and writes its report.
+/// Sets the run up, runs it to its end (or its interruption), and writes its report.
+#[allow(clippy::too_many_arguments)]
 async fn drive(
     scenario: &Scenario,
     name: &str,
@@ -633,7 +737,9 @@ async fn drive(
     options: &Options,
     admin: &Arc<Admin>,
     notes: &mut Vec<String>,
-) -> Result<VariantReport, LiveError> {
+    events: &Events,
+    interrupt: &Interrupt,
+) -> Result<Ran, LiveError> {
     let forwarders = Arc::new(
         forwarders(scenario, &options.address)
             .await
@@ -676,6 +782,12 @@ async fn drive(
         tasks: Mutex::new(JoinSet::new()),
         done: Notify::new(),
         timing: Mutex::new(RunnerTiming::default()),
+        name: name.to_owned(),
+        events: events.clone(),
+        watch: Mutex::new(ServerWatch::new()),
+        fault_failed: AtomicBool::new(false),
+        restarted: AtomicBool::new(false),
+        pending_faults: Mutex::new(Vec::new()),
     });
 
     let file_horizon = scenario.limits.horizon;
@@ -687,20 +799,16 @@ async fn drive(
         (horizon, cap) => horizon.or(cap),
     };
     let end_at = horizon.unwrap_or(SimTime::ZERO.saturating_add(LENGTH_WITHOUT_HORIZON));
+    admin.set_deadline(clock.instant_at(end_at) + GRACE);
 
     let windows = Arc::new(Mutex::new(Vec::new()));
     let fault_notes = Arc::new(Mutex::new(Vec::new()));
-    let fault_errors = Arc::new(Mutex::new(Vec::new()));
     for (index, fault) in scenario.faults.iter().enumerate() {
         if fault.at >= end_at {
             continue;
         }
         let (run, admin, fault) = (Arc::clone(&run), Arc::clone(admin), fault.clone());
-        let (windows, notes, errors) = (
-            Arc::clone(&windows),
-            Arc::clone(&fault_notes),
-            Arc::clone(&fault_errors),
-        );
+        let (windows, notes) = (Arc::clone(&windows), Arc::clone(&fault_notes));
         let target = scenario.target_name(fault.target).to_owned();
         let forwarders = Arc::clone(&forwarders);
         run.clone().spawn(async move {
@@ -720,17 +828,38 @@ async fn drive(
                     end_ms: fault.duration.map(|d| ms(start.saturating_add(d))),
                 },
             ));
-            let injected = if cuts_network(&fault) {
-                cut_network(&run, &forwarders, &admin, &fault).await
+            // A cut's error is its end's (the stopped server's restart): the cut itself is
+            // local to the forwarders.
+            let (injected, failing) = if cuts_network(&fault) {
+                let cut = cut_network(&run, &forwarders, &admin, &fault).await;
+                (cut, (EventKind::FaultNotUndone, "undone"))
             } else if is_toxic(&fault) {
                 toxify(&run, &forwarders, &fault).await;
-                Ok(None)
+                (Ok(None), (EventKind::FaultNotUndone, "undone"))
             } else {
-                admin.inject(&fault, rest).await
+                // Pending until answered: one the run's end cuts short was not injected.
+                let instant = !matches!(fault.kind, FaultKind::Hang);
+                if instant {
+                    locked(&run.pending_faults).push(index);
+                }
+                let injected = admin.inject(&fault, rest).await;
+                locked(&run.pending_faults).retain(|&pending| pending != index);
+                (injected, (EventKind::FaultNotInjected, "injected"))
             };
             match injected {
                 Ok(note) => locked(&notes).extend(note),
-                Err(error) => locked(&errors).push(format!("faults.{}: {error}", fault.name)),
+                Err(error) => {
+                    run.fault_failed.store(true, Ordering::SeqCst);
+                    let (kind, what) = failing;
+                    run.event(
+                        kind,
+                        format!(
+                            "faults.{} ({}) could not be {what}: {error}",
+                            fault.name,
+                            fault.kind.name()
+                        ),
+                    );
+                }
             }
         });
     }
@@ -751,26 +880,49 @@ async fn drive(
         let (task_run, admin) = (Arc::clone(&run), Arc::clone(admin));
         run.spawn(sample_server(task_run, admin));
     }
+    {
+        let (task_run, admin) = (Arc::clone(&run), Arc::clone(admin));
+        run.spawn(watch_server(task_run, admin));
+    }
 
-    tokio::time::sleep_until(clock.start()).await;
-    let completed = if horizon.is_some() {
-        // With a horizon the run goes on to it (late replies and background work included),
-        // as a simulated one does.
-        tokio::time::sleep_until(clock.instant_at(end_at)).await;
-        false
-    } else {
-        let all_ended = async {
-            // Bounded: each wake-up is a request or a load ending, and the check is made
-            // again after it.
-            while !run.recorder().is_done() {
-                run.done.notified().await;
-            }
-        };
-        tokio::time::timeout_at(clock.instant_at(end_at), all_ended)
-            .await
-            .is_ok()
+    let measured = async {
+        tokio::time::sleep_until(clock.start()).await;
+        if horizon.is_some() {
+            // With a horizon the run goes on to it (late replies and background work
+            // included), as a simulated one does.
+            tokio::time::sleep_until(clock.instant_at(end_at)).await;
+            false
+        } else {
+            let all_ended = async {
+                // Bounded: each wake-up is a request or a load ending, and the check is made
+                // again after it.
+                while !run.recorder().is_done() {
+                    run.done.notified().await;
+                }
+            };
+            tokio::time::timeout_at(clock.instant_at(end_at), all_ended)
+                .await
+                .is_ok()
+        }
     };
-    let ended_at = if completed { run.now() } else { end_at };
+    let (completed, interrupted) = tokio::select! {
+        biased;
+        () = interrupt.triggered() => (false, true),
+        completed = measured => (completed, false),
+    };
+    let ended_at = if completed || interrupted {
+        run.now().min(end_at)
+    } else {
+        end_at
+    };
+    // The teardown's grace runs from the measured time's end, however it came.
+    admin.set_deadline(clock.instant_at(ended_at) + GRACE);
+    if interrupted {
+        run.event(
+            EventKind::Interrupted,
+            "interrupted (SIGINT): the report is of the time measured".to_owned(),
+        );
+    }
     // Aborts every task; one that spawned another while being aborted (on another worker
     // thread) left it in the fresh set, so this is repeated until the set stays empty, which
     // takes at most a few rounds because an aborted task spawns nothing after its abort.
@@ -782,13 +934,21 @@ async fn drive(
         tasks.shutdown().await;
     }
 
-    if let Some(error) = locked(&fault_errors).first() {
-        return Err(LiveError::Redis {
-            doing: "injecting a fault".to_owned(),
-            error: RedisError::from(std::io::Error::other(error.clone())),
-        });
-    }
     notes.extend(locked(&fault_notes).drain(..));
+    let pending = std::mem::take(&mut *locked(&run.pending_faults));
+    for index in pending {
+        let fault = &scenario.faults[index];
+        run.fault_failed.store(true, Ordering::SeqCst);
+        run.event(
+            EventKind::FaultNotInjected,
+            format!(
+                "faults.{} ({}) could not be injected: the server had not answered its command \
+                 when the run ended",
+                fault.name,
+                fault.kind.name()
+            ),
+        );
+    }
     if let Some(late) = locked(&run.timing).late_summary() {
         notes.push(format!(
             "{name}: {late}: the runner's one loop was busy (building or writing a burst, as a \
@@ -796,20 +956,82 @@ async fn drive(
              burst (the report's `runner` has the figures)"
         ));
     }
-    let servers = admin
-        .server_summary()
-        .await
-        .map_err(redis_error("reading the server's INFO"))?;
+    // The run's last reading of the server, within the deadline: whether it answers now is
+    // the verdict's (and, said once, an event if that is news).
+    let read_at = run.now();
+    let (servers, at_end) = match admin.server_summary().await {
+        Ok(servers) => {
+            run.probed(read_at, Ok(()));
+            (servers, Health::Answering)
+        }
+        Err(error) => {
+            let how = silence_of(&error).unwrap_or(survive::Silence::Stalled);
+            run.probed(read_at, Err(how));
+            (
+                outagelab_report::ServerSummary::default(),
+                locked(&run.watch).health(),
+            )
+        }
+    };
     // In the file's order, as a simulated report lists them.
     let mut faults = std::mem::take(&mut *locked(&windows));
     faults.sort_by_key(|(index, _)| *index);
     let faults = faults.into_iter().map(|(_, window)| window).collect();
-    let verdict = if completed {
+    let measured = if completed {
         Verdict::Completed
     } else {
         Verdict::Horizon
     };
-    Ok(report(
-        &run, name, sweep_x, verdict, ended_at, faults, servers,
-    ))
+    let flag = |flag: &AtomicBool| flag.load(Ordering::SeqCst);
+    let befell = survive::Befell {
+        interrupted,
+        silent_at_end: match at_end {
+            Health::Answering => None,
+            Health::Silent { how, .. } => Some(how),
+        },
+        restarted: flag(&run.restarted),
+        fault_failed: flag(&run.fault_failed),
+    };
+    let verdict = survive::verdict(measured, befell);
+    Ok(Ran {
+        report: report(&run, name, sweep_x, verdict, ended_at, faults, servers),
+        server_answers: at_end == Health::Answering,
+        clock,
+    })
+}
+
+/// Asks the server every [`survive::PROBE_EVERY`] whether it answers (a `PING` on the admin
+/// connection, unanswered after [`survive::STALL_AFTER`]), and says when that changes; not
+/// while the file's own fault holds it ([`survive::held_by_file`]). A server found again on
+/// another process (a restart) gets the file's settings again, as a restarted one starts
+/// with them. Bounded by the run's end, which aborts it.
+async fn watch_server(run: Arc<Run>, admin: Arc<Admin>) {
+    tokio::time::sleep_until(run.clock.start()).await;
+    loop {
+        tokio::time::sleep(survive::PROBE_EVERY).await;
+        let sent = run.now();
+        if survive::held_by_file(&run.scenario.faults, sent).is_some() {
+            continue;
+        }
+        let found = admin.ping(survive::STALL_AFTER).await;
+        // An error reply is an answer.
+        let silence = found.as_ref().err().and_then(silence_of);
+        run.probed(sent, silence.map_or(Ok(()), Err));
+        if found.is_ok() && admin.take_reconnected() && admin.restarted().await.unwrap_or(false) {
+            run.restarted.store(true, Ordering::SeqCst);
+            let settings = admin.apply_settings(&run.scenario).await;
+            run.event(
+                EventKind::ServerRestarted,
+                match settings {
+                    Ok(()) => "the server restarted (another run_id): its keys are gone; the \
+                               file's settings are set on it again"
+                        .to_owned(),
+                    Err(error) => format!(
+                        "the server restarted (another run_id): its keys are gone, and the \
+                         file's settings could not be set again: {error}"
+                    ),
+                },
+            );
+        }
+    }
 }

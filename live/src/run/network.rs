@@ -155,7 +155,20 @@ pub(super) async fn sample_server(run: Arc<Run>, admin: Arc<Admin>) {
     // Bounded by the run's end, which aborts it.
     loop {
         run.sleep_until(at).await;
-        if let Ok(sample) = admin.memory_sample().await {
+        let sent = run.now();
+        let sampled = admin.memory_sample().await;
+        // A reading is a probe of the server too: the first to find the connection gone (or
+        // back) says so; a late one is the watcher's to judge (`watch_server`).
+        if survive::held_by_file(&run.scenario.faults, sent).is_none() {
+            match sampled.as_ref().err().map(silence_of) {
+                None | Some(None) => run.probed(sent, Ok(())),
+                Some(Some(survive::Silence::Unreachable)) => {
+                    run.probed(sent, Err(survive::Silence::Unreachable));
+                }
+                Some(Some(survive::Silence::Stalled)) => {}
+            }
+        }
+        if let Ok(sample) = sampled {
             run.recorder().server_sampled(
                 run.now(),
                 0,

@@ -518,3 +518,309 @@ async fn preloaded_keys_are_there_when_the_run_starts() {
         "the run deleted what it preloaded"
     );
 }
+
+/// A file of two variants whose server the tests below misbehave under: 50 GETs a second for
+/// 2 s on a reconnect slot with a 100 ms timeout, and a `FLUSHALL` at 1.5 s (a fault that needs
+/// the server).
+const TWO_VARIANTS: &str = r#"
+[scenario]
+name = "survive"
+seed = 1
+
+[run]
+horizon = "2s"
+
+[servers.redis]
+hz = 100
+
+[connections.c]
+server = "redis"
+latency = "100us"
+command_timeout = "100ms"
+reconnect = "slot"
+
+[keys.k]
+count = 1
+
+[flows.read]
+steps = [{ redis = { command = "GET", connection = "c", key = "k" } }]
+
+[loads.l]
+flow = "read"
+arrivals = "even"
+rate = 50
+duration = "2s"
+
+[faults.flush]
+target = "redis"
+kind = "flushall"
+at = "1500ms"
+
+[[variant]]
+name = "first"
+
+[[variant]]
+name = "second"
+"#;
+
+/// What a session against a misbehaving server gave, and how long it took.
+struct Survived {
+    session: outagelab_live::run::Session,
+    took: Duration,
+    /// The session as `outagelab live --json` writes it, read back.
+    json: serde_json::Value,
+}
+
+impl Survived {
+    fn verdicts(&self) -> Vec<&str> {
+        (self.json["variants"].as_array().unwrap().iter())
+            .map(|variant| variant["verdict"].as_str().unwrap())
+            .collect()
+    }
+
+    fn events(&self) -> Vec<&str> {
+        (self.json["live"]["events"].as_array().unwrap().iter())
+            .map(|event| event["event"].as_str().unwrap())
+            .collect()
+    }
+
+    fn not_run(&self) -> Vec<&str> {
+        (self.json["live"]["not_run"].as_array().unwrap().iter())
+            .map(|not_run| not_run["name"].as_str().unwrap())
+            .collect()
+    }
+
+    /// Holds (where timing is held) that the session ended within each run variant's setup,
+    /// horizon and grace.
+    fn ended_in_time(&self, variants_run: u32) {
+        // Setup (connections, settings) takes well under a second on loopback.
+        let per_variant = Duration::from_secs(2) + outagelab_live::run::GRACE;
+        let bound = (per_variant + Duration::from_secs(1)) * variants_run;
+        println!("took {:?} (bound {bound:?})", self.took);
+        if timing_tests(
+            "that a live session against a misbehaving server ends within horizon + grace",
+        ) {
+            assert!(self.took < bound, "took {:?}, bound {bound:?}", self.took);
+        }
+    }
+}
+
+/// Runs `TWO_VARIANTS` against `server`, with `misbehave` run on a thread of its own (it
+/// sleeps and signals the server; bounded by its own sleeps), and `interrupt_after`
+/// triggering the session's interrupt.
+async fn survive(
+    server: std::sync::Arc<std::sync::Mutex<RedisServer>>,
+    misbehave: impl FnOnce(&std::sync::Mutex<RedisServer>) + Send + 'static,
+    interrupt_after: Option<Duration>,
+) -> Survived {
+    use outagelab_live::run::{Events, Interrupt, Planned, session};
+    let file = outagelab_scenario_file::parse(TWO_VARIANTS, Path::new("survive.toml"))
+        .unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
+    let planned: Vec<Planned> = (file.variants.iter())
+        .map(|variant| Planned {
+            name: &variant.name,
+            scenario: &variant.scenario,
+            sweep_x: None,
+        })
+        .collect();
+    let options = Options {
+        address: server.lock().unwrap().address(),
+        horizon_cap: None,
+    };
+    let (events, interrupt) = (Events::new(), Interrupt::new());
+    if let Some(after) = interrupt_after {
+        let interrupt = interrupt.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            interrupt.trigger();
+        });
+    }
+    let misbehaving = {
+        let server = std::sync::Arc::clone(&server);
+        std::thread::spawn(move || misbehave(&server))
+    };
+    let started = std::time::Instant::now();
+    let ran = tokio::time::timeout(
+        RUN_TIME_MAX * 2,
+        session(&planned, &options, &events, &interrupt, &|line| {
+            println!("{line}")
+        }),
+    )
+    .await
+    .expect("the session stopped by itself")
+    .expect("the file is one a live run can do");
+    let took = started.elapsed();
+    misbehaving.join().expect("the misbehaving thread ended");
+    let json = serde_json::json!({ "variants": ran.variants, "live": ran.live });
+    let json: serde_json::Value = serde_json::from_str(&json.to_string()).expect("valid JSON");
+    println!("{}", serde_json::to_string_pretty(&json["live"]).unwrap());
+    Survived {
+        session: ran,
+        took,
+        json,
+    }
+}
+
+/// [`survive`] on a server of its own that `act` misbehaves once, `act_at_ms` into the
+/// session; `None` (skipped) without `redis-server`.
+async fn survive_one(act_at_ms: u64, act: fn(&mut RedisServer)) -> Option<Survived> {
+    let server = shared(RedisServer::start()?);
+    let misbehave = move |server: &std::sync::Mutex<RedisServer>| {
+        after(act_at_ms);
+        act(&mut server.lock().unwrap());
+    };
+    Some(survive(server, misbehave, None).await)
+}
+
+fn shared(server: RedisServer) -> std::sync::Arc<std::sync::Mutex<RedisServer>> {
+    std::sync::Arc::new(std::sync::Mutex::new(server))
+}
+
+fn after(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
+/// A server stopped (SIGSTOP) at 0.5 s and not let go until the session is over: the issue's
+/// 4 s run that ended at 24 s with no report. Now: the first variant ends within its horizon
+/// plus the grace, reported as `server_stalled` for the time measured, the stop said once,
+/// the second variant not run, exit 1.
+#[tokio::test(flavor = "current_thread")]
+async fn a_server_stopped_past_the_horizon_ends_the_run_within_the_grace_with_its_report() {
+    let Some(survived) = survive_one(500, |server| server.freeze()).await else {
+        return;
+    };
+    assert_eq!(survived.verdicts(), ["server_stalled"]);
+    assert_eq!(survived.not_run(), ["second"]);
+    let events = survived.events();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| **e == "server_stopped_answering")
+            .count(),
+        1,
+        "{events:?}"
+    );
+    assert!(events.contains(&"fault_not_injected"), "{events:?}");
+    let first = &survived.session.variants[0];
+    assert_eq!(first.end_ms, 2000.0, "the time measured: to the horizon");
+    assert!(first.summary.requests >= 90, "{}", first.summary.requests);
+    let ok = first.summary.outcomes["ok"];
+    assert!(ok <= 30, "only the first 0.5 s were served: {ok}");
+    assert_eq!(survived.session.exit_code(), 1);
+    survived.ended_in_time(1);
+}
+
+/// A server killed (SIGKILL) at 0.5 s and never started again: `server_unreachable`, the
+/// stop and the fault it took with it said, the second variant not run, exit 1.
+#[tokio::test(flavor = "current_thread")]
+async fn a_server_killed_and_not_restarted_ends_the_run_with_its_report() {
+    let Some(survived) = survive_one(500, RedisServer::kill).await else {
+        return;
+    };
+    assert_eq!(survived.verdicts(), ["server_unreachable"]);
+    assert_eq!(survived.not_run(), ["second"]);
+    let events = survived.events();
+    assert!(events.contains(&"server_stopped_answering"), "{events:?}");
+    assert!(events.contains(&"fault_not_injected"), "{events:?}");
+    assert!(!events.contains(&"server_answering_again"), "{events:?}");
+    assert_eq!(survived.session.variants[0].end_ms, 2000.0);
+    assert_eq!(survived.session.exit_code(), 1);
+    survived.ended_in_time(1);
+}
+
+/// A server killed at 0.5 s and started again at once: the run uses it again (the slot
+/// reconnects, the admin connection too), says it stopped, came back and restarted (another
+/// run_id), reports the first variant as `server_restarted`, and runs the second as usual.
+#[tokio::test(flavor = "current_thread")]
+async fn a_server_killed_and_restarted_is_used_again_and_the_later_variants_run() {
+    let Some(survived) = survive_one(500, RedisServer::restart).await else {
+        return;
+    };
+    assert_eq!(survived.verdicts(), ["server_restarted", "horizon"]);
+    assert!(survived.not_run().is_empty());
+    let events = survived.events();
+    for said in [
+        "server_stopped_answering",
+        "server_answering_again",
+        "server_restarted",
+    ] {
+        assert_eq!(
+            events.iter().filter(|e| **e == said).count(),
+            1,
+            "{said}: {events:?}"
+        );
+    }
+    let [first, second] = &survived.session.variants[..] else {
+        panic!("two variants");
+    };
+    let slot = &first.summary.connections["c"].slot;
+    assert!(slot.reconnects >= 1, "{slot:?}");
+    assert!(
+        first.summary.outcomes["ok"] >= 50,
+        "served again after the restart"
+    );
+    assert_eq!(
+        second.summary.outcomes["ok"], 100,
+        "the second run as usual"
+    );
+    assert_eq!(survived.session.exit_code(), 1);
+    survived.ended_in_time(2);
+}
+
+/// A server that stops (SIGSTOP) for 1.3 s inside the horizon: the run goes on and is ok
+/// (the server kept its keys and settings, as after a file's own pause), and says when it
+/// stopped answering and when it answered again.
+#[tokio::test(flavor = "current_thread")]
+async fn a_short_stop_inside_the_horizon_is_said_and_the_run_is_ok() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let survived = survive(
+        shared(server),
+        |server| {
+            after(300);
+            server.lock().unwrap().freeze();
+            after(1300);
+            server.lock().unwrap().thaw();
+        },
+        None,
+    )
+    .await;
+    assert_eq!(survived.verdicts(), ["horizon", "horizon"]);
+    let first_events: Vec<String> = (survived.session.live.events.iter())
+        .filter(|event| event.variant == "first")
+        .map(|event| serde_json::to_value(event.event).unwrap().to_string())
+        .collect();
+    assert_eq!(
+        first_events,
+        ["\"server_stopped_answering\"", "\"server_answering_again\""]
+    );
+    assert_eq!(survived.session.exit_code(), 0);
+    survived.ended_in_time(2);
+}
+
+/// The session interrupted (what SIGINT does) at 0.7 s: the first variant ends at once,
+/// reported as `interrupted` for the 0.7 s measured, the second not run, exit 130.
+#[tokio::test(flavor = "current_thread")]
+async fn an_interrupted_session_ends_at_once_and_keeps_what_it_measured() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let survived = survive(shared(server), |_| {}, Some(Duration::from_millis(700))).await;
+    assert_eq!(survived.verdicts(), ["interrupted"]);
+    assert_eq!(survived.not_run(), ["second"]);
+    assert_eq!(survived.events(), ["interrupted"]);
+    let first = &survived.session.variants[0];
+    assert!(first.end_ms < 2000.0, "{}", first.end_ms);
+    assert!(first.summary.requests > 0);
+    assert!(survived.session.live.interrupted);
+    assert_eq!(survived.session.exit_code(), 130);
+    println!("took {:?}", survived.took);
+    if timing_tests("that an interrupted live session ends within the grace") {
+        assert!(
+            survived.took < Duration::from_millis(700) + outagelab_live::run::GRACE,
+            "{:?}",
+            survived.took
+        );
+    }
+}
