@@ -91,11 +91,20 @@ pub(crate) struct Query {
     pub lock: Option<LockKey>,
 }
 
-/// A running query, ordered by when it finishes (work clock target), then by start order.
+/// A running query's place in the heap of running queries, ordered by when it finishes (work
+/// clock target), then by start order (unique); `query` is its entry in
+/// `Database::running_queries`. Only what the heap compares and moves: every wake-up pops
+/// one, and a small entry is cheaper to move through the heap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Running {
     target: u128,
     order: u64,
+    query: u32,
+}
+
+/// What a running query carries besides its place in the heap.
+#[derive(Clone, Copy, Debug)]
+struct RunningQuery {
     waiter: RequestRef,
     /// When the client gives up (`SimTime::MAX` for never).
     deadline: SimTime,
@@ -172,6 +181,10 @@ struct Database {
     clock_read_at: SimTime,
     /// Running queries, earliest to finish first.
     running: BinaryHeap<Reverse<Running>>,
+    /// The running queries' entries, by `Running::query`; an entry is reused once its query
+    /// ends (`free_running`), so there are never more than the most queries run at once.
+    running_queries: Vec<RunningQuery>,
+    free_running: Vec<u32>,
     /// Held advisory locks, each with the queries waiting for it in arrival order.
     locks: BTreeMap<LockKey, VecDeque<LockWaiter>>,
     lock_waiting: u64,
@@ -342,6 +355,8 @@ impl Databases {
                     work_clock_q32: 0,
                     clock_read_at: SimTime::ZERO,
                     running: BinaryHeap::new(),
+                    running_queries: Vec::new(),
+                    free_running: Vec::new(),
                     locks: BTreeMap::new(),
                     lock_waiting: 0,
                     peak_lock_waiting: 0,
@@ -380,7 +395,7 @@ impl Databases {
 
     /// Bytes the queries in flight take (running, or waiting for a lock, with its entry).
     pub fn memory_bytes(&self) -> u64 {
-        let running = std::mem::size_of::<Running>() as u64;
+        let running = (std::mem::size_of::<Running>() + std::mem::size_of::<RunningQuery>()) as u64;
         let waiting = std::mem::size_of::<LockWaiter>() as u64 + 64;
         self.databases
             .iter()
@@ -618,12 +633,25 @@ impl Databases {
         database.read_clock(now);
         let latency = query.latency.unwrap_or(database.latency);
         let work = u128::from(database.rng.duration(&latency).as_nanos());
-        database.running.push(Reverse(Running {
-            target: database.work_clock_q32 + work * ONE_Q32,
-            order,
+        let entry = RunningQuery {
             waiter: query.waiter,
             deadline,
             lock: query.lock,
+        };
+        let index = match database.free_running.pop() {
+            Some(index) => {
+                database.running_queries[index as usize] = entry;
+                index
+            }
+            None => {
+                database.running_queries.push(entry);
+                u32::try_from(database.running_queries.len() - 1).expect("under 2^32 queries")
+            }
+        };
+        database.running.push(Reverse(Running {
+            target: database.work_clock_q32 + work * ONE_Q32,
+            order,
+            query: index,
         }));
         database.peak_running = database.peak_running.max(database.running.len() as u64);
         database.reschedule(now, id, events);
@@ -642,12 +670,18 @@ impl Databases {
                 break;
             }
             database.running.pop();
-            if done.deadline != SimTime::MAX {
+            database.free_running.push(done.query);
+            let RunningQuery {
+                waiter,
+                deadline,
+                lock,
+            } = database.running_queries[done.query as usize];
+            if deadline != SimTime::MAX {
                 // Only a query with a timeout has a deadline entry (see `start`).
-                database.deadlines.remove(&(done.deadline, done.order));
+                database.deadlines.remove(&(deadline, done.order));
             }
-            self.completions.push(done.waiter);
-            if let Some(key) = done.lock {
+            self.completions.push(waiter);
+            if let Some(key) = lock {
                 // The transaction ends: the lock passes to the oldest waiter, if any.
                 let waiters = database
                     .locks
@@ -896,9 +930,7 @@ mod tests {
         let running = |target, order| Running {
             target,
             order,
-            waiter: RequestRef { slot: 0, token: 0 },
-            deadline: SimTime::MAX,
-            lock: None,
+            query: 0,
         };
         let all = [
             running(5, 1),
