@@ -250,6 +250,77 @@ fn bad_explore_tables_are_refused_at_their_key() {
     assert!(stderr.contains("has no [explore] table"), "{stderr}");
 }
 
+/// Each claim's line in explore's summary, `variant "...": what: N of M schedules`, in order.
+fn claim_counts(stdout: &str) -> Vec<String> {
+    let mut claims: Vec<String> = (stdout.lines())
+        .filter_map(|line| line.strip_prefix("  broke "))
+        .map(str::to_owned)
+        .collect();
+    claims.sort();
+    claims
+}
+
+/// Issue 29: a design with two flaws. OnceCell never reconnects either connection and
+/// claims each fails open at most 3,500 times: a server fault breaks both claims, a network
+/// fault on one connection breaks only its own. Every schedule is judged against both
+/// claims, so written in either order they report the same counts and both findings, each
+/// shrunk on its own (when a schedule was tallied only under its first failed claim, the
+/// second one's count depended on which came first).
+#[test]
+fn two_flaws_are_counted_and_found_the_same_in_either_claim_order() {
+    let dir = scratch("explore-claim-order");
+    let written = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLED))
+        .unwrap()
+        .replace("runs_max = 300", "runs_max = 40\nshrink_runs_max = 12");
+    let claims = [
+        "\"connections.budgets.fail_open <= 3500\"",
+        "\"connections.cache.fail_open <= 3500\"",
+    ];
+    let in_order = format!("expect = [{}, {}]", claims[0], claims[1]);
+    let swapped = format!("expect = [{}, {}]", claims[1], claims[0]);
+    let once_cell = "reconnect = \"never\" } } }\n";
+    assert!(written.contains(&format!("{once_cell}{in_order}")));
+    let mut outputs = Vec::new();
+    for (name, text) in [
+        ("in-order", written.clone()),
+        (
+            "swapped",
+            written.replace(
+                &format!("{once_cell}{in_order}"),
+                &format!("{once_cell}{swapped}"),
+            ),
+        ),
+    ] {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let out = dir.join(name);
+        let (code, stdout) = explore(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_eq!(code, Some(1), "{stdout}");
+        outputs.push(stdout);
+    }
+    let counts = claim_counts(&outputs[0]);
+    assert_eq!(counts, claim_counts(&outputs[1]), "{outputs:#?}");
+    let once_cell_counts: Vec<u64> = (counts.iter())
+        .filter(|line| line.starts_with("variant \"OnceCell\""))
+        .map(|line| {
+            let of = line.rsplit(": ").next().unwrap();
+            of.split(' ').next().unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(once_cell_counts.len(), 2, "{counts:#?}");
+    // Both claims broke, and neither only where the other held.
+    assert!(once_cell_counts.iter().all(|&n| n > 0), "{counts:#?}");
+    for stdout in &outputs {
+        for claim in ["budgets", "cache"] {
+            let headline = format!(
+                "variant \"OnceCell\": expectation failed: connections.{claim}.fail_open <= 3500"
+            );
+            let (_, block) = finding_with(stdout, &headline);
+            assert!(block.contains("shrunk in "), "{block}");
+        }
+    }
+}
+
 /// Two loads meet one bulkhead permit at the same instants, and the file claims load `a` is
 /// never shed: true under the fixed rule (its arrivals were scheduled first), an accident of
 /// order. With `ties = "shuffled"` explore finds it and the reproducer fails under `run`.
