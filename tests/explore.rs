@@ -321,6 +321,94 @@ fn two_flaws_are_counted_and_found_the_same_in_either_claim_order() {
     }
 }
 
+/// Issue 29, point 4: "what blob size breaks us". A step's value size is drawn as a
+/// parameter by the address a variant's patch uses (`flows.upload.steps.0.redis.value`), and
+/// so is a connection's bandwidth: at 100 MiB/s with a 50 ms timeout, a SET of about 5 MiB
+/// or more times out. The shrunk reproducer names the size, and `run` fails on it.
+const BLOB_SIZE: &str = r#"[scenario]
+name = "blob size"
+seed = 1
+
+[servers.redis]
+
+[connections.c]
+server = "redis"
+command_timeout = "50ms"
+bandwidth = "100MiB/s"
+
+[keys.blob]
+
+[flows.upload]
+steps = [{ redis = { command = "SET", connection = "c", key = "blob", value = "1KiB" }, on_error = "fail" }]
+
+[loads.uploads]
+flow = "upload"
+arrivals = "even"
+rate = 10
+count = 10
+
+[[variant]]
+name = "uploads"
+expect = ["outcomes.timeout == 0"]
+
+[explore]
+runs_max = 12
+
+[explore.params]
+"flows.upload.steps.0.redis.value" = { min = "1KiB", max = "16MiB" }
+"connections.c.bandwidth" = { min = "50MiB/s", max = "200MiB/s" }
+"#;
+
+#[test]
+fn a_value_size_inside_a_step_and_a_bandwidth_are_drawn_and_shrunk() {
+    let dir = scratch("explore-blob-size");
+    let file = dir.join("blob.toml");
+    std::fs::write(&file, BLOB_SIZE).unwrap();
+    common::succeed(&["run", file.to_str().unwrap()]);
+    let out = dir.join("found");
+    let (code, stdout) = explore(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let (number, block) = finding_with(
+        &stdout,
+        "variant \"uploads\": expectation failed: outcomes.timeout == 0",
+    );
+    let shrunk = block.lines().find(|l| l.contains("shrunk in")).unwrap();
+    // Both shown in their units; the size bisected toward the file's to a few MiB.
+    let size = (shrunk.split("flows.upload.steps.0.redis.value = ").nth(1))
+        .unwrap_or_else(|| panic!("{shrunk}"));
+    let mib: f64 = (size.strip_suffix(" MiB").and_then(|mib| mib.parse().ok()))
+        .unwrap_or_else(|| panic!("{shrunk}"));
+    assert!((2.0..8.0).contains(&mib), "{shrunk}");
+    // The reproducer writes the size where the step has it, in bytes.
+    let reproducer = out.join(format!("finding-{number}.toml"));
+    let text = std::fs::read_to_string(&reproducer).unwrap();
+    assert!(text.contains("key = \"blob\", value = \""), "{text}");
+    assert!(!text.contains("value = \"1KiB\""), "{text}");
+    let ran = outagelab(&["run", reproducer.to_str().unwrap()]);
+    assert_eq!(
+        ran.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&ran.stdout)
+    );
+    // A key the file does not write is refused where [explore.params] names it.
+    let missing = BLOB_SIZE.replace(
+        "\"connections.c.bandwidth\" = {",
+        "\"flows.upload.steps.1.redis.value\" = {",
+    );
+    std::fs::write(&file, missing).unwrap();
+    let refused = outagelab(&["validate", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "blob.toml:32:38: explore.params.\"flows.upload.steps.1.redis.value\": \
+             `flows.upload.steps.1.redis.value` is not a key the file writes"
+        ),
+        "{stderr}"
+    );
+}
+
 /// Two loads meet one bulkhead permit at the same instants, and the file claims load `a` is
 /// never shed: true under the fixed rule (its arrivals were scheduled first), an accident of
 /// order. With `ties = "shuffled"` explore finds it and the reproducer fails under `run`.
