@@ -355,7 +355,9 @@ mod tests {
 }
 
 /// The toxic faults (`latency`, `bandwidth`, `packet_loss`, `slow_close`) in force on one
-/// connection, in the order they started; the simulator (per connection) and the live runner (per forwarder) keep one each.
+/// connection, in the order they started: what the live runner keeps per forwarder, as the
+/// faults start and end. (The simulator knows every fault's start and end beforehand and
+/// keeps each connection's toxics as a timeline instead: `redis::pipe::ToxicTimeline`.)
 #[derive(Clone, Debug, Default)]
 pub struct ToxicFaults(Vec<FaultKind>);
 
