@@ -348,9 +348,28 @@ fn metric_path(text: &str) -> Result<Vec<String>, String> {
     Ok(path)
 }
 
+/// Metrics that are a span of something the summary counts, and read as 0 when it counted
+/// none: a window of no 5xx lasts no time, so "the failure window is at most 15 s" holds
+/// on a run without one (the JSON keeps its `null`: no first or last 5xx).
+const ZERO_WHEN_NONE: [(&str, &str); 1] = [("http.window_5xx_ms", "http.5xx")];
+
 /// The number at `path` in a summary; `None` for a metric with no value (a latency with no
-/// request counted).
+/// request counted); 0 for a span of nothing ([`ZERO_WHEN_NONE`]).
 fn resolve(path: &[String], summary: &Value) -> Result<Option<f64>, String> {
+    let value = resolve_as_written(path, summary)?;
+    if value.is_none() {
+        let metric = path.join(".");
+        for (span, count) in ZERO_WHEN_NONE {
+            if metric == span && resolve_as_written(&metric_path(count)?, summary)? == Some(0.0) {
+                return Ok(Some(0.0));
+            }
+        }
+    }
+    Ok(value)
+}
+
+/// The number at `path` in a summary as the JSON has it; `None` for `null`.
+fn resolve_as_written(path: &[String], summary: &Value) -> Result<Option<f64>, String> {
     let metric = path.join(".");
     let mut node = summary;
     for (depth, part) in path.iter().enumerate() {
@@ -510,6 +529,48 @@ mod tests {
                 actual: None
             }
         );
+    }
+
+    /// Issue 29: "the failure window is at most 15 s" on a run without a 5xx. The window of
+    /// none lasts no time: it reads as 0 (passes `<=`, fails `>=`), while a window that was
+    /// measured reads as itself and the first and last 5xx still have no value.
+    #[test]
+    fn a_window_of_no_5xx_reads_as_zero() {
+        let judged = |http: crate::HttpSummary, text: &str| {
+            let summary = Summary {
+                http: Some(http),
+                ..summary()
+            };
+            Expectation::parse(text)
+                .unwrap()
+                .evaluate(&summary)
+                .unwrap()
+        };
+        let none = || crate::HttpSummary {
+            class_2xx: 410,
+            ..crate::HttpSummary::default()
+        };
+        let at_most = judged(none(), "http.window_5xx_ms <= 15000");
+        assert_eq!((at_most.passed, at_most.actual), (true, Some(0.0)));
+        assert!(!judged(none(), "http.window_5xx_ms >= 1").passed);
+        assert!(judged(none(), "mean http.window_5xx_ms == 0").passed);
+        let first = judged(none(), "http.first_5xx_ms <= 15000");
+        assert_eq!((first.passed, first.actual), (false, None));
+        let failing = crate::HttpSummary {
+            class_5xx: 3,
+            first_5xx_ms: Some(1_000.0),
+            last_5xx_ms: Some(17_000.0),
+            window_5xx_ms: Some(16_000.0),
+            ..none()
+        };
+        let measured = judged(failing, "http.window_5xx_ms <= 15000");
+        assert_eq!((measured.passed, measured.actual), (false, Some(16_000.0)));
+        // 5xx counted without a window (no summary the simulator writes): not read as 0.
+        let odd = crate::HttpSummary {
+            class_5xx: 2,
+            ..none()
+        };
+        assert_eq!(judged(odd, "http.window_5xx_ms <= 15000").actual, None);
     }
 
     fn rejected(text: &str, message: &str) {

@@ -95,7 +95,9 @@ pub const DEFAULTED_TABLES: [&str; 2] = ["run", "metrics"];
 
 /// Sets the value at a dotted `path` (every part but the last must be an existing table, or
 /// one of `DEFAULTED_TABLES`, made when missing; a missing one is named, with the nearest name
-/// there is when it looks like a typo).
+/// there is when it looks like a typo). A list of tables is entered by an element's index,
+/// as a variant's patch and `[explore.params]` address it: `flows.read.steps.0.on_error`,
+/// or `flows.read.steps.0` for the whole step.
 pub fn set_path<'a>(
     root: &mut Table<'a>,
     path: &str,
@@ -105,7 +107,10 @@ pub fn set_path<'a>(
     let parts: Vec<&str> = path.split('.').collect();
     let (last, parents) = parts.split_last().expect("split yields at least one part");
     let mut table = root;
-    for (depth, part) in parents.iter().enumerate() {
+    let mut depth = 0;
+    // Bound: each turn takes one part of the path (two for a list and its index).
+    while depth < parents.len() {
+        let part = &parents[depth];
         let seen = parts[..=depth].join(".");
         if depth == 0 && DEFAULTED_TABLES.contains(part) && !table.contains_key(*part) {
             // Every key of these tables has a default, so a file may leave them out and
@@ -129,16 +134,53 @@ pub fn set_path<'a>(
         }
         table = match table.get_mut(*part).map(Spanned::get_mut) {
             Some(DeValue::Table(inner)) => inner,
+            Some(DeValue::Array(items)) => {
+                let index_part = parts[depth + 1];
+                let item = element(items, index_part, &seen, path)?;
+                if depth + 1 == parents.len() {
+                    *item = value;
+                    return Ok(());
+                }
+                depth += 1;
+                match item.get_mut() {
+                    DeValue::Table(inner) => inner,
+                    _ => {
+                        return Err(format!(
+                            "`{seen}.{index_part}` is not a table, so `{path}` cannot be set"
+                        ));
+                    }
+                }
+            }
             _ => {
                 return Err(format!(
                     "`{seen}` is not a table, so `{path}` cannot be set"
                 ));
             }
         };
+        depth += 1;
     }
     let key = Spanned::new(path_span, DeString::from(last.to_string()));
     table.insert(key, value);
     Ok(())
+}
+
+/// The element of list `seen` that `index` names (`0`, `1`, ...), or why there is none.
+fn element<'v, 'a>(
+    items: &'v mut [Value<'a>],
+    index: &str,
+    seen: &str,
+    path: &str,
+) -> Result<&'v mut Value<'a>, String> {
+    let count = items.len();
+    let Ok(at) = index.parse::<usize>() else {
+        return Err(format!(
+            "`{seen}` is a list: name an element by its index (`{seen}.0`), so `{path}` \
+             cannot be set"
+        ));
+    };
+    items
+        .get_mut(at)
+        .ok_or_else(|| format!("`{seen}` has {count} elements (from 0), so `{path}` cannot be set"))
 }
 
 /// Every value of a document by its dotted path (`flows.read.steps.0.on_error`), written as
@@ -384,5 +426,37 @@ mod tests {
             matches!(root.get("run").map(Spanned::get_ref), Some(DeValue::Table(t)) if t.contains_key("memory_max"))
         );
         assert!(set_path(&mut root, "http.nope", 0..1, value).is_err());
+    }
+
+    /// Issue 29: a list of tables (a flow's steps) is entered by an element's index, the
+    /// address a variant's patch and `[explore.params]` use.
+    #[test]
+    fn set_path_enters_a_list_of_tables_by_index() {
+        let mut root = table("[flows.f]\nsteps = [{ work = \"1ms\" }, { work = \"2ms\" }]\n");
+        let value = Spanned::new(0..1, DeValue::Boolean(true));
+        assert!(set_path(&mut root, "flows.f.steps.1.on_error", 0..1, value.clone()).is_ok());
+        let settings = flatten(&root);
+        assert_eq!(settings["flows.f.steps.1.on_error"], "true");
+        assert_eq!(settings["flows.f.steps.0.work"], "\"1ms\"");
+        // The index as the last part replaces the whole element.
+        assert!(set_path(&mut root, "flows.f.steps.0", 0..1, value.clone()).is_ok());
+        assert_eq!(
+            flatten(&root)["flows.f.steps"],
+            "[true, { on_error = true, work = \"2ms\" }]"
+        );
+        for (path, message) in [
+            (
+                "flows.f.steps.2.work",
+                "`flows.f.steps` has 2 elements (from 0)",
+            ),
+            (
+                "flows.f.steps.x.work",
+                "`flows.f.steps` is a list: name an element by its index",
+            ),
+            ("flows.f.steps.0.work", "`flows.f.steps.0` is not a table"),
+        ] {
+            let error = set_path(&mut root, path, 0..1, value.clone()).unwrap_err();
+            assert!(error.contains(message), "{path}: {error}");
+        }
     }
 }

@@ -53,6 +53,10 @@ pub struct Unknown {
 pub enum UnknownKind {
     /// Written as a string with a unit; searched to the microsecond.
     Duration,
+    /// A size written with a unit (`"1MiB"`); searched to the byte.
+    Size,
+    /// A bandwidth written with a unit (`"100MiB/s"`); searched to the byte per second.
+    Bandwidth,
     /// A whole number.
     Whole,
     Number,
@@ -65,6 +69,8 @@ impl Unknown {
         let value = self.round(value);
         match self.kind {
             UnknownKind::Duration => format!("\"{}us\"", (value / 1000.0) as u64),
+            UnknownKind::Size => format!("\"{}B\"", value as u64),
+            UnknownKind::Bandwidth => format!("\"{}B/s\"", value as u64),
             UnknownKind::Whole => format!("{}", value as i64),
             UnknownKind::Number => format!("{value}"),
         }
@@ -75,7 +81,7 @@ impl Unknown {
         let value = value.clamp(self.min, self.max);
         match self.kind {
             UnknownKind::Duration => (value / 1000.0).round() * 1000.0,
-            UnknownKind::Whole => value.round(),
+            UnknownKind::Whole | UnknownKind::Size | UnknownKind::Bandwidth => value.round(),
             UnknownKind::Number => (value * 1e6).round() / 1e6,
         }
     }
@@ -86,9 +92,20 @@ impl Unknown {
         match self.kind {
             UnknownKind::Duration if value >= 1e9 => format!("{} s", trimmed(value / 1e9, 4)),
             UnknownKind::Duration => format!("{} ms", trimmed(value / 1e6, 3)),
+            UnknownKind::Size => bytes_shown(value, ""),
+            UnknownKind::Bandwidth => bytes_shown(value, "/s"),
             _ => trimmed(value, 4),
         }
     }
+}
+
+/// A count of bytes for a reader, in the largest binary unit it reaches: `1.5 MiB`, `512 B`.
+fn bytes_shown(value: f64, per: &str) -> String {
+    let units = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    let (unit, scale) = (units.into_iter())
+        .find(|&(_, scale)| value >= scale as f64)
+        .unwrap_or(("B", 1));
+    format!("{} {unit}{per}", trimmed(value / scale as f64, 3))
 }
 
 /// `value` with at most `decimals` decimals, without trailing zeros.
@@ -219,6 +236,7 @@ impl<'t> Reader<'_> {
 }
 
 /// Which end of a range a problem is at.
+#[derive(Debug)]
 pub(crate) enum End {
     Min,
     Max,
@@ -234,33 +252,51 @@ pub(crate) fn unknown_in(
     max: &Bound,
     start_inside: bool,
 ) -> Result<Unknown, (End, String)> {
-    let kind_and_start =
-        if let Some(text) = written.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-            units::parse_duration(text)
-                .map(|ns| (UnknownKind::Duration, ns as f64))
-                .map_err(|_| {
-                    format!("`{key}` is {written}: only durations and numbers can be searched")
-                })
-        } else if let Ok(whole) = written.parse::<i64>() {
-            Ok((UnknownKind::Whole, whole as f64))
-        } else if let Ok(number) = written.parse::<f64>() {
-            Ok((UnknownKind::Number, number))
-        } else {
-            Err(format!(
-                "`{key}` is {written}: only durations and numbers can be searched"
-            ))
-        };
+    let only = || {
+        format!(
+            "`{key}` is {written}: only durations, sizes, bandwidths and numbers can be searched"
+        )
+    };
+    let kind_and_start = if let Some(text) =
+        written.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
+    {
+        // A duration, else a bandwidth (a size per second), else a size.
+        (units::parse_duration(text).map(|ns| (UnknownKind::Duration, ns as f64)))
+            .or_else(|_| units::parse_bandwidth(text).map(|b| (UnknownKind::Bandwidth, b as f64)))
+            .or_else(|_| units::parse_size(text).map(|b| (UnknownKind::Size, b as f64)))
+            .map_err(|_| only())
+    } else if let Ok(whole) = written.parse::<i64>() {
+        Ok((UnknownKind::Whole, whole as f64))
+    } else if let Ok(number) = written.parse::<f64>() {
+        Ok((UnknownKind::Number, number))
+    } else {
+        Err(only())
+    };
     let (kind, start) = kind_and_start.map_err(|m| (End::Both, m))?;
     let end = |bound: &Bound, which: End| -> Result<f64, (End, String)> {
         let value = match (kind, bound) {
             (UnknownKind::Duration, Bound::Text(text)) => units::parse_duration(text)
                 .map(|ns| ns as f64)
                 .map_err(|m| (which, m))?,
-            (UnknownKind::Duration, Bound::Number(n)) => {
+            (UnknownKind::Size, Bound::Text(text)) => units::parse_size(text)
+                .map(|b| b as f64)
+                .map_err(|m| (which, m))?,
+            (UnknownKind::Bandwidth, Bound::Text(text)) => units::parse_bandwidth(text)
+                .map(|b| b as f64)
+                .map_err(|m| (which, m))?,
+            (
+                UnknownKind::Duration | UnknownKind::Size | UnknownKind::Bandwidth,
+                Bound::Number(n),
+            ) => {
+                let (what, example) = match kind {
+                    UnknownKind::Duration => ("a duration", format!("{n}ms")),
+                    UnknownKind::Size => ("a size", format!("{n}KiB")),
+                    _ => ("a bandwidth", format!("{n}MiB/s")),
+                };
                 return Err((
                     which,
                     format!(
-                        "`{key}` is a duration: write the range's end with a unit, e.g. \"{n}ms\""
+                        "`{key}` is {what}: write the range's end with a unit, e.g. \"{example}\""
                     ),
                 ));
             }
@@ -317,19 +353,27 @@ pub fn set_values(text: &str, values: &[(String, String)]) -> Result<String, Str
     Ok(out)
 }
 
-/// The span of the value at dotted `key` (each part a table key; a part may itself hold dots
-/// when the file quotes it).
+/// The span of the value at dotted `key` (each part a table key, a part may itself hold dots
+/// when the file quotes it; or an element's index in a list of tables, `steps.0`, as
+/// [`crate::document::set_path`] and a variant's patch address it).
 fn value_span(root: &DeTable<'_>, key: &str) -> Option<std::ops::Range<usize>> {
     let parts: Vec<&str> = key.split('.').collect();
     let mut table = root;
     let mut index = 0;
+    // Bound: each turn takes at least one part.
     while index < parts.len() {
         // The longest run of parts that is one key of this table.
-        let (taken, value) = (index + 1..=parts.len()).rev().find_map(|end| {
+        let (mut taken, mut value) = (index + 1..=parts.len()).rev().find_map(|end| {
             table
                 .get(parts[index..end].join(".").as_str())
                 .map(|v| (end, v))
         })?;
+        if let DeValue::Array(items) = value.get_ref()
+            && taken < parts.len()
+        {
+            value = items.get(parts[taken].parse::<usize>().ok()?)?;
+            taken += 1;
+        }
         if taken == parts.len() {
             return Some(value.span());
         }
@@ -366,6 +410,91 @@ mod tests {
         );
         let missing = set_values(text, &[("loads.a.duration".into(), "1".into())]);
         assert!(missing.unwrap_err().contains("not a key the file writes"));
+        // Inside a list of tables, by the element's index (issue 29).
+        let steps = "[flows.f]\nsteps = [{ work = \"1ms\" }, { redis = { value = \"1KiB\" } }]\n";
+        let set = set_values(
+            steps,
+            &[("flows.f.steps.1.redis.value".into(), "\"2048B\"".into())],
+        );
+        assert_eq!(
+            set.unwrap(),
+            "[flows.f]\nsteps = [{ work = \"1ms\" }, { redis = { value = \"2048B\" } }]\n"
+        );
+        for key in [
+            "flows.f.steps.2.work",
+            "flows.f.steps.x.work",
+            "flows.f.steps.0.work.x",
+        ] {
+            let missing = set_values(steps, &[(key.into(), "1".into())]);
+            assert!(
+                missing.unwrap_err().contains("not a key the file writes"),
+                "{key}"
+            );
+        }
+    }
+
+    /// Sizes and bandwidths are searched to the byte and written back with a unit the file
+    /// reads (issue 29).
+    #[test]
+    fn sizes_and_bandwidths_are_searched_in_bytes() {
+        let size = unknown_in(
+            "v",
+            "\"1KiB\"",
+            &Bound::Text("1KiB".into()),
+            &Bound::Text("16MiB".into()),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            (size.kind, size.start, size.max),
+            (UnknownKind::Size, 1024.0, 16_777_216.0)
+        );
+        assert_eq!(size.toml_value(5_000_000.4), "\"5000000B\"");
+        assert_eq!(size.show(5_000_000.0), "4.768 MiB");
+        assert_eq!(size.show(1024.0), "1 KiB");
+        let rate = unknown_in(
+            "b",
+            "\"100MiB/s\"",
+            &Bound::Text("50MiB/s".into()),
+            &Bound::Text("1Gbit/s".into()),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            (rate.kind, rate.max),
+            (UnknownKind::Bandwidth, 125_000_000.0)
+        );
+        assert_eq!(rate.toml_value(1e8), "\"100000000B/s\"");
+        assert_eq!(
+            crate::units::parse_bandwidth("100000000B/s"),
+            Ok(100_000_000)
+        );
+        let unitless = unknown_in(
+            "v",
+            "\"1KiB\"",
+            &Bound::Number(1.0),
+            &Bound::Number(9.0),
+            false,
+        );
+        assert!(
+            unitless
+                .unwrap_err()
+                .1
+                .contains("is a size: write the range's end with a unit")
+        );
+        let neither = unknown_in(
+            "k",
+            "\"pause\"",
+            &Bound::Number(1.0),
+            &Bound::Number(9.0),
+            false,
+        );
+        assert!(
+            neither
+                .unwrap_err()
+                .1
+                .contains("only durations, sizes, bandwidths and numbers")
+        );
     }
 
     #[test]

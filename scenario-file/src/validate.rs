@@ -2470,6 +2470,19 @@ impl<'a> Validator<'a> {
                     return None;
                 }
                 let ratio_permille = thousandths / 100;
+                // In the file's unit: the model's own refusal counts in permille.
+                if ratio_permille > 1000 {
+                    self.error(
+                        Some(percent.span()),
+                        key("budget_percent"),
+                        format!(
+                            "must be at most 100 (one retry per request), not {}: more would let \
+                             retries outnumber the requests they retry",
+                            percent.get_ref()
+                        ),
+                    );
+                    return None;
+                }
                 let window = self.duration_or(&raw.budget_window, &key("budget_window"), "10s");
                 let floor = match &raw.budget_min_per_second {
                     Some(floor) => {

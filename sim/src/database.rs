@@ -199,11 +199,14 @@ struct Database {
     timeout_generation: u32,
     timeout_wake_at: Option<SimTime>,
     /// While a `slow` fault lasts, how many times slower its work runs, in thousandths
-    /// (1000 without one).
+    /// (1000 without one): the slowest of `slowdowns`.
     slowdown_permille: u32,
-    /// While a `refuse` fault lasts: every query that starts is refused.
-    refusing: bool,
-    /// While a `pool_exhausted` fault lasts: connections something else holds.
+    /// The `slow` faults in force, in the order they started (each ends on its own).
+    slowdowns: Vec<u32>,
+    /// While a `refuse` fault lasts (counted: two at once refuse until both end): every
+    /// query that starts is refused.
+    refusing: u32,
+    /// While `pool_exhausted` faults last: connections something else holds, added up.
     connections_held: u32,
     /// Key families whose every lock something else holds (`lock_held` faults, counted: two
     /// at once hold it until both end).
@@ -368,7 +371,8 @@ impl Databases {
                     timeout_generation: 0,
                     timeout_wake_at: None,
                     slowdown_permille: 1000,
-                    refusing: false,
+                    slowdowns: Vec::new(),
+                    refusing: 0,
                     connections_held: 0,
                     families_held: BTreeMap::new(),
                     family_waiting: VecDeque::new(),
@@ -472,12 +476,25 @@ impl Databases {
         match kind {
             FaultKind::Slow { slowdown_permille } => {
                 database.read_clock(now);
-                database.slowdown_permille = if on { slowdown_permille } else { 1000 };
+                if on {
+                    database.slowdowns.push(slowdown_permille);
+                } else if let Some(at) =
+                    (database.slowdowns.iter()).position(|&s| s == slowdown_permille)
+                {
+                    database.slowdowns.remove(at);
+                }
+                database.slowdown_permille =
+                    database.slowdowns.iter().copied().max().unwrap_or(1000);
                 database.reschedule(now, id, events);
             }
-            FaultKind::Refuse => database.refusing = on,
+            FaultKind::Refuse if on => database.refusing += 1,
+            FaultKind::Refuse => database.refusing = database.refusing.saturating_sub(1),
             FaultKind::PoolExhausted { connections } => {
-                database.connections_held = if on { connections } else { 0 };
+                database.connections_held = if on {
+                    database.connections_held.saturating_add(connections)
+                } else {
+                    database.connections_held.saturating_sub(connections)
+                };
                 if !on {
                     self.admit_waiting(now, id, events);
                 }
@@ -513,7 +530,7 @@ impl Databases {
     pub fn start(&mut self, now: SimTime, id: DatabaseId, query: Query, events: &mut EventQueue) {
         self.changed = true;
         let database = &mut self.databases[id.index()];
-        if database.refusing {
+        if database.refusing > 0 {
             database.refused_total += 1;
             self.refusals.push(query.waiter);
             return;

@@ -355,7 +355,9 @@ mod tests {
 }
 
 /// The toxic faults (`latency`, `bandwidth`, `packet_loss`, `slow_close`) in force on one
-/// connection, in the order they started; the simulator (per connection) and the live runner (per forwarder) keep one each.
+/// connection, in the order they started: what the live runner keeps per forwarder, as the
+/// faults start and end. (The simulator knows every fault's start and end beforehand and
+/// keeps each connection's toxics as a timeline instead: `redis::pipe::ToxicTimeline`.)
 #[derive(Clone, Debug, Default)]
 pub struct ToxicFaults(Vec<FaultKind>);
 
@@ -441,15 +443,7 @@ impl Toxics {
     /// With a packet loss in force, the retransmissions are drawn after it (one draw per
     /// transmission): `retransmit × (2^k - 1)` more for `k` losses in a row.
     pub fn draw_delay(&self, draws: &mut Stream) -> SimDuration {
-        let delay = if self.jitter.is_zero() {
-            self.added
-        } else {
-            let span = self.jitter.as_nanos().saturating_mul(2).saturating_add(1);
-            let drawn = draws.below(span);
-            let nanos = (self.added.as_nanos().saturating_add(drawn))
-                .saturating_sub(self.jitter.as_nanos());
-            SimDuration::from_nanos(nanos)
-        };
+        let delay = self.draw_added(draws);
         if self.loss_ppm == 0 {
             return delay;
         }
@@ -464,6 +458,19 @@ impl Toxics {
             timeout = timeout.saturating_add(timeout).min(Self::RETRANSMIT_MAX);
         }
         delay.saturating_add(waited)
+    }
+
+    /// The added delay of one item: `added`, or a draw from `draws` uniformly within
+    /// `added ± jitter`, at least zero (no draw without a jitter).
+    pub fn draw_added(&self, draws: &mut Stream) -> SimDuration {
+        if self.jitter.is_zero() {
+            return self.added;
+        }
+        let span = self.jitter.as_nanos().saturating_mul(2).saturating_add(1);
+        let drawn = draws.below(span);
+        let nanos =
+            (self.added.as_nanos().saturating_add(drawn)).saturating_sub(self.jitter.as_nanos());
+        SimDuration::from_nanos(nanos)
     }
 
     /// The longest a retransmission timeout grows to: Linux's `TCP_RTO_MAX`, 120 s.

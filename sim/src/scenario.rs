@@ -1466,6 +1466,7 @@ pub enum FaultKind {
     /// On a database: while it lasts, every query's work runs `slowdown_permille / 1000`
     /// times slower (a vacuum, a noisy neighbour, a cold cache after a restart): queries
     /// running when it starts slow down from that instant, and speed up again at its end.
+    /// With several at once, the slowest holds.
     Slow { slowdown_permille: u32 },
     /// On a database: while it lasts, every query that starts is refused at once (`refused`:
     /// the listener gone, `max_connections` taken by something else); queries already running

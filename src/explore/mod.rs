@@ -1,8 +1,10 @@
 //! `outagelab explore FILE`: draw fault schedules from the file's `[explore]` table, run the
 //! chosen variants under each, and keep the schedules that break the design: a monitor fires
 //! (an invariant broken), one of the variant's own expectations fails, or the run stops on its
-//! budget (what `outagelab run` exits 1 on). Each way of breaking found is shrunk, proptest
-//! style, to a small schedule that still breaks the design the same way, and written as a
+//! budget (what `outagelab run` exits 1 on). Every schedule is judged against every claim: a
+//! schedule that breaks two expectations counts for both, so the counts do not depend on the
+//! order the claims are written in. Each way of breaking found (one per claim) is shrunk on its
+//! own, proptest style, to a small schedule that still breaks that claim, and written as a
 //! scenario file that `outagelab run` reproduces.
 //!
 //! Deterministic from `--seed`: schedule `i` is drawn from a stream of its own (the seed and
@@ -274,6 +276,17 @@ impl Explorer<'_> {
                 self.in_file_terms(why)
             );
             return ExitCode::from(2);
+        }
+        // Per claim: every schedule is judged against every claim of every variant, so each
+        // count is the schedules that broke that claim, whatever else they broke.
+        for finding in &tally.findings {
+            say(&format!(
+                "  broke variant \"{}\": {}: {} of {} schedules",
+                finding.way.variant,
+                finding.way.what,
+                finding.count,
+                tally.judged()
+            ));
         }
         if tally.judged() < spec.runs_max {
             say(&format!(

@@ -63,9 +63,7 @@ impl Explorer<'_> {
             {
                 scores.push((name.clone(), value));
             }
-            if let Some(found) = broken(name, variant, &ran.report) {
-                broke.push(found);
-            }
+            broke.extend(broken(name, variant, &ran.report));
         }
         let outcome = if broke.is_empty() {
             Outcome::Held
@@ -241,24 +239,25 @@ impl Explorer<'_> {
     }
 }
 
-/// How `report` breaks the design, if it does: a run stopped on its budget, or the first of
-/// the variant's expectations that failed.
+/// Every way `report` breaks the design: a run stopped on its budget (whose figures are
+/// those of a run cut short, so its expectations are not judged), or each of the variant's
+/// expectations that failed, every one judged on its own. In the order of their text, so
+/// that what a schedule breaks does not depend on the order the claims are written in.
 pub(super) fn broken(
     name: &str,
     variant: &outagelab_scenario_file::Variant,
     report: &VariantReport,
-) -> Option<(Way, String)> {
+) -> Vec<(Way, String)> {
     if report.verdict.is_budget() {
         let what = format!("stopped by its run budget ({})", report.verdict.name());
         let message = format!("{what} at {} ms", report.end_ms);
-        return Some((
-            Way {
-                variant: name.to_owned(),
-                what,
-            },
-            message,
-        ));
+        let way = Way {
+            variant: name.to_owned(),
+            what,
+        };
+        return vec![(way, message)];
     }
+    let mut broken = Vec::new();
     for located in &variant.expectations {
         let expectation = &located.expectation;
         let (passed, actual) = match expectation.evaluate(&report.summary) {
@@ -273,14 +272,15 @@ pub(super) fn broken(
         if !passed {
             let what = format!("expectation failed: {expectation}");
             let message = format!("{what} (actual {actual}), at {}", located.location);
-            return Some((
-                Way {
-                    variant: name.to_owned(),
-                    what,
-                },
-                message,
-            ));
+            let way = Way {
+                variant: name.to_owned(),
+                what,
+            };
+            broken.push((way, message));
         }
     }
-    None
+    broken.sort_by(|a, b| a.0.what.cmp(&b.0.what));
+    // The same claim written twice is one way of breaking.
+    broken.dedup_by(|a, b| a.0 == b.0);
+    broken
 }

@@ -723,6 +723,19 @@ fn a_bad_set_exits_2_naming_the_flag() {
             ": --set scenario.seed=7: scenario.seed: the seed is a parameter of the run: use --seed N",
         ),
         ("nothing", "`nothing` is not KEY=VALUE"),
+        // Issue 29: a step is reached by its index, as a variant's patch reaches it.
+        (
+            "flows.read.steps.2.on_error=\"next\"",
+            ": --set flows.read.steps.2.on_error=\"next\": flows.read.steps.2.on_error: `flows.read.steps` has 2 elements (from 0), so `flows.read.steps.2.on_error` cannot be set",
+        ),
+        (
+            "flows.read.steps.first.on_error=\"next\"",
+            "`flows.read.steps` is a list: name an element by its index (`flows.read.steps.0`)",
+        ),
+        (
+            "flows.read.steps.0.on_error=\"explode\"",
+            ": --set flows.read.steps.0.on_error=\"explode\": flows.read.steps[0].on_error: unknown variant `explode`",
+        ),
     ] {
         for command in ["validate", "run"] {
             let output = outagelab(&[command, file, "--set", set]);
@@ -732,6 +745,14 @@ fn a_bad_set_exits_2_naming_the_flag() {
         }
     }
     let output = outagelab(&["validate", file, "--set", "loads.peak.rate=400"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    // A key inside a step is set where the file writes it.
+    let output = outagelab(&[
+        "validate",
+        file,
+        "--set",
+        "flows.read.steps.1.on_error=\"fail\"",
+    ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
 }
 

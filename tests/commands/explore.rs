@@ -250,6 +250,165 @@ fn bad_explore_tables_are_refused_at_their_key() {
     assert!(stderr.contains("has no [explore] table"), "{stderr}");
 }
 
+/// Each claim's line in explore's summary, `variant "...": what: N of M schedules`, in order.
+fn claim_counts(stdout: &str) -> Vec<String> {
+    let mut claims: Vec<String> = (stdout.lines())
+        .filter_map(|line| line.strip_prefix("  broke "))
+        .map(str::to_owned)
+        .collect();
+    claims.sort();
+    claims
+}
+
+/// Issue 29: a design with two flaws. OnceCell never reconnects either connection and
+/// claims each fails open at most 3,500 times: a server fault breaks both claims, a network
+/// fault on one connection breaks only its own. Every schedule is judged against both
+/// claims, so written in either order they report the same counts and both findings, each
+/// shrunk on its own (when a schedule was tallied only under its first failed claim, the
+/// second one's count depended on which came first).
+#[test]
+fn two_flaws_are_counted_and_found_the_same_in_either_claim_order() {
+    let dir = scratch("explore-claim-order");
+    let written = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLED))
+        .unwrap()
+        .replace("runs_max = 300", "runs_max = 40\nshrink_runs_max = 12");
+    let claims = [
+        "\"connections.budgets.fail_open <= 3500\"",
+        "\"connections.cache.fail_open <= 3500\"",
+    ];
+    let in_order = format!("expect = [{}, {}]", claims[0], claims[1]);
+    let swapped = format!("expect = [{}, {}]", claims[1], claims[0]);
+    let once_cell = "reconnect = \"never\" } } }\n";
+    assert!(written.contains(&format!("{once_cell}{in_order}")));
+    let mut outputs = Vec::new();
+    for (name, text) in [
+        ("in-order", written.clone()),
+        (
+            "swapped",
+            written.replace(
+                &format!("{once_cell}{in_order}"),
+                &format!("{once_cell}{swapped}"),
+            ),
+        ),
+    ] {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let out = dir.join(name);
+        let (code, stdout) = explore(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_eq!(code, Some(1), "{stdout}");
+        outputs.push(stdout);
+    }
+    let counts = claim_counts(&outputs[0]);
+    assert_eq!(counts, claim_counts(&outputs[1]), "{outputs:#?}");
+    let once_cell_counts: Vec<u64> = (counts.iter())
+        .filter(|line| line.starts_with("variant \"OnceCell\""))
+        .map(|line| {
+            let of = line.rsplit(": ").next().unwrap();
+            of.split(' ').next().unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(once_cell_counts.len(), 2, "{counts:#?}");
+    // Both claims broke, and neither only where the other held.
+    assert!(once_cell_counts.iter().all(|&n| n > 0), "{counts:#?}");
+    for stdout in &outputs {
+        for claim in ["budgets", "cache"] {
+            let headline = format!(
+                "variant \"OnceCell\": expectation failed: connections.{claim}.fail_open <= 3500"
+            );
+            let (_, block) = finding_with(stdout, &headline);
+            assert!(block.contains("shrunk in "), "{block}");
+        }
+    }
+}
+
+/// Issue 29, point 4: "what blob size breaks us". A step's value size is drawn as a
+/// parameter by the address a variant's patch uses (`flows.upload.steps.0.redis.value`), and
+/// so is a connection's bandwidth: at 100 MiB/s with a 50 ms timeout, a SET of about 5 MiB
+/// or more times out. The shrunk reproducer names the size, and `run` fails on it.
+const BLOB_SIZE: &str = r#"[scenario]
+name = "blob size"
+seed = 1
+
+[servers.redis]
+
+[connections.c]
+server = "redis"
+command_timeout = "50ms"
+bandwidth = "100MiB/s"
+
+[keys.blob]
+
+[flows.upload]
+steps = [{ redis = { command = "SET", connection = "c", key = "blob", value = "1KiB" }, on_error = "fail" }]
+
+[loads.uploads]
+flow = "upload"
+arrivals = "even"
+rate = 10
+count = 10
+
+[[variant]]
+name = "uploads"
+expect = ["outcomes.timeout == 0"]
+
+[explore]
+runs_max = 12
+
+[explore.params]
+"flows.upload.steps.0.redis.value" = { min = "1KiB", max = "16MiB" }
+"connections.c.bandwidth" = { min = "50MiB/s", max = "200MiB/s" }
+"#;
+
+#[test]
+fn a_value_size_inside_a_step_and_a_bandwidth_are_drawn_and_shrunk() {
+    let dir = scratch("explore-blob-size");
+    let file = dir.join("blob.toml");
+    std::fs::write(&file, BLOB_SIZE).unwrap();
+    common::succeed(&["run", file.to_str().unwrap()]);
+    let out = dir.join("found");
+    let (code, stdout) = explore(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let (number, block) = finding_with(
+        &stdout,
+        "variant \"uploads\": expectation failed: outcomes.timeout == 0",
+    );
+    let shrunk = block.lines().find(|l| l.contains("shrunk in")).unwrap();
+    // Both shown in their units; the size bisected toward the file's to a few MiB.
+    let size = (shrunk.split("flows.upload.steps.0.redis.value = ").nth(1))
+        .unwrap_or_else(|| panic!("{shrunk}"));
+    let mib: f64 = (size.strip_suffix(" MiB").and_then(|mib| mib.parse().ok()))
+        .unwrap_or_else(|| panic!("{shrunk}"));
+    assert!((2.0..8.0).contains(&mib), "{shrunk}");
+    // The reproducer writes the size where the step has it, in bytes.
+    let reproducer = out.join(format!("finding-{number}.toml"));
+    let text = std::fs::read_to_string(&reproducer).unwrap();
+    assert!(text.contains("key = \"blob\", value = \""), "{text}");
+    assert!(!text.contains("value = \"1KiB\""), "{text}");
+    let ran = outagelab(&["run", reproducer.to_str().unwrap()]);
+    assert_eq!(
+        ran.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&ran.stdout)
+    );
+    // A key the file does not write is refused where [explore.params] names it.
+    let missing = BLOB_SIZE.replace(
+        "\"connections.c.bandwidth\" = {",
+        "\"flows.upload.steps.1.redis.value\" = {",
+    );
+    std::fs::write(&file, missing).unwrap();
+    let refused = outagelab(&["validate", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "blob.toml:32:38: explore.params.\"flows.upload.steps.1.redis.value\": \
+             `flows.upload.steps.1.redis.value` is not a key the file writes"
+        ),
+        "{stderr}"
+    );
+}
+
 /// Two loads meet one bulkhead permit at the same instants, and the file claims load `a` is
 /// never shed: true under the fixed rule (its arrivals were scheduled first), an accident of
 /// order. With `ties = "shuffled"` explore finds it and the reproducer fails under `run`.

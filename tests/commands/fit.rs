@@ -137,7 +137,7 @@ fn bad_fit_tables_are_refused_at_their_key() {
         ),
         (
             unknown("\"faults.pause.kind\" = { min = 1, max = 2 }"),
-            "only durations and numbers can be searched",
+            "only durations, sizes, bandwidths and numbers can be searched",
         ),
         (
             format!(

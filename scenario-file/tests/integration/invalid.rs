@@ -965,6 +965,13 @@ fn rejected_files() {
             "27:15: retries.r.elapsed_max: must be longer than zero (with no time to retry in, use max_attempts = 1)",
         ),
         (
+            // Issue 29: in the file's percent, not the model's permille ("at most 1000 ... 1500").
+            format!(
+                "{BASE}\n[retries.r]\nmax_attempts = 3\nbackoff = \"1s\"\nbudget_percent = 150\n"
+            ),
+            "27:18: retries.r.budget_percent: must be at most 100 (one retry per request), not 150: more would let retries outnumber the requests they retry",
+        ),
+        (
             // A base above the preset's ceiling: the ceiling came from the preset.
             format!("{BASE}\n[retries.r]\npreset = \"aws-full-jitter\"\nbackoff = \"30s\"\n"),
             "25:10: retries.r.backoff_max: must be at least the base (30s): it caps delays that start there",

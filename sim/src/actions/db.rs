@@ -67,6 +67,17 @@ mod tests {
         s
     }
 
+    /// A query that takes the advisory lock of the request's key.
+    fn locked() -> Vec<crate::scenario::StepSpec> {
+        vec![step(StepAction::Database {
+            database: DatabaseId(0),
+            timeout: None,
+            latency: None,
+            lock: Some(crate::actions::testing::KEY),
+            data: None,
+        })]
+    }
+
     fn query_step(timeout_ms: Option<u64>) -> crate::scenario::StepSpec {
         step(StepAction::Database {
             database: DatabaseId(0),
@@ -169,15 +180,6 @@ mod tests {
     /// queues behind it and runs 140-180 (waited 90 ms); both waited at once.
     #[test]
     fn a_lock_held_fault_holds_a_key_familys_locks_while_it_lasts() {
-        let locked = || {
-            vec![step(StepAction::Database {
-                database: DatabaseId(0),
-                timeout: None,
-                latency: None,
-                lock: Some(crate::actions::testing::KEY),
-                data: None,
-            })]
-        };
         let bursts = [(0, 1), (20, 1), (50, 1)];
         let alone = run(database(), locked(), &bursts);
         assert_eq!(alone.end_ms, 120.0);
@@ -193,6 +195,113 @@ mod tests {
         // A fault that ends before anyone needed the lock changes nothing.
         let early = run(with_fault(held, 1, 5), locked(), &[(10, 1), (20, 1)]);
         assert_eq!(early.end_ms, 90.0);
+    }
+
+    /// Issue 29: each timed database fault ends exactly when it ends. The same queries
+    /// behind no fault, a short one (from 10 ms to 100 ms) and a long one (from 10 ms to
+    /// 30.01 s), by hand:
+    /// - `slow` 4x, a 40 ms query at 0: 40 ms; 10 ms of work by 10 ms, 22.5 more by 100 ms
+    ///   (90 ms at a quarter), the last 7.5 at full speed: 107.5 ms; behind the long one the
+    ///   last 30 ms of work at a quarter: 130 ms.
+    /// - `pool_exhausted` of both connections of a pool of 2 with a queue of 3, queries at 0
+    ///   and two at 20 ms: 80 ms (the third gets the first's connection at 40 ms); the two
+    ///   at 20 ms wait for the end and run 100-140 ms, or 30.01-30.05 s.
+    /// - `lock_held` of the key's family, locking queries at 0, 20 and 50 ms: 120 ms in
+    ///   turns; the one at 20 ms waits for the end, the one at 50 behind it: 180 ms, or
+    ///   30.09 s.
+    /// - `refuse`, queries at 0 and 50 ms: both run (90 ms); the one at 50 ms is refused by
+    ///   either fault, and the run ends with its refusal, at 50 ms.
+    #[test]
+    fn every_database_fault_ends_when_it_ends() {
+        let pooled = |mut s: Scenario| {
+            s.databases[0].connections = Some(crate::scenario::ConnectionLimit {
+                max: 2,
+                queue_max: 3,
+            });
+            s
+        };
+        let slow = FaultKind::Slow {
+            slowdown_permille: 4000,
+        };
+        let pool = FaultKind::PoolExhausted { connections: 2 };
+        let lock = FaultKind::LockHeld {
+            family: crate::actions::testing::KEY,
+        };
+        type Case = (
+            FaultKind,
+            fn() -> Vec<crate::scenario::StepSpec>,
+            &'static [(u64, u64)],
+        );
+        let cases: [(Case, [f64; 3]); 4] = [
+            (
+                (slow, || vec![query_step(None)], &[(0, 1)]),
+                [40.0, 107.5, 130.0],
+            ),
+            (
+                (pool, || vec![query_step(None)], &[(0, 1), (20, 2)]),
+                [80.0, 140.0, 30_050.0],
+            ),
+            (
+                (lock, locked, &[(0, 1), (20, 1), (50, 1)]),
+                [120.0, 180.0, 30_090.0],
+            ),
+            (
+                (
+                    FaultKind::Refuse,
+                    || vec![query_step(None)],
+                    &[(0, 1), (50, 1)],
+                ),
+                [90.0, 50.0, 50.0],
+            ),
+        ];
+        for ((kind, steps, bursts), [none, short, long]) in cases {
+            let file = |fault: Option<u64>| {
+                let s = match fault {
+                    Some(duration_ms) => with_fault(kind, 10, duration_ms),
+                    None => database(),
+                };
+                if kind == pool { pooled(s) } else { s }
+            };
+            let end = |fault| run(file(fault), steps(), bursts).end_ms;
+            assert_eq!(end(None), none, "{} without the fault", kind.name());
+            assert_eq!(end(Some(90)), short, "{} of 90 ms", kind.name());
+            assert_eq!(end(Some(30_000)), long, "{} of 30 s", kind.name());
+        }
+    }
+
+    /// Two faults of a kind at once: each ends on its own. A 40 ms query under 4x from 10
+    /// to 30 ms and 2x from 20 to 50 ms (the slowest holds): 10 ms of work by 10, 5 by 30
+    /// (4x), 10 by 50 (2x), the last 15 at full speed: 65 ms. A pool of 2 with one
+    /// connection held from 10 to 100 ms and another from 20 to 60 ms: a query at 30 ms
+    /// waits for the second's end and runs 60-100 ms.
+    #[test]
+    fn overlapping_database_faults_each_end_on_their_own() {
+        let mut s = with_fault(
+            FaultKind::Slow {
+                slowdown_permille: 4000,
+            },
+            10,
+            20,
+        );
+        let mut second = s.faults[0].clone();
+        second.kind = FaultKind::Slow {
+            slowdown_permille: 2000,
+        };
+        second.at = SimTime::ZERO.saturating_add(ms(20));
+        second.duration = Some(ms(30));
+        s.faults.push(second);
+        assert_eq!(run(s, vec![query_step(None)], &[(0, 1)]).end_ms, 65.0);
+        let held = FaultKind::PoolExhausted { connections: 1 };
+        let mut s = with_fault(held, 10, 90);
+        let mut second = s.faults[0].clone();
+        second.at = SimTime::ZERO.saturating_add(ms(20));
+        second.duration = Some(ms(40));
+        s.faults.push(second);
+        s.databases[0].connections = Some(crate::scenario::ConnectionLimit {
+            max: 2,
+            queue_max: 1,
+        });
+        assert_eq!(run(s, vec![query_step(None)], &[(30, 1)]).end_ms, 100.0);
     }
 
     /// A scenario built in code with a fault on the wrong kind of target is refused before it

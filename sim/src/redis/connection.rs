@@ -22,11 +22,10 @@ use outagelab_report::{ConnectionSummary, Outcome};
 
 use super::client_loop::{Due, Sent, Written};
 use super::keyspace::{Op, Reply};
-use super::pipe::Pipe;
+use super::pipe::{Pipe, ToxicTimeline};
 use super::{LinkEvent, Redis, RedisEvent, is_slot, is_write};
 use crate::kernel::{EventQueue, RequestRef, StepResult};
 use crate::rng::Stream;
-use crate::rules::Toxics;
 use crate::scenario::{ConnectionId, ConnectionSpec, Reconnect, ServerId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,9 +125,9 @@ impl Connection {
         }
     }
 
-    /// From now, what this link sends either way takes `toxics`.
-    pub(super) fn set_toxics(&mut self, toxics: Toxics) {
-        self.outbound.set_toxics(toxics);
+    /// What this link sends either way takes the toxics of its connection over the run.
+    pub(super) fn set_toxics(&mut self, toxics: ToxicTimeline) {
+        self.outbound.set_toxics(toxics.clone());
         self.inbound.set_toxics(toxics);
     }
 

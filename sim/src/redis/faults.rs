@@ -241,17 +241,13 @@ impl Redis {
                     self.drop_client(now, id, events);
                 }
             }
+            // A toxic's start and end are in its connection's timeline from the start (every
+            // fault's are known), which the pipes read as they send: an end that comes while
+            // bytes are on the wire or held is an end for them too (`pipe`).
             FaultKind::Latency { .. }
             | FaultKind::Bandwidth(_)
             | FaultKind::PacketLoss { .. }
-            | FaultKind::SlowClose { .. } => {
-                let now_in_force = self.toxics[id.index()].apply(kind, on);
-                for link in &mut self.connections {
-                    if link.owner == id {
-                        link.set_toxics(now_in_force);
-                    }
-                }
-            }
+            | FaultKind::SlowClose { .. } => {}
             _ => unreachable!(
                 "validated: a `{}` fault cannot act on a connection",
                 kind.name()
@@ -508,47 +504,72 @@ mod tests {
         );
     }
 
+    /// One connection with a toxic fault of `kind` on it from `from_us` to `until_us`
+    /// (`None`: to the end of the run), and `edit` done to the scenario.
+    fn with_toxic(
+        kind: FaultKind,
+        from_us: u64,
+        until_us: Option<u64>,
+        edit: impl FnOnce(&mut crate::scenario::Scenario),
+    ) -> Harness {
+        Harness::with(1, |scenario| {
+            let at = outagelab_model::time::SimTime::from_nanos(from_us * 1_000);
+            scenario.faults.push(crate::scenario::FaultSpec {
+                name: "toxic".into(),
+                target: crate::scenario::FaultTarget::Connection(crate::scenario::ConnectionId(0)),
+                kind,
+                at,
+                duration: until_us.map(|until| SimDuration::from_micros(until - from_us)),
+            });
+            edit(scenario);
+        })
+    }
+
     #[test]
     fn a_latency_toxic_delays_commands_and_replies_sent_while_it_lasts() {
         // 100 us each way and 5 us a command: a GET takes 205 us. 50 ms added from 1 ms to
         // 200 ms: one issued at 10 ms reaches the server at 60.1 ms and its reply is back at
-        // 110.205 ms; one issued at 199 ms reaches it at 249.1 ms, after the end, so its reply
-        // takes 100 us: 249.205 ms; one at 300 ms takes 205 us.
+        // 110.205 ms; one issued at 199 ms is held until the end, reaches the server at
+        // 200.1 ms, and its reply takes 100 us: 200.205 ms; one at 300 ms takes 205 us.
         let latency = crate::scenario::FaultKind::Latency {
             added: SimDuration::from_millis(50),
             jitter: SimDuration::ZERO,
         };
-        let mut redis = Harness::new(1);
-        redis.connection_fault_at(1_000, 0, latency, true);
+        let mut redis = with_toxic(latency, 1_000, Some(200_000), |_| {});
         redis.issue_at(10_000, 0, get(0), 0);
         redis.issue_at(199_000, 0, get(0), 1);
-        redis.connection_fault_at(200_000, 0, latency, false);
         redis.issue_at(300_000, 0, get(0), 2);
         redis.run();
         assert_eq!(
             redis.finished_us(),
-            vec![(0, 110_205), (1, 249_205), (2, 300_205)]
+            vec![(0, 110_205), (1, 200_205), (2, 300_205)]
         );
     }
 
     /// A GET at 10 ms held by a CLIENT PAUSE from 1 ms; the network is cut at 20 ms. The
     /// client hears the drop one way later, at 20.1 ms; with a 300 ms `slow_close` on the
     /// connection, at 320.1 ms: until then it counts no disconnect and tries no reconnect.
+    /// A `slow_close` that ends at 100 ms lets the close go then.
     #[test]
     fn a_slow_close_holds_back_the_drop_a_client_hears() {
-        for (close_ms, heard_us) in [(0, 20_100), (300, 320_100)] {
-            let run_to = |until_us: u64| {
-                let mut redis = Harness::new(1);
+        let cases = [
+            (None, 20_100),
+            (Some(30_000_000), 320_100),
+            (Some(100_000), 100_000),
+        ];
+        for (until_us, heard_us) in cases {
+            let run_to = |at_us: u64| {
+                let close = FaultKind::SlowClose {
+                    delay: SimDuration::from_millis(300),
+                };
+                let mut redis = match until_us {
+                    Some(until) => with_toxic(close, 0, Some(until), |_| {}),
+                    None => Harness::new(1),
+                };
                 redis.fault_at(1_000, FaultKind::Pause(PauseMode::All), true);
-                if close_ms > 0 {
-                    let close = FaultKind::SlowClose {
-                        delay: SimDuration::from_millis(close_ms),
-                    };
-                    redis.connection_fault_at(0, 0, close, true);
-                }
                 redis.issue_at(10_000, 0, get(0), 0);
                 redis.connection_fault_at(20_000, 0, FaultKind::Disconnect, true);
-                redis.run_until(until_us);
+                redis.run_until(at_us);
                 redis.summary()
             };
             let before = run_to(heard_us - 1);
@@ -556,28 +577,43 @@ mod tests {
             assert_eq!(
                 (before.disconnects, before.connect_attempts),
                 (0, 0),
-                "slow close of {close_ms} ms"
+                "slow close to {until_us:?} us"
             );
-            assert_eq!(after.disconnects, 1, "slow close of {close_ms} ms");
+            assert_eq!(after.disconnects, 1, "slow close to {until_us:?} us");
         }
     }
 
+    /// Issue 29's case: ten SETs of 1 MiB issued at once on a connection of 100 MiB/s and
+    /// 100 us one way, behind a 1 MiB/s `bandwidth` fault from 0. Each SET is 1,048,608
+    /// bytes (32 of framing): 10.000306 ms at 100 MiB/s, 1.000030518 s at 1 MiB/s; the
+    /// server takes 5 us each and its 8-byte replies take 77 ns (7,630 ns at 1 MiB/s).
+    /// - No fault: the last SET is on the wire at 100.00306 ms, its reply back at
+    ///   100.208137 ms.
+    /// - A fault of 100 ms: 104,857 bytes go in it, the first SET's other 943,751 take
+    ///   9.000311 ms more, the other nine 10.000306 ms each: the last reply is back at
+    ///   199.208142 ms, about 0.2 s.
+    /// - A fault of 30 s: a second a SET, 10.00030518 s, and the reply at 10.000517 s.
     #[test]
-    fn a_bandwidth_toxic_throttles_what_is_sent_while_it_lasts() {
-        // 1 MiB/s from 0 to 2 s on a connection without a bandwidth of its own: a SET of
-        // 100 KiB (plus its key and framing) takes about 98 ms on the wire; after the fault,
-        // none.
-        let throttle =
-            crate::scenario::FaultKind::Bandwidth(crate::scenario::ByteRate::new(1 << 20).unwrap());
-        let mut redis = Harness::new(1);
-        redis.connection_fault_at(0, 0, throttle, true);
-        redis.issue_at(0, 0, set(0, 100 * 1024), 0);
-        redis.connection_fault_at(2_000_000, 0, throttle, false);
-        redis.issue_at(3_000_000, 0, set(0, 100 * 1024), 1);
-        redis.run();
-        let finished = redis.finished_us();
-        let (throttled, after) = (finished[0].1, finished[1].1 - 3_000_000);
-        assert!((97_000..100_000).contains(&throttled), "{throttled} us");
-        assert!(after < 1_000, "{after} us");
+    fn a_bandwidth_fault_throttles_ten_large_sets_only_while_it_lasts() {
+        let throttle = FaultKind::Bandwidth(crate::scenario::ByteRate::new(1 << 20).unwrap());
+        let last_reply_us = |until_us: Option<u64>| {
+            let edit = |scenario: &mut crate::scenario::Scenario| {
+                scenario.connections[0].bandwidth = crate::scenario::ByteRate::new(100 << 20);
+            };
+            let mut redis = match until_us {
+                Some(until) => with_toxic(throttle, 0, Some(until), edit),
+                None => Harness::with(1, edit),
+            };
+            for slot in 0..10 {
+                redis.issue_at(0, 0, set(slot, 1 << 20), slot);
+            }
+            redis.run();
+            let finished = redis.finished_us();
+            assert_eq!(finished.len(), 10);
+            finished[9].1
+        };
+        assert_eq!(last_reply_us(None), 100_208);
+        assert_eq!(last_reply_us(Some(100_000)), 199_208);
+        assert_eq!(last_reply_us(Some(30_000_000)), 10_000_517);
     }
 }

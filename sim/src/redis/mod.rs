@@ -40,7 +40,8 @@ use outagelab_report::{ConnectionSummary, ServerSummary};
 
 use crate::kernel::{Class, EventQueue, RequestRef, StepResult};
 use crate::scenario::{
-    ConnectionId, ConnectionSpec, LockId, PauseMode, Reconnect, RedisCommand, Scenario, ServerId,
+    ConnectionId, ConnectionSpec, FaultTarget, LockId, PauseMode, Reconnect, RedisCommand,
+    Scenario, ServerId,
 };
 use connection::{Connection, Link};
 pub(crate) use keyspace::Op;
@@ -168,9 +169,9 @@ pub(crate) struct Redis {
     tracking: pubsub::TrackingTable,
     /// Per connection: `disconnect` faults in force (its attempts are refused while any is).
     cut: Vec<u32>,
-    /// Per connection: `latency` and `bandwidth` faults in force, in the order they started;
-    /// every link of the connection sends with what they add up to.
-    toxics: Vec<crate::rules::ToxicFaults>,
+    /// Per connection: its `latency`, `bandwidth`, `packet_loss` and `slow_close` faults
+    /// over the run; every link of the connection sends with them.
+    toxics: Vec<pipe::ToxicTimeline>,
     /// The run's seed: each link's streams of jitter draws derive from it.
     seed: u64,
     /// Per server address: the server that holds its role now (itself, until a failover
@@ -191,6 +192,15 @@ pub(crate) struct Redis {
     /// `handle`, `issue`, `fault`, `connection_fault`, `open_link` and `retire_link`, the
     /// only calls that change them.
     changed: bool,
+}
+
+/// The toxics of connection `id` over the run, from the scenario's faults on it.
+fn toxic_timeline(scenario: &Scenario, id: ConnectionId) -> pipe::ToxicTimeline {
+    let faults: Vec<_> = (scenario.faults.iter())
+        .filter(|fault| fault.target == FaultTarget::Connection(id))
+        .map(|fault| (fault.at, fault.end(), fault.kind))
+        .collect();
+    pipe::ToxicTimeline::new(&faults)
 }
 
 fn is_slot(spec: &ConnectionSpec) -> bool {
@@ -226,7 +236,9 @@ impl Redis {
             resubscribed: Vec::new(),
             tracking: Default::default(),
             cut: vec![0; scenario.connections.len()],
-            toxics: vec![Default::default(); scenario.connections.len()],
+            toxics: (0..scenario.connections.len() as u32)
+                .map(|index| toxic_timeline(scenario, ConnectionId(index)))
+                .collect(),
             seed: scenario.seed,
             route: (0..scenario.servers.len() as u32).map(ServerId).collect(),
             replication: vec![Default::default(); scenario.servers.len()],
@@ -248,6 +260,7 @@ impl Redis {
             let id = ConnectionId(index as u32);
             servers[spec.server.index()].connections.push(id);
             let mut connection = Connection::new(spec.clone(), id, scenario.seed);
+            connection.set_toxics(redis.toxics[index].clone());
             if matches!(spec.reconnect, Reconnect::Manager { .. }) {
                 connection.jitter = Some(crate::rng::Stream::derive(
                     scenario.seed,

@@ -57,7 +57,7 @@ impl Redis {
                 );
                 let first = &self.connections[owner.index()];
                 let mut link = Connection::new(first.spec.clone(), owner, self.seed);
-                link.set_toxics(self.toxics[owner.index()].in_force());
+                link.set_toxics(self.toxics[owner.index()].clone());
                 self.servers[link.spec.server.index()].connections.push(id);
                 self.connections.push(link);
                 id
