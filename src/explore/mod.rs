@@ -182,6 +182,9 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         eprintln!("{}: {message}", file.display());
         return ExitCode::from(2);
     }
+    // The wall clock only measures the search (schedules a second, on standard error), never
+    // decides what it finds.
+    let started = std::time::Instant::now();
     let tally = if request.merge.is_empty() {
         crate::on_threads(request.jobs, || {
             explorer.search(request.seed, request.quiet, request.shard, request.time_max)
@@ -236,13 +239,20 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
         ));
         return ExitCode::SUCCESS;
     }
-    explorer.conclude(tally, &scenario.name, request)
+    let searched_for = request.merge.is_empty().then(|| started.elapsed());
+    explorer.conclude(tally, &scenario.name, request, searched_for)
 }
 
 impl Explorer<'_> {
     /// Prints the tally, shrinks each finding and writes its reproducer: the same for one
     /// search and for merged shards.
-    fn conclude(&self, mut tally: Tally, name: &str, request: &Request) -> ExitCode {
+    fn conclude(
+        &self,
+        mut tally: Tally,
+        name: &str,
+        request: &Request,
+        searched_for: Option<std::time::Duration>,
+    ) -> ExitCode {
         let spec = self.spec;
         say(&format!(
             "explore \"{name}\" (--seed {}): {} schedules of {} on seeds {}..{}, variants {}\n\
@@ -264,6 +274,17 @@ impl Explorer<'_> {
                     self.in_file_terms(why).lines().next().unwrap_or_default()
                 )),
         ));
+        if let Some(elapsed) = searched_for
+            && !request.quiet
+        {
+            // On standard error: what standard output says is the same bytes on any machine.
+            let seconds = elapsed.as_secs_f64().max(1e-9);
+            eprintln!(
+                "  {:.1} schedules/s: {} judged in {seconds:.2} s of wall-clock time",
+                tally.judged() as f64 / seconds,
+                tally.judged(),
+            );
+        }
         if tally.held == 0 && tally.broke == 0 && tally.refused > 0 {
             let why = tally
                 .first_refusal
