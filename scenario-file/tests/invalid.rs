@@ -167,6 +167,32 @@ fn warned_files() {
     assert!(wrong.is_empty(), "{} cases failed: {wrong:#?}", wrong.len());
 }
 
+/// Issue 31: a limiter with a store has a bucket per key, so a family left at its default of
+/// one key is one bucket for everyone, which a file must say (`count = 1`).
+#[test]
+fn a_stored_limit_on_a_family_of_one_unstated_key_says_it_is_one_bucket_for_everyone() {
+    let limited = |keys: &str| {
+        with(
+            "[keys.k]\n",
+            &format!("{keys}\n[rate_limits.api]\ncapacity = 20\nrate = 20\nstore = \"c\"\n"),
+        )
+        .replacen(
+            "steps = [",
+            "steps = [{ rate_limit = { name = \"api\", key = \"k\" }, on_error = \"next\" }, ",
+            1,
+        )
+    };
+    check_warning(
+        &limited("[keys.k]\n"),
+        "21:47: flows.f.steps[0].rate_limit.key: checks one bucket for everyone: the limiter \
+         keeps a bucket per key and `keys.k` has one key (no count); write `count = 1` there to \
+         mean one limit for the whole service, or the number of clients (`count = 1000`) for a \
+         limit per client",
+    );
+    check_silent(&limited("[keys.k]\ncount = 1\n"));
+    check_silent(&limited("[keys.k]\ncount = 1000\n"));
+}
+
 #[test]
 fn a_step_that_can_fail_and_is_not_last_says_what_an_error_does() {
     let implicit = "can fail and has no on_error: an error here ends the request (fail-closed, the default); write on_error = \"fail\" to say so, or \"next\" to go on without it (fail-open)";
