@@ -4033,6 +4033,18 @@ impl<'a> Validator<'a> {
             FaultKindName::Kill => FaultKind::Kill,
             FaultKindName::Disconnect => FaultKind::Disconnect,
             FaultKindName::Failover => {
+                // A failover promotes a server's replica: aimed at a connection, the fix is
+                // to target the connection's server, not to make the replica follow the
+                // connection.
+                if let Some((_, connection)) = names.connections.get(target_name) {
+                    let server = connection.server.get_ref();
+                    let message = format!(
+                        "a `failover` acts on a server, and `{target_name}` is a connection: \
+                         target its server (`target = \"{server}\"`)"
+                    );
+                    self.error(Some(raw.target.span()), key("target"), message);
+                    return None;
+                }
                 let Some(replica_name) = &raw.replica else {
                     let message = "a `failover` promotes a replica: name it (`replica = \"...\"`)";
                     self.error(Some(raw.kind.span()), key("replica"), message);

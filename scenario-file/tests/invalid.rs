@@ -1133,6 +1133,19 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
             "10:2: key.k: unknown field `key`: did you mean `keys`? (expected one of `scenario`, `run`, `metrics`, `http`, `servers`, `client_loops`, `connections`, `databases`, `keys`, `breakers`, `bulkheads`, `semaphores`, `adaptive_limits`, `retries`, `caches`, `rate_limits`, `kv_stores`, `throttles`, `locks`, `callers`, `services`, `flows`, `loads`, `faults`)",
         ),
         (
+            // Issue 31: `pool` is what a newcomer calls the pool; the message says its name.
+            with("latency = \"10ms\"", "latency = \"10ms\"\npool = 20"),
+            "14:1: databases.db.pool: unknown field `pool`: the pool is `max_connections` (its size; `connection_queue` is its wait queue) (expected one of `latency`, `capacity`, `max_connections`, `connection_queue`, `collapse`)",
+        ),
+        (
+            // Issue 31: a failover aimed at a connection is aimed at its server, not made
+            // right by a replica that follows the connection.
+            format!(
+                "{BASE}\n[servers.replica]\nreplica_of = \"redis\"\n\n[faults.x]\ntarget = \"c\"\nkind = \"failover\"\nreplica = \"replica\"\nat = \"1s\"\n"
+            ),
+            "28:10: faults.x.target: a `failover` acts on a server, and `c` is a connection: target its server (`target = \"redis\"`)",
+        ),
+        (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
             "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`, `lock_held`, `latency`, `bandwidth`, `packet_loss`, `slow_close`)",
         ),
