@@ -435,7 +435,7 @@ fn title_pieces(title: &str) -> Vec<(String, Option<u8>)> {
 
 /// `title` cut from its end, with an ellipsis, until it fits `width` pixels; empty when not
 /// even one character and the ellipsis do.
-fn cut_to(title: &str, size: f64, width: u32) -> String {
+pub(crate) fn cut_to(title: &str, size: f64, width: u32) -> String {
     if text_width(title, size) <= width {
         return title.to_owned();
     }
