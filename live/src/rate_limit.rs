@@ -70,3 +70,41 @@ impl<C: Clock> LiveRateLimiter<C> {
         self.lock().counters()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use outagelab_model::rate_limit::{Algorithm, BucketConfig, TokenRate, WhenStoreUnreachable};
+    use outagelab_model::time::SimTime;
+
+    use super::*;
+    use crate::clock::ManualClock;
+
+    /// Two tokens, one a second, per key: the buckets of two keys are apart, and the one
+    /// bucket of a local limiter is key 0's.
+    #[test]
+    fn each_key_has_its_own_bucket_and_the_local_one_is_key_zero() {
+        let bucket = BucketConfig::new(2, TokenRate::per_second(1).unwrap()).unwrap();
+        let config = RateLimiterConfig::new(
+            bucket,
+            Algorithm::TokenBucket,
+            WhenStoreUnreachable::FailOpen,
+        )
+        .unwrap();
+        let clock = ManualClock::new();
+        let limiter = LiveRateLimiter::with_clock(config, clock.clone());
+        for key in [7, 7, 9, 9] {
+            assert_eq!(limiter.try_acquire_key(key, 1), Decision::Admit);
+        }
+        assert!(matches!(
+            limiter.try_acquire_key(7, 1),
+            Decision::Reject { .. }
+        ));
+        assert_eq!((limiter.tokens_of(9), limiter.tokens()), (0, 2));
+        assert_eq!(limiter.try_acquire(1), Decision::Admit);
+        assert_eq!(limiter.tokens_of(0), 1, "the local bucket is key 0");
+        clock.set(SimTime::from_nanos(1_000_000_000));
+        assert_eq!(limiter.try_acquire_key(7, 1), Decision::Admit);
+        let counters = limiter.counters();
+        assert_eq!((counters.admitted, counters.rejected), (6, 1));
+    }
+}
