@@ -854,6 +854,29 @@ fn a_gauge_ends_at_its_level_not_at_the_instant_after_the_run() {
     );
 }
 
+/// Issue 31: "fail-op… / rps=400 (same as … / rps=400)": the other variant's base was cut
+/// away before this one's was touched, so the panel said not which variant it matched. Both
+/// bases are cut together now, and each keeps its first words.
+#[test]
+fn a_cut_title_keeps_the_first_words_of_both_bases() {
+    let title = "fail-open, 100 ms timeout / rps=400 (same as fail-closed, breaker / rps=400)";
+    let width = crate::layout::text_width(
+        "fail-open, 1… / rps=400 (same as fail-clos… / rps=400)",
+        11.0,
+    );
+    let cut = crate::render::shortened(title, 11.0, width);
+    assert!(crate::layout::text_width(&cut, 11.0) <= width, "{cut}");
+    let (own, other) = cut.split_once(" (same as ").expect("the note is kept");
+    assert!(
+        own.starts_with("fail-open") && own.ends_with("… / rps=400"),
+        "{cut}"
+    );
+    assert!(
+        other.starts_with("fail-cl") && other.ends_with("… / rps=400)"),
+        "{cut}"
+    );
+}
+
 #[test]
 fn a_cut_title_keeps_its_same_as_note() {
     let title = "atomic, release on handler return (same as no throttle)";
