@@ -76,6 +76,27 @@ impl Page {
         }
     }
 
+    /// A section the reader opens when they want it (a long log): closed in HTML, `summary`
+    /// its one visible line; what is written until [`Page::end_collapsed`] is inside it.
+    /// Markdown has no such thing, so there `summary` is a paragraph and the content follows.
+    pub fn start_collapsed(&mut self, id: &str, summary: &str) {
+        match self.format {
+            Format::Html => writeln!(
+                self.out,
+                "<details class=\"{id}\"><summary>{}</summary>",
+                inline(summary)
+            )
+            .unwrap(),
+            Format::Markdown => writeln!(self.out, "{}\n", summary.trim()).unwrap(),
+        }
+    }
+
+    pub fn end_collapsed(&mut self) {
+        if self.format == Format::Html {
+            self.out.push_str("</details>\n");
+        }
+    }
+
     pub fn paragraph(&mut self, text: &str) {
         match self.format {
             Format::Html => writeln!(self.out, "<p>{}</p>", inline(text)).unwrap(),
@@ -180,12 +201,9 @@ impl Page {
                     .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
                     .unwrap_or(svg)
                     .trim_start();
-                writeln!(
-                    self.out,
-                    "<figure id=\"chart-{name}\">\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
-                    escape(name)
-                )
-                .unwrap();
+                // No caption: the chart's own title says what it is; its file name under it
+                // was a stray word (issue 31).
+                writeln!(self.out, "<figure id=\"chart-{name}\">\n{svg}\n</figure>").unwrap();
             }
             Format::Markdown => {
                 let data = base64(svg.as_bytes());

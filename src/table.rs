@@ -451,8 +451,11 @@ pub fn notes(report: &RunReport, scenario: &ScenarioFile) -> Vec<String> {
             outagelab_report::PercentileRule::NearestRank => "nearest rank",
             outagelab_report::PercentileRule::FloorIndex => "floor index",
         };
+        // The rule is defined in one place, the file format's `percentile_rule`: the note
+        // says where, since the two rules differ by a rank and a file may pick either.
         notes.push(format!(
-            "(latency percentiles over all ended requests, {rule} rule)"
+            "(latency percentiles over all ended requests, {rule} rule: \
+             percentile_rule in docs/scenario-format.md#metrics)"
         ));
     }
     notes.extend(error_routing(scenario));

@@ -23,6 +23,12 @@
 //! reach it asks [`RateLimiter::on_store_unreachable`] instead, which fails open (admit,
 //! unchecked and unrecorded) or closed (reject) as configured, and counts either.
 //!
+//! A limiter whose state lives in a store keeps one bucket per key ([`KeyedRateLimiter`]): a
+//! gateway that limits each client to 20/s increments one Redis counter per client, so 1,000
+//! clients at 20/s each are 1,000 buckets, not one. It holds a bucket only while it is not
+//! full (a full bucket is the same as a new one), so what it holds is bounded by the keys
+//! checked within one fill time, and at most by the number of keys.
+//!
 //! Invariants:
 //! - `now` never goes backwards between calls. A `now` earlier than one already seen is
 //!   treated as the latest seen ([`LatestTime`]): it refills nothing and moves nothing back.
@@ -35,6 +41,8 @@
 //!   nanosecond sooner);
 //! - no arithmetic overflows: the config bounds `capacity × period` to 64 bits, and products
 //!   of a time and a rate are taken in 128 bits.
+
+use std::collections::BTreeMap;
 
 use crate::config::ConfigError;
 use crate::time::{LatestTime, SimDuration, SimTime};
@@ -414,6 +422,17 @@ pub struct RateLimitCounters {
     pub fail_closed_rejected: u64,
 }
 
+impl RateLimitCounters {
+    /// Counts one checked decision.
+    fn count(&mut self, decision: Decision) {
+        match decision {
+            Decision::Admit => self.admitted += 1,
+            Decision::Reject { .. } => self.rejected += 1,
+            Decision::TooLarge => self.too_large += 1,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Limiter {
     TokenBucket(TokenBucket),
@@ -437,13 +456,9 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     pub fn new(config: RateLimiterConfig) -> Self {
-        let limiter = match config.algorithm {
-            Algorithm::TokenBucket => Limiter::TokenBucket(TokenBucket::new(config.bucket)),
-            Algorithm::Gcra => Limiter::Gcra(Gcra::new(config.bucket)),
-        };
         RateLimiter {
+            limiter: Limiter::new(&config),
             config,
-            limiter,
             counters: RateLimitCounters::default(),
         }
     }
@@ -466,31 +481,168 @@ impl RateLimiter {
 
     /// Checks a request of `cost` against the bucket and charges it if admitted.
     pub fn try_acquire(&mut self, now: SimTime, cost: u64) -> Decision {
-        let decision = match &mut self.limiter {
-            Limiter::TokenBucket(bucket) => bucket.try_acquire(now, cost),
-            Limiter::Gcra(gcra) => gcra.try_acquire(now, cost),
-        };
-        match decision {
-            Decision::Admit => self.counters.admitted += 1,
-            Decision::Reject { .. } => self.counters.rejected += 1,
-            Decision::TooLarge => self.counters.too_large += 1,
-        }
+        let decision = self.limiter.try_acquire(now, cost);
+        self.counters.count(decision);
         decision
     }
 
     /// The store could not be reached for a request of `cost`: answers per
     /// [`WhenStoreUnreachable`] without touching the bucket.
     pub fn on_store_unreachable(&mut self, cost: u64) -> Decision {
-        match self.config.when_store_unreachable {
-            WhenStoreUnreachable::FailOpen => {
-                self.counters.fail_open_admitted += 1;
-                self.counters.fail_open_cost = self.counters.fail_open_cost.saturating_add(cost);
-                Decision::Admit
-            }
-            WhenStoreUnreachable::FailClosed { retry_after } => {
-                self.counters.fail_closed_rejected += 1;
-                Decision::Reject { retry_after }
-            }
+        unreachable_decision(&self.config, &mut self.counters, cost)
+    }
+}
+
+impl Limiter {
+    fn new(config: &RateLimiterConfig) -> Limiter {
+        match config.algorithm {
+            Algorithm::TokenBucket => Limiter::TokenBucket(TokenBucket::new(config.bucket)),
+            Algorithm::Gcra => Limiter::Gcra(Gcra::new(config.bucket)),
+        }
+    }
+
+    fn try_acquire(&mut self, now: SimTime, cost: u64) -> Decision {
+        match self {
+            Limiter::TokenBucket(bucket) => bucket.try_acquire(now, cost),
+            Limiter::Gcra(gcra) => gcra.try_acquire(now, cost),
+        }
+    }
+
+    /// Whether the bucket is full at `now` (no later than the latest instant it has seen, or
+    /// later): then it decides every later request as a new bucket would.
+    fn is_full(&self, now: SimTime) -> bool {
+        match self {
+            Limiter::TokenBucket(bucket) => bucket.level_at(now) == bucket.config.full_units,
+            Limiter::Gcra(gcra) => gcra.backlog_units(gcra.scaled(gcra.latest.at(now))) == 0,
+        }
+    }
+}
+
+/// Keys held before the first sweep of full buckets; later sweeps wait for twice as many as
+/// the previous sweep kept, so sweeping costs O(1) a request, amortised.
+const SWEEP_KEYS_MIN: usize = 1_024;
+
+/// A rate limiter with one bucket per key, all of one configuration, counted together: the
+/// limiter of a store that keeps a counter per key (a Redis `INCR` on `ratelimit:<client>`).
+///
+/// Call order: as [`RateLimiter`], with the request's key: [`KeyedRateLimiter::try_acquire`]
+/// if the store answered, [`KeyedRateLimiter::on_store_unreachable`] if it did not (which
+/// touches no bucket, so it takes no key).
+///
+/// Invariants: a key's bucket is created full on its first check, and dropped once full again
+/// (a sweep, when the number held doubles since the last): so the buckets held are at most the
+/// keys checked since their fill time plus the keys of the last sweep, never more than the keys
+/// checked at all. Iteration is in key order (a `BTreeMap`), so a run is deterministic. Time
+/// is the limiter's latest `now` for every bucket, so a bucket created late never starts
+/// earlier than one swept.
+#[derive(Clone, Debug)]
+pub struct KeyedRateLimiter {
+    config: RateLimiterConfig,
+    buckets: BTreeMap<u64, Limiter>,
+    counters: RateLimitCounters,
+    latest: LatestTime,
+    /// The number of buckets held at which full ones are next swept out.
+    sweep_at: usize,
+}
+
+impl KeyedRateLimiter {
+    /// Bytes one key's bucket takes in the map, at most: a B-tree node is at least half full,
+    /// so an entry takes at most twice its size, plus a pointer of the node's.
+    pub const BYTES_PER_KEY: u64 =
+        2 * (std::mem::size_of::<u64>() + std::mem::size_of::<Limiter>()) as u64 + 8;
+
+    pub fn new(config: RateLimiterConfig) -> Self {
+        KeyedRateLimiter {
+            config,
+            buckets: BTreeMap::new(),
+            counters: RateLimitCounters::default(),
+            latest: LatestTime::new(),
+            sweep_at: SWEEP_KEYS_MIN,
+        }
+    }
+
+    /// As [`KeyedRateLimiter::new`], sweeping from `sweep_at` buckets on (tests sweep often).
+    #[cfg(test)]
+    fn sweeping_from(config: RateLimiterConfig, sweep_at: usize) -> Self {
+        KeyedRateLimiter {
+            sweep_at,
+            ..KeyedRateLimiter::new(config)
+        }
+    }
+
+    pub fn config(&self) -> &RateLimiterConfig {
+        &self.config
+    }
+
+    /// Every key's decisions, summed.
+    pub fn counters(&self) -> RateLimitCounters {
+        self.counters
+    }
+
+    /// The buckets held now (keys checked and not yet full again, swept or not).
+    pub fn keys_held(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// What the buckets take, at most ([`KeyedRateLimiter::BYTES_PER_KEY`] each).
+    pub fn memory_bytes(&self) -> u64 {
+        self.buckets.len() as u64 * Self::BYTES_PER_KEY
+    }
+
+    /// Whole tokens in `key`'s bucket at `now`, without changing anything.
+    pub fn tokens(&self, now: SimTime, key: u64) -> u64 {
+        let at = self.latest.at(now);
+        match self.buckets.get(&key) {
+            Some(Limiter::TokenBucket(bucket)) => bucket.tokens(at),
+            Some(Limiter::Gcra(gcra)) => gcra.tokens(at),
+            None => self.config.bucket.capacity,
+        }
+    }
+
+    /// Checks a request of `cost` against `key`'s bucket and charges it if admitted.
+    pub fn try_acquire(&mut self, now: SimTime, key: u64, cost: u64) -> Decision {
+        let at = self.latest.observe(now);
+        if self.buckets.len() >= self.sweep_at && !self.buckets.contains_key(&key) {
+            self.buckets.retain(|_, bucket| !bucket.is_full(at));
+            self.sweep_at = (2 * self.buckets.len()).max(self.sweep_at.min(SWEEP_KEYS_MIN));
+        }
+        let config = &self.config;
+        let bucket = self
+            .buckets
+            .entry(key)
+            .or_insert_with(|| Limiter::new(config));
+        let decision = match bucket.try_acquire(at, cost) {
+            Decision::Reject { retry_after } => Decision::Reject {
+                retry_after: retry_after_from(now, at, retry_after),
+            },
+            decision => decision,
+        };
+        self.counters.count(decision);
+        decision
+    }
+
+    /// The store could not be reached for a request of `cost`: answers per
+    /// [`WhenStoreUnreachable`] without touching any bucket.
+    pub fn on_store_unreachable(&mut self, cost: u64) -> Decision {
+        unreachable_decision(&self.config, &mut self.counters, cost)
+    }
+}
+
+/// What a limiter configured as `config` answers for a store it could not reach, counted.
+fn unreachable_decision(
+    config: &RateLimiterConfig,
+    counters: &mut RateLimitCounters,
+    cost: u64,
+) -> Decision {
+    match config.when_store_unreachable {
+        WhenStoreUnreachable::FailOpen => {
+            counters.fail_open_admitted += 1;
+            counters.fail_open_cost = counters.fail_open_cost.saturating_add(cost);
+            Decision::Admit
+        }
+        WhenStoreUnreachable::FailClosed { retry_after } => {
+            counters.fail_closed_rejected += 1;
+            Decision::Reject { retry_after }
         }
     }
 }
@@ -552,6 +704,67 @@ mod tests {
                 "at {now}, cost {cost}"
             );
         }
+    }
+
+    fn keyed(capacity: u64, per_second: u64, algorithm: Algorithm) -> KeyedRateLimiter {
+        let bucket = bucket(capacity, per_second, SimDuration::from_secs(1));
+        let when = WhenStoreUnreachable::FailOpen;
+        KeyedRateLimiter::new(RateLimiterConfig::new(bucket, algorithm, when).unwrap())
+    }
+
+    #[test]
+    fn each_key_has_its_own_bucket() {
+        // 2 tokens, 1 a second, per key: two keys admit two each at 0, and refuse a third each.
+        for algorithm in [Algorithm::TokenBucket, Algorithm::Gcra] {
+            let mut limiter = keyed(2, 1, algorithm);
+            for key in [7, 9, 7, 9] {
+                assert_eq!(limiter.try_acquire(ms(0), key, 1), Decision::Admit);
+            }
+            for key in [7, 9] {
+                let refused = limiter.try_acquire(ms(0), key, 1);
+                assert_eq!(refused, reject(SimDuration::from_secs(1)), "{algorithm:?}");
+            }
+            assert_eq!(limiter.tokens(ms(0), 7), 0);
+            assert_eq!(limiter.tokens(ms(0), 8), 2, "a key never checked is full");
+            let counters = limiter.counters();
+            assert_eq!((counters.admitted, counters.rejected), (4, 2));
+            assert_eq!(limiter.keys_held(), 2);
+        }
+    }
+
+    #[test]
+    fn full_buckets_are_swept_so_what_is_held_stays_bounded() {
+        // 100,000 keys checked once each, one every millisecond, on buckets of 1 token a
+        // second: a bucket is full again 1 s after its check, so at most about 1,000 are not
+        // full at a time, and a sweep keeps those. Without sweeps it would hold 100,000.
+        let mut limiter = keyed(1, 1, Algorithm::TokenBucket);
+        let mut held_max = 0;
+        for key in 0..100_000u64 {
+            assert_eq!(limiter.try_acquire(ms(key), key, 1), Decision::Admit);
+            held_max = held_max.max(limiter.keys_held());
+        }
+        assert!(held_max <= 2 * 1_001 + 1, "held up to {held_max} buckets");
+        assert_eq!(
+            limiter.memory_bytes(),
+            limiter.keys_held() as u64 * KeyedRateLimiter::BYTES_PER_KEY
+        );
+        // A swept key starts full again: admitted, once.
+        assert_eq!(limiter.try_acquire(ms(100_000), 0, 1), Decision::Admit);
+        assert_eq!(
+            limiter.try_acquire(ms(100_000), 0, 1),
+            reject(SimDuration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn a_late_caller_on_a_new_key_is_checked_at_the_latest_instant() {
+        // Key 1 checked at 5 s; key 2 first checked by a caller whose clock says 1 s: its
+        // bucket starts at 5 s, and its retry_after counts from the caller's 1 s.
+        let mut limiter = keyed(1, 1, Algorithm::Gcra);
+        assert_eq!(limiter.try_acquire(ms(5_000), 1, 1), Decision::Admit);
+        assert_eq!(limiter.try_acquire(ms(1_000), 2, 1), Decision::Admit);
+        let refused = limiter.try_acquire(ms(1_000), 2, 1);
+        assert_eq!(refused, reject(SimDuration::from_secs(5)));
     }
 
     #[test]
@@ -888,6 +1101,34 @@ mod tests {
                 now += step;
                 let expected = reference.try_acquire(now, cost);
                 prop_assert_eq!(both.try_acquire(ns(now), cost), expected, "at {}ns", now);
+            }
+        }
+
+        /// A keyed limiter decides each key as a limiter of its own would, whatever the other
+        /// keys do and however often full buckets are swept.
+        #[test]
+        fn a_keyed_limiter_decides_each_key_as_its_own_limiter(
+            capacity in 1u64..=5,
+            per_second in 1u64..=50,
+            steps in prop::collection::vec((0u64..=200, 0u64..30, 1u64..=3), 1..400),
+        ) {
+            let config = RateLimiterConfig::new(
+                bucket(capacity, per_second, SimDuration::from_secs(1)),
+                Algorithm::TokenBucket,
+                WhenStoreUnreachable::FailOpen,
+            )
+            .unwrap();
+            let mut keyed = KeyedRateLimiter::sweeping_from(config, 4);
+            let mut alone: BTreeMap<u64, RateLimiter> = BTreeMap::new();
+            let mut now = 0;
+            for (step_ms, key, cost) in steps {
+                now += step_ms;
+                let own = alone.entry(key).or_insert_with(|| RateLimiter::new(config));
+                prop_assert_eq!(
+                    keyed.try_acquire(ms(now), key, cost),
+                    own.try_acquire(ms(now), cost),
+                    "key {} at {} ms", key, now
+                );
             }
         }
 

@@ -265,9 +265,13 @@ impl LegendEntry {
 }
 
 /// Colours by variant (or flow) order: Tableau 10, with its gray replaced by near-black so it
-/// stays distinct from the gray fault bands. Index 10 and up wrap around: where more than ten
-/// things share a panel, [`variant_stroke`] tells them apart by dash too.
-const PALETTE: [RGBColor; 10] = [
+/// stays distinct from the gray fault bands, then six more, so that up to 16 variants each have
+/// their own (issue 31: they repeated past 10). The six were picked each as far as can be from
+/// those before it among colours dark enough to show on white (luma under 170): every pair is
+/// at least 76 apart in RGB, as close as the nearest two of Tableau's own. Index 16 and up wrap
+/// around: where more than 16 things share a panel, [`variant_stroke`] tells them apart by
+/// dash too.
+const PALETTE: [RGBColor; 16] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -278,6 +282,12 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(40, 40, 40),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(0, 0, 255),
+    RGBColor(255, 0, 255),
+    RGBColor(90, 0, 150),
+    RGBColor(0, 255, 105),
+    RGBColor(135, 0, 255),
+    RGBColor(210, 0, 150),
 ];
 
 pub(crate) const INK: RGBColor = RGBColor(30, 30, 30);
@@ -290,8 +300,8 @@ pub(crate) fn palette(index: usize) -> RGBColor {
 const DASHES: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::Long];
 
 /// The stroke of the one line of thing `index` (a variant, a flow) where each has one line:
-/// the ten colours solid, then dashed, then dotted, then in long dashes, so 40 stay
-/// distinct; past them, the same again in thinner lines (80 in all).
+/// the sixteen colours solid, then dashed, then dotted, then in long dashes, so 64 stay
+/// distinct; past them, the same again in thinner lines (128 in all).
 pub(crate) fn variant_stroke(index: usize) -> Stroke {
     let style = index / PALETTE.len();
     Stroke {

@@ -82,7 +82,11 @@ pub(crate) fn place(
         });
     };
     for rule in &panel.rules {
-        let width = text_width(&rule.label, LABEL_SIZE) as i32;
+        // Cut to the panel's width (less the 4 px it keeps from each side): a label longer
+        // than a small multiple ran into the next panel and the legend (issue 31).
+        let room = u32::try_from(area.width - 8).unwrap_or(0);
+        let label = crate::render::cut_to(&rule.label, LABEL_SIZE, room);
+        let width = text_width(&label, LABEL_SIZE) as i32;
         let sized = |x: i32, y: i32| Box {
             x,
             y,
@@ -115,7 +119,7 @@ pub(crate) fn place(
                 sized(left + 4, at + 3),
             ]
         };
-        put(&rule.label, rule.stroke.color, false, candidates);
+        put(&label, rule.stroke.color, false, candidates);
     }
     for band in &panel.bands {
         let Some(label) = &band.label else {
@@ -345,6 +349,37 @@ mod tests {
         );
         // A lane's name is written on a light box, over its coloured span.
         assert!(placed[3].backed);
+    }
+
+    /// Issue 31: in the small multiples of an 11-variant study, "database pg: capacity 20 ·
+    /// database pg: max_connections 20" ran out of its panel into the next one and the
+    /// legend. A label longer than its panel is cut to fit, with an ellipsis, inside it.
+    #[test]
+    fn a_reference_label_longer_than_its_panel_is_cut_inside_it() {
+        let mut panel = Panel::new(axis(0.0..60.0), axis(0.0..100.0));
+        let long = "database pg: capacity 20 · database pg: max_connections 20";
+        panel.rules.push(rule(20.0, long));
+        let area = Box {
+            x: 100,
+            y: 40,
+            width: 170,
+            height: 90,
+        };
+        let placed = place(&panel, pixel(&panel, area), area);
+        assert_eq!(placed.len(), 1);
+        let label = &placed[0];
+        assert!(label.at.inside(&area), "{label:?}");
+        assert!(
+            label.text.starts_with("database pg: capacity 20"),
+            "{label:?}"
+        );
+        assert!(label.text.ends_with('…'), "{label:?}");
+        // One that fits is left whole.
+        panel.rules[0].label = "db: max 20".to_owned();
+        assert_eq!(
+            place(&panel, pixel(&panel, area), area)[0].text,
+            "db: max 20"
+        );
     }
 
     /// A constraint's label lay on a data line in the study chart (tutorial-study.png): the

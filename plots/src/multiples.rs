@@ -473,8 +473,7 @@ fn rules(parts: &[Part], shared: bool) -> Vec<Rule> {
                 .iter_mut()
                 .find(|rule| rule.at == limit.value && rule.stroke.color == color);
             match same_line {
-                Some(rule) if rule.label.split(" · ").any(|l| l == label) => {}
-                Some(rule) => rule.label = format!("{} · {label}", rule.label),
+                Some(rule) => rule.label = joined(&rule.label, &label),
                 None => rules.push(Rule {
                     at: limit.value,
                     vertical: false,
@@ -489,6 +488,30 @@ fn rules(parts: &[Part], shared: bool) -> Vec<Rule> {
         }
     }
     rules
+}
+
+/// `label` added to the labels of a rule already labelled `labels` (joined by ` · `), once;
+/// a label of the owner the last one names says its owner once: "database pg: capacity 20 ·
+/// max_connections 20", not the owner twice (which ran into the next panel, issue 31).
+fn joined(labels: &str, label: &str) -> String {
+    let mut owner = "";
+    for piece in labels.split(" · ") {
+        if let Some((named, _)) = piece.split_once(": ") {
+            owner = named;
+        }
+        let full = if piece.contains(": ") || owner.is_empty() {
+            piece.to_owned()
+        } else {
+            format!("{owner}: {piece}")
+        };
+        if full == label {
+            return labels.to_owned();
+        }
+    }
+    match label.split_once(": ") {
+        Some((named, rest)) if named == owner => format!("{labels} · {rest}"),
+        _ => format!("{labels} · {label}"),
+    }
 }
 
 /// The legend of a chart over time: the `variants` in their colours (with the one each is
@@ -649,6 +672,20 @@ mod tests {
             (palette(0), palette(1)),
             "a limit that differs is drawn in each variant's colour"
         );
+        // Two limits of one owner at one value name the owner once, and once only.
+        let mut pool = part(&[1.0]);
+        pool.limits = vec![
+            limit("database pg: capacity", 20.0),
+            limit("database pg: max_connections", 20.0),
+            limit("database pg: capacity", 20.0),
+        ];
+        let mut again = part(&[1.0]);
+        again.limits = vec![limit("database pg: max_connections", 20.0)];
+        let labels: Vec<String> = rules(&[pool, again], true)
+            .into_iter()
+            .map(|rule| rule.label)
+            .collect();
+        assert_eq!(labels, ["database pg: capacity 20 · max_connections 20"]);
         let own = rules(&parts[1..], false);
         assert!(own.iter().all(|rule| rule.stroke.color == INK));
     }

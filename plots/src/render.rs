@@ -376,23 +376,26 @@ fn shortened_keeping(title: &str, size: f64, width: u32) -> Result<String, Strin
     let joined = |pieces: &[(String, Option<u8>)]| -> String {
         pieces.iter().map(|(text, _)| text.as_str()).collect()
     };
-    let mut ranks: Vec<u8> = pieces.iter().filter_map(|(_, rank)| *rank).collect();
-    ranks.sort_unstable();
-    ranks.dedup();
-    for rank in ranks {
-        for index in 0..pieces.len() {
-            if pieces[index].1 != Some(rank) {
-                continue;
-            }
-            let mut kept: Vec<char> = pieces[index].0.chars().collect();
-            while text_width(&joined(&pieces), size) > width && !kept.is_empty() {
-                kept.pop();
-                pieces[index].0 = kept.iter().collect::<String>() + "…";
-            }
-            if text_width(&joined(&pieces), size) <= width {
-                return Ok(joined(&pieces));
-            }
-        }
+    // The bases are cut together, a character at a time from the one with most left (the
+    // lower rank first on a tie), so each keeps its first words: cutting the other's base
+    // away first left "(same as … / rps=400)", which says not which variant (issue 31).
+    let mut kept: Vec<Option<Vec<char>>> = (pieces.iter())
+        .map(|(text, rank)| rank.map(|_| text.chars().collect()))
+        .collect();
+    while text_width(&joined(&pieces), size) > width {
+        let longest = (0..pieces.len())
+            .filter_map(|index| Some((index, kept[index].as_ref()?.len())))
+            .filter(|&(_, left)| left > 0)
+            .max_by(|a, b| (a.1.cmp(&b.1)).then_with(|| pieces[b.0].1.cmp(&pieces[a.0].1)));
+        let Some((index, _)) = longest else {
+            break;
+        };
+        let chars = kept[index].as_mut().expect("a ranked piece");
+        chars.pop();
+        pieces[index].0 = chars.iter().collect::<String>().trim_end().to_owned() + "…";
+    }
+    if text_width(&joined(&pieces), size) <= width {
+        return Ok(joined(&pieces));
     }
     // What is kept does not fit: cut from its end, the note before the swept values.
     Err(cut_to(&joined(&pieces), size, width))
@@ -435,7 +438,7 @@ fn title_pieces(title: &str) -> Vec<(String, Option<u8>)> {
 
 /// `title` cut from its end, with an ellipsis, until it fits `width` pixels; empty when not
 /// even one character and the ellipsis do.
-fn cut_to(title: &str, size: f64, width: u32) -> String {
+pub(crate) fn cut_to(title: &str, size: f64, width: u32) -> String {
     if text_width(title, size) <= width {
         return title.to_owned();
     }

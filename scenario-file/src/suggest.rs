@@ -47,6 +47,9 @@ pub fn serde_message(message: &str) -> String {
 /// where the key takes a plain number; a table written as a string, without the name of the
 /// reader's Rust type.
 pub fn serde_message_at(message: &str, key: &str) -> String {
+    if let Some(said) = synonym(message, key) {
+        return said;
+    }
     let message = serde_message(message);
     if let Some(field) = message
         .strip_prefix("missing field `")
@@ -97,6 +100,41 @@ pub fn serde_message_at(message: &str, key: &str) -> String {
         return format!("expected a table, found {found}: write it as{example}");
     }
     message
+}
+
+/// Names a newcomer writes for a key the format spells otherwise, too far from it for a typo:
+/// (the section, the name written, what to write instead).
+const SYNONYMS: [(&str, &str, &str); 3] = [
+    (
+        "databases",
+        "pool",
+        "the pool is `max_connections` (its size; `connection_queue` is its wait queue)",
+    ),
+    (
+        "databases",
+        "pool_size",
+        "the pool is `max_connections` (its size; `connection_queue` is its wait queue)",
+    ),
+    (
+        "connections",
+        "timeout",
+        "a command's timeout is `command_timeout` (`connect_timeout` for connecting)",
+    ),
+];
+
+/// serde's unknown-field `message` at `key`, when the name is a [`SYNONYMS`] entry of its
+/// section: `unknown field `pool`: the pool is `max_connections` (...) (expected one of ...)`.
+fn synonym(message: &str, key: &str) -> Option<String> {
+    let (name, expected) = message
+        .strip_prefix("unknown field `")?
+        .split_once("`, expected ")?;
+    let section = key.split('.').next()?;
+    let (_, _, instead) = SYNONYMS
+        .iter()
+        .find(|(table, written, _)| *table == section && *written == name)?;
+    Some(format!(
+        "unknown field `{name}`: {instead} (expected {expected})"
+    ))
 }
 
 /// `1500/s` as (`1500`, `/s`), `300ms` as (`300`, `ms`): a number, then letters or a slash.
@@ -235,6 +273,24 @@ mod tests {
             "expected a table, found string \"p99 < 200ms\": write it as e.g. \
              `slo = { latency = \"200ms\", percentile = 99 }`"
         );
+    }
+
+    #[test]
+    fn a_name_the_format_spells_otherwise_says_what_to_write() {
+        let expected = "one of `latency`, `capacity`, `max_connections`, `connection_queue`";
+        assert_eq!(
+            serde_message_at(
+                &format!("unknown field `pool`, expected {expected}"),
+                "databases.pg.pool"
+            ),
+            format!(
+                "unknown field `pool`: the pool is `max_connections` (its size; \
+                 `connection_queue` is its wait queue) (expected {expected})"
+            )
+        );
+        // Only in its own section: a `pool` elsewhere is unknown as any other name.
+        let elsewhere = "unknown field `pool`, expected one of `server`";
+        assert_eq!(serde_message_at(elsewhere, "connections.c.pool"), elsewhere);
     }
 
     #[test]

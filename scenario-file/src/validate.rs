@@ -3394,7 +3394,27 @@ impl<'a> Validator<'a> {
         let limiter = self.resolve(&names.rate_limits, &table.name, &key("name"))?;
         let has_store = names.has_store(table.name.get_ref());
         let family = match (&table.key, has_store) {
-            (Some(family), true) => Some(self.resolve(&names.keys, family, &key("key"))?),
+            (Some(family), true) => {
+                let id = self.resolve(&names.keys, family, &key("key"))?;
+                // One bucket per key: a family left at its default of one key is one bucket
+                // for every request, which a file means only if it says so.
+                if let Some((_, keys)) = names.keys.get(family.get_ref())
+                    && keys.count.is_none()
+                {
+                    self.warnings.push(self.source.diagnostic(
+                        Some(family.span()),
+                        key("key"),
+                        format!(
+                            "checks one bucket for everyone: the limiter keeps a bucket per key \
+                             and `keys.{}` has one key (no count); write `count = 1` there to \
+                             mean one limit for the whole service, or the number of clients \
+                             (`count = 1000`) for a limit per client",
+                            family.get_ref()
+                        ),
+                    ));
+                }
+                Some(id)
+            }
             (None, false) => None,
             (Some(family), false) => {
                 self.error(
@@ -4026,6 +4046,18 @@ impl<'a> Validator<'a> {
             FaultKindName::Kill => FaultKind::Kill,
             FaultKindName::Disconnect => FaultKind::Disconnect,
             FaultKindName::Failover => {
+                // A failover promotes a server's replica: aimed at a connection, the fix is
+                // to target the connection's server, not to make the replica follow the
+                // connection.
+                if let Some((_, connection)) = names.connections.get(target_name) {
+                    let server = connection.server.get_ref();
+                    let message = format!(
+                        "a `failover` acts on a server, and `{target_name}` is a connection: \
+                         target its server (`target = \"{server}\"`)"
+                    );
+                    self.error(Some(raw.target.span()), key("target"), message);
+                    return None;
+                }
                 let Some(replica_name) = &raw.replica else {
                     let message = "a `failover` promotes a replica: name it (`replica = \"...\"`)";
                     self.error(Some(raw.kind.span()), key("replica"), message);

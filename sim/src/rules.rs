@@ -107,6 +107,17 @@ pub fn rate_limit_store(
     }
 }
 
+/// The bucket a rate-limit check is charged to: one per key of the store, `(family, index)`
+/// the request's key (as it picks it, `key_index`), or `None` for a local limiter, whose one
+/// bucket (per instance) is 0. The simulator and the live runner both key their
+/// `KeyedRateLimiter` so.
+pub fn rate_limit_bucket(key: Option<(KeyFamilyId, u32)>) -> u64 {
+    match key {
+        Some((family, index)) => (u64::from(family.0) << 32) | u64::from(index),
+        None => 0,
+    }
+}
+
 /// Whether a rate-limit step's limiter decides the step's result, given the layer that refused
 /// the step (`None` when none did): an open breaker around the store means the store was not
 /// asked, which the limiter's `when_unreachable` answers as it would a timeout; a layer that

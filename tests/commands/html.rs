@@ -252,6 +252,26 @@ fn a_headless_browser_renders_the_tables_the_expectations_and_the_charts() {
             "{chart} is inline SVG"
         );
     }
+    // Issue 31: no stray caption (the chart's file name) under a chart, and each variant's
+    // state changes closed, their count on the line that opens them.
+    assert!(!dom.contains("<figcaption"), "a caption under a chart");
+    let logs: Vec<&str> = dom.split("<details class=\"log\">").skip(1).collect();
+    assert!(!logs.is_empty(), "the state changes are collapsible");
+    for log in &logs {
+        let log = log.split("</details>").next().unwrap();
+        assert!(log.starts_with("<summary>"), "{log}");
+        assert!(log.contains(" state change"), "{log}");
+        assert!(
+            log.contains("<table id=\"log\">"),
+            "the log is inside: {log}"
+        );
+    }
+    assert_eq!(
+        dom.matches("<table id=\"log\">").count(),
+        logs.len(),
+        "every log table is in a closed section"
+    );
+    assert!(!dom.contains("<details class=\"log\" open"));
     // And it draws: a screenshot of the requested size.
     let shot = dir.join("report.png");
     browse(

@@ -18,7 +18,8 @@ use outagelab_model::time::SimTime;
 use outagelab_report::{Outcome, Summary};
 use outagelab_sim::rules::{self, BreakerTally, BulkheadTally, StoreAnswer};
 use outagelab_sim::scenario::{
-    BreakerClassifier, BulkheadId, ConnectionId, OutcomeSet, PolicyRef, StepAction, StepSpec,
+    BreakerClassifier, BulkheadId, ConnectionId, KeyFamilyId, OutcomeSet, PolicyRef, StepAction,
+    StepSpec,
 };
 use outagelab_sim::{Scenario, StepResult, Stream, summaries};
 
@@ -45,6 +46,12 @@ pub(super) trait Around: Sync {
     fn rate_limit_failed_open(&self, index: usize);
     /// A step ended `rate_limited` (a 429, retried or not).
     fn rejected_attempt(&self);
+    /// The rate-limit bucket of the request's key of `family` (`rules::rate_limit_bucket`);
+    /// 0, the one bucket, for `None` or a harness without keys.
+    fn rate_limit_bucket(&self, family: Option<KeyFamilyId>) -> u64 {
+        let _ = family;
+        0
+    }
 }
 
 pub(super) struct LiveBreakerSlot<C: Clock> {
@@ -307,10 +314,12 @@ impl<C: Clock> Layers<C> {
         refused: Option<Outcome>,
     ) -> StepResult {
         let result = match step.action {
-            StepAction::RateLimit { limiter, .. } if rules::limiter_decides(refused) => {
+            StepAction::RateLimit { limiter, key } if rules::limiter_decides(refused) => {
                 let slot = &self.rate_limits[limiter.index()];
+                // One bucket per key of the store, as simulated; a local limiter's one bucket.
+                let bucket = around.rate_limit_bucket(key.filter(|_| slot.store.is_some()));
                 let answer = rules::rate_limit_answer(slot.enabled, io, |store| match store {
-                    StoreAnswer::Answered => slot.live.try_acquire(1),
+                    StoreAnswer::Answered => slot.live.try_acquire_key(bucket, 1),
                     StoreAnswer::Unreachable => slot.live.on_store_unreachable(1),
                 });
                 if answer.failed_open {

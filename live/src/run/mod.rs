@@ -726,6 +726,14 @@ impl Around for Attempt<'_> {
     fn rejected_attempt(&self) {
         self.run.recorder().rejected_attempt(self.run.now());
     }
+
+    fn rate_limit_bucket(&self, family: Option<KeyFamilyId>) -> u64 {
+        rules::rate_limit_bucket(family.map(|family| {
+            let keys = &self.run.scenario.keys[family.index()];
+            let index = key_index(self.key_seed, family.0, keys.count, keys.distribution);
+            (family, index)
+        }))
+    }
 }
 
 /// Sets the run up, runs it to its end (or its interruption), and writes its report.

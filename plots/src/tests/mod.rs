@@ -854,6 +854,29 @@ fn a_gauge_ends_at_its_level_not_at_the_instant_after_the_run() {
     );
 }
 
+/// Issue 31: "fail-op… / rps=400 (same as … / rps=400)": the other variant's base was cut
+/// away before this one's was touched, so the panel said not which variant it matched. Both
+/// bases are cut together now, and each keeps its first words.
+#[test]
+fn a_cut_title_keeps_the_first_words_of_both_bases() {
+    let title = "fail-open, 100 ms timeout / rps=400 (same as fail-closed, breaker / rps=400)";
+    let width = crate::layout::text_width(
+        "fail-open, 1… / rps=400 (same as fail-clos… / rps=400)",
+        11.0,
+    );
+    let cut = crate::render::shortened(title, 11.0, width);
+    assert!(crate::layout::text_width(&cut, 11.0) <= width, "{cut}");
+    let (own, other) = cut.split_once(" (same as ").expect("the note is kept");
+    assert!(
+        own.starts_with("fail-open") && own.ends_with("… / rps=400"),
+        "{cut}"
+    );
+    assert!(
+        other.starts_with("fail-cl") && other.ends_with("… / rps=400)"),
+        "{cut}"
+    );
+}
+
 #[test]
 fn a_cut_title_keeps_its_same_as_note() {
     let title = "atomic, release on handler return (same as no throttle)";
@@ -879,7 +902,35 @@ fn forty_variants_have_forty_full_width_styles() {
             assert!(a.color != b.color || a.dash != b.dash, "{a:?} twice");
         }
     }
-    // The 31st variant (a sweep of 36 had it look like the first) is in long dashes.
-    assert_eq!(variant_stroke(30).dash, crate::chart::Dash::Long);
-    assert_eq!(variant_stroke(40).width, 1, "then the same again, thinner");
+    // The 31st variant (a sweep of 36 had it look like the first) is not in the first's
+    // style; the 49th is in long dashes, and past 64 the styles come again, thinner.
+    assert_ne!(variant_stroke(30), variant_stroke(0));
+    assert_eq!(variant_stroke(48).dash, crate::chart::Dash::Long);
+    assert_eq!(variant_stroke(64).width, 1, "then the same again, thinner");
+}
+
+/// Issue 31: past 10 variants the colours repeated (variant 11 in variant 1's colour, dashed).
+/// Up to 16, each has a colour of its own, solid, and no two are close (76 apart in RGB at
+/// least, as close as the nearest two of Tableau's own ten).
+#[test]
+fn sixteen_variants_have_sixteen_colours() {
+    use crate::chart::{Dash, variant_stroke};
+    let strokes: Vec<_> = (0..16).map(variant_stroke).collect();
+    for (i, a) in strokes.iter().enumerate() {
+        assert_eq!(a.dash, Dash::Solid, "variant {i}");
+        for (j, b) in strokes.iter().enumerate().skip(i + 1) {
+            let (p, q) = (a.color, b.color);
+            let distance = [(p.0, q.0), (p.1, q.1), (p.2, q.2)]
+                .iter()
+                .map(|&(x, y)| (f64::from(x) - f64::from(y)).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            assert!(distance >= 76.0, "variants {i} and {j}: {p:?} and {q:?}");
+        }
+    }
+    assert_eq!(
+        variant_stroke(16).dash,
+        Dash::Dashed,
+        "the 17th repeats a colour, dashed"
+    );
 }

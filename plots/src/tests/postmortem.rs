@@ -103,7 +103,7 @@ fn strokes_stay_distinct_for_many_variants_and_the_legend_stays_in_the_image() {
         strokes.collect::<BTreeSet<_>>().len() == count
     };
     assert!(distinct(30) && distinct(60), "colour x dash x width");
-    assert_eq!(variant_stroke(10).dash, Dash::Dashed);
+    assert_eq!(variant_stroke(16).dash, Dash::Dashed);
 
     let mut report = many(21);
     for (index, variant) in report.variants.iter_mut().enumerate() {

@@ -167,6 +167,32 @@ fn warned_files() {
     assert!(wrong.is_empty(), "{} cases failed: {wrong:#?}", wrong.len());
 }
 
+/// Issue 31: a limiter with a store has a bucket per key, so a family left at its default of
+/// one key is one bucket for everyone, which a file must say (`count = 1`).
+#[test]
+fn a_stored_limit_on_a_family_of_one_unstated_key_says_it_is_one_bucket_for_everyone() {
+    let limited = |keys: &str| {
+        with(
+            "[keys.k]\n",
+            &format!("{keys}\n[rate_limits.api]\ncapacity = 20\nrate = 20\nstore = \"c\"\n"),
+        )
+        .replacen(
+            "steps = [",
+            "steps = [{ rate_limit = { name = \"api\", key = \"k\" }, on_error = \"next\" }, ",
+            1,
+        )
+    };
+    check_warning(
+        &limited("[keys.k]\n"),
+        "21:47: flows.f.steps[0].rate_limit.key: checks one bucket for everyone: the limiter \
+         keeps a bucket per key and `keys.k` has one key (no count); write `count = 1` there to \
+         mean one limit for the whole service, or the number of clients (`count = 1000`) for a \
+         limit per client",
+    );
+    check_silent(&limited("[keys.k]\ncount = 1\n"));
+    check_silent(&limited("[keys.k]\ncount = 1000\n"));
+}
+
 #[test]
 fn a_step_that_can_fail_and_is_not_last_says_what_an_error_does() {
     let implicit = "can fail and has no on_error: an error here ends the request (fail-closed, the default); write on_error = \"fail\" to say so, or \"next\" to go on without it (fail-open)";
@@ -1112,6 +1138,19 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
             // An unknown table is an unknown field of the root.
             with("[keys.k]", "[key.k]"),
             "10:2: key.k: unknown field `key`: did you mean `keys`? (expected one of `scenario`, `run`, `metrics`, `http`, `servers`, `client_loops`, `connections`, `databases`, `keys`, `breakers`, `bulkheads`, `semaphores`, `adaptive_limits`, `retries`, `caches`, `rate_limits`, `kv_stores`, `throttles`, `locks`, `callers`, `services`, `flows`, `loads`, `faults`)",
+        ),
+        (
+            // Issue 31: `pool` is what a newcomer calls the pool; the message says its name.
+            with("latency = \"10ms\"", "latency = \"10ms\"\npool = 20"),
+            "14:1: databases.db.pool: unknown field `pool`: the pool is `max_connections` (its size; `connection_queue` is its wait queue) (expected one of `latency`, `capacity`, `max_connections`, `connection_queue`, `collapse`)",
+        ),
+        (
+            // Issue 31: a failover aimed at a connection is aimed at its server, not made
+            // right by a replica that follows the connection.
+            format!(
+                "{BASE}\n[servers.replica]\nreplica_of = \"redis\"\n\n[faults.x]\ntarget = \"c\"\nkind = \"failover\"\nreplica = \"replica\"\nat = \"1s\"\n"
+            ),
+            "28:10: faults.x.target: a `failover` acts on a server, and `c` is a connection: target its server (`target = \"redis\"`)",
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),

@@ -106,6 +106,11 @@ impl Actions {
         cache::summaries(&self.caches, scenario)
     }
 
+    /// What the actions hold that grows with the run: the rate limiters' buckets per key.
+    pub fn memory_bytes(&self) -> u64 {
+        rate_limit::memory_bytes(&self.rate_limits)
+    }
+
     pub fn rate_limit_summaries(&self, scenario: &Scenario) -> BTreeMap<String, RateLimitSummary> {
         rate_limit::summaries(&self.rate_limits, scenario)
     }
@@ -255,6 +260,10 @@ pub(crate) fn on_reply(
 ) -> Option<StepResult> {
     match *action {
         StepAction::Lock { lock, .. } => lock::on_reply(sim, slot, lock, result),
+        StepAction::RateLimit { limiter, key } => {
+            rate_limit::answered(sim, slot, limiter, key);
+            Some(result)
+        }
         _ => Some(result),
     }
 }

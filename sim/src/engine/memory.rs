@@ -51,6 +51,7 @@ impl<'s> Simulator<'s> {
                 .map(|l| l.workers.len() as u64 * (8 + 16))
                 .sum::<u64>()
             + self.callers.memory_bytes()
+            + self.actions.memory_bytes()
     }
 
     /// Makes room in the full request slab: it doubles if the budget allows the doubled
