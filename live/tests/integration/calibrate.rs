@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use outagelab_live::calibrate::{KEY_PREFIX, Plan, calibrate};
-use outagelab_live::testing::RedisServer;
+use outagelab_live::testing::{RedisServer, timing_tests};
 
 /// On one thread, as `outagelab calibrate` runs it: the client loop's share is one thread's.
 #[tokio::test(flavor = "current_thread")]
@@ -34,11 +34,15 @@ async fn calibration_measures_a_round_trip_a_loop_and_a_bandwidth_and_cleans_up(
     assert!(measured.loop_bytes_per_second() > 2 << 20, "{measured:?}");
     assert!(measured.copy_bytes_per_second() > 2 << 20, "{measured:?}");
     // The loop's share is part of the burst, whose last reply comes after the loop built it
-    // and the writer had its turn.
-    assert!(
-        measured.burst.build + measured.burst.writer < measured.sets_elapsed,
-        "{measured:?}"
-    );
+    // and the writer had its turn; on a busy machine the turns are the scheduler's, so these
+    // hold where timing is (`TIMING_TESTS_VAR`). The copy before a yield is clamped to the
+    // bursts by construction.
+    if timing_tests("that a calibration's loop turns fit inside its burst") {
+        assert!(
+            measured.burst.build + measured.burst.writer < measured.sets_elapsed,
+            "{measured:?}"
+        );
+    }
     assert!(
         (2 * (256 << 10)..=8 * (256 << 10)).contains(&measured.copy_before_yield()),
         "{measured:?}"

@@ -484,8 +484,13 @@ at = "1100ms"
             ("kill", "kill")
         ]
     );
+    // The hang starts at its instant or after it (a runner woken late starts it late), and
+    // within 30 ms of it only where timing is held (`TIMING_TESTS_VAR`).
     let hang = &live.faults[2];
-    assert!((200.0..230.0).contains(&hang.start_ms), "{hang:?}");
+    assert!((200.0..500.0).contains(&hang.start_ms), "{hang:?}");
+    if timing_tests("that a live fault starts within 30 ms of its instant") {
+        assert!((200.0..230.0).contains(&hang.start_ms), "{hang:?}");
+    }
     assert!(keys_left(&server).await.is_empty());
 }
 
