@@ -87,6 +87,9 @@ impl Actions {
 
     /// A request ended holding `held`: the throttle slots it did not release are leaked.
     pub fn request_freed(&mut self, now: SimTime, held: RequestHeld) {
+        if held.throttles.is_empty() {
+            return; // every request ends here; most hold no throttle slot
+        }
         for slot in held.throttles {
             self.throttles.throttles.leak(now, slot); // ended without releasing its slot
         }
