@@ -1,0 +1,820 @@
+//! The fault kinds of a scenario file, declared once. Each [`FaultKindSpec`] names a kind,
+//! what it acts on, whether it happens at one instant, its own keys ([`KeySpec`]: name, value,
+//! default, range, one line of doc) and the function that builds the simulator's
+//! [`FaultKind`] from them. From this list come:
+//!
+//! - the keys a `[faults.<name>]` table accepts, and the value each is read as
+//!   ([`crate::raw::RawFault`]); an undeclared key is refused there, naming every key;
+//! - the refusal of a key of another kind, a missing required key, a value out of its range,
+//!   and the defaults ([`crate::validate`]'s fault reader, `validate/faults.rs`);
+//! - the key table of `docs/scenario-format.md` ([`reference_table`]; a test compares them).
+//!
+//! Adding a fault kind is one entry in [`FAULT_KINDS`] and its `build` function here, and its
+//! mechanism in the simulator.
+
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use outagelab_model::time::SimDuration;
+use outagelab_sim::scenario::{CommandScope, ErrorReply, FaultKind, PauseMode};
+
+use crate::validate::{FaultReader, Reported};
+
+/// One key of a kind's table.
+pub struct KeySpec {
+    pub name: &'static str,
+    pub value: Value,
+    pub default: Default,
+    pub range: Range,
+    /// One line for the reference.
+    pub doc: &'static str,
+}
+
+/// What a key's value is, and so the raw type it is read as.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Value {
+    /// A duration with a unit, `"50ms"`.
+    Duration,
+    /// A size: a number of bytes or a string with a unit, `"30MiB"`.
+    Size,
+    /// A rate of bytes, `"100KiB/s"`.
+    Bandwidth,
+    /// A whole number.
+    Count,
+    /// A number, whole or not.
+    Number,
+    Bool,
+    /// One of these words; anything else is refused as serde refuses an unknown variant.
+    Enum(&'static [&'static str]),
+    /// One of these words, refused as "unknown `noun` ... (`plural`: ...)".
+    OneOf {
+        values: &'static [&'static str],
+        noun: &'static str,
+        plural: &'static str,
+    },
+    /// The name of a resource of this table (`servers`, `keys`).
+    Ref(&'static str),
+}
+
+/// What a key is when the table leaves it out.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Default {
+    /// The key must be given; the message says why and how, at the fault's `kind`.
+    Required(&'static str),
+    /// As if the file had written this value (TOML text).
+    Is(&'static str),
+    /// No fixed value: the build function decides, as this says.
+    Otherwise(&'static str),
+}
+
+/// The values a key accepts beyond its type.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Range {
+    Any,
+    /// A duration longer than zero; `why` says what zero would mean.
+    Longer {
+        why: &'static str,
+    },
+    /// A number between two bounds, to a step; `refusal` is the message, in which `{value}`
+    /// is the value written and `{range}` the bounds.
+    Numbers {
+        low: Bound,
+        high: Bound,
+        step: f64,
+        refusal: &'static str,
+    },
+    /// A whole number from `min` to a maximum the kind's target gives (`max` names it);
+    /// `why` says what a value below `min` would mean, `over` is the message above the
+    /// maximum (`{value}` the value written, `{max}` the maximum).
+    Whole {
+        min: i64,
+        max: &'static str,
+        why: &'static str,
+        over: &'static str,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Bound {
+    Above(f64),
+    AtMost(f64),
+    Below(f64),
+}
+
+impl Bound {
+    pub fn admits(self, value: f64) -> bool {
+        match self {
+            Bound::Above(low) => value > low,
+            Bound::AtMost(high) => value <= high,
+            Bound::Below(high) => value < high,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Bound::Above(low) => format!("above {low}"),
+            Bound::AtMost(high) => format!("at most {high}"),
+            Bound::Below(high) => format!("below {high}"),
+        }
+    }
+}
+
+impl Range {
+    /// The bounds in words: "above 1 and at most 1000".
+    pub fn describe(self) -> String {
+        match self {
+            Range::Any => String::new(),
+            Range::Longer { .. } => "longer than zero".to_owned(),
+            Range::Numbers { low, high, .. } => {
+                format!("{} and {}", low.describe(), high.describe())
+            }
+            Range::Whole { min, max, .. } => format!("{min} to {max}"),
+        }
+    }
+}
+
+/// What a kind acts on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum On {
+    Server,
+    /// A server, or one client connection.
+    ServerOrConnection,
+    /// One client connection; `refusal` completes "a `<kind>` fault ..." for another target.
+    Connection {
+        refusal: &'static str,
+    },
+    Database,
+}
+
+/// One fault kind.
+pub struct FaultKindSpec {
+    /// As the file writes it: `kind = "pause"`.
+    pub name: &'static str,
+    pub on: On,
+    /// For a kind that happens at one instant, why a `duration` is refused.
+    pub instant: Option<&'static str>,
+    pub keys: &'static [KeySpec],
+    /// The simulator's fault from the table's keys (read through `reader`, which applies
+    /// the declarations: defaults, ranges, required keys).
+    pub build: fn(&mut FaultReader) -> Result<FaultKind, Reported>,
+}
+
+impl FaultKindSpec {
+    pub fn key(&self, name: &str) -> Option<&'static KeySpec> {
+        self.keys.iter().find(|key| key.name == name)
+    }
+}
+
+/// The keys every fault has, read into [`crate::raw::RawFault`]'s own fields.
+pub const COMMON_KEYS: &[KeySpec] = &[
+    KeySpec {
+        name: "enabled",
+        value: Value::Bool,
+        default: Default::Is("true"),
+        range: Range::Any,
+        doc: "a disabled fault is checked and left out, for a variant to enable",
+    },
+    KeySpec {
+        name: "target",
+        value: Value::Ref("servers"),
+        default: Default::Required("a fault names its target"),
+        range: Range::Any,
+        doc: "the server, a connection (in a service, one instance's copy: `inv@1`), or a \
+              database, as the kind's row says",
+    },
+    KeySpec {
+        name: "kind",
+        value: Value::Enum(&[]),
+        default: Default::Required("a fault names its kind"),
+        range: Range::Any,
+        doc: "one of the kinds below",
+    },
+    KeySpec {
+        name: "at",
+        value: Value::Duration,
+        default: Default::Required("a fault says when it starts"),
+        range: Range::Any,
+        doc: "when it starts",
+    },
+    KeySpec {
+        name: "duration",
+        value: Value::Duration,
+        default: Default::Otherwise("none: the fault lasts to the end"),
+        range: Range::Longer {
+            why: "leave it out for a fault that never ends",
+        },
+        doc: "how long it lasts; refused for the kinds that happen at one instant",
+    },
+];
+
+const ALL_OR_WRITE: Value = Value::Enum(&["all", "write"]);
+
+/// The error replies an `error_reply` fault answers with (`ErrorReply::ALL`'s outcome names;
+/// a test holds the two together).
+const ERROR_REPLIES: &[&str] = &["oom", "readonly", "loading", "wrongtype"];
+
+/// Every fault kind, in the order `kind`'s refusal lists them.
+pub const FAULT_KINDS: &[FaultKindSpec] = &[
+    FaultKindSpec {
+        name: "pause",
+        on: On::Server,
+        instant: None,
+        keys: &[KeySpec {
+            name: "mode",
+            value: ALL_OR_WRITE,
+            default: Default::Is("\"all\""),
+            range: Range::Any,
+            doc: "`\"write\"` (CLIENT PAUSE … WRITE) holds only writes",
+        }],
+        build: pause,
+    },
+    FaultKindSpec {
+        name: "hang",
+        on: On::Server,
+        instant: None,
+        keys: &[],
+        build: |_| Ok(FaultKind::Hang),
+    },
+    FaultKindSpec {
+        name: "stop",
+        on: On::Server,
+        instant: None,
+        keys: &[],
+        build: |_| Ok(FaultKind::Stop),
+    },
+    FaultKindSpec {
+        name: "kill",
+        on: On::ServerOrConnection,
+        instant: Some("a kill happens at one instant (the server keeps running)"),
+        keys: &[],
+        build: |_| Ok(FaultKind::Kill),
+    },
+    FaultKindSpec {
+        name: "maxmemory",
+        on: On::Server,
+        instant: Some("a maxmemory change happens at one instant (the new limit stays)"),
+        keys: &[KeySpec {
+            name: "maxmemory",
+            value: Value::Size,
+            default: Default::Required(
+                "a `maxmemory` fault sets a new limit: give it, e.g. `maxmemory = \"30MiB\"` \
+                 (0 lifts the limit)",
+            ),
+            range: Range::Any,
+            doc: "the new limit; `0` lifts it",
+        }],
+        build: maxmemory,
+    },
+    FaultKindSpec {
+        name: "flushall",
+        on: On::Server,
+        instant: Some("a flushall happens at one instant (the keys stay gone)"),
+        keys: &[],
+        build: |_| Ok(FaultKind::FlushAll),
+    },
+    FaultKindSpec {
+        name: "error_reply",
+        on: On::Server,
+        instant: None,
+        keys: &[
+            KeySpec {
+                name: "error",
+                value: Value::OneOf {
+                    values: ERROR_REPLIES,
+                    noun: "error reply",
+                    plural: "errors",
+                },
+                default: Default::Required(
+                    "an `error_reply` fault needs the error it answers with: one of \
+                     oom, readonly, loading, wrongtype",
+                ),
+                range: Range::Any,
+                doc: "the error the server answers with",
+            },
+            KeySpec {
+                name: "commands",
+                value: ALL_OR_WRITE,
+                default: Default::Otherwise("`\"write\"` for `readonly`, `\"all\"` for the others"),
+                range: Range::Any,
+                doc: "which commands get it: all, or those that are not read-only (a demoted \
+                      replica serves reads)",
+            },
+        ],
+        build: error_reply,
+    },
+    FaultKindSpec {
+        name: "disconnect",
+        on: On::Connection {
+            refusal: "cuts one client connection from its server: target a connection \
+                      (a server can `stop`)",
+        },
+        instant: None,
+        keys: &[],
+        build: |_| Ok(FaultKind::Disconnect),
+    },
+    FaultKindSpec {
+        name: "failover",
+        on: On::Server,
+        instant: None,
+        keys: &[
+            KeySpec {
+                name: "replica",
+                value: Value::Ref("servers"),
+                default: Default::Required(
+                    "a `failover` promotes a replica: name it (`replica = \"...\"`)",
+                ),
+                range: Range::Any,
+                doc: "the replica promoted: a server with `replica_of` the target",
+            },
+            KeySpec {
+                name: "unreachable",
+                value: Value::Bool,
+                default: Default::Is("false"),
+                range: Range::Any,
+                doc: "the primary's host dies with it, so its address answers nothing \
+                      (connection attempts there wait out their `connect_timeout`, as after a \
+                      `crash`) instead of refusing",
+            },
+        ],
+        build: failover,
+    },
+    FaultKindSpec {
+        name: "crash",
+        on: On::Server,
+        instant: None,
+        keys: &[],
+        build: |_| Ok(FaultKind::Crash),
+    },
+    FaultKindSpec {
+        name: "slow",
+        on: On::Database,
+        instant: None,
+        keys: &[KeySpec {
+            name: "slowdown",
+            value: Value::Number,
+            default: Default::Required(
+                "a `slow` fault runs its database's queries slower: say how many times, \
+                 e.g. `slowdown = 4`",
+            ),
+            range: Range::Numbers {
+                low: Bound::Above(1.0),
+                high: Bound::AtMost(1000.0),
+                step: 0.001,
+                refusal: "{value} is not a slowdown: give how many times slower, {range}",
+            },
+            doc: "how many times slower the database's queries run while it lasts",
+        }],
+        build: slow,
+    },
+    FaultKindSpec {
+        name: "refuse",
+        on: On::Database,
+        instant: None,
+        keys: &[],
+        build: |_| Ok(FaultKind::Refuse),
+    },
+    FaultKindSpec {
+        name: "pool_exhausted",
+        on: On::Database,
+        instant: None,
+        keys: &[KeySpec {
+            name: "connections",
+            value: Value::Count,
+            default: Default::Otherwise("all of them"),
+            range: Range::Whole {
+                min: 1,
+                max: "`max_connections`",
+                why: "a fault that holds no connection does nothing",
+                over: "{value} connections of a pool of {max} (`max_connections`): at most {max}",
+            },
+            doc: "how many of the database's `max_connections` something else holds while it \
+                  lasts",
+        }],
+        build: pool_exhausted,
+    },
+    FaultKindSpec {
+        name: "lock_held",
+        on: On::Database,
+        instant: None,
+        keys: &[KeySpec {
+            name: "key",
+            value: Value::Ref("keys"),
+            default: Default::Required(
+                "a `lock_held` fault holds the advisory locks of a key family (a table lock): \
+                 name it, e.g. `key = \"accounts\"`",
+            ),
+            range: Range::Any,
+            doc: "the key family whose every advisory lock something else holds while it lasts",
+        }],
+        build: lock_held,
+    },
+    FaultKindSpec {
+        name: "latency",
+        on: On::Connection { refusal: SENDS },
+        instant: None,
+        keys: &[
+            KeySpec {
+                name: "latency",
+                value: Value::Duration,
+                default: Default::Required(
+                    "a `latency` fault adds a delay to what the connection sends: give it, \
+                     e.g. `latency = \"50ms\"`",
+                ),
+                range: Range::Any,
+                doc: "the delay added one way to everything the connection sends in either \
+                      direction",
+            },
+            KeySpec {
+                name: "jitter",
+                value: Value::Duration,
+                default: Default::Is("\"0s\""),
+                range: Range::Any,
+                doc: "the delay is drawn uniformly within `latency ± jitter` per command or reply",
+            },
+        ],
+        build: latency,
+    },
+    FaultKindSpec {
+        name: "bandwidth",
+        on: On::Connection { refusal: SENDS },
+        instant: None,
+        keys: &[KeySpec {
+            name: "bandwidth",
+            value: Value::Bandwidth,
+            default: Default::Required(
+                "a `bandwidth` fault limits what the connection sends: give the rate, \
+                 e.g. `bandwidth = \"100KiB/s\"`",
+            ),
+            range: Range::Any,
+            doc: "the rate what the connection sends in either direction moves at while it lasts",
+        }],
+        build: bandwidth,
+    },
+    FaultKindSpec {
+        name: "packet_loss",
+        on: On::Connection { refusal: SENDS },
+        instant: None,
+        keys: &[
+            KeySpec {
+                name: "loss",
+                value: Value::Number,
+                default: Default::Required(
+                    "a `packet_loss` fault loses a share of what the connection sends: give it \
+                     in percent, e.g. `loss = 2`",
+                ),
+                range: Range::Numbers {
+                    low: Bound::Above(0.0),
+                    high: Bound::Below(100.0),
+                    step: 0.0001,
+                    refusal: "{value} is not a share of transmissions lost: {range} percent (at \
+                              100 nothing would ever arrive)",
+                },
+                doc: "the share of transmissions lost, in percent",
+            },
+            KeySpec {
+                name: "retransmit",
+                value: Value::Duration,
+                // Linux's TCP_RTO_MIN: the first retransmission on a fast network.
+                default: Default::Is("\"200ms\""),
+                range: Range::Longer {
+                    why: "a lost packet is sent again after it",
+                },
+                doc: "TCP's retransmission timeout (the default is Linux's minimum)",
+            },
+        ],
+        build: packet_loss,
+    },
+    FaultKindSpec {
+        name: "slow_close",
+        on: On::Connection { refusal: SENDS },
+        instant: None,
+        keys: &[KeySpec {
+            name: "delay",
+            value: Value::Duration,
+            default: Default::Required(
+                "a `slow_close` fault holds a close back: give how long, e.g. `delay = \"500ms\"`",
+            ),
+            range: Range::Longer {
+                why: "a close held back no time",
+            },
+            doc: "how much later a close reaches the other side while it lasts",
+        }],
+        build: slow_close,
+    },
+];
+
+/// The refusal of the kinds that act on what a connection sends.
+const SENDS: &str = "acts on what one client connection sends: target a connection";
+
+/// The kind called `name`.
+pub fn kind(name: &str) -> Option<&'static FaultKindSpec> {
+    FAULT_KINDS.iter().find(|kind| kind.name == name)
+}
+
+/// Every kind's name, in order.
+pub fn kind_names() -> &'static [&'static str] {
+    static NAMES: LazyLock<Vec<&'static str>> =
+        LazyLock::new(|| FAULT_KINDS.iter().map(|kind| kind.name).collect());
+    &NAMES
+}
+
+/// Every key a fault table accepts: the common keys, then each kind's in the kinds' order.
+pub fn all_keys() -> &'static [&'static str] {
+    static KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+        let mut keys: Vec<&'static str> = COMMON_KEYS.iter().map(|key| key.name).collect();
+        for key in FAULT_KINDS.iter().flat_map(|kind| kind.keys) {
+            if !keys.contains(&key.name) {
+                keys.push(key.name);
+            }
+        }
+        keys
+    });
+    &KEYS
+}
+
+/// The value a kind's key `name` is read as: a key means one thing in every kind that
+/// declares it (a test checks it).
+pub fn key_value(name: &str) -> Option<(&'static str, Value)> {
+    FAULT_KINDS
+        .iter()
+        .flat_map(|kind| kind.keys)
+        .find(|key| key.name == name)
+        .map(|key| (key.name, key.value))
+}
+
+/// The kinds that declare the key `name`, in order.
+pub fn kinds_taking(name: &str) -> Vec<&'static str> {
+    FAULT_KINDS
+        .iter()
+        .filter(|kind| kind.key(name).is_some())
+        .map(|kind| kind.name)
+        .collect()
+}
+
+/// The kinds that act on `on`, as "`a`, `b` or `c`".
+pub fn kinds_on(accepts: impl Fn(On) -> bool) -> String {
+    let names: Vec<String> = FAULT_KINDS
+        .iter()
+        .filter(|kind| accepts(kind.on))
+        .map(|kind| format!("`{}`", kind.name))
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+fn pause(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let mode = match reader.word("mode")?.as_deref() {
+        Some("write") => PauseMode::Write,
+        _ => PauseMode::All,
+    };
+    Ok(FaultKind::Pause(mode))
+}
+
+fn maxmemory(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let bytes = reader.size("maxmemory")?;
+    Ok(FaultKind::MaxMemory((bytes > 0).then_some(bytes)))
+}
+
+fn error_reply(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let written = reader.need_word("error")?;
+    let error = ErrorReply::ALL
+        .into_iter()
+        .find(|error| error.outcome().name() == written)
+        .expect("the declared error replies are ErrorReply::ALL's");
+    // A demoted replica still serves reads; the other errors answer everything.
+    let commands = match reader.word("commands")?.as_deref() {
+        Some("all") => CommandScope::All,
+        Some(_) => CommandScope::Writes,
+        None if error == ErrorReply::ReadOnly => CommandScope::Writes,
+        None => CommandScope::All,
+    };
+    Ok(FaultKind::ErrorReply { error, commands })
+}
+
+fn failover(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    // A failover promotes a server's replica: aimed at a connection, the fix is to target
+    // the connection's server, not to make the replica follow the connection.
+    let target = reader.target_name();
+    if let Some((_, connection)) = reader.names.connections.get(target) {
+        let server = connection.server.get_ref();
+        let message = format!(
+            "a `failover` acts on a server, and `{target}` is a connection: target its server \
+             (`target = \"{server}\"`)"
+        );
+        return reader.refuse_target(message);
+    }
+    let (replica, replica_name) = reader.server("replica")?;
+    let follows = reader
+        .names
+        .servers
+        .get(replica_name)
+        .and_then(|(_, r)| r.replica_of.as_ref().map(|p| p.get_ref().as_str()));
+    if follows != Some(target) {
+        let message = format!(
+            "`{replica_name}` is not a replica of `{target}` (give it `replica_of = \
+             \"{target}\"`)"
+        );
+        return reader.refuse("replica", message);
+    }
+    let unreachable = reader.flag("unreachable")?;
+    Ok(FaultKind::Failover {
+        replica,
+        unreachable,
+    })
+}
+
+fn slow(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let slowdown_permille = reader.thousandths("slowdown")?;
+    Ok(FaultKind::Slow { slowdown_permille })
+}
+
+fn pool_exhausted(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let target = reader.target_name();
+    // On an unknown target or a server: said where the target is checked.
+    let max = reader
+        .names
+        .databases
+        .get(target)
+        .map(|(_, database)| database.max_connections.as_ref());
+    let connections = match max {
+        None => 1,
+        Some(None) => {
+            let message = format!(
+                "`{target}` has no `max_connections`: there is no pool to exhaust (give the \
+                 database a limit)"
+            );
+            return reader.refuse_target(message);
+        }
+        Some(Some(max)) => {
+            let max = u32::try_from(max.get_ref().0).unwrap_or(u32::MAX);
+            reader.whole("connections", max)?.unwrap_or(max)
+        }
+    };
+    Ok(FaultKind::PoolExhausted { connections })
+}
+
+fn lock_held(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let family = reader.key_family("key")?;
+    Ok(FaultKind::LockHeld { family })
+}
+
+fn latency(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let added = reader.need_duration("latency")?;
+    let jitter = reader.duration("jitter")?.unwrap_or(SimDuration::ZERO);
+    if added.is_zero() && jitter.is_zero() {
+        return reader.refuse(
+            "latency",
+            "a `latency` fault of 0 without jitter does nothing",
+        );
+    }
+    Ok(FaultKind::Latency { added, jitter })
+}
+
+fn bandwidth(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    Ok(FaultKind::Bandwidth(reader.bandwidth("bandwidth")?))
+}
+
+fn packet_loss(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let percent = reader.number("loss")?;
+    // To a millionth, at least one and at most all but one.
+    let ppm = ((percent * 10_000.0).round() as u32).clamp(1, 999_999);
+    let retransmit = reader.need_duration("retransmit")?;
+    Ok(FaultKind::PacketLoss { ppm, retransmit })
+}
+
+fn slow_close(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let delay = reader.need_duration("delay")?;
+    Ok(FaultKind::SlowClose { delay })
+}
+
+/// The key table of `[faults.<name>]` in `docs/scenario-format.md`, as markdown.
+pub fn reference_table() -> String {
+    let mut out =
+        String::from("| key | fault | value | default | meaning |\n|---|---|---|---|---|\n");
+    for key in COMMON_KEYS {
+        let faults = if key.name == "duration" {
+            let instants: Vec<String> = FAULT_KINDS
+                .iter()
+                .filter(|kind| kind.instant.is_some())
+                .map(|kind| format!("`{}`", kind.name))
+                .collect();
+            format!("every but {} (instants)", instants.join(", "))
+        } else {
+            "every".to_owned()
+        };
+        row(&mut out, key, &faults);
+    }
+    for key_name in &all_keys()[COMMON_KEYS.len()..] {
+        let kinds = kinds_taking(key_name);
+        let spec = FAULT_KINDS
+            .iter()
+            .find_map(|kind| kind.key(key_name))
+            .expect("all_keys lists declared keys");
+        let faults: Vec<String> = kinds.iter().map(|kind| format!("`{kind}`")).collect();
+        row(&mut out, spec, &faults.join(", "));
+    }
+    out
+}
+
+fn row(out: &mut String, key: &KeySpec, faults: &str) {
+    let value = describe_value(key);
+    let default = match key.default {
+        Default::Required(_) => "required".to_owned(),
+        Default::Is(text) => format!("`{text}`"),
+        Default::Otherwise(text) => text.to_owned(),
+    };
+    let name = key.name;
+    let doc = key.doc;
+    writeln!(out, "| `{name}` | {faults} | {value} | {default} | {doc} |").expect("a String");
+}
+
+fn describe_value(key: &KeySpec) -> String {
+    let words = |values: &[&str]| {
+        let quoted: Vec<String> = values.iter().map(|v| format!("`\"{v}\"`")).collect();
+        match quoted.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => "a kind".to_owned(),
+        }
+    };
+    let value = match key.value {
+        Value::Duration => "a duration".to_owned(),
+        Value::Size => "a size (bytes, or `\"30MiB\"`)".to_owned(),
+        Value::Bandwidth => "a rate, `\"100KiB/s\"`".to_owned(),
+        Value::Count => "a whole number".to_owned(),
+        Value::Number => "a number".to_owned(),
+        Value::Bool => "`true` or `false`".to_owned(),
+        Value::Enum(values) | Value::OneOf { values, .. } => words(values),
+        Value::Ref(table) => format!("a name in [{table}]"),
+    };
+    let range = key.range.describe();
+    match key.range {
+        Range::Any => value,
+        Range::Numbers { step, .. } => format!("{value}, {range}, to {step}"),
+        _ => format!("{value}, {range}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_means_one_thing_in_every_kind() {
+        for kind in FAULT_KINDS {
+            for key in kind.keys {
+                assert!(
+                    COMMON_KEYS.iter().all(|common| common.name != key.name),
+                    "`{}` of `{}` is a common key",
+                    key.name,
+                    kind.name
+                );
+                assert_eq!(
+                    key_value(key.name),
+                    Some((key.name, key.value)),
+                    "{}",
+                    key.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_error_replies_are_the_simulators() {
+        let names: Vec<&str> = ErrorReply::ALL.map(|e| e.outcome().name()).to_vec();
+        assert_eq!(names, ERROR_REPLIES);
+    }
+
+    #[test]
+    fn kind_names_are_unique() {
+        let mut names = kind_names().to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), FAULT_KINDS.len());
+    }
+
+    #[test]
+    fn every_declared_key_of_every_kind_is_in_the_reference_table() {
+        let table = reference_table();
+        for key in COMMON_KEYS {
+            assert!(
+                table.contains(&format!("| `{}` | every", key.name)),
+                "{}",
+                key.name
+            );
+        }
+        for kind in FAULT_KINDS {
+            for key in kind.keys {
+                let line = table
+                    .lines()
+                    .find(|line| line.starts_with(&format!("| `{}` |", key.name)))
+                    .unwrap_or_else(|| panic!("no row for `{}`", key.name));
+                assert!(line.contains(&format!("`{}`", kind.name)), "{line}");
+                assert!(line.contains(key.doc), "{line}");
+            }
+        }
+    }
+}
