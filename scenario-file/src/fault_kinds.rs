@@ -54,6 +54,8 @@ pub enum Value {
     },
     /// The name of a resource of this table (`servers`, `keys`).
     Ref(&'static str),
+    /// What a fault acts on: a server, a connection or a database (by name).
+    Target,
 }
 
 /// What a key is when the table leaves it out.
@@ -150,6 +152,8 @@ pub enum On {
 pub struct FaultKindSpec {
     /// As the file writes it: `kind = "pause"`.
     pub name: &'static str,
+    /// What happens, for the reference's table of kinds.
+    pub doc: &'static str,
     pub on: On,
     /// For a kind that happens at one instant, why a `duration` is refused.
     pub instant: Option<&'static str>,
@@ -165,6 +169,10 @@ impl FaultKindSpec {
     }
 }
 
+/// A common key's absence is serde's `missing field`, told with the reference's meaning of
+/// the key (`suggest::serde_message_at`), not this.
+const MISSING_COMMON: &str = "";
+
 /// The keys every fault has, read into [`crate::raw::RawFault`]'s own fields.
 pub const COMMON_KEYS: &[KeySpec] = &[
     KeySpec {
@@ -176,23 +184,24 @@ pub const COMMON_KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "target",
-        value: Value::Ref("servers"),
-        default: Default::Required("a fault names its target"),
+        value: Value::Target,
+        default: Default::Required(MISSING_COMMON),
         range: Range::Any,
-        doc: "the server, a connection (in a service, one instance's copy: `inv@1`), or a \
-              database, as the kind's row says",
+        // `{connection}` and `{database}`: the kinds that act on each, in the reference.
+        doc: "the server, a connection (in a service, one instance's copy: `inv@1`; \
+              {connection}), or a database ({database} only, which act on nothing else)",
     },
     KeySpec {
         name: "kind",
         value: Value::Enum(&[]),
-        default: Default::Required("a fault names its kind"),
+        default: Default::Required(MISSING_COMMON),
         range: Range::Any,
         doc: "one of the kinds below",
     },
     KeySpec {
         name: "at",
         value: Value::Duration,
-        default: Default::Required("a fault says when it starts"),
+        default: Default::Required(MISSING_COMMON),
         range: Range::Any,
         doc: "when it starts",
     },
@@ -217,6 +226,10 @@ const ERROR_REPLIES: &[&str] = &["oom", "readonly", "loading", "wrongtype"];
 pub const FAULT_KINDS: &[FaultKindSpec] = &[
     FaultKindSpec {
         name: "pause",
+        doc: "CLIENT PAUSE: commands are accepted, not executed; new connections accepted. It \
+               ends on the server's first cron tick at or after its end (see `hz`). `mode = \
+               \"write\"` (CLIENT PAUSE … WRITE) holds only writes: reads are served, and a \
+               connection whose next command is a write waits with everything behind it",
         on: On::Server,
         instant: None,
         keys: &[KeySpec {
@@ -230,6 +243,9 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "hang",
+        doc: "docker pause, SIGSTOP: no replies, connections stay open, connection attempts \
+               get no answer; a command that was running when the process froze replies when it \
+               thaws. It ends exactly at its end (a frozen process has no cron)",
         on: On::Server,
         instant: None,
         keys: &[],
@@ -237,6 +253,8 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "stop",
+        doc: "the process exits: connections dropped, new ones refused; started again at the \
+               end, empty unless `persistence`",
         on: On::Server,
         instant: None,
         keys: &[],
@@ -244,6 +262,9 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "kill",
+        doc: "CLIENT KILL of every client, at one instant: connections dropped, a reply not \
+               yet on the wire lost, the process keeps running with its keys. On a connection: \
+               CLIENT KILL of that client only",
         on: On::ServerOrConnection,
         instant: Some("a kill happens at one instant (the server keeps running)"),
         keys: &[],
@@ -251,6 +272,9 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "maxmemory",
+        doc: "CONFIG SET maxmemory, at one instant: the new limit stays (until a `stop` \
+               restarts the server, which reads its configured limit again), and the server \
+               evicts at once (per its policy) to get under it",
         on: On::Server,
         instant: Some("a maxmemory change happens at one instant (the new limit stays)"),
         keys: &[KeySpec {
@@ -267,6 +291,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "flushall",
+        doc: "FLUSHALL, at one instant: every key is gone and its memory free",
         on: On::Server,
         instant: Some("a flushall happens at one instant (the keys stay gone)"),
         keys: &[],
@@ -274,6 +299,12 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "error_reply",
+        doc: "while it lasts, the server answers the commands in `commands` with the error \
+               instead of running them: `readonly` (a primary demoted by a failover), `loading` \
+               (a restarting server loading its dataset), `wrongtype`, `oom`. The caller's step \
+               gets the outcome of the same name. The fault answers before the server looks at \
+               its memory (no eviction, no `oom`); overlapping ones answer with the oldest that \
+               covers the command",
         on: On::Server,
         instant: None,
         keys: &[
@@ -304,6 +335,10 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "disconnect",
+        doc: "a connection only: its network to the server is cut while the fault lasts; the \
+               link drops (the client hears it after what is already on the wire) and every \
+               connection attempt is refused until the end. The server and its other clients \
+               are not touched",
         on: On::Connection {
             refusal: "cuts one client connection from its server: target a connection \
                       (a server can `stop`)",
@@ -314,6 +349,13 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "failover",
+        doc: "the primary's process dies (as `stop`, and it stays down); at the end (the \
+               detection and election time: Sentinel's `down-after-milliseconds` plus the \
+               election), `replica` (required: a replica of the target) is promoted: it takes \
+               writes, and every connection that follows failovers connects to it from its next \
+               attempt (a connection with `follows_failover = false` keeps its address and \
+               finds nothing there). Unlike a `stop` without persistence, the promoted replica \
+               has the data, but for the writes of its last lag",
         on: On::Server,
         instant: None,
         keys: &[
@@ -340,6 +382,10 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "crash",
+        doc: "the node dies (an OOM-killed pod, a lost host): connections dropped, and its \
+               address answers nothing while it lasts, so each connection attempt waits out its \
+               `connect_timeout`; at the end a new process starts there, empty unless \
+               `persistence`",
         on: On::Server,
         instant: None,
         keys: &[],
@@ -347,6 +393,13 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "slow",
+        doc: "a database only: while it lasts, every query's work runs `slowdown` times slower \
+               (a vacuum, a noisy neighbour, a cold buffer cache after a restart). It acts on \
+               the work clock the database's capacity sharing and collapse act on: a query \
+               running when it starts slows from that instant, one still running at its end \
+               speeds up again, so a 40 ms query under `slowdown = 4` from 10 ms to 30 ms ends \
+               at 55 ms (10 ms of work, then 5, then the last 25). With several at once, the \
+               slowest holds, and each ends on its own",
         on: On::Database,
         instant: None,
         keys: &[KeySpec {
@@ -368,6 +421,10 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "refuse",
+        doc: "a database only: while it lasts, every query that starts is refused at once with \
+               `refused` (the listener gone, `max_connections` taken by something else) and \
+               counted in the database's `refused`; queries already running finish. Several at \
+               once refuse until the last ends",
         on: On::Database,
         instant: None,
         keys: &[],
@@ -375,6 +432,15 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "pool_exhausted",
+        doc: "a database with `max_connections` only: while it lasts, something else holds \
+               `connections` of them (a batch job, a leaked pool, another service). Queries \
+               already holding one run on; a query that finds the rest taken waits in the \
+               `connection_queue` or is refused when it is full, as when the pool is full of \
+               the service's own queries; at the end the held connections come back and the \
+               oldest waiters take them at once. With a pool of 2 and a queue of 1 held whole \
+               from 10 ms to 100 ms, a 40 ms query waiting since 20 ms starts at 100 ms and \
+               ends at 140 ms. Several at once hold their connections added up, each giving its \
+               own back at its end",
         on: On::Database,
         instant: None,
         keys: &[KeySpec {
@@ -394,6 +460,15 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "lock_held",
+        doc: "a database only: while it lasts, something else holds every advisory lock of the \
+               key family `key` (a migration's table lock, a long transaction, a backup). A \
+               query whose step takes one of them (`lock` on a `db` step) waits for the fault's \
+               end holding its connection, so waiters count against `max_connections` as a real \
+               convoy does; at the end the waiters queue for their own keys in arrival order. \
+               Queries that hold a lock, or already wait for one, when it starts take their \
+               turns as before. Queries of 40 ms on one key at 0, 20 and 50 ms take turns 0-40, \
+               40-80, 80-120 alone; with the family held from 10 ms to 100 ms they run 0-40, \
+               100-140, 140-180, two waiting at once",
         on: On::Database,
         instant: None,
         keys: &[KeySpec {
@@ -410,6 +485,15 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "latency",
+        doc: "a connection only (run live too, at a forwarder), toxiproxy's `latency` toxic in \
+               both directions: while it lasts, every command and reply sent on it arrives \
+               `latency` later (drawn within `± jitter` per item, from a stream of the \
+               connection's own), and never before what was sent ahead of it on the same wire \
+               (TCP keeps order). It ends when it ends: what it holds at its end is let go then \
+               (toxiproxy forwards what a removed toxic held); the connection handshake is not \
+               delayed. With 100 µs each way, 50 ms added from 1 ms to 200 ms makes a GET \
+               issued at 10 ms answer at 110.205 ms, and one issued at 199 ms (held until the \
+               end, 200 ms) at 200.205 ms. Several on one connection add up",
         on: On::Connection { refusal: SENDS },
         instant: None,
         keys: &[
@@ -436,6 +520,14 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "bandwidth",
+        doc: "a connection only (run live too), toxiproxy's `bandwidth` toxic in both \
+               directions: while it lasts, what is sent on it moves at `bandwidth` instead of \
+               the connection's own (a 100 KiB SET at 1 MiB/s spends about 98 ms on the wire, \
+               head-of-line for what is behind it). Only while it lasts: bytes still to send at \
+               its end go at the connection's own rate, and bytes on the wire at its start slow \
+               down then. Ten 1 MiB SETs issued at once on a 100 MiB/s connection take about \
+               0.1 s; behind a 1 MiB/s fault of 100 ms, about 0.2 s; behind one of 30 s, 10 s. \
+               With several, the slowest holds",
         on: On::Connection { refusal: SENDS },
         instant: None,
         keys: &[KeySpec {
@@ -452,6 +544,17 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "packet_loss",
+        doc: "a connection only (run live too, at a forwarder, per chunk read), packet loss \
+               under TCP in both directions: while it lasts, each command or reply is lost on a \
+               transmission with chance `loss` and sent again after `retransmit`, the timeout \
+               doubling at each loss (Linux's backoff), so it arrives `retransmit × (2^k - 1)` \
+               late after `k` losses in a row (at most 15, `tcp_retries2`; the timeout stops \
+               doubling at 120 s, Linux's `TCP_RTO_MAX`), and everything sent after it waits \
+               behind it (a TCP stream keeps its order: head-of-line blocking). With `loss = \
+               10` and the default 200 ms, 90% arrive on time, 9% 200 ms late, 0.9% 600 ms \
+               late. A transmission after the fault's end gets through: an item lost once in a \
+               100 ms fault arrives at its first retransmission, 200 ms later. Losses of \
+               several faults combine (`1 - Π(1 - p)`), the longest timeout holds",
         on: On::Connection { refusal: SENDS },
         instant: None,
         keys: &[
@@ -486,6 +589,15 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
     },
     FaultKindSpec {
         name: "slow_close",
+        doc: "a connection only (run live too: the forwarder holds the end of the stream \
+               back), toxiproxy's `slow_close`: while it lasts, a close takes `delay` longer to \
+               reach the other side. When the server drops the client (`kill`, `stop`, a \
+               `disconnect`), the client hears it that much later: its commands wait, it counts \
+               no disconnect and does not reconnect until then. A GET held by a pause when the \
+               network is cut at 20 ms: the client hears the drop at 20.1 ms, with a 300 ms \
+               `slow_close` at 320.1 ms, and with one that ends at 100 ms at 100 ms (a close it \
+               holds is let go at its end). Several add up. (A reset, toxiproxy's `reset_peer`, \
+               is a `kill` on the connection)",
         on: On::Connection { refusal: SENDS },
         instant: None,
         keys: &[KeySpec {
@@ -719,6 +831,15 @@ pub fn reference_table() -> String {
     out
 }
 
+/// The table of kinds of `[faults.<name>]` in `docs/scenario-format.md`, as markdown.
+pub fn kinds_table() -> String {
+    let mut out = String::from("| kind | what happens |\n|---|---|\n");
+    for kind in FAULT_KINDS {
+        writeln!(out, "| `\"{}\"` | {} |", kind.name, kind.doc).expect("a String");
+    }
+    out
+}
+
 fn row(out: &mut String, key: &KeySpec, faults: &str) {
     let value = describe_value(key);
     let default = match key.default {
@@ -727,7 +848,14 @@ fn row(out: &mut String, key: &KeySpec, faults: &str) {
         Default::Otherwise(text) => text.to_owned(),
     };
     let name = key.name;
-    let doc = key.doc;
+    let and = |accepts: fn(On) -> bool| kinds_on(accepts).replace(" or ", " and ");
+    let doc = key
+        .doc
+        .replace(
+            "{connection}",
+            &and(|on| matches!(on, On::Connection { .. } | On::ServerOrConnection)),
+        )
+        .replace("{database}", &and(|on| on == On::Database));
     writeln!(out, "| `{name}` | {faults} | {value} | {default} | {doc} |").expect("a String");
 }
 
@@ -749,6 +877,7 @@ fn describe_value(key: &KeySpec) -> String {
         Value::Bool => "`true` or `false`".to_owned(),
         Value::Enum(values) | Value::OneOf { values, .. } => words(values),
         Value::Ref(table) => format!("a name in [{table}]"),
+        Value::Target => "a name in [servers], [connections] or [databases]".to_owned(),
     };
     let range = key.range.describe();
     match key.range {

@@ -1201,7 +1201,7 @@ fn read_value<'de, M: MapAccess<'de>>(
         Value::Enum(_) => wrap(map.next_value::<Spanned<Word>>()?, |word| {
             RawValue::Word(word.0)
         }),
-        Value::OneOf { .. } | Value::Ref(_) => {
+        Value::OneOf { .. } | Value::Ref(_) | Value::Target => {
             wrap(map.next_value::<Spanned<String>>()?, RawValue::Word)
         }
     })

@@ -478,7 +478,9 @@ pub(crate) fn default_value(value: Value, text: &str) -> RawValue {
         Value::Count => RawValue::Whole(Whole(text.parse().expect("a default count"))),
         Value::Number => RawValue::Number(text.parse().expect("a default number")),
         Value::Bool => RawValue::Bool(text.parse().expect("a default flag")),
-        Value::Enum(_) | Value::OneOf { .. } | Value::Ref(_) => RawValue::Word(word),
+        Value::Enum(_) | Value::OneOf { .. } | Value::Ref(_) | Value::Target => {
+            RawValue::Word(word)
+        }
     }
 }
 
