@@ -7,10 +7,13 @@
 //!   ([`crate::raw::RawFault`]); an undeclared key is refused there, naming every key;
 //! - the refusal of a key of another kind, a missing required key, a value out of its range,
 //!   and the defaults ([`crate::validate`]'s fault reader, `validate/faults.rs`);
-//! - the key table of `docs/scenario-format.md` ([`reference_table`]; a test compares them).
+//! - the key table and the kind table of `docs/scenario-format.md` ([`reference_table`],
+//!   [`kinds_table`]; `tests/integration/docs_tables.rs` compares them, and
+//!   `OUTAGELAB_BLESS=1` rewrites them);
+//! - `explore`'s instant kinds ([`crate::INSTANT_KINDS`]).
 //!
-//! Adding a fault kind is one entry in [`FAULT_KINDS`] and its `build` function here, and its
-//! mechanism in the simulator.
+//! Adding a fault kind is one entry in [`FAULT_KINDS`] and its `build` function here, its
+//! mechanism in the simulator, and its tests; the docs' tables are then regenerated.
 
 use std::fmt::Write as _;
 use std::sync::LazyLock;
@@ -24,7 +27,7 @@ use crate::validate::{FaultReader, Reported};
 pub struct KeySpec {
     pub name: &'static str,
     pub value: Value,
-    pub default: Default,
+    pub default: KeyDefault,
     pub range: Range,
     /// One line for the reference.
     pub doc: &'static str,
@@ -60,7 +63,7 @@ pub enum Value {
 
 /// What a key is when the table leaves it out.
 #[derive(Clone, Copy, PartialEq, Debug)]
-pub enum Default {
+pub enum KeyDefault {
     /// The key must be given; the message says why and how, at the fault's `kind`.
     Required(&'static str),
     /// As if the file had written this value (TOML text).
@@ -178,14 +181,14 @@ pub const COMMON_KEYS: &[KeySpec] = &[
     KeySpec {
         name: "enabled",
         value: Value::Bool,
-        default: Default::Is("true"),
+        default: KeyDefault::Is("true"),
         range: Range::Any,
         doc: "a disabled fault is checked and left out, for a variant to enable",
     },
     KeySpec {
         name: "target",
         value: Value::Target,
-        default: Default::Required(MISSING_COMMON),
+        default: KeyDefault::Required(MISSING_COMMON),
         range: Range::Any,
         // `{connection}` and `{database}`: the kinds that act on each, in the reference.
         doc: "the server, a connection (in a service, one instance's copy: `inv@1`; \
@@ -194,21 +197,21 @@ pub const COMMON_KEYS: &[KeySpec] = &[
     KeySpec {
         name: "kind",
         value: Value::Enum(&[]),
-        default: Default::Required(MISSING_COMMON),
+        default: KeyDefault::Required(MISSING_COMMON),
         range: Range::Any,
         doc: "one of the kinds below",
     },
     KeySpec {
         name: "at",
         value: Value::Duration,
-        default: Default::Required(MISSING_COMMON),
+        default: KeyDefault::Required(MISSING_COMMON),
         range: Range::Any,
         doc: "when it starts",
     },
     KeySpec {
         name: "duration",
         value: Value::Duration,
-        default: Default::Otherwise("none: the fault lasts to the end"),
+        default: KeyDefault::Otherwise("none: the fault lasts to the end"),
         range: Range::Longer {
             why: "leave it out for a fault that never ends",
         },
@@ -235,7 +238,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
         keys: &[KeySpec {
             name: "mode",
             value: ALL_OR_WRITE,
-            default: Default::Is("\"all\""),
+            default: KeyDefault::Is("\"all\""),
             range: Range::Any,
             doc: "`\"write\"` (CLIENT PAUSE … WRITE) holds only writes",
         }],
@@ -280,7 +283,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
         keys: &[KeySpec {
             name: "maxmemory",
             value: Value::Size,
-            default: Default::Required(
+            default: KeyDefault::Required(
                 "a `maxmemory` fault sets a new limit: give it, e.g. `maxmemory = \"30MiB\"` \
                  (0 lifts the limit)",
             ),
@@ -315,7 +318,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
                     noun: "error reply",
                     plural: "errors",
                 },
-                default: Default::Required(
+                default: KeyDefault::Required(
                     "an `error_reply` fault needs the error it answers with: one of \
                      oom, readonly, loading, wrongtype",
                 ),
@@ -325,7 +328,9 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
             KeySpec {
                 name: "commands",
                 value: ALL_OR_WRITE,
-                default: Default::Otherwise("`\"write\"` for `readonly`, `\"all\"` for the others"),
+                default: KeyDefault::Otherwise(
+                    "`\"write\"` for `readonly`, `\"all\"` for the others",
+                ),
                 range: Range::Any,
                 doc: "which commands get it: all, or those that are not read-only (a demoted \
                       replica serves reads)",
@@ -362,7 +367,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
             KeySpec {
                 name: "replica",
                 value: Value::Ref("servers"),
-                default: Default::Required(
+                default: KeyDefault::Required(
                     "a `failover` promotes a replica: name it (`replica = \"...\"`)",
                 ),
                 range: Range::Any,
@@ -371,7 +376,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
             KeySpec {
                 name: "unreachable",
                 value: Value::Bool,
-                default: Default::Is("false"),
+                default: KeyDefault::Is("false"),
                 range: Range::Any,
                 doc: "the primary's host dies with it, so its address answers nothing \
                       (connection attempts there wait out their `connect_timeout`, as after a \
@@ -405,7 +410,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
         keys: &[KeySpec {
             name: "slowdown",
             value: Value::Number,
-            default: Default::Required(
+            default: KeyDefault::Required(
                 "a `slow` fault runs its database's queries slower: say how many times, \
                  e.g. `slowdown = 4`",
             ),
@@ -446,7 +451,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
         keys: &[KeySpec {
             name: "connections",
             value: Value::Count,
-            default: Default::Otherwise("all of them"),
+            default: KeyDefault::Otherwise("all of them"),
             range: Range::Whole {
                 min: 1,
                 max: "`max_connections`",
@@ -474,7 +479,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
         keys: &[KeySpec {
             name: "key",
             value: Value::Ref("keys"),
-            default: Default::Required(
+            default: KeyDefault::Required(
                 "a `lock_held` fault holds the advisory locks of a key family (a table lock): \
                  name it, e.g. `key = \"accounts\"`",
             ),
@@ -500,7 +505,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
             KeySpec {
                 name: "latency",
                 value: Value::Duration,
-                default: Default::Required(
+                default: KeyDefault::Required(
                     "a `latency` fault adds a delay to what the connection sends: give it, \
                      e.g. `latency = \"50ms\"`",
                 ),
@@ -511,7 +516,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
             KeySpec {
                 name: "jitter",
                 value: Value::Duration,
-                default: Default::Is("\"0s\""),
+                default: KeyDefault::Is("\"0s\""),
                 range: Range::Any,
                 doc: "the delay is drawn uniformly within `latency ± jitter` per command or reply",
             },
@@ -533,7 +538,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
         keys: &[KeySpec {
             name: "bandwidth",
             value: Value::Bandwidth,
-            default: Default::Required(
+            default: KeyDefault::Required(
                 "a `bandwidth` fault limits what the connection sends: give the rate, \
                  e.g. `bandwidth = \"100KiB/s\"`",
             ),
@@ -561,7 +566,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
             KeySpec {
                 name: "loss",
                 value: Value::Number,
-                default: Default::Required(
+                default: KeyDefault::Required(
                     "a `packet_loss` fault loses a share of what the connection sends: give it \
                      in percent, e.g. `loss = 2`",
                 ),
@@ -578,7 +583,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
                 name: "retransmit",
                 value: Value::Duration,
                 // Linux's TCP_RTO_MIN: the first retransmission on a fast network.
-                default: Default::Is("\"200ms\""),
+                default: KeyDefault::Is("\"200ms\""),
                 range: Range::Longer {
                     why: "a lost packet is sent again after it",
                 },
@@ -603,7 +608,7 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
         keys: &[KeySpec {
             name: "delay",
             value: Value::Duration,
-            default: Default::Required(
+            default: KeyDefault::Required(
                 "a `slow_close` fault holds a close back: give how long, e.g. `delay = \"500ms\"`",
             ),
             range: Range::Longer {
@@ -663,7 +668,7 @@ pub fn kinds_taking(name: &str) -> Vec<&'static str> {
         .collect()
 }
 
-/// The kinds that act on `on`, as "`a`, `b` or `c`".
+/// The kinds whose target `accepts`, as "`a`, `b` or `c`".
 pub fn kinds_on(accepts: impl Fn(On) -> bool) -> String {
     let names: Vec<String> = FAULT_KINDS
         .iter()
@@ -843,9 +848,9 @@ pub fn kinds_table() -> String {
 fn row(out: &mut String, key: &KeySpec, faults: &str) {
     let value = describe_value(key);
     let default = match key.default {
-        Default::Required(_) => "required".to_owned(),
-        Default::Is(text) => format!("`{text}`"),
-        Default::Otherwise(text) => text.to_owned(),
+        KeyDefault::Required(_) => "required".to_owned(),
+        KeyDefault::Is(text) => format!("`{text}`"),
+        KeyDefault::Otherwise(text) => text.to_owned(),
     };
     let name = key.name;
     let and = |accepts: fn(On) -> bool| kinds_on(accepts).replace(" or ", " and ");

@@ -11,7 +11,7 @@ use serde::de::Error as _;
 use toml::Spanned;
 
 use super::{Validator, since_zero};
-use crate::fault_kinds::{self, COMMON_KEYS, Default, FaultKindSpec, KeySpec, On, Range, Value};
+use crate::fault_kinds::{self, COMMON_KEYS, FaultKindSpec, KeyDefault, KeySpec, On, Range, Value};
 use crate::kinds::Names;
 use crate::raw::{RawFault, RawValue, Size, Text, Whole};
 
@@ -444,11 +444,11 @@ impl<'r> FaultReader<'_, '_, 'r> {
             return Some(value.clone());
         }
         match declared.default {
-            Default::Is(text) => Some(Spanned::new(
+            KeyDefault::Is(text) => Some(Spanned::new(
                 self.raw.kind.span(),
                 default_value(declared.value, text),
             )),
-            Default::Required(_) | Default::Otherwise(_) => None,
+            KeyDefault::Required(_) | KeyDefault::Otherwise(_) => None,
         }
     }
 
@@ -458,7 +458,7 @@ impl<'r> FaultReader<'_, '_, 'r> {
 
     /// Reports the required key `name` missing, at the fault's `kind`.
     fn missing(&mut self, name: &str) -> Reported {
-        let Default::Required(message) = self.declared(name).default else {
+        let KeyDefault::Required(message) = self.declared(name).default else {
             unreachable!("`{name}` has a default")
         };
         let key = self.field(name);
