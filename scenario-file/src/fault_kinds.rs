@@ -15,6 +15,7 @@
 //! Adding a fault kind is one entry in [`FAULT_KINDS`] and its `build` function here, its
 //! mechanism in the simulator, and its tests; the docs' tables are then regenerated.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
@@ -834,6 +835,30 @@ pub fn reference_table() -> String {
         row(&mut out, spec, &faults.join(", "));
     }
     out
+}
+
+/// The `key = value` lines `validate --explain` prints for the fault table `section`
+/// (`faults.<name>`): its target, kind and start, then every key its kind declares, as the
+/// file wrote it (`settings`, as [`crate::Variant::settings`] holds them) or else as the
+/// declaration's default.
+pub fn explain(out: &mut String, section: &str, settings: &BTreeMap<String, String>) {
+    let written = |key: &str| settings.get(&format!("{section}.{key}"));
+    let Some(kind) = written("kind").and_then(|name| kind(name.trim_matches('"'))) else {
+        return;
+    };
+    writeln!(out, "[{section}]").expect("a String");
+    let common = COMMON_KEYS
+        .iter()
+        .filter(|key| key.name != "enabled")
+        .filter(|key| key.name != "duration" || kind.instant.is_none());
+    for key in common.chain(kind.keys) {
+        let value = match (written(key.name), key.default) {
+            (Some(value), _) => value.clone(),
+            (None, KeyDefault::Is(text) | KeyDefault::Otherwise(text)) => text.replace('`', ""),
+            (None, KeyDefault::Required(_)) => continue,
+        };
+        writeln!(out, "  {} = {value}", key.name).expect("a String");
+    }
 }
 
 /// The table of kinds of `[faults.<name>]` in `docs/scenario-format.md`, as markdown.

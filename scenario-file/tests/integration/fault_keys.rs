@@ -176,3 +176,16 @@ fn a_required_key_left_out_is_refused_at_kind() {
         "{message}"
     );
 }
+
+#[test]
+fn explain_prints_a_faults_keys_with_their_defaults() {
+    let text = with_fault("target = \"c\"\nkind = \"packet_loss\"\nat = \"1s\"\nloss = 2");
+    let file = outagelab_scenario_file::parse(&text, Path::new("t.toml"))
+        .unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
+    let explained = outagelab_scenario_file::explain(&file.variants[0]);
+    let expected = "[faults.f]\n  target = \"c\"  # set in the file\n  kind = \"packet_loss\"  # \
+                    set in the file\n  at = \"1s\"  # set in the file\n  duration = none: the \
+                    fault lasts to the end\n  loss = 2  # set in the file\n  retransmit = \
+                    \"200ms\"\n";
+    assert!(explained.contains(expected), "{explained}");
+}
