@@ -1,5 +1,6 @@
-//! `outagelab validate --explain`: the values each breaker and retry policy of a variant runs
-//! with, written back as the file's keys, with the preset they started from and its source.
+//! `outagelab validate --explain`: the values each breaker, retry policy, connection and fault
+//! of a variant runs with, written back as the file's keys, with the preset they started from
+//! and its source (a fault's keys and their defaults come from `fault_kinds`).
 //! A reviewer reads here what a `preset = "..."` expanded to after the file's overrides.
 
 use std::fmt::Write as _;
@@ -17,7 +18,7 @@ use outagelab_sim::scenario::{
 
 use crate::Variant;
 
-/// The breakers, retry policies and connections of `variant`, one block each, as
+/// The breakers, retry policies, connections and faults of `variant`, one block each, as
 /// `key = value` lines.
 pub fn explain(variant: &Variant) -> String {
     let mut out = String::new();
@@ -40,8 +41,15 @@ pub fn explain(variant: &Variant) -> String {
         let section = format!("connections.{}", connection.name);
         explain_connection(&mut out, &section, preset_of(&section), connection);
     }
+    for fault in &variant.scenario.faults {
+        crate::fault_kinds::explain(
+            &mut out,
+            &format!("faults.{}", fault.name),
+            &variant.settings,
+        );
+    }
     if out.is_empty() {
-        out.push_str("(no breakers, retry policies or connections)\n");
+        out.push_str("(no breakers, retry policies, connections or faults)\n");
     }
     mark_overrides(&out, variant)
 }

@@ -26,6 +26,7 @@
 //! the failures `outagelab run` exits 1 on. Every problem is said at its key.
 
 use std::ops::{Range, RangeInclusive};
+use std::sync::LazyLock;
 
 use toml::de::DeValue;
 
@@ -81,8 +82,14 @@ pub struct FaultTemplate {
     pub extra: Vec<(String, String)>,
 }
 
-/// The kinds that happen at one instant and take no `duration`.
-pub const INSTANT_KINDS: [&str; 3] = ["kill", "maxmemory", "flushall"];
+/// The kinds that happen at one instant and take no `duration` (as `fault_kinds` declares).
+pub static INSTANT_KINDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    crate::fault_kinds::FAULT_KINDS
+        .iter()
+        .filter(|kind| kind.instant.is_some())
+        .map(|kind| kind.name)
+        .collect()
+});
 /// The most faults one schedule holds.
 pub const FAULTS_MAX: u32 = 8;
 /// The most schedules one exploration tries.

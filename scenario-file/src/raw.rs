@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
+use crate::fault_kinds::{self, FaultKindSpec, Value};
 use crate::one_of::{OneOf, fields_of};
 
 #[derive(Deserialize)]
@@ -1064,8 +1065,9 @@ pub enum ArrivalsName {
     Closed,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A `[faults.<name>]` table: the keys every fault has, then the keys of the kinds, each read
+/// as the value its declaration says (`crate::fault_kinds`). A key no kind declares is refused
+/// here, naming every key, as a derived struct with `deny_unknown_fields` would.
 pub struct RawFault {
     /// A disabled fault is checked (a variant may enable it) and left out.
     pub enabled: Option<bool>,
@@ -1073,91 +1075,212 @@ pub struct RawFault {
     pub kind: Spanned<FaultKindName>,
     pub at: Spanned<Text>,
     pub duration: Option<Spanned<Text>>,
-    /// `pause` only.
-    pub mode: Option<Spanned<CommandsName>>,
-    /// `maxmemory` only.
-    pub maxmemory: Option<Spanned<Size>>,
-    /// `error_reply` only: the error's outcome name.
-    pub error: Option<Spanned<String>>,
-    /// `error_reply` only.
-    pub commands: Option<Spanned<CommandsName>>,
-    /// `failover` only: the replica promoted.
-    pub replica: Option<Spanned<String>>,
-    /// `failover` only: the primary's address answers nothing (its host died).
-    pub unreachable: Option<Spanned<bool>>,
-    /// `slow` only (on a database): how many times slower its queries run.
-    pub slowdown: Option<Spanned<f64>>,
-    /// `pool_exhausted` only: how many of the database's connections something else holds.
-    pub connections: Option<Spanned<Whole>>,
-    /// `latency` only (on a connection): the delay added one way, and its jitter.
-    pub latency: Option<Spanned<Text>>,
-    pub jitter: Option<Spanned<Text>>,
-    /// `bandwidth` only (on a connection): the rate what is sent moves at.
-    pub bandwidth: Option<Spanned<Text>>,
-    /// `lock_held` only (on a database): the key family whose every lock something else holds.
-    pub key: Option<Spanned<String>>,
-    /// `packet_loss` only (on a connection): the share of transmissions lost, in percent, and
-    /// TCP's retransmission timeout.
-    pub loss: Option<Spanned<f64>>,
-    pub retransmit: Option<Spanned<Text>>,
-    /// `slow_close` only (on a connection): how much later a close reaches the other side.
-    pub delay: Option<Spanned<Text>>,
+    /// The kinds' own keys as written, in the order `fault_kinds::all_keys` lists them; which
+    /// of them this fault's kind takes is checked by the validator.
+    pub keys: Vec<(&'static str, Spanned<RawValue>)>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultKindName {
-    Pause,
-    Hang,
-    Stop,
-    Kill,
-    Maxmemory,
-    Flushall,
-    ErrorReply,
-    Disconnect,
-    Failover,
-    Crash,
-    Slow,
-    Refuse,
-    PoolExhausted,
-    LockHeld,
-    Latency,
-    Bandwidth,
-    PacketLoss,
-    SlowClose,
-}
-
-impl FaultKindName {
-    pub fn name(self) -> &'static str {
-        match self {
-            FaultKindName::Pause => "pause",
-            FaultKindName::Hang => "hang",
-            FaultKindName::Stop => "stop",
-            FaultKindName::Kill => "kill",
-            FaultKindName::Maxmemory => "maxmemory",
-            FaultKindName::Flushall => "flushall",
-            FaultKindName::ErrorReply => "error_reply",
-            FaultKindName::Disconnect => "disconnect",
-            FaultKindName::Failover => "failover",
-            FaultKindName::Crash => "crash",
-            FaultKindName::Slow => "slow",
-            FaultKindName::Refuse => "refuse",
-            FaultKindName::PoolExhausted => "pool_exhausted",
-            FaultKindName::LockHeld => "lock_held",
-            FaultKindName::Latency => "latency",
-            FaultKindName::Bandwidth => "bandwidth",
-            FaultKindName::PacketLoss => "packet_loss",
-            FaultKindName::SlowClose => "slow_close",
-        }
+impl RawFault {
+    /// The kind key `name` as written.
+    pub fn key(&self, name: &str) -> Option<&Spanned<RawValue>> {
+        self.keys
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value)
     }
 }
 
-/// Which commands a pause holds, or an error-reply fault answers.
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CommandsName {
-    All,
-    Write,
+/// A fault kind's key as written, in the raw type its declared [`Value`] reads.
+#[derive(Clone)]
+pub enum RawValue {
+    /// A duration or a bandwidth.
+    Text(Text),
+    Size(Size),
+    Whole(Whole),
+    Number(f64),
+    Bool(bool),
+    /// A word of a list, or a resource's name.
+    Word(String),
+}
+
+impl<'de> Deserialize<'de> for RawFault {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_struct("RawFault", fault_kinds::all_keys(), FaultVisitor)
+    }
+}
+
+/// A fault table's key: one of its own fields, or a kind's key and the value it reads as.
+enum FaultKey {
+    Enabled,
+    Target,
+    Kind,
+    At,
+    Duration,
+    Of(&'static str, Value),
+}
+
+impl<'de> Deserialize<'de> for FaultKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = FaultKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a fault's key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<FaultKey, E> {
+                Ok(match key {
+                    "enabled" => FaultKey::Enabled,
+                    "target" => FaultKey::Target,
+                    "kind" => FaultKey::Kind,
+                    "at" => FaultKey::At,
+                    "duration" => FaultKey::Duration,
+                    _ => match fault_kinds::key_value(key) {
+                        Some((name, value)) => FaultKey::Of(name, value),
+                        None => return Err(E::unknown_field(key, fault_kinds::all_keys())),
+                    },
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct FaultVisitor;
+
+impl<'de> Visitor<'de> for FaultVisitor {
+    type Value = RawFault;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a fault's table")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<RawFault, M::Error> {
+        let (mut enabled, mut target, mut kind, mut at, mut duration) =
+            (None, None, None, None, None);
+        let mut keys = Vec::new();
+        while let Some(key) = map.next_key::<FaultKey>()? {
+            match key {
+                FaultKey::Enabled => enabled = Some(map.next_value()?),
+                FaultKey::Target => target = Some(map.next_value()?),
+                FaultKey::Kind => kind = Some(map.next_value()?),
+                FaultKey::At => at = Some(map.next_value()?),
+                FaultKey::Duration => duration = Some(map.next_value()?),
+                FaultKey::Of(name, value) => keys.push((name, read_value(&mut map, value)?)),
+            }
+        }
+        let order = |name: &&str| fault_kinds::all_keys().iter().position(|key| key == name);
+        keys.sort_by_key(|(name, _)| order(name));
+        Ok(RawFault {
+            enabled,
+            target: target.ok_or_else(|| de::Error::missing_field("target"))?,
+            kind: kind.ok_or_else(|| de::Error::missing_field("kind"))?,
+            at: at.ok_or_else(|| de::Error::missing_field("at"))?,
+            duration,
+            keys,
+        })
+    }
+}
+
+/// The value of a kind's key, read as the raw type of its declared `value`.
+fn read_value<'de, M: MapAccess<'de>>(
+    map: &mut M,
+    value: Value,
+) -> Result<Spanned<RawValue>, M::Error> {
+    fn wrap<T>(value: Spanned<T>, raw: fn(T) -> RawValue) -> Spanned<RawValue> {
+        let span = value.span();
+        Spanned::new(span, raw(value.into_inner()))
+    }
+    Ok(match value {
+        Value::Duration | Value::Bandwidth => {
+            wrap(map.next_value::<Spanned<Text>>()?, RawValue::Text)
+        }
+        Value::Size => wrap(map.next_value::<Spanned<Size>>()?, RawValue::Size),
+        Value::Count => wrap(map.next_value::<Spanned<Whole>>()?, RawValue::Whole),
+        Value::Number => wrap(map.next_value::<Spanned<f64>>()?, RawValue::Number),
+        Value::Bool => wrap(map.next_value::<Spanned<bool>>()?, RawValue::Bool),
+        Value::Enum(_) => wrap(map.next_value::<Spanned<Word>>()?, |word| {
+            RawValue::Word(word.0)
+        }),
+        Value::OneOf { .. } | Value::Ref(_) | Value::Target => {
+            wrap(map.next_value::<Spanned<String>>()?, RawValue::Word)
+        }
+    })
+}
+
+/// A word of a list, read as serde reads a unit variant (TOML's refusal of another type is
+/// the same as for an enum); whether it is one of the list is checked by the validator.
+struct Word(String);
+
+impl<'de> Deserialize<'de> for Word {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct WordVisitor;
+        impl<'de> Visitor<'de> for WordVisitor {
+            type Value = Word;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a word")
+            }
+            fn visit_str<E: de::Error>(self, word: &str) -> Result<Word, E> {
+                Ok(Word(word.to_owned()))
+            }
+            fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Word, A::Error> {
+                let (word, variant): (String, _) = data.variant()?;
+                de::VariantAccess::unit_variant(variant)?;
+                Ok(Word(word))
+            }
+        }
+        deserializer.deserialize_enum("Word", &[], WordVisitor)
+    }
+}
+
+/// A fault's `kind`: one of [`fault_kinds::FAULT_KINDS`].
+#[derive(Clone, Copy)]
+pub struct FaultKindName(pub &'static FaultKindSpec);
+
+impl PartialEq for FaultKindName {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl<'de> Deserialize<'de> for FaultKindName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl Visitor<'_> for NameVisitor {
+            type Value = FaultKindName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a fault kind")
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<FaultKindName, E> {
+                match fault_kinds::kind(name) {
+                    Some(kind) => Ok(FaultKindName(kind)),
+                    None => Err(E::unknown_variant(name, fault_kinds::kind_names())),
+                }
+            }
+        }
+        struct KindVisitor;
+        impl<'de> Visitor<'de> for KindVisitor {
+            type Value = FaultKindName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a fault kind")
+            }
+            fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
+                struct Seed;
+                impl<'de> de::DeserializeSeed<'de> for Seed {
+                    type Value = FaultKindName;
+                    fn deserialize<D: Deserializer<'de>>(
+                        self,
+                        d: D,
+                    ) -> Result<FaultKindName, D::Error> {
+                        d.deserialize_identifier(NameVisitor)
+                    }
+                }
+                let (kind, variant) = data.variant_seed(Seed)?;
+                de::VariantAccess::unit_variant(variant)?;
+                Ok(kind)
+            }
+        }
+        deserializer.deserialize_enum("FaultKindName", fault_kinds::kind_names(), KindVisitor)
+    }
 }
 
 /// A `[[variant]]` entry, without its `patch` (which is merged into the document, not

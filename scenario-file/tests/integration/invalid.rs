@@ -711,7 +711,7 @@ fn rejected_files() {
                 "count = 5",
                 "count = 5\n\n[faults.h]\ntarget = \"redis\"\nkind = \"hang\"\nat = \"1s\"\nmode = \"write\"",
             ),
-            "28:8: faults.h.mode: only a `pause` fault takes `mode`, not a `hang` one",
+            "28:8: faults.h.mode: only a `pause` fault takes `mode`, not a `hang` one (a `hang` fault takes no keys of its own)",
         ),
         (
             with(
@@ -1735,7 +1735,7 @@ fn database_faults() {
         ),
         (
             fault("target = \"db\"\nkind = \"refuse\"\nat = \"1s\"\nslowdown = 2"),
-            "28:12: faults.f.slowdown: only a `slow` fault takes `slowdown`, not a `refuse` one",
+            "28:12: faults.f.slowdown: only a `slow` fault takes `slowdown`, not a `refuse` one (a `refuse` fault takes no keys of its own)",
         ),
         (
             fault("target = \"dbb\"\nkind = \"refuse\"\nat = \"1s\""),
@@ -1765,7 +1765,7 @@ fn database_faults() {
         ),
         (
             fault("target = \"db\"\nkind = \"refuse\"\nat = \"1s\"\nkey = \"k\""),
-            "28:7: faults.f.key: only a `lock_held` fault takes `key`, not a `refuse` one",
+            "28:7: faults.f.key: only a `lock_held` fault takes `key`, not a `refuse` one (a `refuse` fault takes no keys of its own)",
         ),
     ]);
     // `pool_exhausted` on a database with a pool of 4: all of it by default, or some.
@@ -1793,7 +1793,7 @@ fn database_faults() {
         ),
         (
             pooled("target = \"db\"\nkind = \"refuse\"\nat = \"1s\"\nconnections = 2"),
-            "29:15: faults.f.connections: only a `pool_exhausted` fault takes `connections`, not a `refuse` one",
+            "29:15: faults.f.connections: only a `pool_exhausted` fault takes `connections`, not a `refuse` one (a `refuse` fault takes no keys of its own)",
         ),
         (
             pooled("target = \"redis\"\nkind = \"pool_exhausted\"\nat = \"1s\""),
@@ -1849,7 +1849,7 @@ fn connection_toxics() {
         ),
         (
             fault("target = \"c\"\nkind = \"disconnect\"\nat = \"1s\"\njitter = \"5ms\""),
-            "28:10: faults.f.jitter: only a `latency` fault takes `jitter`, not a `disconnect` one",
+            "28:10: faults.f.jitter: only a `latency` fault takes `jitter`, not a `disconnect` one (a `disconnect` fault takes no keys of its own)",
         ),
         (
             fault("target = \"c\"\nkind = \"slow_close\"\nat = \"1s\""),
@@ -1879,7 +1879,7 @@ fn connection_toxics() {
         ),
         (
             fault("target = \"c\"\nkind = \"latency\"\nat = \"1s\"\nlatency = \"5ms\"\nloss = 1"),
-            "29:8: faults.f.loss: only a `packet_loss` fault takes `loss`, not a `latency` one",
+            "29:8: faults.f.loss: only a `packet_loss` fault takes `loss`, not a `latency` one (a `latency` fault takes `latency`, `jitter`)",
         ),
     ]);
 }

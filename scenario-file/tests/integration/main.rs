@@ -5,6 +5,8 @@
 
 mod command_tables;
 mod differences;
+mod docs_tables;
+mod fault_keys;
 mod invalid;
 mod limits;
 mod references;

@@ -1,0 +1,54 @@
+//! The reference tables of `docs/scenario-format.md` that the kinds' declarations generate:
+//! each sits between two markers, and differs from what the declarations make only when
+//! someone forgot to regenerate it.
+
+use std::{env, fs};
+
+use outagelab_scenario_file::{fault_kinds_table, fault_reference_table};
+
+const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
+
+/// The docs between `begin` and `end` must be `generated`; with `OUTAGELAB_BLESS=1` they are
+/// rewritten to it instead.
+fn check_generated(begin: &str, end: &str, generated: &str) {
+    let docs = fs::read_to_string(DOCS).expect("docs/scenario-format.md");
+    let (before, rest) = docs.split_once(begin).expect("the table's first marker");
+    let (table, after) = rest.split_once(end).expect("the table's last marker");
+    let generated = format!("\n{generated}");
+    if table == generated {
+        return;
+    }
+    if env::var_os("OUTAGELAB_BLESS").is_some_and(|bless| bless == "1") {
+        fs::write(DOCS, format!("{before}{begin}{generated}{end}{after}")).expect("written");
+        return;
+    }
+    let first = table
+        .lines()
+        .zip(generated.lines())
+        .find(|(written, made)| written != made);
+    panic!(
+        "docs/scenario-format.md's table after `{begin}` is not what the declarations make: \
+         regenerate it with `OUTAGELAB_BLESS=1 cargo test -p outagelab-scenario-file --test \
+         integration docs_tables`\nfirst difference:\n  docs:      {:?}\n  generated: {:?}",
+        first.map(|(written, _)| written),
+        first.map(|(_, made)| made),
+    );
+}
+
+#[test]
+fn the_fault_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: fault keys (scenario-file/src/fault_kinds.rs) -->",
+        "<!-- end generated: fault keys -->",
+        &fault_reference_table(),
+    );
+}
+
+#[test]
+fn the_fault_kind_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: fault kinds (scenario-file/src/fault_kinds.rs) -->",
+        "<!-- end generated: fault kinds -->",
+        &fault_kinds_table(),
+    );
+}
