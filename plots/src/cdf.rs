@@ -87,6 +87,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             categories: false,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         },
     );
     panel.lines = lines;
@@ -207,6 +208,7 @@ fn latency_axis(latencies: impl Iterator<Item = f64>) -> Axis {
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band: None,
     }
 }
 

@@ -245,12 +245,15 @@ fn segment_meets(from: (f64, f64), to: (f64, f64), area: &Box) -> bool {
     enter <= leave
 }
 
-/// On a log axis, values at or below its start (zeros) are drawn on it.
+/// On a log axis, values at or below zero are drawn in its zero band, when it has one, and
+/// values under its start on its start.
 pub(crate) fn clamp(axis: &Axis, value: f64) -> f64 {
-    if axis.log {
-        value.max(axis.range.start)
-    } else {
-        value
+    if !axis.log {
+        return value;
+    }
+    match axis.zero_at() {
+        Some(zero) if value <= 0.0 => zero,
+        _ => value.max(axis.range.start),
     }
 }
 
@@ -267,6 +270,7 @@ mod tests {
             categories: false,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         }
     }
 

@@ -163,12 +163,58 @@ fn build_and_draw<DB: DrawingBackend, X: Scale>(
         let every = (y.end - y.start).max(1.0) as usize + 1;
         let y = Categories::new(y.clone(), category_ticks(&y, every));
         draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
+    } else if let (true, Some(band), Some(zero)) =
+        (panel.y.log, &panel.y.zero_band, panel.y.zero_at())
+    {
+        let y = ZeroBanded {
+            log: y.log_scale().into(),
+            top: band.top,
+            zero,
+        };
+        draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
     } else if panel.y.log {
         let y: LogCoord<f64> = y.log_scale().into();
         draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
     } else {
         let y: RangedCoordf64 = y.into();
         draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
+    }
+}
+
+/// A log axis with a zero band at its bottom: the decades' ticks and grid lines above the
+/// band, and one tick in it, at `zero`, where zeros are drawn (labelled by [`tick_label`]).
+struct ZeroBanded {
+    log: LogCoord<f64>,
+    top: f64,
+    zero: f64,
+}
+
+impl Ranged for ZeroBanded {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.log.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        let light = hint.weight().allow_light_points();
+        let decades = self.log.key_points(hint).into_iter();
+        let mut points: Vec<f64> = decades.filter(|&point| point >= self.top).collect();
+        if !light {
+            points.insert(0, self.zero);
+        }
+        points
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.log.range()
+    }
+}
+
+impl ValueFormatter<f64> for ZeroBanded {
+    fn format(value: &f64) -> String {
+        format_number(*value)
     }
 }
 
@@ -221,6 +267,11 @@ impl ValueFormatter<f64> for Categories {
 pub(crate) fn tick_label(axis: &Axis, value: f64) -> String {
     if let Some(start) = axis.clock_start_unix_ms {
         return time_of_day(start + (value * 1000.0).round() as i64);
+    }
+    if let (Some(zero), Some(band)) = (axis.zero_at(), &axis.zero_band)
+        && value == zero
+    {
+        return band.label.clone();
     }
     let name = (axis.categories && value.fract() == 0.0 && value >= 0.0)
         .then(|| axis.category_names.get(value as usize))
@@ -485,6 +536,7 @@ fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
         mesh.x_desc(panel.x.description.as_str());
     }
     mesh.draw()?;
+    draw_zero_band(chart, panel)?;
 
     for band in &panel.bands {
         draw_band(chart, panel, band)?;
@@ -536,6 +588,26 @@ fn draw_labels<DB: DrawingBackend, X: Scale, Y: Scale>(
     }
     Ok(())
 }
+
+/// A log axis' zero band: a light strip across the panel, parted from the decades above it
+/// by a solid line.
+fn draw_zero_band<DB: DrawingBackend, X: Scale, Y: Scale>(
+    chart: &mut Context<'_, DB, X, Y>,
+    panel: &Panel,
+) -> DrawResult<DB> {
+    let Some(band) = panel.y.zero_band.as_ref().filter(|_| panel.y.log) else {
+        return Ok(());
+    };
+    let (x, y) = (&panel.x.range, &panel.y.range);
+    let corners = [(x.start, y.start), (x.end, band.top)];
+    chart.draw_series([Rectangle::new(corners, ZERO_BAND_FILL.filled())])?;
+    let edge = [(x.start, band.top), (x.end, band.top)];
+    chart.draw_series([PathElement::new(edge, ZERO_BAND_EDGE.stroke_width(1))])?;
+    Ok(())
+}
+
+const ZERO_BAND_FILL: RGBColor = RGBColor(246, 246, 246);
+const ZERO_BAND_EDGE: RGBColor = RGBColor(150, 150, 150);
 
 fn draw_band<DB: DrawingBackend, X: Scale, Y: Scale>(
     chart: &mut Context<'_, DB, X, Y>,

@@ -261,6 +261,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
             categories: false,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         };
     }
     if let Some(sweep) = study
@@ -280,6 +281,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
             categories: true,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         };
     }
     let pad = if max > min {
@@ -294,6 +296,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band: None,
     }
 }
 
