@@ -103,6 +103,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             vertical: true,
             stroke,
             label: slo_label(slo),
+            in_legend: true,
         });
         panel.markers.extend(
             (slo.percentile).map(|percentile| Marker::cross((slo.latency_ms, percentile), INK)),

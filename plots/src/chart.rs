@@ -244,6 +244,9 @@ pub(crate) struct Rule {
     pub stroke: Stroke,
     /// Written beside the line: above its right end, or right of its top.
     pub label: String,
+    /// The legend names it too (an objective): where no place beside the line is clear of
+    /// the data, its label is left out of the panel rather than written over the data.
+    pub in_legend: bool,
 }
 
 /// Text anchored at its left middle to a point of a panel.

@@ -128,6 +128,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
                 vertical: false,
                 stroke: CONSTRAINT_STROKE,
                 label: format!("constraint: {}", c.text()),
+                in_legend: false,
             })
             .collect();
         let thresholds = rules.iter().map(|rule| rule.at);
