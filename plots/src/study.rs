@@ -427,6 +427,40 @@ mod tests {
         );
     }
 
+    /// Issue 31: a study's y descriptions were drawn smaller than its x description (each
+    /// chose its size alone, and four stacked panels leave a y description little room).
+    /// Every axis description of a chart has one size.
+    #[test]
+    fn both_axis_descriptions_have_the_same_size() {
+        let mut study = with_a_p99(study());
+        study.selection.metrics.extend(["a".into(), "b".into()]);
+        for variant in &mut study.variants {
+            let timeouts = variant.metrics["timeouts"].clone();
+            variant.metrics.insert("a".into(), timeouts.clone());
+            variant.metrics.insert("b".into(), timeouts);
+        }
+        let chart = chart(&study).unwrap();
+        assert_eq!(chart.panels.len(), 4);
+        assert!(crate::embedded_font_registered());
+        let svg = crate::render::svg(&chart).unwrap();
+        let size_of = |text: &str| -> Vec<String> {
+            let parts = svg
+                .split("</text>")
+                .filter(|part| part.trim_end().ends_with(text));
+            let sizes = parts.filter_map(|part| {
+                let element = part.rsplit_once("<text")?.1;
+                let size = element.split("font-size=\"").nth(1)?.split('"').next()?;
+                Some(size.to_owned())
+            });
+            sizes.collect()
+        };
+        let x = size_of("open (ms)");
+        let y = size_of("latency_ms.all.p99 (ms)");
+        assert_eq!((x.len(), y.len()), (1, 1), "{x:?} {y:?}");
+        assert_eq!(x, y, "the x and the y description in one size");
+        assert_eq!(size_of("timeouts (count)"), y);
+    }
+
     #[test]
     fn without_a_sweep_each_variant_is_a_point_of_its_own() {
         let mut study = study();
