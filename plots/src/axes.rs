@@ -70,8 +70,9 @@ fn log_axis(description: String, range: std::ops::Range<f64>, zeros: bool) -> Ax
     }
 }
 
-/// The share of a log axis' height its zero band takes.
-pub(crate) const ZERO_BAND_SHARE: f64 = 0.12;
+/// The share of a log axis' height its zero band takes: at 12% its tick `0` touched the lowest
+/// decade's on a small multiple about 110 pixels high.
+pub(crate) const ZERO_BAND_SHARE: f64 = 0.18;
 
 /// The zero band's tick: `0` and the axis' unit when its description ends with one word in
 /// parentheses (`latency (ms)`: `0 ms`), else `0`.
