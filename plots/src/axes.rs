@@ -1,7 +1,7 @@
 //! The y-axes of charts: linear from zero, or logarithmic where a linear axis would flatten
 //! what matters; and the numbers on their ticks.
 
-use crate::chart::{Axis, Line};
+use crate::chart::{Axis, Line, ZeroBand};
 
 /// A linear axis from zero to a little above the largest value, at least `0..1` so that
 /// all-zero data still gets a usable axis.
@@ -21,33 +21,70 @@ pub(crate) fn zero_based_axis(
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band: None,
     }
 }
 
 /// A latency-style axis: logarithmic when the positive values spread over more than a factor
-/// of 50, otherwise linear from zero. On a log axis, values at or below zero are drawn at the
-/// bottom edge.
+/// of 50, otherwise linear from zero. On a log axis, values at or below zero (requests
+/// refused in 0 ms) are drawn in a zero band of their own below the lowest decade.
 pub(crate) fn value_axis(
     description: impl Into<String>,
     values: impl IntoIterator<Item = f64>,
 ) -> Axis {
-    let positive: Vec<f64> = values
-        .into_iter()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .collect();
+    let finite: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+    let zeros = finite.iter().any(|v| *v <= 0.0);
+    let positive: Vec<f64> = finite.into_iter().filter(|v| *v > 0.0).collect();
     let min = positive.iter().copied().fold(f64::INFINITY, f64::min);
     let max = positive.iter().copied().fold(0.0_f64, f64::max);
     if positive.is_empty() || max / min <= 50.0 {
         return zero_based_axis(description, positive);
     }
     // A margin each side keeps the extremes off the frame; the range still spans two decades.
+    log_axis(description.into(), min / 1.5..max * 1.5, zeros)
+}
+
+/// A log axis over `range`; with `zeros`, a zero band below it, [`ZERO_BAND_SHARE`] of the
+/// axis' height, named by its tick (`0 ms`), so that zeros are not drawn on the lowest decade
+/// as though they were its values (a comb along the bottom with no 0 mark, issue 31).
+fn log_axis(description: String, range: std::ops::Range<f64>, zeros: bool) -> Axis {
+    let zero_band = zeros.then(|| ZeroBand {
+        top: range.start,
+        label: zero_label(&description),
+    });
+    let start = if zeros {
+        let decades = (range.end / range.start).log10();
+        let band = decades * ZERO_BAND_SHARE / (1.0 - ZERO_BAND_SHARE);
+        range.start / 10f64.powf(band)
+    } else {
+        range.start
+    };
     Axis {
-        description: description.into(),
-        range: min / 1.5..max * 1.5,
+        description,
+        range: start..range.end,
         log: true,
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band,
+    }
+}
+
+/// The share of a log axis' height its zero band takes: at 12% its tick `0` touched the lowest
+/// decade's on a small multiple about 110 pixels high.
+pub(crate) const ZERO_BAND_SHARE: f64 = 0.18;
+
+/// The zero band's tick: `0` and the axis' unit when its description ends with one word in
+/// parentheses (`latency (ms)`: `0 ms`), else `0`.
+fn zero_label(description: &str) -> String {
+    let unit = description
+        .strip_suffix(')')
+        .and_then(|rest| rest.rsplit_once('('))
+        .map(|(_, unit)| unit)
+        .filter(|unit| !unit.is_empty() && !unit.contains(' '));
+    match unit {
+        Some(unit) => format!("0 {unit}"),
+        None => "0".to_owned(),
     }
 }
 
@@ -81,7 +118,7 @@ pub(crate) fn format_number(value: f64) -> String {
 /// two decades (the smallest positive one is under a hundredth of the largest), where a
 /// linear axis would leave the small ones within a few pixels of zero (a bulkhead limit of 10
 /// next to 98 000 queries); then logarithmic, from a little under the smallest positive value
-/// to a little over the largest, zeros drawn on its bottom edge.
+/// to a little over the largest, zeros drawn in a zero band below it.
 pub(crate) fn count_axis(
     description: impl Into<String>,
     lines: &[Line],
@@ -99,17 +136,12 @@ pub(crate) fn count_axis(
     if positive_peaks.is_empty() || largest <= smallest_peak * SPAN_LINEAR_MAX {
         return zero_based_axis(description, values);
     }
-    let smallest = values
-        .filter(|v| v.is_finite() && *v > 0.0)
+    let finite: Vec<f64> = values.filter(|v| v.is_finite()).collect();
+    let zeros = finite.iter().any(|v| *v <= 0.0);
+    let smallest = (finite.into_iter())
+        .filter(|v| *v > 0.0)
         .fold(f64::INFINITY, f64::min);
-    Axis {
-        description: description.into(),
-        range: smallest / 1.5..largest * 1.5,
-        log: true,
-        categories: false,
-        category_names: Vec::new(),
-        clock_start_unix_ms: None,
-    }
+    log_axis(description.into(), smallest / 1.5..largest * 1.5, zeros)
 }
 
 /// The most a linear count axis spans from its smallest peak to its largest: two decades.
@@ -126,9 +158,36 @@ mod tests {
         assert_eq!(zero_based_axis("y", [0.0, 0.0]).range, 0.0..1.0);
         assert_eq!(value_axis("y", []).range, 0.0..1.0);
         assert!(!value_axis("y", [2.0, 100.0]).log);
-        let log = value_axis("y", [0.0, 2.0, 5000.0]);
+        let log = value_axis("y", [2.0, 5000.0]);
         assert!(log.log);
         assert_eq!(log.range, 2.0 / 1.5..5000.0 * 1.5);
+        assert_eq!(log.zero_band, None, "no zero, no zero band");
+    }
+
+    /// Requests refused in 0 ms were drawn on a log axis' lowest decade, a comb along the
+    /// bottom with no 0 mark (issue 31): a zero gives the axis a band of its own below the
+    /// decades, named `0 ms`, where zeros are drawn, and no positive value is.
+    #[test]
+    fn a_log_axis_with_zeros_has_a_zero_band_below_its_decades() {
+        let axis = value_axis("latency (ms)", [0.0, 2.0, 5000.0]);
+        assert!(axis.log);
+        let band = axis.zero_band.clone().expect("a zero band");
+        assert_eq!(band.label, "0 ms");
+        assert_eq!(band.top, 2.0 / 1.5, "the decades start where they did");
+        assert_eq!(axis.range.end, 5000.0 * 1.5);
+        let share = (band.top / axis.range.start).ln() / (axis.range.end / axis.range.start).ln();
+        assert!((share - ZERO_BAND_SHARE).abs() < 1e-9, "{share}");
+        let zero = axis.zero_at().unwrap();
+        assert!(axis.range.start < zero && zero < band.top);
+        assert_eq!(crate::labels::clamp(&axis, 0.0), zero);
+        assert_eq!(crate::labels::clamp(&axis, 2.0), 2.0);
+        assert_eq!(crate::render::tick_label(&axis, zero), "0 ms");
+        // A count's axis: the same band, named `0`.
+        let queries = line(&[0.0, 40_000.0, 98_000.0]);
+        let counts = count_axis("at once (max per bucket)", &[queries], &[10.0]);
+        assert_eq!(counts.zero_band.map(|band| band.label), Some("0".into()));
+        // A linear axis has its own 0.
+        assert_eq!(value_axis("latency (ms)", [0.0, 2.0, 50.0]).zero_band, None);
     }
 
     #[test]
@@ -165,13 +224,14 @@ mod tests {
         assert!(!count_axis("y", std::slice::from_ref(&in_use), &[10.0]).log);
         let both = count_axis("y", std::slice::from_ref(&queries), &[10.0]);
         assert!(both.log);
-        assert_eq!(both.range, 10.0 / 1.5..98_000.0 * 1.5);
+        assert_eq!(both.range.end, 98_000.0 * 1.5);
+        assert_eq!(both.zero_band.map(|band| band.top), Some(10.0 / 1.5));
         let lines = count_axis("y", &[queries, in_use], &[]);
         assert!(lines.log, "a line that peaks at 9 next to one at 98k");
         assert_eq!(
-            lines.range.start,
-            5.0 / 1.5,
-            "from the smallest value drawn"
+            lines.zero_band.map(|band| band.top),
+            Some(5.0 / 1.5),
+            "the decades from the smallest value drawn, the zeros below"
         );
         // Single small values inside a tall line do not count: only peaks do.
         let spiky = line(&[1.0, 2000.0, 1.0, 1500.0]);

@@ -71,6 +71,7 @@ pub(crate) fn lanes(report: &RunReport, time: &Axis) -> Lanes {
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band: None,
     };
     let mut panel = Panel::new(time.clone(), y);
     panel.y_ticks = false;

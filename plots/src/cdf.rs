@@ -87,6 +87,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             categories: false,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         },
     );
     panel.lines = lines;
@@ -102,6 +103,7 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
             vertical: true,
             stroke,
             label: slo_label(slo),
+            in_legend: true,
         });
         panel.markers.extend(
             (slo.percentile).map(|percentile| Marker::cross((slo.latency_ms, percentile), INK)),
@@ -207,6 +209,7 @@ fn latency_axis(latencies: impl Iterator<Item = f64>) -> Axis {
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band: None,
     }
 }
 

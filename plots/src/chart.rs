@@ -98,6 +98,27 @@ pub(crate) struct Axis {
     /// anchored to an incident's clock (`[observed]`): ticks are then labelled with the time of
     /// day in UTC. `None`: seconds from the run's start.
     pub clock_start_unix_ms: Option<i64>,
+    /// On a log axis whose values include zeros (requests refused in 0 ms): the strip at its
+    /// bottom, below the lowest decade, where they are drawn and which its tick names ("0 ms").
+    /// `None`: no zeros, or a linear axis (which has its own 0).
+    pub zero_band: Option<ZeroBand>,
+}
+
+impl Axis {
+    /// Where values at or below zero are drawn: the middle of the zero band.
+    pub fn zero_at(&self) -> Option<f64> {
+        let band = self.zero_band.as_ref()?;
+        Some((self.range.start * band.top).sqrt())
+    }
+}
+
+/// The strip of a log axis where its zeros are drawn: from the axis' start up to `top`, where
+/// the decades begin; no value above zero is drawn in it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ZeroBand {
+    pub top: f64,
+    /// The tick label at its middle: `0 ms`, or `0` for a count.
+    pub label: String,
 }
 
 /// A translucent band: over the full height of the panel (a fault window), or over part of
@@ -223,6 +244,9 @@ pub(crate) struct Rule {
     pub stroke: Stroke,
     /// Written beside the line: above its right end, or right of its top.
     pub label: String,
+    /// The legend names it too (an objective): where no place beside the line is clear of
+    /// the data, its label is left out of the panel rather than written over the data.
+    pub in_legend: bool,
 }
 
 /// Text anchored at its left middle to a point of a panel.

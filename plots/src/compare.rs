@@ -131,6 +131,7 @@ fn over_time(comparison: &Comparison) -> Chart {
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band: None,
     };
     let panel = |y: Axis, lines: Vec<Line>| Panel {
         bands: bands.clone(),
@@ -213,6 +214,7 @@ fn sweep(comparison: &Comparison) -> Option<Chart> {
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band: None,
     };
     let y = value_axis("p50 latency (ms)", y_values(&lines));
     Some(Chart::stacked(

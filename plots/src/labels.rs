@@ -60,17 +60,22 @@ pub(crate) fn place(
     let (x, y) = (&panel.x.range, &panel.y.range);
     let data = Data::of(panel, &pixel);
     let mut placed: Vec<Placed> = Vec::new();
-    let mut put = |text: &str, color: RGBColor, backed: bool, candidates: Vec<Box>| {
+    let mut put = |text: &str, color: RGBColor, backed: bool, candidates: Vec<Box>, optional| {
         let free = |candidate: &&Box| placed.iter().all(|other| !other.at.overlaps(candidate));
         let Some(first) = candidates.first().copied() else {
             return;
         };
         // Clear of labels and data, and inside; else clear of labels and inside; else clear
-        // (a label too long for the panel); else where it belongs.
+        // (a label too long for the panel); else where it belongs. An optional label (the
+        // legend names it) is written only clear of labels and data, and inside.
         let inside = || candidates.iter().filter(|c| c.inside(&area));
-        let at = *inside()
+        let clear = inside()
             .filter(|candidate| !data.crosses(candidate))
-            .find(free)
+            .find(free);
+        if optional && clear.is_none() {
+            return;
+        }
+        let at = *clear
             .or_else(|| inside().find(free))
             .or_else(|| candidates.iter().find(free))
             .unwrap_or(&first);
@@ -109,17 +114,21 @@ pub(crate) fn place(
             if !y.contains(&rule.at) {
                 continue;
             }
-            // Above the line at its right end, below it, then the same at its left end.
+            // Above the line at its right end, below it, then the same further left, to its
+            // left end: the SLO's label lay on the data where a line crossed its right end
+            // (issue 31).
             let (right, at) = pixel(x.end, rule.at);
             let (left, _) = pixel(x.start, rule.at);
-            vec![
-                sized(right - 4 - width, at - 3 - LINE_HEIGHT),
-                sized(right - 4 - width, at + 3),
-                sized(left + 4, at - 3 - LINE_HEIGHT),
-                sized(left + 4, at + 3),
-            ]
+            let (last, first) = (right - 4 - width, left + 4);
+            let lefts = (0..=RULE_LABEL_STEPS).map(|step| {
+                let travel = (last - first).max(0);
+                last - travel * step / RULE_LABEL_STEPS
+            });
+            lefts
+                .flat_map(|x| [sized(x, at - 3 - LINE_HEIGHT), sized(x, at + 3)])
+                .collect()
         };
-        put(&label, rule.stroke.color, false, candidates);
+        put(&label, rule.stroke.color, false, candidates, rule.in_legend);
     }
     for band in &panel.bands {
         let Some(label) = &band.label else {
@@ -150,7 +159,7 @@ pub(crate) fn place(
             width,
             height: LINE_HEIGHT,
         });
-        put(label, BAND_LABEL_COLOR, false, candidates.collect());
+        put(label, BAND_LABEL_COLOR, false, candidates.collect(), false);
     }
     for note in &panel.notes {
         let (at_x, at_y) = pixel(note.at.0, clamp(&panel.y, note.at.1));
@@ -161,10 +170,14 @@ pub(crate) fn place(
             width,
             height: LINE_HEIGHT,
         };
-        put(&note.text, crate::chart::INK, true, vec![at]);
+        put(&note.text, crate::chart::INK, true, vec![at], false);
     }
     placed
 }
+
+/// Where a horizontal rule's label is tried: at its right end, then this many steps to its
+/// left end.
+const RULE_LABEL_STEPS: i32 = 8;
 
 /// A panel's data in pixels, for labels to keep clear of: its lines' segments and its
 /// markers' squares.
@@ -245,12 +258,15 @@ fn segment_meets(from: (f64, f64), to: (f64, f64), area: &Box) -> bool {
     enter <= leave
 }
 
-/// On a log axis, values at or below its start (zeros) are drawn on it.
+/// On a log axis, values at or below zero are drawn in its zero band, when it has one, and
+/// values under its start on its start.
 pub(crate) fn clamp(axis: &Axis, value: f64) -> f64 {
-    if axis.log {
-        value.max(axis.range.start)
-    } else {
-        value
+    if !axis.log {
+        return value;
+    }
+    match axis.zero_at() {
+        Some(zero) if value <= 0.0 => zero,
+        _ => value.max(axis.range.start),
     }
 }
 
@@ -267,6 +283,7 @@ mod tests {
             categories: false,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         }
     }
 
@@ -280,6 +297,7 @@ mod tests {
                 width: 1,
             },
             label: label.to_owned(),
+            in_legend: false,
         }
     }
 
@@ -411,21 +429,28 @@ mod tests {
             vec![vec![(6.0, 100.0), (9.0, 550.0), (9.5, 50.0)]],
             rule(0.0, "").stroke,
         ));
+        let clear = |panel: &Panel, at: &Box| !Data::of(panel, &pixel(panel, area)).crosses(at);
         let moved = first(&panel);
-        let (left, _) = pixel(&panel, area)(0.0, 300.0);
         assert_eq!(
-            (moved.x, moved.y + moved.height),
-            (left + 4, at - 3),
+            moved.y + moved.height,
+            at - 3,
+            "still above the line: {moved:?}"
+        );
+        assert!(
+            moved.x < above_right.x && clear(&panel, &moved),
             "{moved:?}"
         );
-        // A marker on that place too: the next free one, below the line at the left end.
+        // A marker on that place too: the next free one.
+        let (marker_x, _) = pixel(&panel, area)(0.0, 0.0);
+        let marker_at = (moved.x + moved.width / 2 - marker_x) as f64 / 70.0;
         panel.markers.push(crate::chart::Marker {
-            at: (0.5, 320.0),
+            at: (marker_at, 320.0),
             color: INK,
             shape: crate::chart::MarkerShape::Cross,
         });
+        let before = moved;
         let moved = first(&panel);
-        assert_eq!((moved.x, moved.y), (left + 4, at + 3), "{moved:?}");
+        assert!(moved != before && clear(&panel, &moved), "{moved:?}");
         // Same input, same place.
         assert_eq!(first(&panel), moved);
         // Nowhere free of data: the first place clear of other labels, as before.
@@ -437,5 +462,51 @@ mod tests {
             rule(0.0, "").stroke,
         ));
         assert_eq!(first(&panel), above_right);
+    }
+
+    /// Issue 31: the SLO's label sat on the data of a log-scale latency chart, a p99 crossing
+    /// its line at the right end. An objective (named in the legend too) takes a place along
+    /// its line clear of the data, and is left out of the panel where there is none, rather
+    /// than written over the data.
+    #[test]
+    fn an_objective_label_never_sits_on_data() {
+        let mut panel = Panel::new(axis(0.0..60.0), axis(0.0..1000.0));
+        let mut slo = rule(300.0, "SLO p99 ≤ 300 ms");
+        slo.in_legend = true;
+        panel.rules.push(slo);
+        let area = Box {
+            x: 100,
+            y: 40,
+            width: 400,
+            height: 90,
+        };
+        // A p99 that spikes through the line every 4 s from 20 s to the end (through its
+        // first places, at the right end), and stays low before.
+        let mut points = vec![(0.0, 15.0), (19.5, 15.0)];
+        for spike in 0..10 {
+            let at = 20.0 + 4.0 * f64::from(spike);
+            points.extend([(at, 15.0), (at + 0.5, 900.0), (at + 1.0, 15.0)]);
+        }
+        panel
+            .lines
+            .push(crate::chart::Line::new(vec![points], rule(0.0, "").stroke));
+        let data = |panel: &Panel| Data::of(panel, &pixel(panel, area));
+        let placed = place(&panel, pixel(&panel, area), area);
+        assert_eq!(placed.len(), 1, "a place clear of the spikes: {placed:?}");
+        let label = &placed[0];
+        assert!(label.at.inside(&area), "{label:?}");
+        assert!(!data(&panel).crosses(&label.at), "on the data: {label:?}");
+        // Spikes across the whole panel: nowhere clear, so no label in the panel.
+        let (xs, mut all) = (0..60, Vec::new());
+        for second in xs {
+            let at = f64::from(second);
+            all.extend([(at, 15.0), (at + 0.5, 900.0)]);
+        }
+        panel.lines[0].segments = vec![all];
+        let placed = place(&panel, pixel(&panel, area), area);
+        assert!(placed.is_empty(), "written over the data: {placed:?}");
+        // A limit the legend does not name keeps its label, as close to its place as it can.
+        panel.rules[0].in_legend = false;
+        assert_eq!(place(&panel, pixel(&panel, area), area).len(), 1);
     }
 }

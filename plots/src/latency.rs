@@ -9,7 +9,7 @@ use outagelab_report::{RunReport, Slo};
 
 use crate::axes::{format_number, value_axis};
 use crate::chart::segments;
-use crate::chart::{Chart, Dash, y_values};
+use crate::chart::{Chart, Dash, INK, Key, LegendEntry, Stroke, y_values};
 use crate::multiples::{Kind, Limit, OverTime, over_time, parts};
 use crate::timeline::bucket_middles_s;
 
@@ -42,8 +42,25 @@ pub(crate) fn chart(report: &RunReport) -> Chart {
         heading: "Percentiles",
         kinds,
     };
-    over_time(report, spec, &parts)
+    let mut chart = over_time(report, spec, &parts);
+    // The objective in the legend too: its label beside the line is left out where the data
+    // leaves no room clear of it, rather than written over the data (issue 31).
+    if let Some(slo) = &report.slo {
+        chart.legend.push(LegendEntry::heading("Objective"));
+        chart.legend.push(LegendEntry {
+            key: Key::Line(SLO_STROKE),
+            label: slo_label(slo),
+        });
+    }
+    chart
 }
+
+/// The objective's line, as [`crate::multiples`] draws a limit agreed by every variant.
+const SLO_STROKE: Stroke = Stroke {
+    color: INK,
+    dash: Dash::Dashed,
+    width: 1,
+};
 
 /// A percentile flips when it jumps by more than this factor, up or down, between buckets.
 const FLIP_FACTOR: f64 = 10.0;
@@ -101,6 +118,7 @@ pub(crate) fn slo_limit(slo: &Slo) -> Limit {
         what: "SLO".to_owned(),
         value: slo.latency_ms,
         label: slo_label(slo),
+        in_legend: true,
     }
 }
 

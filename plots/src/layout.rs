@@ -296,6 +296,7 @@ mod tests {
             categories: false,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         }
     }
 

@@ -25,6 +25,7 @@ fn axis(description: String, values: &[String]) -> Axis {
         categories: true,
         category_names: values.iter().map(|v| shown(v)).collect(),
         clock_start_unix_ms: None,
+        zero_band: None,
     }
 }
 

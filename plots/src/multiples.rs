@@ -110,6 +110,8 @@ pub(crate) struct Limit {
     pub what: String,
     pub value: f64,
     pub label: String,
+    /// The chart's legend names it (an objective): see [`Rule::in_legend`].
+    pub in_legend: bool,
 }
 
 impl Limit {
@@ -119,6 +121,7 @@ impl Limit {
             label: format!("{what} {}", format_number(value)),
             what,
             value,
+            in_legend: false,
         }
     }
 }
@@ -473,7 +476,10 @@ fn rules(parts: &[Part], shared: bool) -> Vec<Rule> {
                 .iter_mut()
                 .find(|rule| rule.at == limit.value && rule.stroke.color == color);
             match same_line {
-                Some(rule) => rule.label = joined(&rule.label, &label),
+                Some(rule) => {
+                    rule.label = joined(&rule.label, &label);
+                    rule.in_legend &= limit.in_legend;
+                }
                 None => rules.push(Rule {
                     at: limit.value,
                     vertical: false,
@@ -483,6 +489,7 @@ fn rules(parts: &[Part], shared: bool) -> Vec<Rule> {
                         width: 1,
                     },
                     label,
+                    in_legend: limit.in_legend,
                 }),
             }
         }
@@ -582,6 +589,7 @@ mod tests {
             categories: false,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         }
     }
 

@@ -59,15 +59,16 @@ fn draw<DB: DrawingBackend>(
     let centered = text(26.0).pos(Pos::new(HPos::Center, VPos::Center));
     let title_at = (layout.size.0 as i32 / 2, TITLE_HEIGHT as i32 / 2);
     root.draw_text(&chart.title, &centered, title_at)?;
+    let size = description_size(chart, layout);
     for (panel, place) in chart.panels.iter().zip(&layout.panels) {
         let rect = place.rect;
         let area = root
             .clone()
             .shrink((rect.x, rect.y), (rect.width, rect.height));
-        draw_panel(&area, panel, place)?;
+        draw_panel(&area, panel, place, size)?;
     }
     if let (Some(middle), Some(first)) = (layout.shared_y_description, chart.panels.first()) {
-        let style = y_description_style(&first.y.description, u32::MAX);
+        let style = y_description_style(size);
         root.draw_text(&first.y.description, &style, (10, middle))?;
     }
     crate::legend::draw(root, &chart.legend, &layout.legend)
@@ -91,13 +92,11 @@ fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
     place: &PanelPlace,
+    description_size: f64,
 ) -> DrawResult<DB> {
-    let x_label_area = if place.bottom_row { 60 } else { 36 };
+    let x_label_area = x_label_area(place);
     let y_label_area = y_label_area(panel, place);
-    let margin_top = match panel.title {
-        Some(_) => PANEL_MARGIN_TOP + PANEL_TITLE_HEIGHT,
-        None => PANEL_MARGIN_TOP,
-    };
+    let margin_top = margin_top(panel);
     let (width, height) = area.dim_in_pixel();
     if let Some((title, size)) = drawn_title(panel, place) {
         let style = text(size).pos(Pos::new(HPos::Left, VPos::Top));
@@ -115,6 +114,7 @@ fn draw_panel<DB: DrawingBackend>(
         x_labels,
         y_labels: (height / Y_TICK_SPACING).clamp(3, 8) as usize,
         x_description: place.bottom_row,
+        description_size,
     };
     if panel.x.categories {
         let x = Categories::new(x, category_ticks(&panel.x.range, x_labels));
@@ -133,8 +133,7 @@ fn draw_panel<DB: DrawingBackend>(
     // glyphs get clipped in PNG output: draw it here, a little further in.
     let middle = (margin_top + height - x_label_area) as i32 / 2;
     if place.describes_y || !panel.y_ticks {
-        let room = height.saturating_sub(margin_top + x_label_area);
-        let style = y_description_style(&panel.y.description, room);
+        let style = y_description_style(description_size);
         area.draw_text(&panel.y.description, &style, (10, middle))?;
     }
     let empty = panel.markers.is_empty()
@@ -163,12 +162,58 @@ fn build_and_draw<DB: DrawingBackend, X: Scale>(
         let every = (y.end - y.start).max(1.0) as usize + 1;
         let y = Categories::new(y.clone(), category_ticks(&y, every));
         draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
+    } else if let (true, Some(band), Some(zero)) =
+        (panel.y.log, &panel.y.zero_band, panel.y.zero_at())
+    {
+        let y = ZeroBanded {
+            log: y.log_scale().into(),
+            top: band.top,
+            zero,
+        };
+        draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
     } else if panel.y.log {
         let y: LogCoord<f64> = y.log_scale().into();
         draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
     } else {
         let y: RangedCoordf64 = y.into();
         draw_contents(&mut builder.build_cartesian_2d(x, y)?, panel, mesh)
+    }
+}
+
+/// A log axis with a zero band at its bottom: the decades' ticks and grid lines above the
+/// band, and one tick in it, at `zero`, where zeros are drawn (labelled by [`tick_label`]).
+struct ZeroBanded {
+    log: LogCoord<f64>,
+    top: f64,
+    zero: f64,
+}
+
+impl Ranged for ZeroBanded {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.log.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        let light = hint.weight().allow_light_points();
+        let decades = self.log.key_points(hint).into_iter();
+        let mut points: Vec<f64> = decades.filter(|&point| point >= self.top).collect();
+        if !light {
+            points.insert(0, self.zero);
+        }
+        points
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.log.range()
+    }
+}
+
+impl ValueFormatter<f64> for ZeroBanded {
+    fn format(value: &f64) -> String {
+        format_number(*value)
     }
 }
 
@@ -221,6 +266,11 @@ impl ValueFormatter<f64> for Categories {
 pub(crate) fn tick_label(axis: &Axis, value: f64) -> String {
     if let Some(start) = axis.clock_start_unix_ms {
         return time_of_day(start + (value * 1000.0).round() as i64);
+    }
+    if let (Some(zero), Some(band)) = (axis.zero_at(), &axis.zero_band)
+        && value == zero
+    {
+        return band.label.clone();
     }
     let name = (axis.categories && value.fract() == 0.0 && value >= 0.0)
         .then(|| axis.category_names.get(value as usize))
@@ -312,14 +362,43 @@ fn y_label_area(panel: &Panel, place: &PanelPlace) -> u32 {
     }
 }
 
-/// The y description: turned to run upwards, centred where it is written; smaller when it
-/// would not fit in `room` pixels.
-fn y_description_style(description: &str, room: u32) -> TextStyle<'static> {
-    let size = if text_width(description, 17.0) <= room {
-        17.0
-    } else {
-        13.0
+/// The height under a panel's plotting area: its tick labels, and the x description in the
+/// bottom row.
+fn x_label_area(place: &PanelPlace) -> u32 {
+    if place.bottom_row { 60 } else { 36 }
+}
+
+/// The height above a panel's plotting area: a margin, and its title's line.
+fn margin_top(panel: &Panel) -> u32 {
+    match panel.title {
+        Some(_) => PANEL_MARGIN_TOP + PANEL_TITLE_HEIGHT,
+        None => PANEL_MARGIN_TOP,
+    }
+}
+
+/// The size of every axis description of `chart`, x and y alike: the usual size, or the
+/// smaller one when some y description would not fit beside its panel at the usual size (a
+/// study's four stacked panels). Each description chose its own size before, and a study's y
+/// descriptions were smaller than its x description (issue 31).
+pub(crate) fn description_size(chart: &Chart, layout: &Layout) -> f64 {
+    let fits = |(panel, place): (&Panel, &PanelPlace)| {
+        let described = place.describes_y || !panel.y_ticks;
+        let height = place.rect.height;
+        let room = height.saturating_sub(margin_top(panel) + x_label_area(place));
+        !described || text_width(&panel.y.description, DESCRIPTION_SIZE) <= room
     };
+    if chart.panels.iter().zip(&layout.panels).all(fits) {
+        DESCRIPTION_SIZE
+    } else {
+        DESCRIPTION_SIZE_SMALL
+    }
+}
+
+pub(crate) const DESCRIPTION_SIZE: f64 = 17.0;
+const DESCRIPTION_SIZE_SMALL: f64 = 13.0;
+
+/// The y description: turned to run upwards, centred where it is written.
+fn y_description_style(size: f64) -> TextStyle<'static> {
     text(size)
         .transform(FontTransform::Rotate270)
         .pos(Pos::new(HPos::Center, VPos::Top))
@@ -457,6 +536,8 @@ struct Mesh {
     x_labels: usize,
     y_labels: usize,
     x_description: bool,
+    /// Of the x description, as of the y one: [`description_size`].
+    description_size: f64,
 }
 
 fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
@@ -472,7 +553,7 @@ fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
         .x_labels(layout.x_labels)
         .y_labels(if panel.y_ticks { layout.y_labels } else { 0 })
         .label_style(text(15.0))
-        .axis_desc_style(text(17.0))
+        .axis_desc_style(text(layout.description_size))
         .bold_line_style(RGBColor(215, 215, 215))
         .light_line_style(RGBColor(244, 244, 244))
         .max_light_lines(4);
@@ -485,6 +566,7 @@ fn draw_contents<DB: DrawingBackend, X: Scale, Y: Scale>(
         mesh.x_desc(panel.x.description.as_str());
     }
     mesh.draw()?;
+    draw_zero_band(chart, panel)?;
 
     for band in &panel.bands {
         draw_band(chart, panel, band)?;
@@ -536,6 +618,26 @@ fn draw_labels<DB: DrawingBackend, X: Scale, Y: Scale>(
     }
     Ok(())
 }
+
+/// A log axis' zero band: a light strip across the panel, parted from the decades above it
+/// by a solid line.
+fn draw_zero_band<DB: DrawingBackend, X: Scale, Y: Scale>(
+    chart: &mut Context<'_, DB, X, Y>,
+    panel: &Panel,
+) -> DrawResult<DB> {
+    let Some(band) = panel.y.zero_band.as_ref().filter(|_| panel.y.log) else {
+        return Ok(());
+    };
+    let (x, y) = (&panel.x.range, &panel.y.range);
+    let corners = [(x.start, y.start), (x.end, band.top)];
+    chart.draw_series([Rectangle::new(corners, ZERO_BAND_FILL.filled())])?;
+    let edge = [(x.start, band.top), (x.end, band.top)];
+    chart.draw_series([PathElement::new(edge, ZERO_BAND_EDGE.stroke_width(1))])?;
+    Ok(())
+}
+
+const ZERO_BAND_FILL: RGBColor = RGBColor(246, 246, 246);
+const ZERO_BAND_EDGE: RGBColor = RGBColor(150, 150, 150);
 
 fn draw_band<DB: DrawingBackend, X: Scale, Y: Scale>(
     chart: &mut Context<'_, DB, X, Y>,

@@ -6,7 +6,7 @@
 
 use outagelab_report::study::{Constraint, Study};
 
-use crate::axes::value_axis;
+use crate::axes::{format_number, value_axis};
 use crate::chart::{
     Axis, Chart, Dash, INK, Key, LegendEntry, Line, Marker, Panel, Rule, Stroke, segments,
     variant_stroke, y_values,
@@ -52,8 +52,10 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
     let constraints: Vec<Constraint> = (study.selection.constraints.iter())
         .filter_map(|text| Constraint::parse(text).ok())
         .collect();
+    let metrics: Vec<&String> = study.selection.metrics.iter().take(PANELS_MAX).collect();
+    let offsets = dodge(study, &series, &metrics);
     let mut panels = Vec::new();
-    for metric in study.selection.metrics.iter().take(PANELS_MAX) {
+    for metric in metrics {
         let mut lines = Vec::new();
         let mut markers = Vec::new();
         // The constraints on this panel's metric: a point whose mean breaks one is a ring.
@@ -72,6 +74,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         for (s, one) in series.iter().enumerate() {
             let stroke = variant_stroke(s);
             let color = stroke.color;
+            let offset = offsets.get(s).copied().unwrap_or(0.0);
             if let ([index], Some((low, high))) = (one.members.as_slice(), swept_range)
                 && unswept(*index)
             {
@@ -92,7 +95,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
             for &index in &one.members {
                 let variant = &study.variants[index];
                 let across = variant.metrics.get(metric);
-                let x = x_of(index);
+                let x = x_of(index) + offset;
                 points.push((x, across.map(|a| a.mean)));
                 if let Some([low, high]) = across.and_then(|a| a.ci95) {
                     let bar = Stroke {
@@ -107,6 +110,13 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
                     markers.extend(mark(at, color, variant.best, variant.satisfies));
                 }
             }
+            // Where series are side by side, each point is a dot too, so that two equal
+            // points show as two dots in their colours, one beside the other.
+            if !offsets.is_empty() {
+                let dots = points.iter().filter_map(|&(x, y)| Some(vec![(x, y?)]));
+                let dots = dots.filter(|dot| dot[0].1.is_finite());
+                lines.push(Line::new(dots.collect(), stroke));
+            }
             // Without a sweep a variant is one point: a short tick marks it.
             if !swept {
                 points = points
@@ -114,6 +124,15 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
                     .flat_map(|&(x, y)| [(x - 0.15, y), (x + 0.15, y), (x + 0.16, None)])
                     .collect();
             }
+            // Side by side, the earlier series' lines are wider, so that where two lie on each
+            // other the earlier shows along both edges of the later.
+            let stroke = match offsets.len() {
+                0 => stroke,
+                count => Stroke {
+                    width: stroke.width + 2 * (count - 1 - s).min(3) as u32,
+                    ..stroke
+                },
+            };
             lines.push(Line::new(segments(points), stroke));
         }
         if lines.iter().all(|line| line.segments.is_empty()) {
@@ -128,6 +147,7 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
                 vertical: false,
                 stroke: CONSTRAINT_STROKE,
                 label: format!("constraint: {}", c.text()),
+                in_legend: false,
             })
             .collect();
         let thresholds = rules.iter().map(|rule| rule.at);
@@ -155,6 +175,16 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
     for (s, one) in series.iter().enumerate() {
         let level = matches!(one.members.as_slice(), [index] if unswept(*index));
         legend.push(crate::sweep::series_entry(s, &one.label, level));
+    }
+    if let (Some(step), Some(sweep)) = (offsets.get(1).map(|x| x - offsets[0]), &study.sweep) {
+        let unit = match sweep.unit.as_str() {
+            "" | "(index)" => &sweep.label,
+            unit => unit,
+        };
+        legend.push(LegendEntry::heading(format!(
+            "some points are equal: the lines side by side, {} {unit} apart, the earlier wider",
+            format_number(step)
+        )));
     }
     if study.variants.iter().any(|v| v.satisfies.is_some()) {
         legend.push(LegendEntry {
@@ -198,6 +228,71 @@ pub(crate) fn chart(study: &Study) -> Option<Chart> {
         legend,
     ))
 }
+
+/// The x offset of each series (empty: none), where two series have equal points on some
+/// panel, which one would otherwise draw exactly over the other (issue 31): the series side
+/// by side, [`DODGE_SHARE`] of the swept range apart (at most a third of the closest two
+/// swept values' gap shared by all), centred on the true x, in the legend's order.
+fn dodge(study: &Study, series: &[Series], metrics: &[&String]) -> Vec<f64> {
+    let swept: Vec<&Series> = (series.iter())
+        .filter(|one| {
+            one.members
+                .iter()
+                .all(|&i| study.variants[i].sweep_x.is_some())
+        })
+        .collect();
+    if study.sweep.is_none() || swept.len() < 2 {
+        return Vec::new();
+    }
+    let xs: Vec<f64> = (study.variants.iter())
+        .filter_map(|variant| variant.sweep_x.filter(|x| x.is_finite()))
+        .collect();
+    let mut sorted = xs.clone();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup();
+    let span = sorted
+        .last()
+        .zip(sorted.first())
+        .map_or(0.0, |(high, low)| high - low);
+    let gap = (sorted.windows(2).map(|pair| pair[1] - pair[0])).fold(f64::INFINITY, f64::min);
+    let count = series.len() as f64;
+    let step = (span * DODGE_SHARE).min(gap / 3.0 / (count - 1.0));
+    let equal = metrics.iter().any(|metric| {
+        let points = |one: &Series| -> Vec<(f64, f64)> {
+            let of = |&index: &usize| {
+                let variant = &study.variants[index];
+                Some((variant.sweep_x?, variant.metrics.get(metric.as_str())?.mean))
+            };
+            one.members.iter().filter_map(of).collect()
+        };
+        let all: Vec<Vec<(f64, f64)>> = swept.iter().map(|one| points(one)).collect();
+        let means = all.iter().flatten().map(|&(_, mean)| mean);
+        let (low, high) = means.fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), mean| {
+            (low.min(mean), high.max(mean))
+        });
+        let near = (high - low).max(high.abs()) * 0.01;
+        (0..all.len()).any(|a| {
+            (a + 1..all.len()).any(|b| {
+                (all[a].iter()).any(|p| {
+                    all[b]
+                        .iter()
+                        .any(|q| p.0 == q.0 && (p.1 - q.1).abs() <= near)
+                })
+            })
+        })
+    });
+    if !(equal && step.is_finite() && step > 0.0) {
+        return Vec::new();
+    }
+    let middle = (count - 1.0) / 2.0;
+    (0..series.len())
+        .map(|s| (s as f64 - middle) * step)
+        .collect()
+}
+
+/// How far apart side-by-side series are drawn, as a share of the swept range: about 6 pixels
+/// on a chart's panel.
+const DODGE_SHARE: f64 = 0.008;
 
 /// A metric's path with its unit, for its axis: the summary's names carry their unit
 /// (`latency_ms.all.p99`, `peak_bytes`); a peak counts things at once; the rest are counts.
@@ -261,6 +356,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
             categories: false,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         };
     }
     if let Some(sweep) = study
@@ -280,6 +376,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
             categories: true,
             category_names: Vec::new(),
             clock_start_unix_ms: None,
+            zero_band: None,
         };
     }
     let pad = if max > min {
@@ -294,6 +391,7 @@ fn x_axis(study: &Study, values: impl Iterator<Item = f64>) -> Axis {
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band: None,
     }
 }
 
@@ -421,6 +519,101 @@ mod tests {
             panel.markers.iter().all(|m| m.at.0.is_finite()),
             "no point drawn at an x it does not have"
         );
+    }
+
+    /// Issue 31: where two series had equal points (the same mean at the same swept value),
+    /// the later was drawn exactly over the earlier, which vanished. They are drawn side by
+    /// side, each point a dot of its series' colour, the earlier line wider, and the legend
+    /// says so; series with no equal point stay at their true x.
+    #[test]
+    fn equal_points_of_two_series_are_drawn_side_by_side() {
+        let mut study = study();
+        for index in 3..6 {
+            study.variants[index].metrics = study.variants[index - 3].metrics.clone();
+        }
+        let chart = chart(&study).unwrap();
+        let panel = &chart.panels[0];
+        let points_of = |color| -> Vec<(f64, f64)> {
+            let dots = (panel.lines.iter())
+                .filter(|line| line.stroke.color == color)
+                .flat_map(|line| line.segments.iter().filter(|s| s.len() == 1));
+            dots.flatten().copied().collect()
+        };
+        let (first, second) = (
+            points_of(variant_stroke(0).color),
+            points_of(variant_stroke(1).color),
+        );
+        assert_eq!((first.len(), second.len()), (3, 3), "a dot per point");
+        let span = panel.x.range.end - panel.x.range.start;
+        for (a, b) in first.iter().zip(&second) {
+            assert_eq!(a.1, b.1, "the same mean");
+            let apart = b.0 - a.0;
+            assert!(
+                apart >= span * 0.007,
+                "{a:?} and {b:?} are drawn on each other"
+            );
+            assert_eq!(
+                (a.0 + b.0) / 2.0,
+                [500.0, 1000.0, 2000.0][first.iter().position(|p| p == a).unwrap()]
+            );
+        }
+        let widths = |color| {
+            let lines = panel.lines.iter().filter(|line| line.stroke.color == color);
+            lines.map(|line| line.stroke.width).max()
+        };
+        assert!(widths(variant_stroke(0).color) > widths(variant_stroke(1).color));
+        let labels: Vec<&str> = chart.legend.iter().map(|e| e.label.as_str()).collect();
+        assert!(
+            labels.iter().any(|l| l.contains("side by side")),
+            "{labels:?}"
+        );
+        // No equal points: no offsets, no note.
+        let chart = super::chart(&self::study()).unwrap();
+        let long = chart.panels[0]
+            .lines
+            .iter()
+            .find(|line| line.segments.iter().any(|s| s.len() == 3));
+        assert_eq!(long.unwrap().segments[0][0], (500.0, 200.0));
+        assert!(
+            chart
+                .legend
+                .iter()
+                .all(|e| !e.label.contains("side by side"))
+        );
+    }
+
+    /// Issue 31: a study's y descriptions were drawn smaller than its x description (each
+    /// chose its size alone, and four stacked panels leave a y description little room).
+    /// Every axis description of a chart has one size.
+    #[test]
+    fn both_axis_descriptions_have_the_same_size() {
+        let mut study = with_a_p99(study());
+        study.selection.metrics.extend(["a".into(), "b".into()]);
+        for variant in &mut study.variants {
+            let timeouts = variant.metrics["timeouts"].clone();
+            variant.metrics.insert("a".into(), timeouts.clone());
+            variant.metrics.insert("b".into(), timeouts);
+        }
+        let chart = chart(&study).unwrap();
+        assert_eq!(chart.panels.len(), 4);
+        assert!(crate::embedded_font_registered());
+        let svg = crate::render::svg(&chart).unwrap();
+        let size_of = |text: &str| -> Vec<String> {
+            let parts = svg
+                .split("</text>")
+                .filter(|part| part.trim_end().ends_with(text));
+            let sizes = parts.filter_map(|part| {
+                let element = part.rsplit_once("<text")?.1;
+                let size = element.split("font-size=\"").nth(1)?.split('"').next()?;
+                Some(size.to_owned())
+            });
+            sizes.collect()
+        };
+        let x = size_of("open (ms)");
+        let y = size_of("latency_ms.all.p99 (ms)");
+        assert_eq!((x.len(), y.len()), (1, 1), "{x:?} {y:?}");
+        assert_eq!(x, y, "the x and the y description in one size");
+        assert_eq!(size_of("timeouts (count)"), y);
     }
 
     #[test]

@@ -227,6 +227,7 @@ fn x_axis(sweep: &SweepInfo, values: impl Iterator<Item = f64>) -> Axis {
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms: None,
+        zero_band: None,
     }
 }
 
@@ -240,5 +241,6 @@ pub(crate) fn words_axis(description: String, sweep: &SweepInfo) -> Axis {
         categories: true,
         category_names: sweep.values.clone(),
         clock_start_unix_ms: None,
+        zero_band: None,
     }
 }

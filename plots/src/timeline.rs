@@ -46,6 +46,7 @@ pub(crate) fn time_axis(report: &RunReport) -> Axis {
         categories: false,
         category_names: Vec::new(),
         clock_start_unix_ms,
+        zero_band: None,
     }
 }
 

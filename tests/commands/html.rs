@@ -293,6 +293,87 @@ fn a_headless_browser_renders_the_tables_the_expectations_and_the_charts() {
 /// A browser that cannot start is named as the failure, with its exit status and what it
 /// wrote, not met later as a page without the element looked for (a stand-in that exits 1
 /// after writing a line, as chromium does without its libraries).
+/// Measures, in the browser, every chart's text on a page: a script added to a copy of it
+/// writes into the DOM each text drawn outside its chart's box (`OUT`), each axis
+/// description (turned text) that overlaps another text (`OVER`), and what it looked at.
+const TEXT_PROBE: &str = "<script>window.addEventListener('load', () => {
+  const found = [];
+  let texts = 0;
+  const figures = document.querySelectorAll('figure');
+  const box = (b, r) => [b.left - r.left, b.top - r.top, b.right - r.left, b.bottom - r.top]
+    .map(v => v.toFixed(1)).join(',');
+  figures.forEach(figure => {
+    const svg = figure.querySelector('svg');
+    const r = svg.getBoundingClientRect();
+    const all = [...svg.querySelectorAll('text')];
+    texts += all.length;
+    all.forEach(t => {
+      const b = t.getBoundingClientRect();
+      if (b.left < r.left - 0.5 || b.right > r.right + 0.5 || b.top < r.top - 0.5
+        || b.bottom > r.bottom + 0.5) {
+        found.push('OUT ' + figure.id + ': ' + t.textContent.trim() + ' at ' + box(b, r));
+      }
+      if ((t.getAttribute('transform') || '').includes('rotate')) {
+        all.filter(o => o !== t).forEach(o => {
+          const c = o.getBoundingClientRect();
+          if (c.left < b.right && b.left < c.right && c.top < b.bottom && b.top < c.bottom) {
+            found.push('OVER ' + figure.id + ': ' + t.textContent.trim() + ' over '
+              + o.textContent.trim());
+          }
+        });
+      }
+    });
+  });
+  const pre = document.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = ['PROBED ' + figures.length + ' figures, ' + texts + ' texts', ...found]
+    .join(' | ');
+  document.body.appendChild(pre);
+});</script>";
+
+/// Issue 31: the concurrency chart's y-axis title was reported cut in the HTML page of an
+/// 11-variant study. On the page of that study (docs/charts/issue-31/checkout-11.toml), as
+/// Chromium lays it out at two widths, no text of any chart lies outside its chart, and no
+/// axis description runs into other text.
+#[test]
+fn no_chart_text_is_cut_or_covered_on_the_page_of_an_eleven_variant_study() {
+    let Some(browser) = browser_or_skip() else {
+        return;
+    };
+    let dir = scratch("html-text-probe");
+    let page = dir.join("page.html");
+    let output = outagelab(&[
+        "run",
+        "docs/charts/issue-31/checkout-11.toml",
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("</head>"));
+    let probed = dir.join("probed.html");
+    let with_probe = html.replacen("</head>", &format!("{TEXT_PROBE}</head>"), 1);
+    std::fs::write(&probed, with_probe).unwrap();
+    for width in ["1280", "700"] {
+        let window = format!("--window-size={width},900");
+        let browsed = browse(&browser, &probed, &["--dump-dom", &window]);
+        assert_eq!(browsed.console, Vec::<String>::new(), "console messages");
+        let probe = (browsed.stdout.split("<pre id=\"probe\">").nth(1))
+            .and_then(|rest| rest.split("</pre>").next())
+            .expect("the probe ran");
+        let mut found = probe.split(" | ");
+        let probed = found.next().unwrap();
+        assert!(probed.starts_with("PROBED 6 figures, "), "{probed}");
+        let found: Vec<&str> = found.collect();
+        assert_eq!(found, Vec::<&str>::new(), "at {width} px wide ({probed})");
+        assert!(browsed.stdout.contains("<figure id=\"chart-concurrency\">"));
+    }
+}
+
 #[test]
 #[should_panic(expected = "failed: it exited with exit status: 1 and gave no page")]
 fn a_browser_that_cannot_start_is_named_as_the_failure() {
