@@ -49,7 +49,7 @@ use toml::de::{DeTable, DeValue};
 
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use explain::{error_routing, explain};
-pub use explore::{ExploreObjective, ExploreSpec, FaultTemplate, INSTANT_KINDS};
+pub use explore::{ExploreObjective, ExploreSpec, FaultTemplate, INSTANT_KINDS, Search};
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
 pub use map::{MapAxisSpec, MapSpec};
 pub use tune::TuneSpec;
