@@ -236,13 +236,22 @@ mod tests {
     /// The coverage-guided search of the bundled stall-and-burst file, 96 schedules on
     /// `jobs` threads.
     fn search_stall_burst(jobs: usize) -> Tally {
+        with_stall_burst("", |explorer| {
+            crate::on_threads(Some(jobs), || explorer.search(3, true, None, None))
+        })
+    }
+
+    /// `work` on an explorer of the bundled stall-and-burst file with `search = "coverage"`,
+    /// 96 schedules and `extra` lines in `[explore]`.
+    fn with_stall_burst<T>(extra: &str, work: impl FnOnce(&Explorer<'_>) -> T) -> T {
         let file = Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/scenarios/explore-stall-burst.toml"
         ));
-        let text = std::fs::read_to_string(file)
-            .unwrap()
-            .replace("runs_max = 300", "runs_max = 96\nsearch = \"coverage\"");
+        let text = std::fs::read_to_string(file).unwrap().replace(
+            "runs_max = 300",
+            &format!("runs_max = 96\nsearch = \"coverage\"\n{extra}"),
+        );
         let scenario = outagelab_scenario_file::parse(&text, file).unwrap();
         let spec = scenario.explore.clone().unwrap();
         assert_eq!(spec.search, outagelab_scenario_file::Search::Coverage);
@@ -255,7 +264,26 @@ mod tests {
             bugs: Bugs::default(),
             budget: crate::process_budget(&scenario),
         };
-        crate::on_threads(Some(jobs), || explorer.search(3, true, None, None))
+        work(&explorer)
+    }
+
+    /// The worst schedule by the objective is the one that gave its value, whether a
+    /// mutation or a draw: judged again, it scores the same.
+    #[test]
+    fn the_worst_of_a_coverage_search_is_the_schedule_that_scored_it() {
+        with_stall_burst(
+            "objective = \"max bulkheads.pool.peak_queued\"",
+            |explorer| {
+                // On seed 8 a drawn schedule takes the worst over from a mutation: the
+                // mutation, kept, once stood for the drawn one.
+                let tally = explorer.search(8, true, None, None);
+                let worst = tally.worst.clone().expect("every run has a queue");
+                let schedule = (tally.worst_schedule.clone())
+                    .unwrap_or_else(|| explorer.draw(tally.seed, worst.index));
+                let again = explorer.judge(&schedule, true, None).unwrap();
+                assert_eq!(again.scores, vec![(worst.variant.clone(), worst.value)]);
+            },
+        );
     }
 
     /// One thread or two: the same tally, findings, counts and kept mutations alike; and

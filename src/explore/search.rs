@@ -96,7 +96,7 @@ impl Explorer<'_> {
         if self.spec.search == Search::Coverage {
             assert!(
                 shard.is_none(),
-                "refused by the command: a coverage search shards not"
+                "refused by the command: a coverage-guided search does not shard"
             );
             return self.search_by_coverage(seed, quiet, time_max);
         }
@@ -148,10 +148,9 @@ impl Explorer<'_> {
     ) {
         let before = tally.worst.as_ref().map(|worst| worst.index);
         self.note_worst(&mut tally.worst, &judged.scores, index);
-        if let Some(schedule) = kept
-            && tally.worst.as_ref().map(|worst| worst.index) != before
-        {
-            tally.worst_schedule = Some(schedule.clone());
+        if tally.worst.as_ref().map(|worst| worst.index) != before {
+            // A new worst: kept when it is a mutation, drawn again by number when not.
+            tally.worst_schedule = kept.cloned();
         }
         match judged.outcome {
             Outcome::Held => tally.held += 1,
