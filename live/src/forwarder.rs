@@ -11,6 +11,13 @@
 //! and a bandwidth limit paces what is written, as the simulator's pipes do with
 //! [`Toxics`]. A chunk is what one read returned, not one command: a real stream's.
 //!
+//! A toxic ends when its fault ends, whatever is queued then, as the simulator's timeline
+//! has it (`sim/src/redis/pipe.rs`): the writing side paces each chunk by the bandwidth in
+//! force while it is on the wire, so what is still to send when a `bandwidth` fault ends goes
+//! at full speed; a chunk a delay holds is let go when the toxics in force change to ones
+//! that delay nothing; a close a `slow_close` holds is let go when it ends. Each change wakes
+//! the links' writers ([`ToxicState::changed`]); nothing is timed when a chunk is read.
+//!
 //! Bounds: it binds 127.0.0.1 only; each connection through it is one task that ends when
 //! either side closes, and taking the forwarder down (or dropping it) aborts them all; a
 //! failed accept is retried after [`ACCEPT_RETRY`], never in a tight loop; each direction
@@ -25,7 +32,7 @@ use outagelab_sim::rules::{ToxicFaults, Toxics};
 use outagelab_sim::scenario::FaultKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
@@ -38,6 +45,16 @@ struct ToxicState {
     draws: Stream,
     /// The faults whose toxics are in force.
     faults: ToxicFaults,
+    /// Told of every change of `toxics`: a writer waiting out a delay or a chunk's time on
+    /// the wire looks again at what is in force.
+    changed: watch::Sender<()>,
+}
+
+impl ToxicState {
+    fn set(&mut self, toxics: Toxics) {
+        self.toxics = toxics;
+        self.changed.send_replace(());
+    }
 }
 
 type SharedToxics = Arc<Mutex<ToxicState>>;
@@ -77,6 +94,7 @@ impl Forwarder {
             toxics: Toxics::default(),
             draws,
             faults: ToxicFaults::default(),
+            changed: watch::Sender::new(()),
         }));
         let running = tokio::spawn(forward(
             listener,
@@ -93,16 +111,20 @@ impl Forwarder {
         })
     }
 
-    /// From now, what its links read takes `toxics` (what is already held keeps its delay).
+    /// From now, what its links carry takes `toxics`: what is on the wire goes on at its
+    /// bandwidth from now, and what a delay holds is let go at once if `toxics` delay nothing
+    /// (else it keeps the delay it drew).
     pub fn set_toxics(&self, toxics: Toxics) {
-        self.toxics.lock().expect("not poisoned").toxics = toxics;
+        self.toxics.lock().expect("not poisoned").set(toxics);
     }
 
     /// A `latency` or `bandwidth` fault starts (`on`) or ends: what its links do from now is
-    /// what the faults in force add up to ([`Toxics::of`], the simulator's rule).
+    /// what the faults in force add up to ([`Toxics::of`], the simulator's rule), as
+    /// [`Forwarder::set_toxics`] says.
     pub fn toxic_fault(&self, kind: FaultKind, on: bool) {
         let mut state = self.toxics.lock().expect("not poisoned");
-        state.toxics = state.faults.apply(kind, on);
+        let toxics = state.faults.apply(kind, on);
+        state.set(toxics);
     }
 
     pub fn port(&self) -> u16 {
@@ -193,38 +215,34 @@ async fn forward(
 }
 
 /// One direction of a link, as the simulator's pipe: a chunk read now is on the wire from
-/// when the chunk before it is off it, for its bytes at a bandwidth limit's rate, then takes
-/// its delay (the toxics in force when it was read), and is written on then, never before the
-/// chunk before it; the end of the stream is passed on after the last chunk, a `slow_close`'s
-/// delay later. Ends when either side closes or fails.
+/// when the chunk before it is off it, for its bytes at the bandwidth in force meanwhile (a
+/// change of it re-times what is left), then takes its delay (drawn from the toxics in force
+/// when it was read; let go early when the toxics change to ones that delay nothing), and is
+/// written on then, never before the chunk before it; the end of the stream is passed on
+/// after the last chunk, a `slow_close`'s delay later (or when the toxics change to no
+/// `slow_close`). Ends when either side closes or fails.
 async fn pump(
     mut from: impl tokio::io::AsyncRead + Unpin,
     mut to: impl tokio::io::AsyncWrite + Unpin,
     toxics: SharedToxics,
 ) {
-    let (held, mut due) = mpsc::channel::<(Instant, Vec<u8>)>(CHUNKS_HELD);
-    let closing = Arc::clone(&toxics);
+    let (held, mut due) = mpsc::channel::<(Instant, Duration, Vec<u8>)>(CHUNKS_HELD);
+    let drawing = Arc::clone(&toxics);
     let reading = async move {
         let mut buffer = vec![0u8; 64 * 1024];
-        // When the wire is free of what was read before, and the latest instant a chunk is due.
-        let (mut wire_free, mut last_due) = (Instant::now(), Instant::now());
         // Bounded by the stream: it ends at its end or error.
         while let Ok(read) = from.read(&mut buffer).await {
             if read == 0 {
                 break;
             }
-            let (delay, bandwidth) = {
-                let mut state = toxics.lock().expect("not poisoned");
+            let delay = {
+                let mut state = drawing.lock().expect("not poisoned");
                 let ToxicState { toxics, draws, .. } = &mut *state;
-                (toxics.draw_delay(draws), toxics.bandwidth)
+                toxics.draw_delay(draws)
             };
-            let wire_time = bandwidth.map_or(Duration::ZERO, |rate| {
-                Duration::from_nanos(rate.time_for(read as u64).as_nanos())
-            });
-            wire_free = wire_free.max(Instant::now()) + wire_time;
-            last_due = last_due.max(wire_free + Duration::from_nanos(delay.as_nanos()));
+            let delay = Duration::from_nanos(delay.as_nanos());
             if held
-                .send((last_due, buffer[..read].to_vec()))
+                .send((Instant::now(), delay, buffer[..read].to_vec()))
                 .await
                 .is_err()
             {
@@ -232,19 +250,93 @@ async fn pump(
             }
         }
     };
+    let mut changed = toxics.lock().expect("not poisoned").changed.subscribe();
+    let in_force = move || toxics.lock().expect("not poisoned").toxics;
     let writing = async move {
-        while let Some((at, chunk)) = due.recv().await {
-            tokio::time::sleep_until(at).await;
+        // When the wire is free of what was written before, and the latest instant a chunk
+        // was let go (nothing goes before it).
+        let (mut wire_free, mut last_out) = (Instant::now(), Instant::now());
+        while let Some((read_at, delay, chunk)) = due.recv().await {
+            wire_free = on_the_wire(
+                wire_free.max(read_at),
+                chunk.len() as u64,
+                &mut changed,
+                &in_force,
+            )
+            .await;
+            let mut at = (wire_free + delay).max(last_out);
+            // Held for its delay, unless the toxics change to ones that delay nothing.
+            // Bounded: each turn waits for the instant or for a change.
+            while Instant::now() < at {
+                changed.mark_unchanged();
+                if delays_nothing(&in_force()) {
+                    at = Instant::now().max(last_out);
+                    break;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    moved = changed.changed() => if moved.is_err() { break },
+                }
+            }
+            last_out = at;
             if to.write_all(&chunk).await.is_err() {
                 return;
             }
         }
-        // A `slow_close` holds the end of the stream back.
-        let delay = closing.lock().expect("not poisoned").toxics.close_delay;
-        tokio::time::sleep(Duration::from_nanos(delay.as_nanos())).await;
+        // A `slow_close` holds the end of the stream back, until it ends. Bounded as above.
+        let closing_at = Instant::now() + Duration::from_nanos(in_force().close_delay.as_nanos());
+        loop {
+            changed.mark_unchanged();
+            if in_force().close_delay.is_zero() {
+                break;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(closing_at) => break,
+                moved = changed.changed() => if moved.is_err() { break },
+            }
+        }
         let _ = to.shutdown().await;
     };
     tokio::join!(reading, writing);
+}
+
+/// The toxics add no delay to a chunk: no latency, no jitter, no loss.
+fn delays_nothing(toxics: &Toxics) -> bool {
+    toxics.added.is_zero() && toxics.jitter.is_zero() && toxics.loss_ppm == 0
+}
+
+/// When `bytes` that start leaving at `start` are all sent, at the bandwidth in force in each
+/// stretch between changes of the toxics, as the simulator's `Pipe::sent_by` reads its
+/// timeline: what is left when a `bandwidth` fault ends goes at full speed. Waits until then.
+/// Bounded: one turn per change of the toxics while the bytes are on the wire.
+async fn on_the_wire(
+    start: Instant,
+    bytes: u64,
+    changed: &mut watch::Receiver<()>,
+    in_force: &impl Fn() -> Toxics,
+) -> Instant {
+    let (mut at, mut left) = (start, bytes);
+    loop {
+        changed.mark_unchanged();
+        let Some(rate) = in_force().bandwidth else {
+            return at;
+        };
+        let done = at + Duration::from_nanos(rate.time_for(left).as_nanos());
+        tokio::select! {
+            () = tokio::time::sleep_until(done) => return done,
+            moved = changed.changed() => {
+                if moved.is_err() {
+                    return done;
+                }
+                // What went at this rate until now, whole bytes; the rest at what is in force.
+                let now = Instant::now().max(at);
+                let nanos = now.duration_since(at).as_nanos();
+                let sent = nanos * u128::from(rate.bytes_per_second()) / 1_000_000_000;
+                left = left.saturating_sub(u64::try_from(sent).unwrap_or(u64::MAX));
+                at = now;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -384,6 +476,33 @@ mod tests {
         assert_eq!(read, 0, "closed");
         let heard = sent.elapsed();
         assert!(heard >= Duration::from_millis(150), "{heard:?}");
+    }
+
+    /// A 10 s latency toxic lifted 100 ms after a ping was sent: the ping it holds is let go
+    /// then, not 20 s later (a busy machine only adds, so the bound is loose).
+    #[tokio::test]
+    async fn a_chunk_a_latency_toxic_holds_is_let_go_when_it_ends() {
+        let forwarder = Forwarder::start(format!("127.0.0.1:{}", echo().await))
+            .await
+            .unwrap();
+        let mut through = TcpStream::connect(forwarder.address()).await.unwrap();
+        let slow = FaultKind::Latency {
+            added: SimDuration::from_secs(10),
+            jitter: SimDuration::ZERO,
+        };
+        forwarder.toxic_fault(slow, true);
+        let sent = Instant::now();
+        through.write_all(b"ping").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        forwarder.toxic_fault(slow, false);
+        let mut reply = [0u8; 4];
+        through.read_exact(&mut reply).await.unwrap();
+        assert_eq!(&reply, b"ping");
+        let took = sent.elapsed();
+        assert!(
+            (Duration::from_millis(100)..Duration::from_secs(5)).contains(&took),
+            "{took:?}"
+        );
     }
 
     /// 64 KiB through a forwarder paced at 1 MiB/s each way: at least 125 ms for the round

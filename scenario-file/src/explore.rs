@@ -9,6 +9,7 @@
 //! runs_max = 300                  # schedules tried (default 200)
 //! faults_max = 2                  # faults in one schedule: 1 to this many (default 2)
 //! shrink_runs_max = 200           # runs the shrinking of one finding may take (default 200)
+//! search = "coverage"             # "random" (default), or mutate schedules that reached new states
 //!
 //! [explore.faults.redis]          # a fault template: each fault drawn picks one
 //! target = ["redis"]              # one target, or a list to draw from
@@ -58,6 +59,32 @@ pub struct ExploreSpec {
     pub objective: Option<ExploreObjective>,
     /// Schedules drawn around the worst found, after the random ones (0 to 100,000).
     pub refine: u64,
+    /// How the schedules are chosen.
+    pub search: Search,
+}
+
+/// How `explore` chooses its schedules (`[explore] search`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Search {
+    /// Schedule `i` is drawn from a stream of the seed and `i`: any slice of them is judged
+    /// alone, so a search shards.
+    #[default]
+    Random,
+    /// Coverage-guided, AFL style: a schedule whose runs reach a model state none before it
+    /// reached (a breaker's transitions, a queue's peak in a band of powers of two, a shed,
+    /// timeout or fail-open first seen) joins a corpus, and about half of the schedules are
+    /// mutations of one from the corpus, the rest drawn as `Random` draws them.
+    Coverage,
+}
+
+impl Search {
+    /// The name the file writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Search::Random => "random",
+            Search::Coverage => "coverage",
+        }
+    }
 }
 
 /// What makes a schedule worse for the design: a summary metric to maximise (or minimise).
@@ -119,6 +146,7 @@ impl<'t> Reader<'_> {
             shuffle_ties: false,
             objective: None,
             refine: 0,
+            search: Search::default(),
         };
         let mut faults_max_span = None;
         for (key, entry) in table.iter() {
@@ -169,6 +197,22 @@ impl<'t> Reader<'_> {
                         self.refuse(entry_span, &at, message);
                     }
                 },
+                ("search", DeValue::String(text)) => {
+                    match [Search::Random, Search::Coverage]
+                        .into_iter()
+                        .find(|search| search.name() == text.as_ref())
+                    {
+                        Some(search) => spec.search = search,
+                        None => {
+                            let message = format!(
+                                "`{text}` is not a search: \"random\" (each schedule drawn on \
+                                 its own) or \"coverage\" (mutate the schedules that reached new \
+                                 model states)"
+                            );
+                            self.refuse(entry_span, &at, message);
+                        }
+                    }
+                }
                 ("objective", DeValue::String(text)) => {
                     let words: Vec<&str> = text.split_whitespace().collect();
                     match words.as_slice() {
@@ -240,7 +284,7 @@ impl<'t> Reader<'_> {
                     }
                 }
                 (
-                    "variants" | "seeds" | "ties" | "objective" | "refine" | "runs_max"
+                    "variants" | "seeds" | "ties" | "search" | "objective" | "refine" | "runs_max"
                     | "shrink_runs_max" | "faults_max",
                     _,
                 ) => {
@@ -248,6 +292,7 @@ impl<'t> Reader<'_> {
                         "variants" => "a list of variant names",
                         "seeds" => "a seed range, \"A..B\"",
                         "ties" => "\"scheduled\" or \"shuffled\"",
+                        "search" => "\"random\" or \"coverage\"",
                         "objective" => "`max <metric>` or `min <metric>`",
                         _ => "a whole number",
                     };
@@ -261,8 +306,9 @@ impl<'t> Reader<'_> {
                     );
                 }
                 _ => {
-                    let message = "is not a key of [explore] (variants, seeds, ties, objective, \
-                                   refine, runs_max, faults_max, shrink_runs_max, faults, params)";
+                    let message = "is not a key of [explore] (variants, seeds, ties, search, \
+                                   objective, refine, runs_max, faults_max, shrink_runs_max, \
+                                   faults, params)";
                     self.refuse(key.span(), &at, message);
                 }
             }
@@ -519,6 +565,63 @@ impl<'t> Reader<'_> {
                 self.refuse(value.span(), key, message);
                 None
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    const BASE: &str = "[scenario]\nname = \"t\"\n[servers.redis]\n[connections.c]\nserver = \
+                        \"redis\"\n[keys.k]\ncount = 1\n[flows.read]\nsteps = [{ redis = { \
+                        command = \"GET\", connection = \"c\", key = \"k\" } }]\n[loads.l]\nflow \
+                        = \"read\"\narrivals = \"even\"\nrate = 10\nduration = \"1s\"\n\
+                        [explore.faults.stall]\ntarget = \"redis\"\nkind = \"pause\"\nat = { min \
+                        = \"1s\", max = \"2s\" }\n[explore]\n";
+
+    /// `[explore]` with `lines` added: its spec, or the diagnostics' text.
+    fn read(lines: &str) -> Result<ExploreSpec, String> {
+        let text = format!("{BASE}{lines}");
+        match crate::parse(&text, Path::new("t.toml")) {
+            Ok(file) => Ok(file.explore.expect("an [explore] table")),
+            Err(diagnostics) => Err(diagnostics.to_string()),
+        }
+    }
+
+    #[test]
+    fn search_is_random_unless_the_file_says_coverage() {
+        assert_eq!(read("").unwrap().search, Search::Random);
+        assert_eq!(read("search = \"random\"").unwrap().search, Search::Random);
+        assert_eq!(
+            read("search = \"coverage\"").unwrap().search,
+            Search::Coverage
+        );
+    }
+
+    /// Refused at the file, line and column of the value, with the key.
+    #[test]
+    fn a_bad_search_is_refused_at_its_key() {
+        let line = BASE.lines().count() + 1;
+        let cases = [
+            (
+                "search = \"guided\"",
+                "`guided` is not a search: \"random\" (each schedule drawn on its own) or \
+                 \"coverage\"",
+            ),
+            ("search = 3", "is \"random\" or \"coverage\""),
+            ("search = [\"coverage\"]", "is \"random\" or \"coverage\""),
+        ];
+        for (written, expected) in cases {
+            let message = read(written).unwrap_err();
+            let at = format!("t.toml:{line}:10: explore.search: ");
+            assert!(message.contains(&at), "{written}: not at {at}:\n{message}");
+            assert!(
+                message.contains(expected),
+                "{written}: not {expected}:\n{message}"
+            );
         }
     }
 }

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::study::RunsProgress;
 
+mod coverage;
 mod draw;
 mod refine;
 mod search;
@@ -99,6 +100,8 @@ pub(crate) enum Outcome {
 pub(crate) struct Judged {
     pub(crate) outcome: Outcome,
     pub(crate) scores: Vec<(String, f64)>,
+    /// What the runs reached, for a coverage-guided search (empty in a random one).
+    pub(crate) reached: Vec<coverage::Reached>,
 }
 
 /// The worst schedule by the objective: which variant, its value, and the schedule's number
@@ -118,7 +121,8 @@ pub(crate) struct Finding {
     pub(crate) message: String,
     pub(crate) count: u64,
     pub(crate) first: u64,
-    /// A schedule found by refining (not drawn by number): kept as it is.
+    /// A schedule found by refining or mutated by a coverage-guided search (not drawn by
+    /// number): kept as it is.
     #[serde(skip)]
     pub(crate) refined: Option<Schedule>,
 }
@@ -145,6 +149,9 @@ pub(crate) struct Tally {
     /// With an objective: the worst schedule found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) worst: Option<Worst>,
+    /// The worst schedule, when a coverage-guided search mutated it (not drawn by number).
+    #[serde(skip)]
+    pub(crate) worst_schedule: Option<Schedule>,
 }
 
 impl Tally {
@@ -180,6 +187,18 @@ pub fn run(file: &Path, request: &Request) -> ExitCode {
     };
     if let Err(message) = explorer.check_templates() {
         eprintln!("{}: {message}", file.display());
+        return ExitCode::from(2);
+    }
+    if spec.search == outagelab_scenario_file::Search::Coverage
+        && (request.shard.is_some() || !request.merge.is_empty())
+    {
+        // Each batch of a coverage-guided search mutates what the batches before it found.
+        eprintln!(
+            "{}: [explore] search = \"coverage\" does not shard: each batch of schedules \
+             mutates what the batches before it reached; shard a random search (search = \
+             \"random\", the default)",
+            file.display()
+        );
         return ExitCode::from(2);
     }
     // The wall clock only measures the search (schedules a second, on standard error), never
@@ -339,7 +358,15 @@ impl Explorer<'_> {
                 finding.way.variant,
                 finding.way.what,
                 match finding.refined {
-                    Some(_) => format!("found while refining, schedule #{}", finding.first),
+                    Some(_) if finding.first >= spec.runs_max => {
+                        format!("found while refining, schedule #{}", finding.first)
+                    }
+                    Some(_) => format!(
+                        "{} of {} schedules, first #{}, a mutation",
+                        finding.count,
+                        tally.judged(),
+                        finding.first
+                    ),
                     None => format!(
                         "{} of {} schedules, first #{}",
                         finding.count,
@@ -413,7 +440,8 @@ impl Explorer<'_> {
             ));
             return Ok(());
         };
-        let mut schedule = self.draw(tally.seed, drawn.index);
+        let mut schedule =
+            (tally.worst_schedule.clone()).unwrap_or_else(|| self.draw(tally.seed, drawn.index));
         say(&format!(
             "\nworst by {direction} {}: {} (variant \"{}\"), schedule #{}: {}",
             objective.metric,

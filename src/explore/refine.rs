@@ -70,6 +70,11 @@ impl Explorer<'_> {
     /// `k`.
     pub(super) fn nudge(&self, base: &Schedule, seed: u64, k: u64, scale: f64) -> Schedule {
         let mut stream = Stream::derive(seed, "refine", &k.to_string());
+        self.nudge_with(base, &mut stream, scale)
+    }
+
+    /// [`Explorer::nudge`] by draws from `stream`.
+    pub(super) fn nudge_with(&self, base: &Schedule, stream: &mut Stream, scale: f64) -> Schedule {
         let mut nudged = base.clone();
         let mut moved = |value: u64, (low, high): (u64, u64)| -> u64 {
             let step = (((high - low) as f64 * scale) as u64 / MS).max(1);

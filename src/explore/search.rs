@@ -4,8 +4,11 @@
 
 use outagelab_report::VariantReport;
 use outagelab_report::expect::metric_value;
+use outagelab_scenario_file::Search;
 use outagelab_sim::SimError;
 use rayon::prelude::*;
+
+use super::coverage;
 
 use super::*;
 
@@ -24,6 +27,7 @@ impl Explorer<'_> {
             Some(Judged {
                 outcome: Outcome::Refused(why),
                 scores: Vec::new(),
+                reached: Vec::new(),
             })
         };
         let file = match self.load(schedule) {
@@ -32,6 +36,7 @@ impl Explorer<'_> {
         };
         let mut broke = Vec::new();
         let mut scores = Vec::new();
+        let mut reached = Vec::new();
         for name in &self.spec.variants {
             if only.is_some_and(|only| only != name) {
                 continue;
@@ -63,6 +68,9 @@ impl Explorer<'_> {
             {
                 scores.push((name.clone(), value));
             }
+            if self.spec.search == Search::Coverage {
+                reached.extend(coverage::reached(name, &ran.report.summary));
+            }
             broke.extend(broken(name, variant, &ran.report));
         }
         let outcome = if broke.is_empty() {
@@ -70,7 +78,11 @@ impl Explorer<'_> {
         } else {
             Outcome::Broke(broke)
         };
-        Some(Judged { outcome, scores })
+        Some(Judged {
+            outcome,
+            scores,
+            reached,
+        })
     }
 
     /// Draws and judges the schedules (of `shard`, or all `runs_max`).
@@ -81,6 +93,13 @@ impl Explorer<'_> {
         shard: Option<Shard>,
         time_max: Option<std::time::Duration>,
     ) -> Tally {
+        if self.spec.search == Search::Coverage {
+            assert!(
+                shard.is_none(),
+                "refused by the command: a coverage-guided search does not shard"
+            );
+            return self.search_by_coverage(seed, quiet, time_max);
+        }
         // The wall clock decides only how many chunks run, never what a schedule does.
         let started = std::time::Instant::now();
         let numbers: Vec<u64> = (0..self.spec.runs_max)
@@ -109,33 +128,52 @@ impl Explorer<'_> {
                     self.judge(&schedule, true, None)
                         .expect("a run alone is never crowded out")
                 });
-                self.note_worst(&mut tally.worst, &judged.scores, index);
-                match judged.outcome {
-                    Outcome::Held => tally.held += 1,
-                    Outcome::Refused(why) => {
-                        tally.refused += 1;
-                        tally.first_refusal.get_or_insert((index, why));
-                    }
-                    Outcome::Broke(broke) => {
-                        tally.broke += 1;
-                        for (way, message) in broke {
-                            match tally.findings.iter_mut().find(|f| f.way == way) {
-                                Some(finding) => finding.count += 1,
-                                None => tally.findings.push(Finding {
-                                    way,
-                                    message,
-                                    count: 1,
-                                    first: index,
-                                    refined: None,
-                                }),
-                            }
-                        }
-                    }
-                }
+                self.count(&mut tally, index, judged, None);
             }
         }
         progress.done();
         tally
+    }
+
+    /// Counts schedule `index`'s judgement in `tally`: held, refused, or each way it broke
+    /// (a new finding where first); the worst by the objective. `kept`: the schedule, when
+    /// it is not drawn again from the seed and its number (a mutation of a coverage-guided
+    /// search), so a finding or the worst keeps it.
+    pub(super) fn count(
+        &self,
+        tally: &mut Tally,
+        index: u64,
+        judged: Judged,
+        kept: Option<&Schedule>,
+    ) {
+        let before = tally.worst.as_ref().map(|worst| worst.index);
+        self.note_worst(&mut tally.worst, &judged.scores, index);
+        if tally.worst.as_ref().map(|worst| worst.index) != before {
+            // A new worst: kept when it is a mutation, drawn again by number when not.
+            tally.worst_schedule = kept.cloned();
+        }
+        match judged.outcome {
+            Outcome::Held => tally.held += 1,
+            Outcome::Refused(why) => {
+                tally.refused += 1;
+                tally.first_refusal.get_or_insert((index, why));
+            }
+            Outcome::Broke(broke) => {
+                tally.broke += 1;
+                for (way, message) in broke {
+                    match tally.findings.iter_mut().find(|f| f.way == way) {
+                        Some(finding) => finding.count += 1,
+                        None => tally.findings.push(Finding {
+                            way,
+                            message,
+                            count: 1,
+                            first: index,
+                            refined: kept.cloned(),
+                        }),
+                    }
+                }
+            }
+        }
     }
 
     /// Keeps in `worst` the worse of it and the best of `scores` (schedule `index`) by the
@@ -182,6 +220,7 @@ impl Explorer<'_> {
             first_refusal: None,
             findings: Vec::new(),
             worst: None,
+            worst_schedule: None,
         }
     }
 

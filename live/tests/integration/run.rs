@@ -372,6 +372,113 @@ async fn a_latency_toxic_delays_the_commands_live_as_simulated() {
     }
 }
 
+/// Ten 1 MiB SETs sent at once through a connection's forwarder under a 1 MiB/s `bandwidth`
+/// toxic (the live runner's `bandwidth` fault). A fault that ends after 100 ms leaves them all
+/// answered in about 0.2 s: 0.1 s at the toxic's rate, the other 9.9 MiB at loopback speed
+/// once it ends, as the simulator's timeline has it (paced to the end, as the forwarder once
+/// did, they took 10 s). A fault that lasts paces them: after `t` seconds at most `t` of the
+/// SETs are answered (a busy machine only slows them); when it then ends, the rest go at
+/// full speed too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bandwidth_toxic_ends_with_its_fault_and_what_it_queued_goes_at_full_speed() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use outagelab_live::forwarder::Forwarder;
+    use outagelab_sim::scenario::{ByteRate, FaultKind};
+
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let forwarder = Forwarder::start(server.address()).await.unwrap();
+    let client = redis::Client::open(format!("redis://{}/", forwarder.address())).unwrap();
+    // No response timeout: a paced SET is answered seconds later.
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let connection = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .unwrap();
+    let toxic = FaultKind::Bandwidth(ByteRate::new(1 << 20).unwrap());
+    let value = Arc::new(vec![b'x'; 1 << 20]);
+    // The ten SETs at once; each adds one to `answered` when its reply comes.
+    let send_ten = |answered: Arc<AtomicU64>| {
+        let mut sets = tokio::task::JoinSet::new();
+        for n in 0..10 {
+            let (mut connection, value, answered) = (
+                connection.clone(),
+                Arc::clone(&value),
+                Arc::clone(&answered),
+            );
+            sets.spawn(async move {
+                let () = redis::cmd("SET")
+                    .arg(format!("blob-{n}"))
+                    .arg(value.as_slice())
+                    .query_async(&mut connection)
+                    .await
+                    .unwrap();
+                answered.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        sets
+    };
+    let all_answered = |mut sets: tokio::task::JoinSet<()>| async move {
+        tokio::time::timeout(RUN_TIME_MAX, async {
+            while let Some(set) = sets.join_next().await {
+                set.unwrap();
+            }
+        })
+        .await
+        .expect("the SETs are answered");
+    };
+
+    // A 100 ms fault.
+    let started = std::time::Instant::now();
+    forwarder.toxic_fault(toxic, true);
+    let sets = send_ten(Arc::new(AtomicU64::new(0)));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    forwarder.toxic_fault(toxic, false);
+    all_answered(sets).await;
+    let short = started.elapsed();
+
+    // A fault that lasts: paced, until it ends.
+    let answered = Arc::new(AtomicU64::new(0));
+    let started = std::time::Instant::now();
+    forwarder.toxic_fault(toxic, true);
+    let sets = send_ten(Arc::clone(&answered));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (paced_for, paced) = (started.elapsed(), answered.load(Ordering::SeqCst));
+    // At 1 MiB/s, `t` seconds carry `t` MiB: fewer bytes than `t` whole SETs with their
+    // commands' own bytes.
+    assert!(
+        paced as f64 <= paced_for.as_secs_f64(),
+        "{paced} SETs answered after {paced_for:?} at 1 MiB/s"
+    );
+    let ended = std::time::Instant::now();
+    forwarder.toxic_fault(toxic, false);
+    all_answered(sets).await;
+    let rest = ended.elapsed();
+
+    // Paced to the end, each would take at least 10 s.
+    assert!(
+        short < Duration::from_secs(5),
+        "behind a 100 ms fault: {short:?}"
+    );
+    assert!(
+        rest < Duration::from_secs(5),
+        "after a long fault ended: {rest:?}"
+    );
+    if timing_tests("that what a bandwidth toxic queued goes at loopback speed once it ends") {
+        assert!(
+            short < Duration::from_millis(600),
+            "behind a 100 ms fault: {short:?}"
+        );
+        assert!(
+            rest < Duration::from_millis(500),
+            "after a long fault ended: {rest:?}"
+        );
+    }
+}
+
 /// Every key path of a JSON value, arrays as one element.
 fn shape(value: &serde_json::Value) -> Vec<String> {
     let mut paths = Vec::new();
