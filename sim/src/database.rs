@@ -7,9 +7,8 @@
 //!
 //! Implementation: a work clock counts the work every running query has received so far (in
 //! nanoseconds, fixed point with 32 fractional bits). A query finishes when the clock reaches
-//! its start reading plus its latency; running queries sit in a min-queue by that target
-//! ([`MinQueue`]: a sorted ring while they are few, a heap when many), and one wake-up event
-//! is scheduled for the earliest. A change in the number of running queries
+//! its start reading plus its latency; running queries sit in a min-heap by that target, and
+//! one wake-up event is scheduled for the earliest. A change in the number of running queries
 //! changes the clock's speed, so the wake-up is recomputed and the old event made stale by a
 //! generation number.
 //!
@@ -37,13 +36,13 @@
 //! only), until fewer than `recover_below` run. The state is updated wherever the wake-up is
 //! recomputed, that is after every change in the running set, with the clock read at `now`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::DatabaseSummary;
 
 use crate::kernel::{Class, EventQueue, RequestRef};
-use crate::min_queue::MinQueue;
 use crate::rng::Stream;
 use crate::scenario::{Collapse, DatabaseId, Distribution, FaultKind, Scenario};
 
@@ -92,10 +91,10 @@ pub(crate) struct Query {
     pub lock: Option<LockKey>,
 }
 
-/// A running query's place in the queue of running queries, ordered by when it finishes
-/// (work clock target), then by start order (unique); `query` is its entry in
-/// `Database::running_queries`. Only what the queue compares and moves: every wake-up takes
-/// one, and a small entry is cheaper to move.
+/// A running query's place in the heap of running queries, ordered by when it finishes (work
+/// clock target), then by start order (unique); `query` is its entry in
+/// `Database::running_queries`. Only what the heap compares and moves: every wake-up pops
+/// one, and a small entry is cheaper to move through the heap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Running {
     target: u128,
@@ -103,7 +102,7 @@ struct Running {
     query: u32,
 }
 
-/// What a running query carries besides its place in the queue.
+/// What a running query carries besides its place in the heap.
 #[derive(Clone, Copy, Debug)]
 struct RunningQuery {
     waiter: RequestRef,
@@ -123,7 +122,7 @@ impl PartialOrd for Running {
         Some(self.cmp(other))
     }
 
-    // The queue compares with these on every push and pop: one test each, not an `Ordering`.
+    // The heap compares with these on every push and pop: one test each, not an `Ordering`.
     fn lt(&self, other: &Self) -> bool {
         self.target < other.target || (self.target == other.target && self.order < other.order)
     }
@@ -181,7 +180,7 @@ struct Database {
     work_clock_q32: u128,
     clock_read_at: SimTime,
     /// Running queries, earliest to finish first.
-    running: MinQueue<Running>,
+    running: BinaryHeap<Reverse<Running>>,
     /// The running queries' entries, by `Running::query`; an entry is reused once its query
     /// ends (`free_running`), so there are never more than the most queries run at once.
     running_queries: Vec<RunningQuery>,
@@ -291,7 +290,7 @@ impl Database {
     fn reschedule(&mut self, now: SimTime, id: DatabaseId, events: &mut EventQueue) {
         self.update_collapse(now);
         let (numerator, denominator) = self.speed();
-        let wake_at = self.running.peek().map(|first| {
+        let wake_at = self.running.peek().map(|Reverse(first)| {
             let remaining = first.target.saturating_sub(self.work_clock_q32);
             let nanos = if numerator == denominator {
                 remaining.div_ceil(ONE_Q32) // a shift: the same value, at full speed
@@ -358,7 +357,7 @@ impl Databases {
                     rng: Stream::derive(scenario.seed, "database", &spec.name),
                     work_clock_q32: 0,
                     clock_read_at: SimTime::ZERO,
-                    running: MinQueue::default(),
+                    running: BinaryHeap::new(),
                     running_queries: Vec::new(),
                     free_running: Vec::new(),
                     locks: BTreeMap::new(),
@@ -666,11 +665,11 @@ impl Databases {
                 u32::try_from(database.running_queries.len() - 1).expect("under 2^32 queries")
             }
         };
-        database.running.push(Running {
+        database.running.push(Reverse(Running {
             target: database.work_clock_q32 + work * ONE_Q32,
             order,
             query: index,
-        });
+        }));
         database.peak_running = database.peak_running.max(database.running.len() as u64);
         database.reschedule(now, id, events);
     }
@@ -683,7 +682,7 @@ impl Databases {
         database.read_clock(now);
         database.wake_at = None;
         let mut granted = Vec::new();
-        while let Some(&done) = database.running.peek() {
+        while let Some(&Reverse(done)) = database.running.peek() {
             if done.target > database.work_clock_q32 {
                 break;
             }

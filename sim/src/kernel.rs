@@ -2,17 +2,17 @@
 //!
 //! Events are ordered by `(time, class, insertion sequence)`: of the events due at the same
 //! nanosecond, those of a lower [`Class`] run first, and events of one class run in the order
-//! they were scheduled. Events are small `Copy` values naming entities by index; the queue's
+//! they were scheduled. Events are small `Copy` values naming entities by index; the heap's
 //! storage is reused, so a run in steady state allocates nothing per event.
 
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
 use outagelab_model::time::SimTime;
 
 use outagelab_report::Outcome;
 
 use crate::callers::CallRef;
-use crate::min_queue::MinQueue;
 use crate::database::DatabaseEvent;
 use crate::redis::RedisEvent;
 use crate::rng::Stream;
@@ -149,7 +149,6 @@ impl From<DatabaseEvent> for Event {
 /// integer so that ordering two entries is a single comparison: the time in the high 64 bits,
 /// then the class in the next two, then the sequence number in the low 62. An entry is 32
 /// bytes.
-#[derive(Clone, Copy, Debug)]
 struct Scheduled {
     key: u128,
     event: Event,
@@ -186,23 +185,18 @@ impl PartialOrd for Scheduled {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
-
-    // The queue compares with this on every push and pop: one test, not an `Ordering`.
-    fn lt(&self, other: &Self) -> bool {
-        self.key < other.key
-    }
 }
 
 impl Ord for Scheduled {
-    /// The earliest first: the queue is a min-queue.
+    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event first.
     fn cmp(&self, other: &Self) -> Ordering {
-        self.key.cmp(&other.key)
+        other.key.cmp(&self.key)
     }
 }
 
 #[derive(Default)]
 pub(crate) struct EventQueue {
-    queue: MinQueue<Scheduled>,
+    heap: BinaryHeap<Scheduled>,
     next_seq: u64,
     /// `Some(stream)`: ties within a class at one instant are broken in an order drawn from
     /// the stream instead of the order they were scheduled in (see [`TieOrder`]).
@@ -225,29 +219,29 @@ impl EventQueue {
         let event = event.into();
         let seq = match &mut self.shuffle {
             // A random position among the same-instant events of its class: 62 random bits
-            // (a tie of two draws, one in 2^62, falls back on the queue's own, deterministic, order).
+            // (a tie of two draws falls back on the heap's own, deterministic, order).
             Some(stream) => stream.next_u64() >> (64 - SEQ_BITS),
             None => self.next_seq,
         };
-        self.queue
+        self.heap
             .push(Scheduled::new(at, event.class(), seq, event));
         self.next_seq += 1;
     }
 
     /// Events the queue has room for without growing (what it holds in memory).
     pub fn capacity(&self) -> usize {
-        self.queue.capacity()
+        self.heap.capacity()
     }
 
     /// Bytes one waiting event takes in the queue.
     pub const ENTRY_BYTES: u64 = std::mem::size_of::<Scheduled>() as u64;
 
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.queue.peek().map(Scheduled::at)
+        self.heap.peek().map(Scheduled::at)
     }
 
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        self.queue
+        self.heap
             .pop()
             .map(|scheduled| (scheduled.at(), scheduled.event))
     }

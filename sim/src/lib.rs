@@ -36,7 +36,6 @@ pub mod instances;
 mod journal;
 mod kernel;
 mod metrics;
-mod min_queue;
 mod monitors;
 mod observe;
 pub mod open_loop;
