@@ -19,7 +19,7 @@ pub const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios")
 
 /// Every bundled scenario (`scenarios/*.toml`), by file name; a test keeps the list equal to
 /// the directory.
-pub const BUNDLED: [(&str, &str); 32] = [
+pub const BUNDLED: [(&str, &str); 33] = [
     bundled!("adaptive-limit.toml"),
     bundled!("blob-cache-blast-radius.toml"),
     bundled!("breaker-libraries.toml"),
@@ -30,6 +30,7 @@ pub const BUNDLED: [(&str, &str); 32] = [
     bundled!("closed-loop-pause.toml"),
     bundled!("db-slowdown.toml"),
     bundled!("explore-reconnect-slot.toml"),
+    bundled!("explore-stall-burst.toml"),
     bundled!("flaky-dependency.toml"),
     bundled!("forwarder-outage.toml"),
     bundled!("gateway-rate-limit.toml"),
