@@ -165,6 +165,25 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
 }
 
 async fn run_live(server: &RedisServer, scenario: &Scenario) -> VariantReport {
+    run_live_woken(server, scenario, Wakeups::OnTime).await
+}
+
+/// Whether a test holds the runner to waking within 10 ms of every timed instant (where
+/// timing is held).
+#[derive(Clone, Copy, PartialEq)]
+enum Wakeups {
+    OnTime,
+    /// The file itself makes the runner's one loop late: a stalled server's replies to
+    /// queued big writes come back at once when it answers again, and the loop reads them
+    /// (as a real client's does), so a wake-up due then is late by the file's design.
+    LateByDesign,
+}
+
+async fn run_live_woken(
+    server: &RedisServer,
+    scenario: &Scenario,
+    wakeups: Wakeups,
+) -> VariantReport {
     let options = Options {
         address: server.address(),
         horizon_cap: None,
@@ -188,7 +207,9 @@ async fn run_live(server: &RedisServer, scenario: &Scenario) -> VariantReport {
         })
         .collect();
     assert!(others.is_empty(), "{others:?}");
-    if timing_tests("that a live runner wakes within 10 ms of every timed instant") {
+    if wakeups == Wakeups::OnTime
+        && timing_tests("that a live runner wakes within 10 ms of every timed instant")
+    {
         assert!(late.is_none(), "{notes:?}");
     }
     report
@@ -563,7 +584,8 @@ target = "redis"
 kind = "flushall"
 at = "1100ms"
 "#;
-    let live = run_live(&server, &scenario(text)).await;
+    // A 300 ms hang with 100 KiB SETs queued behind it: its end hands the runner a burst.
+    let live = run_live_woken(&server, &scenario(text), Wakeups::LateByDesign).await;
     let summary = &live.summary;
     let connection = &summary.connections["c"];
     let server_summary = &summary.servers["redis"];
