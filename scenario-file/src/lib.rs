@@ -51,7 +51,10 @@ use toml::de::{DeTable, DeValue};
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use explain::{error_routing, explain};
 pub use explore::{ExploreObjective, ExploreSpec, FaultTemplate, INSTANT_KINDS, Search};
-pub use fault_kinds::{kinds_table as fault_kinds_table, reference_table as fault_reference_table};
+pub use fault_kinds::{
+    kind_names as fault_kind_names, kinds_table as fault_kinds_table,
+    reference_table as fault_reference_table,
+};
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
 pub use map::{MapAxisSpec, MapSpec};
 pub use tune::TuneSpec;

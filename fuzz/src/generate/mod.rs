@@ -8,7 +8,7 @@
 //! numbers or malformed units, and references sometimes name nothing, to exercise
 //! validation and the limits it lets through.
 //!
-//! What the generator covers is checked by tests ([`RESOURCE_TABLES`], [`FAULT_KINDS`],
+//! What the generator covers is checked by tests ([`RESOURCE_TABLES`], [`fault_kinds`],
 //! [`STEP_ACTIONS`], [`POLICY_KINDS`] against the format's own lists, and every entry seen in
 //! a few hundred generated files).
 
@@ -46,27 +46,11 @@ pub const RESOURCE_TABLES: [&str; 20] = [
     "faults",
 ];
 
-/// Every fault kind (`FaultKindName` in `scenario-file/src/raw.rs`).
-pub const FAULT_KINDS: [&str; 18] = [
-    "pause",
-    "hang",
-    "stop",
-    "kill",
-    "maxmemory",
-    "flushall",
-    "error_reply",
-    "disconnect",
-    "failover",
-    "crash",
-    "slow",
-    "refuse",
-    "pool_exhausted",
-    "lock_held",
-    "latency",
-    "bandwidth",
-    "packet_loss",
-    "slow_close",
-];
+/// Every fault kind, in the order the file format declares them
+/// (`scenario-file/src/fault_kinds.rs`): a kind declared there is generated here.
+pub fn fault_kinds() -> &'static [&'static str] {
+    outagelab_scenario_file::fault_kind_names()
+}
 
 /// Every step action.
 pub const STEP_ACTIONS: [&str; 8] = [
@@ -606,7 +590,7 @@ mod tests {
         let faults = listed_by_reader(&format!(
             "{HEADER}[servers.r]\n[faults.f]\ntarget = \"r\"\nkind = \"nope\"\nat = \"1s\"\n"
         ));
-        let mut expected: Vec<&str> = FAULT_KINDS.to_vec();
+        let mut expected: Vec<&str> = fault_kinds().to_vec();
         expected.sort_unstable();
         let mut faults: Vec<&str> = faults.iter().map(String::as_str).collect();
         faults.sort_unstable();
@@ -621,7 +605,7 @@ mod tests {
         for table in RESOURCE_TABLES {
             assert!(seen(&format!("[{table}.")), "no [{table}.*]");
         }
-        for kind in FAULT_KINDS {
+        for kind in fault_kinds() {
             assert!(seen(&format!("kind = \"{kind}\"")), "no {kind} fault");
         }
         for action in STEP_ACTIONS {

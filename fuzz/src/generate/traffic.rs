@@ -378,7 +378,7 @@ impl Generator {
         let faults = self.rng.range(0, 3);
         for index in 0..faults {
             self.table(&format!("faults.fault{index}"));
-            let mut kind = *self.rng.pick(&FAULT_KINDS);
+            let mut kind = *self.rng.pick(fault_kinds());
             let has_replica = self.names.servers.iter().any(|(_, p)| p.is_some());
             if kind == "failover" && !has_replica && !self.absurd() {
                 kind = "stop";
