@@ -1640,6 +1640,24 @@ impl Scenario {
         if let Some(dangling) = self.first_dangling_reference() {
             return Err(dangling);
         }
+        self.check_connections()?;
+        self.check_servers()?;
+        self.check_steps()?;
+        self.check_instances()?;
+        self.check_faults()?;
+        for family in &self.keys {
+            if family.count == 0 {
+                return Err(format!("key family {} has no keys", family.name));
+            }
+        }
+        if self.bucket.is_zero() {
+            return Err("the series bucket width is zero".into());
+        }
+        Ok(())
+    }
+
+    /// Subscribers are not slots, and tracking redirects to a subscriber on its server.
+    fn check_connections(&self) -> Result<(), String> {
         for connection in &self.connections {
             if connection.subscription.is_some()
                 && matches!(connection.reconnect, Reconnect::Slot(_))
@@ -1661,6 +1679,11 @@ impl Scenario {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Replicas replicate primaries, and preloads fit their key families.
+    fn check_servers(&self) -> Result<(), String> {
         for (index, server) in self.servers.iter().enumerate() {
             if let Some(replication) = server.replica_of {
                 let primary = &self.servers[replication.primary.index()];
@@ -1680,6 +1703,11 @@ impl Scenario {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Each flow's steps: jumps go forward, a policy is listed once, commands go to connections that take them, keys are where they are needed.
+    fn check_steps(&self) -> Result<(), String> {
         for flow in &self.flows {
             if flow.steps.len() > usize::from(u16::MAX) {
                 return Err(format!(
@@ -1733,6 +1761,11 @@ impl Scenario {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Instances of a service: within its count, copies of its instance 0, and loads send instance 0.
+    fn check_instances(&self) -> Result<(), String> {
         for (index, flow) in self.flows.iter().enumerate() {
             if let Some(instance) = flow.instance {
                 let service = &self.services[instance.service.index()];
@@ -1765,6 +1798,11 @@ impl Scenario {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Faults act on targets of their kind, fail over to replicas of their target and hold connections a pool has.
+    fn check_faults(&self) -> Result<(), String> {
         for fault in &self.faults {
             let on_connection = matches!(fault.target, FaultTarget::Connection(_));
             if let (FaultKind::Failover { replica, .. }, FaultTarget::Server(primary)) =
@@ -1819,14 +1857,6 @@ impl Scenario {
                     ));
                 }
             }
-        }
-        for family in &self.keys {
-            if family.count == 0 {
-                return Err(format!("key family {} has no keys", family.name));
-            }
-        }
-        if self.bucket.is_zero() {
-            return Err("the series bucket width is zero".into());
         }
         Ok(())
     }
