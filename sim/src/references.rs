@@ -183,6 +183,9 @@ impl References for RateLimitSpec {
         if let Some(store) = &mut self.store {
             visit(Kind::Connection, &mut store.0);
         }
+        if let Some(limiter) = &mut self.buckets_of {
+            visit(Kind::RateLimit, &mut limiter.0);
+        }
     }
 }
 
