@@ -150,8 +150,10 @@ pub struct WriterTurn {
 
 /// A service run as several instances (pods): each has its own connections, caches,
 /// breakers, bulkheads, semaphores, adaptive limits, retry policies, rate limiters and lock
-/// clients, while servers, databases, KV stores, throttles and callers are shared. A load
-/// that sends one of the service's flows spreads its requests over the instances.
+/// clients, while servers, databases, KV stores, throttles and callers are shared, and so are
+/// the buckets of a rate limiter with a store (they are in Redis:
+/// [`RateLimitSpec::buckets_of`]). A load that sends one of the service's flows spreads its
+/// requests over the instances.
 #[derive(Clone, Debug)]
 pub struct ServiceSpec {
     pub name: String,
