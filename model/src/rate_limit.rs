@@ -423,12 +423,26 @@ pub struct RateLimitCounters {
 }
 
 impl RateLimitCounters {
-    /// Counts one checked decision.
-    fn count(&mut self, decision: Decision) {
+    /// Counts one checked decision (the store answered). A limiter counts its own; a caller
+    /// that shares one limiter among several (instances checking one Redis counter) counts
+    /// each one's decisions with this too.
+    pub fn count(&mut self, decision: Decision) {
         match decision {
             Decision::Admit => self.admitted += 1,
             Decision::Reject { .. } => self.rejected += 1,
             Decision::TooLarge => self.too_large += 1,
+        }
+    }
+
+    /// Counts one decision of `cost` made without the store: an admission is a fail-open, a
+    /// refusal a fail-closed one.
+    pub fn count_unreachable(&mut self, decision: Decision, cost: u64) {
+        match decision {
+            Decision::Admit => {
+                self.fail_open_admitted += 1;
+                self.fail_open_cost = self.fail_open_cost.saturating_add(cost);
+            }
+            Decision::Reject { .. } | Decision::TooLarge => self.fail_closed_rejected += 1,
         }
     }
 }
@@ -634,17 +648,12 @@ fn unreachable_decision(
     counters: &mut RateLimitCounters,
     cost: u64,
 ) -> Decision {
-    match config.when_store_unreachable {
-        WhenStoreUnreachable::FailOpen => {
-            counters.fail_open_admitted += 1;
-            counters.fail_open_cost = counters.fail_open_cost.saturating_add(cost);
-            Decision::Admit
-        }
-        WhenStoreUnreachable::FailClosed { retry_after } => {
-            counters.fail_closed_rejected += 1;
-            Decision::Reject { retry_after }
-        }
-    }
+    let decision = match config.when_store_unreachable {
+        WhenStoreUnreachable::FailOpen => Decision::Admit,
+        WhenStoreUnreachable::FailClosed { retry_after } => Decision::Reject { retry_after },
+    };
+    counters.count_unreachable(decision, cost);
+    decision
 }
 
 #[cfg(test)]
@@ -1036,6 +1045,51 @@ mod tests {
                 ..RateLimitCounters::default()
             }
         );
+    }
+
+    #[test]
+    fn a_callers_own_tally_of_the_decisions_is_the_limiters_count() {
+        // Two callers sharing one limiter (two instances, one Redis counter) each count their
+        // own decisions; together they are the limiter's counters.
+        let mut l = KeyedRateLimiter::new(
+            RateLimiterConfig::new(
+                bucket(2, 1, SimDuration::from_secs(1)),
+                Algorithm::TokenBucket,
+                WhenStoreUnreachable::FailOpen,
+            )
+            .unwrap(),
+        );
+        let mut tallies = [RateLimitCounters::default(); 2];
+        for (caller, cost) in [(0, 1), (1, 1), (0, 1), (1, 3)] {
+            tallies[caller].count(l.try_acquire(ms(0), 7, cost));
+        }
+        tallies[1].count_unreachable(l.on_store_unreachable(4), 4);
+        assert_eq!(
+            (tallies[0], tallies[1]),
+            (
+                RateLimitCounters {
+                    admitted: 1,
+                    rejected: 1,
+                    ..RateLimitCounters::default()
+                },
+                RateLimitCounters {
+                    admitted: 1,
+                    too_large: 1,
+                    fail_open_admitted: 1,
+                    fail_open_cost: 4,
+                    ..RateLimitCounters::default()
+                }
+            )
+        );
+        let sum = RateLimitCounters {
+            admitted: 2,
+            rejected: 1,
+            too_large: 1,
+            fail_open_admitted: 1,
+            fail_open_cost: 4,
+            fail_closed_rejected: 0,
+        };
+        assert_eq!(l.counters(), sum);
     }
 
     /// The reference: tick one nanosecond at a time, adding `tokens` units per tick up to

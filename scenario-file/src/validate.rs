@@ -2120,6 +2120,7 @@ impl<'a> Validator<'a> {
                 enabled: raw.enabled.unwrap_or(true),
                 config,
                 store,
+                buckets_of: None,
             }),
             Err(error) => {
                 let span = raw.fail_closed_retry_after.as_ref().map(Spanned::span);

@@ -5,6 +5,12 @@
 //! rate limiters and lock clients. That per-instance state is what makes one pod's open
 //! breaker or stale L1 its own, and a process-wide breaker's blast radius the whole pod.
 //!
+//! One exception: a rate limiter with a store keeps its buckets in Redis, which every
+//! instance reaches. Each instance has its copy (its own store connection, and its own counts
+//! in the summary, `api@k`), but every copy checks instance 0's buckets
+//! ([`RateLimitSpec::buckets_of`]): "20/s" over four instances is 20/s in all. A local
+//! limiter is in-process, one bucket per instance.
+//!
 //! [`expand`] turns a scenario whose service names some flows into one the engine runs as it
 //! is: instance 0 keeps the resources (renamed `name@0`), every other instance gets copies
 //! (`name@1`, ...), and each flow gets one copy per instance whose steps name that
@@ -194,6 +200,22 @@ fn per_instance(scenario: &mut Scenario, used: &Used, copy_for: Option<u32>) -> 
     Remap(remap)
 }
 
+/// Points each copy (in `remap`) of a limiter of `used` that keeps its buckets in Redis at
+/// instance 0's, whose buckets it checks: the counters live in the one server every instance's
+/// store connection reaches (a server is shared), so the service admits the limiter's rate in
+/// all, not once per instance. A local limiter's copy keeps its own bucket: it is in-process.
+/// Runs after the copies' references are moved, which would move the owner too.
+fn share_stored_buckets(scenario: &mut Scenario, used: &BTreeSet<u32>, remap: &Remap) {
+    for &owner in used {
+        if scenario.rate_limits[owner as usize].store.is_none() {
+            continue;
+        }
+        let copy = remap.0[Kind::RateLimit as usize][owner as usize];
+        debug_assert_ne!(copy, owner, "instance 0's limiter is not its own copy");
+        scenario.rate_limits[copy as usize].buckets_of = Some(RateLimitId(owner));
+    }
+}
+
 /// Runs `flows` of `scenario` as the service `service`: see the module's comment. Fails,
 /// naming it, when a per-instance resource is also used outside those flows.
 pub fn expand(
@@ -269,6 +291,7 @@ pub fn expand(
                 spec.references(&mut |kind, index| remap.moved(kind, index));
             }
         });
+        share_stored_buckets(scenario, used.of(Kind::RateLimit), &remap);
         for &base in flows {
             let mut flow = scenario.flows[base.index()].clone();
             flow.name = format!("{}@{index}", flow.name);

@@ -86,7 +86,8 @@ impl Kind {
 
     /// Whether each instance (pod) of a service has its own copy of a resource of this kind
     /// (see [`crate::instances`]); the others (servers, databases, key families, KV stores,
-    /// throttles, callers, ...) are shared by every instance.
+    /// throttles, callers, ...) are shared by every instance. A rate limiter's copies share
+    /// its buckets when it has a store ([`RateLimitSpec::buckets_of`]).
     pub fn per_instance(self) -> bool {
         matches!(
             self,
@@ -182,6 +183,9 @@ impl References for RateLimitSpec {
     fn references(&mut self, visit: &mut Visit<'_>) {
         if let Some(store) = &mut self.store {
             visit(Kind::Connection, &mut store.0);
+        }
+        if let Some(limiter) = &mut self.buckets_of {
+            visit(Kind::RateLimit, &mut limiter.0);
         }
     }
 }

@@ -150,8 +150,10 @@ pub struct WriterTurn {
 
 /// A service run as several instances (pods): each has its own connections, caches,
 /// breakers, bulkheads, semaphores, adaptive limits, retry policies, rate limiters and lock
-/// clients, while servers, databases, KV stores, throttles and callers are shared. A load
-/// that sends one of the service's flows spreads its requests over the instances.
+/// clients, while servers, databases, KV stores, throttles and callers are shared, and so are
+/// the buckets of a rate limiter with a store (they are in Redis:
+/// [`RateLimitSpec::buckets_of`]). A load that sends one of the service's flows spreads its
+/// requests over the instances.
 #[derive(Clone, Debug)]
 pub struct ServiceSpec {
     pub name: String,
@@ -749,6 +751,21 @@ pub struct RateLimitSpec {
     pub enabled: bool,
     pub config: RateLimiterConfig,
     pub store: Option<ConnectionId>,
+    /// The limiter whose buckets this one checks, when they are not its own: an instance's
+    /// copy of a limiter with a store checks the counters in Redis that every instance
+    /// reaches, which instance 0's copy holds ([`crate::instances`]). `None`: its own.
+    ///
+    /// Invariant ([`Scenario::check_references`]): the limiter named keeps its own buckets,
+    /// has the same config and `enabled`, and a store on the same server as this one's.
+    pub buckets_of: Option<RateLimitId>,
+}
+
+impl RateLimitSpec {
+    /// The limiter whose buckets the limiter `id` (this one) checks: itself, or the one
+    /// [`RateLimitSpec::buckets_of`] names.
+    pub fn buckets(&self, id: RateLimitId) -> RateLimitId {
+        self.buckets_of.unwrap_or(id)
+    }
 }
 
 /// A key-value store with separate reads and writes (Cloudflare KV, say): a read takes
@@ -1632,6 +1649,32 @@ impl FaultKind {
 }
 
 impl Scenario {
+    /// Checks [`RateLimitSpec::buckets_of`]'s invariant: a limiter checks another's buckets
+    /// only when they are one limiter's counters in one Redis: the other keeps its own, with
+    /// the same config and `enabled`, behind a store on the same server. Ids are in range.
+    fn check_shared_buckets(&self) -> Result<(), String> {
+        let server = |spec: &RateLimitSpec| spec.store.map(|c| self.connections[c.index()].server);
+        for spec in &self.rate_limits {
+            let Some(owner) = spec.buckets_of else {
+                continue;
+            };
+            let owner = &self.rate_limits[owner.index()];
+            let same_server = server(spec).is_some() && server(spec) == server(owner);
+            if owner.buckets_of.is_some()
+                || !same_server
+                || owner.config != spec.config
+                || owner.enabled != spec.enabled
+            {
+                return Err(format!(
+                    "rate limiter {} checks the buckets of {}, which is not the same limiter in \
+                     the same Redis keeping buckets of its own",
+                    spec.name, owner.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every cross-reference, so a scenario built by hand cannot make the simulator
     /// index out of bounds. The file reader builds scenarios that always pass.
     pub fn check_references(&self) -> Result<(), String> {
@@ -1640,6 +1683,7 @@ impl Scenario {
         if let Some(dangling) = self.first_dangling_reference() {
             return Err(dangling);
         }
+        self.check_shared_buckets()?;
         self.check_connections()?;
         self.check_servers()?;
         self.check_steps()?;

@@ -237,3 +237,59 @@ duration = "2s"
     assert_eq!(instances["1"].outcomes["ok"], instances["1"].requests);
     assert_eq!(instances["1"].requests, 100);
 }
+
+/// A gateway of four pods checking "20/s" (a burst of 20) for 4,000 requests sent evenly at
+/// 400/s, round robin; `limiter` is the rest of `[rate_limits.api]` and `key` the step's key.
+fn gateway(limiter: &str, key: &str) -> VariantReport {
+    run(&format!(
+        r#"
+[scenario]
+name = "gateway"
+
+[servers.redis]
+
+[connections.limits]
+server = "redis"
+
+[keys.everyone]
+count = 1
+
+[rate_limits.api]
+capacity = 20
+rate = 20
+{limiter}
+
+[flows.request]
+steps = [{{ rate_limit = {{ name = "api"{key} }} }}]
+
+[services.gateway]
+instances = 4
+flows = ["request"]
+
+[loads.clients]
+flow = "request"
+arrivals = "even"
+rate = 400
+count = 4000
+"#
+    ))
+}
+
+/// The pods' `(admitted, rejected)` of `api`, summed over `api@0` to `api@3`.
+fn admitted_rejected(report: &VariantReport) -> (u64, u64) {
+    (0..4)
+        .map(|k| &report.summary.rate_limits[&format!("api@{k}")])
+        .fold((0, 0), |(a, r), l| (a + l.admitted, r + l.rejected))
+}
+
+#[test]
+fn a_rate_limit_in_redis_is_one_limit_for_all_pods_and_a_local_one_is_one_per_pod() {
+    // In Redis: one bucket for the service. A check every 2.5 ms: the burst of 20, then a token
+    // every 50 ms over the 9,997.5 ms from the first check to the last, 20 + 199 = 219.
+    let stored = gateway(r#"store = "limits""#, r#", key = "everyone""#);
+    assert_eq!(admitted_rejected(&stored), (219, 3_781));
+    assert_eq!(stored.summary.outcomes["rate_limited"], 3_781);
+    // In-process: one bucket per pod, each checked every 10 ms over 9,990 ms: 219 each.
+    let local = gateway("", "");
+    assert_eq!(admitted_rejected(&local), (4 * 219, 4_000 - 4 * 219));
+}

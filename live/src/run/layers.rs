@@ -143,6 +143,8 @@ impl<C: Clock + Clone> Layers<C> {
                     retry_on: spec.retry_on,
                 })
                 .collect(),
+            // One limiter each: only instances' copies share buckets (`buckets_of`), and
+            // `check` refuses services.
             rate_limits: (scenario.rate_limits.iter())
                 .map(|spec| LiveRateLimitSlot {
                     live: LiveRateLimiter::with_clock(spec.config, clock.clone()),

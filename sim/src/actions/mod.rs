@@ -53,7 +53,7 @@ use crate::throttles::Held as ThrottleHeld;
 /// throttle of the scenario, and the streams of the work and call steps.
 pub(crate) struct Actions {
     caches: Vec<cache::CacheSlot>,
-    rate_limits: Vec<rate_limit::RateLimitSlot>,
+    rate_limits: rate_limit::RateLimiters,
     throttles: throttle::ThrottleSlots,
     /// One client per lock, its tokens in the namespace of the lock's index.
     locks: Vec<lock::LockSlot>,

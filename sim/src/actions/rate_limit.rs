@@ -6,13 +6,15 @@
 //!
 //! Buckets: a limiter with a store keeps one bucket per key it increments (a gateway's counter
 //! per client: "20/s per client" over 1,000 clients is 1,000 buckets of 20/s), so its step's
-//! key family says what is limited; a family of one key is one bucket for everyone. A local
-//! limiter is one bucket per instance. The buckets held are in the run's memory estimate
-//! ([`memory_bytes`]).
+//! key family says what is limited; a family of one key is one bucket for everyone. Those
+//! buckets live in Redis: in a service of several instances, every instance's copy of the
+//! limiter checks the same ones ([`RateLimitSpec::buckets_of`]), so "20/s" is 20/s for the
+//! whole service, while each copy counts its own decisions. A local limiter is one bucket per
+//! instance. The buckets held are in the run's memory estimate, once ([`memory_bytes`]).
 
 use std::collections::BTreeMap;
 
-use outagelab_model::rate_limit::KeyedRateLimiter;
+use outagelab_model::rate_limit::{KeyedRateLimiter, RateLimitCounters};
 use outagelab_model::time::SimTime;
 use outagelab_report::{CountKey, RateLimitSummary};
 
@@ -22,11 +24,26 @@ use crate::kernel::StepResult;
 use crate::metrics::{CounterId, Metrics};
 use crate::redis::Op;
 use crate::rules::{self, StoreAnswer};
-use crate::scenario::{ConnectionId, KeyFamilyId, RateLimitId, RedisCommand, Scenario};
+use crate::scenario::{
+    ConnectionId, KeyFamilyId, RateLimitId, RateLimitSpec, RedisCommand, Scenario,
+};
 
-pub(super) struct RateLimitSlot {
-    /// One bucket per key of the store; a local limiter's one bucket is key 0.
-    limiter: KeyedRateLimiter,
+/// Every rate limiter's state: one slot per limiter, and one set of buckets per limiter that
+/// keeps its own. Invariant: every slot's `buckets` indexes `buckets`, and two slots share an
+/// index exactly when one's spec names the other in [`RateLimitSpec::buckets_of`] (or both name
+/// the same one).
+pub(super) struct RateLimiters {
+    slots: Vec<RateLimitSlot>,
+    buckets: Vec<KeyedRateLimiter>,
+}
+
+struct RateLimitSlot {
+    /// Which of [`RateLimiters::buckets`] this limiter checks: one bucket per key of the
+    /// store; a local limiter's one bucket is key 0.
+    buckets: usize,
+    /// This limiter's own decisions (one instance's, when the buckets are shared): what its
+    /// summary reports.
+    counters: RateLimitCounters,
     enabled: bool,
     store: Option<ConnectionId>,
     /// Checks admitted unchecked because the store could not be reached, per bucket.
@@ -36,40 +53,50 @@ pub(super) struct RateLimitSlot {
     answered_key: Option<u64>,
 }
 
-/// One slot per rate limiter, each with its fail-open counter.
-pub(super) fn slots(scenario: &Scenario, metrics: &mut Metrics) -> Vec<RateLimitSlot> {
-    scenario
-        .rate_limits
-        .iter()
-        .map(|spec| RateLimitSlot {
+/// One slot per rate limiter, each with its fail-open counter, and the buckets of each that
+/// keeps its own.
+pub(super) fn slots(scenario: &Scenario, metrics: &mut Metrics) -> RateLimiters {
+    let mut buckets = Vec::new();
+    let own: Vec<Option<usize>> = (scenario.rate_limits.iter())
+        .map(|spec| {
+            spec.buckets_of.is_none().then(|| {
+                buckets.push(KeyedRateLimiter::new(spec.config));
+                buckets.len() - 1
+            })
+        })
+        .collect();
+    let slots = (0u32..)
+        .zip(&scenario.rate_limits)
+        .map(|(id, spec): (u32, &RateLimitSpec)| RateLimitSlot {
+            buckets: own[spec.buckets(RateLimitId(id)).index()]
+                .expect("checked: the limiter whose buckets are shared keeps its own"),
+            counters: RateLimitCounters::default(),
             fail_open_counter: metrics
                 .add_counter(CountKey::RateLimitFailOpenAdmitted(spec.name.clone())),
-            limiter: KeyedRateLimiter::new(spec.config),
             enabled: spec.enabled,
             store: spec.store,
             answered_key: None,
         })
-        .collect()
+        .collect();
+    RateLimiters { slots, buckets }
 }
 
-/// What the limiters' buckets take now, at most.
-pub(super) fn memory_bytes(rate_limits: &[RateLimitSlot]) -> u64 {
-    rate_limits
-        .iter()
-        .map(|slot| slot.limiter.memory_bytes())
+/// What the limiters' buckets take now, at most: each set once, however many limiters check it.
+pub(super) fn memory_bytes(rate_limits: &RateLimiters) -> u64 {
+    (rate_limits.buckets.iter())
+        .map(KeyedRateLimiter::memory_bytes)
         .sum()
 }
 
+/// Each limiter's own decisions, by its name (`api@k` for instance k's copy).
 pub(super) fn summaries(
-    rate_limits: &[RateLimitSlot],
+    rate_limits: &RateLimiters,
     scenario: &Scenario,
 ) -> BTreeMap<String, RateLimitSummary> {
-    scenario
-        .rate_limits
-        .iter()
-        .zip(rate_limits)
+    (scenario.rate_limits.iter())
+        .zip(&rate_limits.slots)
         .map(|(spec, slot)| {
-            let summary = crate::summaries::rate_limit(slot.enabled, &slot.limiter.counters());
+            let summary = crate::summaries::rate_limit(slot.enabled, &slot.counters);
             (spec.name.clone(), summary)
         })
         .collect()
@@ -85,7 +112,7 @@ pub(super) fn start(
     replay_writes: bool,
 ) -> Started {
     let id = limiter;
-    let limiter = &sim.actions.rate_limits[id.index()];
+    let limiter = &sim.actions.rate_limits.slots[id.index()];
     match rules::rate_limit_store(limiter.enabled, limiter.store, key) {
         Some((store, family)) => {
             let index = sim.key_of(slot, family);
@@ -98,7 +125,7 @@ pub(super) fn start(
             match sim.issue_command(slot, store, op, replay_writes) {
                 None => Started::Waits,
                 Some(result) => {
-                    sim.actions.rate_limits[id.index()].answered_key =
+                    sim.actions.rate_limits.slots[id.index()].answered_key =
                         Some(rules::rate_limit_bucket(Some((family, index))));
                     Started::Ended(result)
                 }
@@ -119,27 +146,37 @@ pub(super) fn answered(
 ) {
     if let Some(family) = key {
         let index = sim.key_of(slot, family);
-        sim.actions.rate_limits[limiter.index()].answered_key =
+        sim.actions.rate_limits.slots[limiter.index()].answered_key =
             Some(rules::rate_limit_bucket(Some((family, index))));
     }
 }
 
 /// What a rate-limit step's result means once the limiter has had its say: `store` is what
 /// the store's round trip returned (`Ok` for a local limiter), for the bucket of the key
-/// [`answered`] named (key 0, the one bucket, for a local limiter).
+/// [`answered`] named (key 0, the one bucket, for a local limiter) among the buckets the
+/// limiter checks. The decision is counted by the limiter itself too.
 pub(super) fn decide(
-    rate_limits: &mut [RateLimitSlot],
+    rate_limits: &mut RateLimiters,
     now: SimTime,
     metrics: &mut Metrics,
     limiter: RateLimitId,
     store: StepResult,
 ) -> StepResult {
-    let slot = &mut rate_limits[limiter.index()];
+    let slot = &mut rate_limits.slots[limiter.index()];
     let key = slot.answered_key.take().unwrap_or(0);
-    let limiter = &mut slot.limiter;
+    let buckets = &mut rate_limits.buckets[slot.buckets];
+    let counters = &mut slot.counters;
     let answer = rules::rate_limit_answer(slot.enabled, store, |store| match store {
-        StoreAnswer::Answered => limiter.try_acquire(now, key, 1),
-        StoreAnswer::Unreachable => limiter.on_store_unreachable(1),
+        StoreAnswer::Answered => {
+            let decision = buckets.try_acquire(now, key, 1);
+            counters.count(decision);
+            decision
+        }
+        StoreAnswer::Unreachable => {
+            let decision = buckets.on_store_unreachable(1);
+            counters.count_unreachable(decision, 1);
+            decision
+        }
     });
     if answer.failed_open {
         metrics.count(slot.fail_open_counter);
@@ -150,17 +187,23 @@ pub(super) fn decide(
 #[cfg(test)]
 mod tests {
     use outagelab_model::rate_limit::{
-        Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
+        Algorithm, BucketConfig, KeyedRateLimiter, RateLimiterConfig, TokenRate,
+        WhenStoreUnreachable,
     };
+    use outagelab_report::PercentileRule;
 
     use outagelab_model::time::SimTime;
 
     use outagelab_report::VariantReport;
 
+    use crate::kernel::StepResult;
+    use crate::metrics::Metrics;
+
     use crate::actions::testing::{CONNECTION, KEY, ended, ms, run, scenario, step, work};
     use crate::scenario::{
         Arrivals, FaultKind, FaultSpec, FaultTarget, FlowId, FlowSpec, LoadEnd, LoadSpec, Rate,
-        RateLimitId, RateLimitSpec, Scenario, ServerId, StepAction, StepSpec,
+        RateLimitId, RateLimitSpec, Scenario, ServerId, ServerSpec, ServiceSpec, Spread,
+        StepAction, StepSpec,
     };
 
     /// A bucket of two tokens, one more a second, fail-open; checked in Redis when `stored`.
@@ -179,6 +222,7 @@ mod tests {
             enabled: true,
             config,
             store: stored.then_some(CONNECTION),
+            buckets_of: None,
         });
         let check = step(StepAction::RateLimit {
             limiter: RateLimitId(0),
@@ -187,10 +231,16 @@ mod tests {
         (s, check)
     }
 
-    /// "20/s" with a burst of 20, checked in Redis under a family of `keys` client keys,
-    /// against 400 requests a second, evenly spaced, for 10 s: 4,000 requests, each followed
-    /// by 1 ms of work.
-    fn twenty_a_second(keys: u32) -> VariantReport {
+    /// "20/s" with a burst of 20 against 400 requests a second, evenly spaced, for 10 s: 4,000
+    /// requests, each followed by 1 ms of work, on a service of `instances` instances (round
+    /// robin). Checked in Redis under a family of `keys` client keys when `stored`; local
+    /// (one bucket per instance) otherwise.
+    fn twenty_a_second_on(instances: u32, keys: u32, stored: bool) -> VariantReport {
+        crate::run(&twenty_a_second_scenario(instances, keys, stored)).expect("the scenario runs")
+    }
+
+    /// The scenario [`twenty_a_second_on`] runs.
+    fn twenty_a_second_scenario(instances: u32, keys: u32, stored: bool) -> Scenario {
         let mut s = scenario();
         s.keys[0].count = keys;
         let bucket = BucketConfig::new(20, TokenRate::per_second(20).unwrap()).unwrap();
@@ -200,11 +250,12 @@ mod tests {
             name: "api".into(),
             enabled: true,
             config,
-            store: Some(CONNECTION),
+            store: stored.then_some(CONNECTION),
+            buckets_of: None,
         });
         let check = step(StepAction::RateLimit {
             limiter: RateLimitId(0),
-            key: Some(KEY),
+            key: stored.then_some(KEY),
         });
         s.flows.push(FlowSpec {
             name: "flow".into(),
@@ -221,7 +272,63 @@ mod tests {
             },
             caller: None,
         });
-        crate::run(&s).expect("the scenario runs")
+        if instances > 1 {
+            let service = ServiceSpec {
+                name: "gateway".into(),
+                instances,
+                spread: Spread::RoundRobin,
+            };
+            crate::instances::expand(&mut s, service, &[FlowId(0)]).expect("one service");
+        }
+        s
+    }
+
+    /// [`twenty_a_second_on`] one instance, checked in Redis.
+    fn twenty_a_second(keys: u32) -> VariantReport {
+        twenty_a_second_on(1, keys, true)
+    }
+
+    /// Each instance's `(admitted, rejected)` of limiter `api` (`api@0`, ...), and their sum.
+    fn per_instance(report: &VariantReport, instances: u32) -> (Vec<(u64, u64)>, (u64, u64)) {
+        let counts: Vec<(u64, u64)> = (0..instances)
+            .map(|k| &report.summary.rate_limits[&format!("api@{k}")])
+            .map(|limiter| (limiter.admitted, limiter.rejected))
+            .collect();
+        let sum = counts.iter().fold((0, 0), |(a, r), c| (a + c.0, r + c.1));
+        (counts, sum)
+    }
+
+    #[test]
+    fn twenty_a_second_for_everyone_over_four_instances_is_still_twenty_a_second() {
+        // The bucket lives in Redis, which all four instances reach: one bucket, so the hand
+        // count of one instance holds (219 admitted, 3,781 refused), not four buckets' 876.
+        // Round robin sends check k to instance k mod 4: the burst (checks 0-19) is 5 each,
+        // and every refilled token (checks 20, 40, ..., 3,980) falls to instance 0.
+        let report = twenty_a_second_on(4, 1, true);
+        let (counts, sum) = per_instance(&report, 4);
+        assert_eq!(sum, (219, 3_781));
+        assert_eq!(counts, [(204, 796), (5, 995), (5, 995), (5, 995)]);
+        assert_eq!(ended(&report, "ok"), 219);
+        assert_eq!(ended(&report, "rate_limited"), 3_781);
+    }
+
+    #[test]
+    fn twenty_a_second_per_client_over_four_instances_refuses_nothing_at_400_a_second() {
+        // 1,000 clients' buckets, shared by the instances: 0.4 checks a second per client.
+        let report = twenty_a_second_on(4, 1_000, true);
+        assert_eq!(per_instance(&report, 4).1, (4_000, 0));
+        assert_eq!(ended(&report, "ok"), 4_000);
+    }
+
+    #[test]
+    fn a_local_limiter_over_four_instances_admits_four_buckets() {
+        // In-process: one bucket per instance, each checked every 10 ms for 9,990 ms from its
+        // first check: its burst of 20 plus 9,990 / 50 = 199 refilled tokens, 219 each.
+        let report = twenty_a_second_on(4, 1, false);
+        let (counts, sum) = per_instance(&report, 4);
+        assert_eq!(counts, [(219, 781); 4]);
+        assert_eq!(sum, (876, 3_124));
+        assert_eq!(ended(&report, "ok"), 876);
     }
 
     #[test]
@@ -246,6 +353,87 @@ mod tests {
         assert_eq!((limiter.admitted, limiter.rejected), (219, 3_781));
         assert_eq!(ended(&report, "ok"), 219);
         assert_eq!(ended(&report, "rate_limited"), 3_781);
+    }
+
+    #[test]
+    fn instances_copies_of_a_stored_limiter_check_instance_zeros_buckets_and_a_local_ones_own() {
+        for (stored, owners) in [
+            (true, [None, Some(0), Some(0), Some(0)]),
+            (false, [None; 4]),
+        ] {
+            let s = twenty_a_second_scenario(4, 1, stored);
+            let limiters = &s.rate_limits;
+            let names: Vec<&str> = limiters.iter().map(|spec| spec.name.as_str()).collect();
+            assert_eq!(names, ["api@0", "api@1", "api@2", "api@3"]);
+            let stores: Vec<_> = limiters
+                .iter()
+                .map(|spec| spec.store.map(|c| c.0))
+                .collect();
+            let each_its_own = [Some(0), Some(1), Some(2), Some(3)];
+            assert_eq!(stores, if stored { each_its_own } else { [None; 4] });
+            let shared: Vec<_> = limiters
+                .iter()
+                .map(|spec| spec.buckets_of.map(|l| l.0))
+                .collect();
+            assert_eq!(shared, owners, "stored: {stored}");
+            let mut metrics = Metrics::new(1_000_000, 1, 0, PercentileRule::NearestRank);
+            let slots = super::slots(&s, &mut metrics);
+            assert_eq!(slots.buckets.len(), if stored { 1 } else { 4 });
+        }
+    }
+
+    #[test]
+    fn shared_buckets_are_held_and_estimated_once() {
+        // Four instances check clients 0-9 each: ten buckets in Redis, not forty.
+        let s = twenty_a_second_scenario(4, 1_000, true);
+        let mut metrics = Metrics::new(1_000_000, 1, 0, PercentileRule::NearestRank);
+        let mut limiters = super::slots(&s, &mut metrics);
+        for (instance, client) in (0..4).flat_map(|i| (0..10).map(move |c| (i, c))) {
+            limiters.slots[instance].answered_key = Some(client);
+            let result = super::decide(
+                &mut limiters,
+                SimTime::ZERO,
+                &mut metrics,
+                RateLimitId(instance as u32),
+                StepResult::Ok,
+            );
+            assert_eq!(result, StepResult::Ok);
+        }
+        assert_eq!(limiters.buckets[0].keys_held(), 10);
+        let bytes = 10 * KeyedRateLimiter::BYTES_PER_KEY;
+        assert_eq!(super::memory_bytes(&limiters), bytes);
+        assert!(
+            limiters
+                .slots
+                .iter()
+                .all(|slot| slot.counters.admitted == 10)
+        );
+    }
+
+    #[test]
+    fn a_limiter_may_check_only_the_same_limiters_buckets_in_the_same_redis() {
+        let check = |change: fn(&mut Scenario)| {
+            let mut s = twenty_a_second_scenario(2, 1, true);
+            change(&mut s);
+            s.check_references()
+        };
+        assert_eq!(check(|_| {}), Ok(()));
+        let refused = "rate limiter api@1 checks the buckets of api@0, which is not the same \
+                       limiter in the same Redis keeping buckets of its own";
+        let elsewhere = |s: &mut Scenario| {
+            s.servers.push(ServerSpec::new("other"));
+            s.connections[1].server = ServerId(1);
+        };
+        let disabled = |s: &mut Scenario| s.rate_limits[1].enabled = false;
+        let local = |s: &mut Scenario| s.rate_limits[1].store = None;
+        for change in [elsewhere, disabled, local] {
+            assert_eq!(check(change).unwrap_err(), refused);
+        }
+        // The limiter named must keep its own: no chains.
+        let chained = |s: &mut Scenario| s.rate_limits[0].buckets_of = Some(RateLimitId(1));
+        let chained_refused = "rate limiter api@0 checks the buckets of api@1, which is not the \
+                               same limiter in the same Redis keeping buckets of its own";
+        assert_eq!(check(chained).unwrap_err(), chained_refused);
     }
 
     #[test]
