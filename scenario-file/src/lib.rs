@@ -27,6 +27,7 @@ mod explain;
 mod explore;
 mod fault_kinds;
 mod fit;
+mod keys;
 mod kinds;
 mod map;
 mod observed;

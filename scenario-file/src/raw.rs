@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
-use crate::fault_kinds::{self, FaultKindSpec, Value};
+use crate::fault_kinds::{self, FaultKindSpec};
+use crate::keys::Value;
 use crate::one_of::{OneOf, fields_of};
 
 #[derive(Deserialize)]

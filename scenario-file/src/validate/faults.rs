@@ -11,9 +11,10 @@ use serde::de::Error as _;
 use toml::Spanned;
 
 use super::{Validator, since_zero};
-use crate::fault_kinds::{self, COMMON_KEYS, FaultKindSpec, KeyDefault, KeySpec, On, Range, Value};
+use crate::fault_kinds::{self, COMMON_KEYS, FaultKindSpec, On};
+use crate::keys::{KeyDefault, KeySpec, Range, Value, default_value};
 use crate::kinds::Names;
-use crate::raw::{RawFault, RawValue, Size, Text, Whole};
+use crate::raw::{RawFault, RawValue};
 
 /// A problem with a fault's key, already reported where it is.
 #[derive(Debug)]
@@ -465,22 +466,6 @@ impl<'r> FaultReader<'_, '_, 'r> {
         self.validator
             .error(Some(self.raw.kind.span()), key, message);
         Reported
-    }
-}
-
-/// A declared default, as if the file had written it (TOML text).
-pub(crate) fn default_value(value: Value, text: &str) -> RawValue {
-    let word = text.trim_matches('"').to_owned();
-    match value {
-        Value::Duration | Value::Bandwidth => RawValue::Text(Text(word)),
-        Value::Size if text.starts_with('"') => RawValue::Size(Size::Text(word)),
-        Value::Size => RawValue::Size(Size::Bytes(text.parse().expect("a default size"))),
-        Value::Count => RawValue::Whole(Whole(text.parse().expect("a default count"))),
-        Value::Number => RawValue::Number(text.parse().expect("a default number")),
-        Value::Bool => RawValue::Bool(text.parse().expect("a default flag")),
-        Value::Enum(_) | Value::OneOf { .. } | Value::Ref(_) | Value::Target => {
-            RawValue::Word(word)
-        }
     }
 }
 
