@@ -17,6 +17,7 @@ use outagelab_sim::scenario::{
 };
 
 use crate::Variant;
+use crate::breaker_keys::BREAKER;
 
 /// The breakers, retry policies, connections and faults of `variant`, one block each, as
 /// `key = value` lines.
@@ -134,90 +135,91 @@ fn header(out: &mut String, section: &str, preset: Option<(&str, &str, &str)>) {
 fn explain_breaker(out: &mut String, section: &str, preset: Option<&str>, spec: &BreakerSpec) {
     let found = preset.and_then(presets::breaker_preset);
     header(out, section, found.map(|p| (p.name, p.source, p.notes)));
-    let config = &spec.config;
-    let mut line = |key: &str, value: String| {
-        let _ = writeln!(out, "  {key} = {value}");
-    };
-    line("enabled", spec.enabled.to_string());
-    match config.trip() {
-        Trip::Consecutive { failures_max } => line("failures", failures_max.to_string()),
-        Trip::FailureRate {
-            rate_permille,
-            window,
-            min_calls,
-        } => {
-            let window = match window {
-                Window::Calls(calls) => format!("window_calls = {calls}"),
-                Window::Time { length, slots } => {
-                    format!("window = \"{length}\", window_slots = {slots}")
-                }
-            };
-            line(
-                "failure_rate",
-                format!(
-                    "{{ percent = {}, {window}, min_calls = {min_calls} }}",
-                    thousandths(rate_permille * 100)
-                ),
-            );
+    for key in BREAKER.keys {
+        if let Some(value) = breaker_value(spec, key.name) {
+            let _ = writeln!(out, "  {} = {value}", key.name);
         }
     }
-    line("open_for", format!("\"{}\"", config.open_for()));
-    line("half_open_probes", config.probes_max().to_string());
-    let rule = match config.half_open_rule() {
-        HalfOpenRule::AllProbesSucceed => "all_probes_succeed",
-        HalfOpenRule::FailureRate => "failure_rate",
-    };
-    line("half_open_rule", format!("\"{rule}\""));
-    let uncounted = match config.uncounted_as() {
-        UncountedAs::Ignored => "ignored",
-        UncountedAs::Success => "success",
-    };
-    line("uncounted_as", format!("\"{uncounted}\""));
-    line(
-        "half_open_max_wait",
-        config
+}
+
+/// What the breaker runs with for its key `name` (in the declaration's order), as the file
+/// would write it; `None` for a key not printed: the preset (in the header), the rule it does
+/// not have, a threshold without a rate, a slow-call share without a slow-call rule.
+fn breaker_value(spec: &BreakerSpec, name: &str) -> Option<String> {
+    let config = &spec.config;
+    let quoted = |value: &dyn std::fmt::Display| format!("\"{value}\"");
+    let rate_rule = matches!(config.trip(), Trip::FailureRate { .. });
+    Some(match name {
+        "enabled" => spec.enabled.to_string(),
+        "preset" => return None,
+        "failures" => match config.trip() {
+            Trip::Consecutive { failures_max } => failures_max.to_string(),
+            Trip::FailureRate { .. } => return None,
+        },
+        "failure_rate" => failure_rate(config.trip())?,
+        "open_for" => quoted(&config.open_for()),
+        "half_open_probes" => config.probes_max().to_string(),
+        "counts" => outcomes(spec.counts),
+        "ignores" => outcomes(spec.ignores),
+        "late_failures" => quoted(&match config.late_failures() {
+            LateFailures::Ignored => "ignored",
+            LateFailures::Counted => "counted",
+        }),
+        "half_open_rule" => quoted(&match config.half_open_rule() {
+            HalfOpenRule::AllProbesSucceed => "all_probes_succeed",
+            HalfOpenRule::FailureRate => "failure_rate",
+        }),
+        "uncounted_as" => quoted(&match config.uncounted_as() {
+            UncountedAs::Ignored => "ignored",
+            UncountedAs::Success => "success",
+        }),
+        "half_open_max_wait" => config
             .half_open_max_wait()
-            .map_or("none (waits for ever)".to_owned(), |wait| {
-                format!("\"{wait}\"")
-            }),
-    );
-    if matches!(config.trip(), Trip::FailureRate { .. }) {
-        let threshold = match config.threshold() {
+            .map_or("none (waits for ever)".to_owned(), |wait| quoted(&wait)),
+        "warm_up" => config
+            .warm_up()
+            .map_or("none".to_owned(), |warm_up| quoted(&warm_up)),
+        "open_for_factor" => thousandths(config.open_for_factor_permille()),
+        "open_for_max" => quoted(&config.open_for_max()),
+        "evaluate_on" => quoted(&match config.evaluate_on() {
+            EvaluateOn::Any => "any",
+            EvaluateOn::Failure => "failure",
+        }),
+        "threshold" if !rate_rule => return None,
+        "threshold" => quoted(&match config.threshold() {
             Threshold::Reached => "reached",
             Threshold::Exceeded => "exceeded",
-        };
-        line("threshold", format!("\"{threshold}\""));
-    }
-    line(
-        "warm_up",
-        config
-            .warm_up()
-            .map_or("none".to_owned(), |warm_up| format!("\"{warm_up}\"")),
-    );
-    line(
-        "open_for_factor",
-        thousandths(config.open_for_factor_permille()),
-    );
-    line("open_for_max", format!("\"{}\"", config.open_for_max()));
-    let evaluate = match config.evaluate_on() {
-        EvaluateOn::Any => "any",
-        EvaluateOn::Failure => "failure",
+        }),
+        "slow_call_duration" => config
+            .slow_calls()
+            .map_or("none (no slow-call rule)".to_owned(), |slow| {
+                quoted(&slow.duration)
+            }),
+        "slow_call_percent" => thousandths(config.slow_calls()?.rate_permille * 100),
+        _ => panic!("`validate --explain` does not print the breaker's `{name}`"),
+    })
+}
+
+/// A failure-rate rule as the file writes it.
+fn failure_rate(trip: Trip) -> Option<String> {
+    let Trip::FailureRate {
+        rate_permille,
+        window,
+        min_calls,
+    } = trip
+    else {
+        return None;
     };
-    line("evaluate_on", format!("\"{evaluate}\""));
-    let late = match config.late_failures() {
-        LateFailures::Ignored => "ignored",
-        LateFailures::Counted => "counted",
-    };
-    line("late_failures", format!("\"{late}\""));
-    match config.slow_calls() {
-        None => line("slow_call_duration", "none (no slow-call rule)".to_owned()),
-        Some(slow) => {
-            line("slow_call_duration", format!("\"{}\"", slow.duration));
-            line("slow_call_percent", thousandths(slow.rate_permille * 100));
+    let window = match window {
+        Window::Calls(calls) => format!("window_calls = {calls}"),
+        Window::Time { length, slots } => {
+            format!("window = \"{length}\", window_slots = {slots}")
         }
-    }
-    line("counts", outcomes(spec.counts));
-    line("ignores", outcomes(spec.ignores));
+    };
+    Some(format!(
+        "{{ percent = {}, {window}, min_calls = {min_calls} }}",
+        thousandths(rate_permille * 100)
+    ))
 }
 
 fn explain_retry(out: &mut String, section: &str, preset: Option<&str>, spec: &RetrySpec) {
@@ -383,6 +385,23 @@ arrivals = "even"
 rate = 10
 count = 5
 "#;
+
+    #[test]
+    fn every_declared_breaker_key_but_the_preset_is_printed() {
+        let parsed = crate::parse(FILE, std::path::Path::new("t.toml")).expect("valid");
+        let variant = &parsed.variants[0];
+        // A rate rule with a slow-call rule (resilience4j) and consecutive failures (plain).
+        let printed = |key: &str| {
+            variant
+                .scenario
+                .breakers
+                .iter()
+                .any(|breaker| breaker_value(breaker, key).is_some())
+        };
+        for key in BREAKER.keys {
+            assert_eq!(printed(key.name), key.name != "preset", "{}", key.name);
+        }
+    }
 
     #[test]
     fn a_preset_expands_to_its_table_and_the_file_overrides_it_key_by_key() {

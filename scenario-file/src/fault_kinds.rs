@@ -22,7 +22,7 @@ use std::sync::LazyLock;
 use outagelab_model::time::SimDuration;
 use outagelab_sim::scenario::{CommandScope, ErrorReply, FaultKind, PauseMode};
 
-use crate::keys::{Bound, KeyDefault, KeySpec, Range, Value, describe_value};
+use crate::keys::{Bound, KeyDefault, KeySpec, Range, Value, describe_default, describe_value};
 use crate::validate::{FaultReader, Reported};
 
 /// What a kind acts on.
@@ -741,7 +741,7 @@ pub fn explain(out: &mut String, section: &str, settings: &BTreeMap<String, Stri
         let value = match (written(key.name), key.default) {
             (Some(value), _) => value.clone(),
             (None, KeyDefault::Is(text) | KeyDefault::Otherwise(text)) => text.replace('`', ""),
-            (None, KeyDefault::Required(_)) => continue,
+            (None, KeyDefault::Required(_) | KeyDefault::Preset(_)) => continue,
         };
         writeln!(out, "  {} = {value}", key.name).expect("a String");
     }
@@ -758,11 +758,7 @@ pub fn kinds_table() -> String {
 
 fn row(out: &mut String, key: &KeySpec, faults: &str) {
     let value = describe_value(key);
-    let default = match key.default {
-        KeyDefault::Required(_) => "required".to_owned(),
-        KeyDefault::Is(text) => format!("`{text}`"),
-        KeyDefault::Otherwise(text) => text.to_owned(),
-    };
+    let default = describe_default(key.default);
     let name = key.name;
     let and = |accepts: fn(On) -> bool| kinds_on(accepts).replace(" or ", " and ");
     let doc = key

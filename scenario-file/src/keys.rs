@@ -5,6 +5,8 @@
 //! (`validate/faults.rs`, `validate/table.rs`), `validate --explain`'s keys and the reference
 //! tables of `docs/scenario-format.md`.
 
+use std::fmt::Write as _;
+
 use crate::raw::{RawValue, Size, Text, Whole};
 
 /// One key of a kind's table.
@@ -43,6 +45,10 @@ pub enum Value {
     Ref(&'static str),
     /// What a fault acts on: a server, a connection or a database (by name).
     Target,
+    /// A list of outcomes, or status classes (`"5xx"`).
+    Outcomes,
+    /// A table of keys of its own, declared there.
+    Table(&'static TableSpec),
 }
 
 /// What a key is when the table leaves it out.
@@ -54,6 +60,8 @@ pub enum KeyDefault {
     Is(&'static str),
     /// No fixed value: the build function decides, as this says.
     Otherwise(&'static str),
+    /// A `preset` gives it; without one, the default inside.
+    Preset(&'static KeyDefault),
 }
 
 /// The values a key accepts beyond its type.
@@ -81,6 +89,9 @@ pub enum Range {
         why: &'static str,
         over: &'static str,
     },
+    /// Bounds the policy's own config checks (its constructor refuses a value outside them,
+    /// at the key), in words for the reference: "at least 1".
+    Checked(&'static str),
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -113,6 +124,7 @@ impl Range {
     pub fn describe(self) -> String {
         match self {
             Range::Any => String::new(),
+            Range::Checked(words) => words.to_owned(),
             Range::Longer { .. } => "longer than zero".to_owned(),
             Range::Numbers { low, high, .. } => {
                 format!("{} and {}", low.describe(), high.describe())
@@ -142,10 +154,13 @@ pub fn describe_value(key: &KeySpec) -> String {
         Value::Enum(values) | Value::OneOf { values, .. } => words(values),
         Value::Ref(table) => format!("a name in [{table}]"),
         Value::Target => "a name in [servers], [connections] or [databases]".to_owned(),
+        Value::Outcomes => "a list of outcomes (or `\"4xx\"`, `\"5xx\"`)".to_owned(),
+        Value::Table(_) => "a table (below)".to_owned(),
     };
     let range = key.range.describe();
     match key.range {
         Range::Any => value,
+        Range::Checked(_) => format!("{value}, {range}"),
         Range::Numbers { step, .. } => format!("{value}, {range}, to {step}"),
         _ => format!("{value}, {range}"),
     }
@@ -164,5 +179,84 @@ pub(crate) fn default_value(value: Value, text: &str) -> RawValue {
         Value::Enum(_) | Value::OneOf { .. } | Value::Ref(_) | Value::Target => {
             RawValue::Word(word)
         }
+        Value::Outcomes | Value::Table(_) => {
+            unreachable!("a list or a table has no default written as text")
+        }
     }
+}
+
+/// The default column of a key's row.
+pub fn describe_default(default: KeyDefault) -> String {
+    match default {
+        KeyDefault::Required(_) => "required".to_owned(),
+        KeyDefault::Is(text) => format!("`{text}`"),
+        KeyDefault::Otherwise(text) => text.to_owned(),
+        KeyDefault::Preset(KeyDefault::Required(_)) => {
+            "required, unless a `preset` gives it".to_owned()
+        }
+        KeyDefault::Preset(inner) => format!("{}, or the preset's", describe_default(*inner)),
+    }
+}
+
+/// A table whose keys are declared one by one (`[breakers.<name>]`, a breaker's
+/// `failure_rate`): read by [`crate::raw::RawTable`], checked through
+/// `validate/table.rs`'s reader, its reference table made by [`markdown_table`].
+pub struct TableSpec {
+    /// For messages and the reader: "a breaker".
+    pub what: &'static str,
+    pub keys: &'static [KeySpec],
+    /// The keys' names, in order (serde's list of expected fields): [`key_names`] of `keys`.
+    pub names: &'static [&'static str],
+    /// Keys of which at most one may be set (a breaker's rule), checked as they are read.
+    pub one_of: Option<&'static crate::one_of::OneOf>,
+}
+
+/// A table is the one declaration it is.
+impl PartialEq for TableSpec {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl std::fmt::Debug for TableSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TableSpec({})", self.what)
+    }
+}
+
+impl TableSpec {
+    pub fn key(&self, name: &str) -> Option<&'static KeySpec> {
+        self.keys.iter().find(|key| key.name == name)
+    }
+
+    /// The key `name`, which the caller knows is declared.
+    pub fn declared(&self, name: &str) -> &'static KeySpec {
+        self.key(name)
+            .unwrap_or_else(|| panic!("{} declares no `{name}`", self.what))
+    }
+}
+
+/// The names of `keys`, in order, for a [`TableSpec`]'s `names`.
+pub const fn key_names<const N: usize>(keys: &[KeySpec; N]) -> [&'static str; N] {
+    let mut names = [""; N];
+    let mut i = 0;
+    while i < N {
+        names[i] = keys[i].name;
+        i += 1;
+    }
+    names
+}
+
+/// The reference table of `spec`'s keys, as markdown: key, value, default, meaning (the last
+/// cell is what `suggest` quotes for a key that is missing).
+pub fn markdown_table(spec: &TableSpec) -> String {
+    let mut out = String::from("| key | value | default | meaning |\n|---|---|---|---|\n");
+    for key in spec.keys {
+        let value = describe_value(key);
+        let default = describe_default(key.default);
+        let name = key.name;
+        let doc = key.doc;
+        writeln!(out, "| `{name}` | {value} | {default} | {doc} |").expect("a String");
+    }
+    out
 }

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use outagelab_sim::scenario::*;
 use serde::Deserialize;
 
+use crate::breaker_keys::RawBreaker;
 use crate::raw::*;
 
 macro_rules! resource_kinds {

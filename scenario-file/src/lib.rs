@@ -21,6 +21,7 @@
 //!
 //! The format is described for users in `docs/scenario-format.md`.
 
+mod breaker_keys;
 mod diagnostic;
 mod document;
 mod explain;
@@ -49,6 +50,9 @@ use outagelab_sim::Scenario;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+pub use breaker_keys::{
+    failure_rate_table as breaker_failure_rate_table, reference_table as breaker_reference_table,
+};
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use explain::{error_routing, explain};
 pub use explore::{ExploreObjective, ExploreSpec, FaultTemplate, INSTANT_KINDS, Search};

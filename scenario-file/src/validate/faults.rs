@@ -10,6 +10,7 @@ use outagelab_sim::scenario::{
 use serde::de::Error as _;
 use toml::Spanned;
 
+use super::table::respan;
 use super::{Validator, since_zero};
 use crate::fault_kinds::{self, COMMON_KEYS, FaultKindSpec, On};
 use crate::keys::{KeyDefault, KeySpec, Range, Value, default_value};
@@ -348,7 +349,7 @@ impl<'r> FaultReader<'_, '_, 'r> {
         };
         let message = match self.declared(name).value {
             Value::Enum(values) if !values.contains(&word.as_str()) => {
-                toml::de::Error::unknown_variant(word, values).to_string()
+                serde::de::value::Error::unknown_variant(word, values).to_string()
             }
             Value::OneOf {
                 values,
@@ -449,7 +450,7 @@ impl<'r> FaultReader<'_, '_, 'r> {
                 self.raw.kind.span(),
                 default_value(declared.value, text),
             )),
-            KeyDefault::Required(_) | KeyDefault::Otherwise(_) => None,
+            KeyDefault::Required(_) | KeyDefault::Otherwise(_) | KeyDefault::Preset(_) => None,
         }
     }
 
@@ -467,10 +468,4 @@ impl<'r> FaultReader<'_, '_, 'r> {
             .error(Some(self.raw.kind.span()), key, message);
         Reported
     }
-}
-
-/// `value` read as the raw type its declaration says, at the same span.
-fn respan<T>(value: Spanned<RawValue>, read: impl FnOnce(RawValue) -> T) -> Spanned<T> {
-    let span = value.span();
-    Spanned::new(span, read(value.into_inner()))
 }
