@@ -11,11 +11,13 @@
 //! value (`outagelab_model::presets::BREAKER_PRESETS`), and without a preset the default
 //! inside.
 
-use outagelab_model::presets::{BREAKER_PRESETS, BreakerPreset};
+use outagelab_model::presets::BREAKER_PRESETS;
 use serde::de::MapAccess;
 use toml::Spanned;
 
-use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table};
+use crate::keys::{
+    KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table, preset_names,
+};
 use crate::one_of::{Fields, OneOf};
 use crate::raw::{Declared, RawTable, RawValue, nested_table};
 
@@ -45,17 +47,7 @@ impl Declared for FailureRate {
 }
 
 /// The presets' names, in the model's order.
-pub const PRESET_NAMES: [&str; BREAKER_PRESETS.len()] = preset_names(&BREAKER_PRESETS);
-
-const fn preset_names<const N: usize>(presets: &[BreakerPreset; N]) -> [&'static str; N] {
-    let mut names = [""; N];
-    let mut i = 0;
-    while i < N {
-        names[i] = presets[i].name;
-        i += 1;
-    }
-    names
-}
+pub const PRESET_NAMES: [&str; BREAKER_PRESETS.len()] = preset_names!(BREAKER_PRESETS);
 
 /// A value given as a duration longer than zero: the breaker's config refuses zero.
 const LONGER: Range = Range::Checked("longer than zero");

@@ -18,6 +18,7 @@ use outagelab_sim::scenario::{
 
 use crate::Variant;
 use crate::breaker_keys::BREAKER;
+use crate::retry_keys::RETRY;
 
 /// The breakers, retry policies, connections and faults of `variant`, one block each, as
 /// `key = value` lines.
@@ -225,53 +226,57 @@ fn failure_rate(trip: Trip) -> Option<String> {
 fn explain_retry(out: &mut String, section: &str, preset: Option<&str>, spec: &RetrySpec) {
     let found = preset.and_then(presets::retry_preset);
     header(out, section, found.map(|p| (p.name, p.source, p.notes)));
-    let config = &spec.config;
-    let backoff = config.backoff();
-    let mut line = |key: &str, value: String| {
-        let _ = writeln!(out, "  {key} = {value}");
-    };
-    line("enabled", spec.enabled.to_string());
-    line("max_attempts", config.max_attempts().to_string());
-    line("backoff", format!("\"{}\"", backoff.base()));
-    let growth = match backoff.growth() {
-        Growth::Exponential => "exponential",
-        Growth::Fibonacci => "fibonacci",
-    };
-    line("backoff_growth", format!("\"{growth}\""));
-    line("backoff_factor", thousandths(backoff.factor_permille()));
-    line("backoff_max", format!("\"{}\"", backoff.ceiling()));
-    let jitter = match backoff.jitter() {
-        Jitter::None => "none",
-        Jitter::Full => "full",
-        Jitter::Equal => "equal",
-        Jitter::Decorrelated => "decorrelated",
-        Jitter::Proportional { .. } => "proportional",
-    };
-    line("jitter", format!("\"{jitter}\""));
-    if let Jitter::Proportional {
-        randomization_permille,
-    } = backoff.jitter()
-    {
-        line("randomization_factor", thousandths(randomization_permille));
-    }
-    line(
-        "elapsed_max",
-        config
-            .elapsed_max()
-            .map_or("none".to_owned(), |max| format!("\"{max}\"")),
-    );
-    match config.budget() {
-        None => line("budget_percent", "none (no budget)".to_owned()),
-        Some(budget) => {
-            line("budget_percent", thousandths(budget.ratio_permille() * 100));
-            line(
-                "budget_min_per_second",
-                budget.min_retries_per_second().to_string(),
-            );
-            line("budget_window", format!("\"{}\"", budget.ttl()));
+    for key in RETRY.keys {
+        if let Some(value) = retry_value(spec, key.name) {
+            let _ = writeln!(out, "  {} = {value}", key.name);
         }
     }
-    line("retry_on", outcomes(spec.retry_on));
+}
+
+/// What the retry policy runs with for its key `name` (in the declaration's order), as the
+/// file would write it; `None` for a key not printed: the preset (in the header), a spread
+/// without proportional jitter, a budget's keys without a budget.
+fn retry_value(spec: &RetrySpec, name: &str) -> Option<String> {
+    let config = &spec.config;
+    let backoff = config.backoff();
+    let quoted = |value: &dyn std::fmt::Display| format!("\"{value}\"");
+    Some(match name {
+        "enabled" => spec.enabled.to_string(),
+        "preset" => return None,
+        "max_attempts" => config.max_attempts().to_string(),
+        "backoff" => quoted(&backoff.base()),
+        "backoff_factor" => thousandths(backoff.factor_permille()),
+        "backoff_max" => quoted(&backoff.ceiling()),
+        "backoff_growth" => quoted(&match backoff.growth() {
+            Growth::Exponential => "exponential",
+            Growth::Fibonacci => "fibonacci",
+        }),
+        "jitter" => quoted(&match backoff.jitter() {
+            Jitter::None => "none",
+            Jitter::Full => "full",
+            Jitter::Equal => "equal",
+            Jitter::Decorrelated => "decorrelated",
+            Jitter::Proportional { .. } => "proportional",
+        }),
+        "randomization_factor" => match backoff.jitter() {
+            Jitter::Proportional {
+                randomization_permille,
+            } => thousandths(randomization_permille),
+            _ => return None,
+        },
+        "elapsed_max" => config
+            .elapsed_max()
+            .map_or("none".to_owned(), |max| quoted(&max)),
+        "budget_percent" => config
+            .budget()
+            .map_or("none (no budget)".to_owned(), |budget| {
+                thousandths(budget.ratio_permille() * 100)
+            }),
+        "budget_min_per_second" => config.budget()?.min_retries_per_second().to_string(),
+        "budget_window" => quoted(&config.budget()?.ttl()),
+        "retry_on" => outcomes(spec.retry_on),
+        _ => panic!("`validate --explain` does not print the retry policy's `{name}`"),
+    })
 }
 
 fn explain_connection(
@@ -400,6 +405,20 @@ count = 5
         };
         for key in BREAKER.keys {
             assert_eq!(printed(key.name), key.name != "preset", "{}", key.name);
+        }
+    }
+
+    #[test]
+    fn every_declared_retry_key_but_the_preset_is_printed() {
+        let file = FILE.replace(
+            "randomization_factor = 0.25",
+            "randomization_factor = 0.25\nbudget_percent = 10",
+        );
+        let parsed = crate::parse(&file, std::path::Path::new("t.toml")).expect("valid");
+        let retry = &parsed.variants[0].scenario.retries[0];
+        for key in RETRY.keys {
+            let printed = retry_value(retry, key.name).is_some();
+            assert_eq!(printed, key.name != "preset", "{}", key.name);
         }
     }
 

@@ -68,7 +68,7 @@ pub enum KeyDefault {
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum Range {
     Any,
-    /// A duration longer than zero; `why` says what zero would mean.
+    /// A duration longer than zero, refused as written; `why` says what zero would mean.
     Longer {
         why: &'static str,
     },
@@ -89,8 +89,8 @@ pub enum Range {
         why: &'static str,
         over: &'static str,
     },
-    /// Bounds the policy's own config checks (its constructor refuses a value outside them,
-    /// at the key), in words for the reference: "at least 1".
+    /// Bounds checked beyond the value's type, by the table's validation or by its policy's
+    /// config (whose refusal is placed at the key), in words for the reference: "at least 1".
     Checked(&'static str),
 }
 
@@ -235,6 +235,22 @@ impl TableSpec {
             .unwrap_or_else(|| panic!("{} declares no `{name}`", self.what))
     }
 }
+
+/// The `name` of each preset of a model's list (`presets::BREAKER_PRESETS`), as a const array
+/// for the values of a `preset` key.
+macro_rules! preset_names {
+    ($presets:expr) => {{
+        let mut names = [""; $presets.len()];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = $presets[i].name;
+            i += 1;
+        }
+        names
+    }};
+}
+
+pub(crate) use preset_names;
 
 /// The names of `keys`, in order, for a [`TableSpec`]'s `names`.
 pub const fn key_names<const N: usize>(keys: &[KeySpec; N]) -> [&'static str; N] {

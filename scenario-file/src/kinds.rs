@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use crate::breaker_keys::RawBreaker;
 use crate::raw::*;
+use crate::retry_keys::RawRetry;
 
 macro_rules! resource_kinds {
     ($($table:ident: $raw:ty => $id:ident, $noun:literal;)*) => {

@@ -35,6 +35,7 @@ mod observed;
 mod one_of;
 mod rate_file;
 mod raw;
+mod retry_keys;
 mod suggest;
 mod tune;
 pub mod units;
@@ -62,6 +63,7 @@ pub use fault_kinds::{
 };
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
 pub use map::{MapAxisSpec, MapSpec};
+pub use retry_keys::reference_table as retry_reference_table;
 pub use tune::TuneSpec;
 pub use validate::PresetUse;
 

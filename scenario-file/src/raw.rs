@@ -551,48 +551,6 @@ pub enum TtlModeName {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRetry {
-    pub enabled: Option<bool>,
-    /// A library's defaults (`outagelab_model::presets`), which the other keys override.
-    pub preset: Option<Spanned<String>>,
-    /// Required unless the preset gives it.
-    pub max_attempts: Option<Spanned<Whole>>,
-    /// Required unless the preset gives it.
-    pub backoff: Option<Spanned<Text>>,
-    pub backoff_factor: Option<Spanned<f64>>,
-    pub backoff_max: Option<Spanned<Text>>,
-    /// How the wait grows: `exponential` (by `backoff_factor`) or `fibonacci`.
-    pub backoff_growth: Option<Spanned<GrowthName>>,
-    pub jitter: Option<Spanned<JitterName>>,
-    /// With `jitter = "proportional"`: the spread around each wait, from 0 to 1.
-    pub randomization_factor: Option<Spanned<f64>>,
-    /// Give up when the next attempt would start later than this after the first.
-    pub elapsed_max: Option<Spanned<Text>>,
-    pub budget_percent: Option<Spanned<f64>>,
-    pub budget_min_per_second: Option<Spanned<Whole>>,
-    pub budget_window: Option<Spanned<Text>>,
-    pub retry_on: Option<Spanned<Vec<Spanned<String>>>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GrowthName {
-    Exponential,
-    Fibonacci,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JitterName {
-    None,
-    Full,
-    Equal,
-    Decorrelated,
-    Proportional,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawFlow {
     pub steps: Spanned<Vec<Spanned<RawStep>>>,
 }

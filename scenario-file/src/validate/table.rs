@@ -3,14 +3,14 @@
 //! its units checked, a problem reported at the value), else the preset's value when the key
 //! is declared to take one ([`KeyDefault::Preset`]), else its declared default.
 
-use std::ops::Range;
+use std::ops::Range as Span;
 
 use outagelab_model::time::SimDuration;
 use serde::de::Error as _;
 use toml::Spanned;
 
 use super::{PresetUse, Reported, Validator};
-use crate::keys::{KeyDefault, KeySpec, TableSpec, Value};
+use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value};
 use crate::raw::{RawValue, Text, Written};
 
 /// One table's keys, read as declared. A getter that finds a problem reports it and returns
@@ -22,9 +22,9 @@ pub(crate) struct TableReader<'v, 'a, 'r> {
     raw: &'r Written,
     spec: &'static TableSpec,
     /// The `preset` key's span when the table names one: where a value it gave is placed.
-    preset_span: Option<Range<usize>>,
+    preset_span: Option<Span<usize>>,
     /// Where a problem with no value of its own is placed: the table's key.
-    pub table_span: Option<Range<usize>>,
+    pub table_span: Option<Span<usize>>,
 }
 
 impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
@@ -33,7 +33,7 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         prefix: String,
         raw: &'r Written,
         spec: &'static TableSpec,
-        table_span: Option<Range<usize>>,
+        table_span: Option<Span<usize>>,
     ) -> Self {
         let preset_span = raw.get("preset").map(Spanned::span);
         TableReader {
@@ -77,12 +77,12 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         self.raw.get(name)
     }
 
-    pub fn written_span(&self, name: &str) -> Option<Range<usize>> {
+    pub fn written_span(&self, name: &str) -> Option<Span<usize>> {
         self.written(name).map(Spanned::span)
     }
 
     /// Where the key's value came from: where it is written, else the preset that gave it.
-    pub fn span(&self, name: &str) -> Option<Range<usize>> {
+    pub fn span(&self, name: &str) -> Option<Span<usize>> {
         let preset = match self.declared(name).default {
             KeyDefault::Preset(_) => self.preset_span.clone(),
             _ => None,
@@ -144,14 +144,17 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
     ) -> Result<Option<SimDuration>, Reported> {
         let Some(text) = self.text(name) else {
             return Ok(self.or_default(name, preset, |text| {
-                SimDuration::from_nanos(crate::units::parse_duration(text).expect("defaults parse"))
+                SimDuration::from_nanos(
+                    crate::units::parse_duration(text.trim_matches('"')).expect("defaults parse"),
+                )
             }));
         };
         let key = self.key(name);
-        self.validator
-            .duration(&text, &key)
-            .map(Some)
-            .ok_or(Reported)
+        let duration = match self.declared(name).range {
+            Range::Longer { why } => self.validator.positive_duration(&text, &key, why),
+            _ => self.validator.duration(&text, &key),
+        };
+        duration.map(Some).ok_or(Reported)
     }
 
     /// A whole number that fits a `u32` (its declared bounds are its config's to check).

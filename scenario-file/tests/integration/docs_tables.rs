@@ -7,6 +7,7 @@ use std::{env, fs};
 
 use outagelab_scenario_file::{
     breaker_failure_rate_table, breaker_reference_table, fault_kinds_table, fault_reference_table,
+    retry_reference_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -76,5 +77,14 @@ fn the_failure_rate_key_table_is_the_declarations() {
         "<!-- generated: failure_rate keys (scenario-file/src/breaker_keys.rs) -->",
         "<!-- end generated: failure_rate keys -->",
         &breaker_failure_rate_table(),
+    );
+}
+
+#[test]
+fn the_retry_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: retry keys (scenario-file/src/retry_keys.rs) -->",
+        "<!-- end generated: retry keys -->",
+        &retry_reference_table(),
     );
 }
