@@ -18,6 +18,7 @@ use outagelab_sim::scenario::{
 
 use crate::Variant;
 use crate::breaker_keys::BREAKER;
+use crate::connection_keys::CONNECTION;
 use crate::retry_keys::RETRY;
 
 /// The breakers, retry policies, connections and faults of `variant`, one block each, as
@@ -287,48 +288,50 @@ fn explain_connection(
 ) {
     let found = preset.and_then(presets::client_preset);
     header(out, section, found.map(|p| (p.name, p.source, p.notes)));
-    let mut line = |key: &str, value: String| {
-        let _ = writeln!(out, "  {key} = {value}");
-    };
-    line(
-        "command_timeout",
-        spec.command_timeout
-            .map_or("none (waits for ever)".to_owned(), |t| format!("\"{t}\"")),
-    );
-    line("offline_queue", spec.offline_queue.to_string());
-    line(
-        "max_retries",
-        spec.max_retries
-            .map_or("\"unlimited\"".to_owned(), |max| max.to_string()),
-    );
-    line("connect_timeout", format!("\"{}\"", spec.connect_timeout));
-    let reconnect = match spec.reconnect {
-        Reconnect::Always => "always",
-        Reconnect::Never => "never",
-        Reconnect::Slot(_) => "slot",
-        Reconnect::Manager { .. } => "manager",
-    };
-    line("reconnect", format!("\"{reconnect}\""));
-    if let Reconnect::Manager { retries } = spec.reconnect {
-        line("reconnect_retries", retries.to_string());
+    for key in CONNECTION.keys {
+        if let Some(value) = connection_value(spec, key.name) {
+            let _ = writeln!(out, "  {} = {value}", key.name);
+        }
     }
-    line("reconnect_delay", format!("\"{}\"", spec.reconnect_delay));
-    line(
-        "reconnect_delay_max",
-        format!("\"{}\"", spec.reconnect_delay_max),
-    );
-    if spec.reconnect == Reconnect::Always {
-        let growth = match spec.reconnect_growth {
+}
+
+/// What the connection runs with for its key `name` (in the declaration's order), as the file
+/// would write it: the keys a client preset gives, and a manager's retries; `None` for the
+/// others (its server, its network, its subscriptions: as the file wrote them), and for a
+/// growth where it is not `reconnect = "always"`'s.
+fn connection_value(spec: &ConnectionSpec, name: &str) -> Option<String> {
+    let quoted = |value: &dyn std::fmt::Display| format!("\"{value}\"");
+    Some(match name {
+        "command_timeout" => spec
+            .command_timeout
+            .map_or("none (waits for ever)".to_owned(), |t| quoted(&t)),
+        "offline_queue" => spec.offline_queue.to_string(),
+        "max_retries" => spec
+            .max_retries
+            .map_or("\"unlimited\"".to_owned(), |max| max.to_string()),
+        "connect_timeout" => quoted(&spec.connect_timeout),
+        "reconnect_delay" => quoted(&spec.reconnect_delay),
+        "reconnect_delay_max" => quoted(&spec.reconnect_delay_max),
+        "reconnect_growth" if spec.reconnect != Reconnect::Always => return None,
+        "reconnect_growth" => quoted(&match spec.reconnect_growth {
             presets::ReconnectGrowth::Linear => "linear",
             presets::ReconnectGrowth::Doubling => "doubling",
-        };
-        line("reconnect_growth", format!("\"{growth}\""));
-    }
-    line(
-        "pending_max",
-        spec.pending_max
+        }),
+        "reconnect" => quoted(&match spec.reconnect {
+            Reconnect::Always => "always",
+            Reconnect::Never => "never",
+            Reconnect::Slot(_) => "slot",
+            Reconnect::Manager { .. } => "manager",
+        }),
+        "pending_max" => spec
+            .pending_max
             .map_or("none".to_owned(), |max| max.to_string()),
-    );
+        "reconnect_retries" => match spec.reconnect {
+            Reconnect::Manager { retries } => retries.to_string(),
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 /// A count of thousandths as a decimal number: 1500 is `1.5`, 2000 is `2`.
@@ -354,6 +357,7 @@ fn outcomes(set: OutcomeSet) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::KeyDefault;
 
     const FILE: &str = r#"[scenario]
 name = "t"
@@ -419,6 +423,32 @@ count = 5
         for key in RETRY.keys {
             let printed = retry_value(retry, key.name).is_some();
             assert_eq!(printed, key.name != "preset", "{}", key.name);
+        }
+    }
+
+    /// A connection's block is what a client preset gives: every key declared to take a
+    /// preset's value, and a manager's retries.
+    #[test]
+    fn a_connection_prints_the_keys_a_preset_gives() {
+        let file = FILE.replace(
+            "[breakers.r4j]",
+            "[connections.lettuce]\nserver = \"redis\"\npreset = \"lettuce\"\n\n\
+             [connections.manager]\nserver = \"redis\"\nreconnect = \"manager\"\n\n\
+             [breakers.r4j]",
+        );
+        let parsed = crate::parse(&file, std::path::Path::new("t.toml")).expect("valid");
+        let connections = &parsed.variants[0].scenario.connections;
+        for key in CONNECTION.keys {
+            let printed = connections
+                .iter()
+                .any(|connection| connection_value(connection, key.name).is_some());
+            let given = matches!(key.default, KeyDefault::Preset(_));
+            assert_eq!(
+                printed,
+                given || key.name == "reconnect_retries",
+                "{}",
+                key.name
+            );
         }
     }
 

@@ -603,7 +603,7 @@ fn failover(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
     // the connection's server, not to make the replica follow the connection.
     let target = reader.target_name();
     if let Some((_, connection)) = reader.names.connections.get(target) {
-        let server = connection.server.get_ref();
+        let server = connection.server();
         let message = format!(
             "a `failover` acts on a server, and `{target}` is a connection: target its server \
              (`target = \"{server}\"`)"

@@ -47,6 +47,12 @@ pub enum Value {
     Target,
     /// A list of outcomes, or status classes (`"5xx"`).
     Outcomes,
+    /// A list of names of resources of this table.
+    Refs(&'static str),
+    /// A name of the file's own choosing (a Pub/Sub channel), in these words.
+    Name(&'static str),
+    /// A whole number, or `"unlimited"`.
+    CountOrUnlimited,
     /// A table of keys of its own, declared there.
     Table(&'static TableSpec),
 }
@@ -92,6 +98,13 @@ pub enum Range {
     /// Bounds checked beyond the value's type, by the table's validation or by its policy's
     /// config (whose refusal is placed at the key), in words for the reference: "at least 1".
     Checked(&'static str),
+    /// A whole number from `min` to `max`, refused as written; `why` says what a value below
+    /// `min` would mean.
+    Between {
+        min: u32,
+        max: u32,
+        why: &'static str,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -125,6 +138,10 @@ impl Range {
         match self {
             Range::Any => String::new(),
             Range::Checked(words) => words.to_owned(),
+            Range::Between {
+                min, max: u32::MAX, ..
+            } => format!("at least {min}"),
+            Range::Between { min, max, .. } => format!("from {min} to {max}"),
             Range::Longer { .. } => "longer than zero".to_owned(),
             Range::Numbers { low, high, .. } => {
                 format!("{} and {}", low.describe(), high.describe())
@@ -155,12 +172,15 @@ pub fn describe_value(key: &KeySpec) -> String {
         Value::Ref(table) => format!("a name in [{table}]"),
         Value::Target => "a name in [servers], [connections] or [databases]".to_owned(),
         Value::Outcomes => "a list of outcomes (or `\"4xx\"`, `\"5xx\"`)".to_owned(),
+        Value::Refs(table) => format!("a list of names in [{table}]"),
+        Value::Name(what) => what.to_owned(),
+        Value::CountOrUnlimited => "a whole number, or `\"unlimited\"`".to_owned(),
         Value::Table(_) => "a table (below)".to_owned(),
     };
     let range = key.range.describe();
     match key.range {
         Range::Any => value,
-        Range::Checked(_) => format!("{value}, {range}"),
+        Range::Checked(_) | Range::Between { .. } => format!("{value}, {range}"),
         Range::Numbers { step, .. } => format!("{value}, {range}, to {step}"),
         _ => format!("{value}, {range}"),
     }
@@ -179,8 +199,9 @@ pub(crate) fn default_value(value: Value, text: &str) -> RawValue {
         Value::Enum(_) | Value::OneOf { .. } | Value::Ref(_) | Value::Target => {
             RawValue::Word(word)
         }
-        Value::Outcomes | Value::Table(_) => {
-            unreachable!("a list or a table has no default written as text")
+        Value::Name(_) => RawValue::Word(word),
+        Value::Outcomes | Value::Refs(_) | Value::Table(_) | Value::CountOrUnlimited => {
+            unreachable!("a list, a table or a limit has no default written as text")
         }
     }
 }

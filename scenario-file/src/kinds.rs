@@ -15,6 +15,7 @@ use outagelab_sim::scenario::*;
 use serde::Deserialize;
 
 use crate::breaker_keys::RawBreaker;
+use crate::connection_keys::RawConnection;
 use crate::raw::*;
 use crate::retry_keys::RawRetry;
 

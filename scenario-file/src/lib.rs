@@ -22,6 +22,7 @@
 //! The format is described for users in `docs/scenario-format.md`.
 
 mod breaker_keys;
+mod connection_keys;
 mod diagnostic;
 mod document;
 mod explain;
@@ -53,6 +54,10 @@ use toml::de::{DeTable, DeValue};
 
 pub use breaker_keys::{
     failure_rate_table as breaker_failure_rate_table, reference_table as breaker_reference_table,
+};
+pub use connection_keys::{
+    reference_table as connection_reference_table, subscribe_table as connection_subscribe_table,
+    tracking_table as connection_tracking_table,
 };
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use explain::{error_routing, explain};

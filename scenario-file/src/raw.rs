@@ -237,40 +237,6 @@ pub struct RawPreload {
     pub value: Option<Spanned<Size>>,
 }
 
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawConnection {
-    /// A client library's defaults (`outagelab_model::presets`), which the other keys
-    /// override.
-    pub preset: Option<Spanned<String>>,
-    pub server: Spanned<String>,
-    pub latency: Option<Spanned<Text>>,
-    pub bandwidth: Option<Spanned<Text>>,
-    pub command_timeout: Option<Spanned<Text>>,
-    pub offline_queue: Option<Spanned<bool>>,
-    pub max_retries: Option<Spanned<RetryLimit>>,
-    pub connect_timeout: Option<Spanned<Text>>,
-    pub reconnect_delay: Option<Spanned<Text>>,
-    pub reconnect_delay_max: Option<Spanned<Text>>,
-    /// With `reconnect = "always"`: how the delay grows, `linear` or `doubling`.
-    pub reconnect_growth: Option<Spanned<ReconnectGrowthName>>,
-    pub connected_at_start: Option<bool>,
-    pub reconnect: Option<Spanned<ReconnectName>>,
-    pub pending_max: Option<Spanned<Whole>>,
-    /// Subscriber mode: `subscribe = { channel = "inv", invalidates = "l1" }`.
-    pub subscribe: Option<Spanned<RawSubscribe>>,
-    /// `tracking = { redirect = "inv" }`, or with `bcast = ["product"]`.
-    pub tracking: Option<Spanned<RawTracking>>,
-    /// After a failover of its server, connect to the promoted replica (default `true`).
-    pub follows_failover: Option<bool>,
-    /// The `[client_loops]` entry that writes its commands.
-    pub client_loop: Option<Spanned<String>>,
-    /// How late its timers fire.
-    pub timer_lateness: Option<Spanned<Text>>,
-    /// `reconnect = "manager"` only: attempts after the first.
-    pub reconnect_retries: Option<Spanned<Whole>>,
-}
-
 /// `[client_loops.node]`: a client's event loop, shared by the connections that name it.
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -279,38 +245,6 @@ pub struct RawClientLoop {
     /// The writer's turn: both or neither.
     pub copy_rate: Option<Spanned<Text>>,
     pub copy_before_yield: Option<Spanned<Size>>,
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawSubscribe {
-    pub channel: Option<Spanned<String>>,
-    pub invalidates: Spanned<String>,
-    pub flush_on_reconnect: Option<bool>,
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawTracking {
-    pub redirect: Spanned<String>,
-    #[serde(default)]
-    pub bcast: Vec<Spanned<String>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReconnectGrowthName {
-    Linear,
-    Doubling,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReconnectName {
-    Always,
-    Never,
-    Slot,
-    Manager,
 }
 
 #[derive(Deserialize)]
@@ -912,8 +846,10 @@ pub enum RawValue {
     Bool(bool),
     /// A word of a list, or a resource's name.
     Word(String),
-    /// A list of words (outcomes).
+    /// A list of words (outcomes, names).
     List(Vec<Spanned<String>>),
+    /// A number of retries, or none.
+    Limit(RetryLimit),
     /// A declared table of its own.
     Table(Written),
 }
@@ -1016,11 +952,12 @@ fn read_value<'de, M: MapAccess<'de>>(
         Value::Enum(_) => wrap(map.next_value::<Spanned<Word>>()?, |word| {
             RawValue::Word(word.0)
         }),
-        Value::OneOf { .. } | Value::Ref(_) | Value::Target => {
+        Value::OneOf { .. } | Value::Ref(_) | Value::Target | Value::Name(_) => {
             wrap(map.next_value::<Spanned<String>>()?, RawValue::Word)
         }
-        Value::Outcomes | Value::Table(_) => {
-            unreachable!("no fault kind declares a list or a table")
+        Value::CountOrUnlimited => wrap(map.next_value::<Spanned<RetryLimit>>()?, RawValue::Limit),
+        Value::Outcomes | Value::Refs(_) | Value::Table(_) => {
+            unreachable!("a list or a table is read by the table's reader")
         }
     })
 }
@@ -1120,7 +1057,7 @@ impl<'de, S: Declared> Visitor<'de> for TableVisitor<S> {
         while let Some(key) = map.next_key_seed(DeclaredKey(S::SPEC))? {
             let value = match key.value {
                 Value::Table(_) => S::nested(key, &mut map)?,
-                Value::Outcomes => {
+                Value::Outcomes | Value::Refs(_) => {
                     let list = map.next_value::<Spanned<Vec<Spanned<String>>>>()?;
                     let span = list.span();
                     Spanned::new(span, RawValue::List(list.into_inner()))

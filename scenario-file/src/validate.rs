@@ -14,11 +14,9 @@ use outagelab_model::adaptive_limit::{
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
 use outagelab_model::lock::{LockConfig, RetryJitter};
-use outagelab_model::presets;
 use outagelab_model::rate_limit::{
     Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
 };
-use outagelab_model::reconnect::ReconnectConfig;
 use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::throttle::{CounterTtl, ThrottleConfig};
 use outagelab_model::time::{SimDuration, SimTime};
@@ -34,6 +32,7 @@ use crate::raw::*;
 use crate::units::{parse_bandwidth, parse_duration, parse_size};
 
 mod breaker;
+mod connection;
 mod faults;
 mod retry;
 mod table;
@@ -45,9 +44,7 @@ mod default {
     pub const SEED: u64 = 1;
     pub const BUCKET: &str = "100ms";
     pub const COMMAND_COST: &str = "5us";
-    pub const LATENCY: &str = "100us";
     pub const MAX_RETRIES: u32 = 20;
-    pub const CONNECT_TIMEOUT: &str = "10s";
     pub const RECONNECT_DELAY: &str = "50ms";
     pub const RECONNECT_DELAY_MAX: &str = "2s";
     /// A reconnect slot's backoff after a failed attempt, doubling to the maximum (seed 001).
@@ -59,10 +56,10 @@ mod default {
     /// How far a replica is behind its primary unless the file says.
     pub const REPLICATION_LAG: &str = "10ms";
     /// redis-rs 0.27's `ConnectionManager`: delays of 100 ms · 2^n (its factor 100, base 2),
-    /// 6 retries; it sets no maximum delay, and 6 retries never pass 6.4 s.
+    /// 6 retries (`connection_keys.rs`); it sets no maximum delay, and 6 retries never pass
+    /// 6.4 s.
     pub const MANAGER_FACTOR: &str = "100ms";
     pub const MANAGER_DELAY_MAX: &str = "10s";
-    pub const MANAGER_RETRIES: u32 = 6;
 }
 
 /// Bounds on sizes that would exhaust memory rather than describe a system.
@@ -976,275 +973,6 @@ impl<'a> Validator<'a> {
         memory
     }
 
-    fn connection(
-        &mut self,
-        name: &str,
-        raw: &RawConnection,
-        names: &Names,
-    ) -> Option<ConnectionSpec> {
-        let key = |field: &str| format!("connections.{name}.{field}");
-        let filled;
-        let raw = match &raw.preset {
-            None => raw,
-            Some(preset) => {
-                let section = format!("connections.{name}");
-                let found =
-                    self.preset(preset, &section, "client", &presets::CLIENT_PRESETS, |p| {
-                        p.name
-                    })?;
-                filled = with_client_preset(raw, found, preset.span());
-                &filled
-            }
-        };
-        let server = self.resolve(&names.servers, &raw.server, &key("server"));
-        let command_timeout = raw.command_timeout.as_ref().and_then(|t| {
-            self.positive_duration(
-                t,
-                &key("command_timeout"),
-                "every command would fail; leave it out to wait forever",
-            )
-        });
-        let slot = matches!(
-            raw.reconnect.as_ref().map(|r| *r.get_ref()),
-            Some(ReconnectName::Slot)
-        );
-        if slot {
-            if let Some(queue) = raw.offline_queue.as_ref().filter(|q| *q.get_ref()) {
-                self.error(
-                    Some(queue.span()),
-                    key("offline_queue"),
-                    "a reconnect slot has no offline queue: a command runs on the live connection or fails at once",
-                );
-            }
-            if let Some(retries) = &raw.max_retries {
-                self.error(
-                    Some(retries.span()),
-                    key("max_retries"),
-                    "a reconnect slot carries no command over a lost connection (a read-only one is replayed once on a fresh connection)",
-                );
-            }
-        }
-        let max_retries = match raw.max_retries.as_ref().map(Spanned::get_ref) {
-            None => Some(default::MAX_RETRIES),
-            Some(RetryLimit::Unlimited) => None,
-            Some(RetryLimit::Count(count)) => match u32::try_from(*count) {
-                Ok(count) => Some(count),
-                Err(_) => {
-                    let span = raw.max_retries.as_ref().map(Spanned::span);
-                    self.error(
-                        span,
-                        key("max_retries"),
-                        format!(
-                            "must be at most {} (or \"unlimited\"), not {count}",
-                            u32::MAX
-                        ),
-                    );
-                    return None;
-                }
-            },
-        };
-        let connect_timeout = match &raw.connect_timeout {
-            Some(t) => self.positive_duration(
-                t,
-                &key("connect_timeout"),
-                "no connection could ever be made",
-            )?,
-            None => self.duration_or(&None, "", default::CONNECT_TIMEOUT),
-        };
-        let manager = matches!(
-            raw.reconnect.as_ref().map(|r| *r.get_ref()),
-            Some(ReconnectName::Manager)
-        );
-        let (delay_default, delay_max_default) = if slot {
-            (default::SLOT_BACKOFF, default::SLOT_BACKOFF_MAX)
-        } else if manager {
-            (default::MANAGER_FACTOR, default::MANAGER_DELAY_MAX)
-        } else {
-            (default::RECONNECT_DELAY, default::RECONNECT_DELAY_MAX)
-        };
-        let reconnect_delay = match &raw.reconnect_delay {
-            Some(delay) => self
-                .positive_duration(
-                    delay,
-                    &key("reconnect_delay"),
-                    "a refused connection would be retried in a loop that never lets time pass",
-                )
-                .unwrap_or_default(),
-            None => self.duration_or(&None, "", delay_default),
-        };
-        let reconnect_delay_max = self.duration_or(
-            &raw.reconnect_delay_max,
-            &key("reconnect_delay_max"),
-            delay_max_default,
-        );
-        if reconnect_delay > reconnect_delay_max {
-            let span = raw
-                .reconnect_delay
-                .as_ref()
-                .or(raw.reconnect_delay_max.as_ref())
-                .map(Spanned::span);
-            self.error(
-                span,
-                key("reconnect_delay"),
-                format!("{reconnect_delay} is above reconnect_delay_max {reconnect_delay_max}"),
-            );
-        }
-        let pending_max = match &raw.pending_max {
-            Some(max) => Some(
-                self.whole(
-                    max,
-                    &key("pending_max"),
-                    1..=u32::MAX,
-                    "every command would be shed; leave it out for no limit",
-                )
-                .and_then(NonZeroU32::new)?,
-            ),
-            None => None,
-        };
-        let subscription = match &raw.subscribe {
-            Some(subscribe) => {
-                let table = subscribe.get_ref();
-                let cache = self.resolve(&names.caches, &table.invalidates, &key("subscribe"));
-                let channel = table
-                    .channel
-                    .as_ref()
-                    .map(|channel| self.channel_id(channel.get_ref()));
-                Some(Subscription {
-                    channel,
-                    invalidates: cache?,
-                    flush_on_reconnect: table.flush_on_reconnect.unwrap_or(false),
-                })
-            }
-            None => None,
-        };
-        let tracking = match &raw.tracking {
-            Some(tracking) => {
-                let table = tracking.get_ref();
-                let redirect = self.resolve(&names.connections, &table.redirect, &key("tracking"));
-                let bcast: Vec<Option<KeyFamilyId>> = table
-                    .bcast
-                    .iter()
-                    .map(|family| self.resolve(&names.keys, family, &key("tracking.bcast")))
-                    .collect();
-                let redirect_raw = names.connections.get(table.redirect.get_ref());
-                if let Some((_, target)) = redirect_raw
-                    && (target.subscribe.is_none()
-                        || target.server.get_ref() != raw.server.get_ref())
-                {
-                    let message = format!(
-                        "redirects its invalidations to `{}`, which is not a subscriber on the \
-                         same server (give it `subscribe = {{ invalidates = \"...\" }}`)",
-                        table.redirect.get_ref()
-                    );
-                    self.error(
-                        Some(table.redirect.span()),
-                        key("tracking.redirect"),
-                        message,
-                    );
-                    return None;
-                }
-                Some(Tracking {
-                    redirect: redirect?,
-                    bcast: bcast.into_iter().collect::<Option<Vec<_>>>()?,
-                })
-            }
-            None => None,
-        };
-        if let (Some(_), Some(reconnect)) = (&raw.subscribe, &raw.reconnect)
-            && matches!(reconnect.get_ref(), ReconnectName::Slot)
-        {
-            let message = "a subscriber cannot be a reconnect slot: a slot reconnects on a \
-                           caller's command, and a subscriber sends none";
-            self.error(Some(reconnect.span()), key("reconnect"), message);
-            return None;
-        }
-        if let Some(retries) = &raw.reconnect_retries
-            && !manager
-        {
-            let message = "only `reconnect = \"manager\"` counts its retries (ioredis' own are \
-                           `max_retries`, per command)";
-            self.error(Some(retries.span()), key("reconnect_retries"), message);
-        }
-        let client_loop = match &raw.client_loop {
-            Some(client_loop) => {
-                Some(self.resolve(&names.client_loops, client_loop, &key("client_loop"))?)
-            }
-            None => None,
-        };
-        let timer_lateness = match &raw.timer_lateness {
-            Some(lateness) => self.duration(lateness, &key("timer_lateness"))?,
-            None => SimDuration::ZERO,
-        };
-        let reconnect_growth = match &raw.reconnect_growth {
-            None => presets::ReconnectGrowth::Linear,
-            Some(growth) if slot || manager => {
-                self.error(
-                    Some(growth.span()),
-                    key("reconnect_growth"),
-                    "applies to reconnect = \"always\": a slot's backoff doubles and a manager's \
-                     is redis-rs' own",
-                );
-                return None;
-            }
-            Some(growth) => match growth.get_ref() {
-                ReconnectGrowthName::Linear => presets::ReconnectGrowth::Linear,
-                ReconnectGrowthName::Doubling => presets::ReconnectGrowth::Doubling,
-            },
-        };
-        Some(ConnectionSpec {
-            subscription,
-            tracking,
-            follows_failover: raw.follows_failover.unwrap_or(true),
-            client_loop,
-            timer_lateness,
-            pending_max,
-            name: name.to_owned(),
-            server: server?,
-            latency: self.duration_or(&raw.latency, &key("latency"), default::LATENCY),
-            bandwidth: raw
-                .bandwidth
-                .as_ref()
-                .and_then(|b| self.bandwidth(b, &key("bandwidth"))),
-            command_timeout,
-            offline_queue: raw.offline_queue.as_ref().map_or(!slot, |q| *q.get_ref()),
-            max_retries,
-            connect_timeout,
-            reconnect_delay,
-            reconnect_delay_max,
-            reconnect_growth,
-            connected_at_start: raw.connected_at_start.unwrap_or(true),
-            reconnect: match raw.reconnect.as_ref().map(|r| *r.get_ref()) {
-                None | Some(ReconnectName::Always) => Reconnect::Always,
-                Some(ReconnectName::Never) => Reconnect::Never,
-                Some(ReconnectName::Manager) => Reconnect::Manager {
-                    retries: match &raw.reconnect_retries {
-                        Some(retries) => self.whole(
-                            retries,
-                            &key("reconnect_retries"),
-                            0..=1000,
-                            "(each is one more connection attempt)",
-                        )?,
-                        None => default::MANAGER_RETRIES,
-                    },
-                },
-                Some(ReconnectName::Slot) => {
-                    // Checked above: a delay is longer than zero and at most the maximum.
-                    match ReconnectConfig::new(
-                        reconnect_delay.max(SimDuration::from_nanos(1)),
-                        reconnect_delay_max.max(reconnect_delay),
-                    ) {
-                        Ok(config) => Reconnect::Slot(config),
-                        Err(error) => {
-                            let span = raw.reconnect.as_ref().map(Spanned::span);
-                            self.error(span, key("reconnect"), error.reason);
-                            return None;
-                        }
-                    }
-                }
-            },
-        })
-    }
-
     fn database(&mut self, name: &str, raw: &RawDatabase) -> Option<DatabaseSpec> {
         let key = |field: &str| format!("databases.{name}.{field}");
         let latency = self.latency(&raw.latency, &key("latency"))?;
@@ -1403,36 +1131,6 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-    }
-
-    /// A `preset = "..."` key of `section`: the preset of that name among `all` (its use
-    /// recorded for `validate --explain`), or a located error naming the presets there are.
-    fn preset<P>(
-        &mut self,
-        raw: &Spanned<String>,
-        section: &str,
-        kind: &str,
-        all: &'static [P],
-        name: fn(&P) -> &'static str,
-    ) -> Option<&'static P> {
-        let wanted = raw.get_ref();
-        let Some(found) = all.iter().find(|preset| name(preset) == wanted) else {
-            let names: Vec<&str> = all.iter().map(name).collect();
-            self.error(
-                Some(raw.span()),
-                format!("{section}.preset"),
-                format!(
-                    "unknown {kind} preset `{wanted}` (presets: {})",
-                    names.join(", ")
-                ),
-            );
-            return None;
-        };
-        self.presets.push(PresetUse {
-            section: section.to_owned(),
-            preset: wanted.clone(),
-        });
-        Some(found)
     }
 
     fn bulkhead(&mut self, name: &str, raw: &RawBulkhead) -> Option<BulkheadSpec> {
@@ -2524,7 +2222,7 @@ impl<'a> Validator<'a> {
         if names
             .connections
             .get(table.connection.get_ref())
-            .is_some_and(|(_, target)| target.subscribe.is_some())
+            .is_some_and(|(_, target)| target.subscribes())
         {
             let message = format!(
                 "`{}` is a subscriber: it sends no commands (give the step a connection of its \
@@ -3253,76 +2951,6 @@ fn since_zero(t: SimTime) -> SimDuration {
 /// `raw` with every key it leaves out taken from the client preset, written where the file
 /// wrote `preset` (so a bad combination is reported there), then validated as if the file had
 /// written them all.
-fn with_client_preset(
-    raw: &RawConnection,
-    preset: &presets::ClientPreset,
-    span: Range<usize>,
-) -> RawConnection {
-    let duration = |value: SimDuration| {
-        Some(Spanned::new(
-            span.clone(),
-            Text(format!("{}ns", value.as_nanos())),
-        ))
-    };
-    let mut filled = raw.clone();
-    let slot = matches!(
-        raw.reconnect.as_ref().map(|r| *r.get_ref()),
-        Some(ReconnectName::Slot)
-    );
-    if filled.command_timeout.is_none() {
-        filled.command_timeout = preset.command_timeout.and_then(&duration);
-    }
-    if filled.offline_queue.is_none() && !slot {
-        filled.offline_queue = Some(Spanned::new(span.clone(), preset.offline_queue));
-    }
-    if filled.max_retries.is_none() && !slot {
-        let limit = match preset.max_retries {
-            Some(count) => RetryLimit::Count(u64::from(count)),
-            None => RetryLimit::Unlimited,
-        };
-        filled.max_retries = Some(Spanned::new(span.clone(), limit));
-    }
-    if filled.connect_timeout.is_none() {
-        filled.connect_timeout = duration(preset.connect_timeout);
-    }
-    if !slot {
-        if filled.reconnect_delay.is_none() {
-            filled.reconnect_delay = duration(preset.reconnect_delay);
-        }
-        if filled.reconnect_delay_max.is_none() {
-            filled.reconnect_delay_max = duration(preset.reconnect_delay_max);
-        }
-    }
-    let manager = matches!(
-        raw.reconnect.as_ref().map(|r| *r.get_ref()),
-        Some(ReconnectName::Manager)
-    );
-    if filled.reconnect_growth.is_none() && !slot && !manager {
-        filled.reconnect_growth = Some(Spanned::new(
-            span.clone(),
-            match preset.reconnect_growth {
-                presets::ReconnectGrowth::Linear => ReconnectGrowthName::Linear,
-                presets::ReconnectGrowth::Doubling => ReconnectGrowthName::Doubling,
-            },
-        ));
-    }
-    if filled.reconnect.is_none() {
-        filled.reconnect = Some(Spanned::new(
-            span.clone(),
-            match preset.reconnect {
-                presets::ClientReconnect::Always => ReconnectName::Always,
-                presets::ClientReconnect::Never => ReconnectName::Never,
-            },
-        ));
-    }
-    if filled.pending_max.is_none() {
-        filled.pending_max = preset
-            .pending_max
-            .map(|max| Spanned::new(span.clone(), Whole(i64::from(max))));
-    }
-    filled
-}
-
 /// The policies of one kind a step names, resolved, in the order written, with the span of
 /// the value as written.
 struct Named {

@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::{PresetUse, Reported, Validator};
 use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value};
-use crate::raw::{RawValue, Text, Written};
+use crate::raw::{RawValue, RetryLimit, Text, Written};
 
 /// One table's keys, read as declared. A getter that finds a problem reports it and returns
 /// [`Reported`].
@@ -128,6 +128,16 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         ))
     }
 
+    /// A flag: written, else the preset's (or the kind's own default, `preset`), else the
+    /// declared default.
+    pub fn flag_or(&mut self, name: &str, preset: Option<bool>) -> bool {
+        match self.written(name).map(Spanned::get_ref) {
+            Some(RawValue::Bool(flag)) => *flag,
+            Some(_) => unreachable!("a flag is read as a boolean"),
+            None => preset.unwrap_or_else(|| self.default_text(name) == Some("true")),
+        }
+    }
+
     pub fn flag(&mut self, name: &str) -> bool {
         match self.written(name).map(Spanned::get_ref) {
             Some(RawValue::Bool(flag)) => *flag,
@@ -167,7 +177,10 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
             _ => unreachable!("a count is read as a whole number"),
         });
         let key = self.key(name);
-        let read = self.validator.whole::<u32>(&whole, &key, 0..=u32::MAX, "");
+        let read = match self.declared(name).range {
+            Range::Between { min, max, why } => self.validator.whole(&whole, &key, min..=max, why),
+            _ => self.validator.whole::<u32>(&whole, &key, 0..=u32::MAX, ""),
+        };
         read.map(Some).ok_or(Reported)
     }
 
@@ -245,6 +258,41 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         let key = self.key(name);
         self.validator.error(Some(value.span()), key, message);
         Err(Reported)
+    }
+
+    /// A whole number or `"unlimited"` (`None`): written, else the preset's, else `None`
+    /// when left out without one.
+    pub fn limit(
+        &mut self,
+        name: &str,
+        preset: Option<Option<u32>>,
+    ) -> Result<Option<Option<u32>>, Reported> {
+        let Some(value) = self.written(name) else {
+            return Ok(self.or_default(name, preset, |_| unreachable!("no default limit")));
+        };
+        match value.get_ref() {
+            RawValue::Limit(RetryLimit::Unlimited) => Ok(Some(None)),
+            RawValue::Limit(RetryLimit::Count(count)) => match u32::try_from(*count) {
+                Ok(count) => Ok(Some(Some(count))),
+                Err(_) => {
+                    let message = format!(
+                        "must be at most {} (or \"unlimited\"), not {count}",
+                        u32::MAX
+                    );
+                    Err(self.refuse(name, message))
+                }
+            },
+            _ => unreachable!("a limit is read as a limit"),
+        }
+    }
+
+    /// A name as written (a reference, for [`Validator::resolve`]), at its span.
+    pub fn name(&self, name: &str) -> Option<Spanned<String>> {
+        let value = self.written(name)?;
+        let RawValue::Word(word) = value.get_ref() else {
+            unreachable!("a name is read as a string")
+        };
+        Some(Spanned::new(value.span(), word.clone()))
     }
 
     /// A list as written, for the validator's reader of outcomes.

@@ -6,8 +6,9 @@ use std::sync::Mutex;
 use std::{env, fs};
 
 use outagelab_scenario_file::{
-    breaker_failure_rate_table, breaker_reference_table, fault_kinds_table, fault_reference_table,
-    retry_reference_table,
+    breaker_failure_rate_table, breaker_reference_table, connection_reference_table,
+    connection_subscribe_table, connection_tracking_table, fault_kinds_table,
+    fault_reference_table, retry_reference_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -86,5 +87,32 @@ fn the_retry_key_table_is_the_declarations() {
         "<!-- generated: retry keys (scenario-file/src/retry_keys.rs) -->",
         "<!-- end generated: retry keys -->",
         &retry_reference_table(),
+    );
+}
+
+#[test]
+fn the_connection_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: connection keys (scenario-file/src/connection_keys.rs) -->",
+        "<!-- end generated: connection keys -->",
+        &connection_reference_table(),
+    );
+}
+
+#[test]
+fn the_subscribe_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: subscribe keys (scenario-file/src/connection_keys.rs) -->",
+        "<!-- end generated: subscribe keys -->",
+        &connection_subscribe_table(),
+    );
+}
+
+#[test]
+fn the_tracking_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: tracking keys (scenario-file/src/connection_keys.rs) -->",
+        "<!-- end generated: tracking keys -->",
+        &connection_tracking_table(),
     );
 }
