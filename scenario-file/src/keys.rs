@@ -53,6 +53,10 @@ pub enum Value {
     Name(&'static str),
     /// A whole number, or `"unlimited"`.
     CountOrUnlimited,
+    /// A duration, or a table naming a distribution (a database's `latency`).
+    Latency,
+    /// A list of tables, each of keys declared there.
+    Tables(&'static TableSpec),
     /// A table of keys of its own, declared there.
     Table(&'static TableSpec),
 }
@@ -175,6 +179,8 @@ pub fn describe_value(key: &KeySpec) -> String {
         Value::Refs(table) => format!("a list of names in [{table}]"),
         Value::Name(what) => what.to_owned(),
         Value::CountOrUnlimited => "a whole number, or `\"unlimited\"`".to_owned(),
+        Value::Latency => "a duration, or a distribution table".to_owned(),
+        Value::Tables(_) => "a list of tables (below)".to_owned(),
         Value::Table(_) => "a table (below)".to_owned(),
     };
     let range = key.range.describe();
@@ -200,7 +206,12 @@ pub(crate) fn default_value(value: Value, text: &str) -> RawValue {
             RawValue::Word(word)
         }
         Value::Name(_) => RawValue::Word(word),
-        Value::Outcomes | Value::Refs(_) | Value::Table(_) | Value::CountOrUnlimited => {
+        Value::Outcomes
+        | Value::Refs(_)
+        | Value::Table(_)
+        | Value::Tables(_)
+        | Value::CountOrUnlimited
+        | Value::Latency => {
             unreachable!("a list, a table or a limit has no default written as text")
         }
     }
@@ -296,4 +307,25 @@ pub fn markdown_table(spec: &TableSpec) -> String {
         writeln!(out, "| `{name}` | {value} | {default} | {doc} |").expect("a String");
     }
     out
+}
+
+/// The root tables whose keys are declared one by one, and their declarations.
+pub const DECLARED_TABLES: [(&str, &TableSpec); 4] = [
+    ("breakers", &crate::breaker_keys::BREAKER),
+    ("retries", &crate::retry_keys::RETRY),
+    ("connections", &crate::connection_keys::CONNECTION),
+    ("loads", &crate::load_keys::LOAD),
+];
+
+/// The words the key `key` of the root table `table` takes, in order (a word list's, a
+/// preset's names), for the fuzzer's generator: `declared_words("retries", "jitter")`.
+pub fn declared_words(table: &str, key: &str) -> &'static [&'static str] {
+    let (_, spec) = DECLARED_TABLES
+        .iter()
+        .find(|(name, _)| *name == table)
+        .unwrap_or_else(|| panic!("[{table}] is not declared key by key"));
+    match spec.declared(key).value {
+        Value::Enum(words) | Value::OneOf { values: words, .. } => words,
+        _ => panic!("`{table}.{key}` is not a list of words"),
+    }
 }

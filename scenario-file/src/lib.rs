@@ -31,6 +31,7 @@ mod fault_kinds;
 mod fit;
 mod keys;
 mod kinds;
+mod load_keys;
 mod map;
 mod observed;
 mod one_of;
@@ -67,6 +68,8 @@ pub use fault_kinds::{
     reference_table as fault_reference_table,
 };
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
+pub use keys::declared_words;
+pub use load_keys::{reference_table as load_reference_table, stage_table as load_stage_table};
 pub use map::{MapAxisSpec, MapSpec};
 pub use retry_keys::reference_table as retry_reference_table;
 pub use tune::TuneSpec;

@@ -764,52 +764,6 @@ pub enum OnErrorName {
     Ignore,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawLoad {
-    pub enabled: Option<bool>,
-    pub flow: Spanned<String>,
-    pub arrivals: Spanned<ArrivalsName>,
-    pub rate: Option<Spanned<f64>>,
-    pub count: Option<Spanned<Whole>>,
-    pub duration: Option<Spanned<Text>>,
-    pub start: Option<Spanned<Text>>,
-    /// Closed loops: callers, their think time, the spread of their first requests, and the
-    /// requests each sends.
-    pub workers: Option<Spanned<Whole>>,
-    pub think: Option<Spanned<RawLatency>>,
-    pub stagger: Option<Spanned<Text>>,
-    pub iterations: Option<Spanned<Whole>>,
-    /// The caller its requests go through.
-    pub caller: Option<Spanned<String>>,
-    /// Even and Poisson loads: a rate that changes stage by stage from `rate` (k6's ramping
-    /// arrival rate); the load ends with the last stage.
-    pub stages: Option<Spanned<Vec<Spanned<RawStage>>>>,
-    /// Even and Poisson loads: the rate over time from a file of `time,rate` rows (an
-    /// incident's traffic), relative to the scenario file.
-    pub rate_file: Option<Spanned<String>>,
-    /// With a Prometheus `rate_file` (`.json`): its series to follow, as Prometheus names one
-    /// (`name{label="value"}`); needed when the file has several.
-    pub rate_series: Option<Spanned<String>>,
-}
-
-/// One stage of a load's rate: it moves linearly to `target` over `duration`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawStage {
-    pub duration: Spanned<Text>,
-    pub target: Spanned<f64>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ArrivalsName {
-    Even,
-    Poisson,
-    Burst,
-    Closed,
-}
-
 /// A `[faults.<name>]` table: the keys every fault has, then the keys of the kinds, each read
 /// as the value its declaration says (`crate::fault_kinds`). A key no kind declares is refused
 /// here, naming every key, as a derived struct with `deny_unknown_fields` would.
@@ -850,6 +804,10 @@ pub enum RawValue {
     List(Vec<Spanned<String>>),
     /// A number of retries, or none.
     Limit(RetryLimit),
+    /// A duration or a distribution.
+    Latency(RawLatency),
+    /// A list of declared tables, each at its span.
+    Tables(Vec<Spanned<Written>>),
     /// A declared table of its own.
     Table(Written),
 }
@@ -956,7 +914,8 @@ fn read_value<'de, M: MapAccess<'de>>(
             wrap(map.next_value::<Spanned<String>>()?, RawValue::Word)
         }
         Value::CountOrUnlimited => wrap(map.next_value::<Spanned<RetryLimit>>()?, RawValue::Limit),
-        Value::Outcomes | Value::Refs(_) | Value::Table(_) => {
+        Value::Latency => wrap(map.next_value::<Spanned<RawLatency>>()?, RawValue::Latency),
+        Value::Outcomes | Value::Refs(_) | Value::Table(_) | Value::Tables(_) => {
             unreachable!("a list or a table is read by the table's reader")
         }
     })
@@ -1056,7 +1015,7 @@ impl<'de, S: Declared> Visitor<'de> for TableVisitor<S> {
         let mut keys = Vec::new();
         while let Some(key) = map.next_key_seed(DeclaredKey(S::SPEC))? {
             let value = match key.value {
-                Value::Table(_) => S::nested(key, &mut map)?,
+                Value::Table(_) | Value::Tables(_) => S::nested(key, &mut map)?,
                 Value::Outcomes | Value::Refs(_) => {
                     let list = map.next_value::<Spanned<Vec<Spanned<String>>>>()?;
                     let span = list.span();
@@ -1326,12 +1285,13 @@ impl<'de> Deserialize<'de> for RetryLimit {
 }
 
 /// A latency (of a database, a query, a `work` step): a constant duration (`"50ms"`) or a table naming a distribution.
+#[derive(Clone)]
 pub enum RawLatency {
     Constant(Text),
     Distribution(RawDistribution),
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDistribution {
     pub distribution: Spanned<DistributionName>,

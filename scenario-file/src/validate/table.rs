@@ -6,6 +6,7 @@
 use std::ops::Range as Span;
 
 use outagelab_model::time::SimDuration;
+use outagelab_sim::scenario::Distribution;
 use serde::de::Error as _;
 use toml::Spanned;
 
@@ -65,6 +66,49 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
             preset_span: None,
             table_span: span,
         })
+    }
+
+    /// A reader of one table of the list `name` (declared [`Value::Tables`]), whose keys
+    /// are `keys`, at `span`, its path `prefix`.
+    pub fn over(
+        &mut self,
+        prefix: String,
+        keys: &'r Written,
+        span: Span<usize>,
+    ) -> TableReader<'_, 'a, 'r> {
+        let spec = self.table_list_spec();
+        TableReader {
+            validator: self.validator,
+            prefix,
+            raw: keys,
+            spec,
+            preset_span: None,
+            table_span: Some(span),
+        }
+    }
+
+    /// The tables of the list `name` as written, and the list's span.
+    pub fn tables(&self, name: &str) -> Option<(Span<usize>, &'r [Spanned<Written>])> {
+        let value = self.written(name)?;
+        let RawValue::Tables(tables) = value.get_ref() else {
+            unreachable!("a list of tables is read as one")
+        };
+        Some((value.span(), tables))
+    }
+
+    fn table_list_spec(&self) -> &'static TableSpec {
+        let lists = self.spec.keys.iter().filter_map(|key| match key.value {
+            Value::Tables(spec) => Some(spec),
+            _ => None,
+        });
+        let mut lists = lists.collect::<Vec<_>>();
+        assert_eq!(
+            lists.len(),
+            1,
+            "{} declares one list of tables",
+            self.spec.what
+        );
+        lists.remove(0)
     }
 
     /// The key's path: `breakers.redis.open_for`.
@@ -182,6 +226,39 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
             _ => self.validator.whole::<u32>(&whole, &key, 0..=u32::MAX, ""),
         };
         read.map(Some).ok_or(Reported)
+    }
+
+    /// A whole number from 0 to `max` (a count of requests).
+    pub fn count_to(&mut self, name: &str, max: u64) -> Result<Option<u64>, Reported> {
+        let Some(value) = self.written(name) else {
+            return Ok(self.or_default(name, None, |text| text.parse().expect("a count")));
+        };
+        let whole = respan(value.clone(), |raw| match raw {
+            RawValue::Whole(whole) => whole,
+            _ => unreachable!("a count is read as a whole number"),
+        });
+        let key = self.key(name);
+        let read = self.validator.whole(&whole, &key, 0..=max, "");
+        read.map(Some).ok_or(Reported)
+    }
+
+    /// A duration or a distribution: written, else the declared default.
+    pub fn latency(&mut self, name: &str) -> Result<Option<Distribution>, Reported> {
+        let Some(value) = self.written(name) else {
+            return Ok(self.or_default(name, None, |text| {
+                let nanos = crate::units::parse_duration(text.trim_matches('"'));
+                Distribution::Constant(SimDuration::from_nanos(nanos.expect("defaults parse")))
+            }));
+        };
+        let latency = respan(value.clone(), |raw| match raw {
+            RawValue::Latency(latency) => latency,
+            _ => unreachable!("a latency is read as a latency"),
+        });
+        let key = self.key(name);
+        self.validator
+            .latency(&latency, &key)
+            .map(Some)
+            .ok_or(Reported)
     }
 
     /// A number in thousandths (to 0.001).

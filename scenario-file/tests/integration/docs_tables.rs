@@ -8,7 +8,7 @@ use std::{env, fs};
 use outagelab_scenario_file::{
     breaker_failure_rate_table, breaker_reference_table, connection_reference_table,
     connection_subscribe_table, connection_tracking_table, fault_kinds_table,
-    fault_reference_table, retry_reference_table,
+    fault_reference_table, load_reference_table, load_stage_table, retry_reference_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -114,5 +114,23 @@ fn the_tracking_key_table_is_the_declarations() {
         "<!-- generated: tracking keys (scenario-file/src/connection_keys.rs) -->",
         "<!-- end generated: tracking keys -->",
         &connection_tracking_table(),
+    );
+}
+
+#[test]
+fn the_load_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: load keys (scenario-file/src/load_keys.rs) -->",
+        "<!-- end generated: load keys -->",
+        &load_reference_table(),
+    );
+}
+
+#[test]
+fn the_stage_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: stage keys (scenario-file/src/load_keys.rs) -->",
+        "<!-- end generated: stage keys -->",
+        &load_stage_table(),
     );
 }
