@@ -1,9 +1,10 @@
 //! What a key of a table is, declared once: its name, the value it reads as, its default, its
 //! range and one line of doc ([`KeySpec`]). The fault kinds (`fault_kinds.rs`) and the tables
-//! declared key by key (`breaker_keys.rs`) are lists of these; from them come the raw reader
-//! (`raw.rs`: [`crate::raw::RawFault`], [`crate::raw::RawTable`]), the validators' getters
-//! (`validate/faults.rs`, `validate/table.rs`), `validate --explain`'s keys and the reference
-//! tables of `docs/scenario-format.md`.
+//! declared key by key (`breaker_keys.rs`, `retry_keys.rs`, `connection_keys.rs`,
+//! `load_keys.rs`: [`DECLARED_TABLES`]) are lists of these; from them come the raw readers
+//! (`raw.rs`: `RawFault`, `RawTable`), the validators' getters (`validate/faults.rs`,
+//! `validate/table.rs`), `validate --explain`'s keys, the missing-key messages' meanings
+//! (`suggest.rs`) and the reference tables of `docs/scenario-format.md` ([`markdown_table`]).
 
 use std::fmt::Write as _;
 

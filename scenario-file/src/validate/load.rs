@@ -277,7 +277,7 @@ fn each_stage<'r>(
     let mut end = Some(start);
     for (index, stage) in list.iter().enumerate() {
         let prefix = r.key(&format!("stages[{index}]"));
-        let mut s = r.over(prefix, stage.get_ref(), stage.span());
+        let mut s = r.over("stages", prefix, stage.get_ref(), stage.span());
         let duration = s.duration("duration", None);
         let target = s.written("target").map(respan_number).expect("required");
         let target = s.validator.rate_or_zero(&target, &s.key("target"));

@@ -68,15 +68,18 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         })
     }
 
-    /// A reader of one table of the list `name` (declared [`Value::Tables`]), whose keys
-    /// are `keys`, at `span`, its path `prefix`.
+    /// A reader of one table of the list `list` (declared [`Value::Tables`]), whose keys are
+    /// `keys`, at `span`, its path `prefix`.
     pub fn over(
         &mut self,
+        list: &str,
         prefix: String,
         keys: &'r Written,
         span: Span<usize>,
     ) -> TableReader<'_, 'a, 'r> {
-        let spec = self.table_list_spec();
+        let Value::Tables(spec) = self.declared(list).value else {
+            unreachable!("`{list}` is not declared a list of tables")
+        };
         TableReader {
             validator: self.validator,
             prefix,
@@ -94,21 +97,6 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
             unreachable!("a list of tables is read as one")
         };
         Some((value.span(), tables))
-    }
-
-    fn table_list_spec(&self) -> &'static TableSpec {
-        let lists = self.spec.keys.iter().filter_map(|key| match key.value {
-            Value::Tables(spec) => Some(spec),
-            _ => None,
-        });
-        let mut lists = lists.collect::<Vec<_>>();
-        assert_eq!(
-            lists.len(),
-            1,
-            "{} declares one list of tables",
-            self.spec.what
-        );
-        lists.remove(0)
     }
 
     /// The key's path: `breakers.redis.open_for`.
