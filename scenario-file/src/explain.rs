@@ -17,6 +17,9 @@ use outagelab_sim::scenario::{
 };
 
 use crate::Variant;
+use crate::breaker_keys::BREAKER;
+use crate::connection_keys::CONNECTION;
+use crate::retry_keys::RETRY;
 
 /// The breakers, retry policies, connections and faults of `variant`, one block each, as
 /// `key = value` lines.
@@ -134,142 +137,147 @@ fn header(out: &mut String, section: &str, preset: Option<(&str, &str, &str)>) {
 fn explain_breaker(out: &mut String, section: &str, preset: Option<&str>, spec: &BreakerSpec) {
     let found = preset.and_then(presets::breaker_preset);
     header(out, section, found.map(|p| (p.name, p.source, p.notes)));
-    let config = &spec.config;
-    let mut line = |key: &str, value: String| {
-        let _ = writeln!(out, "  {key} = {value}");
-    };
-    line("enabled", spec.enabled.to_string());
-    match config.trip() {
-        Trip::Consecutive { failures_max } => line("failures", failures_max.to_string()),
-        Trip::FailureRate {
-            rate_permille,
-            window,
-            min_calls,
-        } => {
-            let window = match window {
-                Window::Calls(calls) => format!("window_calls = {calls}"),
-                Window::Time { length, slots } => {
-                    format!("window = \"{length}\", window_slots = {slots}")
-                }
-            };
-            line(
-                "failure_rate",
-                format!(
-                    "{{ percent = {}, {window}, min_calls = {min_calls} }}",
-                    thousandths(rate_permille * 100)
-                ),
-            );
+    for key in BREAKER.keys {
+        if let Some(value) = breaker_value(spec, key.name) {
+            let _ = writeln!(out, "  {} = {value}", key.name);
         }
     }
-    line("open_for", format!("\"{}\"", config.open_for()));
-    line("half_open_probes", config.probes_max().to_string());
-    let rule = match config.half_open_rule() {
-        HalfOpenRule::AllProbesSucceed => "all_probes_succeed",
-        HalfOpenRule::FailureRate => "failure_rate",
-    };
-    line("half_open_rule", format!("\"{rule}\""));
-    let uncounted = match config.uncounted_as() {
-        UncountedAs::Ignored => "ignored",
-        UncountedAs::Success => "success",
-    };
-    line("uncounted_as", format!("\"{uncounted}\""));
-    line(
-        "half_open_max_wait",
-        config
+}
+
+/// What the breaker runs with for its key `name` (in the declaration's order), as the file
+/// would write it; `None` for a key not printed: the preset (in the header), the rule it does
+/// not have, a threshold without a rate, a slow-call share without a slow-call rule.
+fn breaker_value(spec: &BreakerSpec, name: &str) -> Option<String> {
+    let config = &spec.config;
+    let quoted = |value: &dyn std::fmt::Display| format!("\"{value}\"");
+    let rate_rule = matches!(config.trip(), Trip::FailureRate { .. });
+    Some(match name {
+        "enabled" => spec.enabled.to_string(),
+        "preset" => return None,
+        "failures" => match config.trip() {
+            Trip::Consecutive { failures_max } => failures_max.to_string(),
+            Trip::FailureRate { .. } => return None,
+        },
+        "failure_rate" => failure_rate(config.trip())?,
+        "open_for" => quoted(&config.open_for()),
+        "half_open_probes" => config.probes_max().to_string(),
+        "counts" => outcomes(spec.counts),
+        "ignores" => outcomes(spec.ignores),
+        "late_failures" => quoted(&match config.late_failures() {
+            LateFailures::Ignored => "ignored",
+            LateFailures::Counted => "counted",
+        }),
+        "half_open_rule" => quoted(&match config.half_open_rule() {
+            HalfOpenRule::AllProbesSucceed => "all_probes_succeed",
+            HalfOpenRule::FailureRate => "failure_rate",
+        }),
+        "uncounted_as" => quoted(&match config.uncounted_as() {
+            UncountedAs::Ignored => "ignored",
+            UncountedAs::Success => "success",
+        }),
+        "half_open_max_wait" => config
             .half_open_max_wait()
-            .map_or("none (waits for ever)".to_owned(), |wait| {
-                format!("\"{wait}\"")
-            }),
-    );
-    if matches!(config.trip(), Trip::FailureRate { .. }) {
-        let threshold = match config.threshold() {
+            .map_or("none (waits for ever)".to_owned(), |wait| quoted(&wait)),
+        "warm_up" => config
+            .warm_up()
+            .map_or("none".to_owned(), |warm_up| quoted(&warm_up)),
+        "open_for_factor" => thousandths(config.open_for_factor_permille()),
+        "open_for_max" => quoted(&config.open_for_max()),
+        "evaluate_on" => quoted(&match config.evaluate_on() {
+            EvaluateOn::Any => "any",
+            EvaluateOn::Failure => "failure",
+        }),
+        "threshold" if !rate_rule => return None,
+        "threshold" => quoted(&match config.threshold() {
             Threshold::Reached => "reached",
             Threshold::Exceeded => "exceeded",
-        };
-        line("threshold", format!("\"{threshold}\""));
-    }
-    line(
-        "warm_up",
-        config
-            .warm_up()
-            .map_or("none".to_owned(), |warm_up| format!("\"{warm_up}\"")),
-    );
-    line(
-        "open_for_factor",
-        thousandths(config.open_for_factor_permille()),
-    );
-    line("open_for_max", format!("\"{}\"", config.open_for_max()));
-    let evaluate = match config.evaluate_on() {
-        EvaluateOn::Any => "any",
-        EvaluateOn::Failure => "failure",
+        }),
+        "slow_call_duration" => config
+            .slow_calls()
+            .map_or("none (no slow-call rule)".to_owned(), |slow| {
+                quoted(&slow.duration)
+            }),
+        "slow_call_percent" => thousandths(config.slow_calls()?.rate_permille * 100),
+        _ => panic!("`validate --explain` does not print the breaker's `{name}`"),
+    })
+}
+
+/// A failure-rate rule as the file writes it.
+fn failure_rate(trip: Trip) -> Option<String> {
+    let Trip::FailureRate {
+        rate_permille,
+        window,
+        min_calls,
+    } = trip
+    else {
+        return None;
     };
-    line("evaluate_on", format!("\"{evaluate}\""));
-    let late = match config.late_failures() {
-        LateFailures::Ignored => "ignored",
-        LateFailures::Counted => "counted",
-    };
-    line("late_failures", format!("\"{late}\""));
-    match config.slow_calls() {
-        None => line("slow_call_duration", "none (no slow-call rule)".to_owned()),
-        Some(slow) => {
-            line("slow_call_duration", format!("\"{}\"", slow.duration));
-            line("slow_call_percent", thousandths(slow.rate_permille * 100));
+    let window = match window {
+        Window::Calls(calls) => format!("window_calls = {calls}"),
+        Window::Time { length, slots } => {
+            format!("window = \"{length}\", window_slots = {slots}")
         }
-    }
-    line("counts", outcomes(spec.counts));
-    line("ignores", outcomes(spec.ignores));
+    };
+    Some(format!(
+        "{{ percent = {}, {window}, min_calls = {min_calls} }}",
+        thousandths(rate_permille * 100)
+    ))
 }
 
 fn explain_retry(out: &mut String, section: &str, preset: Option<&str>, spec: &RetrySpec) {
     let found = preset.and_then(presets::retry_preset);
     header(out, section, found.map(|p| (p.name, p.source, p.notes)));
-    let config = &spec.config;
-    let backoff = config.backoff();
-    let mut line = |key: &str, value: String| {
-        let _ = writeln!(out, "  {key} = {value}");
-    };
-    line("enabled", spec.enabled.to_string());
-    line("max_attempts", config.max_attempts().to_string());
-    line("backoff", format!("\"{}\"", backoff.base()));
-    let growth = match backoff.growth() {
-        Growth::Exponential => "exponential",
-        Growth::Fibonacci => "fibonacci",
-    };
-    line("backoff_growth", format!("\"{growth}\""));
-    line("backoff_factor", thousandths(backoff.factor_permille()));
-    line("backoff_max", format!("\"{}\"", backoff.ceiling()));
-    let jitter = match backoff.jitter() {
-        Jitter::None => "none",
-        Jitter::Full => "full",
-        Jitter::Equal => "equal",
-        Jitter::Decorrelated => "decorrelated",
-        Jitter::Proportional { .. } => "proportional",
-    };
-    line("jitter", format!("\"{jitter}\""));
-    if let Jitter::Proportional {
-        randomization_permille,
-    } = backoff.jitter()
-    {
-        line("randomization_factor", thousandths(randomization_permille));
-    }
-    line(
-        "elapsed_max",
-        config
-            .elapsed_max()
-            .map_or("none".to_owned(), |max| format!("\"{max}\"")),
-    );
-    match config.budget() {
-        None => line("budget_percent", "none (no budget)".to_owned()),
-        Some(budget) => {
-            line("budget_percent", thousandths(budget.ratio_permille() * 100));
-            line(
-                "budget_min_per_second",
-                budget.min_retries_per_second().to_string(),
-            );
-            line("budget_window", format!("\"{}\"", budget.ttl()));
+    for key in RETRY.keys {
+        if let Some(value) = retry_value(spec, key.name) {
+            let _ = writeln!(out, "  {} = {value}", key.name);
         }
     }
-    line("retry_on", outcomes(spec.retry_on));
+}
+
+/// What the retry policy runs with for its key `name` (in the declaration's order), as the
+/// file would write it; `None` for a key not printed: the preset (in the header), a spread
+/// without proportional jitter, a budget's keys without a budget.
+fn retry_value(spec: &RetrySpec, name: &str) -> Option<String> {
+    let config = &spec.config;
+    let backoff = config.backoff();
+    let quoted = |value: &dyn std::fmt::Display| format!("\"{value}\"");
+    Some(match name {
+        "enabled" => spec.enabled.to_string(),
+        "preset" => return None,
+        "max_attempts" => config.max_attempts().to_string(),
+        "backoff" => quoted(&backoff.base()),
+        "backoff_factor" => thousandths(backoff.factor_permille()),
+        "backoff_max" => quoted(&backoff.ceiling()),
+        "backoff_growth" => quoted(&match backoff.growth() {
+            Growth::Exponential => "exponential",
+            Growth::Fibonacci => "fibonacci",
+        }),
+        "jitter" => quoted(&match backoff.jitter() {
+            Jitter::None => "none",
+            Jitter::Full => "full",
+            Jitter::Equal => "equal",
+            Jitter::Decorrelated => "decorrelated",
+            Jitter::Proportional { .. } => "proportional",
+        }),
+        "randomization_factor" => match backoff.jitter() {
+            Jitter::Proportional {
+                randomization_permille,
+            } => thousandths(randomization_permille),
+            _ => return None,
+        },
+        "elapsed_max" => config
+            .elapsed_max()
+            .map_or("none".to_owned(), |max| quoted(&max)),
+        "budget_percent" => config
+            .budget()
+            .map_or("none (no budget)".to_owned(), |budget| {
+                thousandths(budget.ratio_permille() * 100)
+            }),
+        "budget_min_per_second" => config.budget()?.min_retries_per_second().to_string(),
+        "budget_window" => quoted(&config.budget()?.ttl()),
+        "retry_on" => outcomes(spec.retry_on),
+        _ => panic!("`validate --explain` does not print the retry policy's `{name}`"),
+    })
 }
 
 fn explain_connection(
@@ -280,48 +288,50 @@ fn explain_connection(
 ) {
     let found = preset.and_then(presets::client_preset);
     header(out, section, found.map(|p| (p.name, p.source, p.notes)));
-    let mut line = |key: &str, value: String| {
-        let _ = writeln!(out, "  {key} = {value}");
-    };
-    line(
-        "command_timeout",
-        spec.command_timeout
-            .map_or("none (waits for ever)".to_owned(), |t| format!("\"{t}\"")),
-    );
-    line("offline_queue", spec.offline_queue.to_string());
-    line(
-        "max_retries",
-        spec.max_retries
-            .map_or("\"unlimited\"".to_owned(), |max| max.to_string()),
-    );
-    line("connect_timeout", format!("\"{}\"", spec.connect_timeout));
-    let reconnect = match spec.reconnect {
-        Reconnect::Always => "always",
-        Reconnect::Never => "never",
-        Reconnect::Slot(_) => "slot",
-        Reconnect::Manager { .. } => "manager",
-    };
-    line("reconnect", format!("\"{reconnect}\""));
-    if let Reconnect::Manager { retries } = spec.reconnect {
-        line("reconnect_retries", retries.to_string());
+    for key in CONNECTION.keys {
+        if let Some(value) = connection_value(spec, key.name) {
+            let _ = writeln!(out, "  {} = {value}", key.name);
+        }
     }
-    line("reconnect_delay", format!("\"{}\"", spec.reconnect_delay));
-    line(
-        "reconnect_delay_max",
-        format!("\"{}\"", spec.reconnect_delay_max),
-    );
-    if spec.reconnect == Reconnect::Always {
-        let growth = match spec.reconnect_growth {
+}
+
+/// What the connection runs with for its key `name` (in the declaration's order), as the file
+/// would write it: the keys a client preset gives, and a manager's retries; `None` for the
+/// others (its server, its network, its subscriptions: as the file wrote them), and for a
+/// growth where it is not `reconnect = "always"`'s.
+fn connection_value(spec: &ConnectionSpec, name: &str) -> Option<String> {
+    let quoted = |value: &dyn std::fmt::Display| format!("\"{value}\"");
+    Some(match name {
+        "command_timeout" => spec
+            .command_timeout
+            .map_or("none (waits for ever)".to_owned(), |t| quoted(&t)),
+        "offline_queue" => spec.offline_queue.to_string(),
+        "max_retries" => spec
+            .max_retries
+            .map_or("\"unlimited\"".to_owned(), |max| max.to_string()),
+        "connect_timeout" => quoted(&spec.connect_timeout),
+        "reconnect_delay" => quoted(&spec.reconnect_delay),
+        "reconnect_delay_max" => quoted(&spec.reconnect_delay_max),
+        "reconnect_growth" if spec.reconnect != Reconnect::Always => return None,
+        "reconnect_growth" => quoted(&match spec.reconnect_growth {
             presets::ReconnectGrowth::Linear => "linear",
             presets::ReconnectGrowth::Doubling => "doubling",
-        };
-        line("reconnect_growth", format!("\"{growth}\""));
-    }
-    line(
-        "pending_max",
-        spec.pending_max
+        }),
+        "reconnect" => quoted(&match spec.reconnect {
+            Reconnect::Always => "always",
+            Reconnect::Never => "never",
+            Reconnect::Slot(_) => "slot",
+            Reconnect::Manager { .. } => "manager",
+        }),
+        "pending_max" => spec
+            .pending_max
             .map_or("none".to_owned(), |max| max.to_string()),
-    );
+        "reconnect_retries" => match spec.reconnect {
+            Reconnect::Manager { retries } => retries.to_string(),
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 /// A count of thousandths as a decimal number: 1500 is `1.5`, 2000 is `2`.
@@ -347,6 +357,7 @@ fn outcomes(set: OutcomeSet) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::KeyDefault;
 
     const FILE: &str = r#"[scenario]
 name = "t"
@@ -383,6 +394,63 @@ arrivals = "even"
 rate = 10
 count = 5
 "#;
+
+    #[test]
+    fn every_declared_breaker_key_but_the_preset_is_printed() {
+        let parsed = crate::parse(FILE, std::path::Path::new("t.toml")).expect("valid");
+        let variant = &parsed.variants[0];
+        // A rate rule with a slow-call rule (resilience4j) and consecutive failures (plain).
+        let printed = |key: &str| {
+            variant
+                .scenario
+                .breakers
+                .iter()
+                .any(|breaker| breaker_value(breaker, key).is_some())
+        };
+        for key in BREAKER.keys {
+            assert_eq!(printed(key.name), key.name != "preset", "{}", key.name);
+        }
+    }
+
+    #[test]
+    fn every_declared_retry_key_but_the_preset_is_printed() {
+        let file = FILE.replace(
+            "randomization_factor = 0.25",
+            "randomization_factor = 0.25\nbudget_percent = 10",
+        );
+        let parsed = crate::parse(&file, std::path::Path::new("t.toml")).expect("valid");
+        let retry = &parsed.variants[0].scenario.retries[0];
+        for key in RETRY.keys {
+            let printed = retry_value(retry, key.name).is_some();
+            assert_eq!(printed, key.name != "preset", "{}", key.name);
+        }
+    }
+
+    /// A connection's block is what a client preset gives: every key declared to take a
+    /// preset's value, and a manager's retries.
+    #[test]
+    fn a_connection_prints_the_keys_a_preset_gives() {
+        let file = FILE.replace(
+            "[breakers.r4j]",
+            "[connections.lettuce]\nserver = \"redis\"\npreset = \"lettuce\"\n\n\
+             [connections.manager]\nserver = \"redis\"\nreconnect = \"manager\"\n\n\
+             [breakers.r4j]",
+        );
+        let parsed = crate::parse(&file, std::path::Path::new("t.toml")).expect("valid");
+        let connections = &parsed.variants[0].scenario.connections;
+        for key in CONNECTION.keys {
+            let printed = connections
+                .iter()
+                .any(|connection| connection_value(connection, key.name).is_some());
+            let given = matches!(key.default, KeyDefault::Preset(_));
+            assert_eq!(
+                printed,
+                given || key.name == "reconnect_retries",
+                "{}",
+                key.name
+            );
+        }
+    }
 
     #[test]
     fn a_preset_expands_to_its_table_and_the_file_overrides_it_key_by_key() {

@@ -14,7 +14,11 @@ use std::collections::BTreeMap;
 use outagelab_sim::scenario::*;
 use serde::Deserialize;
 
+use crate::breaker_keys::RawBreaker;
+use crate::connection_keys::RawConnection;
+use crate::load_keys::RawLoad;
 use crate::raw::*;
+use crate::retry_keys::RawRetry;
 
 macro_rules! resource_kinds {
     ($($table:ident: $raw:ty => $id:ident, $noun:literal;)*) => {

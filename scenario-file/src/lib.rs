@@ -21,18 +21,23 @@
 //!
 //! The format is described for users in `docs/scenario-format.md`.
 
+mod breaker_keys;
+mod connection_keys;
 mod diagnostic;
 mod document;
 mod explain;
 mod explore;
 mod fault_kinds;
 mod fit;
+mod keys;
 mod kinds;
+mod load_keys;
 mod map;
 mod observed;
 mod one_of;
 mod rate_file;
 mod raw;
+mod retry_keys;
 mod suggest;
 mod tune;
 pub mod units;
@@ -48,6 +53,13 @@ use outagelab_sim::Scenario;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+pub use breaker_keys::{
+    failure_rate_table as breaker_failure_rate_table, reference_table as breaker_reference_table,
+};
+pub use connection_keys::{
+    reference_table as connection_reference_table, subscribe_table as connection_subscribe_table,
+    tracking_table as connection_tracking_table,
+};
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use explain::{error_routing, explain};
 pub use explore::{ExploreObjective, ExploreSpec, FaultTemplate, INSTANT_KINDS, Search};
@@ -56,7 +68,10 @@ pub use fault_kinds::{
     reference_table as fault_reference_table,
 };
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
+pub use keys::declared_words;
+pub use load_keys::{reference_table as load_reference_table, stage_table as load_stage_table};
 pub use map::{MapAxisSpec, MapSpec};
+pub use retry_keys::reference_table as retry_reference_table;
 pub use tune::TuneSpec;
 pub use validate::PresetUse;
 

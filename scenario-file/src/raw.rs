@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
-use crate::fault_kinds::{self, FaultKindSpec, Value};
+use crate::fault_kinds::{self, FaultKindSpec};
+use crate::keys::{KeyDefault, KeySpec, TableSpec, Value};
 use crate::one_of::{OneOf, fields_of};
 
 #[derive(Deserialize)]
@@ -235,40 +237,6 @@ pub struct RawPreload {
     pub value: Option<Spanned<Size>>,
 }
 
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawConnection {
-    /// A client library's defaults (`outagelab_model::presets`), which the other keys
-    /// override.
-    pub preset: Option<Spanned<String>>,
-    pub server: Spanned<String>,
-    pub latency: Option<Spanned<Text>>,
-    pub bandwidth: Option<Spanned<Text>>,
-    pub command_timeout: Option<Spanned<Text>>,
-    pub offline_queue: Option<Spanned<bool>>,
-    pub max_retries: Option<Spanned<RetryLimit>>,
-    pub connect_timeout: Option<Spanned<Text>>,
-    pub reconnect_delay: Option<Spanned<Text>>,
-    pub reconnect_delay_max: Option<Spanned<Text>>,
-    /// With `reconnect = "always"`: how the delay grows, `linear` or `doubling`.
-    pub reconnect_growth: Option<Spanned<ReconnectGrowthName>>,
-    pub connected_at_start: Option<bool>,
-    pub reconnect: Option<Spanned<ReconnectName>>,
-    pub pending_max: Option<Spanned<Whole>>,
-    /// Subscriber mode: `subscribe = { channel = "inv", invalidates = "l1" }`.
-    pub subscribe: Option<Spanned<RawSubscribe>>,
-    /// `tracking = { redirect = "inv" }`, or with `bcast = ["product"]`.
-    pub tracking: Option<Spanned<RawTracking>>,
-    /// After a failover of its server, connect to the promoted replica (default `true`).
-    pub follows_failover: Option<bool>,
-    /// The `[client_loops]` entry that writes its commands.
-    pub client_loop: Option<Spanned<String>>,
-    /// How late its timers fire.
-    pub timer_lateness: Option<Spanned<Text>>,
-    /// `reconnect = "manager"` only: attempts after the first.
-    pub reconnect_retries: Option<Spanned<Whole>>,
-}
-
 /// `[client_loops.node]`: a client's event loop, shared by the connections that name it.
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -277,38 +245,6 @@ pub struct RawClientLoop {
     /// The writer's turn: both or neither.
     pub copy_rate: Option<Spanned<Text>>,
     pub copy_before_yield: Option<Spanned<Size>>,
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawSubscribe {
-    pub channel: Option<Spanned<String>>,
-    pub invalidates: Spanned<String>,
-    pub flush_on_reconnect: Option<bool>,
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawTracking {
-    pub redirect: Spanned<String>,
-    #[serde(default)]
-    pub bcast: Vec<Spanned<String>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReconnectGrowthName {
-    Linear,
-    Doubling,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReconnectName {
-    Always,
-    Never,
-    Slot,
-    Manager,
 }
 
 #[derive(Deserialize)]
@@ -345,111 +281,6 @@ pub enum KeyDistributionName {
     Hot,
 }
 
-/// A breaker: the rule that opens it (at most one of `failures` or `failure_rate`, exactly one
-/// with its preset's) and what it does once open.
-#[derive(Deserialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
-pub struct RawBreaker {
-    pub enabled: Option<bool>,
-    /// A library's defaults (`outagelab_model::presets`), which the other keys override.
-    pub preset: Option<Spanned<String>>,
-    /// The consecutive-failure rule.
-    failures: Option<Spanned<Whole>>,
-    /// The failure-rate rule.
-    failure_rate: Option<Spanned<RawFailureRate>>,
-    /// Required unless the preset gives it.
-    pub open_for: Option<Spanned<Text>>,
-    pub half_open_probes: Option<Spanned<Whole>>,
-    pub counts: Option<Spanned<Vec<Spanned<String>>>>,
-    /// Errors that count neither way.
-    pub ignores: Option<Spanned<Vec<Spanned<String>>>>,
-    /// What a failure of a call admitted in an earlier state does.
-    pub late_failures: Option<LateFailuresName>,
-    pub half_open_rule: Option<Spanned<HalfOpenRuleName>>,
-    pub uncounted_as: Option<UncountedAsName>,
-    pub half_open_max_wait: Option<Spanned<Text>>,
-    /// How long after the start the rule may not open the breaker.
-    pub warm_up: Option<Spanned<Text>>,
-    pub open_for_factor: Option<Spanned<f64>>,
-    pub open_for_max: Option<Spanned<Text>>,
-    pub evaluate_on: Option<EvaluateOnName>,
-    /// Whether the failure rate must reach its threshold or pass it.
-    pub threshold: Option<Spanned<ThresholdName>>,
-    /// The slow-call rule: a call longer than this is slow...
-    pub slow_call_duration: Option<Spanned<Text>>,
-    /// ...and this share of slow calls in the window opens the breaker.
-    pub slow_call_percent: Option<Spanned<f64>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HalfOpenRuleName {
-    AllProbesSucceed,
-    FailureRate,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UncountedAsName {
-    Ignored,
-    Success,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ThresholdName {
-    Reached,
-    Exceeded,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EvaluateOnName {
-    Any,
-    Failure,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LateFailuresName {
-    Ignored,
-    Counted,
-}
-
-/// What opens a breaker, as written.
-#[derive(Clone, Copy)]
-pub enum RawTripRule<'a> {
-    /// This many consecutive counted failures.
-    Failures(&'a Spanned<Whole>),
-    FailureRate(&'a Spanned<RawFailureRate>),
-}
-
-const BREAKER_RULES: OneOf = OneOf {
-    tags: &[
-        ("failures", || &[]),
-        ("failure_rate", fields_of::<RawFailureRate>),
-    ],
-    what: "a breaker",
-    tag_noun: "rule",
-    advice: "give failures (consecutive) or failure_rate, not both",
-    tag_required: false,
-};
-
-impl RawBreaker {
-    /// The rule the file writes, if it writes one (a preset may give it instead).
-    pub fn rule(&self) -> Option<RawTripRule<'_>> {
-        (self.failures.as_ref().map(RawTripRule::Failures))
-            .or(self.failure_rate.as_ref().map(RawTripRule::FailureRate))
-    }
-}
-
-impl<'de> Deserialize<'de> for RawBreaker {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        BREAKER_RULES.read(deserializer, |table| RawBreaker::deserialize(table))
-    }
-}
-
-/// `failure_rate = { percent = 50, window_calls = 20, min_calls = 20 }`: open when at least
 /// An adaptive concurrency limit (Netflix's concurrency-limits): its bounds and exactly one
 /// algorithm, `aimd` or `gradient2`, each a table of its own parameters.
 #[derive(Deserialize)]
@@ -513,50 +344,6 @@ pub struct RawGradient2 {
     pub smoothing: Option<Spanned<f64>>,
     pub long_window: Option<Spanned<Whole>>,
     pub queue_size: Option<Spanned<Whole>>,
-}
-
-/// `percent` of the calls in the window failed, once it holds `min_calls`.
-#[derive(Deserialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
-pub struct RawFailureRate {
-    pub percent: Spanned<f64>,
-    // The window: exactly one of these.
-    window_calls: Option<Spanned<Whole>>,
-    window: Option<Spanned<Text>>,
-    /// A time window is kept in this many slots.
-    pub window_slots: Option<Spanned<Whole>>,
-    pub min_calls: Spanned<Whole>,
-}
-
-/// A failure-rate window, as written.
-#[derive(Clone, Copy)]
-pub enum RawWindow<'a> {
-    /// The last N calls.
-    Calls(&'a Spanned<Whole>),
-    /// The calls of the last duration.
-    Time(&'a Spanned<Text>),
-}
-
-const WINDOWS: OneOf = OneOf {
-    tags: &[("window_calls", || &[]), ("window", || &[])],
-    what: "a failure rate",
-    tag_noun: "window",
-    advice: "give window_calls (the last N calls) or window (a duration), not both",
-    tag_required: true,
-};
-
-impl RawFailureRate {
-    pub fn window(&self) -> RawWindow<'_> {
-        (self.window_calls.as_ref().map(RawWindow::Calls))
-            .or(self.window.as_ref().map(RawWindow::Time))
-            .expect("a failure rate is read only with one window")
-    }
-}
-
-impl<'de> Deserialize<'de> for RawFailureRate {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        WINDOWS.read(deserializer, |table| RawFailureRate::deserialize(table))
-    }
 }
 
 #[derive(Deserialize)]
@@ -694,48 +481,6 @@ pub enum ThrottleFormName {
 pub enum TtlModeName {
     Fixed,
     Refreshed,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawRetry {
-    pub enabled: Option<bool>,
-    /// A library's defaults (`outagelab_model::presets`), which the other keys override.
-    pub preset: Option<Spanned<String>>,
-    /// Required unless the preset gives it.
-    pub max_attempts: Option<Spanned<Whole>>,
-    /// Required unless the preset gives it.
-    pub backoff: Option<Spanned<Text>>,
-    pub backoff_factor: Option<Spanned<f64>>,
-    pub backoff_max: Option<Spanned<Text>>,
-    /// How the wait grows: `exponential` (by `backoff_factor`) or `fibonacci`.
-    pub backoff_growth: Option<Spanned<GrowthName>>,
-    pub jitter: Option<Spanned<JitterName>>,
-    /// With `jitter = "proportional"`: the spread around each wait, from 0 to 1.
-    pub randomization_factor: Option<Spanned<f64>>,
-    /// Give up when the next attempt would start later than this after the first.
-    pub elapsed_max: Option<Spanned<Text>>,
-    pub budget_percent: Option<Spanned<f64>>,
-    pub budget_min_per_second: Option<Spanned<Whole>>,
-    pub budget_window: Option<Spanned<Text>>,
-    pub retry_on: Option<Spanned<Vec<Spanned<String>>>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GrowthName {
-    Exponential,
-    Fibonacci,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JitterName {
-    None,
-    Full,
-    Equal,
-    Decorrelated,
-    Proportional,
 }
 
 #[derive(Deserialize)]
@@ -1019,52 +764,6 @@ pub enum OnErrorName {
     Ignore,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawLoad {
-    pub enabled: Option<bool>,
-    pub flow: Spanned<String>,
-    pub arrivals: Spanned<ArrivalsName>,
-    pub rate: Option<Spanned<f64>>,
-    pub count: Option<Spanned<Whole>>,
-    pub duration: Option<Spanned<Text>>,
-    pub start: Option<Spanned<Text>>,
-    /// Closed loops: callers, their think time, the spread of their first requests, and the
-    /// requests each sends.
-    pub workers: Option<Spanned<Whole>>,
-    pub think: Option<Spanned<RawLatency>>,
-    pub stagger: Option<Spanned<Text>>,
-    pub iterations: Option<Spanned<Whole>>,
-    /// The caller its requests go through.
-    pub caller: Option<Spanned<String>>,
-    /// Even and Poisson loads: a rate that changes stage by stage from `rate` (k6's ramping
-    /// arrival rate); the load ends with the last stage.
-    pub stages: Option<Spanned<Vec<Spanned<RawStage>>>>,
-    /// Even and Poisson loads: the rate over time from a file of `time,rate` rows (an
-    /// incident's traffic), relative to the scenario file.
-    pub rate_file: Option<Spanned<String>>,
-    /// With a Prometheus `rate_file` (`.json`): its series to follow, as Prometheus names one
-    /// (`name{label="value"}`); needed when the file has several.
-    pub rate_series: Option<Spanned<String>>,
-}
-
-/// One stage of a load's rate: it moves linearly to `target` over `duration`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawStage {
-    pub duration: Spanned<Text>,
-    pub target: Spanned<f64>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ArrivalsName {
-    Even,
-    Poisson,
-    Burst,
-    Closed,
-}
-
 /// A `[faults.<name>]` table: the keys every fault has, then the keys of the kinds, each read
 /// as the value its declaration says (`crate::fault_kinds`). A key no kind declares is refused
 /// here, naming every key, as a derived struct with `deny_unknown_fields` would.
@@ -1101,6 +800,16 @@ pub enum RawValue {
     Bool(bool),
     /// A word of a list, or a resource's name.
     Word(String),
+    /// A list of words (outcomes, names).
+    List(Vec<Spanned<String>>),
+    /// A number of retries, or none.
+    Limit(RetryLimit),
+    /// A duration or a distribution.
+    Latency(RawLatency),
+    /// A list of declared tables, each at its span.
+    Tables(Vec<Spanned<Written>>),
+    /// A declared table of its own.
+    Table(Written),
 }
 
 impl<'de> Deserialize<'de> for RawFault {
@@ -1201,8 +910,13 @@ fn read_value<'de, M: MapAccess<'de>>(
         Value::Enum(_) => wrap(map.next_value::<Spanned<Word>>()?, |word| {
             RawValue::Word(word.0)
         }),
-        Value::OneOf { .. } | Value::Ref(_) | Value::Target => {
+        Value::OneOf { .. } | Value::Ref(_) | Value::Target | Value::Name(_) => {
             wrap(map.next_value::<Spanned<String>>()?, RawValue::Word)
+        }
+        Value::CountOrUnlimited => wrap(map.next_value::<Spanned<RetryLimit>>()?, RawValue::Limit),
+        Value::Latency => wrap(map.next_value::<Spanned<RawLatency>>()?, RawValue::Latency),
+        Value::Outcomes | Value::Refs(_) | Value::Table(_) | Value::Tables(_) => {
+            unreachable!("a list or a table is read by the table's reader")
         }
     })
 }
@@ -1230,6 +944,129 @@ impl<'de> Deserialize<'de> for Word {
         }
         deserializer.deserialize_enum("Word", &[], WordVisitor)
     }
+}
+
+/// A table whose keys are declared one by one in `S::SPEC` (`crate::keys::TableSpec`): each
+/// key read as the raw type its declared value says; a key it does not declare refused here,
+/// naming every key, and a required key missing refused as serde's `missing field`, as a
+/// derived struct with `deny_unknown_fields` would; keys of which at most one may be set
+/// checked by its `one_of` as they are read. Values are checked against their declaration
+/// (words, ranges, references) by the validator's reader, `validate/table.rs`.
+pub struct RawTable<S> {
+    pub keys: Written,
+    declared: PhantomData<S>,
+}
+
+/// The keys of a declared table as written, in the order written.
+#[derive(Clone, Default)]
+pub struct Written(pub Vec<(&'static str, Spanned<RawValue>)>);
+
+impl Written {
+    pub fn get(&self, name: &str) -> Option<&Spanned<RawValue>> {
+        self.0
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value)
+    }
+}
+
+/// A table type declared in `SPEC`.
+pub trait Declared: 'static {
+    const SPEC: &'static TableSpec;
+
+    /// Reads the value of the key `key`, declared a table ([`Value::Table`]): each such table
+    /// is a type of its own, read as `Spanned<RawTable<Its>>`.
+    fn nested<'de, M: MapAccess<'de>>(
+        key: &'static KeySpec,
+        _map: &mut M,
+    ) -> Result<Spanned<RawValue>, M::Error> {
+        unreachable!("{} declares no table `{}`", Self::SPEC.what, key.name)
+    }
+}
+
+impl<'de, S: Declared> Deserialize<'de> for RawTable<S> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let spec = S::SPEC;
+        let visitor = TableVisitor::<S>(PhantomData);
+        let keys = match spec.one_of {
+            Some(one_of) => one_of.read(deserializer, |table| {
+                table.deserialize_struct(spec.what, spec.names, visitor)
+            })?,
+            None => deserializer.deserialize_struct(spec.what, spec.names, visitor)?,
+        };
+        Ok(RawTable {
+            keys,
+            declared: PhantomData,
+        })
+    }
+}
+
+struct TableVisitor<S>(PhantomData<S>);
+
+impl<'de, S: Declared> Visitor<'de> for TableVisitor<S> {
+    type Value = Written;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `suggest` recognises a table written as something else by this word.
+        write!(f, "struct RawTable ({})", S::SPEC.what)
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Written, M::Error> {
+        let mut keys = Vec::new();
+        while let Some(key) = map.next_key_seed(DeclaredKey(S::SPEC))? {
+            let value = match key.value {
+                Value::Table(_) | Value::Tables(_) => S::nested(key, &mut map)?,
+                Value::Outcomes | Value::Refs(_) => {
+                    let list = map.next_value::<Spanned<Vec<Spanned<String>>>>()?;
+                    let span = list.span();
+                    Spanned::new(span, RawValue::List(list.into_inner()))
+                }
+                value => read_value(&mut map, value)?,
+            };
+            keys.push((key.name, value));
+        }
+        for key in S::SPEC.keys {
+            let written = keys.iter().any(|(name, _)| *name == key.name);
+            if matches!(key.default, KeyDefault::Required(_)) && !written {
+                return Err(de::Error::missing_field(key.name));
+            }
+        }
+        Ok(Written(keys))
+    }
+}
+
+/// A key of a declared table: its declaration, or serde's refusal of an unknown field.
+struct DeclaredKey(&'static TableSpec);
+
+impl<'de> DeserializeSeed<'de> for DeclaredKey {
+    type Value = &'static KeySpec;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl Visitor<'_> for DeclaredKey {
+    type Value = &'static KeySpec;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a key of {}", self.0.what)
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<&'static KeySpec, E> {
+        self.0
+            .key(key)
+            .ok_or_else(|| E::unknown_field(key, self.0.names))
+    }
+}
+
+/// A nested table's value, for [`Declared::nested`].
+pub fn nested_table<'de, S: Declared, M: MapAccess<'de>>(
+    map: &mut M,
+) -> Result<Spanned<RawValue>, M::Error> {
+    let table = map.next_value::<Spanned<RawTable<S>>>()?;
+    let span = table.span();
+    Ok(Spanned::new(span, RawValue::Table(table.into_inner().keys)))
 }
 
 /// A fault's `kind`: one of [`fault_kinds::FAULT_KINDS`].
@@ -1448,12 +1285,13 @@ impl<'de> Deserialize<'de> for RetryLimit {
 }
 
 /// A latency (of a database, a query, a `work` step): a constant duration (`"50ms"`) or a table naming a distribution.
+#[derive(Clone)]
 pub enum RawLatency {
     Constant(Text),
     Distribution(RawDistribution),
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDistribution {
     pub distribution: Spanned<DistributionName>,

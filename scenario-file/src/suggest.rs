@@ -1,6 +1,8 @@
 //! "Did you mean": the name closest to a misspelt one, when one is close enough to be a typo;
 //! and what to write instead, for serde's messages that name a Rust type rather than the fix.
 
+use crate::keys::{DECLARED_TABLES, Value};
+
 /// The candidate nearest to `name` by edit distance, if it is a plausible typo of it: at most
 /// two edits, and fewer edits than the shorter name has characters (so `a` is not a typo of
 /// `b`). Ties go to the first candidate in the order given.
@@ -55,7 +57,7 @@ pub fn serde_message_at(message: &str, key: &str) -> String {
         .strip_prefix("missing field `")
         .and_then(|rest| rest.strip_suffix('`'))
     {
-        return match meaning(key, field) {
+        return match declared_meaning(key, field).or_else(|| meaning(key, field)) {
             Some((section, meaning)) => format!(
                 "missing field `{field}`, which {section} requires: {meaning} \
                  (docs/scenario-format.md)"
@@ -154,6 +156,32 @@ fn number_and_unit(text: &str) -> Option<(&str, &str)> {
     .then_some((amount, unit_like))
 }
 
+/// What the declaration of a table declared key by key (`keys::DECLARED_TABLES`) says
+/// `field` of the table at `key` is, and which table that is: `loads.l.stages[0]` is one of a
+/// load's `stages`. Its own table, not the first row of the reference's section that has the
+/// field's name (a stage's `duration` is not the load's).
+fn declared_meaning(key: &str, field: &str) -> Option<(String, String)> {
+    let mut parts = key.split('.');
+    let root = parts.next()?;
+    let &(_, mut spec) = DECLARED_TABLES.iter().find(|(table, _)| *table == root)?;
+    parts.next()?;
+    let mut within = Vec::new();
+    for part in parts {
+        let name = part.split('[').next()?;
+        spec = match spec.key(name)?.value {
+            Value::Table(nested) | Value::Tables(nested) => nested,
+            _ => return None,
+        };
+        within.push(name);
+    }
+    let doc = spec.key(field)?.doc;
+    let section = match within.as_slice() {
+        [] => format!("a `[{root}.<name>]`"),
+        within => format!("`{}` in a `[{root}.<name>]`", within.join(".")),
+    };
+    Some((section, doc.to_owned()))
+}
+
 /// The reference the messages quote.
 const REFERENCE: &str = include_str!("../../docs/scenario-format.md");
 
@@ -248,6 +276,20 @@ mod tests {
         assert_eq!(
             serde_message_at("missing field `nothing`", "bulkheads.db"),
             "missing field `nothing`"
+        );
+    }
+
+    #[test]
+    fn a_missing_field_of_a_declared_table_says_what_its_declaration_says() {
+        assert_eq!(
+            serde_message_at("missing field `duration`", "loads.l.stages[0]"),
+            "missing field `duration`, which `stages` in a `[loads.<name>]` requires: how long \
+             the rate takes to move to `target` (docs/scenario-format.md)"
+        );
+        assert_eq!(
+            serde_message_at("missing field `flow`", "loads.l"),
+            "missing field `flow`, which a `[loads.<name>]` requires: the request type sent \
+             (docs/scenario-format.md)"
         );
     }
 

@@ -614,7 +614,7 @@ mod tests {
         for kind in POLICY_KINDS {
             assert!(seen(&format!(", {kind} = ")), "no step with a {kind}");
         }
-        for arrivals in ["even", "poisson", "burst", "closed"] {
+        for arrivals in outagelab_scenario_file::declared_words("loads", "arrivals") {
             assert!(
                 seen(&format!("arrivals = \"{arrivals}\"")),
                 "no {arrivals} load"

@@ -2,6 +2,8 @@
 //! policies (breakers, bulkheads, semaphores, adaptive limits, retries), caches, rate limiters,
 //! KV stores, throttles, locks and callers.
 
+use outagelab_scenario_file::declared_words;
+
 use super::*;
 
 impl Generator {
@@ -199,13 +201,7 @@ impl Generator {
             }
             let preset = self.rng.chance(20);
             if preset {
-                let preset = *self.rng.pick(&[
-                    "resilience4j",
-                    "polly-v8",
-                    "polly-v7-advanced",
-                    "opossum",
-                    "gobreaker",
-                ]);
+                let preset = *self.rng.pick(declared_words("breakers", "preset"));
                 self.line("preset", &quoted(preset));
             }
             let rate_rule = self.rng.chance(50);
@@ -395,10 +391,7 @@ impl Generator {
                 }
             }
             if self.rng.chance(30) {
-                let jitter =
-                    *self
-                        .rng
-                        .pick(&["none", "full", "equal", "decorrelated", "proportional"]);
+                let jitter = *self.rng.pick(declared_words("retries", "jitter"));
                 self.line("jitter", &quoted(jitter));
                 if jitter == "proportional" && self.rng.chance(50) {
                     self.line("randomization_factor", "0.25");

@@ -10,10 +10,12 @@ use outagelab_sim::scenario::{
 use serde::de::Error as _;
 use toml::Spanned;
 
+use super::table::respan;
 use super::{Validator, since_zero};
-use crate::fault_kinds::{self, COMMON_KEYS, FaultKindSpec, KeyDefault, KeySpec, On, Range, Value};
+use crate::fault_kinds::{self, COMMON_KEYS, FaultKindSpec, On};
+use crate::keys::{KeyDefault, KeySpec, Range, Value, default_value};
 use crate::kinds::Names;
-use crate::raw::{RawFault, RawValue, Size, Text, Whole};
+use crate::raw::{RawFault, RawValue};
 
 /// A problem with a fault's key, already reported where it is.
 #[derive(Debug)]
@@ -347,7 +349,7 @@ impl<'r> FaultReader<'_, '_, 'r> {
         };
         let message = match self.declared(name).value {
             Value::Enum(values) if !values.contains(&word.as_str()) => {
-                toml::de::Error::unknown_variant(word, values).to_string()
+                serde::de::value::Error::unknown_variant(word, values).to_string()
             }
             Value::OneOf {
                 values,
@@ -448,7 +450,7 @@ impl<'r> FaultReader<'_, '_, 'r> {
                 self.raw.kind.span(),
                 default_value(declared.value, text),
             )),
-            KeyDefault::Required(_) | KeyDefault::Otherwise(_) => None,
+            KeyDefault::Required(_) | KeyDefault::Otherwise(_) | KeyDefault::Preset(_) => None,
         }
     }
 
@@ -466,26 +468,4 @@ impl<'r> FaultReader<'_, '_, 'r> {
             .error(Some(self.raw.kind.span()), key, message);
         Reported
     }
-}
-
-/// A declared default, as if the file had written it (TOML text).
-pub(crate) fn default_value(value: Value, text: &str) -> RawValue {
-    let word = text.trim_matches('"').to_owned();
-    match value {
-        Value::Duration | Value::Bandwidth => RawValue::Text(Text(word)),
-        Value::Size if text.starts_with('"') => RawValue::Size(Size::Text(word)),
-        Value::Size => RawValue::Size(Size::Bytes(text.parse().expect("a default size"))),
-        Value::Count => RawValue::Whole(Whole(text.parse().expect("a default count"))),
-        Value::Number => RawValue::Number(text.parse().expect("a default number")),
-        Value::Bool => RawValue::Bool(text.parse().expect("a default flag")),
-        Value::Enum(_) | Value::OneOf { .. } | Value::Ref(_) | Value::Target => {
-            RawValue::Word(word)
-        }
-    }
-}
-
-/// `value` read as the raw type its declaration says, at the same span.
-fn respan<T>(value: Spanned<RawValue>, read: impl FnOnce(RawValue) -> T) -> Spanned<T> {
-    let span = value.span();
-    Spanned::new(span, read(value.into_inner()))
 }

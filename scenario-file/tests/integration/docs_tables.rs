@@ -2,15 +2,25 @@
 //! each sits between two markers, and differs from what the declarations make only when
 //! someone forgot to regenerate it.
 
+use std::sync::Mutex;
 use std::{env, fs};
 
-use outagelab_scenario_file::{fault_kinds_table, fault_reference_table};
+use outagelab_scenario_file::{
+    breaker_failure_rate_table, breaker_reference_table, connection_reference_table,
+    connection_subscribe_table, connection_tracking_table, fault_kinds_table,
+    fault_reference_table, load_reference_table, load_stage_table, retry_reference_table,
+};
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
 
 /// The docs between `begin` and `end` must be `generated`; with `OUTAGELAB_BLESS=1` they are
 /// rewritten to it instead.
 fn check_generated(begin: &str, end: &str, generated: &str) {
+    // The tests run on threads: one at a time reads and rewrites the file.
+    static DOCS_FILE: Mutex<()> = Mutex::new(());
+    let _only = DOCS_FILE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let docs = fs::read_to_string(DOCS).expect("docs/scenario-format.md");
     let (before, rest) = docs.split_once(begin).expect("the table's first marker");
     let (table, after) = rest.split_once(end).expect("the table's last marker");
@@ -50,5 +60,77 @@ fn the_fault_kind_table_is_the_declarations() {
         "<!-- generated: fault kinds (scenario-file/src/fault_kinds.rs) -->",
         "<!-- end generated: fault kinds -->",
         &fault_kinds_table(),
+    );
+}
+
+#[test]
+fn the_breaker_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: breaker keys (scenario-file/src/breaker_keys.rs) -->",
+        "<!-- end generated: breaker keys -->",
+        &breaker_reference_table(),
+    );
+}
+
+#[test]
+fn the_failure_rate_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: failure_rate keys (scenario-file/src/breaker_keys.rs) -->",
+        "<!-- end generated: failure_rate keys -->",
+        &breaker_failure_rate_table(),
+    );
+}
+
+#[test]
+fn the_retry_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: retry keys (scenario-file/src/retry_keys.rs) -->",
+        "<!-- end generated: retry keys -->",
+        &retry_reference_table(),
+    );
+}
+
+#[test]
+fn the_connection_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: connection keys (scenario-file/src/connection_keys.rs) -->",
+        "<!-- end generated: connection keys -->",
+        &connection_reference_table(),
+    );
+}
+
+#[test]
+fn the_subscribe_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: subscribe keys (scenario-file/src/connection_keys.rs) -->",
+        "<!-- end generated: subscribe keys -->",
+        &connection_subscribe_table(),
+    );
+}
+
+#[test]
+fn the_tracking_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: tracking keys (scenario-file/src/connection_keys.rs) -->",
+        "<!-- end generated: tracking keys -->",
+        &connection_tracking_table(),
+    );
+}
+
+#[test]
+fn the_load_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: load keys (scenario-file/src/load_keys.rs) -->",
+        "<!-- end generated: load keys -->",
+        &load_reference_table(),
+    );
+}
+
+#[test]
+fn the_stage_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: stage keys (scenario-file/src/load_keys.rs) -->",
+        "<!-- end generated: stage keys -->",
+        &load_stage_table(),
     );
 }
