@@ -46,6 +46,7 @@ pub mod references;
 mod rng;
 pub mod rules;
 pub mod scenario;
+mod step_layers;
 pub mod summaries;
 mod throttles;
 mod trace;
@@ -61,11 +62,11 @@ pub use http::{HttpSpec, HttpTally};
 pub use kernel::StepResult;
 pub use metrics::{BUCKETS_MAX, CounterId, GaugeId, Metrics};
 pub use monitors::{Invariant, Violation};
-/// A step's layers driven by hand, for a test that holds the live runner's to the same
-/// decisions.
-pub use policies::StepLayers;
 /// The seeded streams, for code that must draw what the simulator draws (the bench's
 /// hand-written reference model).
 pub use rng::{Stream, key_index};
 pub use scenario::Scenario;
+/// A step's layers driven by hand, for a test that holds the live runner's to the same
+/// decisions.
+pub use step_layers::StepLayers;
 pub use trace::{TRACE_EVENTS_MAX, TRACED_REQUESTS_MAX};

@@ -26,14 +26,26 @@ use crate::kernel::StepResult;
 use crate::rng::Stream;
 use crate::scenario::{
     BreakerClassifier, ByteRate, ConnectionId, Distribution, FaultKind, KeyFamilyId, OutcomeSet,
-    PolicyRef, Scenario,
+    PolicyRef, Scenario, StepAction,
 };
 
-/// The bytes a step's request carries, which a semaphore's byte cap weighs.
-pub use crate::actions::request_bytes;
+/// How many bytes a step's request carries, which a semaphore's byte cap weighs: a Redis
+/// step's command, its value included.
+pub fn request_bytes(action: &StepAction) -> u64 {
+    match *action {
+        StepAction::Redis { command, .. } => command.request_bytes(),
+        _ => 0,
+    }
+}
 
-/// The connection a step that failed and went on counts a fail-open of (with [`fails_open`]).
-pub use crate::actions::fail_open_connection;
+/// The connection a step that failed and went on counts a fail-open of (with [`fails_open`]):
+/// a Redis step's (a lock found taken or a rate limit is an answer, which the caller checks).
+pub fn fail_open_connection(action: &StepAction) -> Option<ConnectionId> {
+    match *action {
+        StepAction::Redis { connection, .. } => Some(connection),
+        _ => None,
+    }
+}
 
 /// How a breaker counts a step whose I/O returned `io`: ok, hit and miss are successes; an
 /// error in `ignores` is ignored (checked first, as resilience4j checks `ignoreExceptions`

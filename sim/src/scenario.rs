@@ -1161,6 +1161,11 @@ pub struct DataAccess {
     pub write: bool,
 }
 
+/// Protocol overhead of one command on the wire (command name, key, framing), in bytes.
+pub(crate) const COMMAND_OVERHEAD_BYTES: u64 = 32;
+/// Bytes of a lock's token on the wire (a UUID).
+pub(crate) const LOCK_TOKEN_BYTES: u64 = 36;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RedisCommand {
     Get,
@@ -1224,7 +1229,16 @@ impl RedisCommand {
     /// Bytes the command puts on the wire (its value included), whatever its key: what a
     /// semaphore's byte cap counts for a step that sends it.
     pub fn request_bytes(self) -> u64 {
-        crate::redis::Op::command_bytes(self)
+        COMMAND_OVERHEAD_BYTES
+            + match self {
+                RedisCommand::Set { value_bytes, .. }
+                | RedisCommand::SetNxPx { value_bytes, .. } => u64::from(value_bytes),
+                RedisCommand::Get
+                | RedisCommand::Incr
+                | RedisCommand::Del
+                | RedisCommand::Publish { .. } => 0,
+                RedisCommand::Lock(_) => LOCK_TOKEN_BYTES,
+            }
     }
 
     pub fn name(self) -> &'static str {

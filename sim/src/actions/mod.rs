@@ -45,7 +45,7 @@ use crate::metrics::Metrics;
 use crate::redis::Redis;
 use crate::rng::Stream;
 use crate::scenario::{
-    ConnectionId, KeyFamilyId, LockOp, RedisCommand, Scenario, StepAction, StepSpec, ThrottleOp,
+    KeyFamilyId, LockOp, RedisCommand, Scenario, StepAction, StepSpec, ThrottleOp,
 };
 use crate::throttles::Held as ThrottleHeld;
 
@@ -303,14 +303,6 @@ pub(crate) fn decide(
     }
 }
 
-/// How many bytes the step's request carries (a layer that limits by size weighs it).
-pub fn request_bytes(action: &StepAction) -> u64 {
-    match *action {
-        StepAction::Redis { command, .. } => command.request_bytes(),
-        _ => 0,
-    }
-}
-
 /// The key family whose value a step holds when it reads a copy (a Redis `GET`, a cache get).
 pub(crate) fn value_family(action: &StepAction) -> Option<KeyFamilyId> {
     match *action {
@@ -332,15 +324,6 @@ pub(crate) fn replayed_command(action: &StepAction) -> RedisCommand {
 /// its end): a hold kept for it is given back only then.
 pub(crate) fn outlives_timeout(action: &StepAction) -> bool {
     matches!(action, StepAction::Database { .. })
-}
-
-/// The connection whose fail-open a step that failed and went on counts as: a Redis step's
-/// (a lock found taken or a rate limit is an answer, which the caller checks).
-pub fn fail_open_connection(action: &StepAction) -> Option<ConnectionId> {
-    match *action {
-        StepAction::Redis { connection, .. } => Some(connection),
-        _ => None,
-    }
 }
 
 /// What a waiting step waits on, as a trace names it: the connection of a reply, the database

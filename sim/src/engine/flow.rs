@@ -71,7 +71,7 @@ impl<'s> Simulator<'s> {
         };
         let entrant = Entrant {
             waiter: self.current_ref(slot),
-            bytes: actions::request_bytes(&step.action),
+            bytes: crate::rules::request_bytes(&step.action),
         };
         let entered = self.policies.enter(policy, self.now, &entrant);
         if self.tracer.is_some() {
@@ -534,7 +534,7 @@ impl<'s> Simulator<'s> {
         if let (StepResult::Error(kind), OnError::Next, Some(connection)) = (
             result,
             step.on_error,
-            actions::fail_open_connection(&step.action),
+            crate::rules::fail_open_connection(&step.action),
         ) && crate::rules::fails_open(kind)
         {
             // Let through unchecked: Redis could not be reached, or was not asked (a breaker

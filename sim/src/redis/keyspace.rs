@@ -30,15 +30,13 @@ use std::collections::BTreeSet;
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::Outcome;
 
-use super::locks::{self, LockTable};
+use super::locks::LockTable;
 use crate::kernel::StepResult;
 use crate::rng::Stream;
 use crate::scenario::{
     ErrorReply, EvictionPolicy, EvictionSamples, MemorySpec, Preload, RedisCommand,
 };
 
-/// Protocol overhead of one command on the wire (command name, key, framing), in bytes.
-const COMMAND_OVERHEAD_BYTES: u64 = 32;
 /// Size of a reply without a value (`+OK`, `:1`, `$-1`), in bytes.
 const REPLY_OVERHEAD_BYTES: u64 = 8;
 /// Bytes of a message pushed to a subscriber beyond the reply overhead (channel and key).
@@ -59,22 +57,7 @@ pub(crate) struct Op {
 impl Op {
     /// Bytes the command puts on the wire (its value included).
     pub fn request_bytes(self) -> u64 {
-        Op::command_bytes(self.command)
-    }
-
-    /// Bytes a command puts on the wire, whatever its key: what a step sends can be known
-    /// before its key is drawn.
-    pub fn command_bytes(command: RedisCommand) -> u64 {
-        COMMAND_OVERHEAD_BYTES
-            + match command {
-                RedisCommand::Set { value_bytes, .. }
-                | RedisCommand::SetNxPx { value_bytes, .. } => u64::from(value_bytes),
-                RedisCommand::Get
-                | RedisCommand::Incr
-                | RedisCommand::Del
-                | RedisCommand::Publish { .. } => 0,
-                RedisCommand::Lock(_) => locks::TOKEN_BYTES,
-            }
+        self.command.request_bytes()
     }
 }
 

@@ -21,9 +21,6 @@ use outagelab_model::time::SimTime;
 use super::keyspace::Reply;
 use crate::scenario::{LockCommand, LockCommandKind};
 
-/// Bytes of a lock's token on the wire (a UUID).
-pub(super) const TOKEN_BYTES: u64 = 36;
-
 /// What a server counts per lock (by its tokens' namespace, which is the lock's index).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct LockServerStats {
