@@ -65,6 +65,24 @@ impl Versions {
     }
 }
 
+/// A value a request holds: its key, its version, and where it read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HeldValue {
+    pub(crate) key: DataKey,
+    pub(crate) version: u64,
+    pub(crate) from: ValueFrom,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ValueFrom {
+    /// A database query read it, or committed it.
+    Database,
+    /// A Redis `GET` found a copy.
+    Redis,
+    /// An in-process cache held a copy.
+    Cache,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use outagelab_model::cache::{Cache, CacheKey, Lookup};
 use outagelab_report::{CacheSummary, GaugeKey};
 
-use crate::actions::Started;
-use crate::engine::{Simulator, ValueFrom};
+use crate::actions::{Host, Started};
 use crate::kernel::StepResult;
 use crate::metrics::{GaugeId, Metrics};
 use crate::scenario::{CacheId, CacheOp, KeyFamilyId, Scenario};
+use crate::versions::ValueFrom;
 
 pub(super) struct CacheSlot {
     cache: Cache,
@@ -63,7 +63,7 @@ pub(super) fn summaries(
 
 /// Runs the operation; it ends at once.
 pub(super) fn start(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     cache: CacheId,
     op: CacheOp,
@@ -74,7 +74,8 @@ pub(super) fn start(
     let key = || key.expect("validated: every cache op but flush has a key");
     // A put copies the value the request holds (its version, when of this key).
     let version = data_key.map_or(0, |k| sim.value_version(slot, k));
-    let (now, cache) = (sim.now, &mut sim.actions.caches[cache.index()].cache);
+    let now = sim.now();
+    let cache = &mut sim.actions().caches[cache.index()].cache;
     let result = match op {
         CacheOp::Get => match cache.get(now, key()) {
             Lookup::Hit { version, .. } => {

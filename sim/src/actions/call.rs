@@ -9,8 +9,8 @@
 
 use outagelab_report::Outcome;
 
+use crate::actions::Host;
 use crate::actions::{Started, Timer, Waiting};
-use crate::engine::{Simulator, Stage, Wait};
 use crate::kernel::TimerKind;
 use crate::rng::Stream;
 use crate::scenario::{Distribution, Scenario};
@@ -27,17 +27,17 @@ pub(super) fn streams(scenario: &Scenario) -> Vec<Stream> {
 /// Draws the call's latency and answer (`rules::call_answer`, which a live run draws by
 /// too), and waits the latency out.
 pub(super) fn start(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     latency: &Distribution,
     error_permille: u32,
     error: Outcome,
 ) -> Started {
-    let flow = sim.request(slot).flow.index();
-    let stream = &mut sim.actions.call_rngs[flow];
+    let flow = sim.flow_of(slot).index();
+    let stream = &mut sim.actions().call_rngs[flow];
     let (latency, answer) = crate::rules::call_answer(stream, latency, error_permille, error);
-    sim.set_stage(slot, Stage::Waiting(Wait::Action(Waiting::Call(answer))));
-    let at = sim.now.saturating_add(latency);
+    sim.wait(slot, Waiting::Call(answer));
+    let at = sim.now().saturating_add(latency);
     sim.set_timer(slot, at, TimerKind::Action(Timer::Call));
     Started::Waits
 }

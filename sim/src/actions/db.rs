@@ -4,14 +4,14 @@
 
 use outagelab_model::time::SimDuration;
 
-use crate::actions::Started;
+use crate::actions::{Host, Started};
 use crate::database::Query;
-use crate::engine::{HeldValue, Simulator, Stage, ValueFrom, Wait};
 use crate::scenario::{DataAccess, DatabaseId, Distribution, KeyFamilyId};
+use crate::versions::{HeldValue, ValueFrom};
 
 /// Starts the query.
 pub(super) fn start(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     database: DatabaseId,
     timeout: Option<SimDuration>,
@@ -24,24 +24,22 @@ pub(super) fn start(
         latency,
         lock: lock.map(|family| (family.0, sim.key_of(slot, family))),
     };
-    sim.set_stage(slot, Stage::Waiting(Wait::Query));
-    sim.databases
-        .start(sim.now, database, query, &mut sim.events);
-    sim.record_lock_waits();
+    sim.start_query(slot, database, query);
     Started::Waits
 }
 
 /// The query of the request in `slot` answered: it holds the committed version of its key
 /// now, or commits a new one.
-pub(super) fn answered(sim: &mut Simulator<'_>, slot: u32, data: DataAccess) {
+pub(super) fn answered(sim: &mut impl Host, slot: u32, data: DataAccess) {
     let key = (data.key.0, sim.key_of(slot, data.key));
+    let now = sim.now();
     let version = if data.write {
-        sim.versions.commit(sim.now, key)
+        sim.versions().commit(now, key)
     } else {
-        sim.versions.current(key)
+        sim.versions().current(key)
     };
     let from = ValueFrom::Database;
-    sim.request_mut(slot).value = Some(HeldValue { key, version, from });
+    sim.set_value(slot, HeldValue { key, version, from });
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use outagelab_model::lock::{
 use outagelab_model::time::SimTime;
 use outagelab_report::{LockSummary, Outcome};
 
+use crate::actions::Host;
 use crate::actions::{RequestHeld, Started, Timer, Waiting};
-use crate::engine::{Simulator, Stage, Wait};
 use crate::kernel::{StepResult, TimerKind};
 use crate::redis::{Op, Redis};
 use crate::rng::Stream;
@@ -87,26 +87,27 @@ pub(super) fn take_held(held: &mut RequestHeld, lock: LockId) -> Option<(LockId,
 /// Sends the acquire's first attempt or the release (or, after a slot's connection attempt or
 /// for a replay, the command already in flight again).
 pub(super) fn start(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     lock: LockId,
     op: LockOp,
     connection: ConnectionId,
     key: KeyFamilyId,
 ) -> Started {
-    let pending = match (sim.request_mut(slot).held.lock_pending.take(), op) {
+    let pending = match (sim.held(slot).lock_pending.take(), op) {
         // Sent again: after a slot's connection attempt, or replayed.
         (Some(pending), _) => pending,
         (None, LockOp::Acquire(mode)) => {
-            let (acquiring, attempt) = sim.actions.locks[lock.index()].client.begin(sim.now, mode);
+            let now = sim.now();
+            let (acquiring, attempt) = sim.actions().locks[lock.index()].client.begin(now, mode);
             LockPending::Attempt(acquiring, attempt)
         }
         (None, LockOp::Release) => {
-            let Some((_, held)) = take_held(&mut sim.request_mut(slot).held, lock) else {
+            let Some((_, held)) = take_held(sim.held(slot), lock) else {
                 // Holds none: nothing to give back.
                 return Started::Ended(StepResult::Ok);
             };
-            let (token, _) = sim.actions.locks[lock.index()].client.release(held);
+            let (token, _) = sim.actions().locks[lock.index()].client.release(held);
             LockPending::Release(token)
         }
     };
@@ -115,18 +116,21 @@ pub(super) fn start(
 
 /// The wait after a busy attempt of the request in `slot` is over: it attempts again, or its
 /// acquire has timed out.
-pub(super) fn on_timer(sim: &mut Simulator<'_>, slot: u32, acquiring: Acquiring) -> Started {
+pub(super) fn on_timer(sim: &mut impl Host, slot: u32, acquiring: Acquiring) -> Started {
     let StepAction::Lock {
         lock,
         connection,
         key,
         ..
-    } = sim.step_of(slot).action
+    } = sim.step_action(slot)
     else {
         unreachable!("a lock retry on a lock step");
     };
-    let now = sim.now;
-    match sim.actions.locks[lock.index()].client.wake(now, acquiring) {
+    let now = sim.now();
+    match sim.actions().locks[lock.index()]
+        .client
+        .wake(now, acquiring)
+    {
         Wake::Attempt(acquiring, attempt) => {
             let pending = LockPending::Attempt(acquiring, attempt);
             command(sim, slot, lock, connection, key, pending)
@@ -138,7 +142,7 @@ pub(super) fn on_timer(sim: &mut Simulator<'_>, slot: u32, acquiring: Acquiring)
 /// Sends a lock step's command for the request in `slot`, which keeps `pending` until the
 /// result comes; the result goes through [`on_reply`].
 fn command(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     lock: LockId,
     connection: ConnectionId,
@@ -150,7 +154,7 @@ fn command(
             token: acquiring.token(),
             kind: LockCommandKind::Acquire {
                 mode: acquiring.mode(),
-                lease: sim.actions.locks[lock.index()].client.config().lease(),
+                lease: sim.actions().locks[lock.index()].client.config().lease(),
             },
         },
         &LockPending::Release(token) => LockCommand {
@@ -158,7 +162,7 @@ fn command(
             kind: LockCommandKind::Release,
         },
     };
-    sim.request_mut(slot).held.lock_pending = Some(pending);
+    sim.held(slot).lock_pending = Some(pending);
     let op = Op {
         command: RedisCommand::Lock(command),
         family: key.0,
@@ -177,18 +181,16 @@ fn command(
 /// A lock step's command ended with `result`: what the step returns, or `None` when the
 /// request waits to try again (the lock was taken, before the acquire's deadline).
 pub(super) fn on_reply(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     lock: LockId,
     result: StepResult,
 ) -> Option<StepResult> {
-    let request = sim.request_mut(slot);
-    let pending = request.held.lock_pending.take();
-    if let Some(origin) = request.origin.take() {
-        // Each attempt is a write of its own: the next one is not a copy of this one.
-        sim.redis.close_origin(origin);
-    }
-    let (now, client) = (sim.now, &mut sim.actions.locks[lock.index()].client);
+    let pending = sim.held(slot).lock_pending.take();
+    // Each attempt is a write of its own: the next one is not a copy of this one.
+    sim.close_origin(slot);
+    let now = sim.now();
+    let client = &mut sim.actions().locks[lock.index()].client;
     let (acquiring, attempt) = match pending.expect("a lock command keeps what it sent") {
         LockPending::Attempt(acquiring, attempt) => (acquiring, attempt),
         LockPending::Release(_) => {
@@ -210,19 +212,18 @@ pub(super) fn on_reply(
         StepResult::Error(Outcome::LockBusy) => AttemptReply::Busy,
         _ => AttemptReply::Failed,
     };
-    let slot_of_lock = &mut sim.actions.locks[lock.index()];
+    let slot_of_lock = &mut sim.actions().locks[lock.index()];
     let random = &mut slot_of_lock.rng;
     match slot_of_lock
         .client
         .on_reply(now, acquiring, attempt, reply, random)
     {
         AttemptEnd::Held(held) => {
-            sim.request_mut(slot).held.locks.push((lock, held));
+            sim.held(slot).locks.push((lock, held));
             Some(StepResult::Ok)
         }
         AttemptEnd::Sleep { acquiring, until } => {
-            let stage = Stage::Waiting(Wait::Action(Waiting::LockRetry(Box::new(acquiring))));
-            sim.set_stage(slot, stage);
+            sim.wait(slot, Waiting::LockRetry(Box::new(acquiring)));
             sim.set_timer(slot, until, TimerKind::Action(Timer::LockRetry));
             None
         }

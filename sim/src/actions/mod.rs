@@ -18,15 +18,19 @@
 //!   value it holds, which connection a fail-open counts against, what is still running after
 //!   a timeout).
 //!
-//! The engine's mechanisms ([`crate::redis`], [`crate::database`], the event queue) are
-//! reached through the [`Simulator`] each call is given; an action's own state (caches, rate
-//! limiters, lock clients, throttles, the work and call steps' streams) lives in [`Actions`], and what a
-//! request holds of them in its [`RequestHeld`]. Dispatch is a `match` on the step's action,
-//! with no allocation and no dynamic call per step.
+//! An action sees the engine only as a [`Host`] (`host.rs`): the clock, its own state, what
+//! its request holds and waits for, its keys and values, a Redis command to send and a query
+//! to start; it cannot reach the layers, monitors or loads. The engine's `Simulator` is the
+//! one implementation, and the actions are generic over it, so each call is direct. An
+//! action's own state (caches, rate limiters, lock clients, throttles, the work and call
+//! steps' streams) lives in [`Actions`], and what a request holds of them in its
+//! [`RequestHeld`]. Dispatch is a `match` on the step's action, with no allocation and no
+//! dynamic call per step.
 
 pub(crate) mod cache;
 pub(crate) mod call;
 pub(crate) mod db;
+mod host;
 pub(crate) mod lock;
 pub(crate) mod rate_limit;
 pub(crate) mod redis;
@@ -39,7 +43,6 @@ use outagelab_model::lock::Held as LockHeld;
 use outagelab_model::time::SimTime;
 use outagelab_report::{CacheSummary, LockSummary, Outcome, RateLimitSummary, ThrottleSummary};
 
-use crate::engine::Simulator;
 use crate::kernel::StepResult;
 use crate::metrics::Metrics;
 use crate::redis::Redis;
@@ -48,6 +51,8 @@ use crate::scenario::{
     KeyFamilyId, LockOp, RedisCommand, Scenario, StepAction, StepSpec, ThrottleOp,
 };
 use crate::throttles::Held as ThrottleHeld;
+
+pub(crate) use host::Host;
 
 /// The state of every action that keeps some: one entry per cache, rate limiter, lock and
 /// throttle of the scenario, and the streams of the work and call steps.
@@ -199,7 +204,7 @@ pub(crate) enum Woken {
 }
 
 /// Runs the action of `step` for the request in `slot`.
-pub(crate) fn start(sim: &mut Simulator<'_>, slot: u32, step: &StepSpec) -> Started {
+pub(crate) fn start(sim: &mut impl Host, slot: u32, step: &StepSpec) -> Started {
     match step.action {
         StepAction::Redis {
             connection,
@@ -234,12 +239,7 @@ pub(crate) fn start(sim: &mut Simulator<'_>, slot: u32, step: &StepSpec) -> Star
 }
 
 /// A timer the action of the request in `slot` set has fired; `waiting` is what it waited for.
-pub(crate) fn on_timer(
-    sim: &mut Simulator<'_>,
-    slot: u32,
-    timer: Timer,
-    waiting: Waiting,
-) -> Woken {
+pub(crate) fn on_timer(sim: &mut impl Host, slot: u32, timer: Timer, waiting: Waiting) -> Woken {
     match (timer, waiting) {
         (Timer::Work, Waiting::Work) => Woken::Reply(StepResult::Ok),
         (Timer::Call, Waiting::Call(answer)) => Woken::Reply(answer),
@@ -256,7 +256,7 @@ pub(crate) fn on_timer(
 /// What the mechanism answered the action of the request in `slot` (`result`): what the step
 /// returns, or `None` when the request waits on (to try a lock again).
 pub(crate) fn on_reply(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     action: &StepAction,
     result: StepResult,
@@ -273,7 +273,7 @@ pub(crate) fn on_reply(
 
 /// A query of the request in `slot` answered (not timed out): a database step that reads or
 /// writes followed data holds its version now.
-pub(crate) fn on_query_answered(sim: &mut Simulator<'_>, slot: u32, action: &StepAction) {
+pub(crate) fn on_query_answered(sim: &mut impl Host, slot: u32, action: &StepAction) {
     if let StepAction::Database {
         data: Some(data), ..
     } = *action

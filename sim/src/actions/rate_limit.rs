@@ -18,8 +18,7 @@ use outagelab_model::rate_limit::{KeyedRateLimiter, RateLimitCounters};
 use outagelab_model::time::SimTime;
 use outagelab_report::{CountKey, RateLimitSummary};
 
-use crate::actions::Started;
-use crate::engine::Simulator;
+use crate::actions::{Host, Started};
 use crate::kernel::StepResult;
 use crate::metrics::{CounterId, Metrics};
 use crate::redis::Op;
@@ -105,14 +104,14 @@ pub(super) fn summaries(
 /// Asks the store, when the limiter has one and is on; otherwise the step ends at once, and
 /// [`decide`] asks the limiter.
 pub(super) fn start(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     limiter: RateLimitId,
     key: Option<KeyFamilyId>,
     replay_writes: bool,
 ) -> Started {
     let id = limiter;
-    let limiter = &sim.actions.rate_limits.slots[id.index()];
+    let limiter = &sim.actions().rate_limits.slots[id.index()];
     match rules::rate_limit_store(limiter.enabled, limiter.store, key) {
         Some((store, family)) => {
             let index = sim.key_of(slot, family);
@@ -125,7 +124,7 @@ pub(super) fn start(
             match sim.issue_command(slot, store, op, replay_writes) {
                 None => Started::Waits,
                 Some(result) => {
-                    sim.actions.rate_limits.slots[id.index()].answered_key =
+                    sim.actions().rate_limits.slots[id.index()].answered_key =
                         Some(rules::rate_limit_bucket(Some((family, index))));
                     Started::Ended(result)
                 }
@@ -139,14 +138,14 @@ pub(super) fn start(
 /// The store's reply to the check of the request in `slot` came in: the [`decide`] that
 /// follows is for the bucket of that request's key.
 pub(super) fn answered(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     limiter: RateLimitId,
     key: Option<KeyFamilyId>,
 ) {
     if let Some(family) = key {
         let index = sim.key_of(slot, family);
-        sim.actions.rate_limits.slots[limiter.index()].answered_key =
+        sim.actions().rate_limits.slots[limiter.index()].answered_key =
             Some(rules::rate_limit_bucket(Some((family, index))));
     }
 }

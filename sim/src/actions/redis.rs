@@ -3,14 +3,13 @@
 //! reply is the step's result (`hit` or `miss` for a `GET`), and a `GET` that hits holds the
 //! version it read.
 
-use crate::actions::Started;
-use crate::engine::Simulator;
+use crate::actions::{Host, Started};
 use crate::redis::Op;
 use crate::scenario::{ConnectionId, KeyFamilyId, RedisCommand};
 
 /// Sends the step's command.
 pub(super) fn start(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     connection: ConnectionId,
     command: RedisCommand,
@@ -26,7 +25,7 @@ pub(super) fn start(
 
 /// The command the request in `slot` sends: `command` on its key of `key`, carrying the
 /// version of that key's value it holds (what a `SET` writes).
-fn op(sim: &Simulator<'_>, slot: u32, command: RedisCommand, key: KeyFamilyId) -> Op {
+fn op(sim: &impl Host, slot: u32, command: RedisCommand, key: KeyFamilyId) -> Op {
     let index = sim.key_of(slot, key);
     Op {
         command,

@@ -10,8 +10,8 @@ use outagelab_model::throttle::KvKey;
 use outagelab_model::time::SimTime;
 use outagelab_report::{GaugeKey, Outcome, ThrottleSummary};
 
+use crate::actions::Host;
 use crate::actions::{RequestHeld, Started, Timer, Waiting};
-use crate::engine::{Simulator, Stage, Wait};
 use crate::kernel::{StepResult, TimerKind};
 use crate::metrics::{GaugeId, Metrics};
 use crate::scenario::{KeyFamilyId, Scenario, ThrottleId, ThrottleOp};
@@ -86,27 +86,24 @@ pub(super) fn take_held(held: &mut RequestHeld, throttle: ThrottleId) -> Option<
 
 /// Acquires or releases; a second acquire of the same throttle drops the first slot.
 pub(super) fn start(
-    sim: &mut Simulator<'_>,
+    sim: &mut impl Host,
     slot: u32,
     throttle: ThrottleId,
     op: ThrottleOp,
     key: KeyFamilyId,
 ) -> Started {
     let kv_key = u64::from(key.0) << 32 | u64::from(sim.key_of(slot, key));
-    let now = sim.now;
+    let now = sim.now();
     let progress = match op {
         ThrottleOp::Acquire => {
-            if let Some(old) = take_held(&mut sim.request_mut(slot).held, throttle) {
+            if let Some(old) = take_held(sim.held(slot), throttle) {
                 // A second acquire of the same throttle drops the first slot.
-                sim.actions.throttles.throttles.leak(now, old);
+                sim.actions().throttles.throttles.leak(now, old);
             }
-            sim.actions
-                .throttles
-                .throttles
-                .acquire(now, throttle, kv_key)
+            (sim.actions().throttles.throttles).acquire(now, throttle, kv_key)
         }
-        ThrottleOp::Release => match take_held(&mut sim.request_mut(slot).held, throttle) {
-            Some(held) => sim.actions.throttles.throttles.release(now, held),
+        ThrottleOp::Release => match take_held(sim.held(slot), throttle) {
+            Some(held) => sim.actions().throttles.throttles.release(now, held),
             None => Progress::Done,
         },
     };
@@ -114,31 +111,27 @@ pub(super) fn start(
 }
 
 /// The KV round trip the request in `slot` waited for is over: the throttle's next phase.
-pub(super) fn on_timer(sim: &mut Simulator<'_>, slot: u32, wait: KvWait) -> Started {
+pub(super) fn on_timer(sim: &mut impl Host, slot: u32, wait: KvWait) -> Started {
     let KvWait {
         throttle,
         key,
         phase,
     } = wait;
-    let now = sim.now;
-    let progress = sim
-        .actions
-        .throttles
-        .throttles
-        .resume(now, throttle, key, phase);
+    let now = sim.now();
+    let progress = (sim.actions().throttles.throttles).resume(now, throttle, key, phase);
     progress_of(sim, slot, progress)
 }
 
 /// Applies a throttle step's progress to the request in `slot`: it holds the slot it was
 /// given, waits for a KV step, or ends the step.
-fn progress_of(sim: &mut Simulator<'_>, slot: u32, progress: Progress) -> Started {
+fn progress_of(sim: &mut impl Host, slot: u32, progress: Progress) -> Started {
     let result = match progress {
         Progress::Admitted(held) => {
-            sim.request_mut(slot).held.throttles.push(held);
+            sim.held(slot).throttles.push(held);
             StepResult::Ok
         }
         Progress::Rejected { retry_after } => {
-            sim.request_mut(slot).retry_after = Some(retry_after);
+            sim.set_retry_after(slot, retry_after);
             StepResult::Error(Outcome::RateLimited)
         }
         Progress::Done => StepResult::Ok,
@@ -149,17 +142,14 @@ fn progress_of(sim: &mut Simulator<'_>, slot: u32, progress: Progress) -> Starte
             phase,
             admitted,
         } => {
-            sim.request_mut(slot).held.throttles.extend(admitted);
+            sim.held(slot).throttles.extend(admitted);
             let wait = KvWait {
                 throttle,
                 key,
                 phase,
             };
-            sim.set_stage(
-                slot,
-                Stage::Waiting(Wait::Action(Waiting::ThrottleKv(Box::new(wait)))),
-            );
-            let at = sim.now.saturating_add(after);
+            sim.wait(slot, Waiting::ThrottleKv(Box::new(wait)));
+            let at = sim.now().saturating_add(after);
             sim.set_timer(slot, at, TimerKind::Action(Timer::ThrottleKv));
             return Started::Waits;
         }

@@ -1,8 +1,8 @@
 //! A work step: the service's own time (parsing, auth, rendering), drawn per request from its
 //! flow's stream. It waits for a timer and cannot fail.
 
+use crate::actions::Host;
 use crate::actions::{Started, Timer, Waiting};
-use crate::engine::{Simulator, Stage, Wait};
 use crate::kernel::TimerKind;
 use crate::rng::Stream;
 use crate::scenario::{Distribution, Scenario};
@@ -17,11 +17,11 @@ pub(super) fn streams(scenario: &Scenario) -> Vec<Stream> {
 }
 
 /// Draws the work's duration and waits it out; the timer ends the step `ok`.
-pub(super) fn start(sim: &mut Simulator<'_>, slot: u32, duration: &Distribution) -> Started {
-    let flow = sim.request(slot).flow.index();
-    let duration = sim.actions.work_rngs[flow].duration(duration);
-    sim.set_stage(slot, Stage::Waiting(Wait::Action(Waiting::Work)));
-    let at = sim.now.saturating_add(duration);
+pub(super) fn start(sim: &mut impl Host, slot: u32, duration: &Distribution) -> Started {
+    let flow = sim.flow_of(slot).index();
+    let duration = sim.actions().work_rngs[flow].duration(duration);
+    sim.wait(slot, Waiting::Work);
+    let at = sim.now().saturating_add(duration);
     sim.set_timer(slot, at, TimerKind::Action(Timer::Work));
     Started::Waits
 }

@@ -23,6 +23,7 @@ use arrivals::LoadState;
 pub use arrivals::SENDS_AT_ONE_INSTANT_MAX;
 mod drain;
 mod flow;
+mod host;
 mod memory;
 mod report;
 #[cfg(test)]
@@ -268,6 +269,8 @@ impl Stage {
     }
 }
 
+pub(crate) use crate::versions::{HeldValue, ValueFrom};
+
 pub(crate) struct Request {
     pub(crate) flow: FlowId,
     step: u16,
@@ -296,24 +299,6 @@ pub(crate) struct Request {
     pub(crate) value: Option<HeldValue>,
     /// Its caller gave up on it and told the service: it stops before its next step.
     cancelled: bool,
-}
-
-/// A value a request holds: its key, its version, and where it read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct HeldValue {
-    pub(crate) key: DataKey,
-    pub(crate) version: u64,
-    pub(crate) from: ValueFrom,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ValueFrom {
-    /// A database query read it, or committed it.
-    Database,
-    /// A Redis `GET` found a copy.
-    Redis,
-    /// An in-process cache held a copy.
-    Cache,
 }
 
 impl Request {

@@ -289,13 +289,13 @@ fn the_layer_check_catches_a_planted_back_edge() {
     );
 
     let mut modules = sim_modules();
-    let actions = modules.get_mut("actions").unwrap();
-    *actions = actions.replace("crate::engine", "crate::elsewhere");
+    let kernel = modules.get_mut("kernel").unwrap();
+    *kernel = kernel.replace("crate::redis", "crate::elsewhere");
     let found = problems(&modules, &layers);
     assert!(
         found
             .iter()
-            .any(|p| p.contains("exception actions -> engine is no longer needed")),
+            .any(|p| p.contains("exception kernel -> redis is no longer needed")),
         "{found:?}"
     );
 }
