@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use crate::breaker_keys::RawBreaker;
 use crate::connection_keys::RawConnection;
+use crate::limit_keys::{RawAdaptiveLimit, RawBulkhead, RawSemaphore};
 use crate::load_keys::RawLoad;
 use crate::raw::*;
 use crate::retry_keys::RawRetry;

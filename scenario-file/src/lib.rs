@@ -31,6 +31,7 @@ mod fault_kinds;
 mod fit;
 mod keys;
 mod kinds;
+mod limit_keys;
 mod load_keys;
 mod map;
 mod observed;
@@ -69,6 +70,9 @@ pub use fault_kinds::{
 };
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
 pub use keys::declared_words;
+pub use limit_keys::{
+    adaptive_limit_table, aimd_table, bulkhead_table, gradient2_table, semaphore_table,
+};
 pub use load_keys::{reference_table as load_reference_table, stage_table as load_stage_table};
 pub use map::{MapAxisSpec, MapSpec};
 pub use retry_keys::reference_table as retry_reference_table;

@@ -8,16 +8,11 @@ use std::num::NonZeroU32;
 use std::ops::{Range, RangeInclusive};
 
 use outagelab_model::ConfigError;
-use outagelab_model::adaptive_limit::{
-    AdaptiveLimitConfig, Algorithm as LimitAlgorithm, QueueSize,
-};
-use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::cache::CacheConfig;
 use outagelab_model::lock::{LockConfig, RetryJitter};
 use outagelab_model::rate_limit::{
     Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
 };
-use outagelab_model::semaphore::SemaphoreConfig;
 use outagelab_model::throttle::{CounterTtl, ThrottleConfig};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
@@ -34,6 +29,7 @@ use crate::units::{parse_bandwidth, parse_duration, parse_size};
 mod breaker;
 mod connection;
 mod faults;
+mod limits;
 mod load;
 mod retry;
 mod table;
@@ -1132,195 +1128,6 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-    }
-
-    fn bulkhead(&mut self, name: &str, raw: &RawBulkhead) -> Option<BulkheadSpec> {
-        let prefix = format!("bulkheads.{name}");
-        let queue = self.whole(&raw.queue, &format!("{prefix}.queue"), 0..=limit::QUEUE, "");
-        let max_concurrent = self.whole(
-            &raw.max_concurrent,
-            &format!("{prefix}.max_concurrent"),
-            0..=u32::MAX,
-            "",
-        );
-        match BulkheadConfig::new(max_concurrent?, queue?) {
-            Ok(config) => Some(BulkheadSpec {
-                name: name.to_owned(),
-                enabled: raw.enabled.unwrap_or(true),
-                config,
-            }),
-            Err(error) => {
-                self.config_error(
-                    error,
-                    &prefix,
-                    &[("max_concurrent", raw.max_concurrent.span())],
-                );
-                None
-            }
-        }
-    }
-
-    fn semaphore(&mut self, name: &str, raw: &RawSemaphore) -> Option<SemaphoreSpec> {
-        let prefix = format!("semaphores.{name}");
-        let max_in_flight = match &raw.max_in_flight {
-            Some(n) => Some(self.whole(n, &format!("{prefix}.max_in_flight"), 0..=u32::MAX, "")?),
-            None => None,
-        };
-        let max_bytes = match &raw.max_bytes {
-            Some(size) => Some(self.size_any(size, &format!("{prefix}.max_bytes"))?),
-            None => None,
-        };
-        match SemaphoreConfig::new(max_in_flight, max_bytes) {
-            Ok(config) => Some(SemaphoreSpec {
-                name: name.to_owned(),
-                enabled: raw.enabled.unwrap_or(true),
-                config,
-            }),
-            Err(error) => {
-                let mut spans = Vec::new();
-                if let Some(n) = &raw.max_in_flight {
-                    spans.push(("max_in_flight", n.span()));
-                }
-                if let Some(b) = &raw.max_bytes {
-                    spans.push(("max_bytes", b.span()));
-                }
-                let span = spans.first().map(|(_, span)| span.clone());
-                let key = format!("{prefix}.{}", error.field);
-                let at = spans
-                    .iter()
-                    .find(|(field, _)| *field == error.field)
-                    .map(|(_, span)| span.clone())
-                    .or(span)
-                    .or_else(|| self.key_span(&["semaphores", name]));
-                self.error(at, key, error.reason);
-                None
-            }
-        }
-    }
-
-    fn adaptive_limit(&mut self, name: &str, raw: &RawAdaptiveLimit) -> Option<AdaptiveLimitSpec> {
-        let prefix = format!("adaptive_limits.{name}");
-        let key = |field: &str| format!("{prefix}.{field}");
-        // Where the file wrote each field the config may name in an error.
-        let mut spans: Vec<(&str, Range<usize>)> = Vec::new();
-        let mut bound = |this: &mut Self, field: &'static str, value: &Option<Spanned<Whole>>| {
-            let value = value.as_ref()?;
-            spans.push((field, value.span()));
-            this.whole(value, &key(field), 0..=u32::MAX, "")
-        };
-        let limit_min = bound(self, "limit_min", &raw.limit_min);
-        let limit_max = bound(self, "limit_max", &raw.limit_max);
-        let limit_initial = bound(self, "limit_initial", &raw.limit_initial);
-        // Defaults: initial 20 and max 200 as Netflix's builders, but min 1 (theirs is 20, which
-        // would forbid shrinking below the start); a default never falls outside the bounds
-        // the file gives.
-        let limit_min = limit_min.unwrap_or(1);
-        let limit_max = limit_max.unwrap_or(200.max(limit_min));
-        // Not `clamp`: it panics on bounds the config is about to refuse.
-        let limit_initial = limit_initial.unwrap_or(20.max(limit_min).min(limit_max));
-        let algorithm = match raw.algorithm() {
-            RawLimitAlgorithm::Aimd(aimd) => {
-                let table = aimd.get_ref();
-                let LimitAlgorithm::Aimd {
-                    backoff_ratio,
-                    timeout,
-                } = LimitAlgorithm::AIMD_NETFLIX
-                else {
-                    unreachable!("the AIMD defaults are AIMD")
-                };
-                let timeout = match &table.timeout {
-                    Some(value) => {
-                        spans.push(("timeout", value.span()));
-                        self.duration(value, &key("aimd.timeout"))?
-                    }
-                    None => timeout,
-                };
-                if let Some(ratio) = &table.backoff_ratio {
-                    spans.push(("backoff_ratio", ratio.span()));
-                }
-                LimitAlgorithm::Aimd {
-                    backoff_ratio: table
-                        .backoff_ratio
-                        .as_ref()
-                        .map_or(backoff_ratio, |r| *r.get_ref()),
-                    timeout,
-                }
-            }
-            RawLimitAlgorithm::Gradient2(gradient) => {
-                let table = gradient.get_ref();
-                let LimitAlgorithm::Gradient2 {
-                    rtt_tolerance,
-                    smoothing,
-                    long_window,
-                    queue_size,
-                } = LimitAlgorithm::GRADIENT2_NETFLIX
-                else {
-                    unreachable!("the Gradient2 defaults are Gradient2")
-                };
-                let mut float = |field: &'static str, value: &Option<Spanned<f64>>, default| {
-                    value.as_ref().map_or(default, |v| {
-                        spans.push((field, v.span()));
-                        *v.get_ref()
-                    })
-                };
-                let rtt_tolerance = float("rtt_tolerance", &table.rtt_tolerance, rtt_tolerance);
-                let smoothing = float("smoothing", &table.smoothing, smoothing);
-                let long_window = match &table.long_window {
-                    Some(value) => {
-                        spans.push(("long_window", value.span()));
-                        self.whole(value, &key("gradient2.long_window"), 0..=u32::MAX, "")?
-                    }
-                    None => long_window,
-                };
-                let queue_size = match &table.queue_size {
-                    Some(value) => {
-                        spans.push(("queue_size", value.span()));
-                        QueueSize::Fixed(self.whole(
-                            value,
-                            &key("gradient2.queue_size"),
-                            0..=u32::MAX,
-                            "",
-                        )?)
-                    }
-                    None => queue_size,
-                };
-                LimitAlgorithm::Gradient2 {
-                    rtt_tolerance,
-                    smoothing,
-                    long_window,
-                    queue_size,
-                }
-            }
-        };
-        let config = match AdaptiveLimitConfig::new(limit_initial, limit_min, limit_max, algorithm)
-        {
-            Ok(config) => config,
-            Err(error) => {
-                let at = spans
-                    .iter()
-                    .find(|(field, _)| *field == error.field)
-                    .map(|(_, span)| span.clone())
-                    .or_else(|| self.key_span(&["adaptive_limits", name]));
-                // The algorithm's fields sit in its own table.
-                let table = match error.field {
-                    "backoff_ratio" | "timeout" => "aimd.",
-                    "rtt_tolerance" | "smoothing" | "long_window" | "queue_size" => "gradient2.",
-                    _ => "",
-                };
-                self.error(at, key(&format!("{table}{}", error.field)), error.reason);
-                return None;
-            }
-        };
-        let drops = match &raw.drops {
-            None => OutcomeSet::new([Outcome::Timeout, Outcome::Refused, Outcome::Shed]),
-            Some(list) => self.error_outcomes(list, &key("drops"))?,
-        };
-        Some(AdaptiveLimitSpec {
-            name: name.to_owned(),
-            enabled: raw.enabled.unwrap_or(true),
-            config,
-            drops,
-        })
     }
 
     fn key_family(&mut self, name: &str, raw: &RawKeys) -> Option<KeyFamilySpec> {

@@ -6,9 +6,10 @@ use std::sync::Mutex;
 use std::{env, fs};
 
 use outagelab_scenario_file::{
-    breaker_failure_rate_table, breaker_reference_table, connection_reference_table,
-    connection_subscribe_table, connection_tracking_table, fault_kinds_table,
-    fault_reference_table, load_reference_table, load_stage_table, retry_reference_table,
+    adaptive_limit_table, aimd_table, breaker_failure_rate_table, breaker_reference_table,
+    bulkhead_table, connection_reference_table, connection_subscribe_table,
+    connection_tracking_table, fault_kinds_table, fault_reference_table, gradient2_table,
+    load_reference_table, load_stage_table, retry_reference_table, semaphore_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -132,5 +133,50 @@ fn the_stage_key_table_is_the_declarations() {
         "<!-- generated: stage keys (scenario-file/src/load_keys.rs) -->",
         "<!-- end generated: stage keys -->",
         &load_stage_table(),
+    );
+}
+
+#[test]
+fn the_bulkhead_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: bulkhead keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: bulkhead keys -->",
+        &bulkhead_table(),
+    );
+}
+
+#[test]
+fn the_semaphore_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: semaphore keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: semaphore keys -->",
+        &semaphore_table(),
+    );
+}
+
+#[test]
+fn the_adaptive_limit_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: adaptive_limit keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: adaptive_limit keys -->",
+        &adaptive_limit_table(),
+    );
+}
+
+#[test]
+fn the_aimd_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: aimd keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: aimd keys -->",
+        &aimd_table(),
+    );
+}
+
+#[test]
+fn the_gradient2_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: gradient2 keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: gradient2 keys -->",
+        &gradient2_table(),
     );
 }
