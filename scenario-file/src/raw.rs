@@ -281,40 +281,6 @@ pub enum KeyDistributionName {
     Hot,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawRateLimit {
-    pub enabled: Option<bool>,
-    pub algorithm: Option<RateAlgorithmName>,
-    pub capacity: Spanned<Whole>,
-    pub rate: Spanned<f64>,
-    pub store: Option<Spanned<String>>,
-    pub when_unreachable: Option<WhenUnreachableName>,
-    pub fail_closed_retry_after: Option<Spanned<Text>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RateAlgorithmName {
-    TokenBucket,
-    Gcra,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WhenUnreachableName {
-    Open,
-    Closed,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawCache {
-    pub max_entries: Spanned<Whole>,
-    pub max_bytes: Spanned<Size>,
-    pub ttl: Spanned<Text>,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheOpName {
@@ -322,27 +288,6 @@ pub enum CacheOpName {
     Put,
     Invalidate,
     Flush,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawKvStore {
-    pub read_latency: Spanned<RawLatency>,
-    pub write_latency: Spanned<RawLatency>,
-    pub staleness_max: Option<Spanned<Text>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawThrottle {
-    pub enabled: Option<bool>,
-    pub form: Spanned<ThrottleFormName>,
-    pub inflight_max: Spanned<Whole>,
-    pub retry_after: Option<Spanned<Text>>,
-    pub counter_ttl: Option<Spanned<Text>>,
-    pub ttl_mode: Option<Spanned<TtlModeName>>,
-    pub store: Option<Spanned<String>>,
-    pub release_loss_percent: Option<Spanned<f64>>,
 }
 
 /// `[callers.upstream]`: what sends a load's requests, with its own timeout and retries.
@@ -368,38 +313,6 @@ pub struct RawService {
 pub enum SpreadName {
     RoundRobin,
     Random,
-}
-
-/// `[locks.files]`: a distributed lock over Redis.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawLock {
-    pub lease: Spanned<Text>,
-    pub retry_delay: Option<Spanned<Text>>,
-    pub retry_jitter: Option<LockJitterName>,
-    pub acquire_timeout: Spanned<Text>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LockJitterName {
-    None,
-    Full,
-    Equal,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ThrottleFormName {
-    Atomic,
-    Kv,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TtlModeName {
-    Fixed,
-    Refreshed,
 }
 
 #[derive(Deserialize)]

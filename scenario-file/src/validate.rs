@@ -7,13 +7,6 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::ops::{Range, RangeInclusive};
 
-use outagelab_model::ConfigError;
-use outagelab_model::cache::CacheConfig;
-use outagelab_model::lock::{LockConfig, RetryJitter};
-use outagelab_model::rate_limit::{
-    Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
-};
-use outagelab_model::throttle::{CounterTtl, ThrottleConfig};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
 use outagelab_sim::HttpSpec;
@@ -31,6 +24,7 @@ mod connection;
 mod faults;
 mod limits;
 mod load;
+mod policies;
 mod retry;
 mod table;
 
@@ -297,16 +291,6 @@ impl<'a> Validator<'a> {
                 None
             }
         }
-    }
-
-    /// Reports a policy's rejected config at the key it came from, for policies whose fields
-    /// have the names the file gives them.
-    fn config_error(&mut self, error: ConfigError, prefix: &str, spans: &[(&str, Range<usize>)]) {
-        let span = spans
-            .iter()
-            .find(|(field, _)| *field == error.field)
-            .map(|(_, span)| span.clone());
-        self.error(span, format!("{prefix}.{}", error.field), error.reason);
     }
 
     fn check_names(&mut self, section: &str, names: &[&str]) {
@@ -1196,222 +1180,6 @@ impl<'a> Validator<'a> {
             count,
             distribution,
         })
-    }
-
-    fn rate_limit(
-        &mut self,
-        name: &str,
-        raw: &RawRateLimit,
-        names: &Names,
-    ) -> Option<RateLimitSpec> {
-        let prefix = format!("rate_limits.{name}");
-        let key = |field: &str| format!("{prefix}.{field}");
-        let store = match &raw.store {
-            Some(store) => Some(self.resolve(&names.connections, store, &key("store"))?),
-            None => None,
-        };
-        let rate = match Rate::per_second(*raw.rate.get_ref()) {
-            Ok(rate) => rate,
-            Err(error) => {
-                self.error(Some(raw.rate.span()), key("rate"), error.reason);
-                return None;
-            }
-        };
-        let spans = [("capacity", raw.capacity.span()), ("rate", raw.rate.span())];
-        let token_rate = match TokenRate::per_second_milli(rate.millirequests_per_second()) {
-            Ok(token_rate) => token_rate,
-            Err(error) => {
-                self.config_error(error, &prefix, &spans);
-                return None;
-            }
-        };
-        let capacity = self.whole(&raw.capacity, &key("capacity"), 0..=u64::MAX, "")?;
-        let bucket = match BucketConfig::new(capacity, token_rate) {
-            Ok(bucket) => bucket,
-            Err(error) => {
-                self.config_error(error, &prefix, &spans);
-                return None;
-            }
-        };
-        let algorithm = match raw.algorithm {
-            None | Some(RateAlgorithmName::TokenBucket) => Algorithm::TokenBucket,
-            Some(RateAlgorithmName::Gcra) => Algorithm::Gcra,
-        };
-        let when_unreachable = match raw.when_unreachable {
-            None | Some(WhenUnreachableName::Open) => {
-                if let Some(after) = &raw.fail_closed_retry_after {
-                    self.error(
-                        Some(after.span()),
-                        key("fail_closed_retry_after"),
-                        "applies to when_unreachable = \"closed\" only",
-                    );
-                }
-                WhenStoreUnreachable::FailOpen
-            }
-            Some(WhenUnreachableName::Closed) => WhenStoreUnreachable::FailClosed {
-                retry_after: self.duration_or(
-                    &raw.fail_closed_retry_after,
-                    &key("fail_closed_retry_after"),
-                    "1s",
-                ),
-            },
-        };
-        match RateLimiterConfig::new(bucket, algorithm, when_unreachable) {
-            Ok(config) => Some(RateLimitSpec {
-                name: name.to_owned(),
-                enabled: raw.enabled.unwrap_or(true),
-                config,
-                store,
-                buckets_of: None,
-            }),
-            Err(error) => {
-                let span = raw.fail_closed_retry_after.as_ref().map(Spanned::span);
-                self.error(span, key(error.field), error.reason);
-                None
-            }
-        }
-    }
-
-    fn kv_store(&mut self, name: &str, raw: &RawKvStore) -> Option<KvStoreSpec> {
-        let key = |field: &str| format!("kv_stores.{name}.{field}");
-        Some(KvStoreSpec {
-            name: name.to_owned(),
-            read_latency: self.latency(&raw.read_latency, &key("read_latency"))?,
-            write_latency: self.latency(&raw.write_latency, &key("write_latency"))?,
-            staleness_max: self.duration_or(&raw.staleness_max, &key("staleness_max"), "0s"),
-        })
-    }
-
-    fn throttle(
-        &mut self,
-        name: &str,
-        raw: &RawThrottle,
-        names: &Names,
-        stores: &[KvStoreSpec],
-    ) -> Option<ThrottleSpec> {
-        let prefix = format!("throttles.{name}");
-        let key = |field: &str| format!("{prefix}.{field}");
-        let (form, staleness) = match raw.form.get_ref() {
-            ThrottleFormName::Atomic => {
-                if let Some(store) = &raw.store {
-                    self.error(
-                        Some(store.span()),
-                        key("store"),
-                        "an atomic throttle keeps no store (its check-and-increment is one step)",
-                    );
-                }
-                (ThrottleForm::Atomic, SimDuration::ZERO)
-            }
-            ThrottleFormName::Kv => {
-                let Some(store) = &raw.store else {
-                    self.error(
-                        Some(raw.form.span()),
-                        key("store"),
-                        "a KV throttle needs a store: a [kv_stores.<name>]",
-                    );
-                    return None;
-                };
-                let id = self.resolve(&names.kv_stores, store, &key("store"))?;
-                let staleness = stores
-                    .iter()
-                    .find(|spec| spec.name == *store.get_ref())
-                    .map_or(SimDuration::ZERO, |spec| spec.staleness_max);
-                (ThrottleForm::Kv { store: id }, staleness)
-            }
-        };
-        let retry_after = self.duration_or(&raw.retry_after, &key("retry_after"), "1s");
-        let counter_ttl = match (&raw.counter_ttl, &raw.ttl_mode) {
-            (None, Some(mode)) => {
-                self.error(Some(mode.span()), key("ttl_mode"), "says how counter_ttl applies, but there is no counter_ttl (leave both out for a counter that never expires)");
-                return None;
-            }
-            (None, None) => CounterTtl::Never,
-            (Some(ttl), mode) => {
-                let ttl = self.duration(ttl, &key("counter_ttl"))?;
-                match mode.as_ref().map(|m| *m.get_ref()) {
-                    None | Some(TtlModeName::Refreshed) => CounterTtl::RefreshedOnWrite(ttl),
-                    Some(TtlModeName::Fixed) => CounterTtl::FixedAtCreation(ttl),
-                }
-            }
-        };
-        let release_loss_permille = match &raw.release_loss_percent {
-            Some(percent) => self.percent_permille(percent, &key("release_loss_percent"))?,
-            None => 0,
-        };
-        let inflight_max = self.whole(&raw.inflight_max, &key("inflight_max"), 0..=u32::MAX, "")?;
-        match ThrottleConfig::new(inflight_max, retry_after, counter_ttl, staleness) {
-            Ok(config) => Some(ThrottleSpec {
-                name: name.to_owned(),
-                enabled: raw.enabled.unwrap_or(true),
-                config,
-                form,
-                release_loss_permille,
-            }),
-            Err(error) => {
-                let mut spans = vec![("inflight_max", raw.inflight_max.span())];
-                spans.extend(raw.retry_after.as_ref().map(|r| ("retry_after", r.span())));
-                spans.extend(raw.counter_ttl.as_ref().map(|t| ("counter_ttl", t.span())));
-                spans.extend(raw.store.as_ref().map(|s| ("kv_staleness_max", s.span())));
-                self.config_error(error, &prefix, &spans);
-                None
-            }
-        }
-    }
-
-    fn lock(&mut self, name: &str, raw: &RawLock) -> Option<LockSpec> {
-        let prefix = format!("locks.{name}");
-        let key = |field: &str| format!("{prefix}.{field}");
-        let lease = self.duration(&raw.lease, &key("lease"));
-        let retry_delay = self.duration_or(&raw.retry_delay, &key("retry_delay"), "50ms");
-        let acquire_timeout = self.duration(&raw.acquire_timeout, &key("acquire_timeout"));
-        let jitter = match raw.retry_jitter {
-            None | Some(LockJitterName::None) => RetryJitter::None,
-            Some(LockJitterName::Full) => RetryJitter::Full,
-            Some(LockJitterName::Equal) => RetryJitter::Equal,
-        };
-        match LockConfig::new(lease?, retry_delay, acquire_timeout?) {
-            Ok(config) => Some(LockSpec {
-                name: name.to_owned(),
-                config: config.with_jitter(jitter),
-            }),
-            Err(error) => {
-                let mut spans = vec![("lease", raw.lease.span())];
-                // A retry delay left at its default is refused at the timeout it exceeds.
-                spans.push(match &raw.retry_delay {
-                    Some(delay) => ("retry_delay", delay.span()),
-                    None => ("retry_delay", raw.acquire_timeout.span()),
-                });
-                self.config_error(error, &prefix, &spans);
-                None
-            }
-        }
-    }
-
-    fn cache(&mut self, name: &str, raw: &RawCache) -> Option<CacheSpec> {
-        let prefix = format!("caches.{name}");
-        let ttl = self.duration(&raw.ttl, &format!("{prefix}.ttl"))?;
-        let max_bytes = self.size_any(&raw.max_bytes, &format!("{prefix}.max_bytes"))?;
-        let max_entries = self.whole(
-            &raw.max_entries,
-            &format!("{prefix}.max_entries"),
-            0..=u32::MAX,
-            "",
-        )?;
-        match CacheConfig::new(max_entries, max_bytes, ttl) {
-            Ok(config) => Some(CacheSpec {
-                name: name.to_owned(),
-                config,
-            }),
-            Err(error) => {
-                let spans = [
-                    ("max_entries", raw.max_entries.span()),
-                    ("max_bytes", raw.max_bytes.span()),
-                    ("ttl", raw.ttl.span()),
-                ];
-                self.config_error(error, &prefix, &spans);
-                None
-            }
-        }
     }
 
     /// A non-negative number with at most three decimals, as an exact count of thousandths.

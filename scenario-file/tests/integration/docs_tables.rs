@@ -7,9 +7,10 @@ use std::{env, fs};
 
 use outagelab_scenario_file::{
     adaptive_limit_table, aimd_table, breaker_failure_rate_table, breaker_reference_table,
-    bulkhead_table, connection_reference_table, connection_subscribe_table,
+    bulkhead_table, cache_table, connection_reference_table, connection_subscribe_table,
     connection_tracking_table, fault_kinds_table, fault_reference_table, gradient2_table,
-    load_reference_table, load_stage_table, retry_reference_table, semaphore_table,
+    kv_store_table, load_reference_table, load_stage_table, lock_table, rate_limit_table,
+    retry_reference_table, semaphore_table, throttle_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -178,5 +179,50 @@ fn the_gradient2_key_table_is_the_declarations() {
         "<!-- generated: gradient2 keys (scenario-file/src/limit_keys.rs) -->",
         "<!-- end generated: gradient2 keys -->",
         &gradient2_table(),
+    );
+}
+
+#[test]
+fn the_cache_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: cache keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: cache keys -->",
+        &cache_table(),
+    );
+}
+
+#[test]
+fn the_rate_limit_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: rate_limit keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: rate_limit keys -->",
+        &rate_limit_table(),
+    );
+}
+
+#[test]
+fn the_kv_store_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: kv_store keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: kv_store keys -->",
+        &kv_store_table(),
+    );
+}
+
+#[test]
+fn the_throttle_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: throttle keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: throttle keys -->",
+        &throttle_table(),
+    );
+}
+
+#[test]
+fn the_lock_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: lock keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: lock keys -->",
+        &lock_table(),
     );
 }
