@@ -63,7 +63,9 @@ pub use connection_keys::{
     tracking_table as connection_tracking_table,
 };
 pub use diagnostic::{Diagnostic, Diagnostics};
-pub use explain::{error_routing, explain};
+pub use explain::{
+    breaker_presets_table, client_presets_table, error_routing, explain, retry_presets_table,
+};
 pub use explore::{ExploreObjective, ExploreSpec, FaultTemplate, INSTANT_KINDS, Search};
 pub use fault_kinds::{
     kind_names as fault_kind_names, kinds_table as fault_kinds_table,

@@ -6,10 +6,11 @@ use std::sync::Mutex;
 use std::{env, fs};
 
 use outagelab_scenario_file::{
-    adaptive_limit_table, aimd_table, breaker_failure_rate_table, breaker_reference_table,
-    bulkhead_table, cache_table, connection_reference_table, connection_subscribe_table,
-    connection_tracking_table, fault_kinds_table, fault_reference_table, gradient2_table,
-    kv_store_table, load_reference_table, load_stage_table, lock_table, rate_limit_table,
+    adaptive_limit_table, aimd_table, breaker_failure_rate_table, breaker_presets_table,
+    breaker_reference_table, bulkhead_table, cache_table, client_presets_table,
+    connection_reference_table, connection_subscribe_table, connection_tracking_table,
+    fault_kinds_table, fault_reference_table, gradient2_table, kv_store_table,
+    load_reference_table, load_stage_table, lock_table, rate_limit_table, retry_presets_table,
     retry_reference_table, semaphore_table, throttle_table,
 };
 
@@ -224,5 +225,32 @@ fn the_lock_key_table_is_the_declarations() {
         "<!-- generated: lock keys (scenario-file/src/policy_keys.rs) -->",
         "<!-- end generated: lock keys -->",
         &lock_table(),
+    );
+}
+
+#[test]
+fn the_breaker_preset_table_is_the_presets() {
+    check_generated(
+        "<!-- generated: breaker presets (model/src/presets.rs, scenario-file/src/explain.rs) -->",
+        "<!-- end generated: breaker presets -->",
+        &breaker_presets_table(),
+    );
+}
+
+#[test]
+fn the_retry_preset_table_is_the_presets() {
+    check_generated(
+        "<!-- generated: retry presets (model/src/presets.rs, scenario-file/src/explain.rs) -->",
+        "<!-- end generated: retry presets -->",
+        &retry_presets_table(),
+    );
+}
+
+#[test]
+fn the_client_preset_table_is_the_presets() {
+    check_generated(
+        "<!-- generated: client presets (model/src/presets.rs, scenario-file/src/explain.rs) -->",
+        "<!-- end generated: client presets -->",
+        &client_presets_table(),
     );
 }
