@@ -546,6 +546,56 @@ struct VariantEntry<'t> {
     patch: Option<Table<'t>>,
 }
 
+/// The axes as the report shows them: each one's label, parameter, unit, and its words when
+/// its values are words.
+fn sweep_axes(sweeps: Vec<SweepEntry<'_>>) -> Vec<SweepInfo> {
+    sweeps
+        .into_iter()
+        .map(|sweep| SweepInfo {
+            label: sweep.header.label.unwrap_or_else(|| "value".to_owned()),
+            parameter: sweep.header.parameter.into_inner(),
+            unit: sweep.unit.to_owned(),
+            values: if sweep.words {
+                sweep
+                    .values
+                    .iter()
+                    .map(|(text, _, _)| text.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        })
+        .collect()
+}
+
+/// Moves `point` to the grid's next point: the last axis moves fastest.
+fn next_point(point: &mut [usize], lengths: &[usize]) {
+    for axis in (0..point.len()).rev() {
+        point[axis] += 1;
+        if point[axis] < lengths[axis] {
+            break;
+        }
+        point[axis] = 0;
+    }
+}
+
+/// The file's name, seed, stated seed range and description, from its first variant.
+type FileHeader = (String, u64, Option<RangeInclusive<u64>>, Option<String>);
+
+/// One point of a variant's grid: its document with the point's values set.
+struct GridPoint<'e, 't> {
+    name: String,
+    /// The first axis's value, for the plots' x axis (`None` when it does not sweep this
+    /// variant).
+    sweep_x: Option<f64>,
+    document: Table<'t>,
+    entry: &'e VariantEntry<'t>,
+    /// The index of each axis's value (`None` for an axis that does not sweep the variant).
+    point: Vec<Option<usize>>,
+    /// Each axis's label and value as written (`-` where it does not sweep the variant).
+    sweep_values: Vec<(String, String)>,
+}
+
 /// Points of a grid: the product of its axes' value counts (1 without a sweep).
 fn points(sweeps: &[SweepEntry<'_>]) -> usize {
     sweeps.iter().fold(1usize, |product, sweep| {
@@ -1099,7 +1149,40 @@ impl<'t> Reader<'_> {
             &variants
         };
         let explicit = !variants.is_empty();
-        // An axis's `variants` name variants of the file.
+        self.check_swept_variants(&sweeps, entries, explicit)?;
+        let mut documents = Vec::new();
+        for entry in entries {
+            documents.extend(self.grid_points(&base, entry, explicit, &sweeps)?);
+        }
+        let (built, file) = self.read_variants(documents, &document_span, &sweeps);
+        let (name, seed, seeds, description) = file?;
+        let axes = sweep_axes(sweeps);
+        Some(ScenarioFile {
+            name,
+            seed,
+            seeds,
+            sweep: axes.first().cloned(),
+            sweep_axes: axes,
+            variants: built,
+            report: ReportSettings::default(),
+            description,
+            preamble: Vec::new(),
+            warnings: Vec::new(),
+            observed: None,
+            fit: None,
+            explore: None,
+            map: None,
+            tune: None,
+        })
+    }
+
+    /// An axis's `variants` name variants of the file.
+    fn check_swept_variants(
+        &mut self,
+        sweeps: &[SweepEntry<'t>],
+        entries: &[VariantEntry<'t>],
+        explicit: bool,
+    ) -> Option<()> {
         for (axis, sweep) in sweeps.iter().enumerate() {
             let Some(names) = &sweep.header.variants else {
                 continue;
@@ -1137,100 +1220,142 @@ impl<'t> Reader<'_> {
                 }
             }
         }
+        Some(())
+    }
+
+    /// The documents of one variant: its patch merged into the base, then one per point of
+    /// the grid of the axes that sweep it (the first axis outermost), each named by its
+    /// values; `None` after a sweep's parameter could not be set.
+    fn grid_points<'e>(
+        &mut self,
+        base: &Table<'t>,
+        entry: &'e VariantEntry<'t>,
+        explicit: bool,
+        sweeps: &[SweepEntry<'t>],
+    ) -> Option<Vec<GridPoint<'e, 't>>> {
         let mut documents = Vec::new();
-        for entry in entries {
-            let mut document = base.clone();
-            if explicit {
-                self.check_patch_names(&base, entry);
-            }
-            if let Some(patch) = &entry.patch
-                && let Err((span, reason)) = merge(&mut document, patch)
-            {
-                let diagnostic = self.source.diagnostic(
-                    Some(span),
-                    format!("variant \"{}\" patch", entry.header.name.get_ref()),
-                    reason,
-                );
-                self.errors.push(diagnostic);
+        let mut document = base.clone();
+        if explicit {
+            self.check_patch_names(base, entry);
+        }
+        if let Some(patch) = &entry.patch
+            && let Err((span, reason)) = merge(&mut document, patch)
+        {
+            let diagnostic = self.source.diagnostic(
+                Some(span),
+                format!("variant \"{}\" patch", entry.header.name.get_ref()),
+                reason,
+            );
+            self.errors.push(diagnostic);
+            return Some(documents);
+        }
+        let variant_name = entry.header.name.get_ref().clone();
+        // The axes that sweep this variant: those without `variants`, and those that
+        // name it. Over the others it runs once, at the file's value (shown as `-`).
+        let applies: Vec<bool> = (sweeps.iter())
+            .map(|sweep| {
+                (sweep.header.variants.as_ref()).is_none_or(|names| {
+                    (names.get_ref().iter()).any(|name| name.get_ref() == &variant_name)
+                })
+            })
+            .collect();
+        let lengths: Vec<usize> = (sweeps.iter().zip(&applies))
+            .map(|(sweep, &applies)| if applies { sweep.values.len() } else { 1 })
+            .collect();
+        // Every point of the grid, the first axis outermost: the indices of its values.
+        let mut point = vec![0usize; sweeps.len()];
+        let count = lengths.iter().product::<usize>();
+        for _ in 0..count {
+            let (swept, texts) = self.set_point(&document, sweeps, &point, &applies)?;
+            let shown: Vec<String> = (texts.iter().zip(&applies))
+                .filter(|(_, applies)| **applies)
+                .map(|((l, t), _)| format!("{l}={t}"))
+                .collect();
+            let name = match (explicit, shown.is_empty()) {
+                (_, true) => variant_name.clone(),
+                (true, false) => format!("{variant_name} / {}", shown.join(", ")),
+                (false, false) => shown.join(", "),
+            };
+            let x = (sweeps.first())
+                .filter(|_| applies[0])
+                .map(|sweep| sweep.values[point[0]].1);
+            let at: Vec<Option<usize>> = (point.iter().zip(&applies))
+                .map(|(&index, &applies)| applies.then_some(index))
+                .collect();
+            documents.push(GridPoint {
+                name,
+                sweep_x: x,
+                document: swept,
+                entry,
+                point: at,
+                sweep_values: texts,
+            });
+            next_point(&mut point, &lengths);
+        }
+        Some(documents)
+    }
+
+    /// The document with each axis that sweeps the variant set to its value at `point`, and
+    /// each axis's label and value as written (`-` where it does not sweep it); `None` after
+    /// a parameter could not be set.
+    fn set_point(
+        &mut self,
+        document: &Table<'t>,
+        sweeps: &[SweepEntry<'t>],
+        point: &[usize],
+        applies: &[bool],
+    ) -> Option<(Table<'t>, Vec<(String, String)>)> {
+        let mut swept = document.clone();
+        let mut texts = Vec::new();
+        for ((sweep, &index), &applies) in sweeps.iter().zip(point).zip(applies) {
+            let label = sweep.header.label.as_deref().unwrap_or("value");
+            if !applies {
+                texts.push((label.to_owned(), "-".to_owned()));
                 continue;
             }
-            let variant_name = entry.header.name.get_ref().clone();
-            // The axes that sweep this variant: those without `variants`, and those that
-            // name it. Over the others it runs once, at the file's value (shown as `-`).
-            let applies: Vec<bool> = (sweeps.iter())
-                .map(|sweep| {
-                    (sweep.header.variants.as_ref()).is_none_or(|names| {
-                        (names.get_ref().iter()).any(|name| name.get_ref() == &variant_name)
-                    })
-                })
-                .collect();
-            let lengths: Vec<usize> = (sweeps.iter().zip(&applies))
-                .map(|(sweep, &applies)| if applies { sweep.values.len() } else { 1 })
-                .collect();
-            // Every point of the grid, the first axis outermost: the indices of its values.
-            let mut point = vec![0usize; sweeps.len()];
-            let count = lengths.iter().product::<usize>();
-            for _ in 0..count {
-                let mut swept = document.clone();
-                let mut texts = Vec::new();
-                for ((sweep, &index), &applies) in sweeps.iter().zip(&point).zip(&applies) {
-                    let label = sweep.header.label.as_deref().unwrap_or("value");
-                    if !applies {
-                        texts.push((label.to_owned(), "-".to_owned()));
-                        continue;
-                    }
-                    let (text, _, value) = &sweep.values[index];
-                    let parameter = &sweep.header.parameter;
-                    if let Err(message) = set_path(
-                        &mut swept,
-                        parameter.get_ref(),
-                        parameter.span(),
-                        value.clone(),
-                    ) {
-                        let diagnostic = self.source.diagnostic(
-                            Some(parameter.span()),
-                            "sweep.parameter",
-                            message,
-                        );
-                        self.errors.push(diagnostic);
-                        return None;
-                    }
-                    texts.push((label.to_owned(), text.clone()));
-                }
-                let shown: Vec<String> = (texts.iter().zip(&applies))
-                    .filter(|(_, applies)| **applies)
-                    .map(|((l, t), _)| format!("{l}={t}"))
-                    .collect();
-                let name = match (explicit, shown.is_empty()) {
-                    (_, true) => variant_name.clone(),
-                    (true, false) => format!("{variant_name} / {}", shown.join(", ")),
-                    (false, false) => shown.join(", "),
-                };
-                let x = (sweeps.first())
-                    .filter(|_| applies[0])
-                    .map(|sweep| sweep.values[point[0]].1);
-                let at: Vec<Option<usize>> = (point.iter().zip(&applies))
-                    .map(|(&index, &applies)| applies.then_some(index))
-                    .collect();
-                documents.push((name, x, swept, entry, at, texts));
-                // The next point: the last axis moves fastest.
-                for axis in (0..point.len()).rev() {
-                    point[axis] += 1;
-                    if point[axis] < lengths[axis] {
-                        break;
-                    }
-                    point[axis] = 0;
-                }
+            let (text, _, value) = &sweep.values[index];
+            let parameter = &sweep.header.parameter;
+            if let Err(message) = set_path(
+                &mut swept,
+                parameter.get_ref(),
+                parameter.span(),
+                value.clone(),
+            ) {
+                let diagnostic =
+                    self.source
+                        .diagnostic(Some(parameter.span()), "sweep.parameter", message);
+                self.errors.push(diagnostic);
+                return None;
             }
+            texts.push((label.to_owned(), text.clone()));
         }
+        Some((swept, texts))
+    }
+
+    /// Each grid point read and validated into a variant (its problems tagged with its
+    /// name), with the file's header from the first; then the resources no variant uses,
+    /// warned of once.
+    fn read_variants(
+        &mut self,
+        documents: Vec<GridPoint<'_, 't>>,
+        document_span: &Range<usize>,
+        sweeps: &[SweepEntry<'t>],
+    ) -> (Vec<Variant>, Option<FileHeader>) {
         // The file's name, seed, stated seed range and description, from the first variant.
-        type Header = (String, u64, Option<RangeInclusive<u64>>, Option<String>);
-        let mut file: Option<Header> = None;
+        let mut file: Option<FileHeader> = None;
         let mut built = Vec::new();
         // Every resource of every variant, where its name is written, and those named.
         let mut defined: BTreeMap<(&'static str, String), Option<Range<usize>>> = BTreeMap::new();
         let mut used: BTreeSet<(&'static str, String)> = BTreeSet::new();
-        for (name, sweep_x, document, entry, point, sweep_values) in documents {
+        for GridPoint {
+            name,
+            sweep_x,
+            document,
+            entry,
+            point,
+            sweep_values,
+        } in documents
+        {
             let errors_before = self.errors.len();
             let raw =
                 match deserialize_table::<RawScenario>(document.clone(), document_span.clone()) {
@@ -1291,7 +1416,18 @@ impl<'t> Reader<'_> {
             }
             tag(&mut self.errors[errors_before..], &name);
         }
-        let several = built.len() > 1;
+        self.warn_unused(defined, &used, built.len() > 1);
+        (built, file)
+    }
+
+    /// A warning at each resource no variant uses (what a run starts from is used by
+    /// being there).
+    fn warn_unused(
+        &mut self,
+        defined: BTreeMap<(&'static str, String), Option<Range<usize>>>,
+        used: &BTreeSet<(&'static str, String)>,
+        several: bool,
+    ) {
         for ((section, resource), span) in defined {
             if kinds::ROOTS.contains(&section) || used.contains(&(section, resource.clone())) {
                 continue;
@@ -1308,41 +1444,6 @@ impl<'t> Reader<'_> {
                 format!("{message} (remove it, or name it where it should be used)"),
             ));
         }
-        let (name, seed, seeds, description) = file?;
-        let axes: Vec<SweepInfo> = sweeps
-            .into_iter()
-            .map(|sweep| SweepInfo {
-                label: sweep.header.label.unwrap_or_else(|| "value".to_owned()),
-                parameter: sweep.header.parameter.into_inner(),
-                unit: sweep.unit.to_owned(),
-                values: if sweep.words {
-                    sweep
-                        .values
-                        .iter()
-                        .map(|(text, _, _)| text.clone())
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-            })
-            .collect();
-        Some(ScenarioFile {
-            name,
-            seed,
-            seeds,
-            sweep: axes.first().cloned(),
-            sweep_axes: axes,
-            variants: built,
-            report: ReportSettings::default(),
-            description,
-            preamble: Vec::new(),
-            warnings: Vec::new(),
-            observed: None,
-            fit: None,
-            explore: None,
-            map: None,
-            tune: None,
-        })
     }
 
     /// A top-level table the file has apart from its resources (`[report]`, `[observed]`),
