@@ -109,6 +109,26 @@ pub struct FaultTemplate {
     pub extra: Vec<(String, String)>,
 }
 
+impl ExploreSpec {
+    /// What `[explore]` is before its keys: every variant, the file's seed, 200 schedules of
+    /// up to 2 faults, 200 shrinking runs.
+    fn defaults(file: &ScenarioFile) -> ExploreSpec {
+        ExploreSpec {
+            variants: file.variants.iter().map(|v| v.name.clone()).collect(),
+            seeds: file.seed..=file.seed,
+            runs_max: 200,
+            faults_max: 2,
+            shrink_runs_max: 200,
+            faults: Vec::new(),
+            params: Vec::new(),
+            shuffle_ties: false,
+            objective: None,
+            refine: 0,
+            search: Search::default(),
+        }
+    }
+}
+
 /// The kinds that happen at one instant and take no `duration` (as `fault_kinds` declares).
 pub static INSTANT_KINDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     crate::fault_kinds::FAULT_KINDS
@@ -147,19 +167,7 @@ impl<'t> Reader<'_> {
             return None;
         };
         let before = self.errors.len();
-        let mut spec = ExploreSpec {
-            variants: file.variants.iter().map(|v| v.name.clone()).collect(),
-            seeds: file.seed..=file.seed,
-            runs_max: 200,
-            faults_max: 2,
-            shrink_runs_max: 200,
-            faults: Vec::new(),
-            params: Vec::new(),
-            shuffle_ties: false,
-            objective: None,
-            refine: 0,
-            search: Search::default(),
-        };
+        let mut spec = ExploreSpec::defaults(file);
         let mut faults_max_span = None;
         for (key, entry) in table.iter() {
             let name = key.get_ref().as_ref();

@@ -579,6 +579,30 @@ fn next_point(point: &mut [usize], lengths: &[usize]) {
     }
 }
 
+/// A swept value as written, as a number for the plots' x axis (`None` for a value that is
+/// not one), and its unit: a duration in ms, a size in bytes, a rate in bytes/s, a word by
+/// its `index` in the list.
+fn swept_value(value: &DeValue<'_>, index: usize) -> (String, Option<f64>, &'static str) {
+    match value {
+        DeValue::Integer(i) => (i.as_str().to_owned(), i.as_str().parse::<f64>().ok(), ""),
+        DeValue::Float(f) => (f.as_str().to_owned(), f.as_str().parse::<f64>().ok(), ""),
+        DeValue::String(s) => {
+            let text = s.to_string();
+            if let Ok(nanos) = units::parse_duration(s) {
+                (text, Some(nanos as f64 / 1e6), "ms")
+            } else if let Ok(bytes) = units::parse_size(s) {
+                (text, Some(bytes as f64), "bytes")
+            } else if let Ok(rate) = units::parse_bandwidth(s) {
+                (text, Some(rate as f64), "bytes/s")
+            } else {
+                (text, Some(index as f64), "(index)")
+            }
+        }
+        DeValue::Boolean(b) => (b.to_string(), Some(f64::from(u8::from(*b))), ""),
+        _ => (String::new(), None, ""),
+    }
+}
+
 /// The file's name, seed, stated seed range and description, from its first variant.
 type FileHeader = (String, u64, Option<RangeInclusive<u64>>, Option<String>);
 
@@ -802,42 +826,8 @@ impl<'t> Reader<'_> {
                 ));
                 continue;
             };
-            let patch = match take(&mut table, "patch") {
-                None => None,
-                Some((_, patch)) => {
-                    let patch_span = patch.span();
-                    match patch.into_inner() {
-                        DeValue::Table(patch) => {
-                            let seed = patch.get("scenario").and_then(|scenario| {
-                                match scenario.get_ref() {
-                                    DeValue::Table(scenario) => scenario
-                                        .get_key_value("seed")
-                                        .or_else(|| scenario.get_key_value("seeds")),
-                                    _ => None,
-                                }
-                            });
-                            if let Some((key, _)) = seed {
-                                self.errors.push(self.source.diagnostic(
-                                    Some(key.span()),
-                                    format!("variant[{index}].patch.scenario.{}", key.get_ref()),
-                                    SEED_IS_A_RUN_PARAMETER,
-                                ));
-                                continue;
-                            }
-                            Some(patch)
-                        }
-                        _ => {
-                            let message = "a patch is a table of the keys to change, e.g. \
-                                           [variant.patch.breakers.redis]";
-                            self.errors.push(self.source.diagnostic(
-                                Some(patch_span),
-                                format!("variant[{index}].patch"),
-                                message,
-                            ));
-                            continue;
-                        }
-                    }
-                }
+            let Ok(patch) = self.variant_patch(&mut table, index) else {
+                continue;
             };
             let wrapped = table.clone();
             match deserialize_table::<RawVariant>(table, span.clone()) {
@@ -871,6 +861,49 @@ impl<'t> Reader<'_> {
             }
         }
         entries
+    }
+
+    /// A variant's `patch`: a table of the keys it changes, which may not be the seed.
+    fn variant_patch(
+        &mut self,
+        table: &mut Table<'t>,
+        index: usize,
+    ) -> Result<Option<Table<'t>>, validate::Reported> {
+        let Some((_, patch)) = take(table, "patch") else {
+            return Ok(None);
+        };
+        let patch_span = patch.span();
+        match patch.into_inner() {
+            DeValue::Table(patch) => {
+                let seed = patch
+                    .get("scenario")
+                    .and_then(|scenario| match scenario.get_ref() {
+                        DeValue::Table(scenario) => scenario
+                            .get_key_value("seed")
+                            .or_else(|| scenario.get_key_value("seeds")),
+                        _ => None,
+                    });
+                if let Some((key, _)) = seed {
+                    self.errors.push(self.source.diagnostic(
+                        Some(key.span()),
+                        format!("variant[{index}].patch.scenario.{}", key.get_ref()),
+                        SEED_IS_A_RUN_PARAMETER,
+                    ));
+                    return Err(validate::Reported);
+                }
+                Ok(Some(patch))
+            }
+            _ => {
+                let message = "a patch is a table of the keys to change, e.g. \
+                                   [variant.patch.breakers.redis]";
+                self.errors.push(self.source.diagnostic(
+                    Some(patch_span),
+                    format!("variant[{index}].patch"),
+                    message,
+                ));
+                Err(validate::Reported)
+            }
+        }
     }
 
     /// Reads `[sweep]` (one axis) or `[[sweep]]` (several: a grid of every combination);
@@ -963,33 +996,7 @@ impl<'t> Reader<'_> {
             );
             return None;
         };
-        let header = match deserialize_table::<RawSweep>(table, span.clone()) {
-            Ok(header) => header,
-            Err(error) => {
-                let message = serde_message(&error);
-                let at = error.span().unwrap_or(span);
-                self.errors
-                    .push(self.source.diagnostic(Some(at), key.to_owned(), message));
-                return None;
-            }
-        };
-        if header.parameter.get_ref().split('.').any(str::is_empty) {
-            let message = "must name a key as a dotted path, e.g. \"loads.blobs.count\"";
-            self.errors.push(self.source.diagnostic(
-                Some(header.parameter.span()),
-                format!("{key}.parameter"),
-                message,
-            ));
-            return None;
-        }
-        if header.parameter.get_ref() == "scenario.seed" {
-            self.errors.push(self.source.diagnostic(
-                Some(header.parameter.span()),
-                format!("{key}.parameter"),
-                SEED_IS_A_RUN_PARAMETER,
-            ));
-            return None;
-        }
+        let header = self.sweep_header(key, span, table)?;
         let values_span = values.span();
         let items = match values.into_inner() {
             DeValue::Array(items) if !items.is_empty() => items,
@@ -1004,50 +1011,11 @@ impl<'t> Reader<'_> {
             }
         };
         // Checked before the values are read: their count alone may be what is too large.
-        let runs = runs_before.saturating_mul(items.len());
-        if runs > RUNS_MAX {
-            let message = format!(
-                "{runs_before} {} × {} swept values = {runs} runs, more than the {RUNS_MAX} a \
-                 file may expand to: sweep fewer values, or split the variants over several files",
-                if key == "sweep" || key == "sweep[0]" {
-                    if runs_before == 1 {
-                        "variant"
-                    } else {
-                        "variants"
-                    }
-                } else {
-                    "runs"
-                },
-                items.len(),
-            );
-            self.errors.push(self.source.diagnostic(
-                Some(values_span),
-                format!("{key}.values"),
-                message,
-            ));
-            return None;
-        }
+        self.check_sweep_runs(key, runs_before, items.len(), values_span)?;
         let mut parsed = Vec::new();
         let mut units = Vec::new();
         for (index, item) in items.into_iter().enumerate() {
-            let (text, x, unit) = match item.get_ref() {
-                DeValue::Integer(i) => (i.as_str().to_owned(), i.as_str().parse::<f64>().ok(), ""),
-                DeValue::Float(f) => (f.as_str().to_owned(), f.as_str().parse::<f64>().ok(), ""),
-                DeValue::String(s) => {
-                    let text = s.to_string();
-                    if let Ok(nanos) = units::parse_duration(s) {
-                        (text, Some(nanos as f64 / 1e6), "ms")
-                    } else if let Ok(bytes) = units::parse_size(s) {
-                        (text, Some(bytes as f64), "bytes")
-                    } else if let Ok(rate) = units::parse_bandwidth(s) {
-                        (text, Some(rate as f64), "bytes/s")
-                    } else {
-                        (text, Some(index as f64), "(index)")
-                    }
-                }
-                DeValue::Boolean(b) => (b.to_string(), Some(f64::from(u8::from(*b))), ""),
-                _ => (String::new(), None, ""),
-            };
+            let (text, x, unit) = swept_value(item.get_ref(), index);
             let Some(x) = x.filter(|x| x.is_finite()) else {
                 let message = "a swept value is a number, a string or a boolean";
                 self.errors.push(self.source.diagnostic(
@@ -1081,6 +1049,93 @@ impl<'t> Reader<'_> {
                 message,
             ));
         }
+        self.check_sweep_expect(key, &header, &parsed);
+        Some(SweepEntry {
+            header,
+            values: parsed,
+            unit: if unit == "(index)" { "" } else { unit },
+            words: unit == "(index)",
+        })
+    }
+
+    /// An axis's keys but its values: its parameter a dotted path, and not the seed.
+    fn sweep_header(
+        &mut self,
+        key: &str,
+        span: Range<usize>,
+        table: Table<'t>,
+    ) -> Option<RawSweep> {
+        let header = match deserialize_table::<RawSweep>(table, span.clone()) {
+            Ok(header) => header,
+            Err(error) => {
+                let message = serde_message(&error);
+                let at = error.span().unwrap_or(span);
+                self.errors
+                    .push(self.source.diagnostic(Some(at), key.to_owned(), message));
+                return None;
+            }
+        };
+        if header.parameter.get_ref().split('.').any(str::is_empty) {
+            let message = "must name a key as a dotted path, e.g. \"loads.blobs.count\"";
+            self.errors.push(self.source.diagnostic(
+                Some(header.parameter.span()),
+                format!("{key}.parameter"),
+                message,
+            ));
+            return None;
+        }
+        if header.parameter.get_ref() == "scenario.seed" {
+            self.errors.push(self.source.diagnostic(
+                Some(header.parameter.span()),
+                format!("{key}.parameter"),
+                SEED_IS_A_RUN_PARAMETER,
+            ));
+            return None;
+        }
+        Some(header)
+    }
+
+    /// The runs the file expands to with this axis's `count` values, at most [`RUNS_MAX`].
+    fn check_sweep_runs(
+        &mut self,
+        key: &str,
+        runs_before: usize,
+        count: usize,
+        values_span: Range<usize>,
+    ) -> Option<()> {
+        let runs = runs_before.saturating_mul(count);
+        if runs > RUNS_MAX {
+            let message = format!(
+                "{runs_before} {} × {} swept values = {runs} runs, more than the {RUNS_MAX} a \
+                 file may expand to: sweep fewer values, or split the variants over several files",
+                if key == "sweep" || key == "sweep[0]" {
+                    if runs_before == 1 {
+                        "variant"
+                    } else {
+                        "variants"
+                    }
+                } else {
+                    "runs"
+                },
+                count,
+            );
+            self.errors.push(self.source.diagnostic(
+                Some(values_span),
+                format!("{key}.values"),
+                message,
+            ));
+            return None;
+        }
+        Some(())
+    }
+
+    /// An axis's `expect` names its values.
+    fn check_sweep_expect(
+        &mut self,
+        key: &str,
+        header: &RawSweep,
+        parsed: &[(String, f64, Value<'t>)],
+    ) {
         for (value_text, lines) in &header.expect {
             if !parsed.iter().any(|(text, _, _)| text == value_text) {
                 let span = lines.first().map(Spanned::span);
@@ -1092,12 +1147,6 @@ impl<'t> Reader<'_> {
                 ));
             }
         }
-        Some(SweepEntry {
-            header,
-            values: parsed,
-            unit: if unit == "(index)" { "" } else { unit },
-            words: unit == "(index)",
-        })
     }
 
     /// A variant's `expect_at` names swept values: each must be one, of some axis.
