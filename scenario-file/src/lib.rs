@@ -343,20 +343,7 @@ pub fn parse_checking(
     overrides: &[Override],
     starts: Starts,
 ) -> Result<ScenarioFile, Diagnostics> {
-    // Each override's value is read from a text of its own, `value = VALUE`, whose spans are
-    // then moved past the end of the file, one region per override: a problem in the value is
-    // then located at its `--set`, however deep in the merged document it ends up.
-    let override_texts: Vec<String> = overrides
-        .iter()
-        .map(|o| format!("value = {}", o.value))
-        .collect();
-    let mut regions = Vec::new();
-    let mut start = text.len() + 1;
-    for (set, override_text) in overrides.iter().zip(&override_texts) {
-        let end = start + override_text.len() + 1;
-        regions.push((start..end, set.to_string()));
-        start = end;
-    }
+    let (override_texts, regions) = override_regions(text, overrides);
     let source = Source {
         file: path,
         text,
@@ -388,21 +375,7 @@ pub fn parse_checking(
     let variants = reader.variants(variant_value);
     let sweeps = reader.sweeps(sweep_value, variants.len().max(1));
     reader.check_expect_at(&variants, &sweeps);
-    for (index, set) in overrides.iter().enumerate() {
-        if let Some(sweep) = sweeps
-            .iter()
-            .find(|sweep| *sweep.header.parameter.get_ref() == set.key)
-        {
-            let message = format!(
-                "`{}` is swept (values {}): each point sets it, so this would change nothing",
-                set.key,
-                sweep.values.len()
-            );
-            reader
-                .errors
-                .push(reader.set_diagnostic(index, &set.key, message));
-        }
-    }
+    reader.check_sets_not_swept(overrides, &sweeps);
     if !reader.errors.is_empty() {
         return Err(Diagnostics(reader.errors));
     }
@@ -442,6 +415,28 @@ pub fn parse_checking(
     } else {
         Err(Diagnostics(dedupe(reader.errors, variant_count)))
     }
+}
+
+/// Each override's value is read from a text of its own, `value = VALUE`, whose spans are then
+/// moved past the end of the file, one region per override: a problem in the value is then
+/// located at its `--set`, however deep in the merged document it ends up. The texts, and the
+/// regions with the `--set` each stands for.
+fn override_regions(
+    text: &str,
+    overrides: &[Override],
+) -> (Vec<String>, Vec<(Range<usize>, String)>) {
+    let override_texts: Vec<String> = overrides
+        .iter()
+        .map(|o| format!("value = {}", o.value))
+        .collect();
+    let mut regions = Vec::new();
+    let mut start = text.len() + 1;
+    for (set, override_text) in overrides.iter().zip(&override_texts) {
+        let end = start + override_text.len() + 1;
+        regions.push((start..end, set.to_string()));
+        start = end;
+    }
+    (override_texts, regions)
 }
 
 /// Why a command table cannot vary `key` when a `[sweep]` does: each point of the sweep
@@ -1145,6 +1140,24 @@ impl<'t> Reader<'_> {
                     format!("{key}.expect.{value_text}"),
                     message,
                 ));
+            }
+        }
+    }
+
+    /// A `--set` of a key a sweep sets would change nothing: refused at the `--set`.
+    fn check_sets_not_swept(&mut self, overrides: &[Override], sweeps: &[SweepEntry<'t>]) {
+        for (index, set) in overrides.iter().enumerate() {
+            if let Some(sweep) = sweeps
+                .iter()
+                .find(|sweep| *sweep.header.parameter.get_ref() == set.key)
+            {
+                let message = format!(
+                    "`{}` is swept (values {}): each point sets it, so this would change nothing",
+                    set.key,
+                    sweep.values.len()
+                );
+                let diagnostic = self.set_diagnostic(index, &set.key, message);
+                self.errors.push(diagnostic);
             }
         }
     }
