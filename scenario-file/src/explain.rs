@@ -19,6 +19,7 @@ use outagelab_sim::scenario::{
 use crate::Variant;
 use crate::breaker_keys::BREAKER;
 use crate::connection_keys::CONNECTION;
+use crate::keys::{KeyDefault, KeySpec};
 use crate::retry_keys::RETRY;
 
 /// The breakers, retry policies, connections and faults of `variant`, one block each, as
@@ -332,6 +333,95 @@ fn connection_value(spec: &ConnectionSpec, name: &str) -> Option<String> {
         },
         _ => return None,
     })
+}
+
+/// The breaker presets' table of `docs/scenario-format.md`: see [`presets_table`].
+pub fn breaker_presets_table() -> String {
+    let presets: Vec<_> = (presets::BREAKER_PRESETS.iter())
+        .map(|preset| (preset.name, preset.source, preset.notes))
+        .collect();
+    let scenario = preset_scenario("breakers", "", &presets);
+    presets_table(&presets, BREAKER.keys, |i, key| {
+        breaker_value(&scenario.breakers[i], key)
+    })
+}
+
+/// The retry presets' table of `docs/scenario-format.md`: see [`presets_table`].
+pub fn retry_presets_table() -> String {
+    let presets: Vec<_> = (presets::RETRY_PRESETS.iter())
+        .map(|preset| (preset.name, preset.source, preset.notes))
+        .collect();
+    let scenario = preset_scenario("retries", "", &presets);
+    presets_table(&presets, RETRY.keys, |i, key| {
+        retry_value(&scenario.retries[i], key)
+    })
+}
+
+/// The client presets' table of `docs/scenario-format.md`: see [`presets_table`].
+pub fn client_presets_table() -> String {
+    let presets: Vec<_> = (presets::CLIENT_PRESETS.iter())
+        .map(|preset| (preset.name, preset.source, preset.notes))
+        .collect();
+    let scenario = preset_scenario("connections", "server = \"redis\"\n", &presets);
+    presets_table(&presets, CONNECTION.keys, |i, key| {
+        connection_value(&scenario.connections[i], key)
+    })
+}
+
+/// A scenario with one table of `root` per preset, `p0`, `p1`, ... in the presets' order,
+/// each naming its preset and nothing else (but `also`): what a preset alone runs with, read
+/// as any file is read.
+fn preset_scenario(root: &str, also: &str, presets: &[(&str, &str, &str)]) -> Scenario {
+    assert!(presets.len() <= 10, "`p10` would sort before `p2`");
+    let mut text = String::from(
+        "[scenario]\nname = \"presets\"\n\n[servers.redis]\n\n[databases.db]\n\
+         latency = \"1ms\"\n\n[flows.f]\nsteps = [{ db = { name = \"db\" } }]\n\n\
+         [loads.l]\nflow = \"f\"\narrivals = \"even\"\nrate = 1\ncount = 1\n",
+    );
+    for (i, (name, ..)) in presets.iter().enumerate() {
+        let _ = write!(text, "\n[{root}.p{i}]\n{also}preset = \"{name}\"\n");
+    }
+    let file = crate::parse(&text, std::path::Path::new("presets.toml"));
+    let mut file = file.unwrap_or_else(|error| panic!("every preset reads: {error}"));
+    file.variants.swap_remove(0).scenario
+}
+
+/// A table of presets: a row per key a preset gives (declared [`KeyDefault::Preset`], in the
+/// declaration's order), a column per preset, each cell what `validate --explain` prints for
+/// a table of that preset alone (`value(i, key)` for the `i`-th preset; empty where it prints
+/// nothing); then each preset's source and notes, as `--explain` prints them.
+fn presets_table(
+    presets: &[(&str, &str, &str)],
+    keys: &[KeySpec],
+    value: impl Fn(usize, &str) -> Option<String>,
+) -> String {
+    let mut out = String::from("| key |");
+    for (name, ..) in presets {
+        let _ = write!(out, " `{name}` |");
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(presets.len()));
+    out.push('\n');
+    for key in keys.iter() {
+        if !matches!(key.default, KeyDefault::Preset(_)) {
+            continue;
+        }
+        let _ = write!(out, "| `{}` |", key.name);
+        for i in 0..presets.len() {
+            match value(i, key.name) {
+                Some(value) => {
+                    let _ = write!(out, " `{value}` |");
+                }
+                None => out.push_str(" |"),
+            }
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    for (name, source, notes) in presets {
+        let _ = writeln!(out, "- `{name}`: {source}. Notes: {notes}");
+    }
+    out
 }
 
 /// A count of thousandths as a decimal number: 1500 is `1.5`, 2000 is `2`.

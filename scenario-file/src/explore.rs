@@ -29,7 +29,7 @@
 use std::ops::{Range, RangeInclusive};
 use std::sync::LazyLock;
 
-use toml::de::DeValue;
+use toml::de::{DeTable, DeValue};
 
 use crate::document::Value;
 use crate::fit::{Unknown, unknown_in};
@@ -109,6 +109,26 @@ pub struct FaultTemplate {
     pub extra: Vec<(String, String)>,
 }
 
+impl ExploreSpec {
+    /// What `[explore]` is before its keys: every variant, the file's seed, 200 schedules of
+    /// up to 2 faults, 200 shrinking runs.
+    fn defaults(file: &ScenarioFile) -> ExploreSpec {
+        ExploreSpec {
+            variants: file.variants.iter().map(|v| v.name.clone()).collect(),
+            seeds: file.seed..=file.seed,
+            runs_max: 200,
+            faults_max: 2,
+            shrink_runs_max: 200,
+            faults: Vec::new(),
+            params: Vec::new(),
+            shuffle_ties: false,
+            objective: None,
+            refine: 0,
+            search: Search::default(),
+        }
+    }
+}
+
 /// The kinds that happen at one instant and take no `duration` (as `fault_kinds` declares).
 pub static INSTANT_KINDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     crate::fault_kinds::FAULT_KINDS
@@ -117,6 +137,18 @@ pub static INSTANT_KINDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
         .map(|kind| kind.name)
         .collect()
 });
+/// What the key `name` of `[explore]` takes, for a value of another type.
+fn explore_shape(name: &str) -> &'static str {
+    match name {
+        "variants" => "a list of variant names",
+        "seeds" => "a seed range, \"A..B\"",
+        "ties" => "\"scheduled\" or \"shuffled\"",
+        "search" => "\"random\" or \"coverage\"",
+        "objective" => "`max <metric>` or `min <metric>`",
+        _ => "a whole number",
+    }
+}
+
 /// The most faults one schedule holds.
 pub const FAULTS_MAX: u32 = 8;
 /// The most schedules one exploration tries.
@@ -135,19 +167,7 @@ impl<'t> Reader<'_> {
             return None;
         };
         let before = self.errors.len();
-        let mut spec = ExploreSpec {
-            variants: file.variants.iter().map(|v| v.name.clone()).collect(),
-            seeds: file.seed..=file.seed,
-            runs_max: 200,
-            faults_max: 2,
-            shrink_runs_max: 200,
-            faults: Vec::new(),
-            params: Vec::new(),
-            shuffle_ties: false,
-            objective: None,
-            refine: 0,
-            search: Search::default(),
-        };
+        let mut spec = ExploreSpec::defaults(file);
         let mut faults_max_span = None;
         for (key, entry) in table.iter() {
             let name = key.get_ref().as_ref();
@@ -155,84 +175,21 @@ impl<'t> Reader<'_> {
             let entry_span = entry.span();
             match (name, entry.get_ref()) {
                 ("variants", DeValue::Array(items)) => {
-                    let mut chosen = Vec::new();
-                    for item in items {
-                        let DeValue::String(text) = item.get_ref() else {
-                            self.refuse(item.span(), &at, "a variant's name, as a string");
-                            continue;
-                        };
-                        match file.variants.iter().find(|v| v.name == text.as_ref()) {
-                            Some(_) if chosen.contains(&text.to_string()) => {
-                                self.refuse(item.span(), &at, format!("\"{text}\" is named twice"));
-                            }
-                            Some(_) => chosen.push(text.to_string()),
-                            None => {
-                                let names = file.variants.iter().map(|v| v.name.as_str());
-                                let message = crate::not_a_variant(text, names);
-                                self.refuse(item.span(), &at, message);
-                            }
-                        }
-                    }
-                    if chosen.is_empty() && items.is_empty() {
-                        self.refuse(
-                            entry_span,
-                            &at,
-                            "names no variant: leave it out to run every one",
-                        );
-                    }
-                    // In the file's order, whatever order the list has.
-                    spec.variants = (file.variants.iter())
-                        .filter(|v| chosen.contains(&v.name))
-                        .map(|v| v.name.clone())
-                        .collect();
+                    spec.variants = self.explore_variants(items, entry_span, &at, file);
                 }
-                ("ties", DeValue::String(text)) => match text.as_ref() {
-                    "shuffled" => spec.shuffle_ties = true,
-                    "scheduled" => spec.shuffle_ties = false,
-                    other => {
-                        let message = format!(
-                            "`{other}` is not a tie order: \"scheduled\" (the fixed rule) or \
-                             \"shuffled\" (drawn from each run's seed)"
-                        );
-                        self.refuse(entry_span, &at, message);
+                ("ties", DeValue::String(text)) => {
+                    if let Some(shuffled) = self.explore_ties(text, entry_span, &at) {
+                        spec.shuffle_ties = shuffled;
                     }
-                },
+                }
                 ("search", DeValue::String(text)) => {
-                    match [Search::Random, Search::Coverage]
-                        .into_iter()
-                        .find(|search| search.name() == text.as_ref())
-                    {
-                        Some(search) => spec.search = search,
-                        None => {
-                            let message = format!(
-                                "`{text}` is not a search: \"random\" (each schedule drawn on \
-                                 its own) or \"coverage\" (mutate the schedules that reached new \
-                                 model states)"
-                            );
-                            self.refuse(entry_span, &at, message);
-                        }
+                    if let Some(search) = self.explore_search(text, entry_span, &at) {
+                        spec.search = search;
                     }
                 }
                 ("objective", DeValue::String(text)) => {
-                    let words: Vec<&str> = text.split_whitespace().collect();
-                    match words.as_slice() {
-                        [direction @ ("max" | "min"), metric] => match file.check_metric(metric) {
-                            Ok(()) => {
-                                spec.objective = Some(ExploreObjective {
-                                    maximise: *direction == "max",
-                                    metric: (*metric).to_owned(),
-                                });
-                            }
-                            Err(message) => self.refuse(entry_span, &at, message),
-                        },
-                        _ => self.refuse(
-                            entry_span,
-                            &at,
-                            format!(
-                                "`{text}`: write `max <metric>` or `min <metric>`, the worst a \
-                                 schedule can make a summary metric (`max http.window_5xx_ms`)"
-                            ),
-                        ),
+                    if let Some(objective) = self.explore_objective(text, entry_span, &at, file) {
+                        spec.objective = Some(objective);
                     }
                 }
                 ("refine", DeValue::Integer(_)) => {
@@ -263,41 +220,15 @@ impl<'t> Reader<'_> {
                 ("faults", DeValue::Table(templates)) => {
                     for (template_name, template) in templates.iter() {
                         let name = template_name.get_ref().as_ref();
-                        if let Some(template) = self.template(name, template) {
-                            spec.faults.push(template);
-                        }
+                        spec.faults.extend(self.template(name, template));
                     }
                 }
-                ("params", DeValue::Table(params)) => {
-                    let variant =
-                        (file.variants.iter()).find(|v| spec.variants.first() == Some(&v.name));
-                    for (param_key, range) in params.iter() {
-                        let param_key = param_key.get_ref().as_ref();
-                        let at = format!("explore.params.\"{param_key}\"");
-                        let Some(param) = self.param(param_key, range, variant, &at) else {
-                            continue;
-                        };
-                        match crate::swept_by_the_file(file, param_key, "drawing it") {
-                            Some(message) => self.refuse(range.span(), at, message),
-                            None => spec.params.push(param),
-                        }
-                    }
-                }
+                ("params", DeValue::Table(params)) => self.explore_params(params, file, &mut spec),
                 (
                     "variants" | "seeds" | "ties" | "search" | "objective" | "refine" | "runs_max"
                     | "shrink_runs_max" | "faults_max",
                     _,
-                ) => {
-                    let shape = match name {
-                        "variants" => "a list of variant names",
-                        "seeds" => "a seed range, \"A..B\"",
-                        "ties" => "\"scheduled\" or \"shuffled\"",
-                        "search" => "\"random\" or \"coverage\"",
-                        "objective" => "`max <metric>` or `min <metric>`",
-                        _ => "a whole number",
-                    };
-                    self.refuse(entry_span, &at, format!("is {shape}"));
-                }
+                ) => self.refuse(entry_span, &at, format!("is {}", explore_shape(name))),
                 ("faults" | "params", _) => {
                     self.refuse(
                         entry_span,
@@ -313,6 +244,142 @@ impl<'t> Reader<'_> {
                 }
             }
         }
+        self.explore_checks(&table, &mut spec, span, before, faults_max_span);
+        (self.errors.len() == before).then_some(spec)
+    }
+
+    /// `variants`: the variants each schedule runs, in the file's order.
+    fn explore_variants(
+        &mut self,
+        items: &[Value<'t>],
+        entry_span: Range<usize>,
+        at: &str,
+        file: &ScenarioFile,
+    ) -> Vec<String> {
+        let mut chosen = Vec::new();
+        for item in items {
+            let DeValue::String(text) = item.get_ref() else {
+                self.refuse(item.span(), at, "a variant's name, as a string");
+                continue;
+            };
+            match file.variants.iter().find(|v| v.name == text.as_ref()) {
+                Some(_) if chosen.contains(&text.to_string()) => {
+                    self.refuse(item.span(), at, format!("\"{text}\" is named twice"));
+                }
+                Some(_) => chosen.push(text.to_string()),
+                None => {
+                    let names = file.variants.iter().map(|v| v.name.as_str());
+                    let message = crate::not_a_variant(text, names);
+                    self.refuse(item.span(), at, message);
+                }
+            }
+        }
+        if chosen.is_empty() && items.is_empty() {
+            self.refuse(
+                entry_span,
+                at,
+                "names no variant: leave it out to run every one",
+            );
+        }
+        // In the file's order, whatever order the list has.
+        (file.variants.iter())
+            .filter(|v| chosen.contains(&v.name))
+            .map(|v| v.name.clone())
+            .collect()
+    }
+
+    /// `ties`: whether same-instant ties are drawn from each run's seed.
+    fn explore_ties(&mut self, text: &str, entry_span: Range<usize>, at: &str) -> Option<bool> {
+        match text {
+            "shuffled" => Some(true),
+            "scheduled" => Some(false),
+            other => {
+                let message = format!(
+                    "`{other}` is not a tie order: \"scheduled\" (the fixed rule) or \
+                     \"shuffled\" (drawn from each run's seed)"
+                );
+                self.refuse(entry_span, at, message);
+                None
+            }
+        }
+    }
+
+    /// `search`: how schedules are chosen.
+    fn explore_search(&mut self, text: &str, entry_span: Range<usize>, at: &str) -> Option<Search> {
+        let search = [Search::Random, Search::Coverage]
+            .into_iter()
+            .find(|search| search.name() == text);
+        if search.is_none() {
+            let message = format!(
+                "`{text}` is not a search: \"random\" (each schedule drawn on its own) or \
+                 \"coverage\" (mutate the schedules that reached new model states)"
+            );
+            self.refuse(entry_span, at, message);
+        }
+        search
+    }
+
+    /// `objective`: the summary metric a schedule is judged worst by.
+    fn explore_objective(
+        &mut self,
+        text: &str,
+        entry_span: Range<usize>,
+        at: &str,
+        file: &ScenarioFile,
+    ) -> Option<ExploreObjective> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let [direction @ ("max" | "min"), metric] = words.as_slice() else {
+            let message = format!(
+                "`{text}`: write `max <metric>` or `min <metric>`, the worst a schedule can make \
+                 a summary metric (`max http.window_5xx_ms`)"
+            );
+            self.refuse(entry_span, at, message);
+            return None;
+        };
+        match file.check_metric(metric) {
+            Ok(()) => Some(ExploreObjective {
+                maximise: *direction == "max",
+                metric: (*metric).to_owned(),
+            }),
+            Err(message) => {
+                self.refuse(entry_span, at, message);
+                None
+            }
+        }
+    }
+
+    /// `params`: keys the file writes, each drawn in its range (checked against the first
+    /// variant explored).
+    fn explore_params(
+        &mut self,
+        params: &DeTable<'t>,
+        file: &ScenarioFile,
+        spec: &mut ExploreSpec,
+    ) {
+        let variant = (file.variants.iter()).find(|v| spec.variants.first() == Some(&v.name));
+        for (param_key, range) in params.iter() {
+            let param_key = param_key.get_ref().as_ref();
+            let at = format!("explore.params.\"{param_key}\"");
+            let Some(param) = self.param(param_key, range, variant, &at) else {
+                continue;
+            };
+            match crate::swept_by_the_file(file, param_key, "drawing it") {
+                Some(message) => self.refuse(range.span(), at, message),
+                None => spec.params.push(param),
+            }
+        }
+    }
+
+    /// What holds across `[explore]`'s keys: a refinement needs an objective, the templates
+    /// and parameters in name order, something varies, and `faults_max` with templates.
+    fn explore_checks(
+        &mut self,
+        table: &DeTable<'t>,
+        spec: &mut ExploreSpec,
+        span: Range<usize>,
+        before: usize,
+        faults_max_span: Option<Range<usize>>,
+    ) {
         if spec.refine > 0
             && spec.objective.is_none()
             && let Some(entry) = table.get("refine")
@@ -337,7 +404,6 @@ impl<'t> Reader<'_> {
                 "at least 1 with fault templates",
             );
         }
-        (self.errors.len() == before).then_some(spec)
     }
 
     /// One fault template.

@@ -16,7 +16,9 @@ use serde::Deserialize;
 
 use crate::breaker_keys::RawBreaker;
 use crate::connection_keys::RawConnection;
+use crate::limit_keys::{RawAdaptiveLimit, RawBulkhead, RawSemaphore};
 use crate::load_keys::RawLoad;
+use crate::policy_keys::{RawCache, RawKvStore, RawLock, RawRateLimit, RawThrottle};
 use crate::raw::*;
 use crate::retry_keys::RawRetry;
 
@@ -114,7 +116,7 @@ impl Names<'_> {
     pub fn has_store(&self, name: &str) -> bool {
         self.rate_limits
             .get(name)
-            .is_some_and(|(_, limiter)| limiter.store.is_some())
+            .is_some_and(|(_, limiter)| limiter.keys.get("store").is_some())
     }
 }
 

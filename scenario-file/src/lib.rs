@@ -31,10 +31,12 @@ mod fault_kinds;
 mod fit;
 mod keys;
 mod kinds;
+mod limit_keys;
 mod load_keys;
 mod map;
 mod observed;
 mod one_of;
+mod policy_keys;
 mod rate_file;
 mod raw;
 mod retry_keys;
@@ -61,7 +63,9 @@ pub use connection_keys::{
     tracking_table as connection_tracking_table,
 };
 pub use diagnostic::{Diagnostic, Diagnostics};
-pub use explain::{error_routing, explain};
+pub use explain::{
+    breaker_presets_table, client_presets_table, error_routing, explain, retry_presets_table,
+};
 pub use explore::{ExploreObjective, ExploreSpec, FaultTemplate, INSTANT_KINDS, Search};
 pub use fault_kinds::{
     kind_names as fault_kind_names, kinds_table as fault_kinds_table,
@@ -69,8 +73,12 @@ pub use fault_kinds::{
 };
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
 pub use keys::declared_words;
+pub use limit_keys::{
+    adaptive_limit_table, aimd_table, bulkhead_table, gradient2_table, semaphore_table,
+};
 pub use load_keys::{reference_table as load_reference_table, stage_table as load_stage_table};
 pub use map::{MapAxisSpec, MapSpec};
+pub use policy_keys::{cache_table, kv_store_table, lock_table, rate_limit_table, throttle_table};
 pub use retry_keys::reference_table as retry_reference_table;
 pub use tune::TuneSpec;
 pub use validate::PresetUse;
@@ -335,20 +343,7 @@ pub fn parse_checking(
     overrides: &[Override],
     starts: Starts,
 ) -> Result<ScenarioFile, Diagnostics> {
-    // Each override's value is read from a text of its own, `value = VALUE`, whose spans are
-    // then moved past the end of the file, one region per override: a problem in the value is
-    // then located at its `--set`, however deep in the merged document it ends up.
-    let override_texts: Vec<String> = overrides
-        .iter()
-        .map(|o| format!("value = {}", o.value))
-        .collect();
-    let mut regions = Vec::new();
-    let mut start = text.len() + 1;
-    for (set, override_text) in overrides.iter().zip(&override_texts) {
-        let end = start + override_text.len() + 1;
-        regions.push((start..end, set.to_string()));
-        start = end;
-    }
+    let (override_texts, regions) = override_regions(text, overrides);
     let source = Source {
         file: path,
         text,
@@ -380,21 +375,7 @@ pub fn parse_checking(
     let variants = reader.variants(variant_value);
     let sweeps = reader.sweeps(sweep_value, variants.len().max(1));
     reader.check_expect_at(&variants, &sweeps);
-    for (index, set) in overrides.iter().enumerate() {
-        if let Some(sweep) = sweeps
-            .iter()
-            .find(|sweep| *sweep.header.parameter.get_ref() == set.key)
-        {
-            let message = format!(
-                "`{}` is swept (values {}): each point sets it, so this would change nothing",
-                set.key,
-                sweep.values.len()
-            );
-            reader
-                .errors
-                .push(reader.set_diagnostic(index, &set.key, message));
-        }
-    }
+    reader.check_sets_not_swept(overrides, &sweeps);
     if !reader.errors.is_empty() {
         return Err(Diagnostics(reader.errors));
     }
@@ -434,6 +415,28 @@ pub fn parse_checking(
     } else {
         Err(Diagnostics(dedupe(reader.errors, variant_count)))
     }
+}
+
+/// Each override's value is read from a text of its own, `value = VALUE`, whose spans are then
+/// moved past the end of the file, one region per override: a problem in the value is then
+/// located at its `--set`, however deep in the merged document it ends up. The texts, and the
+/// regions with the `--set` each stands for.
+fn override_regions(
+    text: &str,
+    overrides: &[Override],
+) -> (Vec<String>, Vec<(Range<usize>, String)>) {
+    let override_texts: Vec<String> = overrides
+        .iter()
+        .map(|o| format!("value = {}", o.value))
+        .collect();
+    let mut regions = Vec::new();
+    let mut start = text.len() + 1;
+    for (set, override_text) in overrides.iter().zip(&override_texts) {
+        let end = start + override_text.len() + 1;
+        regions.push((start..end, set.to_string()));
+        start = end;
+    }
+    (override_texts, regions)
 }
 
 /// Why a command table cannot vary `key` when a `[sweep]` does: each point of the sweep
@@ -536,6 +539,80 @@ const SEED_IS_A_RUN_PARAMETER: &str = "the seed is a parameter of the run, not o
 struct VariantEntry<'t> {
     header: RawVariant,
     patch: Option<Table<'t>>,
+}
+
+/// The axes as the report shows them: each one's label, parameter, unit, and its words when
+/// its values are words.
+fn sweep_axes(sweeps: Vec<SweepEntry<'_>>) -> Vec<SweepInfo> {
+    sweeps
+        .into_iter()
+        .map(|sweep| SweepInfo {
+            label: sweep.header.label.unwrap_or_else(|| "value".to_owned()),
+            parameter: sweep.header.parameter.into_inner(),
+            unit: sweep.unit.to_owned(),
+            values: if sweep.words {
+                sweep
+                    .values
+                    .iter()
+                    .map(|(text, _, _)| text.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        })
+        .collect()
+}
+
+/// Moves `point` to the grid's next point: the last axis moves fastest.
+fn next_point(point: &mut [usize], lengths: &[usize]) {
+    for axis in (0..point.len()).rev() {
+        point[axis] += 1;
+        if point[axis] < lengths[axis] {
+            break;
+        }
+        point[axis] = 0;
+    }
+}
+
+/// A swept value as written, as a number for the plots' x axis (`None` for a value that is
+/// not one), and its unit: a duration in ms, a size in bytes, a rate in bytes/s, a word by
+/// its `index` in the list.
+fn swept_value(value: &DeValue<'_>, index: usize) -> (String, Option<f64>, &'static str) {
+    match value {
+        DeValue::Integer(i) => (i.as_str().to_owned(), i.as_str().parse::<f64>().ok(), ""),
+        DeValue::Float(f) => (f.as_str().to_owned(), f.as_str().parse::<f64>().ok(), ""),
+        DeValue::String(s) => {
+            let text = s.to_string();
+            if let Ok(nanos) = units::parse_duration(s) {
+                (text, Some(nanos as f64 / 1e6), "ms")
+            } else if let Ok(bytes) = units::parse_size(s) {
+                (text, Some(bytes as f64), "bytes")
+            } else if let Ok(rate) = units::parse_bandwidth(s) {
+                (text, Some(rate as f64), "bytes/s")
+            } else {
+                (text, Some(index as f64), "(index)")
+            }
+        }
+        DeValue::Boolean(b) => (b.to_string(), Some(f64::from(u8::from(*b))), ""),
+        _ => (String::new(), None, ""),
+    }
+}
+
+/// The file's name, seed, stated seed range and description, from its first variant.
+type FileHeader = (String, u64, Option<RangeInclusive<u64>>, Option<String>);
+
+/// One point of a variant's grid: its document with the point's values set.
+struct GridPoint<'e, 't> {
+    name: String,
+    /// The first axis's value, for the plots' x axis (`None` when it does not sweep this
+    /// variant).
+    sweep_x: Option<f64>,
+    document: Table<'t>,
+    entry: &'e VariantEntry<'t>,
+    /// The index of each axis's value (`None` for an axis that does not sweep the variant).
+    point: Vec<Option<usize>>,
+    /// Each axis's label and value as written (`-` where it does not sweep the variant).
+    sweep_values: Vec<(String, String)>,
 }
 
 /// Points of a grid: the product of its axes' value counts (1 without a sweep).
@@ -744,42 +821,8 @@ impl<'t> Reader<'_> {
                 ));
                 continue;
             };
-            let patch = match take(&mut table, "patch") {
-                None => None,
-                Some((_, patch)) => {
-                    let patch_span = patch.span();
-                    match patch.into_inner() {
-                        DeValue::Table(patch) => {
-                            let seed = patch.get("scenario").and_then(|scenario| {
-                                match scenario.get_ref() {
-                                    DeValue::Table(scenario) => scenario
-                                        .get_key_value("seed")
-                                        .or_else(|| scenario.get_key_value("seeds")),
-                                    _ => None,
-                                }
-                            });
-                            if let Some((key, _)) = seed {
-                                self.errors.push(self.source.diagnostic(
-                                    Some(key.span()),
-                                    format!("variant[{index}].patch.scenario.{}", key.get_ref()),
-                                    SEED_IS_A_RUN_PARAMETER,
-                                ));
-                                continue;
-                            }
-                            Some(patch)
-                        }
-                        _ => {
-                            let message = "a patch is a table of the keys to change, e.g. \
-                                           [variant.patch.breakers.redis]";
-                            self.errors.push(self.source.diagnostic(
-                                Some(patch_span),
-                                format!("variant[{index}].patch"),
-                                message,
-                            ));
-                            continue;
-                        }
-                    }
-                }
+            let Ok(patch) = self.variant_patch(&mut table, index) else {
+                continue;
             };
             let wrapped = table.clone();
             match deserialize_table::<RawVariant>(table, span.clone()) {
@@ -813,6 +856,49 @@ impl<'t> Reader<'_> {
             }
         }
         entries
+    }
+
+    /// A variant's `patch`: a table of the keys it changes, which may not be the seed.
+    fn variant_patch(
+        &mut self,
+        table: &mut Table<'t>,
+        index: usize,
+    ) -> Result<Option<Table<'t>>, validate::Reported> {
+        let Some((_, patch)) = take(table, "patch") else {
+            return Ok(None);
+        };
+        let patch_span = patch.span();
+        match patch.into_inner() {
+            DeValue::Table(patch) => {
+                let seed = patch
+                    .get("scenario")
+                    .and_then(|scenario| match scenario.get_ref() {
+                        DeValue::Table(scenario) => scenario
+                            .get_key_value("seed")
+                            .or_else(|| scenario.get_key_value("seeds")),
+                        _ => None,
+                    });
+                if let Some((key, _)) = seed {
+                    self.errors.push(self.source.diagnostic(
+                        Some(key.span()),
+                        format!("variant[{index}].patch.scenario.{}", key.get_ref()),
+                        SEED_IS_A_RUN_PARAMETER,
+                    ));
+                    return Err(validate::Reported);
+                }
+                Ok(Some(patch))
+            }
+            _ => {
+                let message = "a patch is a table of the keys to change, e.g. \
+                                   [variant.patch.breakers.redis]";
+                self.errors.push(self.source.diagnostic(
+                    Some(patch_span),
+                    format!("variant[{index}].patch"),
+                    message,
+                ));
+                Err(validate::Reported)
+            }
+        }
     }
 
     /// Reads `[sweep]` (one axis) or `[[sweep]]` (several: a grid of every combination);
@@ -905,33 +991,7 @@ impl<'t> Reader<'_> {
             );
             return None;
         };
-        let header = match deserialize_table::<RawSweep>(table, span.clone()) {
-            Ok(header) => header,
-            Err(error) => {
-                let message = serde_message(&error);
-                let at = error.span().unwrap_or(span);
-                self.errors
-                    .push(self.source.diagnostic(Some(at), key.to_owned(), message));
-                return None;
-            }
-        };
-        if header.parameter.get_ref().split('.').any(str::is_empty) {
-            let message = "must name a key as a dotted path, e.g. \"loads.blobs.count\"";
-            self.errors.push(self.source.diagnostic(
-                Some(header.parameter.span()),
-                format!("{key}.parameter"),
-                message,
-            ));
-            return None;
-        }
-        if header.parameter.get_ref() == "scenario.seed" {
-            self.errors.push(self.source.diagnostic(
-                Some(header.parameter.span()),
-                format!("{key}.parameter"),
-                SEED_IS_A_RUN_PARAMETER,
-            ));
-            return None;
-        }
+        let header = self.sweep_header(key, span, table)?;
         let values_span = values.span();
         let items = match values.into_inner() {
             DeValue::Array(items) if !items.is_empty() => items,
@@ -946,50 +1006,11 @@ impl<'t> Reader<'_> {
             }
         };
         // Checked before the values are read: their count alone may be what is too large.
-        let runs = runs_before.saturating_mul(items.len());
-        if runs > RUNS_MAX {
-            let message = format!(
-                "{runs_before} {} × {} swept values = {runs} runs, more than the {RUNS_MAX} a \
-                 file may expand to: sweep fewer values, or split the variants over several files",
-                if key == "sweep" || key == "sweep[0]" {
-                    if runs_before == 1 {
-                        "variant"
-                    } else {
-                        "variants"
-                    }
-                } else {
-                    "runs"
-                },
-                items.len(),
-            );
-            self.errors.push(self.source.diagnostic(
-                Some(values_span),
-                format!("{key}.values"),
-                message,
-            ));
-            return None;
-        }
+        self.check_sweep_runs(key, runs_before, items.len(), values_span)?;
         let mut parsed = Vec::new();
         let mut units = Vec::new();
         for (index, item) in items.into_iter().enumerate() {
-            let (text, x, unit) = match item.get_ref() {
-                DeValue::Integer(i) => (i.as_str().to_owned(), i.as_str().parse::<f64>().ok(), ""),
-                DeValue::Float(f) => (f.as_str().to_owned(), f.as_str().parse::<f64>().ok(), ""),
-                DeValue::String(s) => {
-                    let text = s.to_string();
-                    if let Ok(nanos) = units::parse_duration(s) {
-                        (text, Some(nanos as f64 / 1e6), "ms")
-                    } else if let Ok(bytes) = units::parse_size(s) {
-                        (text, Some(bytes as f64), "bytes")
-                    } else if let Ok(rate) = units::parse_bandwidth(s) {
-                        (text, Some(rate as f64), "bytes/s")
-                    } else {
-                        (text, Some(index as f64), "(index)")
-                    }
-                }
-                DeValue::Boolean(b) => (b.to_string(), Some(f64::from(u8::from(*b))), ""),
-                _ => (String::new(), None, ""),
-            };
+            let (text, x, unit) = swept_value(item.get_ref(), index);
             let Some(x) = x.filter(|x| x.is_finite()) else {
                 let message = "a swept value is a number, a string or a boolean";
                 self.errors.push(self.source.diagnostic(
@@ -1023,6 +1044,93 @@ impl<'t> Reader<'_> {
                 message,
             ));
         }
+        self.check_sweep_expect(key, &header, &parsed);
+        Some(SweepEntry {
+            header,
+            values: parsed,
+            unit: if unit == "(index)" { "" } else { unit },
+            words: unit == "(index)",
+        })
+    }
+
+    /// An axis's keys but its values: its parameter a dotted path, and not the seed.
+    fn sweep_header(
+        &mut self,
+        key: &str,
+        span: Range<usize>,
+        table: Table<'t>,
+    ) -> Option<RawSweep> {
+        let header = match deserialize_table::<RawSweep>(table, span.clone()) {
+            Ok(header) => header,
+            Err(error) => {
+                let message = serde_message(&error);
+                let at = error.span().unwrap_or(span);
+                self.errors
+                    .push(self.source.diagnostic(Some(at), key.to_owned(), message));
+                return None;
+            }
+        };
+        if header.parameter.get_ref().split('.').any(str::is_empty) {
+            let message = "must name a key as a dotted path, e.g. \"loads.blobs.count\"";
+            self.errors.push(self.source.diagnostic(
+                Some(header.parameter.span()),
+                format!("{key}.parameter"),
+                message,
+            ));
+            return None;
+        }
+        if header.parameter.get_ref() == "scenario.seed" {
+            self.errors.push(self.source.diagnostic(
+                Some(header.parameter.span()),
+                format!("{key}.parameter"),
+                SEED_IS_A_RUN_PARAMETER,
+            ));
+            return None;
+        }
+        Some(header)
+    }
+
+    /// The runs the file expands to with this axis's `count` values, at most [`RUNS_MAX`].
+    fn check_sweep_runs(
+        &mut self,
+        key: &str,
+        runs_before: usize,
+        count: usize,
+        values_span: Range<usize>,
+    ) -> Option<()> {
+        let runs = runs_before.saturating_mul(count);
+        if runs > RUNS_MAX {
+            let message = format!(
+                "{runs_before} {} × {} swept values = {runs} runs, more than the {RUNS_MAX} a \
+                 file may expand to: sweep fewer values, or split the variants over several files",
+                if key == "sweep" || key == "sweep[0]" {
+                    if runs_before == 1 {
+                        "variant"
+                    } else {
+                        "variants"
+                    }
+                } else {
+                    "runs"
+                },
+                count,
+            );
+            self.errors.push(self.source.diagnostic(
+                Some(values_span),
+                format!("{key}.values"),
+                message,
+            ));
+            return None;
+        }
+        Some(())
+    }
+
+    /// An axis's `expect` names its values.
+    fn check_sweep_expect(
+        &mut self,
+        key: &str,
+        header: &RawSweep,
+        parsed: &[(String, f64, Value<'t>)],
+    ) {
         for (value_text, lines) in &header.expect {
             if !parsed.iter().any(|(text, _, _)| text == value_text) {
                 let span = lines.first().map(Spanned::span);
@@ -1034,12 +1142,24 @@ impl<'t> Reader<'_> {
                 ));
             }
         }
-        Some(SweepEntry {
-            header,
-            values: parsed,
-            unit: if unit == "(index)" { "" } else { unit },
-            words: unit == "(index)",
-        })
+    }
+
+    /// A `--set` of a key a sweep sets would change nothing: refused at the `--set`.
+    fn check_sets_not_swept(&mut self, overrides: &[Override], sweeps: &[SweepEntry<'t>]) {
+        for (index, set) in overrides.iter().enumerate() {
+            if let Some(sweep) = sweeps
+                .iter()
+                .find(|sweep| *sweep.header.parameter.get_ref() == set.key)
+            {
+                let message = format!(
+                    "`{}` is swept (values {}): each point sets it, so this would change nothing",
+                    set.key,
+                    sweep.values.len()
+                );
+                let diagnostic = self.set_diagnostic(index, &set.key, message);
+                self.errors.push(diagnostic);
+            }
+        }
     }
 
     /// A variant's `expect_at` names swept values: each must be one, of some axis.
@@ -1091,7 +1211,40 @@ impl<'t> Reader<'_> {
             &variants
         };
         let explicit = !variants.is_empty();
-        // An axis's `variants` name variants of the file.
+        self.check_swept_variants(&sweeps, entries, explicit)?;
+        let mut documents = Vec::new();
+        for entry in entries {
+            documents.extend(self.grid_points(&base, entry, explicit, &sweeps)?);
+        }
+        let (built, file) = self.read_variants(documents, &document_span, &sweeps);
+        let (name, seed, seeds, description) = file?;
+        let axes = sweep_axes(sweeps);
+        Some(ScenarioFile {
+            name,
+            seed,
+            seeds,
+            sweep: axes.first().cloned(),
+            sweep_axes: axes,
+            variants: built,
+            report: ReportSettings::default(),
+            description,
+            preamble: Vec::new(),
+            warnings: Vec::new(),
+            observed: None,
+            fit: None,
+            explore: None,
+            map: None,
+            tune: None,
+        })
+    }
+
+    /// An axis's `variants` name variants of the file.
+    fn check_swept_variants(
+        &mut self,
+        sweeps: &[SweepEntry<'t>],
+        entries: &[VariantEntry<'t>],
+        explicit: bool,
+    ) -> Option<()> {
         for (axis, sweep) in sweeps.iter().enumerate() {
             let Some(names) = &sweep.header.variants else {
                 continue;
@@ -1129,100 +1282,142 @@ impl<'t> Reader<'_> {
                 }
             }
         }
+        Some(())
+    }
+
+    /// The documents of one variant: its patch merged into the base, then one per point of
+    /// the grid of the axes that sweep it (the first axis outermost), each named by its
+    /// values; `None` after a sweep's parameter could not be set.
+    fn grid_points<'e>(
+        &mut self,
+        base: &Table<'t>,
+        entry: &'e VariantEntry<'t>,
+        explicit: bool,
+        sweeps: &[SweepEntry<'t>],
+    ) -> Option<Vec<GridPoint<'e, 't>>> {
         let mut documents = Vec::new();
-        for entry in entries {
-            let mut document = base.clone();
-            if explicit {
-                self.check_patch_names(&base, entry);
-            }
-            if let Some(patch) = &entry.patch
-                && let Err((span, reason)) = merge(&mut document, patch)
-            {
-                let diagnostic = self.source.diagnostic(
-                    Some(span),
-                    format!("variant \"{}\" patch", entry.header.name.get_ref()),
-                    reason,
-                );
-                self.errors.push(diagnostic);
+        let mut document = base.clone();
+        if explicit {
+            self.check_patch_names(base, entry);
+        }
+        if let Some(patch) = &entry.patch
+            && let Err((span, reason)) = merge(&mut document, patch)
+        {
+            let diagnostic = self.source.diagnostic(
+                Some(span),
+                format!("variant \"{}\" patch", entry.header.name.get_ref()),
+                reason,
+            );
+            self.errors.push(diagnostic);
+            return Some(documents);
+        }
+        let variant_name = entry.header.name.get_ref().clone();
+        // The axes that sweep this variant: those without `variants`, and those that
+        // name it. Over the others it runs once, at the file's value (shown as `-`).
+        let applies: Vec<bool> = (sweeps.iter())
+            .map(|sweep| {
+                (sweep.header.variants.as_ref()).is_none_or(|names| {
+                    (names.get_ref().iter()).any(|name| name.get_ref() == &variant_name)
+                })
+            })
+            .collect();
+        let lengths: Vec<usize> = (sweeps.iter().zip(&applies))
+            .map(|(sweep, &applies)| if applies { sweep.values.len() } else { 1 })
+            .collect();
+        // Every point of the grid, the first axis outermost: the indices of its values.
+        let mut point = vec![0usize; sweeps.len()];
+        let count = lengths.iter().product::<usize>();
+        for _ in 0..count {
+            let (swept, texts) = self.set_point(&document, sweeps, &point, &applies)?;
+            let shown: Vec<String> = (texts.iter().zip(&applies))
+                .filter(|(_, applies)| **applies)
+                .map(|((l, t), _)| format!("{l}={t}"))
+                .collect();
+            let name = match (explicit, shown.is_empty()) {
+                (_, true) => variant_name.clone(),
+                (true, false) => format!("{variant_name} / {}", shown.join(", ")),
+                (false, false) => shown.join(", "),
+            };
+            let x = (sweeps.first())
+                .filter(|_| applies[0])
+                .map(|sweep| sweep.values[point[0]].1);
+            let at: Vec<Option<usize>> = (point.iter().zip(&applies))
+                .map(|(&index, &applies)| applies.then_some(index))
+                .collect();
+            documents.push(GridPoint {
+                name,
+                sweep_x: x,
+                document: swept,
+                entry,
+                point: at,
+                sweep_values: texts,
+            });
+            next_point(&mut point, &lengths);
+        }
+        Some(documents)
+    }
+
+    /// The document with each axis that sweeps the variant set to its value at `point`, and
+    /// each axis's label and value as written (`-` where it does not sweep it); `None` after
+    /// a parameter could not be set.
+    fn set_point(
+        &mut self,
+        document: &Table<'t>,
+        sweeps: &[SweepEntry<'t>],
+        point: &[usize],
+        applies: &[bool],
+    ) -> Option<(Table<'t>, Vec<(String, String)>)> {
+        let mut swept = document.clone();
+        let mut texts = Vec::new();
+        for ((sweep, &index), &applies) in sweeps.iter().zip(point).zip(applies) {
+            let label = sweep.header.label.as_deref().unwrap_or("value");
+            if !applies {
+                texts.push((label.to_owned(), "-".to_owned()));
                 continue;
             }
-            let variant_name = entry.header.name.get_ref().clone();
-            // The axes that sweep this variant: those without `variants`, and those that
-            // name it. Over the others it runs once, at the file's value (shown as `-`).
-            let applies: Vec<bool> = (sweeps.iter())
-                .map(|sweep| {
-                    (sweep.header.variants.as_ref()).is_none_or(|names| {
-                        (names.get_ref().iter()).any(|name| name.get_ref() == &variant_name)
-                    })
-                })
-                .collect();
-            let lengths: Vec<usize> = (sweeps.iter().zip(&applies))
-                .map(|(sweep, &applies)| if applies { sweep.values.len() } else { 1 })
-                .collect();
-            // Every point of the grid, the first axis outermost: the indices of its values.
-            let mut point = vec![0usize; sweeps.len()];
-            let count = lengths.iter().product::<usize>();
-            for _ in 0..count {
-                let mut swept = document.clone();
-                let mut texts = Vec::new();
-                for ((sweep, &index), &applies) in sweeps.iter().zip(&point).zip(&applies) {
-                    let label = sweep.header.label.as_deref().unwrap_or("value");
-                    if !applies {
-                        texts.push((label.to_owned(), "-".to_owned()));
-                        continue;
-                    }
-                    let (text, _, value) = &sweep.values[index];
-                    let parameter = &sweep.header.parameter;
-                    if let Err(message) = set_path(
-                        &mut swept,
-                        parameter.get_ref(),
-                        parameter.span(),
-                        value.clone(),
-                    ) {
-                        let diagnostic = self.source.diagnostic(
-                            Some(parameter.span()),
-                            "sweep.parameter",
-                            message,
-                        );
-                        self.errors.push(diagnostic);
-                        return None;
-                    }
-                    texts.push((label.to_owned(), text.clone()));
-                }
-                let shown: Vec<String> = (texts.iter().zip(&applies))
-                    .filter(|(_, applies)| **applies)
-                    .map(|((l, t), _)| format!("{l}={t}"))
-                    .collect();
-                let name = match (explicit, shown.is_empty()) {
-                    (_, true) => variant_name.clone(),
-                    (true, false) => format!("{variant_name} / {}", shown.join(", ")),
-                    (false, false) => shown.join(", "),
-                };
-                let x = (sweeps.first())
-                    .filter(|_| applies[0])
-                    .map(|sweep| sweep.values[point[0]].1);
-                let at: Vec<Option<usize>> = (point.iter().zip(&applies))
-                    .map(|(&index, &applies)| applies.then_some(index))
-                    .collect();
-                documents.push((name, x, swept, entry, at, texts));
-                // The next point: the last axis moves fastest.
-                for axis in (0..point.len()).rev() {
-                    point[axis] += 1;
-                    if point[axis] < lengths[axis] {
-                        break;
-                    }
-                    point[axis] = 0;
-                }
+            let (text, _, value) = &sweep.values[index];
+            let parameter = &sweep.header.parameter;
+            if let Err(message) = set_path(
+                &mut swept,
+                parameter.get_ref(),
+                parameter.span(),
+                value.clone(),
+            ) {
+                let diagnostic =
+                    self.source
+                        .diagnostic(Some(parameter.span()), "sweep.parameter", message);
+                self.errors.push(diagnostic);
+                return None;
             }
+            texts.push((label.to_owned(), text.clone()));
         }
+        Some((swept, texts))
+    }
+
+    /// Each grid point read and validated into a variant (its problems tagged with its
+    /// name), with the file's header from the first; then the resources no variant uses,
+    /// warned of once.
+    fn read_variants(
+        &mut self,
+        documents: Vec<GridPoint<'_, 't>>,
+        document_span: &Range<usize>,
+        sweeps: &[SweepEntry<'t>],
+    ) -> (Vec<Variant>, Option<FileHeader>) {
         // The file's name, seed, stated seed range and description, from the first variant.
-        type Header = (String, u64, Option<RangeInclusive<u64>>, Option<String>);
-        let mut file: Option<Header> = None;
+        let mut file: Option<FileHeader> = None;
         let mut built = Vec::new();
         // Every resource of every variant, where its name is written, and those named.
         let mut defined: BTreeMap<(&'static str, String), Option<Range<usize>>> = BTreeMap::new();
         let mut used: BTreeSet<(&'static str, String)> = BTreeSet::new();
-        for (name, sweep_x, document, entry, point, sweep_values) in documents {
+        for GridPoint {
+            name,
+            sweep_x,
+            document,
+            entry,
+            point,
+            sweep_values,
+        } in documents
+        {
             let errors_before = self.errors.len();
             let raw =
                 match deserialize_table::<RawScenario>(document.clone(), document_span.clone()) {
@@ -1283,7 +1478,18 @@ impl<'t> Reader<'_> {
             }
             tag(&mut self.errors[errors_before..], &name);
         }
-        let several = built.len() > 1;
+        self.warn_unused(defined, &used, built.len() > 1);
+        (built, file)
+    }
+
+    /// A warning at each resource no variant uses (what a run starts from is used by
+    /// being there).
+    fn warn_unused(
+        &mut self,
+        defined: BTreeMap<(&'static str, String), Option<Range<usize>>>,
+        used: &BTreeSet<(&'static str, String)>,
+        several: bool,
+    ) {
         for ((section, resource), span) in defined {
             if kinds::ROOTS.contains(&section) || used.contains(&(section, resource.clone())) {
                 continue;
@@ -1300,41 +1506,6 @@ impl<'t> Reader<'_> {
                 format!("{message} (remove it, or name it where it should be used)"),
             ));
         }
-        let (name, seed, seeds, description) = file?;
-        let axes: Vec<SweepInfo> = sweeps
-            .into_iter()
-            .map(|sweep| SweepInfo {
-                label: sweep.header.label.unwrap_or_else(|| "value".to_owned()),
-                parameter: sweep.header.parameter.into_inner(),
-                unit: sweep.unit.to_owned(),
-                values: if sweep.words {
-                    sweep
-                        .values
-                        .iter()
-                        .map(|(text, _, _)| text.clone())
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-            })
-            .collect();
-        Some(ScenarioFile {
-            name,
-            seed,
-            seeds,
-            sweep: axes.first().cloned(),
-            sweep_axes: axes,
-            variants: built,
-            report: ReportSettings::default(),
-            description,
-            preamble: Vec::new(),
-            warnings: Vec::new(),
-            observed: None,
-            fit: None,
-            explore: None,
-            map: None,
-            tune: None,
-        })
     }
 
     /// A top-level table the file has apart from its resources (`[report]`, `[observed]`),

@@ -281,121 +281,6 @@ pub enum KeyDistributionName {
     Hot,
 }
 
-/// An adaptive concurrency limit (Netflix's concurrency-limits): its bounds and exactly one
-/// algorithm, `aimd` or `gradient2`, each a table of its own parameters.
-#[derive(Deserialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
-pub struct RawAdaptiveLimit {
-    pub enabled: Option<bool>,
-    pub limit_initial: Option<Spanned<Whole>>,
-    pub limit_min: Option<Spanned<Whole>>,
-    pub limit_max: Option<Spanned<Whole>>,
-    aimd: Option<Spanned<RawAimd>>,
-    gradient2: Option<Spanned<RawGradient2>>,
-    /// The errors that count as drops (the signal of overload that lowers the limit).
-    pub drops: Option<Spanned<Vec<Spanned<String>>>>,
-}
-
-/// How an adaptive limit moves, as written.
-#[derive(Clone, Copy)]
-pub enum RawLimitAlgorithm<'a> {
-    Aimd(&'a Spanned<RawAimd>),
-    Gradient2(&'a Spanned<RawGradient2>),
-}
-
-const LIMIT_ALGORITHMS: OneOf = OneOf {
-    tags: &[
-        ("aimd", fields_of::<RawAimd>),
-        ("gradient2", fields_of::<RawGradient2>),
-    ],
-    what: "an adaptive limit",
-    tag_noun: "algorithm",
-    advice: "give aimd or gradient2, not both",
-    tag_required: true,
-};
-
-impl RawAdaptiveLimit {
-    pub fn algorithm(&self) -> RawLimitAlgorithm<'_> {
-        (self.aimd.as_ref().map(RawLimitAlgorithm::Aimd))
-            .or(self.gradient2.as_ref().map(RawLimitAlgorithm::Gradient2))
-            .expect("an adaptive limit is read only with one algorithm")
-    }
-}
-
-impl<'de> Deserialize<'de> for RawAdaptiveLimit {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        LIMIT_ALGORITHMS.read(deserializer, |table| RawAdaptiveLimit::deserialize(table))
-    }
-}
-
-/// AIMD's parameters (Netflix's defaults when left out: 0.9 and 5 s).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawAimd {
-    pub backoff_ratio: Option<Spanned<f64>>,
-    pub timeout: Option<Spanned<Text>>,
-}
-
-/// Gradient2's parameters (Netflix's defaults when left out: 1.5, 0.2, 600, 4).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawGradient2 {
-    pub rtt_tolerance: Option<Spanned<f64>>,
-    pub smoothing: Option<Spanned<f64>>,
-    pub long_window: Option<Spanned<Whole>>,
-    pub queue_size: Option<Spanned<Whole>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawBulkhead {
-    pub enabled: Option<bool>,
-    pub max_concurrent: Spanned<Whole>,
-    pub queue: Spanned<Whole>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawSemaphore {
-    pub enabled: Option<bool>,
-    pub max_in_flight: Option<Spanned<Whole>>,
-    pub max_bytes: Option<Spanned<Size>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawRateLimit {
-    pub enabled: Option<bool>,
-    pub algorithm: Option<RateAlgorithmName>,
-    pub capacity: Spanned<Whole>,
-    pub rate: Spanned<f64>,
-    pub store: Option<Spanned<String>>,
-    pub when_unreachable: Option<WhenUnreachableName>,
-    pub fail_closed_retry_after: Option<Spanned<Text>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RateAlgorithmName {
-    TokenBucket,
-    Gcra,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WhenUnreachableName {
-    Open,
-    Closed,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawCache {
-    pub max_entries: Spanned<Whole>,
-    pub max_bytes: Spanned<Size>,
-    pub ttl: Spanned<Text>,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheOpName {
@@ -403,27 +288,6 @@ pub enum CacheOpName {
     Put,
     Invalidate,
     Flush,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawKvStore {
-    pub read_latency: Spanned<RawLatency>,
-    pub write_latency: Spanned<RawLatency>,
-    pub staleness_max: Option<Spanned<Text>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawThrottle {
-    pub enabled: Option<bool>,
-    pub form: Spanned<ThrottleFormName>,
-    pub inflight_max: Spanned<Whole>,
-    pub retry_after: Option<Spanned<Text>>,
-    pub counter_ttl: Option<Spanned<Text>>,
-    pub ttl_mode: Option<Spanned<TtlModeName>>,
-    pub store: Option<Spanned<String>>,
-    pub release_loss_percent: Option<Spanned<f64>>,
 }
 
 /// `[callers.upstream]`: what sends a load's requests, with its own timeout and retries.
@@ -449,38 +313,6 @@ pub struct RawService {
 pub enum SpreadName {
     RoundRobin,
     Random,
-}
-
-/// `[locks.files]`: a distributed lock over Redis.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawLock {
-    pub lease: Spanned<Text>,
-    pub retry_delay: Option<Spanned<Text>>,
-    pub retry_jitter: Option<LockJitterName>,
-    pub acquire_timeout: Spanned<Text>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LockJitterName {
-    None,
-    Full,
-    Equal,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ThrottleFormName {
-    Atomic,
-    Kv,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TtlModeName {
-    Fixed,
-    Refreshed,
 }
 
 #[derive(Deserialize)]

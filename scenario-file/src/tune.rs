@@ -15,10 +15,12 @@
 //! A knob is a key the file writes (a duration or a number), with a range that holds the
 //! file's value: tuning starts from the file's settings and keeps the nearest that survive.
 
+use std::collections::BTreeMap;
+
 use toml::Spanned;
 
 use crate::fit::{End, Unknown, unknown_in};
-use crate::raw::RawTune;
+use crate::raw::{RawTune, RawUnknown};
 use crate::{ExploreSpec, Reader, ScenarioFile};
 
 /// `[tune]`, checked against the file and its `[explore]`.
@@ -48,23 +50,7 @@ impl<'t> Reader<'_> {
                            [explore] table";
             self.refuse(raw.knobs.span(), "tune", message);
         }
-        let variant = match &raw.variant {
-            Some(name) => {
-                let known = file.variants.iter().any(|v| &v.name == name.get_ref());
-                if !known {
-                    let names = file.variants.iter().map(|v| v.name.as_str());
-                    self.refuse(
-                        name.span(),
-                        "tune.variant",
-                        crate::not_a_variant(name.get_ref(), names),
-                    );
-                }
-                Some(name.get_ref().clone())
-            }
-            None => explore
-                .and_then(|e| e.variants.first().cloned())
-                .or_else(|| file.variants.first().map(|v| v.name.clone())),
-        };
+        let variant = self.tune_variant(&raw.variant, file, explore);
         let whole = |this: &mut Self,
                      value: &Option<Spanned<crate::raw::Whole>>,
                      key: &str,
@@ -96,39 +82,7 @@ impl<'t> Reader<'_> {
             .map(|v| &v.settings);
         let mut knobs = Vec::new();
         for (key, entry) in entries {
-            let at = format!("tune.knobs.\"{key}\"");
-            let Some(written) = settings.and_then(|s| s.get(key)) else {
-                let message = format!(
-                    "`{key}` is not a key the file writes: write its value in the file, where tuning starts"
-                );
-                self.refuse(entry.span(), at, message);
-                continue;
-            };
-            if explore.is_some_and(|e| e.params.iter().any(|p| &p.key == key)) {
-                let message = format!(
-                    "`{key}` is also in [explore.params]: the explorations tune runs draw it in \
-                     every schedule, over the tuned value; tune a key of the design, explore one \
-                     of the world"
-                );
-                self.refuse(entry.span(), at, message);
-                continue;
-            }
-            if let Some(message) = crate::swept_by_the_file(file, key, "tuning it") {
-                self.refuse(entry.span(), at, message);
-                continue;
-            }
-            let (min, max) = (&entry.get_ref().min, &entry.get_ref().max);
-            match unknown_in(key, written, min.get_ref(), max.get_ref(), self.starts.tune) {
-                Ok(knob) => knobs.push(knob),
-                Err((which, message)) => {
-                    let span = match which {
-                        End::Min => min.span(),
-                        End::Max => max.span(),
-                        End::Both => entry.span(),
-                    };
-                    self.refuse(span, at, message);
-                }
-            }
+            knobs.extend(self.tune_knob(key, entry, settings, file, explore));
         }
         if self.errors.len() > before {
             return None;
@@ -139,5 +93,77 @@ impl<'t> Reader<'_> {
             candidates: candidates?,
             knobs,
         })
+    }
+
+    /// The variant tuned: the one named, else the first `[explore]` runs, else the first.
+    fn tune_variant(
+        &mut self,
+        variant: &Option<Spanned<String>>,
+        file: &ScenarioFile,
+        explore: Option<&ExploreSpec>,
+    ) -> Option<String> {
+        match variant {
+            Some(name) => {
+                let known = file.variants.iter().any(|v| &v.name == name.get_ref());
+                if !known {
+                    let names = file.variants.iter().map(|v| v.name.as_str());
+                    self.refuse(
+                        name.span(),
+                        "tune.variant",
+                        crate::not_a_variant(name.get_ref(), names),
+                    );
+                }
+                Some(name.get_ref().clone())
+            }
+            None => explore
+                .and_then(|e| e.variants.first().cloned())
+                .or_else(|| file.variants.first().map(|v| v.name.clone())),
+        }
+    }
+
+    /// One knob: a key the file writes (in the variant tuned), not drawn by `[explore]` nor
+    /// swept, with a range that holds the file's value.
+    fn tune_knob(
+        &mut self,
+        key: &str,
+        entry: &Spanned<RawUnknown>,
+        settings: Option<&BTreeMap<String, String>>,
+        file: &ScenarioFile,
+        explore: Option<&ExploreSpec>,
+    ) -> Option<Unknown> {
+        let at = format!("tune.knobs.\"{key}\"");
+        let Some(written) = settings.and_then(|s| s.get(key)) else {
+            let message = format!(
+                "`{key}` is not a key the file writes: write its value in the file, where tuning starts"
+            );
+            self.refuse(entry.span(), at, message);
+            return None;
+        };
+        if explore.is_some_and(|e| e.params.iter().any(|p| p.key == key)) {
+            let message = format!(
+                "`{key}` is also in [explore.params]: the explorations tune runs draw it in \
+                 every schedule, over the tuned value; tune a key of the design, explore one \
+                 of the world"
+            );
+            self.refuse(entry.span(), at, message);
+            return None;
+        }
+        if let Some(message) = crate::swept_by_the_file(file, key, "tuning it") {
+            self.refuse(entry.span(), at, message);
+            return None;
+        }
+        let (min, max) = (&entry.get_ref().min, &entry.get_ref().max);
+        match unknown_in(key, written, min.get_ref(), max.get_ref(), self.starts.tune) {
+            Ok(knob) => Some(knob),
+            Err((which, message)) => {
+                let span = match which {
+                    End::Min => min.span(),
+                    End::Max => max.span(),
+                    End::Both => entry.span(),
+                };
+                self.refuse(span, at, message);
+                None
+            }
+        }
     }
 }

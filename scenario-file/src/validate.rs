@@ -7,18 +7,6 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::ops::{Range, RangeInclusive};
 
-use outagelab_model::ConfigError;
-use outagelab_model::adaptive_limit::{
-    AdaptiveLimitConfig, Algorithm as LimitAlgorithm, QueueSize,
-};
-use outagelab_model::bulkhead::BulkheadConfig;
-use outagelab_model::cache::CacheConfig;
-use outagelab_model::lock::{LockConfig, RetryJitter};
-use outagelab_model::rate_limit::{
-    Algorithm, BucketConfig, RateLimiterConfig, TokenRate, WhenStoreUnreachable,
-};
-use outagelab_model::semaphore::SemaphoreConfig;
-use outagelab_model::throttle::{CounterTtl, ThrottleConfig};
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_report::{Outcome, PercentileRule};
 use outagelab_sim::HttpSpec;
@@ -34,7 +22,9 @@ use crate::units::{parse_bandwidth, parse_duration, parse_size};
 mod breaker;
 mod connection;
 mod faults;
+mod limits;
 mod load;
+mod policies;
 mod retry;
 mod table;
 
@@ -303,16 +293,6 @@ impl<'a> Validator<'a> {
         }
     }
 
-    /// Reports a policy's rejected config at the key it came from, for policies whose fields
-    /// have the names the file gives them.
-    fn config_error(&mut self, error: ConfigError, prefix: &str, spans: &[(&str, Range<usize>)]) {
-        let span = spans
-            .iter()
-            .find(|(field, _)| *field == error.field)
-            .map(|(_, span)| span.clone());
-        self.error(span, format!("{prefix}.{}", error.field), error.reason);
-    }
-
     fn check_names(&mut self, section: &str, names: &[&str]) {
         for &name in names {
             let valid = !name.is_empty()
@@ -352,50 +332,7 @@ impl<'a> Validator<'a> {
         let servers = self.each(&raw.servers, |v, name, server| {
             Some(v.server(name, server, &names, &keys))
         });
-        let client_loops = self.each(&raw.client_loops, |v, name, client_loop| {
-            let key = |field: &str| format!("client_loops.{name}.{field}");
-            let write_rate = v.bandwidth(&client_loop.write_rate, &key("write_rate"));
-            const TURN: &str = "the writer's turn is its copy rate and how much it copies \
-                                before it yields";
-            let writer = match (&client_loop.copy_rate, &client_loop.copy_before_yield) {
-                (None, None) => Some(None),
-                (Some(copy_rate), Some(most)) => {
-                    let copy_rate = v.bandwidth(copy_rate, &key("copy_rate"));
-                    match v.size_any(most, &key("copy_before_yield")) {
-                        Some(0) => {
-                            v.error(
-                                Some(most.span()),
-                                key("copy_before_yield"),
-                                "must be more than zero bytes: a writer that yields before \
-                                 copying anything never writes",
-                            );
-                            None
-                        }
-                        most => copy_rate.zip(most).map(|(copy_rate, copy_before_yield)| {
-                            Some(WriterTurn {
-                                copy_rate,
-                                copy_before_yield,
-                            })
-                        }),
-                    }
-                }
-                (Some(copy_rate), None) => {
-                    let message = format!("needs copy_before_yield too: {TURN}");
-                    v.error(Some(copy_rate.span()), key("copy_rate"), message);
-                    None
-                }
-                (None, Some(most)) => {
-                    let message = format!("needs copy_rate too: {TURN}");
-                    v.error(Some(most.span()), key("copy_before_yield"), message);
-                    None
-                }
-            };
-            Some(ClientLoopSpec {
-                name: name.to_owned(),
-                write_rate: write_rate?,
-                writer: writer?,
-            })
-        });
+        let client_loops = self.each(&raw.client_loops, Self::client_loop);
         let connections = self.each(&raw.connections, |v, name, connection| {
             v.connection(name, connection, &names)
         });
@@ -424,45 +361,17 @@ impl<'a> Validator<'a> {
         let locks = self.each(&raw.locks, Self::lock);
         let flows = self.each(&raw.flows, |v, name, flow| v.flow(name, flow, &names));
         self.check_sheds_reach_breakers(raw, &names, &flows);
-        if raw.loads.is_empty() {
-            self.error(
-                None,
-                "loads",
-                "the scenario has no [loads.<name>] table: nothing would run",
-            );
-        }
-        // A disabled load is still checked (a variant may enable it), then left out.
-        let loads: Vec<LoadSpec> = raw
-            .loads
-            .iter()
-            .filter_map(|(name, load)| {
-                let spec = self.load(name, load, &names, limits.horizon)?;
-                (!load.disabled()).then_some(spec)
-            })
-            .collect();
-        if !raw.loads.is_empty() && raw.loads.values().all(|load| load.disabled()) {
-            self.error(
-                None,
-                "loads",
-                "every load is disabled (`enabled = false`): nothing would run",
-            );
-        }
+        let loads = self.loads(raw, &names, limits.horizon);
         // A disabled fault is still checked (a variant may enable it), then left out.
         let faults = self.each(&raw.faults, |v, name, fault| {
             let spec = v.fault(name, fault, &names, limits.horizon)?;
             fault.enabled.unwrap_or(true).then_some(spec)
         });
-        let seed = match &raw.scenario.seed {
-            // TOML's integers are signed: the largest seed a file can write is i64::MAX.
-            Some(seed) => self
-                .whole(seed, "scenario.seed", 0..=i64::MAX.unsigned_abs(), "")
-                .unwrap_or(default::SEED),
-            None => default::SEED,
-        };
+        let seed = self.seed(&raw.scenario);
         if self.errors.len() > errors_before {
             return None;
         }
-        let mut scenario = Scenario {
+        let scenario = Scenario {
             name: name.to_owned(),
             seed,
             limits,
@@ -492,9 +401,112 @@ impl<'a> Validator<'a> {
             channels: std::mem::take(&mut self.channels),
             client_loops,
         };
+        self.expand(scenario, raw, &names, errors_before)
+    }
+
+    /// A client event loop: the rate it writes at, and the writer's turn, whose two keys go
+    /// together.
+    fn client_loop(&mut self, name: &str, raw: &RawClientLoop) -> Option<ClientLoopSpec> {
+        let key = |field: &str| format!("client_loops.{name}.{field}");
+        let write_rate = self.bandwidth(&raw.write_rate, &key("write_rate"));
+        const TURN: &str = "the writer's turn is its copy rate and how much it copies \
+                            before it yields";
+        let writer = match (&raw.copy_rate, &raw.copy_before_yield) {
+            (None, None) => Some(None),
+            (Some(copy_rate), Some(most)) => {
+                let copy_rate = self.bandwidth(copy_rate, &key("copy_rate"));
+                match self.size_any(most, &key("copy_before_yield")) {
+                    Some(0) => {
+                        self.error(
+                            Some(most.span()),
+                            key("copy_before_yield"),
+                            "must be more than zero bytes: a writer that yields before \
+                             copying anything never writes",
+                        );
+                        None
+                    }
+                    most => copy_rate.zip(most).map(|(copy_rate, copy_before_yield)| {
+                        Some(WriterTurn {
+                            copy_rate,
+                            copy_before_yield,
+                        })
+                    }),
+                }
+            }
+            (Some(copy_rate), None) => {
+                let message = format!("needs copy_before_yield too: {TURN}");
+                self.error(Some(copy_rate.span()), key("copy_rate"), message);
+                None
+            }
+            (None, Some(most)) => {
+                let message = format!("needs copy_rate too: {TURN}");
+                self.error(Some(most.span()), key("copy_before_yield"), message);
+                None
+            }
+        };
+        Some(ClientLoopSpec {
+            name: name.to_owned(),
+            write_rate: write_rate?,
+            writer: writer?,
+        })
+    }
+
+    /// The loads that run: each checked, a disabled one then left out (a variant may enable
+    /// it); a file with none, or with every one disabled, would run nothing.
+    fn loads(
+        &mut self,
+        raw: &RawScenario,
+        names: &Names,
+        horizon: Option<SimTime>,
+    ) -> Vec<LoadSpec> {
+        if raw.loads.is_empty() {
+            self.error(
+                None,
+                "loads",
+                "the scenario has no [loads.<name>] table: nothing would run",
+            );
+        }
+        let loads: Vec<LoadSpec> = raw
+            .loads
+            .iter()
+            .filter_map(|(name, load)| {
+                let spec = self.load(name, load, names, horizon)?;
+                (!load.disabled()).then_some(spec)
+            })
+            .collect();
+        if !raw.loads.is_empty() && raw.loads.values().all(|load| load.disabled()) {
+            self.error(
+                None,
+                "loads",
+                "every load is disabled (`enabled = false`): nothing would run",
+            );
+        }
+        loads
+    }
+
+    /// The run's root seed (TOML's integers are signed: the largest a file can write is
+    /// `i64::MAX`).
+    fn seed(&mut self, header: &RawHeader) -> u64 {
+        match &header.seed {
+            Some(seed) => self
+                .whole(seed, "scenario.seed", 0..=i64::MAX.unsigned_abs(), "")
+                .unwrap_or(default::SEED),
+            None => default::SEED,
+        }
+    }
+
+    /// The scenario once every table is read: its channels checked, its services expanded
+    /// into instances, its faults on connections pointed at them, its references checked.
+    fn expand(
+        &mut self,
+        mut scenario: Scenario,
+        raw: &RawScenario,
+        names: &Names,
+        errors_before: usize,
+    ) -> Option<Scenario> {
         self.check_published_channels(&scenario);
         for (name, service) in &raw.services {
-            self.service(&mut scenario, name, service, &names);
+            self.service(&mut scenario, name, service, names);
         }
         self.resolve_fault_targets(&mut scenario);
         if self.errors.len() > errors_before {
@@ -1134,195 +1146,6 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn bulkhead(&mut self, name: &str, raw: &RawBulkhead) -> Option<BulkheadSpec> {
-        let prefix = format!("bulkheads.{name}");
-        let queue = self.whole(&raw.queue, &format!("{prefix}.queue"), 0..=limit::QUEUE, "");
-        let max_concurrent = self.whole(
-            &raw.max_concurrent,
-            &format!("{prefix}.max_concurrent"),
-            0..=u32::MAX,
-            "",
-        );
-        match BulkheadConfig::new(max_concurrent?, queue?) {
-            Ok(config) => Some(BulkheadSpec {
-                name: name.to_owned(),
-                enabled: raw.enabled.unwrap_or(true),
-                config,
-            }),
-            Err(error) => {
-                self.config_error(
-                    error,
-                    &prefix,
-                    &[("max_concurrent", raw.max_concurrent.span())],
-                );
-                None
-            }
-        }
-    }
-
-    fn semaphore(&mut self, name: &str, raw: &RawSemaphore) -> Option<SemaphoreSpec> {
-        let prefix = format!("semaphores.{name}");
-        let max_in_flight = match &raw.max_in_flight {
-            Some(n) => Some(self.whole(n, &format!("{prefix}.max_in_flight"), 0..=u32::MAX, "")?),
-            None => None,
-        };
-        let max_bytes = match &raw.max_bytes {
-            Some(size) => Some(self.size_any(size, &format!("{prefix}.max_bytes"))?),
-            None => None,
-        };
-        match SemaphoreConfig::new(max_in_flight, max_bytes) {
-            Ok(config) => Some(SemaphoreSpec {
-                name: name.to_owned(),
-                enabled: raw.enabled.unwrap_or(true),
-                config,
-            }),
-            Err(error) => {
-                let mut spans = Vec::new();
-                if let Some(n) = &raw.max_in_flight {
-                    spans.push(("max_in_flight", n.span()));
-                }
-                if let Some(b) = &raw.max_bytes {
-                    spans.push(("max_bytes", b.span()));
-                }
-                let span = spans.first().map(|(_, span)| span.clone());
-                let key = format!("{prefix}.{}", error.field);
-                let at = spans
-                    .iter()
-                    .find(|(field, _)| *field == error.field)
-                    .map(|(_, span)| span.clone())
-                    .or(span)
-                    .or_else(|| self.key_span(&["semaphores", name]));
-                self.error(at, key, error.reason);
-                None
-            }
-        }
-    }
-
-    fn adaptive_limit(&mut self, name: &str, raw: &RawAdaptiveLimit) -> Option<AdaptiveLimitSpec> {
-        let prefix = format!("adaptive_limits.{name}");
-        let key = |field: &str| format!("{prefix}.{field}");
-        // Where the file wrote each field the config may name in an error.
-        let mut spans: Vec<(&str, Range<usize>)> = Vec::new();
-        let mut bound = |this: &mut Self, field: &'static str, value: &Option<Spanned<Whole>>| {
-            let value = value.as_ref()?;
-            spans.push((field, value.span()));
-            this.whole(value, &key(field), 0..=u32::MAX, "")
-        };
-        let limit_min = bound(self, "limit_min", &raw.limit_min);
-        let limit_max = bound(self, "limit_max", &raw.limit_max);
-        let limit_initial = bound(self, "limit_initial", &raw.limit_initial);
-        // Defaults: initial 20 and max 200 as Netflix's builders, but min 1 (theirs is 20, which
-        // would forbid shrinking below the start); a default never falls outside the bounds
-        // the file gives.
-        let limit_min = limit_min.unwrap_or(1);
-        let limit_max = limit_max.unwrap_or(200.max(limit_min));
-        // Not `clamp`: it panics on bounds the config is about to refuse.
-        let limit_initial = limit_initial.unwrap_or(20.max(limit_min).min(limit_max));
-        let algorithm = match raw.algorithm() {
-            RawLimitAlgorithm::Aimd(aimd) => {
-                let table = aimd.get_ref();
-                let LimitAlgorithm::Aimd {
-                    backoff_ratio,
-                    timeout,
-                } = LimitAlgorithm::AIMD_NETFLIX
-                else {
-                    unreachable!("the AIMD defaults are AIMD")
-                };
-                let timeout = match &table.timeout {
-                    Some(value) => {
-                        spans.push(("timeout", value.span()));
-                        self.duration(value, &key("aimd.timeout"))?
-                    }
-                    None => timeout,
-                };
-                if let Some(ratio) = &table.backoff_ratio {
-                    spans.push(("backoff_ratio", ratio.span()));
-                }
-                LimitAlgorithm::Aimd {
-                    backoff_ratio: table
-                        .backoff_ratio
-                        .as_ref()
-                        .map_or(backoff_ratio, |r| *r.get_ref()),
-                    timeout,
-                }
-            }
-            RawLimitAlgorithm::Gradient2(gradient) => {
-                let table = gradient.get_ref();
-                let LimitAlgorithm::Gradient2 {
-                    rtt_tolerance,
-                    smoothing,
-                    long_window,
-                    queue_size,
-                } = LimitAlgorithm::GRADIENT2_NETFLIX
-                else {
-                    unreachable!("the Gradient2 defaults are Gradient2")
-                };
-                let mut float = |field: &'static str, value: &Option<Spanned<f64>>, default| {
-                    value.as_ref().map_or(default, |v| {
-                        spans.push((field, v.span()));
-                        *v.get_ref()
-                    })
-                };
-                let rtt_tolerance = float("rtt_tolerance", &table.rtt_tolerance, rtt_tolerance);
-                let smoothing = float("smoothing", &table.smoothing, smoothing);
-                let long_window = match &table.long_window {
-                    Some(value) => {
-                        spans.push(("long_window", value.span()));
-                        self.whole(value, &key("gradient2.long_window"), 0..=u32::MAX, "")?
-                    }
-                    None => long_window,
-                };
-                let queue_size = match &table.queue_size {
-                    Some(value) => {
-                        spans.push(("queue_size", value.span()));
-                        QueueSize::Fixed(self.whole(
-                            value,
-                            &key("gradient2.queue_size"),
-                            0..=u32::MAX,
-                            "",
-                        )?)
-                    }
-                    None => queue_size,
-                };
-                LimitAlgorithm::Gradient2 {
-                    rtt_tolerance,
-                    smoothing,
-                    long_window,
-                    queue_size,
-                }
-            }
-        };
-        let config = match AdaptiveLimitConfig::new(limit_initial, limit_min, limit_max, algorithm)
-        {
-            Ok(config) => config,
-            Err(error) => {
-                let at = spans
-                    .iter()
-                    .find(|(field, _)| *field == error.field)
-                    .map(|(_, span)| span.clone())
-                    .or_else(|| self.key_span(&["adaptive_limits", name]));
-                // The algorithm's fields sit in its own table.
-                let table = match error.field {
-                    "backoff_ratio" | "timeout" => "aimd.",
-                    "rtt_tolerance" | "smoothing" | "long_window" | "queue_size" => "gradient2.",
-                    _ => "",
-                };
-                self.error(at, key(&format!("{table}{}", error.field)), error.reason);
-                return None;
-            }
-        };
-        let drops = match &raw.drops {
-            None => OutcomeSet::new([Outcome::Timeout, Outcome::Refused, Outcome::Shed]),
-            Some(list) => self.error_outcomes(list, &key("drops"))?,
-        };
-        Some(AdaptiveLimitSpec {
-            name: name.to_owned(),
-            enabled: raw.enabled.unwrap_or(true),
-            config,
-            drops,
-        })
-    }
-
     fn key_family(&mut self, name: &str, raw: &RawKeys) -> Option<KeyFamilySpec> {
         let key = |field: &str| format!("keys.{name}.{field}");
         let count = match &raw.count {
@@ -1389,222 +1212,6 @@ impl<'a> Validator<'a> {
             count,
             distribution,
         })
-    }
-
-    fn rate_limit(
-        &mut self,
-        name: &str,
-        raw: &RawRateLimit,
-        names: &Names,
-    ) -> Option<RateLimitSpec> {
-        let prefix = format!("rate_limits.{name}");
-        let key = |field: &str| format!("{prefix}.{field}");
-        let store = match &raw.store {
-            Some(store) => Some(self.resolve(&names.connections, store, &key("store"))?),
-            None => None,
-        };
-        let rate = match Rate::per_second(*raw.rate.get_ref()) {
-            Ok(rate) => rate,
-            Err(error) => {
-                self.error(Some(raw.rate.span()), key("rate"), error.reason);
-                return None;
-            }
-        };
-        let spans = [("capacity", raw.capacity.span()), ("rate", raw.rate.span())];
-        let token_rate = match TokenRate::per_second_milli(rate.millirequests_per_second()) {
-            Ok(token_rate) => token_rate,
-            Err(error) => {
-                self.config_error(error, &prefix, &spans);
-                return None;
-            }
-        };
-        let capacity = self.whole(&raw.capacity, &key("capacity"), 0..=u64::MAX, "")?;
-        let bucket = match BucketConfig::new(capacity, token_rate) {
-            Ok(bucket) => bucket,
-            Err(error) => {
-                self.config_error(error, &prefix, &spans);
-                return None;
-            }
-        };
-        let algorithm = match raw.algorithm {
-            None | Some(RateAlgorithmName::TokenBucket) => Algorithm::TokenBucket,
-            Some(RateAlgorithmName::Gcra) => Algorithm::Gcra,
-        };
-        let when_unreachable = match raw.when_unreachable {
-            None | Some(WhenUnreachableName::Open) => {
-                if let Some(after) = &raw.fail_closed_retry_after {
-                    self.error(
-                        Some(after.span()),
-                        key("fail_closed_retry_after"),
-                        "applies to when_unreachable = \"closed\" only",
-                    );
-                }
-                WhenStoreUnreachable::FailOpen
-            }
-            Some(WhenUnreachableName::Closed) => WhenStoreUnreachable::FailClosed {
-                retry_after: self.duration_or(
-                    &raw.fail_closed_retry_after,
-                    &key("fail_closed_retry_after"),
-                    "1s",
-                ),
-            },
-        };
-        match RateLimiterConfig::new(bucket, algorithm, when_unreachable) {
-            Ok(config) => Some(RateLimitSpec {
-                name: name.to_owned(),
-                enabled: raw.enabled.unwrap_or(true),
-                config,
-                store,
-                buckets_of: None,
-            }),
-            Err(error) => {
-                let span = raw.fail_closed_retry_after.as_ref().map(Spanned::span);
-                self.error(span, key(error.field), error.reason);
-                None
-            }
-        }
-    }
-
-    fn kv_store(&mut self, name: &str, raw: &RawKvStore) -> Option<KvStoreSpec> {
-        let key = |field: &str| format!("kv_stores.{name}.{field}");
-        Some(KvStoreSpec {
-            name: name.to_owned(),
-            read_latency: self.latency(&raw.read_latency, &key("read_latency"))?,
-            write_latency: self.latency(&raw.write_latency, &key("write_latency"))?,
-            staleness_max: self.duration_or(&raw.staleness_max, &key("staleness_max"), "0s"),
-        })
-    }
-
-    fn throttle(
-        &mut self,
-        name: &str,
-        raw: &RawThrottle,
-        names: &Names,
-        stores: &[KvStoreSpec],
-    ) -> Option<ThrottleSpec> {
-        let prefix = format!("throttles.{name}");
-        let key = |field: &str| format!("{prefix}.{field}");
-        let (form, staleness) = match raw.form.get_ref() {
-            ThrottleFormName::Atomic => {
-                if let Some(store) = &raw.store {
-                    self.error(
-                        Some(store.span()),
-                        key("store"),
-                        "an atomic throttle keeps no store (its check-and-increment is one step)",
-                    );
-                }
-                (ThrottleForm::Atomic, SimDuration::ZERO)
-            }
-            ThrottleFormName::Kv => {
-                let Some(store) = &raw.store else {
-                    self.error(
-                        Some(raw.form.span()),
-                        key("store"),
-                        "a KV throttle needs a store: a [kv_stores.<name>]",
-                    );
-                    return None;
-                };
-                let id = self.resolve(&names.kv_stores, store, &key("store"))?;
-                let staleness = stores
-                    .iter()
-                    .find(|spec| spec.name == *store.get_ref())
-                    .map_or(SimDuration::ZERO, |spec| spec.staleness_max);
-                (ThrottleForm::Kv { store: id }, staleness)
-            }
-        };
-        let retry_after = self.duration_or(&raw.retry_after, &key("retry_after"), "1s");
-        let counter_ttl = match (&raw.counter_ttl, &raw.ttl_mode) {
-            (None, Some(mode)) => {
-                self.error(Some(mode.span()), key("ttl_mode"), "says how counter_ttl applies, but there is no counter_ttl (leave both out for a counter that never expires)");
-                return None;
-            }
-            (None, None) => CounterTtl::Never,
-            (Some(ttl), mode) => {
-                let ttl = self.duration(ttl, &key("counter_ttl"))?;
-                match mode.as_ref().map(|m| *m.get_ref()) {
-                    None | Some(TtlModeName::Refreshed) => CounterTtl::RefreshedOnWrite(ttl),
-                    Some(TtlModeName::Fixed) => CounterTtl::FixedAtCreation(ttl),
-                }
-            }
-        };
-        let release_loss_permille = match &raw.release_loss_percent {
-            Some(percent) => self.percent_permille(percent, &key("release_loss_percent"))?,
-            None => 0,
-        };
-        let inflight_max = self.whole(&raw.inflight_max, &key("inflight_max"), 0..=u32::MAX, "")?;
-        match ThrottleConfig::new(inflight_max, retry_after, counter_ttl, staleness) {
-            Ok(config) => Some(ThrottleSpec {
-                name: name.to_owned(),
-                enabled: raw.enabled.unwrap_or(true),
-                config,
-                form,
-                release_loss_permille,
-            }),
-            Err(error) => {
-                let mut spans = vec![("inflight_max", raw.inflight_max.span())];
-                spans.extend(raw.retry_after.as_ref().map(|r| ("retry_after", r.span())));
-                spans.extend(raw.counter_ttl.as_ref().map(|t| ("counter_ttl", t.span())));
-                spans.extend(raw.store.as_ref().map(|s| ("kv_staleness_max", s.span())));
-                self.config_error(error, &prefix, &spans);
-                None
-            }
-        }
-    }
-
-    fn lock(&mut self, name: &str, raw: &RawLock) -> Option<LockSpec> {
-        let prefix = format!("locks.{name}");
-        let key = |field: &str| format!("{prefix}.{field}");
-        let lease = self.duration(&raw.lease, &key("lease"));
-        let retry_delay = self.duration_or(&raw.retry_delay, &key("retry_delay"), "50ms");
-        let acquire_timeout = self.duration(&raw.acquire_timeout, &key("acquire_timeout"));
-        let jitter = match raw.retry_jitter {
-            None | Some(LockJitterName::None) => RetryJitter::None,
-            Some(LockJitterName::Full) => RetryJitter::Full,
-            Some(LockJitterName::Equal) => RetryJitter::Equal,
-        };
-        match LockConfig::new(lease?, retry_delay, acquire_timeout?) {
-            Ok(config) => Some(LockSpec {
-                name: name.to_owned(),
-                config: config.with_jitter(jitter),
-            }),
-            Err(error) => {
-                let mut spans = vec![("lease", raw.lease.span())];
-                // A retry delay left at its default is refused at the timeout it exceeds.
-                spans.push(match &raw.retry_delay {
-                    Some(delay) => ("retry_delay", delay.span()),
-                    None => ("retry_delay", raw.acquire_timeout.span()),
-                });
-                self.config_error(error, &prefix, &spans);
-                None
-            }
-        }
-    }
-
-    fn cache(&mut self, name: &str, raw: &RawCache) -> Option<CacheSpec> {
-        let prefix = format!("caches.{name}");
-        let ttl = self.duration(&raw.ttl, &format!("{prefix}.ttl"))?;
-        let max_bytes = self.size_any(&raw.max_bytes, &format!("{prefix}.max_bytes"))?;
-        let max_entries = self.whole(
-            &raw.max_entries,
-            &format!("{prefix}.max_entries"),
-            0..=u32::MAX,
-            "",
-        )?;
-        match CacheConfig::new(max_entries, max_bytes, ttl) {
-            Ok(config) => Some(CacheSpec {
-                name: name.to_owned(),
-                config,
-            }),
-            Err(error) => {
-                let spans = [
-                    ("max_entries", raw.max_entries.span()),
-                    ("max_bytes", raw.max_bytes.span()),
-                    ("ttl", raw.ttl.span()),
-                ];
-                self.config_error(error, &prefix, &spans);
-                None
-            }
-        }
     }
 
     /// A non-negative number with at most three decimals, as an exact count of thousandths.
@@ -1817,53 +1424,79 @@ impl<'a> Validator<'a> {
         labels: &BTreeMap<&str, u16>,
     ) -> Option<StepSpec> {
         let raw = spanned.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
         let on_hit = match raw.on_hit.as_ref() {
             None => None,
-            Some(hit) => {
-                let target = match hit.get_ref().as_str() {
-                    "next" => OnHit::Next,
-                    "finish" => OnHit::Finish,
-                    label => match labels.get(label) {
-                        Some(&target) if usize::from(target) > index => OnHit::Goto(target),
-                        Some(&target) => {
-                            self.error(
-                                Some(hit.span()),
-                                key("on_hit"),
-                                format!(
-                                    "`{label}` is step {target}, not after this one: a hit may \
-                                     only jump forward"
-                                ),
-                            );
-                            return None;
-                        }
-                        None => {
-                            let known: Vec<&str> = labels.keys().copied().collect();
-                            let targets = ["next", "finish"].into_iter().chain(known.clone());
-                            let hint = crate::suggest::closest(label, targets)
-                                .map(|near| format!(": did you mean `{near}`?"))
-                                .unwrap_or_default();
-                            self.error(
-                                Some(hit.span()),
-                                key("on_hit"),
-                                format!(
-                                    "`{label}` is not \"next\", \"finish\" or a step \
-                                     label{hint} (labels here: {})",
-                                    if known.is_empty() {
-                                        "none".to_owned()
-                                    } else {
-                                        known.join(", ")
-                                    }
-                                ),
-                            );
-                            return None;
-                        }
-                    },
-                };
-                Some((hit.span(), target))
-            }
+            Some(hit) => Some(self.on_hit(hit, &format!("{prefix}.on_hit"), index, labels)?),
         };
-        let action = match raw.action() {
+        let action = self.step_action(prefix, raw, names)?;
+        let on_error = self.steering(prefix, raw, &action, &on_hit);
+        let replay_writes = self.replay_writes(raw.action(), prefix, names);
+        let policies = self.step_policies(prefix, raw, names)?;
+        Some(StepSpec {
+            action,
+            policies,
+            on_error,
+            on_hit: on_hit.map_or(OnHit::Next, |(_, target)| target),
+            finally: raw.finally.unwrap_or(false),
+            replay_writes,
+        })
+    }
+
+    /// Where a hit (a Redis GET or cache get that found its value) sends the request: the
+    /// next step, the end, or a labelled step after this one, with the value's span.
+    fn on_hit(
+        &mut self,
+        hit: &Spanned<String>,
+        key: &str,
+        index: usize,
+        labels: &BTreeMap<&str, u16>,
+    ) -> Option<(Range<usize>, OnHit)> {
+        let target = match hit.get_ref().as_str() {
+            "next" => OnHit::Next,
+            "finish" => OnHit::Finish,
+            label => match labels.get(label) {
+                Some(&target) if usize::from(target) > index => OnHit::Goto(target),
+                Some(&target) => {
+                    self.error(
+                        Some(hit.span()),
+                        key,
+                        format!(
+                            "`{label}` is step {target}, not after this one: a hit may \
+                             only jump forward"
+                        ),
+                    );
+                    return None;
+                }
+                None => {
+                    let known: Vec<&str> = labels.keys().copied().collect();
+                    let targets = ["next", "finish"].into_iter().chain(known.clone());
+                    let hint = crate::suggest::closest(label, targets)
+                        .map(|near| format!(": did you mean `{near}`?"))
+                        .unwrap_or_default();
+                    self.error(
+                        Some(hit.span()),
+                        key,
+                        format!(
+                            "`{label}` is not \"next\", \"finish\" or a step \
+                             label{hint} (labels here: {})",
+                            if known.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                known.join(", ")
+                            }
+                        ),
+                    );
+                    return None;
+                }
+            },
+        };
+        Some((hit.span(), target))
+    }
+
+    /// The step's action, read by its own method.
+    fn step_action(&mut self, prefix: &str, raw: &RawStep, names: &Names) -> Option<StepAction> {
+        let key = |field: &str| format!("{prefix}.{field}");
+        Some(match raw.action() {
             RawAction::Redis(redis) => self.redis_step(&key("redis"), redis, names)?,
             RawAction::Database(query) => self.db_step(&key("db"), query, names)?,
             RawAction::Work(work) => StepAction::Work {
@@ -1878,7 +1511,20 @@ impl<'a> Validator<'a> {
                 self.rate_limit_step(&key("rate_limit"), limit, names)?
             }
             RawAction::Lock(lock) => self.lock_step(&key("lock"), lock, names)?,
-        };
+        })
+    }
+
+    /// The keys that steer the request around the step, checked against its action: a hit
+    /// needs a step that can hit, and a fire-and-forget step steers nothing and acquires no
+    /// lock.
+    fn steering(
+        &mut self,
+        prefix: &str,
+        raw: &RawStep,
+        action: &StepAction,
+        on_hit: &Option<(Range<usize>, OnHit)>,
+    ) -> OnError {
+        let key = |field: &str| format!("{prefix}.{field}");
         let can_hit = matches!(
             action,
             StepAction::Redis {
@@ -1916,7 +1562,7 @@ impl<'a> Validator<'a> {
             && let StepAction::Lock {
                 op: LockOp::Acquire(_),
                 ..
-            } = action
+            } = *action
         {
             self.error(
                 Some(lock.span()),
@@ -1924,7 +1570,17 @@ impl<'a> Validator<'a> {
                 "a fire-and-forget acquire (on_error = \"ignore\") holds the lock for nobody until its lease ends: let the request wait for it",
             );
         }
-        let replay_writes = self.replay_writes(raw.action(), prefix, names);
+        on_error
+    }
+
+    /// The policies the step names, by kind, in the order a request meets them.
+    fn step_policies(
+        &mut self,
+        prefix: &str,
+        raw: &RawStep,
+        names: &Names,
+    ) -> Option<Vec<PolicyRef>> {
+        let key = |field: &str| format!("{prefix}.{field}");
         let named = [
             self.named(
                 PolicyKind::Retry,
@@ -1966,15 +1622,7 @@ impl<'a> Validator<'a> {
                 },
             ),
         ];
-        let policies = self.policy_order(raw, &key("policies"), &named)?;
-        Some(StepSpec {
-            action,
-            policies,
-            on_error,
-            on_hit: on_hit.map_or(OnHit::Next, |(_, target)| target),
-            finally: raw.finally.unwrap_or(false),
-            replay_writes,
-        })
+        self.policy_order(raw, &key("policies"), &named)
     }
 
     /// The policies of `kind` a step names at `path`, in the order written (one name, or a
@@ -2038,123 +1686,146 @@ impl<'a> Validator<'a> {
         path: &str,
         named: &[Named],
     ) -> Option<Vec<PolicyRef>> {
-        let of = |kind: PolicyKind| {
-            (named.iter().find(|n| n.kind == kind)).expect("every kind is named, maybe empty")
-        };
         let Some(order) = &raw.policies else {
-            let mut ok = true;
-            for several in named.iter().filter(|n| n.policies.len() > 1) {
-                let kind = several.kind.name();
-                self.error(
-                    several.span.clone(),
-                    path.to_owned(),
-                    format!(
-                        "the step names {} {kind} policies: list \"{kind}\" in `policies` once \
-                         for each, where a request meets it (the first listed is the first named)",
-                        several.policies.len()
-                    ),
-                );
-                ok = false;
-            }
-            return ok.then(|| {
-                (PolicyKind::DEFAULT_ORDER.iter())
-                    .flat_map(|&kind| of(kind).policies.iter().copied())
-                    .collect()
-            });
+            return self.default_order(path, named);
         };
         let mut policies = Vec::new();
         let mut listed: Vec<PolicyKind> = Vec::new();
         let mut ok = true;
         for (index, entry) in order.get_ref().iter().enumerate() {
             let at = format!("{path}[{index}]");
-            let name = entry.get_ref().as_str();
-            let Some(kind) = PolicyKind::DEFAULT_ORDER
-                .into_iter()
-                .find(|kind| kind.name() == name)
-            else {
-                let known: Vec<&str> = PolicyKind::DEFAULT_ORDER.iter().map(|k| k.name()).collect();
-                let message = match crate::suggest::closest(name, known.iter().copied()) {
-                    Some(near) => format!(
-                        "\"{name}\" is not a policy kind: did you mean \"{near}\"? (the kinds are {})",
-                        known.join(", ")
-                    ),
-                    None => format!(
-                        "\"{name}\" is not a policy kind; the kinds are {}",
-                        known.join(", ")
-                    ),
-                };
-                self.error(Some(entry.span()), at, message);
+            let Some(kind) = self.listed_kind(entry, &at) else {
                 ok = false;
                 continue;
             };
             let nth = listed.iter().filter(|&&k| k == kind).count();
             listed.push(kind);
-            let instances = &of(kind).policies;
-            match instances.get(nth) {
-                Some(&policy) => policies.push(policy),
-                None if instances.is_empty() => {
-                    self.error(
-                        Some(entry.span()),
-                        at,
-                        format!(
-                            "the step lists {0} but names no {0}: add {0} = \"...\" to the step",
-                            kind.name()
-                        ),
-                    );
-                    ok = false;
-                }
-                None => {
-                    self.error(
-                        Some(entry.span()),
-                        at,
-                        format!(
-                            "{0} is listed {1} times but the step names {2}: each listing takes \
-                             one name of `{0} = [\"...\", ...]`, in order",
-                            kind.name(),
-                            nth + 1,
-                            instances.len()
-                        ),
-                    );
-                    ok = false;
-                }
+            match self.listed_policy(entry, at, of(named, kind), nth) {
+                Some(policy) => policies.push(policy),
+                None => ok = false,
             }
         }
         // Unlisted kinds are reported only when the list itself was understood: a misspelt
         // kind would otherwise be reported twice.
-        let understood = ok;
-        for named in named.iter().filter(|_| understood) {
+        let ok = ok && self.check_unlisted(order.span(), path, named, &listed);
+        ok.then_some(policies)
+    }
+
+    /// A step's policies without a `policies` list: in [`PolicyKind::DEFAULT_ORDER`], which
+    /// needs at most one of each kind.
+    fn default_order(&mut self, path: &str, named: &[Named]) -> Option<Vec<PolicyRef>> {
+        let mut ok = true;
+        for several in named.iter().filter(|n| n.policies.len() > 1) {
+            let kind = several.kind.name();
+            self.error(
+                several.span.clone(),
+                path.to_owned(),
+                format!(
+                    "the step names {} {kind} policies: list \"{kind}\" in `policies` once \
+                     for each, where a request meets it (the first listed is the first named)",
+                    several.policies.len()
+                ),
+            );
+            ok = false;
+        }
+        ok.then(|| {
+            (PolicyKind::DEFAULT_ORDER.iter())
+                .flat_map(|&kind| of(named, kind).policies.iter().copied())
+                .collect()
+        })
+    }
+
+    /// The kind an entry of `policies` names, or an error at it (with the nearest kind).
+    fn listed_kind(&mut self, entry: &Spanned<String>, at: &str) -> Option<PolicyKind> {
+        let name = entry.get_ref().as_str();
+        let kind = PolicyKind::DEFAULT_ORDER
+            .into_iter()
+            .find(|kind| kind.name() == name);
+        if kind.is_none() {
+            let known: Vec<&str> = PolicyKind::DEFAULT_ORDER.iter().map(|k| k.name()).collect();
+            let message = match crate::suggest::closest(name, known.iter().copied()) {
+                Some(near) => format!(
+                    "\"{name}\" is not a policy kind: did you mean \"{near}\"? (the kinds are {})",
+                    known.join(", ")
+                ),
+                None => format!(
+                    "\"{name}\" is not a policy kind; the kinds are {}",
+                    known.join(", ")
+                ),
+            };
+            self.error(Some(entry.span()), at, message);
+        }
+        kind
+    }
+
+    /// The policy the `nth` listing of its kind stands for: the kind's `nth` name, or an
+    /// error at the entry when the step names fewer.
+    fn listed_policy(
+        &mut self,
+        entry: &Spanned<String>,
+        at: String,
+        named: &Named,
+        nth: usize,
+    ) -> Option<PolicyRef> {
+        let (kind, instances) = (named.kind, &named.policies);
+        if let Some(&policy) = instances.get(nth) {
+            return Some(policy);
+        }
+        let message = if instances.is_empty() {
+            format!(
+                "the step lists {0} but names no {0}: add {0} = \"...\" to the step",
+                kind.name()
+            )
+        } else {
+            format!(
+                "{0} is listed {1} times but the step names {2}: each listing takes \
+                 one name of `{0} = [\"...\", ...]`, in order",
+                kind.name(),
+                nth + 1,
+                instances.len()
+            )
+        };
+        self.error(Some(entry.span()), at, message);
+        None
+    }
+
+    /// Whether `policies` lists each kind the step names as often as it names it; each kind
+    /// it does not is reported at the list.
+    fn check_unlisted(
+        &mut self,
+        span: Range<usize>,
+        path: &str,
+        named: &[Named],
+        listed: &[PolicyKind],
+    ) -> bool {
+        let mut ok = true;
+        for named in named {
             let (kind, count) = (named.kind, named.policies.len());
             let times = listed.iter().filter(|&&k| k == kind).count();
-            if count > 0 && times == 0 {
-                self.error(
-                    Some(order.span()),
-                    path.to_owned(),
-                    format!(
-                        "the step names {1} {0} but `policies` does not list it: add \"{0}\" \
-                         where a request meets it",
-                        kind.name(),
-                        if kind.name().starts_with('a') {
-                            "an"
-                        } else {
-                            "a"
-                        }
-                    ),
-                );
-                ok = false;
+            let message = if count > 0 && times == 0 {
+                let article = if kind.name().starts_with('a') {
+                    "an"
+                } else {
+                    "a"
+                };
+                format!(
+                    "the step names {article} {0} but `policies` does not list it: add \"{0}\" \
+                     where a request meets it",
+                    kind.name(),
+                )
             } else if times < count {
-                self.error(
-                    Some(order.span()),
-                    path.to_owned(),
-                    format!(
-                        "the step names {count} {0} policies but `policies` lists \"{0}\" {times} \
-                         times: list it once for each, where a request meets it",
-                        kind.name()
-                    ),
-                );
-                ok = false;
-            }
+                format!(
+                    "the step names {count} {0} policies but `policies` lists \"{0}\" {times} \
+                     times: list it once for each, where a request meets it",
+                    kind.name()
+                )
+            } else {
+                continue;
+            };
+            self.error(Some(span.clone()), path.to_owned(), message);
+            ok = false;
         }
-        ok.then_some(policies)
+        ok
     }
 
     /// `replay_writes`, in the table of an action that sends a command a reconnect slot
@@ -2571,4 +2242,9 @@ struct Named {
     kind: PolicyKind,
     policies: Vec<PolicyRef>,
     span: Option<std::ops::Range<usize>>,
+}
+
+/// The policies of `kind` among those a step names.
+fn of(named: &[Named], kind: PolicyKind) -> &Named {
+    (named.iter().find(|n| n.kind == kind)).expect("every kind is named, maybe empty")
 }

@@ -442,7 +442,7 @@ impl Generator {
                 self.line("enabled", "false");
             }
             if self.rng.chance(30) {
-                let algorithm = *self.rng.pick(&["token_bucket", "gcra"]);
+                let algorithm = *self.rng.pick(declared_words("rate_limits", "algorithm"));
                 self.line("algorithm", &quoted(algorithm));
             }
             let capacity = self.count(1, 50);
@@ -518,7 +518,7 @@ impl Generator {
                 self.line("retry_delay", &delay);
             }
             if self.rng.chance(30) {
-                let jitter = *self.rng.pick(&["none", "full", "equal"]);
+                let jitter = *self.rng.pick(declared_words("locks", "retry_jitter"));
                 self.line("retry_jitter", &quoted(jitter));
             }
             let timeout = if self.absurd() {

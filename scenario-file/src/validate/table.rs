@@ -230,6 +230,30 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         read.map(Some).ok_or(Reported)
     }
 
+    /// A size in bytes as written (a size has no declared default).
+    pub fn size(&mut self, name: &str) -> Result<Option<u64>, Reported> {
+        let Some(value) = self.written(name) else {
+            return Ok(None);
+        };
+        let size = respan(value.clone(), |raw| match raw {
+            RawValue::Size(size) => size,
+            _ => unreachable!("a size is read as a size"),
+        });
+        let key = self.key(name);
+        let read = self.validator.size_any(&size, &key);
+        read.map(Some).ok_or(Reported)
+    }
+
+    /// A number as written (its bounds are its config's to check), else the declared default.
+    pub fn float(&self, name: &str) -> Option<f64> {
+        match self.number(name) {
+            Some(number) => Some(*number.get_ref()),
+            None => self
+                .default_text(name)
+                .map(|text| text.parse().expect("a default number")),
+        }
+    }
+
     /// A duration or a distribution: written, else the declared default.
     pub fn latency(&mut self, name: &str) -> Result<Option<Distribution>, Reported> {
         let Some(value) = self.written(name) else {

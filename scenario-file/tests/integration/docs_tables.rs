@@ -6,9 +6,12 @@ use std::sync::Mutex;
 use std::{env, fs};
 
 use outagelab_scenario_file::{
-    breaker_failure_rate_table, breaker_reference_table, connection_reference_table,
-    connection_subscribe_table, connection_tracking_table, fault_kinds_table,
-    fault_reference_table, load_reference_table, load_stage_table, retry_reference_table,
+    adaptive_limit_table, aimd_table, breaker_failure_rate_table, breaker_presets_table,
+    breaker_reference_table, bulkhead_table, cache_table, client_presets_table,
+    connection_reference_table, connection_subscribe_table, connection_tracking_table,
+    fault_kinds_table, fault_reference_table, gradient2_table, kv_store_table,
+    load_reference_table, load_stage_table, lock_table, rate_limit_table, retry_presets_table,
+    retry_reference_table, semaphore_table, throttle_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -132,5 +135,122 @@ fn the_stage_key_table_is_the_declarations() {
         "<!-- generated: stage keys (scenario-file/src/load_keys.rs) -->",
         "<!-- end generated: stage keys -->",
         &load_stage_table(),
+    );
+}
+
+#[test]
+fn the_bulkhead_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: bulkhead keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: bulkhead keys -->",
+        &bulkhead_table(),
+    );
+}
+
+#[test]
+fn the_semaphore_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: semaphore keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: semaphore keys -->",
+        &semaphore_table(),
+    );
+}
+
+#[test]
+fn the_adaptive_limit_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: adaptive_limit keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: adaptive_limit keys -->",
+        &adaptive_limit_table(),
+    );
+}
+
+#[test]
+fn the_aimd_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: aimd keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: aimd keys -->",
+        &aimd_table(),
+    );
+}
+
+#[test]
+fn the_gradient2_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: gradient2 keys (scenario-file/src/limit_keys.rs) -->",
+        "<!-- end generated: gradient2 keys -->",
+        &gradient2_table(),
+    );
+}
+
+#[test]
+fn the_cache_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: cache keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: cache keys -->",
+        &cache_table(),
+    );
+}
+
+#[test]
+fn the_rate_limit_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: rate_limit keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: rate_limit keys -->",
+        &rate_limit_table(),
+    );
+}
+
+#[test]
+fn the_kv_store_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: kv_store keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: kv_store keys -->",
+        &kv_store_table(),
+    );
+}
+
+#[test]
+fn the_throttle_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: throttle keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: throttle keys -->",
+        &throttle_table(),
+    );
+}
+
+#[test]
+fn the_lock_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: lock keys (scenario-file/src/policy_keys.rs) -->",
+        "<!-- end generated: lock keys -->",
+        &lock_table(),
+    );
+}
+
+#[test]
+fn the_breaker_preset_table_is_the_presets() {
+    check_generated(
+        "<!-- generated: breaker presets (model/src/presets.rs, scenario-file/src/explain.rs) -->",
+        "<!-- end generated: breaker presets -->",
+        &breaker_presets_table(),
+    );
+}
+
+#[test]
+fn the_retry_preset_table_is_the_presets() {
+    check_generated(
+        "<!-- generated: retry presets (model/src/presets.rs, scenario-file/src/explain.rs) -->",
+        "<!-- end generated: retry presets -->",
+        &retry_presets_table(),
+    );
+}
+
+#[test]
+fn the_client_preset_table_is_the_presets() {
+    check_generated(
+        "<!-- generated: client presets (model/src/presets.rs, scenario-file/src/explain.rs) -->",
+        "<!-- end generated: client presets -->",
+        &client_presets_table(),
     );
 }
