@@ -642,7 +642,7 @@ fn pool_exhausted(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
         .names
         .databases
         .get(target)
-        .map(|(_, database)| database.max_connections.as_ref());
+        .map(|(_, database)| database.keys.get("max_connections"));
     let connections = match max {
         None => 1,
         Some(None) => {
@@ -653,7 +653,10 @@ fn pool_exhausted(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
             return reader.refuse_target(message);
         }
         Some(Some(max)) => {
-            let max = u32::try_from(max.get_ref().0).unwrap_or(u32::MAX);
+            let crate::raw::RawValue::Whole(max) = max.get_ref() else {
+                unreachable!("a count is read as a whole number")
+            };
+            let max = u32::try_from(max.0).unwrap_or(u32::MAX);
             reader.whole("connections", max)?.unwrap_or(max)
         }
     };

@@ -249,24 +249,6 @@ pub struct RawClientLoop {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawDatabase {
-    pub latency: Spanned<RawLatency>,
-    pub capacity: Option<Spanned<Whole>>,
-    pub max_connections: Option<Spanned<Whole>>,
-    pub connection_queue: Option<Spanned<Whole>>,
-    pub collapse: Option<Spanned<RawCollapse>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawCollapse {
-    pub above: Spanned<Whole>,
-    pub throughput_percent: Spanned<Whole>,
-    pub recover_below: Spanned<Whole>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawKeys {
     pub count: Option<Spanned<Whole>>,
     pub distribution: Option<Spanned<KeyDistributionName>>,

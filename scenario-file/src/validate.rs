@@ -25,6 +25,7 @@ mod faults;
 mod limits;
 mod load;
 mod policies;
+mod resources;
 mod retry;
 mod table;
 
@@ -984,94 +985,6 @@ impl<'a> Validator<'a> {
             memory.samples = EvictionSamples::Exact;
         }
         memory
-    }
-
-    fn database(&mut self, name: &str, raw: &RawDatabase) -> Option<DatabaseSpec> {
-        let key = |field: &str| format!("databases.{name}.{field}");
-        let latency = self.latency(&raw.latency, &key("latency"))?;
-        let capacity = match &raw.capacity {
-            Some(capacity) => Some(self.whole(
-                capacity,
-                &key("capacity"),
-                1..=u32::MAX,
-                "a database of zero capacity runs nothing; leave it out for no limit",
-            )?),
-            None => None,
-        };
-        let max_connections = match &raw.max_connections {
-            Some(max) => Some(self.whole(
-                max,
-                &key("max_connections"),
-                1..=u32::MAX,
-                "a database with no connection runs nothing; leave it out for no limit",
-            )?),
-            None => None,
-        };
-        let queue_max = match &raw.connection_queue {
-            Some(queue) => {
-                if max_connections.is_none() {
-                    self.error(
-                        Some(queue.span()),
-                        key("connection_queue"),
-                        "needs `max_connections`: without a limit no query waits for a connection",
-                    );
-                    return None;
-                }
-                self.whole(
-                    queue,
-                    &key("connection_queue"),
-                    0..=u32::MAX,
-                    "the queries that may wait for a connection",
-                )?
-            }
-            None => 0,
-        };
-        let collapse = match &raw.collapse {
-            Some(collapse) => Some(self.collapse(collapse.get_ref(), &key("collapse"))?),
-            None => None,
-        };
-        Some(DatabaseSpec {
-            name: name.to_owned(),
-            latency,
-            capacity,
-            connections: max_connections.map(|max| ConnectionLimit { max, queue_max }),
-            collapse,
-        })
-    }
-
-    /// A database's collapse: `recover_below < above`, `throughput_percent` in 1..=99.
-    fn collapse(&mut self, raw: &RawCollapse, key: &str) -> Option<Collapse> {
-        let above = self.whole(
-            &raw.above,
-            &format!("{key}.above"),
-            1..=u32::MAX,
-            "the running queries past which the database collapses",
-        )?;
-        let throughput_percent = self.whole(
-            &raw.throughput_percent,
-            &format!("{key}.throughput_percent"),
-            1..=99,
-            "the share of its speed a collapsed database keeps",
-        )?;
-        let recover_below = self.whole(
-            &raw.recover_below,
-            &format!("{key}.recover_below"),
-            1..=u32::MAX,
-            "the running queries below which it recovers",
-        )?;
-        if recover_below >= above {
-            self.error(
-                Some(raw.recover_below.span()),
-                format!("{key}.recover_below"),
-                format!("must be less than `above` ({above}): a database recovers once load falls below where it collapsed"),
-            );
-            return None;
-        }
-        Some(Collapse {
-            above,
-            throughput_percent,
-            recover_below,
-        })
     }
 
     /// A latency: a constant duration or a distribution table.

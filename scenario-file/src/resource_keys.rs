@@ -1,0 +1,168 @@
+//! The keys of the resources the flows run against, declared once ([`KeySpec`]: name, value,
+//! default, range, one line of doc): `[databases.<name>]` (and its `collapse`). From them come
+//! the readers ([`RawDatabase`]), the validation's getters (`validate/resources.rs`, through
+//! `validate/table.rs`), the missing-key messages' meanings and the key tables of
+//! `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`).
+
+use serde::de::MapAccess;
+use toml::Spanned;
+
+use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table};
+use crate::raw::{Declared, RawTable, RawValue, nested_table};
+
+/// A `[databases.<name>]` table as written.
+pub type RawDatabase = RawTable<Database>;
+
+/// The declaration of `[databases.<name>]`.
+pub struct Database;
+/// The declaration of a database's `collapse`.
+pub struct Collapse;
+
+impl Declared for Database {
+    const SPEC: &'static TableSpec = &DATABASE;
+
+    fn nested<'de, M: MapAccess<'de>>(
+        key: &'static KeySpec,
+        map: &mut M,
+    ) -> Result<Spanned<RawValue>, M::Error> {
+        debug_assert_eq!(key.name, "collapse");
+        nested_table::<Collapse, M>(map)
+    }
+}
+
+impl Declared for Collapse {
+    const SPEC: &'static TableSpec = &COLLAPSE;
+}
+
+/// What a missing key says: serde's `missing field`, told with this key's doc
+/// (`suggest::serde_message_at`).
+const MISSING: &str = "";
+
+/// Declared with no more than their meaning: every key is given.
+const fn spec(
+    what: &'static str,
+    keys: &'static [KeySpec],
+    names: &'static [&'static str],
+) -> TableSpec {
+    TableSpec {
+        what,
+        keys,
+        names,
+        one_of: None,
+    }
+}
+
+const DATABASE_KEYS: [KeySpec; 5] = [
+    KeySpec {
+        name: "latency",
+        value: Value::Latency,
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "how long a query takes: a duration (`\"50ms\"`), or `{ distribution = \
+              \"uniform\", min = \"49ms\", max = \"51ms\" }`, or `{ distribution = \
+              \"exponential\", mean = \"5ms\", min = \"1ms\" }` (min plus an exponential; `min` \
+              defaults to 0)",
+    },
+    KeySpec {
+        name: "capacity",
+        value: Value::Count,
+        default: KeyDefault::Otherwise("none (never slows down)"),
+        range: Range::Between {
+            min: 1,
+            max: u32::MAX,
+            why: "a database of zero capacity runs nothing; leave it out for no limit",
+        },
+        doc: "queries that run at full speed; above it, running queries share it equally, so \
+              each runs `capacity / running` as fast",
+    },
+    KeySpec {
+        name: "max_connections",
+        value: Value::Count,
+        default: KeyDefault::Otherwise("none (no limit)"),
+        range: Range::Between {
+            min: 1,
+            max: u32::MAX,
+            why: "a database with no connection runs nothing; leave it out for no limit",
+        },
+        doc: "queries that hold a connection at once (running or waiting for an advisory \
+              lock); a query that finds them all taken ends its request as `refused` (\"too \
+              many connections\"), unless it may wait in the `connection_queue`",
+    },
+    KeySpec {
+        name: "connection_queue",
+        value: Value::Count,
+        default: KeyDefault::Is("0"),
+        range: Range::Between {
+            min: 0,
+            max: u32::MAX,
+            why: "the queries that may wait for a connection",
+        },
+        doc: "with `max_connections`: queries that may wait for a connection, in arrival \
+              order, holding no capacity (a full queue refuses); a waiting query's client-side \
+              `timeout` runs meanwhile, and a query whose client gave up still takes its \
+              connection when its turn comes",
+    },
+    KeySpec {
+        name: "collapse",
+        value: Value::Table(&COLLAPSE),
+        default: KeyDefault::Otherwise("none (never collapses)"),
+        range: Range::Any,
+        doc: "makes the database thrash past a load (below): `{ above = N, \
+              throughput_percent = P, recover_below = M }`",
+    },
+];
+
+const DATABASE_NAMES: [&str; DATABASE_KEYS.len()] = key_names(&DATABASE_KEYS);
+
+pub const DATABASE: TableSpec = spec("a database", &DATABASE_KEYS, &DATABASE_NAMES);
+
+const COLLAPSE_KEYS: [KeySpec; 3] = [
+    KeySpec {
+        name: "above",
+        value: Value::Count,
+        default: KeyDefault::Required(MISSING),
+        range: Range::Between {
+            min: 1,
+            max: u32::MAX,
+            why: "the running queries past which the database collapses",
+        },
+        doc: "once more than this many queries run, the database collapses",
+    },
+    KeySpec {
+        name: "throughput_percent",
+        value: Value::Count,
+        default: KeyDefault::Required(MISSING),
+        range: Range::Between {
+            min: 1,
+            max: 99,
+            why: "the share of its speed a collapsed database keeps",
+        },
+        doc: "a collapsed database runs each query at this % of the speed `capacity` sharing \
+              gives it",
+    },
+    KeySpec {
+        name: "recover_below",
+        value: Value::Count,
+        default: KeyDefault::Required(MISSING),
+        range: Range::Between {
+            min: 1,
+            max: u32::MAX,
+            why: "the running queries below which it recovers",
+        },
+        doc: "it stays collapsed until fewer than this many run; less than `above`",
+    },
+];
+
+const COLLAPSE_NAMES: [&str; COLLAPSE_KEYS.len()] = key_names(&COLLAPSE_KEYS);
+
+pub const COLLAPSE: TableSpec = spec("a database's collapse", &COLLAPSE_KEYS, &COLLAPSE_NAMES);
+
+/// The key table of `[databases.<name>]` in `docs/scenario-format.md`.
+pub fn database_table() -> String {
+    markdown_table(&DATABASE)
+}
+
+/// The key table of a database's `collapse` in `docs/scenario-format.md`.
+pub fn collapse_table() -> String {
+    markdown_table(&COLLAPSE)
+}
