@@ -247,22 +247,6 @@ pub struct RawClientLoop {
     pub copy_before_yield: Option<Spanned<Size>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawKeys {
-    pub count: Option<Spanned<Whole>>,
-    pub distribution: Option<Spanned<KeyDistributionName>>,
-    pub hot_keys: Option<Spanned<Whole>>,
-    pub hot_share_percent: Option<Spanned<f64>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KeyDistributionName {
-    Uniform,
-    Hot,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheOpName {

@@ -1,6 +1,6 @@
 //! The keys of the resources the flows run against, declared once ([`KeySpec`]: name, value,
-//! default, range, one line of doc): `[databases.<name>]` (and its `collapse`). From them come
-//! the readers ([`RawDatabase`]), the validation's getters (`validate/resources.rs`, through
+//! default, range, one line of doc): `[databases.<name>]` (and its `collapse`) and
+//! `[keys.<name>]`. From them come the readers ([`RawDatabase`], [`RawKeyFamily`]), the validation's getters (`validate/resources.rs`, through
 //! `validate/table.rs`), the missing-key messages' meanings and the key tables of
 //! `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`).
 
@@ -9,14 +9,24 @@ use toml::Spanned;
 
 use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table};
 use crate::raw::{Declared, RawTable, RawValue, nested_table};
+use crate::validate::limit;
 
 /// A `[databases.<name>]` table as written.
 pub type RawDatabase = RawTable<Database>;
+
+/// A `[keys.<name>]` table as written.
+pub type RawKeyFamily = RawTable<KeyFamily>;
 
 /// The declaration of `[databases.<name>]`.
 pub struct Database;
 /// The declaration of a database's `collapse`.
 pub struct Collapse;
+/// The declaration of `[keys.<name>]`.
+pub struct KeyFamily;
+
+impl Declared for KeyFamily {
+    const SPEC: &'static TableSpec = &KEY_FAMILY;
+}
 
 impl Declared for Database {
     const SPEC: &'static TableSpec = &DATABASE;
@@ -157,6 +167,46 @@ const COLLAPSE_NAMES: [&str; COLLAPSE_KEYS.len()] = key_names(&COLLAPSE_KEYS);
 
 pub const COLLAPSE: TableSpec = spec("a database's collapse", &COLLAPSE_KEYS, &COLLAPSE_NAMES);
 
+const KEY_FAMILY_KEYS: [KeySpec; 4] = [
+    KeySpec {
+        name: "count",
+        value: Value::Count,
+        default: KeyDefault::Is("1"),
+        range: Range::Between {
+            min: 1,
+            max: limit::KEYS_PER_FAMILY,
+            why: "a family needs a key",
+        },
+        doc: "keys in the family (a family of one is a fixed key such as a counter or a lock)",
+    },
+    KeySpec {
+        name: "distribution",
+        value: Value::Enum(&["uniform", "hot"]),
+        default: KeyDefault::Is("\"uniform\""),
+        range: Range::Any,
+        doc: "how a request draws its key: uniformly, or `\"hot\"`: `hot_share_percent` of the \
+              draws go to the first `hot_keys` keys, the rest to the others (both uniformly)",
+    },
+    KeySpec {
+        name: "hot_keys",
+        value: Value::Count,
+        default: KeyDefault::Otherwise("required with `\"hot\"`"),
+        range: Range::Checked("from 1 to `count` - 1"),
+        doc: "with `\"hot\"` only: the keys of the hot set, the family's first",
+    },
+    KeySpec {
+        name: "hot_share_percent",
+        value: Value::Number,
+        default: KeyDefault::Otherwise("required with `\"hot\"`"),
+        range: Range::Checked("from 0 to 100, to 0.1%"),
+        doc: "with `\"hot\"` only: the share of the draws that go to the hot set",
+    },
+];
+
+const KEY_FAMILY_NAMES: [&str; KEY_FAMILY_KEYS.len()] = key_names(&KEY_FAMILY_KEYS);
+
+pub const KEY_FAMILY: TableSpec = spec("a key family", &KEY_FAMILY_KEYS, &KEY_FAMILY_NAMES);
+
 /// The key table of `[databases.<name>]` in `docs/scenario-format.md`.
 pub fn database_table() -> String {
     markdown_table(&DATABASE)
@@ -165,4 +215,9 @@ pub fn database_table() -> String {
 /// The key table of a database's `collapse` in `docs/scenario-format.md`.
 pub fn collapse_table() -> String {
     markdown_table(&COLLAPSE)
+}
+
+/// The key table of `[keys.<name>]` in `docs/scenario-format.md`.
+pub fn key_family_table() -> String {
+    markdown_table(&KEY_FAMILY)
 }

@@ -1059,74 +1059,6 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn key_family(&mut self, name: &str, raw: &RawKeys) -> Option<KeyFamilySpec> {
-        let key = |field: &str| format!("keys.{name}.{field}");
-        let count = match &raw.count {
-            Some(count) => self.whole(
-                count,
-                &key("count"),
-                1..=limit::KEYS_PER_FAMILY,
-                "a family needs a key",
-            )?,
-            None => 1,
-        };
-        let hot_fields = [
-            ("hot_keys", raw.hot_keys.as_ref().map(Spanned::span)),
-            (
-                "hot_share_percent",
-                raw.hot_share_percent.as_ref().map(Spanned::span),
-            ),
-        ];
-        let distribution = match raw.distribution.as_ref().map(|d| (d.span(), *d.get_ref())) {
-            None | Some((_, KeyDistributionName::Uniform)) => {
-                for (field, span) in hot_fields {
-                    if let Some(span) = span {
-                        self.error(
-                            Some(span),
-                            key(field),
-                            "applies to distribution = \"hot\" only",
-                        );
-                    }
-                }
-                KeyDistribution::Uniform
-            }
-            Some((span, KeyDistributionName::Hot)) => {
-                let (Some(hot_keys), Some(share)) = (&raw.hot_keys, &raw.hot_share_percent) else {
-                    self.error(
-                        Some(span),
-                        key("hot_keys"),
-                        "a hot set needs hot_keys and hot_share_percent (e.g. 90% of reads to 100 keys)",
-                    );
-                    return None;
-                };
-                let hot = hot_keys.get_ref().0;
-                let Some(hot) = u32::try_from(hot)
-                    .ok()
-                    .filter(|&hot| hot >= 1 && hot < count)
-                else {
-                    self.error(
-                        Some(hot_keys.span()),
-                        key("hot_keys"),
-                        format!(
-                            "must be between 1 and count - 1 ({}), got {hot}",
-                            count.saturating_sub(1)
-                        ),
-                    );
-                    return None;
-                };
-                KeyDistribution::Hot {
-                    hot_keys: hot,
-                    share_permille: self.percent_permille(share, &key("hot_share_percent"))?,
-                }
-            }
-        };
-        Some(KeyFamilySpec {
-            name: name.to_owned(),
-            count,
-            distribution,
-        })
-    }
-
     /// A non-negative number with at most three decimals, as an exact count of thousandths.
     fn thousandths(&mut self, value: &Spanned<f64>, key: &str) -> Option<u32> {
         let scaled = value.get_ref() * 1000.0;
@@ -2048,7 +1980,7 @@ impl<'a> Validator<'a> {
                 // One bucket per key: a family left at its default of one key is one bucket
                 // for every request, which a file means only if it says so.
                 if let Some((_, keys)) = names.keys.get(family.get_ref())
-                    && keys.count.is_none()
+                    && keys.keys.get("count").is_none()
                 {
                     self.warnings.push(self.source.diagnostic(
                         Some(family.span()),
