@@ -611,11 +611,12 @@ fn failover(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
         return reader.refuse_target(message);
     }
     let (replica, replica_name) = reader.server("replica")?;
-    let follows = reader
-        .names
-        .servers
-        .get(replica_name)
-        .and_then(|(_, r)| r.replica_of.as_ref().map(|p| p.get_ref().as_str()));
+    let follows = reader.names.servers.get(replica_name).and_then(|(_, r)| {
+        match r.keys.get("replica_of").map(|p| p.get_ref()) {
+            Some(crate::raw::RawValue::Word(primary)) => Some(primary.as_str()),
+            _ => None,
+        }
+    });
     if follows != Some(target) {
         let message = format!(
             "`{replica_name}` is not a replica of `{target}` (give it `replica_of = \

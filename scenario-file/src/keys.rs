@@ -311,7 +311,7 @@ pub fn markdown_table(spec: &TableSpec) -> String {
 }
 
 /// The root tables whose keys are declared one by one, and their declarations.
-pub const DECLARED_TABLES: [(&str, &TableSpec); 14] = [
+pub const DECLARED_TABLES: [(&str, &TableSpec); 15] = [
     ("breakers", &crate::breaker_keys::BREAKER),
     ("bulkheads", &crate::limit_keys::BULKHEAD),
     ("semaphores", &crate::limit_keys::SEMAPHORE),
@@ -326,6 +326,7 @@ pub const DECLARED_TABLES: [(&str, &TableSpec); 14] = [
     ("loads", &crate::load_keys::LOAD),
     ("databases", &crate::resource_keys::DATABASE),
     ("keys", &crate::resource_keys::KEY_FAMILY),
+    ("servers", &crate::resource_keys::SERVER),
 ];
 
 /// The words the key `key` of the root table `table` takes, in order (a word list's, a

@@ -20,7 +20,7 @@ use crate::limit_keys::{RawAdaptiveLimit, RawBulkhead, RawSemaphore};
 use crate::load_keys::RawLoad;
 use crate::policy_keys::{RawCache, RawKvStore, RawLock, RawRateLimit, RawThrottle};
 use crate::raw::*;
-use crate::resource_keys::{RawDatabase, RawKeyFamily};
+use crate::resource_keys::{RawDatabase, RawKeyFamily, RawServer};
 use crate::retry_keys::RawRetry;
 
 macro_rules! resource_kinds {

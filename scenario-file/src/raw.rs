@@ -209,34 +209,6 @@ pub enum PercentileRuleName {
     FloorIndex,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawServer {
-    pub command_cost: Option<Spanned<Text>>,
-    pub byte_rate: Option<Spanned<Text>>,
-    pub persistence: Option<bool>,
-    #[serde(default)]
-    pub preload: Vec<Spanned<RawPreload>>,
-    pub key_bytes: Option<Spanned<Size>>,
-    pub key_overhead: Option<Spanned<Size>>,
-    pub maxmemory: Option<Spanned<Size>>,
-    pub maxmemory_policy: Option<Spanned<String>>,
-    pub maxmemory_samples: Option<Spanned<Whole>>,
-    pub maxmemory_exact: Option<Spanned<bool>>,
-    pub hz: Option<Spanned<Whole>>,
-    /// A replica of this primary, `replication_lag` behind it.
-    pub replica_of: Option<Spanned<String>>,
-    pub replication_lag: Option<Spanned<Text>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawPreload {
-    pub key: Spanned<String>,
-    pub count: Option<Spanned<Whole>>,
-    pub value: Option<Spanned<Size>>,
-}
-
 /// `[client_loops.node]`: a client's event loop, shared by the connections that name it.
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
