@@ -611,11 +611,12 @@ fn failover(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
         return reader.refuse_target(message);
     }
     let (replica, replica_name) = reader.server("replica")?;
-    let follows = reader
-        .names
-        .servers
-        .get(replica_name)
-        .and_then(|(_, r)| r.replica_of.as_ref().map(|p| p.get_ref().as_str()));
+    let follows = reader.names.servers.get(replica_name).and_then(|(_, r)| {
+        match r.keys.get("replica_of").map(|p| p.get_ref()) {
+            Some(crate::raw::RawValue::Word(primary)) => Some(primary.as_str()),
+            _ => None,
+        }
+    });
     if follows != Some(target) {
         let message = format!(
             "`{replica_name}` is not a replica of `{target}` (give it `replica_of = \
@@ -642,7 +643,7 @@ fn pool_exhausted(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
         .names
         .databases
         .get(target)
-        .map(|(_, database)| database.max_connections.as_ref());
+        .map(|(_, database)| database.keys.get("max_connections"));
     let connections = match max {
         None => 1,
         Some(None) => {
@@ -653,7 +654,10 @@ fn pool_exhausted(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
             return reader.refuse_target(message);
         }
         Some(Some(max)) => {
-            let max = u32::try_from(max.get_ref().0).unwrap_or(u32::MAX);
+            let crate::raw::RawValue::Whole(max) = max.get_ref() else {
+                unreachable!("a count is read as a whole number")
+            };
+            let max = u32::try_from(max.0).unwrap_or(u32::MAX);
             reader.whole("connections", max)?.unwrap_or(max)
         }
     };

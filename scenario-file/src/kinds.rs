@@ -20,6 +20,7 @@ use crate::limit_keys::{RawAdaptiveLimit, RawBulkhead, RawSemaphore};
 use crate::load_keys::RawLoad;
 use crate::policy_keys::{RawCache, RawKvStore, RawLock, RawRateLimit, RawThrottle};
 use crate::raw::*;
+use crate::resource_keys::{RawDatabase, RawKeyFamily, RawServer};
 use crate::retry_keys::RawRetry;
 
 macro_rules! resource_kinds {
@@ -88,7 +89,7 @@ resource_kinds! {
     client_loops: RawClientLoop => ClientLoopId, "client event loop";
     connections: RawConnection => ConnectionId, "connection";
     databases: RawDatabase => DatabaseId, "database";
-    keys: RawKeys => KeyFamilyId, "key family";
+    keys: RawKeyFamily => KeyFamilyId, "key family";
     breakers: RawBreaker => BreakerId, "breaker";
     bulkheads: RawBulkhead => BulkheadId, "bulkhead";
     semaphores: RawSemaphore => SemaphoreId, "semaphore";

@@ -39,6 +39,7 @@ mod one_of;
 mod policy_keys;
 mod rate_file;
 mod raw;
+mod resource_keys;
 mod retry_keys;
 mod suggest;
 mod tune;
@@ -79,6 +80,9 @@ pub use limit_keys::{
 pub use load_keys::{reference_table as load_reference_table, stage_table as load_stage_table};
 pub use map::{MapAxisSpec, MapSpec};
 pub use policy_keys::{cache_table, kv_store_table, lock_table, rate_limit_table, throttle_table};
+pub use resource_keys::{
+    collapse_table, database_table, key_family_table, preload_table, server_table,
+};
 pub use retry_keys::reference_table as retry_reference_table;
 pub use tune::TuneSpec;
 pub use validate::PresetUse;

@@ -209,34 +209,6 @@ pub enum PercentileRuleName {
     FloorIndex,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawServer {
-    pub command_cost: Option<Spanned<Text>>,
-    pub byte_rate: Option<Spanned<Text>>,
-    pub persistence: Option<bool>,
-    #[serde(default)]
-    pub preload: Vec<Spanned<RawPreload>>,
-    pub key_bytes: Option<Spanned<Size>>,
-    pub key_overhead: Option<Spanned<Size>>,
-    pub maxmemory: Option<Spanned<Size>>,
-    pub maxmemory_policy: Option<Spanned<String>>,
-    pub maxmemory_samples: Option<Spanned<Whole>>,
-    pub maxmemory_exact: Option<Spanned<bool>>,
-    pub hz: Option<Spanned<Whole>>,
-    /// A replica of this primary, `replication_lag` behind it.
-    pub replica_of: Option<Spanned<String>>,
-    pub replication_lag: Option<Spanned<Text>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawPreload {
-    pub key: Spanned<String>,
-    pub count: Option<Spanned<Whole>>,
-    pub value: Option<Spanned<Size>>,
-}
-
 /// `[client_loops.node]`: a client's event loop, shared by the connections that name it.
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -245,40 +217,6 @@ pub struct RawClientLoop {
     /// The writer's turn: both or neither.
     pub copy_rate: Option<Spanned<Text>>,
     pub copy_before_yield: Option<Spanned<Size>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawDatabase {
-    pub latency: Spanned<RawLatency>,
-    pub capacity: Option<Spanned<Whole>>,
-    pub max_connections: Option<Spanned<Whole>>,
-    pub connection_queue: Option<Spanned<Whole>>,
-    pub collapse: Option<Spanned<RawCollapse>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawCollapse {
-    pub above: Spanned<Whole>,
-    pub throughput_percent: Spanned<Whole>,
-    pub recover_below: Spanned<Whole>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawKeys {
-    pub count: Option<Spanned<Whole>>,
-    pub distribution: Option<Spanned<KeyDistributionName>>,
-    pub hot_keys: Option<Spanned<Whole>>,
-    pub hot_share_percent: Option<Spanned<f64>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KeyDistributionName {
-    Uniform,
-    Hot,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

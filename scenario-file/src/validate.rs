@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::num::NonZeroU32;
 use std::ops::{Range, RangeInclusive};
 
 use outagelab_model::time::{SimDuration, SimTime};
@@ -25,6 +24,7 @@ mod faults;
 mod limits;
 mod load;
 mod policies;
+mod resources;
 mod retry;
 mod table;
 
@@ -34,7 +34,6 @@ pub(crate) use faults::{FaultReader, Reported};
 mod default {
     pub const SEED: u64 = 1;
     pub const BUCKET: &str = "100ms";
-    pub const COMMAND_COST: &str = "5us";
     pub const MAX_RETRIES: u32 = 20;
     pub const RECONNECT_DELAY: &str = "50ms";
     pub const RECONNECT_DELAY_MAX: &str = "2s";
@@ -44,8 +43,6 @@ mod default {
     pub const VALUE: u64 = 64;
     /// A server's cron frequency (Redis' `hz`).
     pub const HZ: u32 = 10;
-    /// How far a replica is behind its primary unless the file says.
-    pub const REPLICATION_LAG: &str = "10ms";
     /// redis-rs 0.27's `ConnectionManager`: delays of 100 ms · 2^n (its factor 100, base 2),
     /// 6 retries (`connection_keys.rs`); it sets no maximum delay, and 6 retries never pass
     /// 6.4 s.
@@ -806,274 +803,6 @@ impl<'a> Validator<'a> {
         bucket
     }
 
-    fn server(
-        &mut self,
-        name: &str,
-        raw: &RawServer,
-        names: &Names,
-        keys: &[KeyFamilySpec],
-    ) -> ServerSpec {
-        let key = |field: &str| format!("servers.{name}.{field}");
-        let mut preload = Vec::new();
-        for (index, entry) in raw.preload.iter().enumerate() {
-            let raw_entry = entry.get_ref();
-            let prefix = format!("servers.{name}.preload[{index}]");
-            let Some(family) = self.resolve(&names.keys, &raw_entry.key, &format!("{prefix}.key"))
-            else {
-                continue;
-            };
-            let family_count = keys
-                .iter()
-                .find(|k| k.name == *raw_entry.key.get_ref())
-                .map_or(0, |k| k.count);
-            let count = match &raw_entry.count {
-                Some(count) => {
-                    match self.whole(count, &format!("{prefix}.count"), 1..=family_count, "") {
-                        Some(count) => count,
-                        None => continue,
-                    }
-                }
-                None => family_count,
-            };
-            let value_bytes = match &raw_entry.value {
-                Some(value) => match self.size(value, &format!("{prefix}.value")) {
-                    Some(bytes) => bytes,
-                    None => continue,
-                },
-                None => default::VALUE as u32,
-            };
-            preload.push(Preload {
-                family,
-                count,
-                value_bytes,
-            });
-        }
-        ServerSpec {
-            preload,
-            name: name.to_owned(),
-            command_cost: self.duration_or(
-                &raw.command_cost,
-                &key("command_cost"),
-                default::COMMAND_COST,
-            ),
-            byte_rate: raw
-                .byte_rate
-                .as_ref()
-                .and_then(|rate| self.bandwidth(rate, &key("byte_rate"))),
-            persistence: raw.persistence.unwrap_or(false),
-            replica_of: self.replication(name, raw, names),
-            memory: self.memory(name, raw),
-            hz: NonZeroU32::new(match &raw.hz {
-                Some(hz) => self
-                    .whole(
-                        hz,
-                        &key("hz"),
-                        1..=500,
-                        "Redis' cron runs at least once a second",
-                    )
-                    .unwrap_or(default::HZ),
-                None => default::HZ,
-            }),
-        }
-    }
-
-    /// `replica_of` and `replication_lag`: a replica of another server (a primary).
-    fn replication(&mut self, name: &str, raw: &RawServer, names: &Names) -> Option<Replication> {
-        let key = |field: &str| format!("servers.{name}.{field}");
-        let Some(primary_name) = &raw.replica_of else {
-            if let Some(lag) = &raw.replication_lag {
-                let message = "only a replica has a lag: give `replica_of` too";
-                self.error(Some(lag.span()), key("replication_lag"), message);
-            }
-            return None;
-        };
-        let primary = self.resolve(&names.servers, primary_name, &key("replica_of"))?;
-        if primary_name.get_ref() == name {
-            let message = "a server cannot replicate itself";
-            self.error(Some(primary_name.span()), key("replica_of"), message);
-            return None;
-        }
-        if names
-            .servers
-            .get(primary_name.get_ref())
-            .is_some_and(|(_, p)| p.replica_of.is_some())
-        {
-            let message = format!(
-                "`{}` is itself a replica: replicate its primary (chains are not modelled)",
-                primary_name.get_ref()
-            );
-            self.error(Some(primary_name.span()), key("replica_of"), message);
-            return None;
-        }
-        let lag = self.duration_or(
-            &raw.replication_lag,
-            &key("replication_lag"),
-            default::REPLICATION_LAG,
-        );
-        Some(Replication { primary, lag })
-    }
-
-    /// A server's memory settings: what a key costs, the limit, and the eviction policy.
-    fn memory(&mut self, name: &str, raw: &RawServer) -> MemorySpec {
-        let key = |field: &str| format!("servers.{name}.{field}");
-        let mut memory = MemorySpec::DEFAULT;
-        for (value, field, target) in [
-            (&raw.key_bytes, "key_bytes", &mut memory.key_bytes),
-            (&raw.key_overhead, "key_overhead", &mut memory.key_overhead),
-        ] {
-            if let Some(value) = value
-                && let Some(bytes) = self.size_any(value, &key(field))
-            {
-                match u32::try_from(bytes) {
-                    Ok(bytes) if u64::from(bytes) <= limit::VALUE_BYTES => *target = bytes,
-                    _ => self.error(
-                        Some(value.span()),
-                        key(field),
-                        format!("{bytes} bytes is above 512MiB, more than a key of Redis takes"),
-                    ),
-                }
-            }
-        }
-        if let Some(value) = &raw.maxmemory
-            && let Some(bytes) = self.size_any(value, &key("maxmemory"))
-        {
-            // As in Redis, `maxmemory 0` is no limit.
-            memory.maxmemory = (bytes > 0).then_some(bytes);
-        }
-        if let Some(value) = &raw.maxmemory_policy {
-            let name = value.get_ref().as_str();
-            match EvictionPolicy::from_name(name) {
-                Some(policy) => memory.policy = policy,
-                None => {
-                    let known = EvictionPolicy::ALL.map(EvictionPolicy::name);
-                    let hint = crate::suggest::closest(name, known.iter().copied())
-                        .map(|near| format!("did you mean `{near}`? "))
-                        .unwrap_or_default();
-                    self.error(
-                        Some(value.span()),
-                        key("maxmemory_policy"),
-                        format!(
-                            "unknown policy `{name}`: {hint}(policies: {})",
-                            known.join(", ")
-                        ),
-                    );
-                }
-            }
-        }
-        if let Some(value) = &raw.maxmemory_samples
-            && let Some(samples) = self.whole(
-                value,
-                &key("maxmemory_samples"),
-                1..=64,
-                "an eviction looks at one key at least",
-            )
-        {
-            memory.samples =
-                EvictionSamples::Sampled(NonZeroU32::new(samples).expect("at least 1"));
-        }
-        if let Some(exact) = &raw.maxmemory_exact
-            && *exact.get_ref()
-        {
-            if raw.maxmemory_samples.is_some() {
-                self.error(
-                    Some(exact.span()),
-                    key("maxmemory_exact"),
-                    "exact eviction looks at every candidate key: leave maxmemory_samples out",
-                );
-            }
-            memory.samples = EvictionSamples::Exact;
-        }
-        memory
-    }
-
-    fn database(&mut self, name: &str, raw: &RawDatabase) -> Option<DatabaseSpec> {
-        let key = |field: &str| format!("databases.{name}.{field}");
-        let latency = self.latency(&raw.latency, &key("latency"))?;
-        let capacity = match &raw.capacity {
-            Some(capacity) => Some(self.whole(
-                capacity,
-                &key("capacity"),
-                1..=u32::MAX,
-                "a database of zero capacity runs nothing; leave it out for no limit",
-            )?),
-            None => None,
-        };
-        let max_connections = match &raw.max_connections {
-            Some(max) => Some(self.whole(
-                max,
-                &key("max_connections"),
-                1..=u32::MAX,
-                "a database with no connection runs nothing; leave it out for no limit",
-            )?),
-            None => None,
-        };
-        let queue_max = match &raw.connection_queue {
-            Some(queue) => {
-                if max_connections.is_none() {
-                    self.error(
-                        Some(queue.span()),
-                        key("connection_queue"),
-                        "needs `max_connections`: without a limit no query waits for a connection",
-                    );
-                    return None;
-                }
-                self.whole(
-                    queue,
-                    &key("connection_queue"),
-                    0..=u32::MAX,
-                    "the queries that may wait for a connection",
-                )?
-            }
-            None => 0,
-        };
-        let collapse = match &raw.collapse {
-            Some(collapse) => Some(self.collapse(collapse.get_ref(), &key("collapse"))?),
-            None => None,
-        };
-        Some(DatabaseSpec {
-            name: name.to_owned(),
-            latency,
-            capacity,
-            connections: max_connections.map(|max| ConnectionLimit { max, queue_max }),
-            collapse,
-        })
-    }
-
-    /// A database's collapse: `recover_below < above`, `throughput_percent` in 1..=99.
-    fn collapse(&mut self, raw: &RawCollapse, key: &str) -> Option<Collapse> {
-        let above = self.whole(
-            &raw.above,
-            &format!("{key}.above"),
-            1..=u32::MAX,
-            "the running queries past which the database collapses",
-        )?;
-        let throughput_percent = self.whole(
-            &raw.throughput_percent,
-            &format!("{key}.throughput_percent"),
-            1..=99,
-            "the share of its speed a collapsed database keeps",
-        )?;
-        let recover_below = self.whole(
-            &raw.recover_below,
-            &format!("{key}.recover_below"),
-            1..=u32::MAX,
-            "the running queries below which it recovers",
-        )?;
-        if recover_below >= above {
-            self.error(
-                Some(raw.recover_below.span()),
-                format!("{key}.recover_below"),
-                format!("must be less than `above` ({above}): a database recovers once load falls below where it collapsed"),
-            );
-            return None;
-        }
-        Some(Collapse {
-            above,
-            throughput_percent,
-            recover_below,
-        })
-    }
-
     /// A latency: a constant duration or a distribution table.
     fn latency(&mut self, raw: &Spanned<RawLatency>, key: &str) -> Option<Distribution> {
         match raw.get_ref() {
@@ -1144,74 +873,6 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-    }
-
-    fn key_family(&mut self, name: &str, raw: &RawKeys) -> Option<KeyFamilySpec> {
-        let key = |field: &str| format!("keys.{name}.{field}");
-        let count = match &raw.count {
-            Some(count) => self.whole(
-                count,
-                &key("count"),
-                1..=limit::KEYS_PER_FAMILY,
-                "a family needs a key",
-            )?,
-            None => 1,
-        };
-        let hot_fields = [
-            ("hot_keys", raw.hot_keys.as_ref().map(Spanned::span)),
-            (
-                "hot_share_percent",
-                raw.hot_share_percent.as_ref().map(Spanned::span),
-            ),
-        ];
-        let distribution = match raw.distribution.as_ref().map(|d| (d.span(), *d.get_ref())) {
-            None | Some((_, KeyDistributionName::Uniform)) => {
-                for (field, span) in hot_fields {
-                    if let Some(span) = span {
-                        self.error(
-                            Some(span),
-                            key(field),
-                            "applies to distribution = \"hot\" only",
-                        );
-                    }
-                }
-                KeyDistribution::Uniform
-            }
-            Some((span, KeyDistributionName::Hot)) => {
-                let (Some(hot_keys), Some(share)) = (&raw.hot_keys, &raw.hot_share_percent) else {
-                    self.error(
-                        Some(span),
-                        key("hot_keys"),
-                        "a hot set needs hot_keys and hot_share_percent (e.g. 90% of reads to 100 keys)",
-                    );
-                    return None;
-                };
-                let hot = hot_keys.get_ref().0;
-                let Some(hot) = u32::try_from(hot)
-                    .ok()
-                    .filter(|&hot| hot >= 1 && hot < count)
-                else {
-                    self.error(
-                        Some(hot_keys.span()),
-                        key("hot_keys"),
-                        format!(
-                            "must be between 1 and count - 1 ({}), got {hot}",
-                            count.saturating_sub(1)
-                        ),
-                    );
-                    return None;
-                };
-                KeyDistribution::Hot {
-                    hot_keys: hot,
-                    share_permille: self.percent_permille(share, &key("hot_share_percent"))?,
-                }
-            }
-        };
-        Some(KeyFamilySpec {
-            name: name.to_owned(),
-            count,
-            distribution,
-        })
     }
 
     /// A non-negative number with at most three decimals, as an exact count of thousandths.
@@ -2135,7 +1796,7 @@ impl<'a> Validator<'a> {
                 // One bucket per key: a family left at its default of one key is one bucket
                 // for every request, which a file means only if it says so.
                 if let Some((_, keys)) = names.keys.get(family.get_ref())
-                    && keys.count.is_none()
+                    && keys.keys.get("count").is_none()
                 {
                     self.warnings.push(self.source.diagnostic(
                         Some(family.span()),

@@ -216,6 +216,26 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         read.map(Some).ok_or(Reported)
     }
 
+    /// A whole number in `range`, a bound the table's other keys give (`why` says what a
+    /// value below it would mean), as written.
+    pub fn whole_in(
+        &mut self,
+        name: &str,
+        range: std::ops::RangeInclusive<u32>,
+        why: &str,
+    ) -> Result<Option<u32>, Reported> {
+        let Some(value) = self.written(name) else {
+            return Ok(None);
+        };
+        let whole = respan(value.clone(), |raw| match raw {
+            RawValue::Whole(whole) => whole,
+            _ => unreachable!("a count is read as a whole number"),
+        });
+        let key = self.key(name);
+        let read = self.validator.whole(&whole, &key, range, why);
+        read.map(Some).ok_or(Reported)
+    }
+
     /// A whole number from 0 to `max` (a count of requests).
     pub fn count_to(&mut self, name: &str, max: u64) -> Result<Option<u64>, Reported> {
         let Some(value) = self.written(name) else {

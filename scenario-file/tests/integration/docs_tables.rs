@@ -7,11 +7,12 @@ use std::{env, fs};
 
 use outagelab_scenario_file::{
     adaptive_limit_table, aimd_table, breaker_failure_rate_table, breaker_presets_table,
-    breaker_reference_table, bulkhead_table, cache_table, client_presets_table,
+    breaker_reference_table, bulkhead_table, cache_table, client_presets_table, collapse_table,
     connection_reference_table, connection_subscribe_table, connection_tracking_table,
-    fault_kinds_table, fault_reference_table, gradient2_table, kv_store_table,
-    load_reference_table, load_stage_table, lock_table, rate_limit_table, retry_presets_table,
-    retry_reference_table, semaphore_table, throttle_table,
+    database_table, fault_kinds_table, fault_reference_table, gradient2_table, key_family_table,
+    kv_store_table, load_reference_table, load_stage_table, lock_table, preload_table,
+    rate_limit_table, retry_presets_table, retry_reference_table, semaphore_table, server_table,
+    throttle_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -252,5 +253,50 @@ fn the_client_preset_table_is_the_presets() {
         "<!-- generated: client presets (model/src/presets.rs, scenario-file/src/explain.rs) -->",
         "<!-- end generated: client presets -->",
         &client_presets_table(),
+    );
+}
+
+#[test]
+fn the_database_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: database keys (scenario-file/src/resource_keys.rs) -->",
+        "<!-- end generated: database keys -->",
+        &database_table(),
+    );
+}
+
+#[test]
+fn the_collapse_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: collapse keys (scenario-file/src/resource_keys.rs) -->",
+        "<!-- end generated: collapse keys -->",
+        &collapse_table(),
+    );
+}
+
+#[test]
+fn the_key_family_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: key family keys (scenario-file/src/resource_keys.rs) -->",
+        "<!-- end generated: key family keys -->",
+        &key_family_table(),
+    );
+}
+
+#[test]
+fn the_server_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: server keys (scenario-file/src/resource_keys.rs) -->",
+        "<!-- end generated: server keys -->",
+        &server_table(),
+    );
+}
+
+#[test]
+fn the_preload_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: preload keys (scenario-file/src/resource_keys.rs) -->",
+        "<!-- end generated: preload keys -->",
+        &preload_table(),
     );
 }
