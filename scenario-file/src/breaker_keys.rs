@@ -16,7 +16,7 @@ use serde::de::MapAccess;
 use toml::Spanned;
 
 use crate::keys::{
-    KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table, preset_names,
+    KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table, preset_names,
 };
 use crate::one_of::{Fields, OneOf};
 use crate::raw::{Declared, RawTable, RawValue, nested_table};
@@ -243,10 +243,6 @@ pub const BREAKER: TableSpec = TableSpec {
     names: &BREAKER_NAMES,
     one_of: Some(&BREAKER_RULES),
 };
-
-/// What a missing key of a rule's table says: serde's `missing field`, told with this
-/// reference's meaning of the key (`suggest::serde_message_at`).
-const MISSING: &str = "";
 
 /// The window a `failure_rate` counts over, when the file leaves it out.
 const ONE_WINDOW: KeyDefault = KeyDefault::Otherwise("one of `window_calls` and `window`");

@@ -12,7 +12,7 @@ use serde::de::MapAccess;
 use toml::Spanned;
 
 use crate::keys::{
-    KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table, preset_names,
+    KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table, preset_names,
 };
 use crate::raw::{Declared, RawTable, RawValue, nested_table};
 
@@ -68,10 +68,6 @@ impl RawConnection {
 
 /// The presets' names, in the model's order.
 pub const PRESET_NAMES: [&str; CLIENT_PRESETS.len()] = preset_names!(CLIENT_PRESETS);
-
-/// What a missing key of the table says: serde's `missing field`, told with this reference's
-/// meaning of the key (`suggest::serde_message_at`).
-const MISSING: &str = "";
 
 const CONNECTION_KEYS: [KeySpec; 20] = [
     KeySpec {
@@ -263,12 +259,8 @@ const CONNECTION_KEYS: [KeySpec; 20] = [
 
 const CONNECTION_NAMES: [&str; CONNECTION_KEYS.len()] = key_names(&CONNECTION_KEYS);
 
-pub const CONNECTION: TableSpec = TableSpec {
-    what: "a connection",
-    keys: &CONNECTION_KEYS,
-    names: &CONNECTION_NAMES,
-    one_of: None,
-};
+pub const CONNECTION: TableSpec =
+    TableSpec::plain("a connection", &CONNECTION_KEYS, &CONNECTION_NAMES);
 
 const SUBSCRIBE_KEYS: [KeySpec; 3] = [
     KeySpec {
@@ -297,12 +289,8 @@ const SUBSCRIBE_KEYS: [KeySpec; 3] = [
 
 const SUBSCRIBE_NAMES: [&str; SUBSCRIBE_KEYS.len()] = key_names(&SUBSCRIBE_KEYS);
 
-pub const SUBSCRIBE: TableSpec = TableSpec {
-    what: "a subscription",
-    keys: &SUBSCRIBE_KEYS,
-    names: &SUBSCRIBE_NAMES,
-    one_of: None,
-};
+pub const SUBSCRIBE: TableSpec =
+    TableSpec::plain("a subscription", &SUBSCRIBE_KEYS, &SUBSCRIBE_NAMES);
 
 const TRACKING_KEYS: [KeySpec; 2] = [
     KeySpec {
@@ -323,12 +311,8 @@ const TRACKING_KEYS: [KeySpec; 2] = [
 
 const TRACKING_NAMES: [&str; TRACKING_KEYS.len()] = key_names(&TRACKING_KEYS);
 
-pub const TRACKING: TableSpec = TableSpec {
-    what: "client tracking",
-    keys: &TRACKING_KEYS,
-    names: &TRACKING_NAMES,
-    one_of: None,
-};
+pub const TRACKING: TableSpec =
+    TableSpec::plain("client tracking", &TRACKING_KEYS, &TRACKING_NAMES);
 
 /// The key table of `[connections.<name>]` in `docs/scenario-format.md`, as markdown.
 pub fn reference_table() -> String {

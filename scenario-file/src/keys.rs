@@ -257,7 +257,26 @@ impl std::fmt::Debug for TableSpec {
     }
 }
 
+/// What a missing key says when its declaration gives no message of its own: serde's
+/// `missing field`, told with the key's doc (`suggest::serde_message_at`).
+pub(crate) const MISSING: &str = "";
+
 impl TableSpec {
+    /// A table declared with no more than its meaning: no rule of keys at most one of which
+    /// may be set.
+    pub(crate) const fn plain(
+        what: &'static str,
+        keys: &'static [KeySpec],
+        names: &'static [&'static str],
+    ) -> TableSpec {
+        TableSpec {
+            what,
+            keys,
+            names,
+            one_of: None,
+        }
+    }
+
     pub fn key(&self, name: &str) -> Option<&'static KeySpec> {
         self.keys.iter().find(|key| key.name == name)
     }

@@ -9,7 +9,9 @@
 use serde::de::MapAccess;
 use toml::Spanned;
 
-use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table};
+use crate::keys::{
+    KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
+};
 use crate::one_of::OneOf;
 use crate::raw::{Declared, RawTable, RawValue, nested_table};
 use crate::validate::limit;
@@ -65,10 +67,6 @@ impl Declared for Gradient2 {
     const SPEC: &'static TableSpec = &GRADIENT2;
 }
 
-/// What a missing key says: serde's `missing field`, told with this key's doc
-/// (`suggest::serde_message_at`).
-const MISSING: &str = "";
-
 const BULKHEAD_KEYS: [KeySpec; 3] = [
     KeySpec {
         name: "enabled",
@@ -100,12 +98,7 @@ const BULKHEAD_KEYS: [KeySpec; 3] = [
 
 const BULKHEAD_NAMES: [&str; BULKHEAD_KEYS.len()] = key_names(&BULKHEAD_KEYS);
 
-pub const BULKHEAD: TableSpec = TableSpec {
-    what: "a bulkhead",
-    keys: &BULKHEAD_KEYS,
-    names: &BULKHEAD_NAMES,
-    one_of: None,
-};
+pub const BULKHEAD: TableSpec = TableSpec::plain("a bulkhead", &BULKHEAD_KEYS, &BULKHEAD_NAMES);
 
 const SEMAPHORE_KEYS: [KeySpec; 3] = [
     KeySpec {
@@ -133,12 +126,7 @@ const SEMAPHORE_KEYS: [KeySpec; 3] = [
 
 const SEMAPHORE_NAMES: [&str; SEMAPHORE_KEYS.len()] = key_names(&SEMAPHORE_KEYS);
 
-pub const SEMAPHORE: TableSpec = TableSpec {
-    what: "a semaphore",
-    keys: &SEMAPHORE_KEYS,
-    names: &SEMAPHORE_NAMES,
-    one_of: None,
-};
+pub const SEMAPHORE: TableSpec = TableSpec::plain("a semaphore", &SEMAPHORE_KEYS, &SEMAPHORE_NAMES);
 
 const ADAPTIVE_LIMIT_KEYS: [KeySpec; 7] = [
     KeySpec {
@@ -233,12 +221,7 @@ const AIMD_KEYS: [KeySpec; 2] = [
 
 const AIMD_NAMES: [&str; AIMD_KEYS.len()] = key_names(&AIMD_KEYS);
 
-pub const AIMD: TableSpec = TableSpec {
-    what: "an AIMD limit",
-    keys: &AIMD_KEYS,
-    names: &AIMD_NAMES,
-    one_of: None,
-};
+pub const AIMD: TableSpec = TableSpec::plain("an AIMD limit", &AIMD_KEYS, &AIMD_NAMES);
 
 /// Gradient2's keys; their defaults are Netflix's (`Algorithm::GRADIENT2_NETFLIX`, checked
 /// by a test).
@@ -275,12 +258,8 @@ const GRADIENT2_KEYS: [KeySpec; 4] = [
 
 const GRADIENT2_NAMES: [&str; GRADIENT2_KEYS.len()] = key_names(&GRADIENT2_KEYS);
 
-pub const GRADIENT2: TableSpec = TableSpec {
-    what: "a Gradient2 limit",
-    keys: &GRADIENT2_KEYS,
-    names: &GRADIENT2_NAMES,
-    one_of: None,
-};
+pub const GRADIENT2: TableSpec =
+    TableSpec::plain("a Gradient2 limit", &GRADIENT2_KEYS, &GRADIENT2_NAMES);
 
 /// The key table of `[bulkheads.<name>]` in `docs/scenario-format.md`.
 pub fn bulkhead_table() -> String {

@@ -8,7 +8,9 @@
 use serde::de::MapAccess;
 use toml::Spanned;
 
-use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table};
+use crate::keys::{
+    KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
+};
 use crate::raw::{Declared, RawTable, RawValue, Written};
 use crate::validate::limit;
 
@@ -56,10 +58,6 @@ impl RawLoad {
         )
     }
 }
-
-/// What a missing key says: serde's `missing field`, told with this reference's meaning of
-/// the key (`suggest::serde_message_at`).
-const MISSING: &str = "";
 
 const LOAD_KEYS: [KeySpec; 15] = [
     KeySpec {
@@ -186,12 +184,7 @@ const LOAD_KEYS: [KeySpec; 15] = [
 
 const LOAD_NAMES: [&str; LOAD_KEYS.len()] = key_names(&LOAD_KEYS);
 
-pub const LOAD: TableSpec = TableSpec {
-    what: "a load",
-    keys: &LOAD_KEYS,
-    names: &LOAD_NAMES,
-    one_of: None,
-};
+pub const LOAD: TableSpec = TableSpec::plain("a load", &LOAD_KEYS, &LOAD_NAMES);
 
 const STAGE_KEYS: [KeySpec; 2] = [
     KeySpec {
@@ -214,12 +207,7 @@ const STAGE_KEYS: [KeySpec; 2] = [
 
 const STAGE_NAMES: [&str; STAGE_KEYS.len()] = key_names(&STAGE_KEYS);
 
-pub const STAGE: TableSpec = TableSpec {
-    what: "a stage",
-    keys: &STAGE_KEYS,
-    names: &STAGE_NAMES,
-    one_of: None,
-};
+pub const STAGE: TableSpec = TableSpec::plain("a stage", &STAGE_KEYS, &STAGE_NAMES);
 
 /// The key table of `[loads.<name>]` in `docs/scenario-format.md`, as markdown.
 pub fn reference_table() -> String {

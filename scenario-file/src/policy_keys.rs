@@ -6,7 +6,9 @@
 //! messages' meanings and the key tables of `docs/scenario-format.md` (checked by
 //! `tests/integration/docs_tables.rs`).
 
-use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table};
+use crate::keys::{
+    KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
+};
 use crate::raw::{Declared, RawTable};
 
 /// A `[caches.<name>]` table as written.
@@ -51,24 +53,6 @@ impl Declared for Lock {
     const SPEC: &'static TableSpec = &LOCK;
 }
 
-/// What a missing key says: serde's `missing field`, told with this key's doc
-/// (`suggest::serde_message_at`).
-const MISSING: &str = "";
-
-/// Declared with no more than their meaning: every key is given.
-const fn spec(
-    what: &'static str,
-    keys: &'static [KeySpec],
-    names: &'static [&'static str],
-) -> TableSpec {
-    TableSpec {
-        what,
-        keys,
-        names,
-        one_of: None,
-    }
-}
-
 const CACHE_KEYS: [KeySpec; 3] = [
     KeySpec {
         name: "max_entries",
@@ -95,7 +79,7 @@ const CACHE_KEYS: [KeySpec; 3] = [
 
 const CACHE_NAMES: [&str; CACHE_KEYS.len()] = key_names(&CACHE_KEYS);
 
-pub const CACHE: TableSpec = spec("a cache", &CACHE_KEYS, &CACHE_NAMES);
+pub const CACHE: TableSpec = TableSpec::plain("a cache", &CACHE_KEYS, &CACHE_NAMES);
 
 const RATE_LIMIT_KEYS: [KeySpec; 7] = [
     KeySpec {
@@ -152,7 +136,8 @@ const RATE_LIMIT_KEYS: [KeySpec; 7] = [
 
 const RATE_LIMIT_NAMES: [&str; RATE_LIMIT_KEYS.len()] = key_names(&RATE_LIMIT_KEYS);
 
-pub const RATE_LIMIT: TableSpec = spec("a rate limiter", &RATE_LIMIT_KEYS, &RATE_LIMIT_NAMES);
+pub const RATE_LIMIT: TableSpec =
+    TableSpec::plain("a rate limiter", &RATE_LIMIT_KEYS, &RATE_LIMIT_NAMES);
 
 const KV_STORE_KEYS: [KeySpec; 3] = [
     KeySpec {
@@ -181,7 +166,7 @@ const KV_STORE_KEYS: [KeySpec; 3] = [
 
 const KV_STORE_NAMES: [&str; KV_STORE_KEYS.len()] = key_names(&KV_STORE_KEYS);
 
-pub const KV_STORE: TableSpec = spec("a KV store", &KV_STORE_KEYS, &KV_STORE_NAMES);
+pub const KV_STORE: TableSpec = TableSpec::plain("a KV store", &KV_STORE_KEYS, &KV_STORE_NAMES);
 
 const THROTTLE_KEYS: [KeySpec; 8] = [
     KeySpec {
@@ -246,7 +231,7 @@ const THROTTLE_KEYS: [KeySpec; 8] = [
 
 const THROTTLE_NAMES: [&str; THROTTLE_KEYS.len()] = key_names(&THROTTLE_KEYS);
 
-pub const THROTTLE: TableSpec = spec("a throttle", &THROTTLE_KEYS, &THROTTLE_NAMES);
+pub const THROTTLE: TableSpec = TableSpec::plain("a throttle", &THROTTLE_KEYS, &THROTTLE_NAMES);
 
 const LOCK_KEYS: [KeySpec; 4] = [
     KeySpec {
@@ -285,7 +270,7 @@ const LOCK_KEYS: [KeySpec; 4] = [
 
 const LOCK_NAMES: [&str; LOCK_KEYS.len()] = key_names(&LOCK_KEYS);
 
-pub const LOCK: TableSpec = spec("a lock", &LOCK_KEYS, &LOCK_NAMES);
+pub const LOCK: TableSpec = TableSpec::plain("a lock", &LOCK_KEYS, &LOCK_NAMES);
 
 /// The key table of `[caches.<name>]` in `docs/scenario-format.md`.
 pub fn cache_table() -> String {

@@ -8,7 +8,9 @@
 use serde::de::MapAccess;
 use toml::Spanned;
 
-use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value, key_names, markdown_table};
+use crate::keys::{
+    KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
+};
 use crate::raw::{Declared, RawTable, RawValue, Written, nested_table};
 use crate::validate::limit;
 
@@ -79,24 +81,6 @@ impl Declared for Collapse {
     const SPEC: &'static TableSpec = &COLLAPSE;
 }
 
-/// What a missing key says: serde's `missing field`, told with this key's doc
-/// (`suggest::serde_message_at`).
-const MISSING: &str = "";
-
-/// Declared with no more than their meaning: every key is given.
-const fn spec(
-    what: &'static str,
-    keys: &'static [KeySpec],
-    names: &'static [&'static str],
-) -> TableSpec {
-    TableSpec {
-        what,
-        keys,
-        names,
-        one_of: None,
-    }
-}
-
 const DATABASE_KEYS: [KeySpec; 5] = [
     KeySpec {
         name: "latency",
@@ -159,7 +143,7 @@ const DATABASE_KEYS: [KeySpec; 5] = [
 
 const DATABASE_NAMES: [&str; DATABASE_KEYS.len()] = key_names(&DATABASE_KEYS);
 
-pub const DATABASE: TableSpec = spec("a database", &DATABASE_KEYS, &DATABASE_NAMES);
+pub const DATABASE: TableSpec = TableSpec::plain("a database", &DATABASE_KEYS, &DATABASE_NAMES);
 
 const COLLAPSE_KEYS: [KeySpec; 3] = [
     KeySpec {
@@ -200,7 +184,8 @@ const COLLAPSE_KEYS: [KeySpec; 3] = [
 
 const COLLAPSE_NAMES: [&str; COLLAPSE_KEYS.len()] = key_names(&COLLAPSE_KEYS);
 
-pub const COLLAPSE: TableSpec = spec("a database's collapse", &COLLAPSE_KEYS, &COLLAPSE_NAMES);
+pub const COLLAPSE: TableSpec =
+    TableSpec::plain("a database's collapse", &COLLAPSE_KEYS, &COLLAPSE_NAMES);
 
 const KEY_FAMILY_KEYS: [KeySpec; 4] = [
     KeySpec {
@@ -240,7 +225,8 @@ const KEY_FAMILY_KEYS: [KeySpec; 4] = [
 
 const KEY_FAMILY_NAMES: [&str; KEY_FAMILY_KEYS.len()] = key_names(&KEY_FAMILY_KEYS);
 
-pub const KEY_FAMILY: TableSpec = spec("a key family", &KEY_FAMILY_KEYS, &KEY_FAMILY_NAMES);
+pub const KEY_FAMILY: TableSpec =
+    TableSpec::plain("a key family", &KEY_FAMILY_KEYS, &KEY_FAMILY_NAMES);
 
 /// `maxmemory_policy`'s words: `EvictionPolicy::ALL`'s names, in order (checked by a test).
 pub const EVICTION_POLICIES: [&str; 5] = [
@@ -365,7 +351,7 @@ const SERVER_KEYS: [KeySpec; 13] = [
 
 const SERVER_NAMES: [&str; SERVER_KEYS.len()] = key_names(&SERVER_KEYS);
 
-pub const SERVER: TableSpec = spec("a server", &SERVER_KEYS, &SERVER_NAMES);
+pub const SERVER: TableSpec = TableSpec::plain("a server", &SERVER_KEYS, &SERVER_NAMES);
 
 const PRELOAD_KEYS: [KeySpec; 3] = [
     KeySpec {
@@ -393,7 +379,8 @@ const PRELOAD_KEYS: [KeySpec; 3] = [
 
 const PRELOAD_NAMES: [&str; PRELOAD_KEYS.len()] = key_names(&PRELOAD_KEYS);
 
-pub const PRELOAD: TableSpec = spec("a server's preload", &PRELOAD_KEYS, &PRELOAD_NAMES);
+pub const PRELOAD: TableSpec =
+    TableSpec::plain("a server's preload", &PRELOAD_KEYS, &PRELOAD_NAMES);
 
 /// The key table of `[servers.<name>]` in `docs/scenario-format.md`.
 pub fn server_table() -> String {

@@ -153,12 +153,7 @@ const RETRY_KEYS: [KeySpec; 14] = [
 
 const RETRY_NAMES: [&str; RETRY_KEYS.len()] = key_names(&RETRY_KEYS);
 
-pub const RETRY: TableSpec = TableSpec {
-    what: "a retry policy",
-    keys: &RETRY_KEYS,
-    names: &RETRY_NAMES,
-    one_of: None,
-};
+pub const RETRY: TableSpec = TableSpec::plain("a retry policy", &RETRY_KEYS, &RETRY_NAMES);
 
 /// The key table of `[retries.<name>]` in `docs/scenario-format.md`, as markdown.
 pub fn reference_table() -> String {
