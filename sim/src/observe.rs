@@ -381,6 +381,9 @@ impl Observation {
         } else {
             *now -= 1;
         }
+        if self.in_flight_by.is_empty() {
+            return; // one flow and no services: no gauge by flow or instance
+        }
         for index in self.flow_gauges[flow.index()].into_iter().flatten() {
             let (count, gauge) = &mut self.in_flight_by[index];
             if arrived {
