@@ -90,14 +90,17 @@ impl Actions {
         self.throttles.observe(now, metrics);
     }
 
-    /// A request ended holding `held`: the throttle slots it did not release are leaked.
-    pub fn request_freed(&mut self, now: SimTime, held: RequestHeld) {
-        if held.throttles.is_empty() {
-            return; // every request ends here; most hold no throttle slot
+    /// A request ended holding `held`: what it holds is dropped (a throttle slot it did not
+    /// release leaks), and `held` is left empty for the slot's next request.
+    pub fn request_freed(&mut self, now: SimTime, held: &mut RequestHeld) {
+        if held.throttles.is_empty() && held.locks.is_empty() && held.lock_pending.is_none() {
+            return; // every request ends here; most hold nothing
         }
-        for slot in held.throttles {
+        for slot in held.throttles.drain(..) {
             self.throttles.throttles.leak(now, slot); // ended without releasing its slot
         }
+        held.locks.clear();
+        held.lock_pending = None;
     }
 
     /// A subscriber's message invalidates the key `(family, index)` in `cache`.

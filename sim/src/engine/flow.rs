@@ -208,10 +208,10 @@ impl<'s> Simulator<'s> {
         let (flow, key_seed) = (request.flow, request.key_seed);
         // A release hands the background request what it releases (a throttle slot, a lock).
         let action = &scenario.flows[flow.index()].steps[usize::from(step)].action;
-        let held = actions::hand_to_background(&mut self.request_mut(slot).held, action);
-        let mut background = Request::new(flow, step, Role::Background, now, key_seed);
-        background.held = held;
+        let held = actions::hand_to_background(&mut self.slots[slot as usize].held, action);
+        let background = Request::new(flow, step, Role::Background, now, key_seed);
         let background = self.allocate(background);
+        self.slots[background.slot as usize].held = held;
         // Run it now, so that its command is written before the request's next one.
         self.advance(background.slot);
     }
@@ -682,7 +682,7 @@ impl<'s> Simulator<'s> {
         let entry = &mut self.slots[slot as usize];
         // Not `take`n out of its slot: a request is large, and only two fields are needed.
         let request = entry.request.as_mut().expect("freeing a live request");
-        let (role, held) = (request.role, std::mem::take(&mut request.held));
+        let role = request.role;
         entry.request = None;
         debug_assert!(entry.holds.is_empty(), "a request ends outside its layers");
         entry.token = entry.token.wrapping_add(1);
@@ -690,6 +690,7 @@ impl<'s> Simulator<'s> {
         if role == Role::Main {
             self.monitors.went_away();
         }
-        self.actions.request_freed(self.now, held);
+        self.actions
+            .request_freed(self.now, &mut self.slots[slot as usize].held);
     }
 }

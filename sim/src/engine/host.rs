@@ -35,7 +35,7 @@ impl Host for Simulator<'_> {
     }
 
     fn held(&mut self, slot: u32) -> &mut RequestHeld {
-        &mut self.request_mut(slot).held
+        &mut self.slots[slot as usize].held
     }
 
     fn set_retry_after(&mut self, slot: u32, after: SimDuration) {

@@ -281,8 +281,6 @@ pub(crate) struct Request {
     key_seed: u64,
     /// A Retry-After the last refusal asked for, for the retry policy.
     pub(crate) retry_after: Option<SimDuration>,
-    /// What it holds of its actions' state (throttle slots, locks).
-    pub(crate) held: RequestHeld,
     /// The reconnect slot and lease the current step's command runs on.
     lease: Option<(ConnectionId, Lease)>,
     /// Whether the current step's command was already replayed (a replay is made once).
@@ -311,7 +309,6 @@ impl Request {
             started,
             key_seed,
             retry_after: None,
-            held: RequestHeld::default(),
             lease: None,
             replayed: false,
             origin: None,
@@ -331,6 +328,10 @@ struct Slot {
     /// What the request holds for each layer of its step it is inside, outermost first. Kept
     /// with the slot so that its storage is reused by the next request.
     holds: Vec<Hold>,
+    /// What the request holds of its actions' state (throttle slots, locks): kept with the
+    /// slot, like `holds`, so that a request that holds nothing moves nothing, and emptied
+    /// when the request is freed.
+    held: RequestHeld,
 }
 
 /// How a step ended: its action ran and returned, or a layer refused it before it ran.
@@ -620,6 +621,7 @@ impl<'s> Simulator<'s> {
                     token: 0,
                     request: None,
                     holds: Vec::new(),
+                    held: RequestHeld::default(),
                 });
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live requests")
             }
