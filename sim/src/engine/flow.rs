@@ -39,12 +39,13 @@ impl<'s> Simulator<'s> {
                     if step.on_error == OnError::Ignore && role == Role::Main {
                         self.spawn_background(slot, step_index as u16);
                         self.next_step(slot);
+                        Next::Continue
                     } else {
                         self.set_stage(slot, Stage::Entering { next: 0 });
+                        self.enter_layers(slot, step, 0)
                     }
-                    Next::Continue
                 }
-                Stage::Entering { next } => self.enter_layer(slot, step, next),
+                Stage::Entering { next } => self.enter_layers(slot, step, next),
                 Stage::Acting => self.act(slot, step),
                 ref stage @ (Stage::Queued { .. } | Stage::Waiting(_) | Stage::Backoff { .. }) => {
                     unreachable!("only runnable requests are advanced, not {}", stage.name())
@@ -63,12 +64,27 @@ impl<'s> Simulator<'s> {
         request.stage = Stage::Start;
     }
 
-    /// Enters the layer at position `next` of `step` (or starts the action past the last).
-    pub(super) fn enter_layer(&mut self, slot: u32, step: &StepSpec, next: u8) -> Next {
-        let Some(&policy) = step.policies.get(usize::from(next)) else {
-            self.set_stage(slot, Stage::Acting);
-            return Next::Continue;
-        };
+    /// Enters the layers of `step` from position `next` on, in order, and runs the action once
+    /// past the last: until a layer queues the request or refuses it, or the action waits or
+    /// ends. (Each layer passed leaves the request `Entering` the next, as the stage it would
+    /// be advanced from.)
+    pub(super) fn enter_layers(&mut self, slot: u32, step: &StepSpec, mut next: u8) -> Next {
+        loop {
+            if usize::from(next) == step.policies.len() {
+                self.set_stage(slot, Stage::Acting);
+                return self.act(slot, step);
+            }
+            match self.enter_layer(slot, step, next) {
+                Some(ended) => return ended,
+                None => next += 1,
+            }
+        }
+    }
+
+    /// Enters the layer at position `next` of `step`: `None` when it let the request in (its
+    /// stage is then `Entering` the next layer), else what the step's turn comes to.
+    fn enter_layer(&mut self, slot: u32, step: &StepSpec, next: u8) -> Option<Next> {
+        let policy = step.policies[usize::from(next)];
         let entrant = Entrant {
             waiter: self.current_ref(slot),
             bytes: crate::rules::request_bytes(&step.action),
@@ -90,13 +106,13 @@ impl<'s> Simulator<'s> {
                     .entered(self.scenario, self.now, policy, ceiling);
                 self.slots[slot as usize].holds.push(hold);
                 self.set_stage(slot, Stage::Entering { next: next + 1 });
-                Next::Continue
+                None
             }
             Enter::Queued => {
                 self.set_stage(slot, Stage::Queued { layer: next });
-                Next::Stop
+                Some(Next::Stop)
             }
-            Enter::Refused(outcome) => self.finish_step(slot, Ended::Refused(outcome)),
+            Enter::Refused(outcome) => Some(self.finish_step(slot, Ended::Refused(outcome))),
         }
     }
 
