@@ -194,8 +194,26 @@ impl Ord for Scheduled {
     }
 }
 
+/// Most runs hold a handful of waiting events at a time (the next arrival, a database's next
+/// wake-up, a few timeouts): up to this many are kept unsorted, beside the index of the
+/// earliest, so that scheduling one is a push and a compare and taking the earliest a scan of
+/// a few keys. Past it they move into a binary heap, and back once it holds
+/// [`FEW_AGAIN`] or fewer.
+const FEW_MAX: usize = 16;
+
+/// The size at which a heap's events move back to the unsorted few (well below [`FEW_MAX`],
+/// so that a queue near the limit does not move its events back and forth).
+const FEW_AGAIN: usize = 4;
+
+/// The waiting events, earliest key first. Invariant: while `heap` is empty, every event is
+/// in `few`, with `earliest` the index of the least key (0 when `few` is empty); once `heap`
+/// holds any, every event is in `heap` and `few` is empty. Keys are unique (a sequence number
+/// each; a shuffled order's tie of two 62-bit draws is taken in either order), so both forms
+/// take events in the same order.
 #[derive(Default)]
 pub(crate) struct EventQueue {
+    few: Vec<Scheduled>,
+    earliest: usize,
     heap: BinaryHeap<Scheduled>,
     next_seq: u64,
     /// `Some(stream)`: ties within a class at one instant are broken in an order drawn from
@@ -223,28 +241,66 @@ impl EventQueue {
             Some(stream) => stream.next_u64() >> (64 - SEQ_BITS),
             None => self.next_seq,
         };
-        self.heap
-            .push(Scheduled::new(at, event.class(), seq, event));
+        let scheduled = Scheduled::new(at, event.class(), seq, event);
         self.next_seq += 1;
+        if !self.heap.is_empty() {
+            self.heap.push(scheduled);
+        } else if self.few.len() < FEW_MAX {
+            if self.few.is_empty() || scheduled.key < self.few[self.earliest].key {
+                self.earliest = self.few.len();
+            }
+            self.few.push(scheduled);
+        } else {
+            self.heap.extend(self.few.drain(..));
+            self.heap.push(scheduled);
+            self.earliest = 0;
+        }
     }
 
     /// Events the queue has room for without growing (what it holds in memory).
     pub fn capacity(&self) -> usize {
-        self.heap.capacity()
+        self.few.capacity() + self.heap.capacity()
     }
 
     /// Bytes one waiting event takes in the queue.
     pub const ENTRY_BYTES: u64 = std::mem::size_of::<Scheduled>() as u64;
 
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(Scheduled::at)
+        match self.heap.peek() {
+            Some(scheduled) => Some(scheduled.at()),
+            None => self.few.get(self.earliest).map(Scheduled::at),
+        }
     }
 
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        self.heap
-            .pop()
-            .map(|scheduled| (scheduled.at(), scheduled.event))
+        let scheduled = if self.heap.is_empty() {
+            if self.few.is_empty() {
+                return None;
+            }
+            let scheduled = self.few.swap_remove(self.earliest);
+            self.earliest = least_key(&self.few);
+            scheduled
+        } else {
+            let scheduled = self.heap.pop().expect("not empty");
+            if self.heap.len() <= FEW_AGAIN {
+                self.few.extend(self.heap.drain());
+                self.earliest = least_key(&self.few);
+            }
+            scheduled
+        };
+        Some((scheduled.at(), scheduled.event))
     }
+}
+
+/// The index of the least key in `few` (0 when it is empty).
+fn least_key(few: &[Scheduled]) -> usize {
+    let mut least = 0;
+    for (index, scheduled) in few.iter().enumerate().skip(1) {
+        if scheduled.key < few[least].key {
+            least = index;
+        }
+    }
+    least
 }
 
 #[cfg(test)]
@@ -471,5 +527,38 @@ mod tests {
             token: u32::MAX,
         };
         assert_eq!(RequestRef::from_waiter(r.to_waiter()), r);
+    }
+
+    proptest::proptest! {
+        /// Whether its events are few (unsorted, with the earliest found by a scan) or many
+        /// (a heap), and across the moves between the two, the queue gives the events in the
+        /// order a plain heap of the same keys gives: by time, class and scheduling order.
+        #[test]
+        fn the_queue_takes_events_in_key_order_few_or_many(
+            ops in proptest::collection::vec((0u64..40, 0u8..4, proptest::bool::weighted(0.55)), 1..400),
+        ) {
+            let mut queue = EventQueue::default();
+            let mut reference = BinaryHeap::new();
+            let mut seq = 0u64;
+            for (at, kind, push) in ops {
+                if push {
+                    let event = match kind {
+                        0 => Event::Arrival(LoadId(seq as u32)),
+                        1 => Event::FaultStarts(FaultId(seq as u32)),
+                        2 => Event::CallerRetry { call: crate::callers::CallRef { slot: seq as u32, token: 0 } },
+                        _ => Event::Database(DatabaseEvent::Wake { database: DatabaseId(0), generation: seq as u32 }),
+                    };
+                    reference.push(Scheduled::new(t(at), event.class(), seq, event));
+                    queue.schedule(t(at), event);
+                    seq += 1;
+                } else {
+                    let expected = reference.pop().map(|s| (s.at(), s.event));
+                    proptest::prop_assert_eq!(queue.peek_time(), expected.map(|(at, _)| at));
+                    proptest::prop_assert_eq!(queue.pop(), expected);
+                }
+            }
+            let rest: Vec<_> = std::iter::from_fn(|| reference.pop().map(|s| (s.at(), s.event))).collect();
+            proptest::prop_assert_eq!(drain(&mut queue), rest);
+        }
     }
 }

@@ -521,7 +521,9 @@ impl Metrics {
         }
         debug_assert_eq!(
             edge,
-            edges.partition_point(|&e| e < latency_nanos).min(edges.len() - 1)
+            edges
+                .partition_point(|&e| e < latency_nanos)
+                .min(edges.len() - 1)
         );
         edge
     }
@@ -689,18 +691,18 @@ mod tests {
         // ends of the range.
         let metrics = Metrics::new(100 * MS, 1, 0, PercentileRule::NearestRank);
         let edges = &metrics.cdf_edges_nanos;
-        let searched = |latency: u64| {
-            edges
-                .partition_point(|&e| e < latency)
-                .min(edges.len() - 1)
-        };
+        let searched = |latency: u64| edges.partition_point(|&e| e < latency).min(edges.len() - 1);
         let mut latencies = vec![0, 1, u64::MAX, LATENCY_NANOS_MAX, LATENCY_NANOS_MAX + 1];
         for &edge in edges {
             latencies.extend([edge - 1, edge, edge + 1]);
         }
         latencies.extend((0..64).flat_map(|k| [(1u64 << k) - 1, 1 << k, (1 << k) + 1]));
         for latency in latencies {
-            assert_eq!(metrics.cdf_bucket(latency), searched(latency), "{latency} ns");
+            assert_eq!(
+                metrics.cdf_bucket(latency),
+                searched(latency),
+                "{latency} ns"
+            );
         }
     }
 
