@@ -423,11 +423,16 @@ impl<'s> Simulator<'s> {
     /// layer) returned: the request leaves the layers it is inside, innermost first (a retry
     /// may send it back in), and the step's routing applies.
     pub(super) fn finish_step(&mut self, slot: u32, ended: Ended) -> Next {
-        let now = self.now;
-        let waited_as = self.current_ref(slot);
-        self.slots[slot as usize].token = self.slots[slot as usize].token.wrapping_add(1);
-        let step = self.step_of(slot);
-        let request = self.request_mut(slot);
+        let (now, scenario) = (self.now, self.scenario);
+        // One look-up of the slot for what this needs of it (this runs for every step).
+        let entry = &mut self.slots[slot as usize];
+        let waited_as = RequestRef {
+            slot,
+            token: entry.token,
+        };
+        entry.token = entry.token.wrapping_add(1);
+        let request = entry.request.as_mut().expect("a live request");
+        let step = &scenario.flows[request.flow.index()].steps[usize::from(request.step)];
         request.lease = None;
         request.replayed = false;
         let origin = request.origin.take();
