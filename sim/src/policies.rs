@@ -44,7 +44,8 @@ pub(crate) enum Hold {
     Bulkhead(Permit),
     Semaphore(SemaphorePermit),
     Breaker(Ticket),
-    Retry(RetryState),
+    /// The request's retry state, kept by the retry layer ([`RetrySlot`]) at this index.
+    Retry(u32),
     AdaptiveLimit(AdaptivePermit),
 }
 
@@ -346,6 +347,33 @@ pub(crate) struct RetrySlot {
     retry_on: OutcomeSet,
     /// Draws the backoff's jitter.
     random: Stream,
+    /// The retry state of each request inside the layer, at the index its hold carries (a
+    /// state is as large as its backoff's config: kept here, a hold stays small). Invariant:
+    /// an index is in `free` exactly when no hold carries it.
+    states: Vec<RetryState>,
+    free: Vec<u32>,
+}
+
+impl RetrySlot {
+    /// Keeps `state` for a request entering the layer: the index its hold carries.
+    fn keep(&mut self, state: RetryState) -> u32 {
+        match self.free.pop() {
+            Some(index) => {
+                self.states[index as usize] = state;
+                index
+            }
+            None => {
+                self.states.push(state);
+                u32::try_from(self.states.len() - 1).expect("under 2^32 requests inside")
+            }
+        }
+    }
+
+    /// Bytes its kept states take (they grow with the requests inside the layer at once).
+    fn memory_bytes(&self) -> u64 {
+        (self.states.capacity() * std::mem::size_of::<RetryState>() + self.free.capacity() * 4)
+            as u64
+    }
 }
 
 impl Layer for RetrySlot {
@@ -353,29 +381,36 @@ impl Layer for RetrySlot {
         if !self.enabled {
             return Enter::Pass(Hold::Open);
         }
-        Enter::Pass(Hold::Retry(self.policy.on_request(now)))
+        let state = self.policy.on_request(now);
+        Enter::Pass(Hold::Retry(self.keep(state)))
     }
 
     fn exit(&mut self, now: SimTime, hold: Hold, leaving: &Leaving) -> Exit {
-        let Hold::Retry(mut state) = hold else {
+        let Hold::Retry(index) = hold else {
             return Exit::Left(None);
         };
         if rules::retries(self.retry_on, leaving.result) {
+            let state = &mut self.states[index as usize];
             let decision =
                 self.policy
-                    .on_failure(now, &mut state, leaving.retry_after, &mut self.random);
+                    .on_failure(now, state, leaving.retry_after, &mut self.random);
             if let RetryDecision::Retry { at } = decision {
                 return Exit::Again {
                     at,
-                    hold: Hold::Retry(state),
+                    hold: Hold::Retry(index),
                 };
             }
         }
+        self.free.push(index);
         Exit::Left(None)
     }
 
     /// A dropped attempt ends its request's step: no more attempts, nothing charged.
-    fn cancel(&mut self, _: SimTime, _: Hold) {}
+    fn cancel(&mut self, _: SimTime, hold: Hold) {
+        if let Hold::Retry(index) = hold {
+            self.free.push(index);
+        }
+    }
 
     fn observe(&mut self, _: SimTime, _: &mut Metrics) {}
 }
@@ -504,6 +539,8 @@ impl Policies {
                 enabled: spec.enabled,
                 retry_on: spec.retry_on,
                 random: Stream::derive(scenario.seed, "retry", &spec.name),
+                states: Vec::new(),
+                free: Vec::new(),
             })
             .collect();
         let breakers = scenario
@@ -569,6 +606,12 @@ impl Policies {
     /// [`Layer::ceiling`] of the layer `policy` names, called without `dyn`.
     pub fn ceiling(&mut self, policy: PolicyRef) -> Option<u64> {
         on_layer!(self, policy, layer => layer.ceiling())
+    }
+
+    /// Bytes the layers keep per request inside them (the retry layers' states), which grow
+    /// with the requests in flight.
+    pub fn memory_bytes(&self) -> u64 {
+        self.retries.iter().map(RetrySlot::memory_bytes).sum()
     }
 
     /// Every layer, for gauges.
@@ -658,5 +701,89 @@ impl Policies {
                 (spec.name.clone(), summary)
             })
             .collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outagelab_model::backoff::{BackoffConfig, Jitter};
+    use outagelab_model::retry::RetryConfig;
+    use outagelab_model::time::SimDuration;
+
+    fn retry_layer(attempts: u32) -> RetrySlot {
+        let ms = SimDuration::from_millis;
+        let backoff = BackoffConfig::new(ms(10), 2000, ms(100), Jitter::None).unwrap();
+        RetrySlot {
+            policy: RetryPolicy::new(RetryConfig::new(attempts, backoff, None, None).unwrap()),
+            enabled: true,
+            retry_on: OutcomeSet::new([Outcome::Timeout]),
+            random: Stream::derive(1, "retry", "test"),
+            states: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    fn leaving(result: StepResult) -> Leaving {
+        Leaving {
+            result,
+            io_result: result,
+            retry_after: None,
+            work_still_running: false,
+        }
+    }
+
+    fn entrant() -> Entrant {
+        Entrant {
+            waiter: RequestRef { slot: 0, token: 0 },
+            bytes: 0,
+        }
+    }
+
+    #[test]
+    fn each_request_inside_a_retry_layer_keeps_its_own_attempts_and_a_freed_state_is_reused() {
+        // Two requests inside at once, each with its own state: A fails twice and is out of
+        // attempts at its third, while B, which entered between, still has its own two.
+        let mut layer = retry_layer(3);
+        let now = SimTime::ZERO;
+        let timeout = leaving(StepResult::Error(Outcome::Timeout));
+        let Enter::Pass(a) = layer.enter(now, &entrant()) else {
+            panic!("enters")
+        };
+        let Enter::Pass(b) = layer.enter(now, &entrant()) else {
+            panic!("enters")
+        };
+        assert!(matches!((&a, &b), (Hold::Retry(0), Hold::Retry(1))));
+        let Exit::Again { hold: a, .. } = layer.exit(now, a, &timeout) else {
+            panic!("retries")
+        };
+        let Exit::Again { hold: a, .. } = layer.exit(now, a, &timeout) else {
+            panic!("retries")
+        };
+        assert!(
+            matches!(layer.exit(now, a, &timeout), Exit::Left(None)),
+            "3 attempts made"
+        );
+        let Exit::Again { hold: b, .. } = layer.exit(now, b, &timeout) else {
+            panic!("B's own")
+        };
+        // A's state is free again: the next request gets it, fresh.
+        let Enter::Pass(c) = layer.enter(now, &entrant()) else {
+            panic!("enters")
+        };
+        assert!(matches!(c, Hold::Retry(0)));
+        let Exit::Again { hold: c, .. } = layer.exit(now, c, &timeout) else {
+            panic!("fresh")
+        };
+        assert!(matches!(
+            layer.exit(now, b, &leaving(StepResult::Ok)),
+            Exit::Left(None)
+        ));
+        layer.cancel(now, c);
+        assert_eq!(
+            layer.free.len(),
+            2,
+            "both states free once nobody is inside"
+        );
     }
 }

@@ -52,6 +52,7 @@ impl<'s> Simulator<'s> {
                 .sum::<u64>()
             + self.callers.memory_bytes()
             + self.actions.memory_bytes()
+            + self.policies.memory_bytes()
     }
 
     /// Makes room in the full request slab: it doubles if the budget allows the doubled
