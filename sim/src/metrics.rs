@@ -226,9 +226,16 @@ impl BucketLatency {
             // value of the rank (every latency is at most the histogram's highest value, so
             // none would have been clamped).
             let count = self.samples.len() as u64;
+            // The percentiles are asked in increasing order, so each rank is at or after the
+            // one before: once a rank's value is in place, everything after it is at least as
+            // large, and the next is selected among those only.
+            let mut from = 0;
             let mut at = |thousandths| {
                 let rank = rule.rank(thousandths, count) as usize;
-                let (_, &mut value, _) = self.samples.select_nth_unstable(rank - 1);
+                debug_assert!(rank > from, "percentiles asked in increasing order");
+                let samples = &mut self.samples[from..];
+                let (_, &mut value, _) = samples.select_nth_unstable(rank - 1 - from);
+                from = rank - 1;
                 debug_assert!(value <= self.histogram.high());
                 ms(self.histogram.highest_equivalent(value))
             };
