@@ -128,7 +128,17 @@ impl<'s> Simulator<'s> {
             self.loads_active -= 1;
             return;
         }
-        self.send(id, None);
+        // A request of a load without a caller runs as soon as its next arrival is scheduled,
+        // without a trip through the runnable queue: nothing else is runnable at this instant
+        // (the last event's drain took everything), so it is what the drain would run next, and
+        // the next arrival is scheduled first, as it would be.
+        let direct = self.scenario.loads[id.index()].caller.is_none() && self.runnable.is_empty();
+        let request = if direct {
+            Some(self.spawn_unqueued(id, None))
+        } else {
+            self.send(id, None);
+            None
+        };
         let state = &mut self.loads[id.index()];
         let clock = state
             .clock
@@ -137,6 +147,13 @@ impl<'s> Simulator<'s> {
         match clock.next(&mut state.rng) {
             Some(next) => self.events.schedule(next, Event::Arrival(id)),
             None => self.loads_active -= 1,
+        }
+        // As the drain takes a runnable request: one piece of work for the memory check, and
+        // not run once the budget is exceeded (the run stops at its next turn).
+        if let Some(request) = request
+            && !self.over_memory_budget()
+        {
+            self.advance(request.slot);
         }
     }
 
@@ -149,6 +166,13 @@ impl<'s> Simulator<'s> {
     /// product page again) instead of fresh ones; the load still makes its draw, so its
     /// other draws stay as they are.
     pub(super) fn spawn_with_keys(&mut self, id: LoadId, same_keys: Option<u64>) -> RequestRef {
+        let request = self.spawn_unqueued(id, same_keys);
+        self.runnable.push_back(request);
+        request
+    }
+
+    /// [`Self::spawn_with_keys`], without making the request runnable: the caller runs it.
+    fn spawn_unqueued(&mut self, id: LoadId, same_keys: Option<u64>) -> RequestRef {
         let state = &mut self.loads[id.index()];
         let flow = match &mut state.spread {
             Some(spreading) => spreading.pick(),
@@ -167,7 +191,6 @@ impl<'s> Simulator<'s> {
         self.in_flight += 1;
         self.observation.arrived(flow, self.reports_as(flow));
         self.monitors.arrived();
-        self.runnable.push_back(request);
         request
     }
 
