@@ -495,15 +495,17 @@ impl<'s> Simulator<'s> {
             {
                 return Verdict::Completed;
             }
-            let next = self.events.peek_time();
+            // Taken out before the checks: when one stops the run, the event is not processed
+            // and nothing reads the queue again.
+            let next = self.events.pop();
             if let Some(horizon) = limits.horizon
-                && next.is_none_or(|at| at > horizon)
+                && next.as_ref().is_none_or(|&(at, _)| at > horizon)
             {
                 // Nothing more happens before the horizon.
                 self.now = self.now.max(horizon);
                 return ended(self);
             }
-            let Some(at) = next else {
+            let Some((at, event)) = next else {
                 // Requests wait for something that will never answer.
                 return Verdict::Stalled;
             };
@@ -517,7 +519,6 @@ impl<'s> Simulator<'s> {
             if self.events_processed.is_multiple_of(PROGRESS_EVERY_EVENTS) {
                 progress(self.now);
             }
-            let (at, event) = self.events.pop().expect("peeked");
             self.process(at, event);
             if self.monitors.violation().is_some() {
                 // The caller reports the violation instead of the figures.
