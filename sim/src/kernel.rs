@@ -265,6 +265,9 @@ impl EventQueue {
     /// Bytes one waiting event takes in the queue.
     pub const ENTRY_BYTES: u64 = std::mem::size_of::<Scheduled>() as u64;
 
+    /// When the earliest event is due (the engine pops it and checks then; tests step up to an
+    /// instant with it).
+    #[cfg(test)]
     pub fn peek_time(&self) -> Option<SimTime> {
         match self.heap.peek() {
             Some(scheduled) => Some(scheduled.at()),
