@@ -209,16 +209,6 @@ pub enum PercentileRuleName {
     FloorIndex,
 }
 
-/// `[client_loops.node]`: a client's event loop, shared by the connections that name it.
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawClientLoop {
-    pub write_rate: Spanned<Text>,
-    /// The writer's turn: both or neither.
-    pub copy_rate: Option<Spanned<Text>>,
-    pub copy_before_yield: Option<Spanned<Size>>,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheOpName {
@@ -226,31 +216,6 @@ pub enum CacheOpName {
     Put,
     Invalidate,
     Flush,
-}
-
-/// `[callers.upstream]`: what sends a load's requests, with its own timeout and retries.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawCaller {
-    pub timeout: Option<Spanned<Text>>,
-    pub retry: Option<Spanned<String>>,
-    pub cancel_on_timeout: Option<Spanned<bool>>,
-}
-
-/// `[services.api]`: flows that run on several instances (pods) of one service.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawService {
-    pub instances: Spanned<Whole>,
-    pub flows: Spanned<Vec<Spanned<String>>>,
-    pub spread: Option<SpreadName>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SpreadName {
-    RoundRobin,
-    Random,
 }
 
 #[derive(Deserialize)]

@@ -26,6 +26,7 @@ mod load;
 mod policies;
 mod resources;
 mod retry;
+mod service;
 mod table;
 
 pub(crate) use faults::{FaultReader, Reported};
@@ -401,53 +402,6 @@ impl<'a> Validator<'a> {
         self.expand(scenario, raw, &names, errors_before)
     }
 
-    /// A client event loop: the rate it writes at, and the writer's turn, whose two keys go
-    /// together.
-    fn client_loop(&mut self, name: &str, raw: &RawClientLoop) -> Option<ClientLoopSpec> {
-        let key = |field: &str| format!("client_loops.{name}.{field}");
-        let write_rate = self.bandwidth(&raw.write_rate, &key("write_rate"));
-        const TURN: &str = "the writer's turn is its copy rate and how much it copies \
-                            before it yields";
-        let writer = match (&raw.copy_rate, &raw.copy_before_yield) {
-            (None, None) => Some(None),
-            (Some(copy_rate), Some(most)) => {
-                let copy_rate = self.bandwidth(copy_rate, &key("copy_rate"));
-                match self.size_any(most, &key("copy_before_yield")) {
-                    Some(0) => {
-                        self.error(
-                            Some(most.span()),
-                            key("copy_before_yield"),
-                            "must be more than zero bytes: a writer that yields before \
-                             copying anything never writes",
-                        );
-                        None
-                    }
-                    most => copy_rate.zip(most).map(|(copy_rate, copy_before_yield)| {
-                        Some(WriterTurn {
-                            copy_rate,
-                            copy_before_yield,
-                        })
-                    }),
-                }
-            }
-            (Some(copy_rate), None) => {
-                let message = format!("needs copy_before_yield too: {TURN}");
-                self.error(Some(copy_rate.span()), key("copy_rate"), message);
-                None
-            }
-            (None, Some(most)) => {
-                let message = format!("needs copy_rate too: {TURN}");
-                self.error(Some(most.span()), key("copy_before_yield"), message);
-                None
-            }
-        };
-        Some(ClientLoopSpec {
-            name: name.to_owned(),
-            write_rate: write_rate?,
-            writer: writer?,
-        })
-    }
-
     /// The loads that run: each checked, a disabled one then left out (a variant may enable
     /// it); a file with none, or with every one disabled, would run nothing.
     fn loads(
@@ -585,49 +539,6 @@ impl<'a> Validator<'a> {
                 ),
             };
             self.error(Some(channel.span()), key, message);
-        }
-    }
-
-    /// `[services.<name>]`: runs its flows on `instances` instances, each with its own copies
-    /// of the per-instance resources they use (`outagelab_sim::instances`).
-    fn service(&mut self, scenario: &mut Scenario, name: &str, raw: &RawService, names: &Names) {
-        let key = |field: &str| format!("services.{name}.{field}");
-        let instances = self.whole(
-            &raw.instances,
-            &key("instances"),
-            1..=INSTANCES_MAX,
-            "(each instance copies every per-instance resource of its flows)",
-        );
-        let mut flows = Vec::new();
-        for flow in raw.flows.get_ref() {
-            if let Some(id) = self.resolve(&names.flows, flow, &key("flows")) {
-                if flows.contains(&id) {
-                    let message = format!("flow `{}` is listed twice", flow.get_ref());
-                    self.error(Some(flow.span()), key("flows"), message);
-                }
-                flows.push(id);
-            }
-        }
-        if raw.flows.get_ref().is_empty() {
-            let message = "a service runs at least one flow";
-            self.error(Some(raw.flows.span()), key("flows"), message);
-        }
-        let Some(instances) = instances else { return };
-        if flows.len() != raw.flows.get_ref().len() || flows.is_empty() {
-            return;
-        }
-        let spread = match raw.spread {
-            None | Some(SpreadName::RoundRobin) => Spread::RoundRobin,
-            Some(SpreadName::Random) => Spread::Random,
-        };
-        let spec = ServiceSpec {
-            name: name.to_owned(),
-            instances,
-            spread,
-        };
-        if let Err(message) = outagelab_sim::instances::expand(scenario, spec, &flows) {
-            let span = self.key_span(&["services", name]);
-            self.error(span, format!("services.{name}"), message);
         }
     }
 
@@ -1857,39 +1768,6 @@ impl<'a> Validator<'a> {
                 None
             }
         }
-    }
-
-    /// `[callers.<name>]`: a timeout longer than zero, a retry policy by name.
-    fn caller(&mut self, name: &str, raw: &RawCaller, names: &Names) -> Option<CallerSpec> {
-        let key = |field: &str| format!("callers.{name}.{field}");
-        let timeout = match &raw.timeout {
-            Some(timeout) => Some(self.positive_duration(
-                timeout,
-                &key("timeout"),
-                "a caller that gives up at once sends nothing useful",
-            )?),
-            None => None,
-        };
-        let retry = match &raw.retry {
-            Some(retry) => Some(self.resolve(&names.retries, retry, &key("retry"))?),
-            None => None,
-        };
-        let cancel_on_timeout = match &raw.cancel_on_timeout {
-            Some(cancel) if *cancel.get_ref() && timeout.is_none() => {
-                let message = "a caller without a `timeout` never gives up, so it never cancels: \
-                               give it a `timeout`";
-                self.error(Some(cancel.span()), key("cancel_on_timeout"), message);
-                return None;
-            }
-            Some(cancel) => *cancel.get_ref(),
-            None => false,
-        };
-        Some(CallerSpec {
-            name: name.to_owned(),
-            timeout,
-            retry,
-            cancel_on_timeout,
-        })
     }
 }
 

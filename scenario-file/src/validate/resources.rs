@@ -43,14 +43,7 @@ impl Validator<'_> {
             .ok()
             .flatten()
             .unwrap_or_default();
-        let byte_rate = r.written("byte_rate").and_then(|rate| {
-            let text = respan(rate.clone(), |raw| match raw {
-                RawValue::Text(text) => text,
-                _ => unreachable!("a bandwidth is read as text"),
-            });
-            let key = r.key("byte_rate");
-            r.validator.bandwidth(&text, &key)
-        });
+        let byte_rate = r.bandwidth("byte_rate").ok().flatten();
         let persistence = r.flag("persistence");
         let replica_of = replication(&mut r, name, names);
         let memory = memory(&mut r);

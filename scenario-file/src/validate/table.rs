@@ -6,7 +6,7 @@
 use std::ops::Range as Span;
 
 use outagelab_model::time::SimDuration;
-use outagelab_sim::scenario::Distribution;
+use outagelab_sim::scenario::{ByteRate, Distribution};
 use serde::de::Error as _;
 use toml::Spanned;
 
@@ -264,6 +264,16 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         read.map(Some).ok_or(Reported)
     }
 
+    /// A rate of bytes as written, more than zero (a bandwidth has no declared default).
+    pub fn bandwidth(&mut self, name: &str) -> Result<Option<ByteRate>, Reported> {
+        let Some(text) = self.text(name) else {
+            return Ok(None);
+        };
+        let key = self.key(name);
+        let read = self.validator.bandwidth(&text, &key);
+        read.map(Some).ok_or(Reported)
+    }
+
     /// A number as written (its bounds are its config's to check), else the declared default.
     pub fn float(&self, name: &str) -> Option<f64> {
         match self.number(name) {
@@ -417,7 +427,7 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         let value = self.written(name)?;
         Some(respan(value.clone(), |raw| match raw {
             RawValue::Text(text) => text,
-            _ => unreachable!("a duration is read as text"),
+            _ => unreachable!("a duration or a bandwidth is read as text"),
         }))
     }
 
