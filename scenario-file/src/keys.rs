@@ -2,7 +2,7 @@
 //! range and one line of doc ([`KeySpec`]). The fault kinds (`fault_kinds.rs`) and the tables
 //! declared key by key (`breaker_keys.rs`, `retry_keys.rs`, `connection_keys.rs`,
 //! `load_keys.rs`, `limit_keys.rs`, `policy_keys.rs`, `resource_keys.rs`, `service_keys.rs`:
-//! [`DECLARED_TABLES`]) are lists of these; from them come the raw readers
+//! [`DECLARED_TABLES`]; a step's action tables in `step_keys.rs`) are lists of these; from them come the raw readers
 //! (`raw.rs`: `RawFault`, `RawTable`), the validators' getters (`validate/faults.rs`,
 //! `validate/table.rs`), `validate --explain`'s keys, the missing-key messages' meanings
 //! (`suggest.rs`) and the reference tables of `docs/scenario-format.md` ([`markdown_table`]).

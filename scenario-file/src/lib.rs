@@ -42,6 +42,7 @@ mod raw;
 mod resource_keys;
 mod retry_keys;
 mod service_keys;
+mod step_keys;
 mod suggest;
 mod tune;
 pub mod units;
@@ -88,6 +89,9 @@ pub use resource_keys::{
 };
 pub use retry_keys::reference_table as retry_reference_table;
 pub use service_keys::service_table;
+pub use step_keys::{
+    cache_step_table, lock_step_table, rate_limit_step_table, throttle_step_table,
+};
 pub use tune::TuneSpec;
 pub use validate::PresetUse;
 

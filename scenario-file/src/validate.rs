@@ -27,6 +27,7 @@ mod policies;
 mod resources;
 mod retry;
 mod service;
+mod steps;
 mod table;
 
 pub(crate) use faults::{FaultReader, Reported};
@@ -1411,21 +1412,7 @@ impl<'a> Validator<'a> {
                 .replay_writes
                 .as_ref()
                 .is_some_and(|flag| *flag.get_ref()),
-            RawAction::RateLimit(limit) => {
-                let limit = limit.get_ref();
-                let Some(flag) = &limit.replay_writes else {
-                    return false;
-                };
-                if !names.has_store(limit.name.get_ref()) {
-                    self.error(
-                        Some(flag.span()),
-                        format!("{prefix}.rate_limit.replay_writes"),
-                        "applies to a rate limiter with a store: a local one sends no command \
-                         a reconnect slot could replay",
-                    );
-                }
-                *flag.get_ref()
-            }
+            RawAction::RateLimit(limit) => self.rate_limit_replays(prefix, limit, names),
             _ => false,
         }
     }
@@ -1569,181 +1556,6 @@ impl<'a> Validator<'a> {
             latency,
             lock,
             data,
-        })
-    }
-
-    fn cache_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawCacheStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let cache = self.resolve(&names.caches, &table.name, &key("name"));
-        let op_name = *table.op.get_ref();
-        if let Some(value) = &table.value
-            && op_name != CacheOpName::Put
-        {
-            self.error(
-                Some(value.span()),
-                key("value"),
-                "applies to op = \"put\" only: no other cache op writes a value",
-            );
-        }
-        let family = match (&table.key, op_name) {
-            (Some(family), CacheOpName::Flush) => {
-                self.error(
-                    Some(family.span()),
-                    key("key"),
-                    "a flush empties the whole cache: it takes no key",
-                );
-                return None;
-            }
-            (Some(family), _) => Some(self.resolve(&names.keys, family, &key("key"))?),
-            (None, CacheOpName::Flush) => None,
-            (None, _) => {
-                self.error(
-                    Some(table.op.span()),
-                    key("key"),
-                    "this cache op needs a key (a [keys.<name>] family)",
-                );
-                return None;
-            }
-        };
-        let op = match op_name {
-            CacheOpName::Get => CacheOp::Get,
-            CacheOpName::Put => CacheOp::Put {
-                value_bytes: match &table.value {
-                    Some(value) => self.size(value, &key("value"))?,
-                    None => default::VALUE as u32,
-                },
-            },
-            CacheOpName::Invalidate => CacheOp::Invalidate,
-            CacheOpName::Flush => CacheOp::Flush,
-        };
-        Some(StepAction::Cache {
-            cache: cache?,
-            op,
-            key: family,
-        })
-    }
-
-    fn throttle_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawThrottleStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let throttle = self.resolve(&names.throttles, &table.name, &key("name"));
-        let family = self.resolve(&names.keys, &table.key, &key("key"));
-        Some(StepAction::Throttle {
-            throttle: throttle?,
-            op: match table.op {
-                ThrottleOpName::Acquire => ThrottleOp::Acquire,
-                ThrottleOpName::Release => ThrottleOp::Release,
-            },
-            key: family?,
-        })
-    }
-
-    fn lock_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawLockStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let lock = self.resolve(&names.locks, &table.name, &key("name"));
-        let connection = self.resolve(&names.connections, &table.connection, &key("connection"));
-        let family = self.resolve(&names.keys, &table.key, &key("key"));
-        let op = match (table.op.get_ref(), &table.mode) {
-            (LockOpName::Acquire, Some(mode)) => LockOp::Acquire(match mode.get_ref() {
-                LockModeName::Exclusive => LockMode::Exclusive,
-                LockModeName::Shared => LockMode::Shared,
-            }),
-            (LockOpName::Acquire, None) => {
-                self.error(
-                    Some(table.op.span()),
-                    key("mode"),
-                    "an acquire says how it holds the lock: mode = \"exclusive\" (a writer) or \"shared\" (a reader)",
-                );
-                return None;
-            }
-            (LockOpName::Release, Some(mode)) => {
-                self.error(
-                    Some(mode.span()),
-                    key("mode"),
-                    "a release gives back the lock the request holds, in the mode it took it: leave mode out",
-                );
-                return None;
-            }
-            (LockOpName::Release, None) => LockOp::Release,
-        };
-        Some(StepAction::Lock {
-            lock: lock?,
-            op,
-            connection: connection?,
-            key: family?,
-        })
-    }
-
-    fn rate_limit_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawRateLimitStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let limiter = self.resolve(&names.rate_limits, &table.name, &key("name"))?;
-        let has_store = names.has_store(table.name.get_ref());
-        let family = match (&table.key, has_store) {
-            (Some(family), true) => {
-                let id = self.resolve(&names.keys, family, &key("key"))?;
-                // One bucket per key: a family left at its default of one key is one bucket
-                // for every request, which a file means only if it says so.
-                if let Some((_, keys)) = names.keys.get(family.get_ref())
-                    && keys.keys.get("count").is_none()
-                {
-                    self.warnings.push(self.source.diagnostic(
-                        Some(family.span()),
-                        key("key"),
-                        format!(
-                            "checks one bucket for everyone: the limiter keeps a bucket per key \
-                             and `keys.{}` has one key (no count); write `count = 1` there to \
-                             mean one limit for the whole service, or the number of clients \
-                             (`count = 1000`) for a limit per client",
-                            family.get_ref()
-                        ),
-                    ));
-                }
-                Some(id)
-            }
-            (None, false) => None,
-            (Some(family), false) => {
-                self.error(
-                    Some(family.span()),
-                    key("key"),
-                    "a limiter without a store keeps no keys",
-                );
-                return None;
-            }
-            (None, true) => {
-                self.error(
-                    Some(raw.span()),
-                    key("key"),
-                    "a limiter with a store checks a key: name a [keys.<name>] family",
-                );
-                return None;
-            }
-        };
-        Some(StepAction::RateLimit {
-            limiter,
-            key: family,
         })
     }
 

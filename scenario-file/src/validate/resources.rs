@@ -11,7 +11,7 @@ use outagelab_sim::scenario::{
     KeyFamilySpec, MemorySpec, Preload, Replication, ServerSpec,
 };
 
-use super::table::{TableReader, respan};
+use super::table::TableReader;
 use super::{Validator, default, limit};
 use crate::kinds::Names;
 use crate::raw::RawValue;
@@ -193,19 +193,10 @@ fn preload(r: &mut TableReader, names: &Names, keys: &[KeyFamilySpec]) -> Vec<Pr
             Ok(None) => family_count,
             Err(_) => continue,
         };
-        let value_bytes = match e.written("value") {
-            Some(value) => {
-                let size = respan(value.clone(), |raw| match raw {
-                    RawValue::Size(size) => size,
-                    _ => unreachable!("a size is read as a size"),
-                });
-                let key = e.key("value");
-                match e.validator.size(&size, &key) {
-                    Some(bytes) => bytes,
-                    None => continue,
-                }
-            }
-            None => default::VALUE as u32,
+        let value_bytes = match e.value_size("value") {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => default::VALUE as u32,
+            Err(_) => continue,
         };
         preload.push(Preload {
             family,

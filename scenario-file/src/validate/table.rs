@@ -12,7 +12,8 @@ use toml::Spanned;
 
 use super::{PresetUse, Reported, Validator};
 use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value};
-use crate::raw::{RawValue, RetryLimit, Text, Written};
+use crate::kinds::NameIndex;
+use crate::raw::{RawValue, RetryLimit, Size, Text, Written};
 
 /// One table's keys, read as declared. A getter that finds a problem reports it and returns
 /// [`Reported`].
@@ -252,13 +253,9 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
 
     /// A size in bytes as written (a size has no declared default).
     pub fn size(&mut self, name: &str) -> Result<Option<u64>, Reported> {
-        let Some(value) = self.written(name) else {
+        let Some(size) = self.written_size(name) else {
             return Ok(None);
         };
-        let size = respan(value.clone(), |raw| match raw {
-            RawValue::Size(size) => size,
-            _ => unreachable!("a size is read as a size"),
-        });
         let key = self.key(name);
         let read = self.validator.size_any(&size, &key);
         read.map(Some).ok_or(Reported)
@@ -272,6 +269,24 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         let key = self.key(name);
         let read = self.validator.bandwidth(&text, &key);
         read.map(Some).ok_or(Reported)
+    }
+
+    /// The size of one Redis value as written (at most 512 MiB, Redis' limit).
+    pub fn value_size(&mut self, name: &str) -> Result<Option<u32>, Reported> {
+        let Some(size) = self.written_size(name) else {
+            return Ok(None);
+        };
+        let key = self.key(name);
+        let read = self.validator.size(&size, &key);
+        read.map(Some).ok_or(Reported)
+    }
+
+    /// The resource the key `name` names (declared [`Value::Ref`]) as written, resolved in
+    /// `index`; an unknown name is reported at the key.
+    pub fn resolve<Raw, Id>(&mut self, name: &str, index: &NameIndex<'_, Raw, Id>) -> Option<Id> {
+        let written = self.name(name)?;
+        let key = self.key(name);
+        self.validator.resolve(index, &written, &key)
     }
 
     /// A number as written (its bounds are its config's to check), else the declared default.
@@ -428,6 +443,14 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         Some(respan(value.clone(), |raw| match raw {
             RawValue::Text(text) => text,
             _ => unreachable!("a duration or a bandwidth is read as text"),
+        }))
+    }
+
+    fn written_size(&self, name: &str) -> Option<Spanned<Size>> {
+        let value = self.written(name)?;
+        Some(respan(value.clone(), |raw| match raw {
+            RawValue::Size(size) => size,
+            _ => unreachable!("a size is read as a size"),
         }))
     }
 
