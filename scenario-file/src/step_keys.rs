@@ -91,7 +91,7 @@ const CACHE_STEP_KEYS: [KeySpec; 4] = [
     KeySpec {
         name: "value",
         value: Value::Size,
-        default: KeyDefault::Otherwise("`64` bytes"),
+        default: KeyDefault::Is("64"),
         range: Range::Checked("up to 512 MiB"),
         doc: "with `\"put\"` only: the size of the value it stores",
     },

@@ -193,10 +193,9 @@ fn preload(r: &mut TableReader, names: &Names, keys: &[KeyFamilySpec]) -> Vec<Pr
             Ok(None) => family_count,
             Err(_) => continue,
         };
-        let value_bytes = match e.value_size("value") {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => default::VALUE as u32,
-            Err(_) => continue,
+        // A value's size is declared with its default.
+        let Ok(Some(value_bytes)) = e.value_size("value") else {
+            continue;
         };
         preload.push(Preload {
             family,
@@ -244,32 +243,24 @@ fn replication(r: &mut TableReader, name: &str, names: &Names) -> Option<Replica
     Some(Replication { primary, lag })
 }
 
-/// A server's memory settings: what a key costs, the limit, and the eviction policy.
+/// A server's memory settings: what a key costs, the limit, and the eviction policy, each
+/// written or as declared.
 fn memory(r: &mut TableReader) -> MemorySpec {
-    let mut memory = MemorySpec::DEFAULT;
-    for (field, target) in [
-        ("key_bytes", &mut memory.key_bytes),
-        ("key_overhead", &mut memory.key_overhead),
-    ] {
-        if let Ok(Some(bytes)) = r.size(field) {
-            match u32::try_from(bytes) {
-                Ok(bytes) if u64::from(bytes) <= limit::VALUE_BYTES => *target = bytes,
-                _ => {
-                    let message =
-                        format!("{bytes} bytes is above 512MiB, more than a key of Redis takes");
-                    r.refuse(field, message);
-                }
-            }
-        }
-    }
-    if let Ok(Some(bytes)) = r.size("maxmemory") {
-        // As in Redis, `maxmemory 0` is no limit.
-        memory.maxmemory = (bytes > 0).then_some(bytes);
-    }
+    let key_bytes = key_size(r, "key_bytes");
+    let key_overhead = key_size(r, "key_overhead");
+    // As in Redis, `maxmemory 0` is no limit.
+    let maxmemory = r
+        .size("maxmemory")
+        .ok()
+        .flatten()
+        .filter(|bytes| *bytes > 0);
+    let declared = r.default_word("maxmemory_policy");
+    let mut policy = EvictionPolicy::from_name(declared.expect("declared with a default"))
+        .expect("the declared default is a policy");
     if let Some(value) = r.name("maxmemory_policy") {
         let name = value.get_ref().as_str();
         match EvictionPolicy::from_name(name) {
-            Some(policy) => memory.policy = policy,
+            Some(written) => policy = written,
             None => {
                 let known = EvictionPolicy::ALL.map(EvictionPolicy::name);
                 let hint = crate::suggest::closest(name, known.iter().copied())
@@ -283,17 +274,42 @@ fn memory(r: &mut TableReader) -> MemorySpec {
             }
         }
     }
-    if let Ok(Some(samples)) = r.count("maxmemory_samples", None) {
-        memory.samples = EvictionSamples::Sampled(NonZeroU32::new(samples).expect("at least 1"));
-    }
-    if r.flag("maxmemory_exact") {
+    let samples = r.count("maxmemory_samples", None);
+    let samples = if r.flag("maxmemory_exact") {
         if r.written("maxmemory_samples").is_some() {
             r.refuse(
                 "maxmemory_exact",
                 "exact eviction looks at every candidate key: leave maxmemory_samples out",
             );
         }
-        memory.samples = EvictionSamples::Exact;
+        EvictionSamples::Exact
+    } else {
+        // Declared with a default, from 1; a refused count fails the file, so its stand-in
+        // never runs.
+        let samples = samples.ok().flatten().and_then(NonZeroU32::new);
+        EvictionSamples::Sampled(samples.unwrap_or(NonZeroU32::MIN))
+    };
+    MemorySpec {
+        key_bytes,
+        key_overhead,
+        maxmemory,
+        policy,
+        samples,
     }
-    memory
+}
+
+/// `key_bytes` or `key_overhead`: at most 512 MiB. A refused size fails the file, so the 0
+/// that stands in for it never runs.
+fn key_size(r: &mut TableReader, field: &str) -> u32 {
+    let Ok(Some(bytes)) = r.size(field) else {
+        return 0;
+    };
+    match u32::try_from(bytes) {
+        Ok(bytes) if u64::from(bytes) <= limit::VALUE_BYTES => bytes,
+        _ => {
+            let message = format!("{bytes} bytes is above 512MiB, more than a key of Redis takes");
+            r.refuse(field, message);
+            0
+        }
+    }
 }

@@ -6,8 +6,8 @@
 use outagelab_sim::scenario::{CacheOp, LockMode, LockOp, StepAction, ThrottleOp};
 use toml::Spanned;
 
+use super::Validator;
 use super::table::TableReader;
-use super::{Validator, default};
 use crate::kinds::Names;
 use crate::raw::{Declared, RawTable};
 use crate::step_keys::{RawCacheStep, RawLockStep, RawRateLimitStep, RawThrottleStep};
@@ -103,11 +103,8 @@ impl Validator<'_> {
         let op = match op_name {
             CacheOpName::Get => CacheOp::Get,
             CacheOpName::Put => CacheOp::Put {
-                value_bytes: match r.value_size("value") {
-                    Ok(Some(bytes)) => bytes,
-                    Ok(None) => default::VALUE as u32,
-                    Err(_) => return None,
-                },
+                // A value's size is declared with its default.
+                value_bytes: r.value_size("value").ok()??,
             },
             CacheOpName::Invalidate => CacheOp::Invalidate,
             CacheOpName::Flush => CacheOp::Flush,
@@ -254,5 +251,28 @@ impl Validator<'_> {
             );
         }
         r.flag("replay_writes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::keys::KeyDefault;
+
+    /// A Redis step's value still takes its default from `default::VALUE`: the declared
+    /// values of a preload's and a cache put's are the same.
+    #[test]
+    fn a_declared_value_default_is_a_redis_steps() {
+        let redis = super::super::default::VALUE.to_string();
+        for spec in [
+            &crate::resource_keys::PRELOAD,
+            &crate::step_keys::CACHE_STEP,
+        ] {
+            let default = spec.declared("value").default;
+            assert!(
+                matches!(default, KeyDefault::Is(text) if text == redis),
+                "{}: {default:?}",
+                spec.what
+            );
+        }
     }
 }

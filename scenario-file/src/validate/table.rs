@@ -251,10 +251,10 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         read.map(Some).ok_or(Reported)
     }
 
-    /// A size in bytes as written (a size has no declared default).
+    /// A size in bytes: written, else the declared default.
     pub fn size(&mut self, name: &str) -> Result<Option<u64>, Reported> {
         let Some(size) = self.written_size(name) else {
-            return Ok(None);
+            return Ok(self.or_default(name, None, default_size));
         };
         let key = self.key(name);
         let read = self.validator.size_any(&size, &key);
@@ -271,10 +271,12 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         read.map(Some).ok_or(Reported)
     }
 
-    /// The size of one Redis value as written (at most 512 MiB, Redis' limit).
+    /// The size of one Redis value (at most 512 MiB, Redis' limit): written, else the
+    /// declared default.
     pub fn value_size(&mut self, name: &str) -> Result<Option<u32>, Reported> {
         let Some(size) = self.written_size(name) else {
-            return Ok(None);
+            let bytes = self.or_default(name, None, default_size);
+            return Ok(bytes.map(|bytes| u32::try_from(bytes).expect("a default fits")));
         };
         let key = self.key(name);
         let read = self.validator.size(&size, &key);
@@ -477,6 +479,11 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         preset.or_else(|| self.default_text(name).map(parse))
     }
 
+    /// The declared default of a word (`maxmemory_policy`'s), without its quotes.
+    pub fn default_word(&self, name: &str) -> Option<&'static str> {
+        self.default_text(name).map(|text| text.trim_matches('"'))
+    }
+
     fn default_text(&self, name: &str) -> Option<&'static str> {
         match self.declared(name).default {
             KeyDefault::Is(text) | KeyDefault::Preset(&KeyDefault::Is(text)) => Some(text),
@@ -486,6 +493,17 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
 
     fn declared(&self, name: &str) -> &'static KeySpec {
         self.spec.declared(name)
+    }
+}
+
+/// A declared default size (TOML text: a number of bytes, or a string with a unit) in bytes.
+fn default_size(text: &str) -> u64 {
+    match crate::keys::default_value(Value::Size, text) {
+        RawValue::Size(Size::Bytes(bytes)) => bytes,
+        RawValue::Size(Size::Text(text)) => {
+            crate::units::parse_size(&text).expect("defaults parse")
+        }
+        _ => unreachable!("a size's default is read as a size"),
     }
 }
 
