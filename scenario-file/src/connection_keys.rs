@@ -1,10 +1,11 @@
-//! The keys of a `[connections.<name>]` table and of its `subscribe` and `tracking`, declared
-//! once ([`KeySpec`]: name, value, default, range, one line of doc). From them come the reader
-//! ([`RawConnection`]), the validation's getters (`validate/connection.rs`, through
+//! The keys of a `[connections.<name>]` table and of its `subscribe` and `tracking`, and of the
+//! `[client_loops.<name>]` a connection names, declared once ([`KeySpec`]: name, value,
+//! default, range, one line of doc). From them come the readers ([`RawConnection`],
+//! [`RawClientLoop`]), the validation's getters (`validate/connection.rs`, through
 //! `validate/table.rs`, which applies a client preset's values and the defaults as declared),
 //! the keys `validate --explain` prints (those a preset gives) and their order, and the key
 //! tables of `docs/scenario-format.md` ([`reference_table`], [`subscribe_table`],
-//! [`tracking_table`]; checked by `tests/integration/docs_tables.rs`). A key a preset gives is
+//! [`tracking_table`], [`client_loop_table`]; checked by `tests/integration/docs_tables.rs`). A key a preset gives is
 //! declared [`KeyDefault::Preset`] (its value from `outagelab_model::presets::CLIENT_PRESETS`).
 
 use outagelab_model::presets::CLIENT_PRESETS;
@@ -21,6 +22,16 @@ pub type RawConnection = RawTable<Connection>;
 
 /// The declaration of `[connections.<name>]`.
 pub struct Connection;
+
+/// A `[client_loops.<name>]` table as written.
+pub type RawClientLoop = RawTable<ClientLoop>;
+
+/// The declaration of `[client_loops.<name>]`.
+pub struct ClientLoop;
+
+impl Declared for ClientLoop {
+    const SPEC: &'static TableSpec = &CLIENT_LOOP;
+}
 
 /// The declaration of a connection's `subscribe = { ... }`.
 pub struct Subscribe;
@@ -313,6 +324,41 @@ const TRACKING_NAMES: [&str; TRACKING_KEYS.len()] = key_names(&TRACKING_KEYS);
 
 pub const TRACKING: TableSpec =
     TableSpec::plain("client tracking", &TRACKING_KEYS, &TRACKING_NAMES);
+
+const CLIENT_LOOP_KEYS: [KeySpec; 3] = [
+    KeySpec {
+        name: "write_rate",
+        value: Value::Bandwidth,
+        default: KeyDefault::Required(MISSING),
+        range: Range::Checked("more than zero"),
+        doc: "the rate the loop builds its connections' commands at, one after another",
+    },
+    KeySpec {
+        name: "copy_rate",
+        value: Value::Bandwidth,
+        default: KeyDefault::Otherwise("none: a command leaves once built"),
+        range: Range::Checked("more than zero"),
+        doc: "the writer's turn, with `copy_before_yield`: the rate a connection's writer \
+              copies what it was handed into its socket",
+    },
+    KeySpec {
+        name: "copy_before_yield",
+        value: Value::Size,
+        default: KeyDefault::Otherwise("none, as `copy_rate`"),
+        range: Range::Checked("more than zero"),
+        doc: "with `copy_rate`: how much a writer copies before the loop builds again",
+    },
+];
+
+const CLIENT_LOOP_NAMES: [&str; CLIENT_LOOP_KEYS.len()] = key_names(&CLIENT_LOOP_KEYS);
+
+pub const CLIENT_LOOP: TableSpec =
+    TableSpec::plain("a client event loop", &CLIENT_LOOP_KEYS, &CLIENT_LOOP_NAMES);
+
+/// The key table of `[client_loops.<name>]` in `docs/scenario-format.md`.
+pub fn client_loop_table() -> String {
+    markdown_table(&CLIENT_LOOP)
+}
 
 /// The key table of `[connections.<name>]` in `docs/scenario-format.md`, as markdown.
 pub fn reference_table() -> String {

@@ -1,7 +1,8 @@
 //! What a key of a table is, declared once: its name, the value it reads as, its default, its
 //! range and one line of doc ([`KeySpec`]). The fault kinds (`fault_kinds.rs`) and the tables
 //! declared key by key (`breaker_keys.rs`, `retry_keys.rs`, `connection_keys.rs`,
-//! `load_keys.rs`, `limit_keys.rs`, `policy_keys.rs`, `resource_keys.rs`: [`DECLARED_TABLES`]) are lists of these; from them come the raw readers
+//! `load_keys.rs`, `limit_keys.rs`, `policy_keys.rs`, `resource_keys.rs`, `service_keys.rs`:
+//! [`DECLARED_TABLES`]; a step's action tables in `step_keys.rs`) are lists of these; from them come the raw readers
 //! (`raw.rs`: `RawFault`, `RawTable`), the validators' getters (`validate/faults.rs`,
 //! `validate/table.rs`), `validate --explain`'s keys, the missing-key messages' meanings
 //! (`suggest.rs`) and the reference tables of `docs/scenario-format.md` ([`markdown_table`]).
@@ -330,7 +331,7 @@ pub fn markdown_table(spec: &TableSpec) -> String {
 }
 
 /// The root tables whose keys are declared one by one, and their declarations.
-pub const DECLARED_TABLES: [(&str, &TableSpec); 15] = [
+pub const DECLARED_TABLES: [(&str, &TableSpec); 18] = [
     ("breakers", &crate::breaker_keys::BREAKER),
     ("bulkheads", &crate::limit_keys::BULKHEAD),
     ("semaphores", &crate::limit_keys::SEMAPHORE),
@@ -346,6 +347,9 @@ pub const DECLARED_TABLES: [(&str, &TableSpec); 15] = [
     ("databases", &crate::resource_keys::DATABASE),
     ("keys", &crate::resource_keys::KEY_FAMILY),
     ("servers", &crate::resource_keys::SERVER),
+    ("client_loops", &crate::connection_keys::CLIENT_LOOP),
+    ("callers", &crate::load_keys::CALLER),
+    ("services", &crate::service_keys::SERVICE),
 ];
 
 /// The words the key `key` of the root table `table` takes, in order (a word list's, a

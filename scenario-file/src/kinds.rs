@@ -15,13 +15,14 @@ use outagelab_sim::scenario::*;
 use serde::Deserialize;
 
 use crate::breaker_keys::RawBreaker;
-use crate::connection_keys::RawConnection;
+use crate::connection_keys::{RawClientLoop, RawConnection};
 use crate::limit_keys::{RawAdaptiveLimit, RawBulkhead, RawSemaphore};
-use crate::load_keys::RawLoad;
+use crate::load_keys::{RawCaller, RawLoad};
 use crate::policy_keys::{RawCache, RawKvStore, RawLock, RawRateLimit, RawThrottle};
 use crate::raw::*;
 use crate::resource_keys::{RawDatabase, RawKeyFamily, RawServer};
 use crate::retry_keys::RawRetry;
+use crate::service_keys::RawService;
 
 macro_rules! resource_kinds {
     ($($table:ident: $raw:ty => $id:ident, $noun:literal;)*) => {

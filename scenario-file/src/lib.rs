@@ -41,6 +41,8 @@ mod rate_file;
 mod raw;
 mod resource_keys;
 mod retry_keys;
+mod service_keys;
+mod step_keys;
 mod suggest;
 mod tune;
 pub mod units;
@@ -60,8 +62,8 @@ pub use breaker_keys::{
     failure_rate_table as breaker_failure_rate_table, reference_table as breaker_reference_table,
 };
 pub use connection_keys::{
-    reference_table as connection_reference_table, subscribe_table as connection_subscribe_table,
-    tracking_table as connection_tracking_table,
+    client_loop_table, reference_table as connection_reference_table,
+    subscribe_table as connection_subscribe_table, tracking_table as connection_tracking_table,
 };
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use explain::{
@@ -77,13 +79,19 @@ pub use keys::declared_words;
 pub use limit_keys::{
     adaptive_limit_table, aimd_table, bulkhead_table, gradient2_table, semaphore_table,
 };
-pub use load_keys::{reference_table as load_reference_table, stage_table as load_stage_table};
+pub use load_keys::{
+    caller_table, reference_table as load_reference_table, stage_table as load_stage_table,
+};
 pub use map::{MapAxisSpec, MapSpec};
 pub use policy_keys::{cache_table, kv_store_table, lock_table, rate_limit_table, throttle_table};
 pub use resource_keys::{
     collapse_table, database_table, key_family_table, preload_table, server_table,
 };
 pub use retry_keys::reference_table as retry_reference_table;
+pub use service_keys::service_table;
+pub use step_keys::{
+    cache_step_table, lock_step_table, rate_limit_step_table, throttle_step_table,
+};
 pub use tune::TuneSpec;
 pub use validate::PresetUse;
 

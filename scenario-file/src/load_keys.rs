@@ -1,8 +1,8 @@
-//! The keys of a `[loads.<name>]` table and of each of its `stages`, declared once
-//! ([`KeySpec`]: name, value, default, range, one line of doc). From them come the reader
-//! ([`RawLoad`]), the validation's getters (`validate/load.rs`, through `validate/table.rs`)
-//! and the key tables of `docs/scenario-format.md` ([`reference_table`], [`stage_table`];
-//! checked by `tests/integration/docs_tables.rs`). Which keys apply to which `arrivals` is the
+//! The keys of a `[loads.<name>]` table and of each of its `stages`, and of the
+//! `[callers.<name>]` a load names, declared once ([`KeySpec`]: name, value, default, range,
+//! one line of doc). From them come the readers ([`RawLoad`], [`RawCaller`]), the validation's
+//! getters (`validate/load.rs`, through `validate/table.rs`) and the key tables of
+//! `docs/scenario-format.md` ([`reference_table`], [`stage_table`], [`caller_table`]; checked by `tests/integration/docs_tables.rs`). Which keys apply to which `arrivals` is the
 //! validation's: each refusal says why.
 
 use serde::de::MapAccess;
@@ -22,6 +22,16 @@ pub struct Load;
 
 /// The declaration of one stage of `stages = [{ ... }]`.
 pub struct Stage;
+
+/// A `[callers.<name>]` table as written.
+pub type RawCaller = RawTable<Caller>;
+
+/// The declaration of `[callers.<name>]`.
+pub struct Caller;
+
+impl Declared for Caller {
+    const SPEC: &'static TableSpec = &CALLER;
+}
 
 impl Declared for Load {
     const SPEC: &'static TableSpec = &LOAD;
@@ -208,6 +218,48 @@ const STAGE_KEYS: [KeySpec; 2] = [
 const STAGE_NAMES: [&str; STAGE_KEYS.len()] = key_names(&STAGE_KEYS);
 
 pub const STAGE: TableSpec = TableSpec::plain("a stage", &STAGE_KEYS, &STAGE_NAMES);
+
+const CALLER_KEYS: [KeySpec; 3] = [
+    KeySpec {
+        name: "timeout",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise("none (waits for the service)"),
+        range: Range::Longer {
+            why: "a caller that gives up at once sends nothing useful",
+        },
+        doc: "per attempt; an attempt given up on ends with `timeout` for the caller",
+    },
+    KeySpec {
+        name: "retry",
+        value: Value::Ref("retries"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "a `[retries.<name>]` policy: its `retry_on` (which may list `timeout`), \
+              attempts, backoff and budget, in the caller's own instance. An attempt refused \
+              with a Retry-After (a throttle's `rate_limited` with its `retry_after`) is \
+              retried no sooner than that, as HTTP clients honour the header",
+    },
+    KeySpec {
+        name: "cancel_on_timeout",
+        value: Value::Bool,
+        default: KeyDefault::Is("false"),
+        range: Range::Any,
+        doc: "the service hears that the caller gave up on an attempt (the caller closes its \
+              connection; the handler checks its request context between calls): the request \
+              stops before its next step and ends `cancelled` (HTTP 499), its `finally` steps \
+              still run. The step it is in runs to its end: a query waiting for the database, \
+              or a command in an offline queue, is not called back. Needs a `timeout`",
+    },
+];
+
+const CALLER_NAMES: [&str; CALLER_KEYS.len()] = key_names(&CALLER_KEYS);
+
+pub const CALLER: TableSpec = TableSpec::plain("a caller", &CALLER_KEYS, &CALLER_NAMES);
+
+/// The key table of `[callers.<name>]` in `docs/scenario-format.md`.
+pub fn caller_table() -> String {
+    markdown_table(&CALLER)
+}
 
 /// The key table of `[loads.<name>]` in `docs/scenario-format.md`, as markdown.
 pub fn reference_table() -> String {

@@ -14,6 +14,7 @@ use toml::Spanned;
 use crate::fault_kinds::{self, FaultKindSpec};
 use crate::keys::{KeyDefault, KeySpec, TableSpec, Value};
 use crate::one_of::{OneOf, fields_of};
+use crate::step_keys::{RawCacheStep, RawLockStep, RawRateLimitStep, RawThrottleStep};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -209,50 +210,6 @@ pub enum PercentileRuleName {
     FloorIndex,
 }
 
-/// `[client_loops.node]`: a client's event loop, shared by the connections that name it.
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawClientLoop {
-    pub write_rate: Spanned<Text>,
-    /// The writer's turn: both or neither.
-    pub copy_rate: Option<Spanned<Text>>,
-    pub copy_before_yield: Option<Spanned<Size>>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CacheOpName {
-    Get,
-    Put,
-    Invalidate,
-    Flush,
-}
-
-/// `[callers.upstream]`: what sends a load's requests, with its own timeout and retries.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawCaller {
-    pub timeout: Option<Spanned<Text>>,
-    pub retry: Option<Spanned<String>>,
-    pub cancel_on_timeout: Option<Spanned<bool>>,
-}
-
-/// `[services.api]`: flows that run on several instances (pods) of one service.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawService {
-    pub instances: Spanned<Whole>,
-    pub flows: Spanned<Vec<Spanned<String>>>,
-    pub spread: Option<SpreadName>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SpreadName {
-    RoundRobin,
-    Random,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFlow {
@@ -434,80 +391,6 @@ pub struct RawDbStep {
     /// The data it reads (or writes, with `write`): a key family, whose versions are followed.
     pub key: Option<Spanned<String>>,
     pub write: Option<Spanned<bool>>,
-}
-
-/// `cache = { name = "l1", op = "get", key = "product" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as cache = { name = \"l1\", op = \"get\", key = \"product\" }"
-)]
-pub struct RawCacheStep {
-    pub name: Spanned<String>,
-    pub op: Spanned<CacheOpName>,
-    pub key: Option<Spanned<String>>,
-    pub value: Option<Spanned<Size>>,
-}
-
-/// `throttle = { name = "cascade", op = "acquire", key = "space" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as throttle = { name = \"cascade\", op = \"acquire\", key = \"space\" }"
-)]
-pub struct RawThrottleStep {
-    pub name: Spanned<String>,
-    pub op: ThrottleOpName,
-    pub key: Spanned<String>,
-}
-
-/// `rate_limit = { name = "api", key = "bucket" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as rate_limit = { name = \"api\", key = \"bucket\" }"
-)]
-pub struct RawRateLimitStep {
-    pub name: Spanned<String>,
-    pub key: Option<Spanned<String>>,
-    /// On a reconnect slot, replay the check (a write) after a connection-level failure too.
-    pub replay_writes: Option<Spanned<bool>>,
-}
-
-/// `lock = { name = "files", op = "acquire", mode = "shared", connection = "c", key = "lock" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as lock = { name = \"files\", op = \"acquire\", mode = \"exclusive\", connection = \"c\", key = \"lock\" }"
-)]
-pub struct RawLockStep {
-    pub name: Spanned<String>,
-    pub op: Spanned<LockOpName>,
-    /// For an acquire: `"exclusive"` or `"shared"`.
-    pub mode: Option<Spanned<LockModeName>>,
-    pub connection: Spanned<String>,
-    pub key: Spanned<String>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LockOpName {
-    Acquire,
-    Release,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LockModeName {
-    Exclusive,
-    Shared,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ThrottleOpName {
-    Acquire,
-    Release,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -744,6 +627,11 @@ impl Written {
 pub trait Declared: 'static {
     const SPEC: &'static TableSpec;
 
+    /// What a table written as something else is told it should look like (`cache = { name
+    /// = "l1", op = "get", key = "product" }`): "expected a table such as ...". Without one,
+    /// `suggest` says to write a table or a section.
+    const EXAMPLE: Option<&'static str> = None;
+
     /// Reads the value of the key `key`, declared a table ([`Value::Table`]): each such table
     /// is a type of its own, read as `Spanned<RawTable<Its>>`.
     fn nested<'de, M: MapAccess<'de>>(
@@ -777,8 +665,11 @@ impl<'de, S: Declared> Visitor<'de> for TableVisitor<S> {
     type Value = Written;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // `suggest` recognises a table written as something else by this word.
-        write!(f, "struct RawTable ({})", S::SPEC.what)
+        match S::EXAMPLE {
+            Some(example) => write!(f, "a table such as {example}"),
+            // `suggest` recognises a table written as something else by this word.
+            None => write!(f, "struct RawTable ({})", S::SPEC.what),
+        }
     }
 
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Written, M::Error> {

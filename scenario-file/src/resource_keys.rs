@@ -270,14 +270,14 @@ const SERVER_KEYS: [KeySpec; 13] = [
     KeySpec {
         name: "key_bytes",
         value: Value::Size,
-        default: KeyDefault::Otherwise("`\"16B\"`"),
+        default: KeyDefault::Is("\"16B\""),
         range: Range::Checked("up to 512 MiB"),
         doc: "bytes of every key's name, one size for every family",
     },
     KeySpec {
         name: "key_overhead",
         value: Value::Size,
-        default: KeyDefault::Otherwise("`\"64B\"`"),
+        default: KeyDefault::Is("\"64B\""),
         range: Range::Checked("up to 512 MiB"),
         doc: "bytes the server spends on every key besides its name and value (dictionary \
               entry, object header, expiry)",
@@ -297,20 +297,21 @@ const SERVER_KEYS: [KeySpec; 13] = [
             noun: "policy",
             plural: "policies",
         },
-        default: KeyDefault::Otherwise("`\"noeviction\"` (Redis' default)"),
+        default: KeyDefault::Is("\"noeviction\""),
         range: Range::Any,
-        doc: "which key a server over its limit evicts (below)",
+        doc: "which key a server over its limit evicts (below; Redis' default is \
+              `\"noeviction\"` too)",
     },
     KeySpec {
         name: "maxmemory_samples",
         value: Value::Count,
-        default: KeyDefault::Otherwise("`5` (Redis' default)"),
+        default: KeyDefault::Is("5"),
         range: Range::Between {
             min: 1,
             max: 64,
             why: "an eviction looks at one key at least",
         },
-        doc: "candidates an LRU or TTL eviction draws",
+        doc: "candidates an LRU or TTL eviction draws (Redis' default 5)",
     },
     KeySpec {
         name: "maxmemory_exact",
@@ -371,7 +372,7 @@ const PRELOAD_KEYS: [KeySpec; 3] = [
     KeySpec {
         name: "value",
         value: Value::Size,
-        default: KeyDefault::Otherwise("`64` bytes"),
+        default: KeyDefault::Is("64"),
         range: Range::Checked("up to 512 MiB"),
         doc: "the size of each key's value",
     },

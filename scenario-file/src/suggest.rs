@@ -2,6 +2,7 @@
 //! and what to write instead, for serde's messages that name a Rust type rather than the fix.
 
 use crate::keys::{DECLARED_TABLES, Value};
+use crate::step_keys::STEP_ACTION_TABLES;
 
 /// The candidate nearest to `name` by edit distance, if it is a plausible typo of it: at most
 /// two edits, and fewer edits than the shorter name has characters (so `a` is not a typo of
@@ -57,7 +58,12 @@ pub fn serde_message_at(message: &str, key: &str) -> String {
         .strip_prefix("missing field `")
         .and_then(|rest| rest.strip_suffix('`'))
     {
-        return match declared_meaning(key, field).or_else(|| meaning(key, field)) {
+        let said = match step_action(key) {
+            // A step's action: its declaration's, not a row of the flows' section.
+            Some(action) => step_action_meaning(action, field),
+            None => declared_meaning(key, field).or_else(|| meaning(key, field)),
+        };
+        return match said {
             Some((section, meaning)) => format!(
                 "missing field `{field}`, which {section} requires: {meaning} \
                  (docs/scenario-format.md)"
@@ -180,6 +186,24 @@ fn declared_meaning(key: &str, field: &str) -> Option<(String, String)> {
         within => format!("`{}` in a `[{root}.<name>]`", within.join(".")),
     };
     Some((section, doc.to_owned()))
+}
+
+/// The action whose table is at `key`, when `key` is one: `cache` for
+/// `flows.read.steps[0].cache`.
+fn step_action(key: &str) -> Option<&str> {
+    let mut parts = key.split('.');
+    let (root, _flow, step, action) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    (root == "flows" && step.starts_with("steps[") && parts.next().is_none()).then_some(action)
+}
+
+/// What the declaration of the step action `action` (`step_keys::STEP_ACTION_TABLES`) says
+/// its key `field` is; nothing for an action not declared there.
+fn step_action_meaning(action: &str, field: &str) -> Option<(String, String)> {
+    let (_, spec) = STEP_ACTION_TABLES
+        .iter()
+        .find(|(name, _)| *name == action)?;
+    let doc = spec.key(field)?.doc;
+    Some((format!("a step's `{action}`"), doc.to_owned()))
 }
 
 /// The reference the messages quote.

@@ -26,6 +26,8 @@ mod load;
 mod policies;
 mod resources;
 mod retry;
+mod service;
+mod steps;
 mod table;
 
 pub(crate) use faults::{FaultReader, Reported};
@@ -401,53 +403,6 @@ impl<'a> Validator<'a> {
         self.expand(scenario, raw, &names, errors_before)
     }
 
-    /// A client event loop: the rate it writes at, and the writer's turn, whose two keys go
-    /// together.
-    fn client_loop(&mut self, name: &str, raw: &RawClientLoop) -> Option<ClientLoopSpec> {
-        let key = |field: &str| format!("client_loops.{name}.{field}");
-        let write_rate = self.bandwidth(&raw.write_rate, &key("write_rate"));
-        const TURN: &str = "the writer's turn is its copy rate and how much it copies \
-                            before it yields";
-        let writer = match (&raw.copy_rate, &raw.copy_before_yield) {
-            (None, None) => Some(None),
-            (Some(copy_rate), Some(most)) => {
-                let copy_rate = self.bandwidth(copy_rate, &key("copy_rate"));
-                match self.size_any(most, &key("copy_before_yield")) {
-                    Some(0) => {
-                        self.error(
-                            Some(most.span()),
-                            key("copy_before_yield"),
-                            "must be more than zero bytes: a writer that yields before \
-                             copying anything never writes",
-                        );
-                        None
-                    }
-                    most => copy_rate.zip(most).map(|(copy_rate, copy_before_yield)| {
-                        Some(WriterTurn {
-                            copy_rate,
-                            copy_before_yield,
-                        })
-                    }),
-                }
-            }
-            (Some(copy_rate), None) => {
-                let message = format!("needs copy_before_yield too: {TURN}");
-                self.error(Some(copy_rate.span()), key("copy_rate"), message);
-                None
-            }
-            (None, Some(most)) => {
-                let message = format!("needs copy_rate too: {TURN}");
-                self.error(Some(most.span()), key("copy_before_yield"), message);
-                None
-            }
-        };
-        Some(ClientLoopSpec {
-            name: name.to_owned(),
-            write_rate: write_rate?,
-            writer: writer?,
-        })
-    }
-
     /// The loads that run: each checked, a disabled one then left out (a variant may enable
     /// it); a file with none, or with every one disabled, would run nothing.
     fn loads(
@@ -585,49 +540,6 @@ impl<'a> Validator<'a> {
                 ),
             };
             self.error(Some(channel.span()), key, message);
-        }
-    }
-
-    /// `[services.<name>]`: runs its flows on `instances` instances, each with its own copies
-    /// of the per-instance resources they use (`outagelab_sim::instances`).
-    fn service(&mut self, scenario: &mut Scenario, name: &str, raw: &RawService, names: &Names) {
-        let key = |field: &str| format!("services.{name}.{field}");
-        let instances = self.whole(
-            &raw.instances,
-            &key("instances"),
-            1..=INSTANCES_MAX,
-            "(each instance copies every per-instance resource of its flows)",
-        );
-        let mut flows = Vec::new();
-        for flow in raw.flows.get_ref() {
-            if let Some(id) = self.resolve(&names.flows, flow, &key("flows")) {
-                if flows.contains(&id) {
-                    let message = format!("flow `{}` is listed twice", flow.get_ref());
-                    self.error(Some(flow.span()), key("flows"), message);
-                }
-                flows.push(id);
-            }
-        }
-        if raw.flows.get_ref().is_empty() {
-            let message = "a service runs at least one flow";
-            self.error(Some(raw.flows.span()), key("flows"), message);
-        }
-        let Some(instances) = instances else { return };
-        if flows.len() != raw.flows.get_ref().len() || flows.is_empty() {
-            return;
-        }
-        let spread = match raw.spread {
-            None | Some(SpreadName::RoundRobin) => Spread::RoundRobin,
-            Some(SpreadName::Random) => Spread::Random,
-        };
-        let spec = ServiceSpec {
-            name: name.to_owned(),
-            instances,
-            spread,
-        };
-        if let Err(message) = outagelab_sim::instances::expand(scenario, spec, &flows) {
-            let span = self.key_span(&["services", name]);
-            self.error(span, format!("services.{name}"), message);
         }
     }
 
@@ -1500,21 +1412,7 @@ impl<'a> Validator<'a> {
                 .replay_writes
                 .as_ref()
                 .is_some_and(|flag| *flag.get_ref()),
-            RawAction::RateLimit(limit) => {
-                let limit = limit.get_ref();
-                let Some(flag) = &limit.replay_writes else {
-                    return false;
-                };
-                if !names.has_store(limit.name.get_ref()) {
-                    self.error(
-                        Some(flag.span()),
-                        format!("{prefix}.rate_limit.replay_writes"),
-                        "applies to a rate limiter with a store: a local one sends no command \
-                         a reconnect slot could replay",
-                    );
-                }
-                *flag.get_ref()
-            }
+            RawAction::RateLimit(limit) => self.rate_limit_replays(prefix, limit, names),
             _ => false,
         }
     }
@@ -1661,181 +1559,6 @@ impl<'a> Validator<'a> {
         })
     }
 
-    fn cache_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawCacheStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let cache = self.resolve(&names.caches, &table.name, &key("name"));
-        let op_name = *table.op.get_ref();
-        if let Some(value) = &table.value
-            && op_name != CacheOpName::Put
-        {
-            self.error(
-                Some(value.span()),
-                key("value"),
-                "applies to op = \"put\" only: no other cache op writes a value",
-            );
-        }
-        let family = match (&table.key, op_name) {
-            (Some(family), CacheOpName::Flush) => {
-                self.error(
-                    Some(family.span()),
-                    key("key"),
-                    "a flush empties the whole cache: it takes no key",
-                );
-                return None;
-            }
-            (Some(family), _) => Some(self.resolve(&names.keys, family, &key("key"))?),
-            (None, CacheOpName::Flush) => None,
-            (None, _) => {
-                self.error(
-                    Some(table.op.span()),
-                    key("key"),
-                    "this cache op needs a key (a [keys.<name>] family)",
-                );
-                return None;
-            }
-        };
-        let op = match op_name {
-            CacheOpName::Get => CacheOp::Get,
-            CacheOpName::Put => CacheOp::Put {
-                value_bytes: match &table.value {
-                    Some(value) => self.size(value, &key("value"))?,
-                    None => default::VALUE as u32,
-                },
-            },
-            CacheOpName::Invalidate => CacheOp::Invalidate,
-            CacheOpName::Flush => CacheOp::Flush,
-        };
-        Some(StepAction::Cache {
-            cache: cache?,
-            op,
-            key: family,
-        })
-    }
-
-    fn throttle_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawThrottleStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let throttle = self.resolve(&names.throttles, &table.name, &key("name"));
-        let family = self.resolve(&names.keys, &table.key, &key("key"));
-        Some(StepAction::Throttle {
-            throttle: throttle?,
-            op: match table.op {
-                ThrottleOpName::Acquire => ThrottleOp::Acquire,
-                ThrottleOpName::Release => ThrottleOp::Release,
-            },
-            key: family?,
-        })
-    }
-
-    fn lock_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawLockStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let lock = self.resolve(&names.locks, &table.name, &key("name"));
-        let connection = self.resolve(&names.connections, &table.connection, &key("connection"));
-        let family = self.resolve(&names.keys, &table.key, &key("key"));
-        let op = match (table.op.get_ref(), &table.mode) {
-            (LockOpName::Acquire, Some(mode)) => LockOp::Acquire(match mode.get_ref() {
-                LockModeName::Exclusive => LockMode::Exclusive,
-                LockModeName::Shared => LockMode::Shared,
-            }),
-            (LockOpName::Acquire, None) => {
-                self.error(
-                    Some(table.op.span()),
-                    key("mode"),
-                    "an acquire says how it holds the lock: mode = \"exclusive\" (a writer) or \"shared\" (a reader)",
-                );
-                return None;
-            }
-            (LockOpName::Release, Some(mode)) => {
-                self.error(
-                    Some(mode.span()),
-                    key("mode"),
-                    "a release gives back the lock the request holds, in the mode it took it: leave mode out",
-                );
-                return None;
-            }
-            (LockOpName::Release, None) => LockOp::Release,
-        };
-        Some(StepAction::Lock {
-            lock: lock?,
-            op,
-            connection: connection?,
-            key: family?,
-        })
-    }
-
-    fn rate_limit_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawRateLimitStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let limiter = self.resolve(&names.rate_limits, &table.name, &key("name"))?;
-        let has_store = names.has_store(table.name.get_ref());
-        let family = match (&table.key, has_store) {
-            (Some(family), true) => {
-                let id = self.resolve(&names.keys, family, &key("key"))?;
-                // One bucket per key: a family left at its default of one key is one bucket
-                // for every request, which a file means only if it says so.
-                if let Some((_, keys)) = names.keys.get(family.get_ref())
-                    && keys.keys.get("count").is_none()
-                {
-                    self.warnings.push(self.source.diagnostic(
-                        Some(family.span()),
-                        key("key"),
-                        format!(
-                            "checks one bucket for everyone: the limiter keeps a bucket per key \
-                             and `keys.{}` has one key (no count); write `count = 1` there to \
-                             mean one limit for the whole service, or the number of clients \
-                             (`count = 1000`) for a limit per client",
-                            family.get_ref()
-                        ),
-                    ));
-                }
-                Some(id)
-            }
-            (None, false) => None,
-            (Some(family), false) => {
-                self.error(
-                    Some(family.span()),
-                    key("key"),
-                    "a limiter without a store keeps no keys",
-                );
-                return None;
-            }
-            (None, true) => {
-                self.error(
-                    Some(raw.span()),
-                    key("key"),
-                    "a limiter with a store checks a key: name a [keys.<name>] family",
-                );
-                return None;
-            }
-        };
-        Some(StepAction::RateLimit {
-            limiter,
-            key: family,
-        })
-    }
-
     /// A rate in requests per second that may be zero, in thousandths.
     fn rate_or_zero(&mut self, value: &Spanned<f64>, key: &str) -> Option<u64> {
         let rate = *value.get_ref();
@@ -1857,39 +1580,6 @@ impl<'a> Validator<'a> {
                 None
             }
         }
-    }
-
-    /// `[callers.<name>]`: a timeout longer than zero, a retry policy by name.
-    fn caller(&mut self, name: &str, raw: &RawCaller, names: &Names) -> Option<CallerSpec> {
-        let key = |field: &str| format!("callers.{name}.{field}");
-        let timeout = match &raw.timeout {
-            Some(timeout) => Some(self.positive_duration(
-                timeout,
-                &key("timeout"),
-                "a caller that gives up at once sends nothing useful",
-            )?),
-            None => None,
-        };
-        let retry = match &raw.retry {
-            Some(retry) => Some(self.resolve(&names.retries, retry, &key("retry"))?),
-            None => None,
-        };
-        let cancel_on_timeout = match &raw.cancel_on_timeout {
-            Some(cancel) if *cancel.get_ref() && timeout.is_none() => {
-                let message = "a caller without a `timeout` never gives up, so it never cancels: \
-                               give it a `timeout`";
-                self.error(Some(cancel.span()), key("cancel_on_timeout"), message);
-                return None;
-            }
-            Some(cancel) => *cancel.get_ref(),
-            None => false,
-        };
-        Some(CallerSpec {
-            name: name.to_owned(),
-            timeout,
-            retry,
-            cancel_on_timeout,
-        })
     }
 }
 

@@ -2,7 +2,9 @@
 //! every key through [`TableReader`], which applies a client preset's values and the defaults
 //! as each key declares them; here, what the declaration cannot say: the defaults and keys
 //! that depend on how it reconnects (`always`, `slot`, `manager`), the subscriber and tracking
-//! tables' references, and the refusals placed at the key they came from.
+//! tables' references, and the refusals placed at the key they came from. A
+//! `[client_loops.<name>]` table (`crate::connection_keys::CLIENT_LOOP`) is read here too:
+//! its writer's turn, whose two keys go together.
 
 use std::num::NonZeroU32;
 use std::ops::Range;
@@ -10,11 +12,13 @@ use std::ops::Range;
 use outagelab_model::presets::{self, ClientPreset, ClientReconnect, ReconnectGrowth};
 use outagelab_model::reconnect::ReconnectConfig;
 use outagelab_model::time::SimDuration;
-use outagelab_sim::scenario::{ConnectionSpec, KeyFamilyId, Reconnect, Subscription, Tracking};
+use outagelab_sim::scenario::{
+    ClientLoopSpec, ConnectionSpec, KeyFamilyId, Reconnect, Subscription, Tracking, WriterTurn,
+};
 
 use super::table::TableReader;
 use super::{Reported, Validator, default};
-use crate::connection_keys::{CONNECTION, RawConnection};
+use crate::connection_keys::{CLIENT_LOOP, CONNECTION, RawClientLoop, RawConnection};
 use crate::kinds::Names;
 use crate::units::parse_duration;
 
@@ -42,6 +46,53 @@ const GROWTHS: &[(&str, ReconnectGrowth)] = &[
 ];
 
 impl Validator<'_> {
+    /// A client event loop: the rate it writes at, and the writer's turn, whose two keys go
+    /// together.
+    pub(super) fn client_loop(
+        &mut self,
+        name: &str,
+        raw: &RawClientLoop,
+    ) -> Option<ClientLoopSpec> {
+        let table_span = self.key_span(&["client_loops", name]);
+        let prefix = format!("client_loops.{name}");
+        let mut r = TableReader::new(self, prefix, &raw.keys, &CLIENT_LOOP, table_span);
+        let write_rate = r.bandwidth("write_rate");
+        const TURN: &str = "the writer's turn is its copy rate and how much it copies \
+                            before it yields";
+        let writer = match (r.written("copy_rate"), r.written("copy_before_yield")) {
+            (None, None) => Ok(None),
+            (Some(_), Some(_)) => {
+                let copy_rate = r.bandwidth("copy_rate");
+                match r.size("copy_before_yield") {
+                    Ok(Some(0)) => Err(r.refuse(
+                        "copy_before_yield",
+                        "must be more than zero bytes: a writer that yields before copying \
+                         anything never writes",
+                    )),
+                    most => copy_rate.and_then(|copy_rate| {
+                        Ok(copy_rate
+                            .zip(most?)
+                            .map(|(copy_rate, copy_before_yield)| WriterTurn {
+                                copy_rate,
+                                copy_before_yield,
+                            }))
+                    }),
+                }
+            }
+            (Some(_), None) => {
+                Err(r.refuse("copy_rate", format!("needs copy_before_yield too: {TURN}")))
+            }
+            (None, Some(_)) => {
+                Err(r.refuse("copy_before_yield", format!("needs copy_rate too: {TURN}")))
+            }
+        };
+        Some(ClientLoopSpec {
+            name: name.to_owned(),
+            write_rate: write_rate.ok()??,
+            writer: writer.ok()?,
+        })
+    }
+
     pub(super) fn connection(
         &mut self,
         name: &str,

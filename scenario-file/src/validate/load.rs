@@ -1,18 +1,20 @@
 //! A `[loads.<name>]` table read through its declaration (`crate::load_keys`): every key
 //! through [`TableReader`]; here, what the declaration cannot say: which keys each kind of
 //! `arrivals` takes (the others refused, each with why), the end of an open loop, a closed
-//! loop's callers, and a rate over time from `stages` or a `rate_file`.
+//! loop's callers, and a rate over time from `stages` or a `rate_file`. A
+//! `[callers.<name>]` table (`crate::load_keys::CALLER`), what sends a load's requests, is
+//! read here too.
 
 use outagelab_model::time::{SimDuration, SimTime};
 use outagelab_sim::scenario::{
-    Arrivals, ClosedLoop, Distribution, LoadEnd, LoadSpec, Rate, RateStage, RateStages,
+    Arrivals, CallerSpec, ClosedLoop, Distribution, LoadEnd, LoadSpec, Rate, RateStage, RateStages,
 };
 use toml::Spanned;
 
 use super::table::TableReader;
 use super::{Reported, Validator, limit, since_zero};
 use crate::kinds::Names;
-use crate::load_keys::{LOAD, RawLoad};
+use crate::load_keys::{CALLER, LOAD, RawCaller, RawLoad};
 use crate::raw::RawValue;
 
 type Reader<'v, 'a, 'r> = TableReader<'v, 'a, 'r>;
@@ -33,6 +35,39 @@ const KINDS: &[(&str, Kind)] = &[
 ];
 
 impl Validator<'_> {
+    /// `[callers.<name>]`: a timeout longer than zero, a retry policy by name.
+    pub(super) fn caller(
+        &mut self,
+        name: &str,
+        raw: &RawCaller,
+        names: &Names,
+    ) -> Option<CallerSpec> {
+        let table_span = self.key_span(&["callers", name]);
+        let prefix = format!("callers.{name}");
+        let mut r = TableReader::new(self, prefix, &raw.keys, &CALLER, table_span);
+        let timeout = r.duration("timeout", None).ok()?;
+        let retry = match r.name("retry") {
+            Some(retry) => {
+                let key = r.key("retry");
+                Some(r.validator.resolve(&names.retries, &retry, &key)?)
+            }
+            None => None,
+        };
+        let cancel_on_timeout = r.flag("cancel_on_timeout");
+        if cancel_on_timeout && timeout.is_none() {
+            let message = "a caller without a `timeout` never gives up, so it never cancels: \
+                           give it a `timeout`";
+            r.refuse("cancel_on_timeout", message);
+            return None;
+        }
+        Some(CallerSpec {
+            name: name.to_owned(),
+            timeout,
+            retry,
+            cancel_on_timeout,
+        })
+    }
+
     pub(super) fn load(
         &mut self,
         name: &str,

@@ -11,7 +11,7 @@ use outagelab_sim::scenario::{
     KeyFamilySpec, MemorySpec, Preload, Replication, ServerSpec,
 };
 
-use super::table::{TableReader, respan};
+use super::table::TableReader;
 use super::{Validator, default, limit};
 use crate::kinds::Names;
 use crate::raw::RawValue;
@@ -43,14 +43,7 @@ impl Validator<'_> {
             .ok()
             .flatten()
             .unwrap_or_default();
-        let byte_rate = r.written("byte_rate").and_then(|rate| {
-            let text = respan(rate.clone(), |raw| match raw {
-                RawValue::Text(text) => text,
-                _ => unreachable!("a bandwidth is read as text"),
-            });
-            let key = r.key("byte_rate");
-            r.validator.bandwidth(&text, &key)
-        });
+        let byte_rate = r.bandwidth("byte_rate").ok().flatten();
         let persistence = r.flag("persistence");
         let replica_of = replication(&mut r, name, names);
         let memory = memory(&mut r);
@@ -200,19 +193,9 @@ fn preload(r: &mut TableReader, names: &Names, keys: &[KeyFamilySpec]) -> Vec<Pr
             Ok(None) => family_count,
             Err(_) => continue,
         };
-        let value_bytes = match e.written("value") {
-            Some(value) => {
-                let size = respan(value.clone(), |raw| match raw {
-                    RawValue::Size(size) => size,
-                    _ => unreachable!("a size is read as a size"),
-                });
-                let key = e.key("value");
-                match e.validator.size(&size, &key) {
-                    Some(bytes) => bytes,
-                    None => continue,
-                }
-            }
-            None => default::VALUE as u32,
+        // A value's size is declared with its default.
+        let Ok(Some(value_bytes)) = e.value_size("value") else {
+            continue;
         };
         preload.push(Preload {
             family,
@@ -260,32 +243,24 @@ fn replication(r: &mut TableReader, name: &str, names: &Names) -> Option<Replica
     Some(Replication { primary, lag })
 }
 
-/// A server's memory settings: what a key costs, the limit, and the eviction policy.
+/// A server's memory settings: what a key costs, the limit, and the eviction policy, each
+/// written or as declared.
 fn memory(r: &mut TableReader) -> MemorySpec {
-    let mut memory = MemorySpec::DEFAULT;
-    for (field, target) in [
-        ("key_bytes", &mut memory.key_bytes),
-        ("key_overhead", &mut memory.key_overhead),
-    ] {
-        if let Ok(Some(bytes)) = r.size(field) {
-            match u32::try_from(bytes) {
-                Ok(bytes) if u64::from(bytes) <= limit::VALUE_BYTES => *target = bytes,
-                _ => {
-                    let message =
-                        format!("{bytes} bytes is above 512MiB, more than a key of Redis takes");
-                    r.refuse(field, message);
-                }
-            }
-        }
-    }
-    if let Ok(Some(bytes)) = r.size("maxmemory") {
-        // As in Redis, `maxmemory 0` is no limit.
-        memory.maxmemory = (bytes > 0).then_some(bytes);
-    }
+    let key_bytes = key_size(r, "key_bytes");
+    let key_overhead = key_size(r, "key_overhead");
+    // As in Redis, `maxmemory 0` is no limit.
+    let maxmemory = r
+        .size("maxmemory")
+        .ok()
+        .flatten()
+        .filter(|bytes| *bytes > 0);
+    let declared = r.default_word("maxmemory_policy");
+    let mut policy = EvictionPolicy::from_name(declared.expect("declared with a default"))
+        .expect("the declared default is a policy");
     if let Some(value) = r.name("maxmemory_policy") {
         let name = value.get_ref().as_str();
         match EvictionPolicy::from_name(name) {
-            Some(policy) => memory.policy = policy,
+            Some(written) => policy = written,
             None => {
                 let known = EvictionPolicy::ALL.map(EvictionPolicy::name);
                 let hint = crate::suggest::closest(name, known.iter().copied())
@@ -299,17 +274,42 @@ fn memory(r: &mut TableReader) -> MemorySpec {
             }
         }
     }
-    if let Ok(Some(samples)) = r.count("maxmemory_samples", None) {
-        memory.samples = EvictionSamples::Sampled(NonZeroU32::new(samples).expect("at least 1"));
-    }
-    if r.flag("maxmemory_exact") {
+    let samples = r.count("maxmemory_samples", None);
+    let samples = if r.flag("maxmemory_exact") {
         if r.written("maxmemory_samples").is_some() {
             r.refuse(
                 "maxmemory_exact",
                 "exact eviction looks at every candidate key: leave maxmemory_samples out",
             );
         }
-        memory.samples = EvictionSamples::Exact;
+        EvictionSamples::Exact
+    } else {
+        // Declared with a default, from 1; a refused count fails the file, so its stand-in
+        // never runs.
+        let samples = samples.ok().flatten().and_then(NonZeroU32::new);
+        EvictionSamples::Sampled(samples.unwrap_or(NonZeroU32::MIN))
+    };
+    MemorySpec {
+        key_bytes,
+        key_overhead,
+        maxmemory,
+        policy,
+        samples,
     }
-    memory
+}
+
+/// `key_bytes` or `key_overhead`: at most 512 MiB. A refused size fails the file, so the 0
+/// that stands in for it never runs.
+fn key_size(r: &mut TableReader, field: &str) -> u32 {
+    let Ok(Some(bytes)) = r.size(field) else {
+        return 0;
+    };
+    match u32::try_from(bytes) {
+        Ok(bytes) if u64::from(bytes) <= limit::VALUE_BYTES => bytes,
+        _ => {
+            let message = format!("{bytes} bytes is above 512MiB, more than a key of Redis takes");
+            r.refuse(field, message);
+            0
+        }
+    }
 }

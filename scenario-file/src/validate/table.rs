@@ -6,13 +6,14 @@
 use std::ops::Range as Span;
 
 use outagelab_model::time::SimDuration;
-use outagelab_sim::scenario::Distribution;
+use outagelab_sim::scenario::{ByteRate, Distribution};
 use serde::de::Error as _;
 use toml::Spanned;
 
 use super::{PresetUse, Reported, Validator};
 use crate::keys::{KeyDefault, KeySpec, Range, TableSpec, Value};
-use crate::raw::{RawValue, RetryLimit, Text, Written};
+use crate::kinds::NameIndex;
+use crate::raw::{RawValue, RetryLimit, Size, Text, Written};
 
 /// One table's keys, read as declared. A getter that finds a problem reports it and returns
 /// [`Reported`].
@@ -250,18 +251,44 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         read.map(Some).ok_or(Reported)
     }
 
-    /// A size in bytes as written (a size has no declared default).
+    /// A size in bytes: written, else the declared default.
     pub fn size(&mut self, name: &str) -> Result<Option<u64>, Reported> {
-        let Some(value) = self.written(name) else {
-            return Ok(None);
+        let Some(size) = self.written_size(name) else {
+            return Ok(self.or_default(name, None, default_size));
         };
-        let size = respan(value.clone(), |raw| match raw {
-            RawValue::Size(size) => size,
-            _ => unreachable!("a size is read as a size"),
-        });
         let key = self.key(name);
         let read = self.validator.size_any(&size, &key);
         read.map(Some).ok_or(Reported)
+    }
+
+    /// A rate of bytes as written, more than zero (a bandwidth has no declared default).
+    pub fn bandwidth(&mut self, name: &str) -> Result<Option<ByteRate>, Reported> {
+        let Some(text) = self.text(name) else {
+            return Ok(None);
+        };
+        let key = self.key(name);
+        let read = self.validator.bandwidth(&text, &key);
+        read.map(Some).ok_or(Reported)
+    }
+
+    /// The size of one Redis value (at most 512 MiB, Redis' limit): written, else the
+    /// declared default.
+    pub fn value_size(&mut self, name: &str) -> Result<Option<u32>, Reported> {
+        let Some(size) = self.written_size(name) else {
+            let bytes = self.or_default(name, None, default_size);
+            return Ok(bytes.map(|bytes| u32::try_from(bytes).expect("a default fits")));
+        };
+        let key = self.key(name);
+        let read = self.validator.size(&size, &key);
+        read.map(Some).ok_or(Reported)
+    }
+
+    /// The resource the key `name` names (declared [`Value::Ref`]) as written, resolved in
+    /// `index`; an unknown name is reported at the key.
+    pub fn resolve<Raw, Id>(&mut self, name: &str, index: &NameIndex<'_, Raw, Id>) -> Option<Id> {
+        let written = self.name(name)?;
+        let key = self.key(name);
+        self.validator.resolve(index, &written, &key)
     }
 
     /// A number as written (its bounds are its config's to check), else the declared default.
@@ -417,7 +444,15 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         let value = self.written(name)?;
         Some(respan(value.clone(), |raw| match raw {
             RawValue::Text(text) => text,
-            _ => unreachable!("a duration is read as text"),
+            _ => unreachable!("a duration or a bandwidth is read as text"),
+        }))
+    }
+
+    fn written_size(&self, name: &str) -> Option<Spanned<Size>> {
+        let value = self.written(name)?;
+        Some(respan(value.clone(), |raw| match raw {
+            RawValue::Size(size) => size,
+            _ => unreachable!("a size is read as a size"),
         }))
     }
 
@@ -444,6 +479,11 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
         preset.or_else(|| self.default_text(name).map(parse))
     }
 
+    /// The declared default of a word (`maxmemory_policy`'s), without its quotes.
+    pub fn default_word(&self, name: &str) -> Option<&'static str> {
+        self.default_text(name).map(|text| text.trim_matches('"'))
+    }
+
     fn default_text(&self, name: &str) -> Option<&'static str> {
         match self.declared(name).default {
             KeyDefault::Is(text) | KeyDefault::Preset(&KeyDefault::Is(text)) => Some(text),
@@ -453,6 +493,17 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
 
     fn declared(&self, name: &str) -> &'static KeySpec {
         self.spec.declared(name)
+    }
+}
+
+/// A declared default size (TOML text: a number of bytes, or a string with a unit) in bytes.
+fn default_size(text: &str) -> u64 {
+    match crate::keys::default_value(Value::Size, text) {
+        RawValue::Size(Size::Bytes(bytes)) => bytes,
+        RawValue::Size(Size::Text(text)) => {
+            crate::units::parse_size(&text).expect("defaults parse")
+        }
+        _ => unreachable!("a size's default is read as a size"),
     }
 }
 

@@ -7,12 +7,13 @@ use std::{env, fs};
 
 use outagelab_scenario_file::{
     adaptive_limit_table, aimd_table, breaker_failure_rate_table, breaker_presets_table,
-    breaker_reference_table, bulkhead_table, cache_table, client_presets_table, collapse_table,
-    connection_reference_table, connection_subscribe_table, connection_tracking_table,
-    database_table, fault_kinds_table, fault_reference_table, gradient2_table, key_family_table,
-    kv_store_table, load_reference_table, load_stage_table, lock_table, preload_table,
+    breaker_reference_table, bulkhead_table, cache_step_table, cache_table, caller_table,
+    client_loop_table, client_presets_table, collapse_table, connection_reference_table,
+    connection_subscribe_table, connection_tracking_table, database_table, fault_kinds_table,
+    fault_reference_table, gradient2_table, key_family_table, kv_store_table, load_reference_table,
+    load_stage_table, lock_step_table, lock_table, preload_table, rate_limit_step_table,
     rate_limit_table, retry_presets_table, retry_reference_table, semaphore_table, server_table,
-    throttle_table,
+    service_table, throttle_step_table, throttle_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -298,5 +299,68 @@ fn the_preload_key_table_is_the_declarations() {
         "<!-- generated: preload keys (scenario-file/src/resource_keys.rs) -->",
         "<!-- end generated: preload keys -->",
         &preload_table(),
+    );
+}
+
+#[test]
+fn the_service_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: service keys (scenario-file/src/service_keys.rs) -->",
+        "<!-- end generated: service keys -->",
+        &service_table(),
+    );
+}
+
+#[test]
+fn the_caller_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: caller keys (scenario-file/src/load_keys.rs) -->",
+        "<!-- end generated: caller keys -->",
+        &caller_table(),
+    );
+}
+
+#[test]
+fn the_client_loop_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: client loop keys (scenario-file/src/connection_keys.rs) -->",
+        "<!-- end generated: client loop keys -->",
+        &client_loop_table(),
+    );
+}
+
+#[test]
+fn the_cache_step_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: cache step keys (scenario-file/src/step_keys.rs) -->",
+        "<!-- end generated: cache step keys -->",
+        &cache_step_table(),
+    );
+}
+
+#[test]
+fn the_throttle_step_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: throttle step keys (scenario-file/src/step_keys.rs) -->",
+        "<!-- end generated: throttle step keys -->",
+        &throttle_step_table(),
+    );
+}
+
+#[test]
+fn the_rate_limit_step_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: rate_limit step keys (scenario-file/src/step_keys.rs) -->",
+        "<!-- end generated: rate_limit step keys -->",
+        &rate_limit_step_table(),
+    );
+}
+
+#[test]
+fn the_lock_step_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: lock step keys (scenario-file/src/step_keys.rs) -->",
+        "<!-- end generated: lock step keys -->",
+        &lock_step_table(),
     );
 }

@@ -589,7 +589,9 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = {{ name = \"t\", key = \"k\" }} }}]\n"
             ),
-            "28:23: flows.g.steps[0].throttle: missing field `op`",
+            "28:23: flows.g.steps[0].throttle: missing field `op`, which a step's `throttle` \
+             requires: `\"acquire\"`: a slot of the request's key (or fail with \
+             `rate_limited`); `\"release\"`: give it back (docs/scenario-format.md)",
         ),
         (
             format!(
@@ -607,7 +609,9 @@ fn rejected_files() {
             format!(
                 "{BASE}\n[throttles.t]\nform = \"atomic\"\ninflight_max = 10\n[flows.g]\nsteps = [{{ throttle = {{ name = \"t\", op = \"acquire\" }} }}]\n"
             ),
-            "28:23: flows.g.steps[0].throttle: missing field `key`",
+            "28:23: flows.g.steps[0].throttle: missing field `key`, which a step's `throttle` \
+             requires: the family of the request's key, whose slots it counts \
+             (docs/scenario-format.md)",
         ),
         (
             with(

@@ -1,0 +1,231 @@
+//! The keys of a flow step's action tables that name a policy resource, declared once
+//! ([`KeySpec`]: name, value, default, range, one line of doc): `cache = { ... }`,
+//! `throttle = { ... }`, `rate_limit = { ... }` and `lock = { ... }`. From them come the
+//! readers ([`RawCacheStep`], [`RawThrottleStep`], [`RawRateLimitStep`], [`RawLockStep`],
+//! which `raw::RawStep` holds), the validation's getters (`validate/steps.rs`, through
+//! `validate/table.rs`), the missing-key messages' meanings ([`STEP_ACTION_TABLES`]) and the
+//! key tables of `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`).
+//! The other actions (`redis`, `db`, `work`, `call`) and the keys beside the action are still
+//! derived structs in `raw.rs`.
+
+use crate::keys::{
+    KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
+};
+use crate::raw::{Declared, RawTable};
+
+/// A step's `cache = { ... }` as written.
+pub type RawCacheStep = RawTable<CacheStep>;
+/// A step's `throttle = { ... }` as written.
+pub type RawThrottleStep = RawTable<ThrottleStep>;
+/// A step's `rate_limit = { ... }` as written.
+pub type RawRateLimitStep = RawTable<RateLimitStep>;
+/// A step's `lock = { ... }` as written.
+pub type RawLockStep = RawTable<LockStep>;
+
+/// The declaration of a step's `cache`.
+pub struct CacheStep;
+/// The declaration of a step's `throttle`.
+pub struct ThrottleStep;
+/// The declaration of a step's `rate_limit`.
+pub struct RateLimitStep;
+/// The declaration of a step's `lock`.
+pub struct LockStep;
+
+impl Declared for CacheStep {
+    const SPEC: &'static TableSpec = &CACHE_STEP;
+    const EXAMPLE: Option<&'static str> =
+        Some("cache = { name = \"l1\", op = \"get\", key = \"product\" }");
+}
+
+impl Declared for ThrottleStep {
+    const SPEC: &'static TableSpec = &THROTTLE_STEP;
+    const EXAMPLE: Option<&'static str> =
+        Some("throttle = { name = \"cascade\", op = \"acquire\", key = \"space\" }");
+}
+
+impl Declared for RateLimitStep {
+    const SPEC: &'static TableSpec = &RATE_LIMIT_STEP;
+    const EXAMPLE: Option<&'static str> = Some("rate_limit = { name = \"api\", key = \"bucket\" }");
+}
+
+impl Declared for LockStep {
+    const SPEC: &'static TableSpec = &LOCK_STEP;
+    const EXAMPLE: Option<&'static str> = Some(
+        "lock = { name = \"files\", op = \"acquire\", mode = \"exclusive\", connection = \"c\", \
+         key = \"lock\" }",
+    );
+}
+
+/// The actions declared here, by their key in a step, for the messages of a key missing at
+/// `flows.<name>.steps[i].<action>` (`suggest`).
+pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 4] = [
+    ("cache", &CACHE_STEP),
+    ("throttle", &THROTTLE_STEP),
+    ("rate_limit", &RATE_LIMIT_STEP),
+    ("lock", &LOCK_STEP),
+];
+
+const CACHE_STEP_KEYS: [KeySpec; 4] = [
+    KeySpec {
+        name: "name",
+        value: Value::Ref("caches"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the L1 cache",
+    },
+    KeySpec {
+        name: "op",
+        value: Value::Enum(&["get", "put", "invalidate", "flush"]),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "`\"get\"` (a hit or a miss), `\"put\"`, `\"invalidate\"` (the request's key) or \
+              `\"flush\"` (empties the cache)",
+    },
+    KeySpec {
+        name: "key",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Otherwise("required but with `\"flush\"`, which takes none"),
+        range: Range::Any,
+        doc: "the family of the request's key",
+    },
+    KeySpec {
+        name: "value",
+        value: Value::Size,
+        default: KeyDefault::Is("64"),
+        range: Range::Checked("up to 512 MiB"),
+        doc: "with `\"put\"` only: the size of the value it stores",
+    },
+];
+
+const CACHE_STEP_NAMES: [&str; CACHE_STEP_KEYS.len()] = key_names(&CACHE_STEP_KEYS);
+
+pub const CACHE_STEP: TableSpec =
+    TableSpec::plain("a cache step", &CACHE_STEP_KEYS, &CACHE_STEP_NAMES);
+
+const THROTTLE_STEP_KEYS: [KeySpec; 3] = [
+    KeySpec {
+        name: "name",
+        value: Value::Ref("throttles"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the throttle",
+    },
+    KeySpec {
+        name: "op",
+        value: Value::Enum(&["acquire", "release"]),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "`\"acquire\"`: a slot of the request's key (or fail with `rate_limited`); \
+              `\"release\"`: give it back",
+    },
+    KeySpec {
+        name: "key",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the family of the request's key, whose slots it counts",
+    },
+];
+
+const THROTTLE_STEP_NAMES: [&str; THROTTLE_STEP_KEYS.len()] = key_names(&THROTTLE_STEP_KEYS);
+
+pub const THROTTLE_STEP: TableSpec =
+    TableSpec::plain("a throttle step", &THROTTLE_STEP_KEYS, &THROTTLE_STEP_NAMES);
+
+const RATE_LIMIT_STEP_KEYS: [KeySpec; 3] = [
+    KeySpec {
+        name: "name",
+        value: Value::Ref("rate_limits"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the rate limiter that checks the request",
+    },
+    KeySpec {
+        name: "key",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Otherwise("required with a limiter's `store`, refused without"),
+        range: Range::Any,
+        doc: "the family of the request's key: one bucket per key, in the store",
+    },
+    KeySpec {
+        name: "replay_writes",
+        value: Value::Bool,
+        default: KeyDefault::Is("false"),
+        range: Range::Any,
+        doc: "with a limiter's `store`: on a reconnect slot, replay the check (a write) after \
+              its connection died too (below)",
+    },
+];
+
+const RATE_LIMIT_STEP_NAMES: [&str; RATE_LIMIT_STEP_KEYS.len()] = key_names(&RATE_LIMIT_STEP_KEYS);
+
+pub const RATE_LIMIT_STEP: TableSpec = TableSpec::plain(
+    "a rate limit step",
+    &RATE_LIMIT_STEP_KEYS,
+    &RATE_LIMIT_STEP_NAMES,
+);
+
+const LOCK_STEP_KEYS: [KeySpec; 5] = [
+    KeySpec {
+        name: "name",
+        value: Value::Ref("locks"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the distributed lock (`[locks.<name>]`)",
+    },
+    KeySpec {
+        name: "op",
+        value: Value::Enum(&["acquire", "release"]),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "`\"acquire\"`: takes the lock, retrying while it is taken, or fails with \
+              `lock_timeout`, the request holding its token; `\"release\"`: gives back the \
+              lock the request holds (nothing if it holds none)",
+    },
+    KeySpec {
+        name: "mode",
+        value: Value::Enum(&["exclusive", "shared"]),
+        default: KeyDefault::Otherwise("required with `\"acquire\"`, refused with `\"release\"`"),
+        range: Range::Any,
+        doc: "how an acquire holds the lock: `\"exclusive\"` (a writer) or `\"shared\"` (a \
+              reader)",
+    },
+    KeySpec {
+        name: "connection",
+        value: Value::Ref("connections"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the connection its commands go through",
+    },
+    KeySpec {
+        name: "key",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the family of the request's key, the lock's key",
+    },
+];
+
+const LOCK_STEP_NAMES: [&str; LOCK_STEP_KEYS.len()] = key_names(&LOCK_STEP_KEYS);
+
+pub const LOCK_STEP: TableSpec = TableSpec::plain("a lock step", &LOCK_STEP_KEYS, &LOCK_STEP_NAMES);
+
+/// The key table of a step's `cache` in `docs/scenario-format.md`.
+pub fn cache_step_table() -> String {
+    markdown_table(&CACHE_STEP)
+}
+
+/// The key table of a step's `throttle`.
+pub fn throttle_step_table() -> String {
+    markdown_table(&THROTTLE_STEP)
+}
+
+/// The key table of a step's `rate_limit`.
+pub fn rate_limit_step_table() -> String {
+    markdown_table(&RATE_LIMIT_STEP)
+}
+
+/// The key table of a step's `lock`.
+pub fn lock_step_table() -> String {
+    markdown_table(&LOCK_STEP)
+}

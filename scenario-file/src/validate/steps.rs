@@ -1,0 +1,278 @@
+//! A step's action tables declared in `crate::step_keys` (`cache`, `throttle`, `rate_limit`,
+//! `lock`), read through [`TableReader`]; here, what the declaration cannot say: the keys
+//! that apply to one `op` only (each refusal says why), and a rate limiter's `key` and
+//! `replay_writes`, which depend on whether the limiter has a store.
+
+use outagelab_sim::scenario::{CacheOp, LockMode, LockOp, StepAction, ThrottleOp};
+use toml::Spanned;
+
+use super::Validator;
+use super::table::TableReader;
+use crate::kinds::Names;
+use crate::raw::{Declared, RawTable};
+use crate::step_keys::{RawCacheStep, RawLockStep, RawRateLimitStep, RawThrottleStep};
+
+/// A cache step's `op`, before a put's value is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CacheOpName {
+    Get,
+    Put,
+    Invalidate,
+    Flush,
+}
+
+const CACHE_OPS: &[(&str, CacheOpName)] = &[
+    ("get", CacheOpName::Get),
+    ("put", CacheOpName::Put),
+    ("invalidate", CacheOpName::Invalidate),
+    ("flush", CacheOpName::Flush),
+];
+
+const THROTTLE_OPS: &[(&str, ThrottleOp)] = &[
+    ("acquire", ThrottleOp::Acquire),
+    ("release", ThrottleOp::Release),
+];
+
+/// A lock step's `op`, before an acquire's mode is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LockOpName {
+    Acquire,
+    Release,
+}
+
+const LOCK_OPS: &[(&str, LockOpName)] = &[
+    ("acquire", LockOpName::Acquire),
+    ("release", LockOpName::Release),
+];
+
+const LOCK_MODES: &[(&str, LockMode)] = &[
+    ("exclusive", LockMode::Exclusive),
+    ("shared", LockMode::Shared),
+];
+
+/// A reader of the action table `raw` of the step at `prefix`: `flows.f.steps[0].cache`.
+fn reader<'v, 'a, 'r, S: Declared>(
+    validator: &'v mut Validator<'a>,
+    prefix: &str,
+    raw: &'r Spanned<RawTable<S>>,
+) -> TableReader<'v, 'a, 'r> {
+    let span = Some(raw.span());
+    TableReader::new(
+        validator,
+        prefix.to_owned(),
+        &raw.get_ref().keys,
+        S::SPEC,
+        span,
+    )
+}
+
+impl Validator<'_> {
+    pub(super) fn cache_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawCacheStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let mut r = reader(self, prefix, raw);
+        let cache = r.resolve("name", &names.caches);
+        let op_name = r.choice("op", CACHE_OPS, None).ok()??;
+        if op_name != CacheOpName::Put && r.written("value").is_some() {
+            r.refuse(
+                "value",
+                "applies to op = \"put\" only: no other cache op writes a value",
+            );
+        }
+        let family = match (r.name("key"), op_name) {
+            (Some(_), CacheOpName::Flush) => {
+                r.refuse("key", "a flush empties the whole cache: it takes no key");
+                return None;
+            }
+            (Some(family), _) => {
+                let key = r.key("key");
+                Some(r.validator.resolve(&names.keys, &family, &key)?)
+            }
+            (None, CacheOpName::Flush) => None,
+            (None, _) => {
+                let span = r.written_span("op");
+                let key = r.key("key");
+                let message = "this cache op needs a key (a [keys.<name>] family)";
+                r.validator.error(span, key, message);
+                return None;
+            }
+        };
+        let op = match op_name {
+            CacheOpName::Get => CacheOp::Get,
+            CacheOpName::Put => CacheOp::Put {
+                // A value's size is declared with its default.
+                value_bytes: r.value_size("value").ok()??,
+            },
+            CacheOpName::Invalidate => CacheOp::Invalidate,
+            CacheOpName::Flush => CacheOp::Flush,
+        };
+        Some(StepAction::Cache {
+            cache: cache?,
+            op,
+            key: family,
+        })
+    }
+
+    pub(super) fn throttle_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawThrottleStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let mut r = reader(self, prefix, raw);
+        let throttle = r.resolve("name", &names.throttles);
+        let family = r.resolve("key", &names.keys);
+        let op = r.choice("op", THROTTLE_OPS, None).ok()??;
+        Some(StepAction::Throttle {
+            throttle: throttle?,
+            op,
+            key: family?,
+        })
+    }
+
+    pub(super) fn lock_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawLockStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let mut r = reader(self, prefix, raw);
+        let lock = r.resolve("name", &names.locks);
+        let connection = r.resolve("connection", &names.connections);
+        let family = r.resolve("key", &names.keys);
+        let op = match (r.choice("op", LOCK_OPS, None).ok()??, r.written("mode")) {
+            (LockOpName::Acquire, Some(_)) => {
+                LockOp::Acquire(r.choice("mode", LOCK_MODES, None).ok()??)
+            }
+            (LockOpName::Acquire, None) => {
+                let span = r.written_span("op");
+                let key = r.key("mode");
+                r.validator.error(
+                    span,
+                    key,
+                    "an acquire says how it holds the lock: mode = \"exclusive\" (a writer) or \"shared\" (a reader)",
+                );
+                return None;
+            }
+            (LockOpName::Release, Some(_)) => {
+                r.refuse(
+                    "mode",
+                    "a release gives back the lock the request holds, in the mode it took it: leave mode out",
+                );
+                return None;
+            }
+            (LockOpName::Release, None) => LockOp::Release,
+        };
+        Some(StepAction::Lock {
+            lock: lock?,
+            op,
+            connection: connection?,
+            key: family?,
+        })
+    }
+
+    pub(super) fn rate_limit_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawRateLimitStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let mut r = reader(self, prefix, raw);
+        let limiter = r.resolve("name", &names.rate_limits)?;
+        let name = r
+            .name("name")
+            .expect("a rate limit step is read with its name");
+        let has_store = names.has_store(name.get_ref());
+        let family = match (r.name("key"), has_store) {
+            (Some(family), true) => {
+                let id = r.resolve("key", &names.keys)?;
+                // One bucket per key: a family left at its default of one key is one bucket
+                // for every request, which a file means only if it says so.
+                if let Some((_, keys)) = names.keys.get(family.get_ref())
+                    && keys.keys.get("count").is_none()
+                {
+                    let key = r.key("key");
+                    let warning = r.validator.source.diagnostic(
+                        Some(family.span()),
+                        key,
+                        format!(
+                            "checks one bucket for everyone: the limiter keeps a bucket per key \
+                             and `keys.{}` has one key (no count); write `count = 1` there to \
+                             mean one limit for the whole service, or the number of clients \
+                             (`count = 1000`) for a limit per client",
+                            family.get_ref()
+                        ),
+                    );
+                    r.validator.warnings.push(warning);
+                }
+                Some(id)
+            }
+            (None, false) => None,
+            (Some(_), false) => {
+                r.refuse("key", "a limiter without a store keeps no keys");
+                return None;
+            }
+            (None, true) => {
+                r.refuse(
+                    "key",
+                    "a limiter with a store checks a key: name a [keys.<name>] family",
+                );
+                return None;
+            }
+        };
+        Some(StepAction::RateLimit {
+            limiter,
+            key: family,
+        })
+    }
+
+    /// A rate-limit step's `replay_writes`, which applies to a limiter with a store only.
+    pub(super) fn rate_limit_replays(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawRateLimitStep>,
+        names: &Names,
+    ) -> bool {
+        let mut r = reader(self, &format!("{prefix}.rate_limit"), raw);
+        if r.written("replay_writes").is_none() {
+            return false;
+        }
+        let name = r
+            .name("name")
+            .expect("a rate limit step is read with its name");
+        if !names.has_store(name.get_ref()) {
+            r.refuse(
+                "replay_writes",
+                "applies to a rate limiter with a store: a local one sends no command a \
+                 reconnect slot could replay",
+            );
+        }
+        r.flag("replay_writes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::keys::KeyDefault;
+
+    /// A Redis step's value still takes its default from `default::VALUE`: the declared
+    /// values of a preload's and a cache put's are the same.
+    #[test]
+    fn a_declared_value_default_is_a_redis_steps() {
+        let redis = super::super::default::VALUE.to_string();
+        for spec in [
+            &crate::resource_keys::PRELOAD,
+            &crate::step_keys::CACHE_STEP,
+        ] {
+            let default = spec.declared("value").default;
+            assert!(
+                matches!(default, KeyDefault::Is(text) if text == redis),
+                "{}: {default:?}",
+                spec.what
+            );
+        }
+    }
+}
