@@ -127,11 +127,12 @@ impl<'s> Simulator<'s> {
                 for &request in &completions {
                     match self.after_queries.remove(&(request.slot, request.token)) {
                         None => {
+                            // A query's caller that moved on (its token bumped) settles nothing.
                             if self.is_live(request) {
                                 let action = &self.step_of(request.slot).action;
                                 actions::on_query_answered(self, request.slot, action);
+                                self.settle_live(request, StepResult::Ok)
                             }
-                            self.settle(request, StepResult::Ok)
                         }
                         // The caller timed out; what it kept is free only now.
                         Some(AfterQuery::Release(policy, hold)) => self.release_kept(policy, hold),

@@ -391,9 +391,13 @@ impl<'s> Simulator<'s> {
 
     /// A waiting request's step ended with `result`.
     pub(super) fn settle(&mut self, request: RequestRef, result: StepResult) {
-        if !self.is_live(request) {
-            return;
+        if self.is_live(request) {
+            self.settle_live(request, result);
         }
+    }
+
+    /// [`Self::settle`] for a request known to be live (the caller has just checked).
+    pub(super) fn settle_live(&mut self, request: RequestRef, result: StepResult) {
         if self.slot_command_ended(request.slot, result) {
             return; // replayed on a fresh connection
         }
