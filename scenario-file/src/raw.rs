@@ -14,7 +14,9 @@ use toml::Spanned;
 use crate::fault_kinds::{self, FaultKindSpec};
 use crate::keys::{KeyDefault, KeySpec, TableSpec, Value};
 use crate::one_of::{OneOf, fields_of};
-use crate::step_keys::{RawCacheStep, RawLockStep, RawRateLimitStep, RawThrottleStep};
+use crate::step_keys::{
+    RawCacheStep, RawDistribution, RawLockStep, RawRateLimitStep, RawThrottleStep,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -610,6 +612,15 @@ pub struct RawTable<S> {
     declared: PhantomData<S>,
 }
 
+impl<S> Clone for RawTable<S> {
+    fn clone(&self) -> Self {
+        RawTable {
+            keys: self.keys.clone(),
+            declared: PhantomData,
+        }
+    }
+}
+
 /// The keys of a declared table as written, in the order written.
 #[derive(Clone, Default)]
 pub struct Written(pub Vec<(&'static str, Spanned<RawValue>)>);
@@ -945,27 +956,12 @@ impl<'de> Deserialize<'de> for RetryLimit {
     }
 }
 
-/// A latency (of a database, a query, a `work` step): a constant duration (`"50ms"`) or a table naming a distribution.
+/// A latency (of a database, a query, a `work` step): a constant duration (`"50ms"`) or a
+/// table naming a distribution, whose keys `step_keys::DISTRIBUTION` declares.
 #[derive(Clone)]
 pub enum RawLatency {
     Constant(Text),
     Distribution(RawDistribution),
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawDistribution {
-    pub distribution: Spanned<DistributionName>,
-    pub min: Option<Spanned<Text>>,
-    pub max: Option<Spanned<Text>>,
-    pub mean: Option<Spanned<Text>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DistributionName {
-    Uniform,
-    Exponential,
 }
 
 impl<'de> Deserialize<'de> for RawLatency {

@@ -5,7 +5,9 @@
 //! which `raw::RawStep` holds), the validation's getters (`validate/steps.rs`, through
 //! `validate/table.rs`), the missing-key messages' meanings ([`STEP_ACTION_TABLES`]) and the
 //! key tables of `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`).
-//! The other actions (`redis`, `db`, `work`, `call`) and the keys beside the action are still
+//! The table of a `work` step, [`DISTRIBUTION`], is every latency's written as a table (a
+//! database's, a query's, a call's: `raw::RawLatency`).
+//! The other actions (`redis`, `db`, `call`) and the keys beside the action are still
 //! derived structs in `raw.rs`.
 
 use crate::keys::{
@@ -22,6 +24,11 @@ pub type RawRateLimitStep = RawTable<RateLimitStep>;
 /// A step's `lock = { ... }` as written.
 pub type RawLockStep = RawTable<LockStep>;
 
+/// A latency written as a table (`work = { distribution = "uniform", ... }`), as written.
+pub type RawDistribution = RawTable<DistributionTable>;
+
+/// The declaration of a latency's table, a `work` step's.
+pub struct DistributionTable;
 /// The declaration of a step's `cache`.
 pub struct CacheStep;
 /// The declaration of a step's `throttle`.
@@ -30,6 +37,10 @@ pub struct ThrottleStep;
 pub struct RateLimitStep;
 /// The declaration of a step's `lock`.
 pub struct LockStep;
+
+impl Declared for DistributionTable {
+    const SPEC: &'static TableSpec = &DISTRIBUTION;
+}
 
 impl Declared for CacheStep {
     const SPEC: &'static TableSpec = &CACHE_STEP;
@@ -58,12 +69,61 @@ impl Declared for LockStep {
 
 /// The actions declared here, by their key in a step, for the messages of a key missing at
 /// `flows.<name>.steps[i].<action>` (`suggest`).
-pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 4] = [
+pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 5] = [
+    ("work", &DISTRIBUTION),
     ("cache", &CACHE_STEP),
     ("throttle", &THROTTLE_STEP),
     ("rate_limit", &RATE_LIMIT_STEP),
     ("lock", &LOCK_STEP),
 ];
+
+const DISTRIBUTION_KEYS: [KeySpec; 4] = [
+    KeySpec {
+        name: "distribution",
+        value: Value::Enum(&["uniform", "exponential"]),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "`\"uniform\"`: drawn evenly from `min` to `max`; `\"exponential\"`: `min` plus \
+              an exponential of mean `mean`",
+    },
+    KeySpec {
+        name: "min",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise(
+            "required with `\"uniform\"`, `\"0s\"` with `\"exponential\"`",
+        ),
+        range: Range::Any,
+        doc: "the shortest draw",
+    },
+    KeySpec {
+        name: "max",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise(
+            "required with `\"uniform\"`, refused with `\"exponential\"`",
+        ),
+        range: Range::Any,
+        doc: "with `\"uniform\"` only: the longest draw, at least `min`",
+    },
+    KeySpec {
+        name: "mean",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise(
+            "required with `\"exponential\"`, refused with `\"uniform\"`",
+        ),
+        range: Range::Any,
+        doc: "with `\"exponential\"` only: the mean of the exponential added to `min`, longer \
+              than zero",
+    },
+];
+
+const DISTRIBUTION_NAMES: [&str; DISTRIBUTION_KEYS.len()] = key_names(&DISTRIBUTION_KEYS);
+
+/// A latency's table: a `work` step's, and any latency's not written as a duration.
+pub const DISTRIBUTION: TableSpec = TableSpec::plain(
+    "a distribution table",
+    &DISTRIBUTION_KEYS,
+    &DISTRIBUTION_NAMES,
+);
 
 const CACHE_STEP_KEYS: [KeySpec; 4] = [
     KeySpec {
@@ -209,6 +269,11 @@ const LOCK_STEP_KEYS: [KeySpec; 5] = [
 const LOCK_STEP_NAMES: [&str; LOCK_STEP_KEYS.len()] = key_names(&LOCK_STEP_KEYS);
 
 pub const LOCK_STEP: TableSpec = TableSpec::plain("a lock step", &LOCK_STEP_KEYS, &LOCK_STEP_NAMES);
+
+/// The key table of a step's `work` (a latency's table) in `docs/scenario-format.md`.
+pub fn work_step_table() -> String {
+    markdown_table(&DISTRIBUTION)
+}
 
 /// The key table of a step's `cache` in `docs/scenario-format.md`.
 pub fn cache_step_table() -> String {

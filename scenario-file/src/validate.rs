@@ -171,18 +171,6 @@ impl<'a> Validator<'a> {
         Some(duration)
     }
 
-    fn duration_or(
-        &mut self,
-        value: &Option<Spanned<Text>>,
-        key: &str,
-        default: &str,
-    ) -> SimDuration {
-        match value {
-            Some(value) => self.duration(value, key).unwrap_or_default(),
-            None => SimDuration::from_nanos(parse_duration(default).expect("defaults parse")),
-        }
-    }
-
     fn bandwidth(&mut self, value: &Spanned<Text>, key: &str) -> Option<ByteRate> {
         match parse_bandwidth(&value.get_ref().0) {
             Ok(bytes) => ByteRate::new(bytes).or_else(|| {
@@ -722,68 +710,7 @@ impl<'a> Validator<'a> {
                 let value = Spanned::new(raw.span(), Text(text.0.clone()));
                 Some(Distribution::Constant(self.duration(&value, key)?))
             }
-            RawLatency::Distribution(table) => self.distribution(table, key),
-        }
-    }
-
-    fn distribution(&mut self, raw: &RawDistribution, key: &str) -> Option<Distribution> {
-        let field = |f: &str| format!("{key}.{f}");
-        let kind = raw.distribution.get_ref();
-        let forbid = |this: &mut Self, value: &Option<Spanned<Text>>, name: &str, why: &str| {
-            if let Some(value) = value {
-                this.error(Some(value.span()), field(name), why.to_owned());
-            }
-        };
-        let require = |this: &mut Self, value: &Option<Spanned<Text>>, name: &str| match value {
-            Some(value) => this.duration(value, &field(name)),
-            None => {
-                this.error(
-                    Some(raw.distribution.span()),
-                    field(name),
-                    "is required by this distribution".to_owned(),
-                );
-                None
-            }
-        };
-        match kind {
-            DistributionName::Uniform => {
-                forbid(
-                    self,
-                    &raw.mean,
-                    "mean",
-                    "a uniform distribution has min and max, not a mean",
-                );
-                let (min, max) = (
-                    require(self, &raw.min, "min"),
-                    require(self, &raw.max, "max"),
-                );
-                match Distribution::uniform(min?, max?) {
-                    Ok(distribution) => Some(distribution),
-                    Err(error) => {
-                        let span = raw.min.as_ref().map(Spanned::span);
-                        self.error(span, field(error.field), error.reason);
-                        None
-                    }
-                }
-            }
-            DistributionName::Exponential => {
-                forbid(
-                    self,
-                    &raw.max,
-                    "max",
-                    "an exponential distribution has no maximum",
-                );
-                let min = self.duration_or(&raw.min, &field("min"), "0s");
-                let mean = require(self, &raw.mean, "mean")?;
-                match Distribution::exponential(min, mean) {
-                    Ok(distribution) => Some(distribution),
-                    Err(error) => {
-                        let span = raw.mean.as_ref().map(Spanned::span);
-                        self.error(span, field(error.field), error.reason);
-                        None
-                    }
-                }
-            }
+            RawLatency::Distribution(table) => self.distribution(key, raw.span(), table),
         }
     }
 

@@ -1703,6 +1703,39 @@ fn call_steps() {
     ]);
 }
 
+/// A work step's table is a distribution, whose keys depend on the distribution it names.
+#[test]
+fn work_steps() {
+    let work = |table: &str| {
+        let steps = format!(
+            "{{ db = {{ name = \"db\" }}, on_error = \"fail\" }}, {{ work = {{ {table} }} }}"
+        );
+        with("{ db = { name = \"db\" } }", &steps)
+    };
+    check_silent(&work(
+        "distribution = \"uniform\", min = \"1ms\", max = \"7ms\"",
+    ));
+    check_silent(&work("distribution = \"exponential\", mean = \"5ms\""));
+    check_all(&[
+        (
+            work("min = \"1ms\", max = \"7ms\""),
+            "16:145: flows.f.steps[2].work: missing field `distribution`, which a step's `work` requires: `\"uniform\"`: drawn evenly from `min` to `max`; `\"exponential\"`: `min` plus an exponential of mean `mean` (docs/scenario-format.md)",
+        ),
+        (
+            work("distribution = \"uniform\", min = \"1ms\""),
+            "16:162: flows.f.steps[2].work.max: is required by this distribution",
+        ),
+        (
+            work("distribution = \"exponential\", mean = \"5ms\", max = \"9ms\""),
+            "16:197: flows.f.steps[2].work.max: an exponential distribution has no maximum",
+        ),
+        (
+            work("distribution = \"unifrm\", min = \"1ms\", max = \"7ms\""),
+            "16:162: flows.f.steps[2].work.distribution: unknown variant `unifrm`: did you mean `uniform`? (expected `uniform` or `exponential`)",
+        ),
+    ]);
+}
+
 /// Database faults: `slow` (with its slowdown), `refuse` and `pool_exhausted` (on a pool)
 /// act on a database only, and a database takes no other kind.
 #[test]
