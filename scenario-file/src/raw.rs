@@ -15,7 +15,7 @@ use crate::fault_kinds::{self, FaultKindSpec};
 use crate::keys::{KeyDefault, KeySpec, TableSpec, Value};
 use crate::one_of::{OneOf, fields_of};
 use crate::step_keys::{
-    RawCacheStep, RawDistribution, RawLockStep, RawRateLimitStep, RawThrottleStep,
+    RawCacheStep, RawCallStep, RawDistribution, RawLockStep, RawRateLimitStep, RawThrottleStep,
 };
 
 #[derive(Deserialize)]
@@ -361,20 +361,6 @@ pub struct RawRedisStep {
     pub replay_writes: Option<Spanned<bool>>,
     /// PUBLISH's channel (the message is the request's key).
     pub channel: Option<Spanned<String>>,
-}
-
-/// `call = { latency = "20ms", error_percent = 5, error = "server_error" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as call = { latency = \"20ms\", error_percent = 5 }"
-)]
-pub struct RawCallStep {
-    pub latency: Spanned<RawLatency>,
-    /// The share of calls that fail, 0 to 100 to 0.1% (0 when left out).
-    pub error_percent: Option<Spanned<f64>>,
-    /// The outcome a failed call answers (`server_error` when left out).
-    pub error: Option<Spanned<String>>,
 }
 
 /// `db = { name = "main", timeout = "1s" }`

@@ -7,7 +7,7 @@
 //! key tables of `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`).
 //! The table of a `work` step, [`DISTRIBUTION`], is every latency's written as a table (a
 //! database's, a query's, a call's: `raw::RawLatency`).
-//! The other actions (`redis`, `db`, `call`) and the keys beside the action are still
+//! The other actions (`redis`, `db`) and the keys beside the action are still
 //! derived structs in `raw.rs`.
 
 use crate::keys::{
@@ -27,6 +27,11 @@ pub type RawLockStep = RawTable<LockStep>;
 /// A latency written as a table (`work = { distribution = "uniform", ... }`), as written.
 pub type RawDistribution = RawTable<DistributionTable>;
 
+/// A step's `call = { ... }` as written.
+pub type RawCallStep = RawTable<CallStep>;
+
+/// The declaration of a step's `call`.
+pub struct CallStep;
 /// The declaration of a latency's table, a `work` step's.
 pub struct DistributionTable;
 /// The declaration of a step's `cache`.
@@ -40,6 +45,11 @@ pub struct LockStep;
 
 impl Declared for DistributionTable {
     const SPEC: &'static TableSpec = &DISTRIBUTION;
+}
+
+impl Declared for CallStep {
+    const SPEC: &'static TableSpec = &CALL_STEP;
+    const EXAMPLE: Option<&'static str> = Some("call = { latency = \"20ms\", error_percent = 5 }");
 }
 
 impl Declared for CacheStep {
@@ -69,8 +79,9 @@ impl Declared for LockStep {
 
 /// The actions declared here, by their key in a step, for the messages of a key missing at
 /// `flows.<name>.steps[i].<action>` (`suggest`).
-pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 5] = [
+pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 6] = [
     ("work", &DISTRIBUTION),
+    ("call", &CALL_STEP),
     ("cache", &CACHE_STEP),
     ("throttle", &THROTTLE_STEP),
     ("rate_limit", &RATE_LIMIT_STEP),
@@ -124,6 +135,36 @@ pub const DISTRIBUTION: TableSpec = TableSpec::plain(
     &DISTRIBUTION_KEYS,
     &DISTRIBUTION_NAMES,
 );
+
+const CALL_STEP_KEYS: [KeySpec; 3] = [
+    KeySpec {
+        name: "latency",
+        value: Value::Latency,
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "how long the dependency takes to answer: a duration, or a distribution table \
+              as a `work` step's",
+    },
+    KeySpec {
+        name: "error_percent",
+        value: Value::Number,
+        default: KeyDefault::Is("0"),
+        range: Range::Checked("0 to 100, to 0.1%"),
+        doc: "the share of calls that fail, at the end of their latency",
+    },
+    KeySpec {
+        name: "error",
+        value: Value::Name("an error outcome"),
+        default: KeyDefault::Is("\"server_error\""),
+        range: Range::Any,
+        doc: "the outcome a failed call answers: one error outcome (`\"timeout\"` for a \
+              client timeout), not a status class",
+    },
+];
+
+const CALL_STEP_NAMES: [&str; CALL_STEP_KEYS.len()] = key_names(&CALL_STEP_KEYS);
+
+pub const CALL_STEP: TableSpec = TableSpec::plain("a call step", &CALL_STEP_KEYS, &CALL_STEP_NAMES);
 
 const CACHE_STEP_KEYS: [KeySpec; 4] = [
     KeySpec {
@@ -273,6 +314,11 @@ pub const LOCK_STEP: TableSpec = TableSpec::plain("a lock step", &LOCK_STEP_KEYS
 /// The key table of a step's `work` (a latency's table) in `docs/scenario-format.md`.
 pub fn work_step_table() -> String {
     markdown_table(&DISTRIBUTION)
+}
+
+/// The key table of a step's `call`.
+pub fn call_step_table() -> String {
+    markdown_table(&CALL_STEP)
 }
 
 /// The key table of a step's `cache` in `docs/scenario-format.md`.

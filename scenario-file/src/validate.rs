@@ -752,40 +752,8 @@ impl<'a> Validator<'a> {
         Some(thousandths / 100)
     }
 
-    /// A call step: its latency, and the share of calls that fail with which error.
-    fn call_step(&mut self, key: &str, raw: &Spanned<RawCallStep>) -> Option<StepAction> {
-        let raw = raw.get_ref();
-        let latency = self.latency(&raw.latency, &format!("{key}.latency"));
-        let error_permille = match &raw.error_percent {
-            Some(percent) => self.percent_permille(percent, &format!("{key}.error_percent")),
-            None => Some(0),
-        };
-        let error = match &raw.error {
-            None => Some(Outcome::ServerError),
-            Some(name) => {
-                let list = Spanned::new(name.span(), vec![name.clone()]);
-                let set = self.error_outcomes(&list, &format!("{key}.error"))?;
-                let one = Outcome::ALL.into_iter().find(|&o| set.contains(o));
-                if one.is_none() || set != OutcomeSet::new(one) {
-                    self.error(
-                        Some(name.span()),
-                        format!("{key}.error"),
-                        "a call fails with one outcome: name one (such as \"server_error\" or \"timeout\"), not a status class",
-                    );
-                    return None;
-                }
-                one
-            }
-        };
-        Some(StepAction::Call {
-            latency: latency?,
-            error_permille: error_permille?,
-            error: error?,
-        })
-    }
-
     /// A list of error outcomes (for what a policy counts or acts on).
-    fn error_outcomes(
+    pub(super) fn error_outcomes(
         &mut self,
         list: &Spanned<Vec<Spanned<String>>>,
         key: &str,

@@ -1,4 +1,4 @@
-//! A step's action tables declared in `crate::step_keys` (`work`'s distribution, `cache`,
+//! A step's action tables declared in `crate::step_keys` (`work`'s distribution, `call`, `cache`,
 //! `throttle`, `rate_limit`, `lock`), read through [`TableReader`]; here, what the
 //! declaration cannot say: the keys that apply to one `op` (or one distribution) only, each
 //! refusal saying why, and a rate limiter's `key` and `replay_writes`, which depend on
@@ -6,7 +6,10 @@
 
 use std::ops::Range as Span;
 
-use outagelab_sim::scenario::{CacheOp, Distribution, LockMode, LockOp, StepAction, ThrottleOp};
+use outagelab_report::Outcome;
+use outagelab_sim::scenario::{
+    CacheOp, Distribution, LockMode, LockOp, OutcomeSet, StepAction, ThrottleOp,
+};
 use toml::Spanned;
 
 use super::Validator;
@@ -14,7 +17,8 @@ use super::table::TableReader;
 use crate::kinds::Names;
 use crate::raw::{Declared, RawTable};
 use crate::step_keys::{
-    DISTRIBUTION, RawCacheStep, RawDistribution, RawLockStep, RawRateLimitStep, RawThrottleStep,
+    DISTRIBUTION, RawCacheStep, RawCallStep, RawDistribution, RawLockStep, RawRateLimitStep,
+    RawThrottleStep,
 };
 
 /// A latency table's `distribution`, before its durations are read.
@@ -131,6 +135,44 @@ impl Validator<'_> {
             }
         }
         .ok()
+    }
+
+    /// A call step: its latency, and the share of calls that fail with which error.
+    pub(super) fn call_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawCallStep>,
+    ) -> Option<StepAction> {
+        let mut r = reader(self, prefix, raw);
+        let latency = r.latency("latency").ok().flatten();
+        let error_permille = r.percent("error_percent", None).ok().flatten();
+        let error = match r.name("error") {
+            None => {
+                let word = r
+                    .default_word("error")
+                    .expect("a call's error has a default");
+                Outcome::from_name(word)
+            }
+            Some(name) => {
+                let list = Spanned::new(name.span(), vec![name.clone()]);
+                let key = r.key("error");
+                let set = r.validator.error_outcomes(&list, &key)?;
+                let one = Outcome::ALL.into_iter().find(|&o| set.contains(o));
+                if one.is_none() || set != OutcomeSet::new(one) {
+                    r.refuse(
+                        "error",
+                        "a call fails with one outcome: name one (such as \"server_error\" or \"timeout\"), not a status class",
+                    );
+                    return None;
+                }
+                one
+            }
+        };
+        Some(StepAction::Call {
+            latency: latency?,
+            error_permille: error_permille?,
+            error: error?,
+        })
     }
 
     pub(super) fn cache_step(

@@ -1690,7 +1690,9 @@ fn call_steps() {
         ),
         (
             call("error_percent = 5"),
-            "16:145: flows.f.steps[2].call: missing field `latency`",
+            "16:145: flows.f.steps[2].call: missing field `latency`, which a step's `call` \
+             requires: how long the dependency takes to answer: a duration, or a distribution \
+             table as a `work` step's (docs/scenario-format.md)",
         ),
         (
             call("latency = \"20ms\", errors = 5"),
