@@ -15,7 +15,8 @@ use crate::fault_kinds::{self, FaultKindSpec};
 use crate::keys::{KeyDefault, KeySpec, TableSpec, Value};
 use crate::one_of::{OneOf, fields_of};
 use crate::step_keys::{
-    RawCacheStep, RawCallStep, RawDistribution, RawLockStep, RawRateLimitStep, RawThrottleStep,
+    RawCacheStep, RawCallStep, RawDbStep, RawDistribution, RawLockStep, RawRateLimitStep,
+    RawThrottleStep,
 };
 
 #[derive(Deserialize)]
@@ -361,24 +362,6 @@ pub struct RawRedisStep {
     pub replay_writes: Option<Spanned<bool>>,
     /// PUBLISH's channel (the message is the request's key).
     pub channel: Option<Spanned<String>>,
-}
-
-/// `db = { name = "main", timeout = "1s" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as db = { name = \"main\", timeout = \"1s\" }"
-)]
-pub struct RawDbStep {
-    pub name: Spanned<String>,
-    pub timeout: Option<Spanned<Text>>,
-    /// This query's own latency (else the database's).
-    pub latency: Option<Spanned<RawLatency>>,
-    /// An advisory lock: a key family.
-    pub lock: Option<Spanned<String>>,
-    /// The data it reads (or writes, with `write`): a key family, whose versions are followed.
-    pub key: Option<Spanned<String>>,
-    pub write: Option<Spanned<bool>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

@@ -7,7 +7,7 @@
 //! key tables of `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`).
 //! The table of a `work` step, [`DISTRIBUTION`], is every latency's written as a table (a
 //! database's, a query's, a call's: `raw::RawLatency`).
-//! The other actions (`redis`, `db`) and the keys beside the action are still
+//! The other action (`redis`) and the keys beside the action are still
 //! derived structs in `raw.rs`.
 
 use crate::keys::{
@@ -27,6 +27,11 @@ pub type RawLockStep = RawTable<LockStep>;
 /// A latency written as a table (`work = { distribution = "uniform", ... }`), as written.
 pub type RawDistribution = RawTable<DistributionTable>;
 
+/// A step's `db = { ... }` as written.
+pub type RawDbStep = RawTable<DbStep>;
+
+/// The declaration of a step's `db`.
+pub struct DbStep;
 /// A step's `call = { ... }` as written.
 pub type RawCallStep = RawTable<CallStep>;
 
@@ -45,6 +50,11 @@ pub struct LockStep;
 
 impl Declared for DistributionTable {
     const SPEC: &'static TableSpec = &DISTRIBUTION;
+}
+
+impl Declared for DbStep {
+    const SPEC: &'static TableSpec = &DB_STEP;
+    const EXAMPLE: Option<&'static str> = Some("db = { name = \"main\", timeout = \"1s\" }");
 }
 
 impl Declared for CallStep {
@@ -79,7 +89,8 @@ impl Declared for LockStep {
 
 /// The actions declared here, by their key in a step, for the messages of a key missing at
 /// `flows.<name>.steps[i].<action>` (`suggest`).
-pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 6] = [
+pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 7] = [
+    ("db", &DB_STEP),
     ("work", &DISTRIBUTION),
     ("call", &CALL_STEP),
     ("cache", &CACHE_STEP),
@@ -135,6 +146,61 @@ pub const DISTRIBUTION: TableSpec = TableSpec::plain(
     &DISTRIBUTION_KEYS,
     &DISTRIBUTION_NAMES,
 );
+
+const DB_STEP_KEYS: [KeySpec; 6] = [
+    KeySpec {
+        name: "name",
+        value: Value::Ref("databases"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the database the query runs on",
+    },
+    KeySpec {
+        name: "timeout",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise("none: the step waits for its query"),
+        range: Range::Longer {
+            why: "every query would time out",
+        },
+        doc: "client-side: the step fails with `timeout` after it, the query still running on \
+              the database",
+    },
+    KeySpec {
+        name: "latency",
+        value: Value::Latency,
+        default: KeyDefault::Otherwise("the database's `latency`"),
+        range: Range::Any,
+        doc: "this query's latency, instead of the database's",
+    },
+    KeySpec {
+        name: "lock",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "an advisory lock (`pg_advisory_xact_lock`) on the request's key of this family: \
+              the query waits, in arrival order and using no capacity, until the lock is free, \
+              and holds it while it runs",
+    },
+    KeySpec {
+        name: "key",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the data the query reads, the request's key of this family, whose freshness is \
+              followed (see \"Stale reads\")",
+    },
+    KeySpec {
+        name: "write",
+        value: Value::Bool,
+        default: KeyDefault::Is("false"),
+        range: Range::Any,
+        doc: "with `key`: the query commits a new version of it",
+    },
+];
+
+const DB_STEP_NAMES: [&str; DB_STEP_KEYS.len()] = key_names(&DB_STEP_KEYS);
+
+pub const DB_STEP: TableSpec = TableSpec::plain("a db step", &DB_STEP_KEYS, &DB_STEP_NAMES);
 
 const CALL_STEP_KEYS: [KeySpec; 3] = [
     KeySpec {
@@ -314,6 +380,11 @@ pub const LOCK_STEP: TableSpec = TableSpec::plain("a lock step", &LOCK_STEP_KEYS
 /// The key table of a step's `work` (a latency's table) in `docs/scenario-format.md`.
 pub fn work_step_table() -> String {
     markdown_table(&DISTRIBUTION)
+}
+
+/// The key table of a step's `db`.
+pub fn db_step_table() -> String {
+    markdown_table(&DB_STEP)
 }
 
 /// The key table of a step's `call`.

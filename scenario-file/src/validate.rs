@@ -1407,53 +1407,6 @@ impl<'a> Validator<'a> {
         })
     }
 
-    fn db_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawDbStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let database = self.resolve(&names.databases, &table.name, &key("name"));
-        let timeout = match &table.timeout {
-            Some(timeout) => Some(self.positive_duration(
-                timeout,
-                &key("timeout"),
-                "every query would time out",
-            )?),
-            None => None,
-        };
-        let latency = match &table.latency {
-            Some(latency) => Some(self.latency(latency, &key("latency"))?),
-            None => None,
-        };
-        let lock = match &table.lock {
-            Some(lock) => Some(self.resolve(&names.keys, lock, &key("lock"))?),
-            None => None,
-        };
-        let data = match (&table.key, &table.write) {
-            (Some(family), write) => Some(DataAccess {
-                key: self.resolve(&names.keys, family, &key("key"))?,
-                write: write.as_ref().is_some_and(|w| *w.get_ref()),
-            }),
-            (None, Some(write)) => {
-                let message = "a write commits a new version of a key: give the key family \
-                               it writes (`key = \"...\"`)";
-                self.error(Some(write.span()), key("write"), message);
-                return None;
-            }
-            (None, None) => None,
-        };
-        Some(StepAction::Database {
-            database: database?,
-            timeout,
-            latency,
-            lock,
-            data,
-        })
-    }
-
     /// A rate in requests per second that may be zero, in thousandths.
     fn rate_or_zero(&mut self, value: &Spanned<f64>, key: &str) -> Option<u64> {
         let rate = *value.get_ref();

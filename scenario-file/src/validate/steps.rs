@@ -1,4 +1,4 @@
-//! A step's action tables declared in `crate::step_keys` (`work`'s distribution, `call`, `cache`,
+//! A step's action tables declared in `crate::step_keys` (`db`, `work`'s distribution, `call`, `cache`,
 //! `throttle`, `rate_limit`, `lock`), read through [`TableReader`]; here, what the
 //! declaration cannot say: the keys that apply to one `op` (or one distribution) only, each
 //! refusal saying why, and a rate limiter's `key` and `replay_writes`, which depend on
@@ -8,7 +8,7 @@ use std::ops::Range as Span;
 
 use outagelab_report::Outcome;
 use outagelab_sim::scenario::{
-    CacheOp, Distribution, LockMode, LockOp, OutcomeSet, StepAction, ThrottleOp,
+    CacheOp, DataAccess, Distribution, LockMode, LockOp, OutcomeSet, StepAction, ThrottleOp,
 };
 use toml::Spanned;
 
@@ -17,8 +17,8 @@ use super::table::TableReader;
 use crate::kinds::Names;
 use crate::raw::{Declared, RawTable};
 use crate::step_keys::{
-    DISTRIBUTION, RawCacheStep, RawCallStep, RawDistribution, RawLockStep, RawRateLimitStep,
-    RawThrottleStep,
+    DISTRIBUTION, RawCacheStep, RawCallStep, RawDbStep, RawDistribution, RawLockStep,
+    RawRateLimitStep, RawThrottleStep,
 };
 
 /// A latency table's `distribution`, before its durations are read.
@@ -135,6 +135,44 @@ impl Validator<'_> {
             }
         }
         .ok()
+    }
+
+    /// A query: its database, its own timeout and latency, the lock it waits for and the
+    /// data it reads or writes.
+    pub(super) fn db_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawDbStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let mut r = reader(self, prefix, raw);
+        let database = r.resolve("name", &names.databases);
+        let timeout = r.duration("timeout", None).ok()?;
+        let latency = r.latency("latency").ok()?;
+        let lock = match r.written("lock") {
+            Some(_) => Some(r.resolve("lock", &names.keys)?),
+            None => None,
+        };
+        let data = match (r.written("key"), r.written("write")) {
+            (Some(_), _) => Some(DataAccess {
+                key: r.resolve("key", &names.keys)?,
+                write: r.flag("write"),
+            }),
+            (None, Some(_)) => {
+                let message = "a write commits a new version of a key: give the key family \
+                               it writes (`key = \"...\"`)";
+                r.refuse("write", message);
+                return None;
+            }
+            (None, None) => None,
+        };
+        Some(StepAction::Database {
+            database: database?,
+            timeout,
+            latency,
+            lock,
+            data,
+        })
     }
 
     /// A call step: its latency, and the share of calls that fail with which error.

@@ -780,7 +780,8 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ db = { timeout = \"1s\" } }",
             ),
-            "16:98: flows.f.steps[1].db: missing field `name`",
+            "16:98: flows.f.steps[1].db: missing field `name`, which a step's `db` requires: the \
+             database the query runs on (docs/scenario-format.md)",
         ),
         (
             with("key = \"k\" }", "key = \"k\", value = \"1KiB\" }"),
