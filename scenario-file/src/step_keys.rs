@@ -1,14 +1,15 @@
-//! The keys of a flow step's action tables that name a policy resource, declared once
-//! ([`KeySpec`]: name, value, default, range, one line of doc): `cache = { ... }`,
-//! `throttle = { ... }`, `rate_limit = { ... }` and `lock = { ... }`. From them come the
-//! readers ([`RawCacheStep`], [`RawThrottleStep`], [`RawRateLimitStep`], [`RawLockStep`],
-//! which `raw::RawStep` holds), the validation's getters (`validate/steps.rs`, through
-//! `validate/table.rs`), the missing-key messages' meanings ([`STEP_ACTION_TABLES`]) and the
-//! key tables of `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`).
-//! The table of a `work` step, [`DISTRIBUTION`], is every latency's written as a table (a
-//! database's, a query's, a call's: `raw::RawLatency`).
-//! The other action (`redis`) and the keys beside the action are still
-//! derived structs in `raw.rs`.
+//! The keys of a flow step's action tables, declared once ([`KeySpec`]: name, value,
+//! default, range, one line of doc): `db = { ... }`, `work = { ... }` (a distribution),
+//! `call = { ... }`, `cache = { ... }`, `throttle = { ... }`, `rate_limit = { ... }` and
+//! `lock = { ... }`. From them come the readers ([`RawDbStep`], [`RawDistribution`],
+//! [`RawCallStep`], [`RawCacheStep`], [`RawThrottleStep`], [`RawRateLimitStep`],
+//! [`RawLockStep`], which `raw::RawStep` holds), the validation's getters
+//! (`validate/steps.rs`, through `validate/table.rs`), the missing-key messages' meanings
+//! ([`STEP_ACTION_TABLES`]) and the key tables of `docs/scenario-format.md` (checked by
+//! `tests/integration/docs_tables.rs`). The table of a `work` step, [`DISTRIBUTION`], is
+//! every latency's written as a table (a database's, a query's, a call's:
+//! `raw::RawLatency`). The `redis` action and the keys beside the action are still derived
+//! structs in `raw.rs`.
 
 use crate::keys::{
     KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,

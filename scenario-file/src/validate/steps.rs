@@ -1,6 +1,6 @@
-//! A step's action tables declared in `crate::step_keys` (`db`, `work`'s distribution, `call`, `cache`,
-//! `throttle`, `rate_limit`, `lock`), read through [`TableReader`]; here, what the
-//! declaration cannot say: the keys that apply to one `op` (or one distribution) only, each
+//! A step's action tables declared in `crate::step_keys` (`db`, `work`'s distribution,
+//! `call`, `cache`, `throttle`, `rate_limit`, `lock`), read through [`TableReader`]; here,
+//! what the declaration cannot say: the keys that apply to one `op` (or one distribution) only, each
 //! refusal saying why, and a rate limiter's `key` and `replay_writes`, which depend on
 //! whether the limiter has a store.
 
