@@ -14,7 +14,10 @@ use toml::Spanned;
 use crate::fault_kinds::{self, FaultKindSpec};
 use crate::keys::{KeyDefault, KeySpec, TableSpec, Value};
 use crate::one_of::{OneOf, fields_of};
-use crate::step_keys::{RawCacheStep, RawLockStep, RawRateLimitStep, RawThrottleStep};
+use crate::step_keys::{
+    RawCacheStep, RawCallStep, RawDbStep, RawDistribution, RawLockStep, RawRateLimitStep,
+    RawThrottleStep,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -361,38 +364,6 @@ pub struct RawRedisStep {
     pub channel: Option<Spanned<String>>,
 }
 
-/// `call = { latency = "20ms", error_percent = 5, error = "server_error" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as call = { latency = \"20ms\", error_percent = 5 }"
-)]
-pub struct RawCallStep {
-    pub latency: Spanned<RawLatency>,
-    /// The share of calls that fail, 0 to 100 to 0.1% (0 when left out).
-    pub error_percent: Option<Spanned<f64>>,
-    /// The outcome a failed call answers (`server_error` when left out).
-    pub error: Option<Spanned<String>>,
-}
-
-/// `db = { name = "main", timeout = "1s" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as db = { name = \"main\", timeout = \"1s\" }"
-)]
-pub struct RawDbStep {
-    pub name: Spanned<String>,
-    pub timeout: Option<Spanned<Text>>,
-    /// This query's own latency (else the database's).
-    pub latency: Option<Spanned<RawLatency>>,
-    /// An advisory lock: a key family.
-    pub lock: Option<Spanned<String>>,
-    /// The data it reads (or writes, with `write`): a key family, whose versions are followed.
-    pub key: Option<Spanned<String>>,
-    pub write: Option<Spanned<bool>>,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 pub enum RedisCommandName {
     #[serde(rename = "GET")]
@@ -608,6 +579,15 @@ impl<'de> Deserialize<'de> for Word {
 pub struct RawTable<S> {
     pub keys: Written,
     declared: PhantomData<S>,
+}
+
+impl<S> Clone for RawTable<S> {
+    fn clone(&self) -> Self {
+        RawTable {
+            keys: self.keys.clone(),
+            declared: PhantomData,
+        }
+    }
 }
 
 /// The keys of a declared table as written, in the order written.
@@ -945,27 +925,12 @@ impl<'de> Deserialize<'de> for RetryLimit {
     }
 }
 
-/// A latency (of a database, a query, a `work` step): a constant duration (`"50ms"`) or a table naming a distribution.
+/// A latency (of a database, a query, a `work` step): a constant duration (`"50ms"`) or a
+/// table naming a distribution, whose keys `step_keys::DISTRIBUTION` declares.
 #[derive(Clone)]
 pub enum RawLatency {
     Constant(Text),
     Distribution(RawDistribution),
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawDistribution {
-    pub distribution: Spanned<DistributionName>,
-    pub min: Option<Spanned<Text>>,
-    pub max: Option<Spanned<Text>>,
-    pub mean: Option<Spanned<Text>>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DistributionName {
-    Uniform,
-    Exponential,
 }
 
 impl<'de> Deserialize<'de> for RawLatency {

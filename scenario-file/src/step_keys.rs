@@ -1,12 +1,15 @@
-//! The keys of a flow step's action tables that name a policy resource, declared once
-//! ([`KeySpec`]: name, value, default, range, one line of doc): `cache = { ... }`,
-//! `throttle = { ... }`, `rate_limit = { ... }` and `lock = { ... }`. From them come the
-//! readers ([`RawCacheStep`], [`RawThrottleStep`], [`RawRateLimitStep`], [`RawLockStep`],
-//! which `raw::RawStep` holds), the validation's getters (`validate/steps.rs`, through
-//! `validate/table.rs`), the missing-key messages' meanings ([`STEP_ACTION_TABLES`]) and the
-//! key tables of `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`).
-//! The other actions (`redis`, `db`, `work`, `call`) and the keys beside the action are still
-//! derived structs in `raw.rs`.
+//! The keys of a flow step's action tables, declared once ([`KeySpec`]: name, value,
+//! default, range, one line of doc): `db = { ... }`, `work = { ... }` (a distribution),
+//! `call = { ... }`, `cache = { ... }`, `throttle = { ... }`, `rate_limit = { ... }` and
+//! `lock = { ... }`. From them come the readers ([`RawDbStep`], [`RawDistribution`],
+//! [`RawCallStep`], [`RawCacheStep`], [`RawThrottleStep`], [`RawRateLimitStep`],
+//! [`RawLockStep`], which `raw::RawStep` holds), the validation's getters
+//! (`validate/steps.rs`, through `validate/table.rs`), the missing-key messages' meanings
+//! ([`STEP_ACTION_TABLES`]) and the key tables of `docs/scenario-format.md` (checked by
+//! `tests/integration/docs_tables.rs`). The table of a `work` step, [`DISTRIBUTION`], is
+//! every latency's written as a table (a database's, a query's, a call's:
+//! `raw::RawLatency`). The `redis` action and the keys beside the action are still derived
+//! structs in `raw.rs`.
 
 use crate::keys::{
     KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
@@ -22,6 +25,21 @@ pub type RawRateLimitStep = RawTable<RateLimitStep>;
 /// A step's `lock = { ... }` as written.
 pub type RawLockStep = RawTable<LockStep>;
 
+/// A latency written as a table (`work = { distribution = "uniform", ... }`), as written.
+pub type RawDistribution = RawTable<DistributionTable>;
+
+/// A step's `db = { ... }` as written.
+pub type RawDbStep = RawTable<DbStep>;
+
+/// The declaration of a step's `db`.
+pub struct DbStep;
+/// A step's `call = { ... }` as written.
+pub type RawCallStep = RawTable<CallStep>;
+
+/// The declaration of a step's `call`.
+pub struct CallStep;
+/// The declaration of a latency's table, a `work` step's.
+pub struct DistributionTable;
 /// The declaration of a step's `cache`.
 pub struct CacheStep;
 /// The declaration of a step's `throttle`.
@@ -30,6 +48,20 @@ pub struct ThrottleStep;
 pub struct RateLimitStep;
 /// The declaration of a step's `lock`.
 pub struct LockStep;
+
+impl Declared for DistributionTable {
+    const SPEC: &'static TableSpec = &DISTRIBUTION;
+}
+
+impl Declared for DbStep {
+    const SPEC: &'static TableSpec = &DB_STEP;
+    const EXAMPLE: Option<&'static str> = Some("db = { name = \"main\", timeout = \"1s\" }");
+}
+
+impl Declared for CallStep {
+    const SPEC: &'static TableSpec = &CALL_STEP;
+    const EXAMPLE: Option<&'static str> = Some("call = { latency = \"20ms\", error_percent = 5 }");
+}
 
 impl Declared for CacheStep {
     const SPEC: &'static TableSpec = &CACHE_STEP;
@@ -58,12 +90,148 @@ impl Declared for LockStep {
 
 /// The actions declared here, by their key in a step, for the messages of a key missing at
 /// `flows.<name>.steps[i].<action>` (`suggest`).
-pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 4] = [
+pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 7] = [
+    ("db", &DB_STEP),
+    ("work", &DISTRIBUTION),
+    ("call", &CALL_STEP),
     ("cache", &CACHE_STEP),
     ("throttle", &THROTTLE_STEP),
     ("rate_limit", &RATE_LIMIT_STEP),
     ("lock", &LOCK_STEP),
 ];
+
+const DISTRIBUTION_KEYS: [KeySpec; 4] = [
+    KeySpec {
+        name: "distribution",
+        value: Value::Enum(&["uniform", "exponential"]),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "`\"uniform\"`: drawn evenly from `min` to `max`; `\"exponential\"`: `min` plus \
+              an exponential of mean `mean`",
+    },
+    KeySpec {
+        name: "min",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise(
+            "required with `\"uniform\"`, `\"0s\"` with `\"exponential\"`",
+        ),
+        range: Range::Any,
+        doc: "the shortest draw",
+    },
+    KeySpec {
+        name: "max",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise(
+            "required with `\"uniform\"`, refused with `\"exponential\"`",
+        ),
+        range: Range::Any,
+        doc: "with `\"uniform\"` only: the longest draw, at least `min`",
+    },
+    KeySpec {
+        name: "mean",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise(
+            "required with `\"exponential\"`, refused with `\"uniform\"`",
+        ),
+        range: Range::Any,
+        doc: "with `\"exponential\"` only: the mean of the exponential added to `min`, longer \
+              than zero",
+    },
+];
+
+const DISTRIBUTION_NAMES: [&str; DISTRIBUTION_KEYS.len()] = key_names(&DISTRIBUTION_KEYS);
+
+/// A latency's table: a `work` step's, and any latency's not written as a duration.
+pub const DISTRIBUTION: TableSpec = TableSpec::plain(
+    "a distribution table",
+    &DISTRIBUTION_KEYS,
+    &DISTRIBUTION_NAMES,
+);
+
+const DB_STEP_KEYS: [KeySpec; 6] = [
+    KeySpec {
+        name: "name",
+        value: Value::Ref("databases"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the database the query runs on",
+    },
+    KeySpec {
+        name: "timeout",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise("none: the step waits for its query"),
+        range: Range::Longer {
+            why: "every query would time out",
+        },
+        doc: "client-side: the step fails with `timeout` after it, the query still running on \
+              the database",
+    },
+    KeySpec {
+        name: "latency",
+        value: Value::Latency,
+        default: KeyDefault::Otherwise("the database's `latency`"),
+        range: Range::Any,
+        doc: "this query's latency, instead of the database's",
+    },
+    KeySpec {
+        name: "lock",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "an advisory lock (`pg_advisory_xact_lock`) on the request's key of this family: \
+              the query waits, in arrival order and using no capacity, until the lock is free, \
+              and holds it while it runs",
+    },
+    KeySpec {
+        name: "key",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the data the query reads, the request's key of this family, whose freshness is \
+              followed (see \"Stale reads\")",
+    },
+    KeySpec {
+        name: "write",
+        value: Value::Bool,
+        default: KeyDefault::Is("false"),
+        range: Range::Any,
+        doc: "with `key`: the query commits a new version of it",
+    },
+];
+
+const DB_STEP_NAMES: [&str; DB_STEP_KEYS.len()] = key_names(&DB_STEP_KEYS);
+
+pub const DB_STEP: TableSpec = TableSpec::plain("a db step", &DB_STEP_KEYS, &DB_STEP_NAMES);
+
+const CALL_STEP_KEYS: [KeySpec; 3] = [
+    KeySpec {
+        name: "latency",
+        value: Value::Latency,
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "how long the dependency takes to answer: a duration, or a distribution table \
+              as a `work` step's",
+    },
+    KeySpec {
+        name: "error_percent",
+        value: Value::Number,
+        default: KeyDefault::Is("0"),
+        range: Range::Checked("0 to 100, to 0.1%"),
+        doc: "the share of calls that fail, at the end of their latency",
+    },
+    KeySpec {
+        name: "error",
+        value: Value::Name("an error outcome"),
+        default: KeyDefault::Is("\"server_error\""),
+        range: Range::Any,
+        doc: "the outcome a failed call answers: one error outcome (`\"timeout\"` for a \
+              client timeout), not a status class",
+    },
+];
+
+const CALL_STEP_NAMES: [&str; CALL_STEP_KEYS.len()] = key_names(&CALL_STEP_KEYS);
+
+pub const CALL_STEP: TableSpec = TableSpec::plain("a call step", &CALL_STEP_KEYS, &CALL_STEP_NAMES);
 
 const CACHE_STEP_KEYS: [KeySpec; 4] = [
     KeySpec {
@@ -209,6 +377,21 @@ const LOCK_STEP_KEYS: [KeySpec; 5] = [
 const LOCK_STEP_NAMES: [&str; LOCK_STEP_KEYS.len()] = key_names(&LOCK_STEP_KEYS);
 
 pub const LOCK_STEP: TableSpec = TableSpec::plain("a lock step", &LOCK_STEP_KEYS, &LOCK_STEP_NAMES);
+
+/// The key table of a step's `work` (a latency's table) in `docs/scenario-format.md`.
+pub fn work_step_table() -> String {
+    markdown_table(&DISTRIBUTION)
+}
+
+/// The key table of a step's `db`.
+pub fn db_step_table() -> String {
+    markdown_table(&DB_STEP)
+}
+
+/// The key table of a step's `call`.
+pub fn call_step_table() -> String {
+    markdown_table(&CALL_STEP)
+}
 
 /// The key table of a step's `cache` in `docs/scenario-format.md`.
 pub fn cache_step_table() -> String {

@@ -171,18 +171,6 @@ impl<'a> Validator<'a> {
         Some(duration)
     }
 
-    fn duration_or(
-        &mut self,
-        value: &Option<Spanned<Text>>,
-        key: &str,
-        default: &str,
-    ) -> SimDuration {
-        match value {
-            Some(value) => self.duration(value, key).unwrap_or_default(),
-            None => SimDuration::from_nanos(parse_duration(default).expect("defaults parse")),
-        }
-    }
-
     fn bandwidth(&mut self, value: &Spanned<Text>, key: &str) -> Option<ByteRate> {
         match parse_bandwidth(&value.get_ref().0) {
             Ok(bytes) => ByteRate::new(bytes).or_else(|| {
@@ -722,68 +710,7 @@ impl<'a> Validator<'a> {
                 let value = Spanned::new(raw.span(), Text(text.0.clone()));
                 Some(Distribution::Constant(self.duration(&value, key)?))
             }
-            RawLatency::Distribution(table) => self.distribution(table, key),
-        }
-    }
-
-    fn distribution(&mut self, raw: &RawDistribution, key: &str) -> Option<Distribution> {
-        let field = |f: &str| format!("{key}.{f}");
-        let kind = raw.distribution.get_ref();
-        let forbid = |this: &mut Self, value: &Option<Spanned<Text>>, name: &str, why: &str| {
-            if let Some(value) = value {
-                this.error(Some(value.span()), field(name), why.to_owned());
-            }
-        };
-        let require = |this: &mut Self, value: &Option<Spanned<Text>>, name: &str| match value {
-            Some(value) => this.duration(value, &field(name)),
-            None => {
-                this.error(
-                    Some(raw.distribution.span()),
-                    field(name),
-                    "is required by this distribution".to_owned(),
-                );
-                None
-            }
-        };
-        match kind {
-            DistributionName::Uniform => {
-                forbid(
-                    self,
-                    &raw.mean,
-                    "mean",
-                    "a uniform distribution has min and max, not a mean",
-                );
-                let (min, max) = (
-                    require(self, &raw.min, "min"),
-                    require(self, &raw.max, "max"),
-                );
-                match Distribution::uniform(min?, max?) {
-                    Ok(distribution) => Some(distribution),
-                    Err(error) => {
-                        let span = raw.min.as_ref().map(Spanned::span);
-                        self.error(span, field(error.field), error.reason);
-                        None
-                    }
-                }
-            }
-            DistributionName::Exponential => {
-                forbid(
-                    self,
-                    &raw.max,
-                    "max",
-                    "an exponential distribution has no maximum",
-                );
-                let min = self.duration_or(&raw.min, &field("min"), "0s");
-                let mean = require(self, &raw.mean, "mean")?;
-                match Distribution::exponential(min, mean) {
-                    Ok(distribution) => Some(distribution),
-                    Err(error) => {
-                        let span = raw.mean.as_ref().map(Spanned::span);
-                        self.error(span, field(error.field), error.reason);
-                        None
-                    }
-                }
-            }
+            RawLatency::Distribution(table) => self.distribution(key, raw.span(), table),
         }
     }
 
@@ -825,40 +752,8 @@ impl<'a> Validator<'a> {
         Some(thousandths / 100)
     }
 
-    /// A call step: its latency, and the share of calls that fail with which error.
-    fn call_step(&mut self, key: &str, raw: &Spanned<RawCallStep>) -> Option<StepAction> {
-        let raw = raw.get_ref();
-        let latency = self.latency(&raw.latency, &format!("{key}.latency"));
-        let error_permille = match &raw.error_percent {
-            Some(percent) => self.percent_permille(percent, &format!("{key}.error_percent")),
-            None => Some(0),
-        };
-        let error = match &raw.error {
-            None => Some(Outcome::ServerError),
-            Some(name) => {
-                let list = Spanned::new(name.span(), vec![name.clone()]);
-                let set = self.error_outcomes(&list, &format!("{key}.error"))?;
-                let one = Outcome::ALL.into_iter().find(|&o| set.contains(o));
-                if one.is_none() || set != OutcomeSet::new(one) {
-                    self.error(
-                        Some(name.span()),
-                        format!("{key}.error"),
-                        "a call fails with one outcome: name one (such as \"server_error\" or \"timeout\"), not a status class",
-                    );
-                    return None;
-                }
-                one
-            }
-        };
-        Some(StepAction::Call {
-            latency: latency?,
-            error_permille: error_permille?,
-            error: error?,
-        })
-    }
-
     /// A list of error outcomes (for what a policy counts or acts on).
-    fn error_outcomes(
+    pub(super) fn error_outcomes(
         &mut self,
         list: &Spanned<Vec<Spanned<String>>>,
         key: &str,
@@ -1509,53 +1404,6 @@ impl<'a> Validator<'a> {
             connection: connection?,
             command,
             key: family?,
-        })
-    }
-
-    fn db_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawDbStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let database = self.resolve(&names.databases, &table.name, &key("name"));
-        let timeout = match &table.timeout {
-            Some(timeout) => Some(self.positive_duration(
-                timeout,
-                &key("timeout"),
-                "every query would time out",
-            )?),
-            None => None,
-        };
-        let latency = match &table.latency {
-            Some(latency) => Some(self.latency(latency, &key("latency"))?),
-            None => None,
-        };
-        let lock = match &table.lock {
-            Some(lock) => Some(self.resolve(&names.keys, lock, &key("lock"))?),
-            None => None,
-        };
-        let data = match (&table.key, &table.write) {
-            (Some(family), write) => Some(DataAccess {
-                key: self.resolve(&names.keys, family, &key("key"))?,
-                write: write.as_ref().is_some_and(|w| *w.get_ref()),
-            }),
-            (None, Some(write)) => {
-                let message = "a write commits a new version of a key: give the key family \
-                               it writes (`key = \"...\"`)";
-                self.error(Some(write.span()), key("write"), message);
-                return None;
-            }
-            (None, None) => None,
-        };
-        Some(StepAction::Database {
-            database: database?,
-            timeout,
-            latency,
-            lock,
-            data,
         })
     }
 

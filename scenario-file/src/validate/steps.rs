@@ -1,16 +1,37 @@
-//! A step's action tables declared in `crate::step_keys` (`cache`, `throttle`, `rate_limit`,
-//! `lock`), read through [`TableReader`]; here, what the declaration cannot say: the keys
-//! that apply to one `op` only (each refusal says why), and a rate limiter's `key` and
-//! `replay_writes`, which depend on whether the limiter has a store.
+//! A step's action tables declared in `crate::step_keys` (`db`, `work`'s distribution,
+//! `call`, `cache`, `throttle`, `rate_limit`, `lock`), read through [`TableReader`]; here,
+//! what the declaration cannot say: the keys that apply to one `op` (or one distribution) only, each
+//! refusal saying why, and a rate limiter's `key` and `replay_writes`, which depend on
+//! whether the limiter has a store.
 
-use outagelab_sim::scenario::{CacheOp, LockMode, LockOp, StepAction, ThrottleOp};
+use std::ops::Range as Span;
+
+use outagelab_report::Outcome;
+use outagelab_sim::scenario::{
+    CacheOp, DataAccess, Distribution, LockMode, LockOp, OutcomeSet, StepAction, ThrottleOp,
+};
 use toml::Spanned;
 
 use super::Validator;
 use super::table::TableReader;
 use crate::kinds::Names;
 use crate::raw::{Declared, RawTable};
-use crate::step_keys::{RawCacheStep, RawLockStep, RawRateLimitStep, RawThrottleStep};
+use crate::step_keys::{
+    DISTRIBUTION, RawCacheStep, RawCallStep, RawDbStep, RawDistribution, RawLockStep,
+    RawRateLimitStep, RawThrottleStep,
+};
+
+/// A latency table's `distribution`, before its durations are read.
+#[derive(Clone, Copy)]
+enum DistributionName {
+    Uniform,
+    Exponential,
+}
+
+const DISTRIBUTIONS: &[(&str, DistributionName)] = &[
+    ("uniform", DistributionName::Uniform),
+    ("exponential", DistributionName::Exponential),
+];
 
 /// A cache step's `op`, before a put's value is read.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -67,6 +88,131 @@ fn reader<'v, 'a, 'r, S: Declared>(
 }
 
 impl Validator<'_> {
+    /// A latency written as a table, at `span` (a `work` step's, a database's `latency`),
+    /// its path `key`.
+    pub(super) fn distribution(
+        &mut self,
+        key: &str,
+        span: Span<usize>,
+        raw: &RawDistribution,
+    ) -> Option<Distribution> {
+        let mut r = TableReader::new(self, key.to_owned(), &raw.keys, &DISTRIBUTION, Some(span));
+        let kind = r.choice("distribution", DISTRIBUTIONS, None).ok()??;
+        // A key this distribution needs is reported at its `distribution`.
+        let require = |r: &mut TableReader, name: &str| match r.written(name) {
+            Some(_) => r.duration(name, None).ok()?,
+            None => {
+                let (span, key) = (r.written_span("distribution"), r.key(name));
+                r.validator
+                    .error(span, key, "is required by this distribution");
+                None
+            }
+        };
+        match kind {
+            DistributionName::Uniform => {
+                if r.written("mean").is_some() {
+                    r.refuse("mean", "a uniform distribution has min and max, not a mean");
+                }
+                let (min, max) = (require(&mut r, "min"), require(&mut r, "max"));
+                Distribution::uniform(min?, max?).map_err(|error| {
+                    let span = r.written_span("min");
+                    let key = r.key(error.field);
+                    r.validator.error(span, key, error.reason);
+                })
+            }
+            DistributionName::Exponential => {
+                if r.written("max").is_some() {
+                    r.refuse("max", "an exponential distribution has no maximum");
+                }
+                // A min that is not a duration is reported, and the mean still read.
+                let min = r.duration("min", None).ok().flatten().unwrap_or_default();
+                let mean = require(&mut r, "mean")?;
+                Distribution::exponential(min, mean).map_err(|error| {
+                    let span = r.written_span("mean");
+                    let key = r.key(error.field);
+                    r.validator.error(span, key, error.reason);
+                })
+            }
+        }
+        .ok()
+    }
+
+    /// A query: its database, its own timeout and latency, the lock it waits for and the
+    /// data it reads or writes.
+    pub(super) fn db_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawDbStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let mut r = reader(self, prefix, raw);
+        let database = r.resolve("name", &names.databases);
+        let timeout = r.duration("timeout", None).ok()?;
+        let latency = r.latency("latency").ok()?;
+        let lock = match r.written("lock") {
+            Some(_) => Some(r.resolve("lock", &names.keys)?),
+            None => None,
+        };
+        let data = match (r.written("key"), r.written("write")) {
+            (Some(_), _) => Some(DataAccess {
+                key: r.resolve("key", &names.keys)?,
+                write: r.flag("write"),
+            }),
+            (None, Some(_)) => {
+                let message = "a write commits a new version of a key: give the key family \
+                               it writes (`key = \"...\"`)";
+                r.refuse("write", message);
+                return None;
+            }
+            (None, None) => None,
+        };
+        Some(StepAction::Database {
+            database: database?,
+            timeout,
+            latency,
+            lock,
+            data,
+        })
+    }
+
+    /// A call step: its latency, and the share of calls that fail with which error.
+    pub(super) fn call_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawCallStep>,
+    ) -> Option<StepAction> {
+        let mut r = reader(self, prefix, raw);
+        let latency = r.latency("latency").ok().flatten();
+        let error_permille = r.percent("error_percent", None).ok().flatten();
+        let error = match r.name("error") {
+            None => {
+                let word = r
+                    .default_word("error")
+                    .expect("a call's error has a default");
+                Outcome::from_name(word)
+            }
+            Some(name) => {
+                let list = Spanned::new(name.span(), vec![name.clone()]);
+                let key = r.key("error");
+                let set = r.validator.error_outcomes(&list, &key)?;
+                let one = Outcome::ALL.into_iter().find(|&o| set.contains(o));
+                if one.is_none() || set != OutcomeSet::new(one) {
+                    r.refuse(
+                        "error",
+                        "a call fails with one outcome: name one (such as \"server_error\" or \"timeout\"), not a status class",
+                    );
+                    return None;
+                }
+                one
+            }
+        };
+        Some(StepAction::Call {
+            latency: latency?,
+            error_permille: error_permille?,
+            error: error?,
+        })
+    }
+
     pub(super) fn cache_step(
         &mut self,
         prefix: &str,

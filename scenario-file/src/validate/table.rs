@@ -340,7 +340,10 @@ impl<'v, 'a, 'r> TableReader<'v, 'a, 'r> {
     /// A percentage to 0.1%, in thousandths of one (per mille of the whole).
     pub fn percent(&mut self, name: &str, preset: Option<u32>) -> Result<Option<u32>, Reported> {
         let Some(number) = self.number(name) else {
-            return Ok(self.or_default(name, preset, |_| unreachable!("no default percentage")));
+            return Ok(self.or_default(name, preset, |text| {
+                let percent: f64 = text.parse().expect("a default percentage");
+                (percent * 10.0).round() as u32
+            }));
         };
         let key = self.key(name);
         let read = self.validator.percent_permille(&number, &key);

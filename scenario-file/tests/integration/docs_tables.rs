@@ -7,13 +7,14 @@ use std::{env, fs};
 
 use outagelab_scenario_file::{
     adaptive_limit_table, aimd_table, breaker_failure_rate_table, breaker_presets_table,
-    breaker_reference_table, bulkhead_table, cache_step_table, cache_table, caller_table,
-    client_loop_table, client_presets_table, collapse_table, connection_reference_table,
-    connection_subscribe_table, connection_tracking_table, database_table, fault_kinds_table,
-    fault_reference_table, gradient2_table, key_family_table, kv_store_table, load_reference_table,
-    load_stage_table, lock_step_table, lock_table, preload_table, rate_limit_step_table,
-    rate_limit_table, retry_presets_table, retry_reference_table, semaphore_table, server_table,
-    service_table, throttle_step_table, throttle_table,
+    breaker_reference_table, bulkhead_table, cache_step_table, cache_table, call_step_table,
+    caller_table, client_loop_table, client_presets_table, collapse_table,
+    connection_reference_table, connection_subscribe_table, connection_tracking_table,
+    database_table, db_step_table, fault_kinds_table, fault_reference_table, gradient2_table,
+    key_family_table, kv_store_table, load_reference_table, load_stage_table, lock_step_table,
+    lock_table, preload_table, rate_limit_step_table, rate_limit_table, retry_presets_table,
+    retry_reference_table, semaphore_table, server_table, service_table, throttle_step_table,
+    throttle_table, work_step_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -326,6 +327,33 @@ fn the_client_loop_key_table_is_the_declarations() {
         "<!-- generated: client loop keys (scenario-file/src/connection_keys.rs) -->",
         "<!-- end generated: client loop keys -->",
         &client_loop_table(),
+    );
+}
+
+#[test]
+fn the_db_step_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: db step keys (scenario-file/src/step_keys.rs) -->",
+        "<!-- end generated: db step keys -->",
+        &db_step_table(),
+    );
+}
+
+#[test]
+fn the_work_step_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: work step keys (scenario-file/src/step_keys.rs) -->",
+        "<!-- end generated: work step keys -->",
+        &work_step_table(),
+    );
+}
+
+#[test]
+fn the_call_step_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: call step keys (scenario-file/src/step_keys.rs) -->",
+        "<!-- end generated: call step keys -->",
+        &call_step_table(),
     );
 }
 

@@ -780,7 +780,8 @@ fn rejected_files() {
                 "{ db = { name = \"db\" } }",
                 "{ db = { timeout = \"1s\" } }",
             ),
-            "16:98: flows.f.steps[1].db: missing field `name`",
+            "16:98: flows.f.steps[1].db: missing field `name`, which a step's `db` requires: the \
+             database the query runs on (docs/scenario-format.md)",
         ),
         (
             with("key = \"k\" }", "key = \"k\", value = \"1KiB\" }"),
@@ -1690,7 +1691,9 @@ fn call_steps() {
         ),
         (
             call("error_percent = 5"),
-            "16:145: flows.f.steps[2].call: missing field `latency`",
+            "16:145: flows.f.steps[2].call: missing field `latency`, which a step's `call` \
+             requires: how long the dependency takes to answer: a duration, or a distribution \
+             table as a `work` step's (docs/scenario-format.md)",
         ),
         (
             call("latency = \"20ms\", errors = 5"),
@@ -1699,6 +1702,39 @@ fn call_steps() {
         (
             call("latency = \"fast\""),
             "16:157: flows.f.steps[2].call.latency: `fast` has an unknown unit `fast`: write a number and a unit (ns, us, ms, s, m, h), e.g. \"100ms\" or \"1.5s\"",
+        ),
+    ]);
+}
+
+/// A work step's table is a distribution, whose keys depend on the distribution it names.
+#[test]
+fn work_steps() {
+    let work = |table: &str| {
+        let steps = format!(
+            "{{ db = {{ name = \"db\" }}, on_error = \"fail\" }}, {{ work = {{ {table} }} }}"
+        );
+        with("{ db = { name = \"db\" } }", &steps)
+    };
+    check_silent(&work(
+        "distribution = \"uniform\", min = \"1ms\", max = \"7ms\"",
+    ));
+    check_silent(&work("distribution = \"exponential\", mean = \"5ms\""));
+    check_all(&[
+        (
+            work("min = \"1ms\", max = \"7ms\""),
+            "16:145: flows.f.steps[2].work: missing field `distribution`, which a step's `work` requires: `\"uniform\"`: drawn evenly from `min` to `max`; `\"exponential\"`: `min` plus an exponential of mean `mean` (docs/scenario-format.md)",
+        ),
+        (
+            work("distribution = \"uniform\", min = \"1ms\""),
+            "16:162: flows.f.steps[2].work.max: is required by this distribution",
+        ),
+        (
+            work("distribution = \"exponential\", mean = \"5ms\", max = \"9ms\""),
+            "16:197: flows.f.steps[2].work.max: an exponential distribution has no maximum",
+        ),
+        (
+            work("distribution = \"unifrm\", min = \"1ms\", max = \"7ms\""),
+            "16:162: flows.f.steps[2].work.distribution: unknown variant `unifrm`: did you mean `uniform`? (expected `uniform` or `exponential`)",
         ),
     ]);
 }
