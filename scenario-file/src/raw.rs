@@ -1,7 +1,10 @@
 //! The scenario file as written: serde types that mirror the TOML, with spans where a later
 //! check needs to point at a value. Nothing here is validated beyond its TOML type; see
 //! `validate.rs` for the rules. The root table, `RawScenario`, is made in `kinds.rs` from the
-//! list of resource kinds.
+//! list of resource kinds. A table whose keys are declared one by one (`crate::keys`: the
+//! resources' tables, a step's action tables in `step_keys.rs`) is read by one reader,
+//! [`RawTable`], from its declaration, and a fault by [`RawFault`] from its kinds'; the other
+//! types here are derived, a step's own keys among them ([`RawStep`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,7 +19,7 @@ use crate::keys::{KeyDefault, KeySpec, TableSpec, Value};
 use crate::one_of::{OneOf, fields_of};
 use crate::step_keys::{
     RawCacheStep, RawCallStep, RawDbStep, RawDistribution, RawLockStep, RawRateLimitStep,
-    RawThrottleStep,
+    RawRedisStep, RawThrottleStep,
 };
 
 #[derive(Deserialize)]
@@ -344,40 +347,6 @@ impl<'de> Deserialize<'de> for RawStep {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         STEP_ACTIONS.read(deserializer, |table| RawStep::deserialize(table))
     }
-}
-
-/// `redis = { command = "GET", connection = "cache", key = "product" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as redis = { command = \"GET\", connection = \"cache\", key = \"product\" }"
-)]
-pub struct RawRedisStep {
-    pub command: Spanned<RedisCommandName>,
-    pub connection: Spanned<String>,
-    pub key: Spanned<String>,
-    pub value: Option<Spanned<Size>>,
-    pub ttl: Option<Spanned<Text>>,
-    /// On a reconnect slot, replay the step's write after a connection-level failure too.
-    pub replay_writes: Option<Spanned<bool>>,
-    /// PUBLISH's channel (the message is the request's key).
-    pub channel: Option<Spanned<String>>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-pub enum RedisCommandName {
-    #[serde(rename = "GET")]
-    Get,
-    #[serde(rename = "SET")]
-    Set,
-    #[serde(rename = "SET NX PX")]
-    SetNxPx,
-    #[serde(rename = "INCR")]
-    Incr,
-    #[serde(rename = "DEL")]
-    Del,
-    #[serde(rename = "PUBLISH")]
-    Publish,
 }
 
 #[derive(Clone, Copy, Deserialize)]

@@ -1,15 +1,14 @@
 //! The keys of a flow step's action tables, declared once ([`KeySpec`]: name, value,
-//! default, range, one line of doc): `db = { ... }`, `work = { ... }` (a distribution),
-//! `call = { ... }`, `cache = { ... }`, `throttle = { ... }`, `rate_limit = { ... }` and
-//! `lock = { ... }`. From them come the readers ([`RawDbStep`], [`RawDistribution`],
-//! [`RawCallStep`], [`RawCacheStep`], [`RawThrottleStep`], [`RawRateLimitStep`],
-//! [`RawLockStep`], which `raw::RawStep` holds), the validation's getters
-//! (`validate/steps.rs`, through `validate/table.rs`), the missing-key messages' meanings
-//! ([`STEP_ACTION_TABLES`]) and the key tables of `docs/scenario-format.md` (checked by
-//! `tests/integration/docs_tables.rs`). The table of a `work` step, [`DISTRIBUTION`], is
-//! every latency's written as a table (a database's, a query's, a call's:
-//! `raw::RawLatency`). The `redis` action and the keys beside the action are still derived
-//! structs in `raw.rs`.
+//! default, range, one line of doc): `redis = { ... }`, `db = { ... }`, `work = { ... }` (a
+//! distribution), `call = { ... }`, `cache = { ... }`, `throttle = { ... }`,
+//! `rate_limit = { ... }` and `lock = { ... }`. From them come the readers
+//! ([`RawRedisStep`], [`RawDbStep`], [`RawDistribution`], [`RawCallStep`], [`RawCacheStep`],
+//! [`RawThrottleStep`], [`RawRateLimitStep`], [`RawLockStep`], which `raw::RawStep` holds),
+//! the validation's getters (`validate/steps.rs`, through `validate/table.rs`), the
+//! missing-key messages' meanings ([`STEP_ACTION_TABLES`]) and the key tables of
+//! `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`). The table of a
+//! `work` step, [`DISTRIBUTION`], is every latency's written as a table (a database's, a
+//! query's, a call's: `raw::RawLatency`).
 
 use crate::keys::{
     KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
@@ -28,14 +27,17 @@ pub type RawLockStep = RawTable<LockStep>;
 /// A latency written as a table (`work = { distribution = "uniform", ... }`), as written.
 pub type RawDistribution = RawTable<DistributionTable>;
 
+/// A step's `redis = { ... }` as written.
+pub type RawRedisStep = RawTable<RedisStep>;
 /// A step's `db = { ... }` as written.
 pub type RawDbStep = RawTable<DbStep>;
-
-/// The declaration of a step's `db`.
-pub struct DbStep;
 /// A step's `call = { ... }` as written.
 pub type RawCallStep = RawTable<CallStep>;
 
+/// The declaration of a step's `redis`.
+pub struct RedisStep;
+/// The declaration of a step's `db`.
+pub struct DbStep;
 /// The declaration of a step's `call`.
 pub struct CallStep;
 /// The declaration of a latency's table, a `work` step's.
@@ -51,6 +53,12 @@ pub struct LockStep;
 
 impl Declared for DistributionTable {
     const SPEC: &'static TableSpec = &DISTRIBUTION;
+}
+
+impl Declared for RedisStep {
+    const SPEC: &'static TableSpec = &REDIS_STEP;
+    const EXAMPLE: Option<&'static str> =
+        Some("redis = { command = \"GET\", connection = \"cache\", key = \"product\" }");
 }
 
 impl Declared for DbStep {
@@ -90,7 +98,8 @@ impl Declared for LockStep {
 
 /// The actions declared here, by their key in a step, for the messages of a key missing at
 /// `flows.<name>.steps[i].<action>` (`suggest`).
-pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 7] = [
+pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 8] = [
+    ("redis", &REDIS_STEP),
     ("db", &DB_STEP),
     ("work", &DISTRIBUTION),
     ("call", &CALL_STEP),
@@ -147,6 +156,71 @@ pub const DISTRIBUTION: TableSpec = TableSpec::plain(
     &DISTRIBUTION_KEYS,
     &DISTRIBUTION_NAMES,
 );
+
+const REDIS_STEP_KEYS: [KeySpec; 7] = [
+    KeySpec {
+        name: "command",
+        value: Value::Enum(&["GET", "SET", "SET NX PX", "INCR", "DEL", "PUBLISH"]),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the command the step sends: `\"SET NX PX\"` is a lock's, failing with \
+              `lock_busy` if the key exists; `\"PUBLISH\"` sends the key to `channel`'s \
+              subscribers (see Pub/Sub above)",
+    },
+    KeySpec {
+        name: "connection",
+        value: Value::Ref("connections"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the connection the command goes through (not a subscriber, which sends none)",
+    },
+    KeySpec {
+        name: "key",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the family of the request's key, the command's key",
+    },
+    KeySpec {
+        name: "value",
+        value: Value::Size,
+        default: KeyDefault::Is("64"),
+        range: Range::Checked("up to 512 MiB"),
+        doc: "with `\"SET\"` and `\"SET NX PX\"` only: the size of the value it writes",
+    },
+    KeySpec {
+        name: "ttl",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise(
+            "none with `\"SET\"`: the key does not expire; required with `\"SET NX PX\"`",
+        ),
+        range: Range::Longer {
+            why: "the key would expire as it is written",
+        },
+        doc: "with `\"SET\"` and `\"SET NX PX\"` only: the key's expiry (a SET NX PX's PX \
+              argument)",
+    },
+    KeySpec {
+        name: "replay_writes",
+        value: Value::Bool,
+        default: KeyDefault::Is("false"),
+        range: Range::Any,
+        doc: "on a reconnect slot, replay the command (a write) after its connection died too \
+              (below)",
+    },
+    KeySpec {
+        name: "channel",
+        value: Value::Name("a channel's name"),
+        default: KeyDefault::Otherwise("required with `\"PUBLISH\"`, refused with the others"),
+        range: Range::Any,
+        doc: "with `\"PUBLISH\"` only: the channel whose subscribers get the key",
+    },
+];
+
+const REDIS_STEP_NAMES: [&str; REDIS_STEP_KEYS.len()] = key_names(&REDIS_STEP_KEYS);
+
+pub const REDIS_STEP: TableSpec =
+    TableSpec::plain("a redis step", &REDIS_STEP_KEYS, &REDIS_STEP_NAMES);
 
 const DB_STEP_KEYS: [KeySpec; 6] = [
     KeySpec {
@@ -381,6 +455,11 @@ pub const LOCK_STEP: TableSpec = TableSpec::plain("a lock step", &LOCK_STEP_KEYS
 /// The key table of a step's `work` (a latency's table) in `docs/scenario-format.md`.
 pub fn work_step_table() -> String {
     markdown_table(&DISTRIBUTION)
+}
+
+/// The key table of a step's `redis`.
+pub fn redis_step_table() -> String {
+    markdown_table(&REDIS_STEP)
 }
 
 /// The key table of a step's `db`.

@@ -42,7 +42,6 @@ mod default {
     /// A reconnect slot's backoff after a failed attempt, doubling to the maximum (seed 001).
     pub const SLOT_BACKOFF: &str = "100ms";
     pub const SLOT_BACKOFF_MAX: &str = "5s";
-    pub const VALUE: u64 = 64;
     /// A server's cron frequency (Redis' `hz`).
     pub const HZ: u32 = 10;
     /// redis-rs 0.27's `ConnectionManager`: delays of 100 ms · 2^n (its factor 100, base 2),
@@ -1302,109 +1301,10 @@ impl<'a> Validator<'a> {
     /// reconnect designs.
     fn replay_writes(&mut self, action: RawAction, prefix: &str, names: &Names) -> bool {
         match action {
-            RawAction::Redis(redis) => redis
-                .get_ref()
-                .replay_writes
-                .as_ref()
-                .is_some_and(|flag| *flag.get_ref()),
+            RawAction::Redis(redis) => self.redis_replays(prefix, redis),
             RawAction::RateLimit(limit) => self.rate_limit_replays(prefix, limit, names),
             _ => false,
         }
-    }
-
-    fn redis_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawRedisStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let command_name = *table.command.get_ref();
-        let takes_value = matches!(
-            command_name,
-            RedisCommandName::Set | RedisCommandName::SetNxPx
-        );
-        if !takes_value {
-            for (field, value) in [
-                ("value", table.value.as_ref().map(Spanned::span)),
-                ("ttl", table.ttl.as_ref().map(Spanned::span)),
-            ] {
-                if let Some(span) = value {
-                    self.error(
-                        Some(span),
-                        key(field),
-                        "applies to SET and SET NX PX only: this command writes no value",
-                    );
-                }
-            }
-        }
-        if let (Some(channel), false) = (&table.channel, command_name == RedisCommandName::Publish)
-        {
-            let message = "applies to PUBLISH only: this command sends no message";
-            self.error(Some(channel.span()), key("channel"), message);
-        }
-        let connection = self.resolve(&names.connections, &table.connection, &key("connection"));
-        let family = self.resolve(&names.keys, &table.key, &key("key"));
-        if names
-            .connections
-            .get(table.connection.get_ref())
-            .is_some_and(|(_, target)| target.subscribes())
-        {
-            let message = format!(
-                "`{}` is a subscriber: it sends no commands (give the step a connection of its \
-                 own)",
-                table.connection.get_ref()
-            );
-            self.error(Some(table.connection.span()), key("connection"), message);
-            return None;
-        }
-        let value_bytes = match &table.value {
-            Some(value) if takes_value => self.size(value, &key("value"))?,
-            _ => default::VALUE as u32,
-        };
-        let ttl = match &table.ttl {
-            Some(ttl) if takes_value => Some(self.positive_duration(
-                ttl,
-                &key("ttl"),
-                "the key would expire as it is written",
-            )?),
-            _ => None,
-        };
-        let command = match command_name {
-            RedisCommandName::Get => RedisCommand::Get,
-            RedisCommandName::Incr => RedisCommand::Incr,
-            RedisCommandName::Del => RedisCommand::Del,
-            RedisCommandName::Publish => {
-                let Some(channel) = &table.channel else {
-                    let message = "PUBLISH needs the channel it sends the key to \
-                                   (`channel = \"...\"`)";
-                    self.error(Some(table.command.span()), key("channel"), message);
-                    return None;
-                };
-                self.published.push((channel.clone(), key("channel")));
-                RedisCommand::Publish {
-                    channel: self.channel_id(channel.get_ref()),
-                }
-            }
-            RedisCommandName::Set => RedisCommand::Set { value_bytes, ttl },
-            RedisCommandName::SetNxPx => {
-                let Some(ttl) = ttl else {
-                    self.error(
-                        Some(table.command.span()),
-                        key("ttl"),
-                        "SET NX PX needs a ttl (the PX argument)",
-                    );
-                    return None;
-                };
-                RedisCommand::SetNxPx { value_bytes, ttl }
-            }
-        };
-        Some(StepAction::Redis {
-            connection: connection?,
-            command,
-            key: family?,
-        })
     }
 
     /// A rate in requests per second that may be zero, in thousandths.

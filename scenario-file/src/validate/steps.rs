@@ -1,14 +1,16 @@
-//! A step's action tables declared in `crate::step_keys` (`db`, `work`'s distribution,
-//! `call`, `cache`, `throttle`, `rate_limit`, `lock`), read through [`TableReader`]; here,
-//! what the declaration cannot say: the keys that apply to one `op` (or one distribution) only, each
-//! refusal saying why, and a rate limiter's `key` and `replay_writes`, which depend on
-//! whether the limiter has a store.
+//! A step's action tables declared in `crate::step_keys` (`redis`, `db`, `work`'s
+//! distribution, `call`, `cache`, `throttle`, `rate_limit`, `lock`), read through
+//! [`TableReader`]; here, what the declaration cannot say: the keys that apply to one Redis
+//! `command`, one `op` (or one distribution) only, each refusal saying why, a Redis step's
+//! connection that must send commands, and a rate limiter's `key` and `replay_writes`, which
+//! depend on whether the limiter has a store.
 
 use std::ops::Range as Span;
 
 use outagelab_report::Outcome;
 use outagelab_sim::scenario::{
-    CacheOp, DataAccess, Distribution, LockMode, LockOp, OutcomeSet, StepAction, ThrottleOp,
+    CacheOp, DataAccess, Distribution, LockMode, LockOp, OutcomeSet, RedisCommand, StepAction,
+    ThrottleOp,
 };
 use toml::Spanned;
 
@@ -18,7 +20,7 @@ use crate::kinds::Names;
 use crate::raw::{Declared, RawTable};
 use crate::step_keys::{
     DISTRIBUTION, RawCacheStep, RawCallStep, RawDbStep, RawDistribution, RawLockStep,
-    RawRateLimitStep, RawThrottleStep,
+    RawRateLimitStep, RawRedisStep, RawThrottleStep,
 };
 
 /// A latency table's `distribution`, before its durations are read.
@@ -31,6 +33,26 @@ enum DistributionName {
 const DISTRIBUTIONS: &[(&str, DistributionName)] = &[
     ("uniform", DistributionName::Uniform),
     ("exponential", DistributionName::Exponential),
+];
+
+/// A Redis step's `command`, before the keys of some commands only are read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RedisCommandName {
+    Get,
+    Set,
+    SetNxPx,
+    Incr,
+    Del,
+    Publish,
+}
+
+const REDIS_COMMANDS: &[(&str, RedisCommandName)] = &[
+    ("GET", RedisCommandName::Get),
+    ("SET", RedisCommandName::Set),
+    ("SET NX PX", RedisCommandName::SetNxPx),
+    ("INCR", RedisCommandName::Incr),
+    ("DEL", RedisCommandName::Del),
+    ("PUBLISH", RedisCommandName::Publish),
 ];
 
 /// A cache step's `op`, before a put's value is read.
@@ -135,6 +157,92 @@ impl Validator<'_> {
             }
         }
         .ok()
+    }
+
+    /// A Redis command on a connection, on the request's key of a family: a SET's value and
+    /// ttl, a PUBLISH's channel, refused on the commands that take none.
+    pub(super) fn redis_step(
+        &mut self,
+        prefix: &str,
+        raw: &Spanned<RawRedisStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let mut r = reader(self, prefix, raw);
+        let command_name = r.choice("command", REDIS_COMMANDS, None).ok()??;
+        let takes_value = matches!(
+            command_name,
+            RedisCommandName::Set | RedisCommandName::SetNxPx
+        );
+        for name in ["value", "ttl"] {
+            if !takes_value && r.written(name).is_some() {
+                let message = "applies to SET and SET NX PX only: this command writes no value";
+                r.refuse(name, message);
+            }
+        }
+        if command_name != RedisCommandName::Publish && r.written("channel").is_some() {
+            r.refuse(
+                "channel",
+                "applies to PUBLISH only: this command sends no message",
+            );
+        }
+        let connection = r.resolve("connection", &names.connections);
+        let family = r.resolve("key", &names.keys);
+        let written = r
+            .name("connection")
+            .expect("a redis step is read with its connection");
+        if (names.connections.get(written.get_ref())).is_some_and(|(_, target)| target.subscribes())
+        {
+            let message = format!(
+                "`{}` is a subscriber: it sends no commands (give the step a connection of its \
+                 own)",
+                written.get_ref()
+            );
+            r.refuse("connection", message);
+            return None;
+        }
+        let command = match command_name {
+            RedisCommandName::Get => RedisCommand::Get,
+            RedisCommandName::Incr => RedisCommand::Incr,
+            RedisCommandName::Del => RedisCommand::Del,
+            RedisCommandName::Publish => {
+                let Some(channel) = r.name("channel") else {
+                    let message = "PUBLISH needs the channel it sends the key to \
+                                   (`channel = \"...\"`)";
+                    let (span, key) = (r.written_span("command"), r.key("channel"));
+                    r.validator.error(span, key, message);
+                    return None;
+                };
+                let key = r.key("channel");
+                let id = r.validator.channel_id(channel.get_ref());
+                r.validator.published.push((channel, key));
+                RedisCommand::Publish { channel: id }
+            }
+            RedisCommandName::Set => RedisCommand::Set {
+                // A value's size is declared with its default.
+                value_bytes: r.value_size("value").ok()??,
+                ttl: r.duration("ttl", None).ok()?,
+            },
+            RedisCommandName::SetNxPx => {
+                let value_bytes = r.value_size("value").ok()??;
+                let Some(ttl) = r.duration("ttl", None).ok()? else {
+                    let (span, key) = (r.written_span("command"), r.key("ttl"));
+                    let message = "SET NX PX needs a ttl (the PX argument)";
+                    r.validator.error(span, key, message);
+                    return None;
+                };
+                RedisCommand::SetNxPx { value_bytes, ttl }
+            }
+        };
+        Some(StepAction::Redis {
+            connection: connection?,
+            command,
+            key: family?,
+        })
+    }
+
+    /// A Redis step's `replay_writes`.
+    pub(super) fn redis_replays(&mut self, prefix: &str, raw: &Spanned<RawRedisStep>) -> bool {
+        reader(self, &format!("{prefix}.redis"), raw).flag("replay_writes")
     }
 
     /// A query: its database, its own timeout and latency, the lock it waits for and the
@@ -404,21 +512,17 @@ impl Validator<'_> {
 mod tests {
     use crate::keys::KeyDefault;
 
-    /// A Redis step's value still takes its default from `default::VALUE`: the declared
-    /// values of a preload's and a cache put's are the same.
+    /// A value written by a Redis step, a preload and a cache put has one default size.
     #[test]
-    fn a_declared_value_default_is_a_redis_steps() {
-        let redis = super::super::default::VALUE.to_string();
+    fn the_declared_value_defaults_agree() {
+        let redis = crate::step_keys::REDIS_STEP.declared("value").default;
+        assert_eq!(redis, KeyDefault::Is("64"));
         for spec in [
             &crate::resource_keys::PRELOAD,
             &crate::step_keys::CACHE_STEP,
         ] {
             let default = spec.declared("value").default;
-            assert!(
-                matches!(default, KeyDefault::Is(text) if text == redis),
-                "{}: {default:?}",
-                spec.what
-            );
+            assert_eq!(default, redis, "{}", spec.what);
         }
     }
 }

@@ -1923,3 +1923,58 @@ fn connection_toxics() {
         ),
     ]);
 }
+
+/// A Redis step's table: its keys read as declared (`step_keys::REDIS_STEP`), the keys of
+/// some commands refused on the others.
+#[test]
+fn redis_step_mistakes() {
+    let set = |keys: &str| {
+        with(
+            "command = \"GET\", connection = \"c\", key = \"k\" }",
+            &format!("command = \"SET\", connection = \"c\", key = \"k\"{keys} }}"),
+        )
+    };
+    check_all(&[
+        (
+            with("command = \"GET\", ", ""),
+            // Said from its declaration since the redis table was declared (it said no more
+            // than "missing field `command`" before).
+            "16:20: flows.f.steps[0].redis: missing field `command`, which a step's `redis` \
+             requires: the command the step sends: `\"SET NX PX\"` is a lock's, failing with \
+             `lock_busy` if the key exists; `\"PUBLISH\"` sends the key to `channel`'s \
+             subscribers (see Pub/Sub above) (docs/scenario-format.md)",
+        ),
+        (
+            with("key = \"k\" }", "key = \"k\", size = 1 }"),
+            "16:68: flows.f.steps[0].redis.size: unknown field `size`, expected one of `command`, `connection`, `key`, `value`, `ttl`, `replay_writes`, `channel`",
+        ),
+        (
+            with("key = \"k\" }", "key = \"k\", channel = \"news\" }"),
+            "16:78: flows.f.steps[0].redis.channel: applies to PUBLISH only: this command sends no message",
+        ),
+        (
+            with("key = \"k\" }", "key = \"k\", ttl = \"1s\" }"),
+            "16:74: flows.f.steps[0].redis.ttl: applies to SET and SET NX PX only: this command writes no value",
+        ),
+        (
+            with("command = \"GET\"", "command = \"PUBLISH\""),
+            "16:32: flows.f.steps[0].redis.channel: PUBLISH needs the channel it sends the key to (`channel = \"...\"`)",
+        ),
+        (
+            with("command = \"GET\"", "command = 1"),
+            "16:32: flows.f.steps[0].redis.command: wanted string or table",
+        ),
+        (
+            set(", ttl = \"0s\""),
+            "16:74: flows.f.steps[0].redis.ttl: must be longer than zero (the key would expire as it is written)",
+        ),
+        (
+            set(", value = \"1GiB\""),
+            "16:76: flows.f.steps[0].redis.value: 1073741824 bytes is above Redis' limit of 512MiB for one value",
+        ),
+        (
+            set(", ttl = 5"),
+            "16:74: flows.f.steps[0].redis.ttl: `5` has no unit: write it as a string with a unit, e.g. \"5ms\"",
+        ),
+    ]);
+}
