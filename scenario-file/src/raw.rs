@@ -4,7 +4,8 @@
 //! list of resource kinds. A table whose keys are declared one by one (`crate::keys`: the
 //! resources' tables, a step's action tables in `step_keys.rs`) is read by one reader,
 //! [`RawTable`], from its declaration, and a fault by [`RawFault`] from its kinds'; the other
-//! types here are derived, a step's own keys among them ([`RawStep`]).
+//! types here are derived, a step's own keys among them ([`RawStep`], whose key names and
+//! meanings `step_keys::STEP` declares for the reference, a test holding the two together).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -508,7 +509,14 @@ fn read_value<'de, M: MapAccess<'de>>(
         }
         Value::CountOrUnlimited => wrap(map.next_value::<Spanned<RetryLimit>>()?, RawValue::Limit),
         Value::Latency => wrap(map.next_value::<Spanned<RawLatency>>()?, RawValue::Latency),
-        Value::Outcomes | Value::Refs(_) | Value::Table(_) | Value::Tables(_) => {
+        Value::Policies(_) => wrap(
+            map.next_value::<Spanned<PolicyNames>>()?,
+            |names| match names {
+                PolicyNames::One(name) => RawValue::Word(name),
+                PolicyNames::Many(names) => RawValue::List(names),
+            },
+        ),
+        Value::Outcomes | Value::Refs(_) | Value::Words(_) | Value::Table(_) | Value::Tables(_) => {
             unreachable!("a list or a table is read by the table's reader")
         }
     })
@@ -626,7 +634,7 @@ impl<'de, S: Declared> Visitor<'de> for TableVisitor<S> {
         while let Some(key) = map.next_key_seed(DeclaredKey(S::SPEC))? {
             let value = match key.value {
                 Value::Table(_) | Value::Tables(_) => S::nested(key, &mut map)?,
-                Value::Outcomes | Value::Refs(_) => {
+                Value::Outcomes | Value::Refs(_) | Value::Words(_) => {
                     let list = map.next_value::<Spanned<Vec<Spanned<String>>>>()?;
                     let span = list.span();
                     Spanned::new(span, RawValue::List(list.into_inner()))
@@ -925,5 +933,61 @@ impl<'de> Deserialize<'de> for RawLatency {
             }
         }
         deserializer.deserialize_any(LatencyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use outagelab_sim::scenario::{OnError, PolicyKind};
+
+    use super::*;
+    use crate::step_keys::STEP;
+
+    /// A step's own keys are read by the derived `RawStep` and declared, for the reference
+    /// and the messages, in `step_keys::STEP`: its fields are the actions, then those keys.
+    #[test]
+    fn a_steps_fields_are_its_actions_and_its_declared_keys() {
+        let actions = STEP_ACTIONS.tags.iter().map(|(tag, _)| *tag);
+        let declared: Vec<&str> = actions.chain(STEP.names.iter().copied()).collect();
+        assert_eq!(fields_of::<RawStep>(), declared.as_slice());
+    }
+
+    /// The declared kinds of `policies` are the model's, in its default order, each the key
+    /// a step names its policies of that kind with.
+    #[test]
+    fn a_steps_policy_keys_are_the_policy_kinds() {
+        let kinds: Vec<&str> = PolicyKind::DEFAULT_ORDER.iter().map(|k| k.name()).collect();
+        let Value::Words(words) = STEP.declared("policies").value else {
+            panic!("`policies` is declared a list of words");
+        };
+        assert_eq!(words, kinds.as_slice());
+        for kind in kinds {
+            assert!(
+                matches!(STEP.declared(kind).value, Value::Policies(_)),
+                "`{kind}` names policies"
+            );
+        }
+    }
+
+    /// The declared words of `on_error` are the ones `OnErrorName` reads, each the
+    /// `OnError` it names, and the declared default is what a step without one gets.
+    #[test]
+    fn a_steps_on_error_words_are_the_readers() {
+        let Value::Enum(words) = STEP.declared("on_error").value else {
+            panic!("`on_error` is declared a word");
+        };
+        for &word in words {
+            let read =
+                OnErrorName::deserialize(de::value::StrDeserializer::<de::value::Error>::new(word))
+                    .expect("a declared word reads");
+            let named = match read {
+                OnErrorName::Fail => OnError::Fail,
+                OnErrorName::Next => OnError::Next,
+                OnErrorName::Ignore => OnError::Ignore,
+            };
+            assert_eq!(named.name(), word);
+        }
+        let fail = format!("\"{}\"", OnError::Fail.name());
+        assert!(matches!(STEP.declared("on_error").default, KeyDefault::Is(text) if text == fail));
     }
 }

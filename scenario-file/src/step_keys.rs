@@ -8,7 +8,10 @@
 //! missing-key messages' meanings ([`STEP_ACTION_TABLES`]) and the key tables of
 //! `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`). The table of a
 //! `work` step, [`DISTRIBUTION`], is every latency's written as a table (a database's, a
-//! query's, a call's: `raw::RawLatency`).
+//! query's, a call's: `raw::RawLatency`). A step's own keys, beside its action ([`STEP`]:
+//! its policies, their order, what its result does to the request), are declared here too,
+//! for their reference table and meanings; the derived `raw::RawStep` reads them, a test
+//! there holding its fields to the declaration.
 
 use crate::keys::{
     KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
@@ -451,6 +454,117 @@ const LOCK_STEP_KEYS: [KeySpec; 5] = [
 const LOCK_STEP_NAMES: [&str; LOCK_STEP_KEYS.len()] = key_names(&LOCK_STEP_KEYS);
 
 pub const LOCK_STEP: TableSpec = TableSpec::plain("a lock step", &LOCK_STEP_KEYS, &LOCK_STEP_NAMES);
+
+const STEP_KEYS: [KeySpec; 10] = [
+    KeySpec {
+        name: "breaker",
+        value: Value::Policies("breakers"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the circuit breakers the step passes before its action: an open one rejects it \
+              before any I/O. On a lock acquire the whole loop of attempts runs inside the \
+              step's layers: an open breaker fails it with `breaker_open` before any command, \
+              and the breaker judges the acquire's result (a timed-out attempt, or \
+              `lock_timeout` if its `counts` lists it)",
+    },
+    KeySpec {
+        name: "bulkhead",
+        value: Value::Policies("bulkheads"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the bulkheads the step passes before its action: one may queue or shed it",
+    },
+    KeySpec {
+        name: "semaphore",
+        value: Value::Policies("semaphores"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the semaphores the step passes before its action: one may drop it",
+    },
+    KeySpec {
+        name: "retry",
+        value: Value::Policies("retries"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the retry policies the step passes: the layers inside one, and the action, run \
+              again when the step fails with an error it retries on",
+    },
+    KeySpec {
+        name: "adaptive_limit",
+        value: Value::Policies("adaptive_limits"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the adaptive concurrency limits the step passes: over its current limit, one \
+              fails the step with `shed` at once",
+    },
+    KeySpec {
+        name: "policies",
+        value: Value::Words(&POLICY_KINDS),
+        default: KeyDefault::Otherwise(
+            "`[\"retry\", \"bulkhead\", \"semaphore\", \"breaker\", \"adaptive_limit\"]`, \
+             those the step names",
+        ),
+        range: Range::Any,
+        doc: "the order a request meets the step's policies, outermost first, by kind: e.g. \
+              `[\"retry\", \"breaker\", \"bulkhead\"]`. It must list exactly the kinds the \
+              step names, each once per policy of that kind; see \"Policy order\" below",
+    },
+    KeySpec {
+        name: "on_error",
+        value: Value::Enum(&["fail", "next", "ignore"]),
+        default: KeyDefault::Is("\"fail\""),
+        range: Range::Any,
+        doc: "`\"fail\"`: the request ends with the error; `\"next\"`: go on (fail-open); \
+              `\"ignore\"`: fire-and-forget, the request does not wait and the step's result \
+              is only counted",
+    },
+    KeySpec {
+        name: "on_hit",
+        value: Value::Name("`\"next\"`, `\"finish\"` or a later step's `label`"),
+        default: KeyDefault::Is("\"next\""),
+        range: Range::Any,
+        doc: "for a Redis GET or a cache get: `\"finish\"` (a hit ends the request \
+              successfully: cache-aside), or the `label` of a later step to jump to",
+    },
+    KeySpec {
+        name: "label",
+        value: Value::Name("a name of the step's own"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "a name for the step, for `on_hit`, unique in its flow",
+    },
+    KeySpec {
+        name: "finally",
+        value: Value::Bool,
+        default: KeyDefault::Is("false"),
+        range: Range::Any,
+        doc: "`true`: the step runs even when the request does not reach it (it failed \
+              earlier, a hit finished it, or `on_hit` jumped past it), in the background, like \
+              a lock release in a `finally` block",
+    },
+];
+
+/// The kinds of policy a step's `policies` lists, in the order a step meets them when it
+/// does not say (`sim::scenario::PolicyKind::DEFAULT_ORDER`).
+const POLICY_KINDS: [&str; 5] = [
+    "retry",
+    "bulkhead",
+    "semaphore",
+    "breaker",
+    "adaptive_limit",
+];
+
+const STEP_NAMES: [&str; STEP_KEYS.len()] = key_names(&STEP_KEYS);
+
+/// A flow step's own keys, beside its action: the policies it passes and in which order,
+/// and what its result does to the request. Read by `raw::RawStep`, whose fields are the
+/// actions and these (a test holds the two together).
+pub const STEP: TableSpec = TableSpec::plain("a step", &STEP_KEYS, &STEP_NAMES);
+
+/// The key table of a step's own keys (beside its action) in `docs/scenario-format.md`.
+pub fn step_table() -> String {
+    markdown_table(&STEP)
+}
 
 /// The key table of a step's `work` (a latency's table) in `docs/scenario-format.md`.
 pub fn work_step_table() -> String {
