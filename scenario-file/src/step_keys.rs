@@ -1,22 +1,26 @@
-//! The keys of a flow step's action tables, declared once ([`KeySpec`]: name, value,
+//! The keys of a flow step ([`STEP`]) and of its action tables, declared once ([`KeySpec`]: name, value,
 //! default, range, one line of doc): `redis = { ... }`, `db = { ... }`, `work = { ... }` (a
 //! distribution), `call = { ... }`, `cache = { ... }`, `throttle = { ... }`,
 //! `rate_limit = { ... }` and `lock = { ... }`. From them come the readers
 //! ([`RawRedisStep`], [`RawDbStep`], [`RawDistribution`], [`RawCallStep`], [`RawCacheStep`],
-//! [`RawThrottleStep`], [`RawRateLimitStep`], [`RawLockStep`], which `raw::RawStep` holds),
+//! [`RawThrottleStep`], [`RawRateLimitStep`], [`RawLockStep`], which a [`RawStep`] holds),
 //! the validation's getters (`validate/steps.rs`, through `validate/table.rs`), the
 //! missing-key messages' meanings ([`STEP_ACTION_TABLES`]) and the key tables of
 //! `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`). The table of a
 //! `work` step, [`DISTRIBUTION`], is every latency's written as a table (a database's, a
-//! query's, a call's: `raw::RawLatency`). A step's own keys, beside its action ([`STEP`]:
-//! its policies, their order, what its result does to the request), are declared here too,
-//! for their reference table and meanings; the derived `raw::RawStep` reads them, a test
-//! there holding its fields to the declaration.
+//! query's, a call's: `raw::RawLatency`). A step is itself a declared table: its actions,
+//! of which it has one (`raw::STEP_ACTIONS`), then its own keys beside the action (its
+//! policies, their order, what its result does to the request), read through the same
+//! reader and checked in `validate.rs` (`Validator::step`); the own keys have their
+//! reference table.
 
 use crate::keys::{
     KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
 };
-use crate::raw::{Declared, RawTable};
+use serde::de::MapAccess;
+use toml::Spanned;
+
+use crate::raw::{Declared, RawTable, RawValue, nested_table};
 
 /// A step's `cache = { ... }` as written.
 pub type RawCacheStep = RawTable<CacheStep>;
@@ -37,6 +41,11 @@ pub type RawDbStep = RawTable<DbStep>;
 /// A step's `call = { ... }` as written.
 pub type RawCallStep = RawTable<CallStep>;
 
+/// A flow step as written: its action and its own keys.
+pub type RawStep = RawTable<Step>;
+
+/// The declaration of a flow step.
+pub struct Step;
 /// The declaration of a step's `redis`.
 pub struct RedisStep;
 /// The declaration of a step's `db`.
@@ -56,6 +65,27 @@ pub struct LockStep;
 
 impl Declared for DistributionTable {
     const SPEC: &'static TableSpec = &DISTRIBUTION;
+}
+
+impl Declared for Step {
+    const SPEC: &'static TableSpec = &STEP;
+
+    /// An action's table, read as its own declaration says.
+    fn nested<'de, M: MapAccess<'de>>(
+        key: &'static KeySpec,
+        map: &mut M,
+    ) -> Result<Spanned<RawValue>, M::Error> {
+        match key.name {
+            "redis" => nested_table::<RedisStep, M>(map),
+            "db" => nested_table::<DbStep, M>(map),
+            "call" => nested_table::<CallStep, M>(map),
+            "cache" => nested_table::<CacheStep, M>(map),
+            "throttle" => nested_table::<ThrottleStep, M>(map),
+            "rate_limit" => nested_table::<RateLimitStep, M>(map),
+            "lock" => nested_table::<LockStep, M>(map),
+            name => unreachable!("a step declares no table `{name}`"),
+        }
+    }
 }
 
 impl Declared for RedisStep {
@@ -455,7 +485,55 @@ const LOCK_STEP_NAMES: [&str; LOCK_STEP_KEYS.len()] = key_names(&LOCK_STEP_KEYS)
 
 pub const LOCK_STEP: TableSpec = TableSpec::plain("a lock step", &LOCK_STEP_KEYS, &LOCK_STEP_NAMES);
 
-const STEP_KEYS: [KeySpec; 10] = [
+/// One of a step's actions, `name`: a table declared in `spec` (below, `STEP_ACTIONS`'s).
+const fn action(name: &'static str, spec: &'static TableSpec, doc: &'static str) -> KeySpec {
+    KeySpec {
+        name,
+        value: Value::Table(spec),
+        default: KeyDefault::Otherwise(ONE_ACTION),
+        range: Range::Any,
+        doc,
+    }
+}
+
+/// The default of each action: a step has one.
+const ONE_ACTION: &str = "a step has exactly one action";
+
+/// How many of [`STEP_KEYS`] are actions (before the step's own keys).
+const ACTIONS: usize = 8;
+
+/// A step's keys: its actions (of which it has one, `raw::STEP_ACTIONS`), then its own.
+const STEP_KEYS: [KeySpec; ACTIONS + 10] = [
+    action("redis", &REDIS_STEP, "a Redis command on a connection"),
+    action("db", &DB_STEP, "a query on a database"),
+    KeySpec {
+        name: "work",
+        value: Value::Latency,
+        default: KeyDefault::Otherwise(ONE_ACTION),
+        range: Range::Any,
+        doc: "the service's own work, for a duration or one drawn from a distribution",
+    },
+    action(
+        "call",
+        &CALL_STEP,
+        "a call to a dependency modelled only by its answers",
+    ),
+    action("cache", &CACHE_STEP, "an operation on an L1 cache"),
+    action(
+        "throttle",
+        &THROTTLE_STEP,
+        "a throttle's slot, taken or given back",
+    ),
+    action(
+        "rate_limit",
+        &RATE_LIMIT_STEP,
+        "a check against a rate limiter",
+    ),
+    action(
+        "lock",
+        &LOCK_STEP,
+        "a distributed lock, acquired or released",
+    ),
     KeySpec {
         name: "breaker",
         value: Value::Policies("breakers"),
@@ -556,14 +634,27 @@ const POLICY_KINDS: [&str; 5] = [
 
 const STEP_NAMES: [&str; STEP_KEYS.len()] = key_names(&STEP_KEYS);
 
-/// A flow step's own keys, beside its action: the policies it passes and in which order,
-/// and what its result does to the request. Read by `raw::RawStep`, whose fields are the
-/// actions and these (a test holds the two together).
-pub const STEP: TableSpec = TableSpec::plain("a step", &STEP_KEYS, &STEP_NAMES);
+/// A flow step: its action, one of several tables (`raw::STEP_ACTIONS`, read as it is read),
+/// and its own keys beside it: the policies it passes and in which order, and what its
+/// result does to the request.
+pub const STEP: TableSpec = TableSpec {
+    what: "a step",
+    keys: &STEP_KEYS,
+    names: &STEP_NAMES,
+    one_of: Some(&crate::raw::STEP_ACTIONS),
+};
+
+/// A step's own keys, beside its action, for their reference table (the actions have a
+/// table of their own in the reference).
+const STEP_OWN: TableSpec = TableSpec::plain(
+    "a step",
+    STEP_KEYS.split_at(ACTIONS).1,
+    STEP_NAMES.split_at(ACTIONS).1,
+);
 
 /// The key table of a step's own keys (beside its action) in `docs/scenario-format.md`.
 pub fn step_table() -> String {
-    markdown_table(&STEP)
+    markdown_table(&STEP_OWN)
 }
 
 /// The key table of a step's `work` (a latency's table) in `docs/scenario-format.md`.

@@ -1978,3 +1978,65 @@ fn redis_step_mistakes() {
         ),
     ]);
 }
+
+/// A step's own keys, beside its action: read as `step_keys::STEP` declares them, with the
+/// messages the derived struct that read them before gave.
+#[test]
+fn step_key_mistakes() {
+    let step = |keys: &str| {
+        with(
+            "{ db = { name = \"db\" } }",
+            &format!("{{ db = {{ name = \"db\" }}{keys} }}"),
+        )
+    };
+    check_all(&[
+        (
+            step(", timeout_ms = 5"),
+            "16:115: flows.f.steps[1].timeout_ms: unknown field `timeout_ms`, expected one of `redis`, `db`, `work`, `call`, `cache`, `throttle`, `rate_limit`, `lock`, `breaker`, `bulkhead`, `semaphore`, `retry`, `adaptive_limit`, `policies`, `on_error`, `on_hit`, `label`, `finally`",
+        ),
+        (
+            step(", on_error = \"nxt\""),
+            "16:126: flows.f.steps[1].on_error: unknown variant `nxt`: did you mean `next`? (expected one of `fail`, `next`, `ignore`)",
+        ),
+        (
+            step(", on_error = 1"),
+            "16:126: flows.f.steps[1].on_error: wanted string or table",
+        ),
+        (
+            step(", finally = \"yes\""),
+            "16:125: flows.f.steps[1].finally: invalid type: string \"yes\", expected a boolean",
+        ),
+        (
+            step(", on_hit = 5"),
+            "16:124: flows.f.steps[1].on_hit: invalid type: integer `5`, expected a string",
+        ),
+        (
+            step(", label = [\"a\"]"),
+            "16:123: flows.f.steps[1].label: invalid type: sequence, expected a string",
+        ),
+        (
+            step(", breaker = 5"),
+            "16:125: flows.f.steps[1].breaker: invalid type: integer `5`, expected a policy's name, or a list of names of policies of one kind",
+        ),
+        (
+            step(", breaker = [5]"),
+            "16:126: flows.f.steps[1].breaker[0]: invalid type: integer `5`, expected a string",
+        ),
+        (
+            step(", policies = \"retry\""),
+            "16:126: flows.f.steps[1].policies: invalid type: string \"retry\", expected a sequence",
+        ),
+        (
+            step(", policies = [\"retri\"]"),
+            "16:127: flows.f.steps[1].policies[0]: \"retri\" is not a policy kind: did you mean \"retry\"? (the kinds are retry, bulkhead, semaphore, breaker, adaptive_limit)",
+        ),
+        (
+            with("{ db = { name = \"db\" } }", "\"db\""),
+            "16:91: flows.f.steps[1]: expected a table, found string \"db\": write it as `steps[1] = { ... }` or a `[flows.f.steps[1]]` section",
+        ),
+        (
+            step(", label = \"a\" }, { work = \"1ms\", label = \"a\""),
+            "16:154: flows.f.steps[2].label: two steps are labelled `a`",
+        ),
+    ]);
+}
