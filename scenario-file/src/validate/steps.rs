@@ -1,9 +1,10 @@
 //! A step's action tables declared in `crate::step_keys` (`redis`, `db`, `work`'s
 //! distribution, `call`, `cache`, `throttle`, `rate_limit`, `lock`), read through
-//! [`TableReader`]; here, what the declaration cannot say: the keys that apply to one Redis
-//! `command`, one `op` (or one distribution) only, each refusal saying why, a Redis step's
-//! connection that must send commands, and a rate limiter's `key` and `replay_writes`, which
-//! depend on whether the limiter has a store.
+//! [`TableReader`], each action's function given its table's reader by
+//! `Validator::step_action`; here, what the declaration cannot say: the keys that apply to
+//! one Redis `command`, one `op` (or one distribution) only, each refusal saying why, a
+//! Redis step's connection that must send commands, and a rate limiter's `key` and
+//! `replay_writes`, which depend on whether the limiter has a store.
 
 use std::ops::Range as Span;
 
