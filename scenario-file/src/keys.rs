@@ -51,6 +51,11 @@ pub enum Value {
     Outcomes,
     /// A list of names of resources of this table.
     Refs(&'static str),
+    /// The name of a policy of this table, or a list of names of policies of it (a step's
+    /// `retry = ["per-try", "overall"]`).
+    Policies(&'static str),
+    /// A list of these words (a step's `policies`, kinds of policy).
+    Words(&'static [&'static str]),
     /// A name of the file's own choosing (a Pub/Sub channel), in these words.
     Name(&'static str),
     /// A whole number, or `"unlimited"`.
@@ -179,6 +184,8 @@ pub fn describe_value(key: &KeySpec) -> String {
         Value::Target => "a name in [servers], [connections] or [databases]".to_owned(),
         Value::Outcomes => "a list of outcomes (or `\"4xx\"`, `\"5xx\"`)".to_owned(),
         Value::Refs(table) => format!("a list of names in [{table}]"),
+        Value::Policies(table) => format!("a name in [{table}], or a list of them"),
+        Value::Words(values) => format!("a list of {}", words(values)),
         Value::Name(what) => what.to_owned(),
         Value::CountOrUnlimited => "a whole number, or `\"unlimited\"`".to_owned(),
         Value::Latency => "a duration, or a distribution table".to_owned(),
@@ -210,6 +217,8 @@ pub(crate) fn default_value(value: Value, text: &str) -> RawValue {
         Value::Name(_) => RawValue::Word(word),
         Value::Outcomes
         | Value::Refs(_)
+        | Value::Policies(_)
+        | Value::Words(_)
         | Value::Table(_)
         | Value::Tables(_)
         | Value::CountOrUnlimited

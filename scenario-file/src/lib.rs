@@ -91,7 +91,7 @@ pub use retry_keys::reference_table as retry_reference_table;
 pub use service_keys::service_table;
 pub use step_keys::{
     cache_step_table, call_step_table, db_step_table, lock_step_table, rate_limit_step_table,
-    throttle_step_table, work_step_table,
+    redis_step_table, step_table, throttle_step_table, work_step_table,
 };
 pub use tune::TuneSpec;
 pub use validate::PresetUse;

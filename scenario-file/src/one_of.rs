@@ -1,11 +1,13 @@
 //! Tables in which exactly one of some keys may be set: a step's action (`redis`, `db`, ...),
-//! a breaker's rule (`failures` or `failure_rate`). Such a table is a serde-derived struct
-//! with one optional field per tag, read through [`OneOf`], which sees every key before the
-//! struct does: a second tag, or a key that belongs inside a tag's own table, is rejected at
-//! that key, so the error names its line, column and key like any other serde error.
+//! a breaker's rule (`failures` or `failure_rate`). Such a table is read through [`OneOf`],
+//! which sees every key before the table's reader does: a second tag, or a key that belongs
+//! inside a tag's own table, is rejected at that key, so the error names its line, column
+//! and key like any other serde error.
 //!
-//! The struct derives with `#[serde(remote = "Self")]` and implements `Deserialize` by
-//! calling its derived function through [`OneOf::read`], then checks that one tag was set.
+//! A declared table names its `OneOf` in `keys::TableSpec::one_of`, and `raw::RawTable`
+//! reads it through [`OneOf::read`]; a serde-derived struct can too, deriving with
+//! `#[serde(remote = "Self")]` and implementing `Deserialize` by calling its derived
+//! function through [`OneOf::read`] (this module's tests do).
 
 use std::cell::Cell;
 use std::fmt;

@@ -1,7 +1,10 @@
 //! The scenario file as written: serde types that mirror the TOML, with spans where a later
 //! check needs to point at a value. Nothing here is validated beyond its TOML type; see
 //! `validate.rs` for the rules. The root table, `RawScenario`, is made in `kinds.rs` from the
-//! list of resource kinds.
+//! list of resource kinds. A table whose keys are declared one by one (`crate::keys`: the
+//! resources' tables, a flow step and its action tables in `step_keys.rs`) is read by one reader,
+//! [`RawTable`], from its declaration, and a fault by [`RawFault`] from its kinds'; the other
+//! types here are derived.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,7 +19,7 @@ use crate::keys::{KeyDefault, KeySpec, TableSpec, Value};
 use crate::one_of::{OneOf, fields_of};
 use crate::step_keys::{
     RawCacheStep, RawCallStep, RawDbStep, RawDistribution, RawLockStep, RawRateLimitStep,
-    RawThrottleStep,
+    RawRedisStep, RawStep, RawThrottleStep,
 };
 
 #[derive(Deserialize)]
@@ -219,40 +222,6 @@ pub struct RawFlow {
     pub steps: Spanned<Vec<Spanned<RawStep>>>,
 }
 
-/// A flow step as written: one action, in a table under the action's name, and the keys
-/// that steer the request around it. The action's own keys live in its table, so a key of
-/// another action cannot be written by mistake: it is an unknown field of that table.
-#[derive(Deserialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
-pub struct RawStep {
-    // The action: exactly one of these (see `STEP_ACTIONS`).
-    redis: Option<Spanned<RawRedisStep>>,
-    db: Option<Spanned<RawDbStep>>,
-    work: Option<Spanned<RawLatency>>,
-    call: Option<Spanned<RawCallStep>>,
-    cache: Option<Spanned<RawCacheStep>>,
-    throttle: Option<Spanned<RawThrottleStep>>,
-    rate_limit: Option<Spanned<RawRateLimitStep>>,
-    lock: Option<Spanned<RawLockStep>>,
-    // Around the action: one name, or several of one kind (`retry = ["per-try", "overall"]`),
-    // which `policies` then places, the n-th listing of the kind taking the n-th name.
-    pub breaker: Option<Spanned<PolicyNames>>,
-    pub bulkhead: Option<Spanned<PolicyNames>>,
-    pub semaphore: Option<Spanned<PolicyNames>>,
-    pub retry: Option<Spanned<PolicyNames>>,
-    pub adaptive_limit: Option<Spanned<PolicyNames>>,
-    /// The order in which a request meets the step's policies, outermost first: kind names
-    /// (`"retry"`, `"bulkhead"`, `"semaphore"`, `"breaker"`), a kind once per instance.
-    pub policies: Option<Spanned<Vec<Spanned<String>>>>,
-    pub on_error: Option<OnErrorName>,
-    /// `"next"`, `"finish"`, or the label of a later step.
-    pub on_hit: Option<Spanned<String>>,
-    /// A name for this step, for `on_hit` to jump to.
-    pub label: Option<Spanned<String>>,
-    /// Runs even when an earlier step failed the request.
-    pub finally: Option<bool>,
-}
-
 /// The policies of one kind a step names: a name, or a list of names.
 pub enum PolicyNames {
     One(String),
@@ -260,6 +229,16 @@ pub enum PolicyNames {
 }
 
 impl PolicyNames {
+    /// The names of a key declared [`Value::Policies`], as [`RawTable`] read them.
+    pub fn written(value: &Spanned<RawValue>) -> Spanned<PolicyNames> {
+        let names = match value.get_ref() {
+            RawValue::Word(name) => PolicyNames::One(name.clone()),
+            RawValue::List(names) => PolicyNames::Many(names.clone()),
+            _ => unreachable!("policies are read as a name or a list"),
+        };
+        Spanned::new(value.span(), names)
+    }
+
     /// Each name with its span; `whole` is the span of the value as written (a lone name's).
     pub fn names(&self, whole: std::ops::Range<usize>) -> Vec<Spanned<String>> {
         match self {
@@ -295,20 +274,9 @@ impl<'de> Deserialize<'de> for PolicyNames {
     }
 }
 
-/// A step's action, as written.
-#[derive(Clone, Copy)]
-pub enum RawAction<'a> {
-    Redis(&'a Spanned<RawRedisStep>),
-    Database(&'a Spanned<RawDbStep>),
-    Work(&'a Spanned<RawLatency>),
-    Call(&'a Spanned<RawCallStep>),
-    Cache(&'a Spanned<RawCacheStep>),
-    Throttle(&'a Spanned<RawThrottleStep>),
-    RateLimit(&'a Spanned<RawRateLimitStep>),
-    Lock(&'a Spanned<RawLockStep>),
-}
-
-const STEP_ACTIONS: OneOf = OneOf {
+/// The actions of a step, of which it has exactly one (`step_keys::STEP`'s one-of), each
+/// with the keys of its own table, for the message of a key written beside it.
+pub(crate) const STEP_ACTIONS: OneOf = OneOf {
     tags: &[
         ("redis", fields_of::<RawRedisStep>),
         ("db", fields_of::<RawDbStep>),
@@ -326,66 +294,15 @@ const STEP_ACTIONS: OneOf = OneOf {
 };
 
 impl RawStep {
-    /// The step's one action (a step without one, or with two, is not read).
-    pub fn action(&self) -> RawAction<'_> {
-        (self.redis.as_ref().map(RawAction::Redis))
-            .or(self.db.as_ref().map(RawAction::Database))
-            .or(self.work.as_ref().map(RawAction::Work))
-            .or(self.call.as_ref().map(RawAction::Call))
-            .or(self.cache.as_ref().map(RawAction::Cache))
-            .or(self.throttle.as_ref().map(RawAction::Throttle))
-            .or(self.rate_limit.as_ref().map(RawAction::RateLimit))
-            .or(self.lock.as_ref().map(RawAction::Lock))
+    /// The step's one action (a step without one, or with two, is not read): its key and its
+    /// value as written.
+    pub fn action(&self) -> (&'static str, &Spanned<RawValue>) {
+        let is_action = |name: &&str| STEP_ACTIONS.tags.iter().any(|(tag, _)| tag == name);
+        (self.keys.0.iter())
+            .find(|(name, _)| is_action(name))
+            .map(|(name, value)| (*name, value))
             .expect("a step is read only with one action")
     }
-}
-
-impl<'de> Deserialize<'de> for RawStep {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        STEP_ACTIONS.read(deserializer, |table| RawStep::deserialize(table))
-    }
-}
-
-/// `redis = { command = "GET", connection = "cache", key = "product" }`
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table such as redis = { command = \"GET\", connection = \"cache\", key = \"product\" }"
-)]
-pub struct RawRedisStep {
-    pub command: Spanned<RedisCommandName>,
-    pub connection: Spanned<String>,
-    pub key: Spanned<String>,
-    pub value: Option<Spanned<Size>>,
-    pub ttl: Option<Spanned<Text>>,
-    /// On a reconnect slot, replay the step's write after a connection-level failure too.
-    pub replay_writes: Option<Spanned<bool>>,
-    /// PUBLISH's channel (the message is the request's key).
-    pub channel: Option<Spanned<String>>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-pub enum RedisCommandName {
-    #[serde(rename = "GET")]
-    Get,
-    #[serde(rename = "SET")]
-    Set,
-    #[serde(rename = "SET NX PX")]
-    SetNxPx,
-    #[serde(rename = "INCR")]
-    Incr,
-    #[serde(rename = "DEL")]
-    Del,
-    #[serde(rename = "PUBLISH")]
-    Publish,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnErrorName {
-    Fail,
-    Next,
-    Ignore,
 }
 
 /// A `[faults.<name>]` table: the keys every fault has, then the keys of the kinds, each read
@@ -539,7 +456,14 @@ fn read_value<'de, M: MapAccess<'de>>(
         }
         Value::CountOrUnlimited => wrap(map.next_value::<Spanned<RetryLimit>>()?, RawValue::Limit),
         Value::Latency => wrap(map.next_value::<Spanned<RawLatency>>()?, RawValue::Latency),
-        Value::Outcomes | Value::Refs(_) | Value::Table(_) | Value::Tables(_) => {
+        Value::Policies(_) => wrap(
+            map.next_value::<Spanned<PolicyNames>>()?,
+            |names| match names {
+                PolicyNames::One(name) => RawValue::Word(name),
+                PolicyNames::Many(names) => RawValue::List(names),
+            },
+        ),
+        Value::Outcomes | Value::Refs(_) | Value::Words(_) | Value::Table(_) | Value::Tables(_) => {
             unreachable!("a list or a table is read by the table's reader")
         }
     })
@@ -657,7 +581,7 @@ impl<'de, S: Declared> Visitor<'de> for TableVisitor<S> {
         while let Some(key) = map.next_key_seed(DeclaredKey(S::SPEC))? {
             let value = match key.value {
                 Value::Table(_) | Value::Tables(_) => S::nested(key, &mut map)?,
-                Value::Outcomes | Value::Refs(_) => {
+                Value::Outcomes | Value::Refs(_) | Value::Words(_) => {
                     let list = map.next_value::<Spanned<Vec<Spanned<String>>>>()?;
                     let span = list.span();
                     Spanned::new(span, RawValue::List(list.into_inner()))
@@ -956,5 +880,38 @@ impl<'de> Deserialize<'de> for RawLatency {
             }
         }
         deserializer.deserialize_any(LatencyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use outagelab_sim::scenario::PolicyKind;
+
+    use super::*;
+    use crate::step_keys::STEP;
+
+    /// A step's first keys are its actions, of which its one-of admits one, in its order.
+    #[test]
+    fn a_steps_first_keys_are_its_actions() {
+        let one_of = STEP.one_of.expect("a step has one action");
+        let tags: Vec<&str> = one_of.tags.iter().map(|(tag, _)| *tag).collect();
+        assert_eq!(&STEP.names[..tags.len()], tags.as_slice());
+    }
+
+    /// The declared kinds of `policies` are the model's, in its default order, each the key
+    /// a step names its policies of that kind with.
+    #[test]
+    fn a_steps_policy_keys_are_the_policy_kinds() {
+        let kinds: Vec<&str> = PolicyKind::DEFAULT_ORDER.iter().map(|k| k.name()).collect();
+        let Value::Words(words) = STEP.declared("policies").value else {
+            panic!("`policies` is declared a list of words");
+        };
+        assert_eq!(words, kinds.as_slice());
+        for kind in kinds {
+            assert!(
+                matches!(STEP.declared(kind).value, Value::Policies(_)),
+                "`{kind}` names policies"
+            );
+        }
     }
 }

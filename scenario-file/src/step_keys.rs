@@ -1,20 +1,26 @@
-//! The keys of a flow step's action tables, declared once ([`KeySpec`]: name, value,
-//! default, range, one line of doc): `db = { ... }`, `work = { ... }` (a distribution),
-//! `call = { ... }`, `cache = { ... }`, `throttle = { ... }`, `rate_limit = { ... }` and
-//! `lock = { ... }`. From them come the readers ([`RawDbStep`], [`RawDistribution`],
-//! [`RawCallStep`], [`RawCacheStep`], [`RawThrottleStep`], [`RawRateLimitStep`],
-//! [`RawLockStep`], which `raw::RawStep` holds), the validation's getters
-//! (`validate/steps.rs`, through `validate/table.rs`), the missing-key messages' meanings
-//! ([`STEP_ACTION_TABLES`]) and the key tables of `docs/scenario-format.md` (checked by
-//! `tests/integration/docs_tables.rs`). The table of a `work` step, [`DISTRIBUTION`], is
-//! every latency's written as a table (a database's, a query's, a call's:
-//! `raw::RawLatency`). The `redis` action and the keys beside the action are still derived
-//! structs in `raw.rs`.
+//! The keys of a flow step ([`STEP`]) and of its action tables, declared once ([`KeySpec`]: name, value,
+//! default, range, one line of doc): `redis = { ... }`, `db = { ... }`, `work = { ... }` (a
+//! distribution), `call = { ... }`, `cache = { ... }`, `throttle = { ... }`,
+//! `rate_limit = { ... }` and `lock = { ... }`. From them come the readers
+//! ([`RawRedisStep`], [`RawDbStep`], [`RawDistribution`], [`RawCallStep`], [`RawCacheStep`],
+//! [`RawThrottleStep`], [`RawRateLimitStep`], [`RawLockStep`], which a [`RawStep`] holds),
+//! the validation's getters (`validate/steps.rs`, through `validate/table.rs`), the
+//! missing-key messages' meanings ([`STEP_ACTION_TABLES`]) and the key tables of
+//! `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`). The table of a
+//! `work` step, [`DISTRIBUTION`], is every latency's written as a table (a database's, a
+//! query's, a call's: `raw::RawLatency`). A step is itself a declared table: its actions,
+//! of which it has one (`raw::STEP_ACTIONS`), then its own keys beside the action (its
+//! policies, their order, what its result does to the request), read through the same
+//! reader and checked in `validate.rs` (`Validator::step`); the own keys have their
+//! reference table.
 
 use crate::keys::{
     KeyDefault, KeySpec, MISSING, Range, TableSpec, Value, key_names, markdown_table,
 };
-use crate::raw::{Declared, RawTable};
+use serde::de::MapAccess;
+use toml::Spanned;
+
+use crate::raw::{Declared, RawTable, RawValue, nested_table};
 
 /// A step's `cache = { ... }` as written.
 pub type RawCacheStep = RawTable<CacheStep>;
@@ -28,14 +34,22 @@ pub type RawLockStep = RawTable<LockStep>;
 /// A latency written as a table (`work = { distribution = "uniform", ... }`), as written.
 pub type RawDistribution = RawTable<DistributionTable>;
 
+/// A step's `redis = { ... }` as written.
+pub type RawRedisStep = RawTable<RedisStep>;
 /// A step's `db = { ... }` as written.
 pub type RawDbStep = RawTable<DbStep>;
-
-/// The declaration of a step's `db`.
-pub struct DbStep;
 /// A step's `call = { ... }` as written.
 pub type RawCallStep = RawTable<CallStep>;
 
+/// A flow step as written: its action and its own keys.
+pub type RawStep = RawTable<Step>;
+
+/// The declaration of a flow step.
+pub struct Step;
+/// The declaration of a step's `redis`.
+pub struct RedisStep;
+/// The declaration of a step's `db`.
+pub struct DbStep;
 /// The declaration of a step's `call`.
 pub struct CallStep;
 /// The declaration of a latency's table, a `work` step's.
@@ -51,6 +65,33 @@ pub struct LockStep;
 
 impl Declared for DistributionTable {
     const SPEC: &'static TableSpec = &DISTRIBUTION;
+}
+
+impl Declared for Step {
+    const SPEC: &'static TableSpec = &STEP;
+
+    /// An action's table, read as its own declaration says.
+    fn nested<'de, M: MapAccess<'de>>(
+        key: &'static KeySpec,
+        map: &mut M,
+    ) -> Result<Spanned<RawValue>, M::Error> {
+        match key.name {
+            "redis" => nested_table::<RedisStep, M>(map),
+            "db" => nested_table::<DbStep, M>(map),
+            "call" => nested_table::<CallStep, M>(map),
+            "cache" => nested_table::<CacheStep, M>(map),
+            "throttle" => nested_table::<ThrottleStep, M>(map),
+            "rate_limit" => nested_table::<RateLimitStep, M>(map),
+            "lock" => nested_table::<LockStep, M>(map),
+            name => unreachable!("a step declares no table `{name}`"),
+        }
+    }
+}
+
+impl Declared for RedisStep {
+    const SPEC: &'static TableSpec = &REDIS_STEP;
+    const EXAMPLE: Option<&'static str> =
+        Some("redis = { command = \"GET\", connection = \"cache\", key = \"product\" }");
 }
 
 impl Declared for DbStep {
@@ -90,7 +131,8 @@ impl Declared for LockStep {
 
 /// The actions declared here, by their key in a step, for the messages of a key missing at
 /// `flows.<name>.steps[i].<action>` (`suggest`).
-pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 7] = [
+pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 8] = [
+    ("redis", &REDIS_STEP),
     ("db", &DB_STEP),
     ("work", &DISTRIBUTION),
     ("call", &CALL_STEP),
@@ -147,6 +189,71 @@ pub const DISTRIBUTION: TableSpec = TableSpec::plain(
     &DISTRIBUTION_KEYS,
     &DISTRIBUTION_NAMES,
 );
+
+const REDIS_STEP_KEYS: [KeySpec; 7] = [
+    KeySpec {
+        name: "command",
+        value: Value::Enum(&["GET", "SET", "SET NX PX", "INCR", "DEL", "PUBLISH"]),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the command the step sends: `\"SET NX PX\"` is a lock's, failing with \
+              `lock_busy` if the key exists; `\"PUBLISH\"` sends the key to `channel`'s \
+              subscribers (see Pub/Sub above)",
+    },
+    KeySpec {
+        name: "connection",
+        value: Value::Ref("connections"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the connection the command goes through (not a subscriber, which sends none)",
+    },
+    KeySpec {
+        name: "key",
+        value: Value::Ref("keys"),
+        default: KeyDefault::Required(MISSING),
+        range: Range::Any,
+        doc: "the family of the request's key, the command's key",
+    },
+    KeySpec {
+        name: "value",
+        value: Value::Size,
+        default: KeyDefault::Is("64"),
+        range: Range::Checked("up to 512 MiB"),
+        doc: "with `\"SET\"` and `\"SET NX PX\"` only: the size of the value it writes",
+    },
+    KeySpec {
+        name: "ttl",
+        value: Value::Duration,
+        default: KeyDefault::Otherwise(
+            "none with `\"SET\"`: the key does not expire; required with `\"SET NX PX\"`",
+        ),
+        range: Range::Longer {
+            why: "the key would expire as it is written",
+        },
+        doc: "with `\"SET\"` and `\"SET NX PX\"` only: the key's expiry (a SET NX PX's PX \
+              argument)",
+    },
+    KeySpec {
+        name: "replay_writes",
+        value: Value::Bool,
+        default: KeyDefault::Is("false"),
+        range: Range::Any,
+        doc: "on a reconnect slot, replay the command (a write) after its connection died too \
+              (below)",
+    },
+    KeySpec {
+        name: "channel",
+        value: Value::Name("a channel's name"),
+        default: KeyDefault::Otherwise("required with `\"PUBLISH\"`, refused with the others"),
+        range: Range::Any,
+        doc: "with `\"PUBLISH\"` only: the channel whose subscribers get the key",
+    },
+];
+
+const REDIS_STEP_NAMES: [&str; REDIS_STEP_KEYS.len()] = key_names(&REDIS_STEP_KEYS);
+
+pub const REDIS_STEP: TableSpec =
+    TableSpec::plain("a redis step", &REDIS_STEP_KEYS, &REDIS_STEP_NAMES);
 
 const DB_STEP_KEYS: [KeySpec; 6] = [
     KeySpec {
@@ -378,9 +485,186 @@ const LOCK_STEP_NAMES: [&str; LOCK_STEP_KEYS.len()] = key_names(&LOCK_STEP_KEYS)
 
 pub const LOCK_STEP: TableSpec = TableSpec::plain("a lock step", &LOCK_STEP_KEYS, &LOCK_STEP_NAMES);
 
+/// One of a step's actions, `name`: a table declared in `spec` (below, `STEP_ACTIONS`'s).
+const fn action(name: &'static str, spec: &'static TableSpec, doc: &'static str) -> KeySpec {
+    KeySpec {
+        name,
+        value: Value::Table(spec),
+        default: KeyDefault::Otherwise(ONE_ACTION),
+        range: Range::Any,
+        doc,
+    }
+}
+
+/// The default of each action: a step has one.
+const ONE_ACTION: &str = "a step has exactly one action";
+
+/// How many of [`STEP_KEYS`] are actions (before the step's own keys).
+const ACTIONS: usize = 8;
+
+/// A step's keys: its actions (of which it has one, `raw::STEP_ACTIONS`), then its own.
+const STEP_KEYS: [KeySpec; ACTIONS + 10] = [
+    action("redis", &REDIS_STEP, "a Redis command on a connection"),
+    action("db", &DB_STEP, "a query on a database"),
+    KeySpec {
+        name: "work",
+        value: Value::Latency,
+        default: KeyDefault::Otherwise(ONE_ACTION),
+        range: Range::Any,
+        doc: "the service's own work, for a duration or one drawn from a distribution",
+    },
+    action(
+        "call",
+        &CALL_STEP,
+        "a call to a dependency modelled only by its answers",
+    ),
+    action("cache", &CACHE_STEP, "an operation on an L1 cache"),
+    action(
+        "throttle",
+        &THROTTLE_STEP,
+        "a throttle's slot, taken or given back",
+    ),
+    action(
+        "rate_limit",
+        &RATE_LIMIT_STEP,
+        "a check against a rate limiter",
+    ),
+    action(
+        "lock",
+        &LOCK_STEP,
+        "a distributed lock, acquired or released",
+    ),
+    KeySpec {
+        name: "breaker",
+        value: Value::Policies("breakers"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the circuit breakers the step passes before its action: an open one rejects it \
+              before any I/O. On a lock acquire the whole loop of attempts runs inside the \
+              step's layers: an open breaker fails it with `breaker_open` before any command, \
+              and the breaker judges the acquire's result (a timed-out attempt, or \
+              `lock_timeout` if its `counts` lists it)",
+    },
+    KeySpec {
+        name: "bulkhead",
+        value: Value::Policies("bulkheads"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the bulkheads the step passes before its action: one may queue or shed it",
+    },
+    KeySpec {
+        name: "semaphore",
+        value: Value::Policies("semaphores"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the semaphores the step passes before its action: one may drop it",
+    },
+    KeySpec {
+        name: "retry",
+        value: Value::Policies("retries"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the retry policies the step passes: the layers inside one, and the action, run \
+              again when the step fails with an error it retries on",
+    },
+    KeySpec {
+        name: "adaptive_limit",
+        value: Value::Policies("adaptive_limits"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "the adaptive concurrency limits the step passes: over its current limit, one \
+              fails the step with `shed` at once",
+    },
+    KeySpec {
+        name: "policies",
+        value: Value::Words(&POLICY_KINDS),
+        default: KeyDefault::Otherwise(
+            "`[\"retry\", \"bulkhead\", \"semaphore\", \"breaker\", \"adaptive_limit\"]`, \
+             those the step names",
+        ),
+        range: Range::Any,
+        doc: "the order a request meets the step's policies, outermost first, by kind: e.g. \
+              `[\"retry\", \"breaker\", \"bulkhead\"]`. It must list exactly the kinds the \
+              step names, each once per policy of that kind; see \"Policy order\" below",
+    },
+    KeySpec {
+        name: "on_error",
+        value: Value::Enum(&["fail", "next", "ignore"]),
+        default: KeyDefault::Is("\"fail\""),
+        range: Range::Any,
+        doc: "`\"fail\"`: the request ends with the error; `\"next\"`: go on (fail-open); \
+              `\"ignore\"`: fire-and-forget, the request does not wait and the step's result \
+              is only counted",
+    },
+    KeySpec {
+        name: "on_hit",
+        value: Value::Name("`\"next\"`, `\"finish\"` or a later step's `label`"),
+        default: KeyDefault::Is("\"next\""),
+        range: Range::Any,
+        doc: "for a Redis GET or a cache get: `\"finish\"` (a hit ends the request \
+              successfully: cache-aside), or the `label` of a later step to jump to",
+    },
+    KeySpec {
+        name: "label",
+        value: Value::Name("a name of the step's own"),
+        default: KeyDefault::Otherwise("none"),
+        range: Range::Any,
+        doc: "a name for the step, for `on_hit`, unique in its flow",
+    },
+    KeySpec {
+        name: "finally",
+        value: Value::Bool,
+        default: KeyDefault::Is("false"),
+        range: Range::Any,
+        doc: "`true`: the step runs even when the request does not reach it (it failed \
+              earlier, a hit finished it, or `on_hit` jumped past it), in the background, like \
+              a lock release in a `finally` block",
+    },
+];
+
+/// The kinds of policy a step's `policies` lists, in the order a step meets them when it
+/// does not say (`sim::scenario::PolicyKind::DEFAULT_ORDER`).
+const POLICY_KINDS: [&str; 5] = [
+    "retry",
+    "bulkhead",
+    "semaphore",
+    "breaker",
+    "adaptive_limit",
+];
+
+const STEP_NAMES: [&str; STEP_KEYS.len()] = key_names(&STEP_KEYS);
+
+/// A flow step: its action, one of several tables (`raw::STEP_ACTIONS`, read as it is read),
+/// and its own keys beside it: the policies it passes and in which order, and what its
+/// result does to the request.
+pub const STEP: TableSpec = TableSpec {
+    what: "a step",
+    keys: &STEP_KEYS,
+    names: &STEP_NAMES,
+    one_of: Some(&crate::raw::STEP_ACTIONS),
+};
+
+/// A step's own keys, beside its action, for their reference table (the actions have a
+/// table of their own in the reference).
+const STEP_OWN: TableSpec = TableSpec::plain(
+    "a step",
+    STEP_KEYS.split_at(ACTIONS).1,
+    STEP_NAMES.split_at(ACTIONS).1,
+);
+
+/// The key table of a step's own keys (beside its action) in `docs/scenario-format.md`.
+pub fn step_table() -> String {
+    markdown_table(&STEP_OWN)
+}
+
 /// The key table of a step's `work` (a latency's table) in `docs/scenario-format.md`.
 pub fn work_step_table() -> String {
     markdown_table(&DISTRIBUTION)
+}
+
+/// The key table of a step's `redis`.
+pub fn redis_step_table() -> String {
+    markdown_table(&REDIS_STEP)
 }
 
 /// The key table of a step's `db`.

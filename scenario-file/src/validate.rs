@@ -16,7 +16,9 @@ use crate::diagnostic::{Diagnostic, Source};
 use crate::document::Table;
 use crate::kinds::{NameIndex, Names, RawScenario};
 use crate::raw::*;
+use crate::step_keys::RawStep;
 use crate::units::{parse_bandwidth, parse_duration, parse_size};
+use table::TableReader;
 
 mod breaker;
 mod connection;
@@ -42,7 +44,6 @@ mod default {
     /// A reconnect slot's backoff after a failed attempt, doubling to the maximum (seed 001).
     pub const SLOT_BACKOFF: &str = "100ms";
     pub const SLOT_BACKOFF_MAX: &str = "5s";
-    pub const VALUE: u64 = 64;
     /// A server's cron frequency (Redis' `hz`).
     pub const HZ: u32 = 10;
     /// redis-rs 0.27's `ConnectionManager`: delays of 100 ms · 2^n (its factor 100, base 2),
@@ -845,13 +846,14 @@ impl<'a> Validator<'a> {
         let mut labels: BTreeMap<&str, u16> = BTreeMap::new();
         for (index, step) in raw.steps.get_ref().iter().enumerate() {
             let index = u16::try_from(index).expect("the number of steps was checked");
-            if let Some(label) = &step.get_ref().label
-                && labels.insert(label.get_ref(), index).is_some()
+            if let Some(label) = step.get_ref().keys.get("label")
+                && let RawValue::Word(written) = label.get_ref()
+                && labels.insert(written, index).is_some()
             {
                 self.error(
                     Some(label.span()),
                     format!("flows.{name}.steps[{index}].label"),
-                    format!("two steps are labelled `{}`", label.get_ref()),
+                    format!("two steps are labelled `{written}`"),
                 );
             }
         }
@@ -864,7 +866,7 @@ impl<'a> Validator<'a> {
                 let prefix = format!("flows.{name}.steps[{index}]");
                 let spec = self.step(&prefix, index, step, names, &labels)?;
                 let last = index + 1 == raw.steps.get_ref().len();
-                if step.get_ref().on_error.is_none() && spec.can_fail() && !last {
+                if step.get_ref().keys.get("on_error").is_none() && spec.can_fail() && !last {
                     self.warnings.push(self.source.diagnostic(
                         Some(step.span()),
                         prefix,
@@ -891,23 +893,32 @@ impl<'a> Validator<'a> {
         names: &Names,
         labels: &BTreeMap<&str, u16>,
     ) -> Option<StepSpec> {
-        let raw = spanned.get_ref();
-        let on_hit = match raw.on_hit.as_ref() {
+        let on_hit = match self.step_reader(prefix, spanned).name("on_hit") {
             None => None,
-            Some(hit) => Some(self.on_hit(hit, &format!("{prefix}.on_hit"), index, labels)?),
+            Some(hit) => Some(self.on_hit(&hit, &format!("{prefix}.on_hit"), index, labels)?),
         };
-        let action = self.step_action(prefix, raw, names)?;
-        let on_error = self.steering(prefix, raw, &action, &on_hit);
-        let replay_writes = self.replay_writes(raw.action(), prefix, names);
-        let policies = self.step_policies(prefix, raw, names)?;
+        let action = self.step_action(prefix, spanned, names)?;
+        let on_error = self.steering(prefix, spanned, &action, &on_hit);
+        let replay_writes = self.replay_writes(prefix, spanned, names);
+        let policies = self.step_policies(prefix, spanned, names)?;
         Some(StepSpec {
             action,
             policies,
             on_error,
             on_hit: on_hit.map_or(OnHit::Next, |(_, target)| target),
-            finally: raw.finally.unwrap_or(false),
+            finally: self.step_reader(prefix, spanned).flag("finally"),
             replay_writes,
         })
+    }
+
+    /// A reader of the step `step`'s keys, at `prefix`: `flows.f.steps[0]`.
+    fn step_reader<'v, 'r>(
+        &'v mut self,
+        prefix: &str,
+        step: &'r Spanned<RawStep>,
+    ) -> TableReader<'v, 'a, 'r> {
+        let (keys, span) = (&step.get_ref().keys, Some(step.span()));
+        TableReader::new(self, prefix.to_owned(), keys, &crate::step_keys::STEP, span)
     }
 
     /// Where a hit (a Redis GET or cache get that found its value) sends the request: the
@@ -961,25 +972,30 @@ impl<'a> Validator<'a> {
         Some((hit.span(), target))
     }
 
-    /// The step's action, read by its own method.
-    fn step_action(&mut self, prefix: &str, raw: &RawStep, names: &Names) -> Option<StepAction> {
-        let key = |field: &str| format!("{prefix}.{field}");
-        Some(match raw.action() {
-            RawAction::Redis(redis) => self.redis_step(&key("redis"), redis, names)?,
-            RawAction::Database(query) => self.db_step(&key("db"), query, names)?,
-            RawAction::Work(work) => StepAction::Work {
-                duration: self.latency(work, &key("work"))?,
-            },
-            RawAction::Call(call) => self.call_step(&key("call"), call)?,
-            RawAction::Cache(cache) => self.cache_step(&key("cache"), cache, names)?,
-            RawAction::Throttle(throttle) => {
-                self.throttle_step(&key("throttle"), throttle, names)?
-            }
-            RawAction::RateLimit(limit) => {
-                self.rate_limit_step(&key("rate_limit"), limit, names)?
-            }
-            RawAction::Lock(lock) => self.lock_step(&key("lock"), lock, names)?,
-        })
+    /// The step's action, read by its own function in `validate/steps.rs` from its table.
+    fn step_action(
+        &mut self,
+        prefix: &str,
+        spanned: &Spanned<RawStep>,
+        names: &Names,
+    ) -> Option<StepAction> {
+        let (action, _) = spanned.get_ref().action();
+        let mut step = self.step_reader(prefix, spanned);
+        if action == "work" {
+            let duration = step.latency("work").ok()??;
+            return Some(StepAction::Work { duration });
+        }
+        let r = &mut step.table(action).expect("an action is a table but work");
+        match action {
+            "redis" => steps::redis_step(r, names),
+            "db" => steps::db_step(r, names),
+            "call" => steps::call_step(r),
+            "cache" => steps::cache_step(r, names),
+            "throttle" => steps::throttle_step(r, names),
+            "rate_limit" => steps::rate_limit_step(r, names),
+            "lock" => steps::lock_step(r, names),
+            action => unreachable!("a step declares no action `{action}`"),
+        }
     }
 
     /// The keys that steer the request around the step, checked against its action: a hit
@@ -988,7 +1004,7 @@ impl<'a> Validator<'a> {
     fn steering(
         &mut self,
         prefix: &str,
-        raw: &RawStep,
+        spanned: &Spanned<RawStep>,
         action: &StepAction,
         on_hit: &Option<(Range<usize>, OnHit)>,
     ) -> OnError {
@@ -1012,11 +1028,13 @@ impl<'a> Validator<'a> {
                 "applies to a step that can hit only: a Redis GET or a cache get",
             );
         }
-        let on_error = match raw.on_error {
-            None | Some(OnErrorName::Fail) => OnError::Fail,
-            Some(OnErrorName::Next) => OnError::Next,
-            Some(OnErrorName::Ignore) => OnError::Ignore,
-        };
+        // A word that is none of them is reported (the file is refused), the step then read
+        // as failing closed.
+        let on_error = (self.step_reader(prefix, spanned))
+            .choice("on_error", ON_ERRORS, None)
+            .ok()
+            .flatten()
+            .unwrap_or(OnError::Fail);
         if on_error == OnError::Ignore
             && let Some((span, OnHit::Finish | OnHit::Goto(_))) = &on_hit
         {
@@ -1026,7 +1044,7 @@ impl<'a> Validator<'a> {
                 "a fire-and-forget step (on_error = \"ignore\") does not steer its request",
             );
         }
-        if let (OnError::Ignore, RawAction::Lock(lock)) = (on_error, raw.action())
+        if let (OnError::Ignore, ("lock", lock)) = (on_error, spanned.get_ref().action())
             && let StepAction::Lock {
                 op: LockOp::Acquire(_),
                 ..
@@ -1045,20 +1063,24 @@ impl<'a> Validator<'a> {
     fn step_policies(
         &mut self,
         prefix: &str,
-        raw: &RawStep,
+        spanned: &Spanned<RawStep>,
         names: &Names,
     ) -> Option<Vec<PolicyRef>> {
         let key = |field: &str| format!("{prefix}.{field}");
+        let written = |kind: PolicyKind| {
+            let value = spanned.get_ref().keys.get(kind.name());
+            value.map(PolicyNames::written)
+        };
         let named = [
             self.named(
                 PolicyKind::Retry,
-                &raw.retry,
+                &written(PolicyKind::Retry),
                 &key("retry"),
                 |v, name, at| v.resolve(&names.retries, name, at).map(PolicyRef::Retry),
             ),
             self.named(
                 PolicyKind::Bulkhead,
-                &raw.bulkhead,
+                &written(PolicyKind::Bulkhead),
                 &key("bulkhead"),
                 |v, name, at| {
                     v.resolve(&names.bulkheads, name, at)
@@ -1067,7 +1089,7 @@ impl<'a> Validator<'a> {
             ),
             self.named(
                 PolicyKind::Semaphore,
-                &raw.semaphore,
+                &written(PolicyKind::Semaphore),
                 &key("semaphore"),
                 |v, name, at| {
                     v.resolve(&names.semaphores, name, at)
@@ -1076,13 +1098,13 @@ impl<'a> Validator<'a> {
             ),
             self.named(
                 PolicyKind::Breaker,
-                &raw.breaker,
+                &written(PolicyKind::Breaker),
                 &key("breaker"),
                 |v, name, at| v.resolve(&names.breakers, name, at).map(PolicyRef::Breaker),
             ),
             self.named(
                 PolicyKind::AdaptiveLimit,
-                &raw.adaptive_limit,
+                &written(PolicyKind::AdaptiveLimit),
                 &key("adaptive_limit"),
                 |v, name, at| {
                     v.resolve(&names.adaptive_limits, name, at)
@@ -1090,7 +1112,8 @@ impl<'a> Validator<'a> {
                 },
             ),
         ];
-        self.policy_order(raw, &key("policies"), &named)
+        let order = self.step_reader(prefix, spanned).list("policies");
+        self.policy_order(order.as_ref(), &key("policies"), &named)
     }
 
     /// The policies of `kind` a step names at `path`, in the order written (one name, or a
@@ -1150,11 +1173,11 @@ impl<'a> Validator<'a> {
     /// step names at most one policy of each kind.
     fn policy_order(
         &mut self,
-        raw: &RawStep,
+        order: Option<&Spanned<Vec<Spanned<String>>>>,
         path: &str,
         named: &[Named],
     ) -> Option<Vec<PolicyRef>> {
-        let Some(order) = &raw.policies else {
+        let Some(order) = order else {
             return self.default_order(path, named);
         };
         let mut policies = Vec::new();
@@ -1300,111 +1323,17 @@ impl<'a> Validator<'a> {
     /// could replay: a Redis step, or a rate-limit step with a store. Meaningful on a slot
     /// only, but allowed on any connection, so that variants can compare a slot with other
     /// reconnect designs.
-    fn replay_writes(&mut self, action: RawAction, prefix: &str, names: &Names) -> bool {
+    fn replay_writes(&mut self, prefix: &str, spanned: &Spanned<RawStep>, names: &Names) -> bool {
+        let (action, _) = spanned.get_ref().action();
+        if !matches!(action, "redis" | "rate_limit") {
+            return false;
+        }
+        let mut step = self.step_reader(prefix, spanned);
+        let r = &mut step.table(action).expect("the action is a table");
         match action {
-            RawAction::Redis(redis) => redis
-                .get_ref()
-                .replay_writes
-                .as_ref()
-                .is_some_and(|flag| *flag.get_ref()),
-            RawAction::RateLimit(limit) => self.rate_limit_replays(prefix, limit, names),
-            _ => false,
+            "redis" => r.flag("replay_writes"),
+            _ => steps::rate_limit_replays(r, names),
         }
-    }
-
-    fn redis_step(
-        &mut self,
-        prefix: &str,
-        raw: &Spanned<RawRedisStep>,
-        names: &Names,
-    ) -> Option<StepAction> {
-        let table = raw.get_ref();
-        let key = |field: &str| format!("{prefix}.{field}");
-        let command_name = *table.command.get_ref();
-        let takes_value = matches!(
-            command_name,
-            RedisCommandName::Set | RedisCommandName::SetNxPx
-        );
-        if !takes_value {
-            for (field, value) in [
-                ("value", table.value.as_ref().map(Spanned::span)),
-                ("ttl", table.ttl.as_ref().map(Spanned::span)),
-            ] {
-                if let Some(span) = value {
-                    self.error(
-                        Some(span),
-                        key(field),
-                        "applies to SET and SET NX PX only: this command writes no value",
-                    );
-                }
-            }
-        }
-        if let (Some(channel), false) = (&table.channel, command_name == RedisCommandName::Publish)
-        {
-            let message = "applies to PUBLISH only: this command sends no message";
-            self.error(Some(channel.span()), key("channel"), message);
-        }
-        let connection = self.resolve(&names.connections, &table.connection, &key("connection"));
-        let family = self.resolve(&names.keys, &table.key, &key("key"));
-        if names
-            .connections
-            .get(table.connection.get_ref())
-            .is_some_and(|(_, target)| target.subscribes())
-        {
-            let message = format!(
-                "`{}` is a subscriber: it sends no commands (give the step a connection of its \
-                 own)",
-                table.connection.get_ref()
-            );
-            self.error(Some(table.connection.span()), key("connection"), message);
-            return None;
-        }
-        let value_bytes = match &table.value {
-            Some(value) if takes_value => self.size(value, &key("value"))?,
-            _ => default::VALUE as u32,
-        };
-        let ttl = match &table.ttl {
-            Some(ttl) if takes_value => Some(self.positive_duration(
-                ttl,
-                &key("ttl"),
-                "the key would expire as it is written",
-            )?),
-            _ => None,
-        };
-        let command = match command_name {
-            RedisCommandName::Get => RedisCommand::Get,
-            RedisCommandName::Incr => RedisCommand::Incr,
-            RedisCommandName::Del => RedisCommand::Del,
-            RedisCommandName::Publish => {
-                let Some(channel) = &table.channel else {
-                    let message = "PUBLISH needs the channel it sends the key to \
-                                   (`channel = \"...\"`)";
-                    self.error(Some(table.command.span()), key("channel"), message);
-                    return None;
-                };
-                self.published.push((channel.clone(), key("channel")));
-                RedisCommand::Publish {
-                    channel: self.channel_id(channel.get_ref()),
-                }
-            }
-            RedisCommandName::Set => RedisCommand::Set { value_bytes, ttl },
-            RedisCommandName::SetNxPx => {
-                let Some(ttl) = ttl else {
-                    self.error(
-                        Some(table.command.span()),
-                        key("ttl"),
-                        "SET NX PX needs a ttl (the PX argument)",
-                    );
-                    return None;
-                };
-                RedisCommand::SetNxPx { value_bytes, ttl }
-            }
-        };
-        Some(StepAction::Redis {
-            connection: connection?,
-            command,
-            key: family?,
-        })
     }
 
     /// A rate in requests per second that may be zero, in thousandths.
@@ -1434,6 +1363,13 @@ impl<'a> Validator<'a> {
 fn since_zero(t: SimTime) -> SimDuration {
     t.saturating_since(SimTime::ZERO)
 }
+
+/// A step's `on_error`, by its declared words.
+const ON_ERRORS: &[(&str, OnError)] = &[
+    ("fail", OnError::Fail),
+    ("next", OnError::Next),
+    ("ignore", OnError::Ignore),
+];
 
 /// The policies of one kind a step names, resolved, in the order written, with the span of
 /// the value as written.

@@ -12,9 +12,9 @@ use outagelab_scenario_file::{
     connection_reference_table, connection_subscribe_table, connection_tracking_table,
     database_table, db_step_table, fault_kinds_table, fault_reference_table, gradient2_table,
     key_family_table, kv_store_table, load_reference_table, load_stage_table, lock_step_table,
-    lock_table, preload_table, rate_limit_step_table, rate_limit_table, retry_presets_table,
-    retry_reference_table, semaphore_table, server_table, service_table, throttle_step_table,
-    throttle_table, work_step_table,
+    lock_table, preload_table, rate_limit_step_table, rate_limit_table, redis_step_table,
+    retry_presets_table, retry_reference_table, semaphore_table, server_table, service_table,
+    step_table, throttle_step_table, throttle_table, work_step_table,
 };
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md");
@@ -327,6 +327,24 @@ fn the_client_loop_key_table_is_the_declarations() {
         "<!-- generated: client loop keys (scenario-file/src/connection_keys.rs) -->",
         "<!-- end generated: client loop keys -->",
         &client_loop_table(),
+    );
+}
+
+#[test]
+fn the_step_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: step keys (scenario-file/src/step_keys.rs) -->",
+        "<!-- end generated: step keys -->",
+        &step_table(),
+    );
+}
+
+#[test]
+fn the_redis_step_key_table_is_the_declarations() {
+    check_generated(
+        "<!-- generated: redis step keys (scenario-file/src/step_keys.rs) -->",
+        "<!-- end generated: redis step keys -->",
+        &redis_step_table(),
     );
 }
 

@@ -1923,3 +1923,120 @@ fn connection_toxics() {
         ),
     ]);
 }
+
+/// A Redis step's table: its keys read as declared (`step_keys::REDIS_STEP`), the keys of
+/// some commands refused on the others.
+#[test]
+fn redis_step_mistakes() {
+    let set = |keys: &str| {
+        with(
+            "command = \"GET\", connection = \"c\", key = \"k\" }",
+            &format!("command = \"SET\", connection = \"c\", key = \"k\"{keys} }}"),
+        )
+    };
+    check_all(&[
+        (
+            with("command = \"GET\", ", ""),
+            // Said from its declaration since the redis table was declared (it said no more
+            // than "missing field `command`" before).
+            "16:20: flows.f.steps[0].redis: missing field `command`, which a step's `redis` \
+             requires: the command the step sends: `\"SET NX PX\"` is a lock's, failing with \
+             `lock_busy` if the key exists; `\"PUBLISH\"` sends the key to `channel`'s \
+             subscribers (see Pub/Sub above) (docs/scenario-format.md)",
+        ),
+        (
+            with("key = \"k\" }", "key = \"k\", size = 1 }"),
+            "16:68: flows.f.steps[0].redis.size: unknown field `size`, expected one of `command`, `connection`, `key`, `value`, `ttl`, `replay_writes`, `channel`",
+        ),
+        (
+            with("key = \"k\" }", "key = \"k\", channel = \"news\" }"),
+            "16:78: flows.f.steps[0].redis.channel: applies to PUBLISH only: this command sends no message",
+        ),
+        (
+            with("key = \"k\" }", "key = \"k\", ttl = \"1s\" }"),
+            "16:74: flows.f.steps[0].redis.ttl: applies to SET and SET NX PX only: this command writes no value",
+        ),
+        (
+            with("command = \"GET\"", "command = \"PUBLISH\""),
+            "16:32: flows.f.steps[0].redis.channel: PUBLISH needs the channel it sends the key to (`channel = \"...\"`)",
+        ),
+        (
+            with("command = \"GET\"", "command = 1"),
+            "16:32: flows.f.steps[0].redis.command: wanted string or table",
+        ),
+        (
+            set(", ttl = \"0s\""),
+            "16:74: flows.f.steps[0].redis.ttl: must be longer than zero (the key would expire as it is written)",
+        ),
+        (
+            set(", value = \"1GiB\""),
+            "16:76: flows.f.steps[0].redis.value: 1073741824 bytes is above Redis' limit of 512MiB for one value",
+        ),
+        (
+            set(", ttl = 5"),
+            "16:74: flows.f.steps[0].redis.ttl: `5` has no unit: write it as a string with a unit, e.g. \"5ms\"",
+        ),
+    ]);
+}
+
+/// A step's own keys, beside its action: read as `step_keys::STEP` declares them, with the
+/// messages the derived struct that read them before gave.
+#[test]
+fn step_key_mistakes() {
+    let step = |keys: &str| {
+        with(
+            "{ db = { name = \"db\" } }",
+            &format!("{{ db = {{ name = \"db\" }}{keys} }}"),
+        )
+    };
+    check_all(&[
+        (
+            step(", timeout_ms = 5"),
+            "16:115: flows.f.steps[1].timeout_ms: unknown field `timeout_ms`, expected one of `redis`, `db`, `work`, `call`, `cache`, `throttle`, `rate_limit`, `lock`, `breaker`, `bulkhead`, `semaphore`, `retry`, `adaptive_limit`, `policies`, `on_error`, `on_hit`, `label`, `finally`",
+        ),
+        (
+            step(", on_error = \"nxt\""),
+            "16:126: flows.f.steps[1].on_error: unknown variant `nxt`: did you mean `next`? (expected one of `fail`, `next`, `ignore`)",
+        ),
+        (
+            step(", on_error = 1"),
+            "16:126: flows.f.steps[1].on_error: wanted string or table",
+        ),
+        (
+            step(", finally = \"yes\""),
+            "16:125: flows.f.steps[1].finally: invalid type: string \"yes\", expected a boolean",
+        ),
+        (
+            step(", on_hit = 5"),
+            "16:124: flows.f.steps[1].on_hit: invalid type: integer `5`, expected a string",
+        ),
+        (
+            step(", label = [\"a\"]"),
+            "16:123: flows.f.steps[1].label: invalid type: sequence, expected a string",
+        ),
+        (
+            step(", breaker = 5"),
+            "16:125: flows.f.steps[1].breaker: invalid type: integer `5`, expected a policy's name, or a list of names of policies of one kind",
+        ),
+        (
+            step(", breaker = [5]"),
+            "16:126: flows.f.steps[1].breaker[0]: invalid type: integer `5`, expected a string",
+        ),
+        (
+            step(", policies = \"retry\""),
+            "16:126: flows.f.steps[1].policies: invalid type: string \"retry\", expected a sequence",
+        ),
+        (
+            step(", policies = [\"retri\"]"),
+            "16:127: flows.f.steps[1].policies[0]: \"retri\" is not a policy kind: did you mean \"retry\"? (the kinds are retry, bulkhead, semaphore, breaker, adaptive_limit)",
+        ),
+        (
+            with("{ db = { name = \"db\" } }", "\"db\""),
+            "16:91: flows.f.steps[1]: expected a table, found string \"db\": write it as `steps[1] = { ... }` or a `[flows.f.steps[1]]` section",
+        ),
+        (
+            step(", label = \"a\" }, { work = \"1ms\", label = \"a\""),
+            "16:154: flows.f.steps[2].label: two steps are labelled `a`",
+        ),
+    ]);
+}
