@@ -5,7 +5,7 @@
 //! ([`RawRedisStep`], [`RawDbStep`], [`RawDistribution`], [`RawCallStep`], [`RawCacheStep`],
 //! [`RawThrottleStep`], [`RawRateLimitStep`], [`RawLockStep`], which a [`RawStep`] holds),
 //! the validation's getters (`validate/steps.rs`, through `validate/table.rs`), the
-//! missing-key messages' meanings ([`STEP_ACTION_TABLES`]) and the key tables of
+//! missing-key messages' meanings ([`action_table`]) and the key tables of
 //! `docs/scenario-format.md` (checked by `tests/integration/docs_tables.rs`). The table of a
 //! `work` step, [`DISTRIBUTION`], is every latency's written as a table (a database's, a
 //! query's, a call's: `raw::RawLatency`). A step is itself a declared table: its actions,
@@ -129,18 +129,17 @@ impl Declared for LockStep {
     );
 }
 
-/// The actions declared here, by their key in a step, for the messages of a key missing at
-/// `flows.<name>.steps[i].<action>` (`suggest`).
-pub const STEP_ACTION_TABLES: [(&str, &TableSpec); 8] = [
-    ("redis", &REDIS_STEP),
-    ("db", &DB_STEP),
-    ("work", &DISTRIBUTION),
-    ("call", &CALL_STEP),
-    ("cache", &CACHE_STEP),
-    ("throttle", &THROTTLE_STEP),
-    ("rate_limit", &RATE_LIMIT_STEP),
-    ("lock", &LOCK_STEP),
-];
+/// The table of the step action `name`, as [`STEP`] declares it (a `work` step's is
+/// [`DISTRIBUTION`]), for the messages of a key missing at `flows.<name>.steps[i].<action>`
+/// (`suggest`); `None` for a key that is no action.
+pub fn action_table(name: &str) -> Option<&'static TableSpec> {
+    let key = STEP_KEYS[..ACTIONS].iter().find(|key| key.name == name)?;
+    match key.value {
+        Value::Table(spec) => Some(spec),
+        Value::Latency => Some(&DISTRIBUTION),
+        _ => None,
+    }
+}
 
 const DISTRIBUTION_KEYS: [KeySpec; 4] = [
     KeySpec {

@@ -2,7 +2,7 @@
 //! and what to write instead, for serde's messages that name a Rust type rather than the fix.
 
 use crate::keys::{DECLARED_TABLES, Value};
-use crate::step_keys::STEP_ACTION_TABLES;
+use crate::step_keys;
 
 /// The candidate nearest to `name` by edit distance, if it is a plausible typo of it: at most
 /// two edits, and fewer edits than the shorter name has characters (so `a` is not a typo of
@@ -196,12 +196,10 @@ fn step_action(key: &str) -> Option<&str> {
     (root == "flows" && step.starts_with("steps[") && parts.next().is_none()).then_some(action)
 }
 
-/// What the declaration of the step action `action` (`step_keys::STEP_ACTION_TABLES`) says
+/// What the declaration of the step action `action` (`step_keys::action_table`) says
 /// its key `field` is; nothing for an action not declared there.
 fn step_action_meaning(action: &str, field: &str) -> Option<(String, String)> {
-    let (_, spec) = STEP_ACTION_TABLES
-        .iter()
-        .find(|(name, _)| *name == action)?;
+    let spec = step_keys::action_table(action)?;
     let doc = spec.key(field)?.doc;
     Some((format!("a step's `{action}`"), doc.to_owned()))
 }
