@@ -50,7 +50,7 @@ pub struct FaultKindSpec {
     pub keys: &'static [KeySpec],
     /// The simulator's fault from the table's keys (read through `reader`, which applies
     /// the declarations: defaults, ranges, required keys).
-    pub build: fn(&mut FaultReader) -> Result<FaultKind, Reported>,
+    pub(crate) build: fn(&mut FaultReader) -> Result<FaultKind, Reported>,
 }
 
 impl FaultKindSpec {

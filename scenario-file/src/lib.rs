@@ -71,11 +71,11 @@ pub use explain::{
 };
 pub use explore::{ExploreObjective, ExploreSpec, FaultTemplate, INSTANT_KINDS, Search};
 pub use fault_kinds::{
-    kind_names as fault_kind_names, kinds_table as fault_kinds_table,
-    reference_table as fault_reference_table,
+    FaultKindSpec, On as FaultOn, kind as fault_kind, kind_names as fault_kind_names,
+    kinds_table as fault_kinds_table, reference_table as fault_reference_table,
 };
 pub use fit::{FitSpec, Unknown, UnknownKind, set_values};
-pub use keys::declared_words;
+pub use keys::{Bound, KeyDefault, KeySpec, Range as KeyRange, Value as KeyValue, declared_words};
 pub use limit_keys::{
     adaptive_limit_table, aimd_table, bulkhead_table, gradient2_table, semaphore_table,
 };

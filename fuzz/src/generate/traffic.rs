@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use outagelab_scenario_file::{Bound, FaultKindSpec, FaultOn, KeyDefault, KeyRange, KeyValue};
+
 use super::*;
 
 impl Generator {
@@ -386,25 +388,24 @@ impl Generator {
             if kind == "pool_exhausted" && self.names.pooled.is_empty() && !self.absurd() {
                 kind = "refuse";
             }
-            let database_kind = matches!(kind, "slow" | "refuse" | "pool_exhausted" | "lock_held");
+            let declared =
+                |kind| outagelab_scenario_file::fault_kind(kind).expect("a declared kind");
+            let database_kind = declared(kind).on == FaultOn::Database;
             if database_kind && self.names.databases.is_empty() && !self.absurd() {
                 kind = "hang";
             }
+            let spec = declared(kind);
             let servers: Vec<String> = self.names.servers.iter().map(|(n, _)| n.clone()).collect();
-            let target = match kind {
-                "disconnect" | "latency" | "bandwidth" | "packet_loss" | "slow_close" => {
-                    self.connection_target()
-                }
-                "pool_exhausted" if !self.names.pooled.is_empty() => {
+            let target = match (kind, spec.on) {
+                (_, FaultOn::Connection { .. }) => self.connection_target(),
+                ("pool_exhausted", _) if !self.names.pooled.is_empty() => {
                     self.reference(&self.names.pooled.clone())
                 }
-                "slow" | "refuse" | "pool_exhausted" | "lock_held"
-                    if !self.names.databases.is_empty() =>
-                {
+                (_, FaultOn::Database) if !self.names.databases.is_empty() => {
                     self.reference(&self.names.databases.clone())
                 }
-                "kill" if self.rng.chance(30) => self.connection_target(),
-                "failover" => quoted(
+                (_, FaultOn::ServerOrConnection) if self.rng.chance(30) => self.connection_target(),
+                ("failover", _) => quoted(
                     self.names
                         .servers
                         .iter()
@@ -419,7 +420,7 @@ impl Generator {
             let latest = self.names.horizon_us.map_or(1_500_000, |h| h - 1);
             let at = self.duration_written(format!("faults.fault{index}.at"), 0, latest);
             self.line("at", &at);
-            let instant = matches!(kind, "kill" | "maxmemory" | "flushall");
+            let instant = spec.instant.is_some();
             if (!instant && self.rng.chance(80)) || self.absurd() {
                 let key = format!("faults.fault{index}.duration");
                 let duration = self.duration_written(key, 1_000, 1_500_000);
@@ -476,9 +477,11 @@ impl Generator {
                     let held = self.count(1, 8);
                     self.line("connections", &held);
                 }
-                "lock_held" if !self.absurd() => {
-                    let family = self.reference(&self.names.keys.clone());
-                    self.line("key", &family);
+                "lock_held" => {
+                    if !self.absurd() {
+                        let family = self.reference(&self.names.keys.clone());
+                        self.line("key", &family);
+                    }
                 }
                 "failover" => {
                     self.line("replica", &quoted("replica"));
@@ -486,12 +489,54 @@ impl Generator {
                         self.line("unreachable", "true");
                     }
                 }
-                _ => {}
+                _ => self.required_keys(spec),
             }
             if self.rng.chance(5) {
                 self.line("enabled", "false");
             }
         }
+    }
+
+    /// The keys `spec` requires, each with a value drawn from its declaration: what a fault
+    /// kind without lines of its own above gets, so that a new kind's files read from the
+    /// start. A key whose value has no draw here is left out (the file is refused for it).
+    fn required_keys(&mut self, spec: &FaultKindSpec) {
+        for key in spec.keys {
+            if !matches!(key.default, KeyDefault::Required(_)) {
+                continue;
+            }
+            let value = match (key.value, key.range) {
+                (KeyValue::Number, KeyRange::Numbers { low, high, .. }) => {
+                    self.number_between(low, high)
+                }
+                (KeyValue::Count, _) => self.count(1, 8),
+                (KeyValue::Duration, _) => self.duration(1, 1_000_000),
+                (KeyValue::Size, _) => self.size(0, 100_000),
+                (KeyValue::Bandwidth, _) => self.bandwidth(),
+                (KeyValue::Bool, _) => self.boolean(),
+                (KeyValue::Enum(words) | KeyValue::OneOf { values: words, .. }, _) => {
+                    let word: &&str = self.rng.pick(words);
+                    quoted(word)
+                }
+                _ => continue,
+            };
+            self.line(key.name, &value);
+        }
+    }
+
+    /// A number inside the declared bounds, to a tenth (absurd: one outside them, or none).
+    fn number_between(&mut self, low: Bound, high: Bound) -> String {
+        if self.absurd() {
+            return self.pick_absurd(&["0", "-2", "1e9", "nan"]);
+        }
+        let bound = |bound| match bound {
+            Bound::Above(value) | Bound::AtMost(value) | Bound::Below(value) => value,
+        };
+        let (low, high) = (bound(low), bound(high));
+        // Tenths strictly inside (low, high), at most 50 above low.
+        let tenths = ((high - low).min(50.0) * 10.0) as u64;
+        let value = low + self.rng.range(1, tenths.max(2) - 1) as f64 / 10.0;
+        format!("{value:.1}")
     }
 
     /// A connection a fault can target: in a service, one instance's copy.
