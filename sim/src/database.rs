@@ -45,6 +45,7 @@ use outagelab_report::DatabaseSummary;
 use crate::kernel::{Class, EventQueue, RequestRef};
 use crate::rng::Stream;
 use crate::scenario::{Collapse, DatabaseId, Distribution, FaultKind, Scenario};
+use crate::slowdowns::Slowdowns;
 
 const ONE_Q32: u128 = 1 << 32;
 
@@ -198,11 +199,8 @@ struct Database {
     deadlines: BTreeMap<(SimTime, u64), RequestRef>,
     timeout_generation: u32,
     timeout_wake_at: Option<SimTime>,
-    /// While a `slow` fault lasts, how many times slower its work runs, in thousandths
-    /// (1000 without one): the slowest of `slowdowns`.
-    slowdown_permille: u32,
-    /// The `slow` faults in force, in the order they started (each ends on its own).
-    slowdowns: Vec<u32>,
+    /// The `slow` faults in force: while one lasts, its work runs that many times slower.
+    slowdowns: Slowdowns,
     /// While a `refuse` fault lasts (counted: two at once refuse until both end): every
     /// query that starts is refused.
     refusing: u32,
@@ -231,16 +229,16 @@ impl Database {
 
     /// Each running query's speed as a fraction (numerator, denominator) of full speed:
     /// `capacity / running` above capacity, times `throughput_percent / 100` while collapsed,
-    /// times `1000 / slowdown_permille` while a `slow` fault lasts.
+    /// times `1000 / permille` while a `slow` fault of `permille` lasts.
     fn speed(&self) -> (u128, u128) {
         let running = self.running.len() as u128;
         let (mut numerator, mut denominator) = match self.capacity {
             Some(capacity) if running > u128::from(capacity) => (u128::from(capacity), running),
             _ => (1, 1),
         };
-        if self.slowdown_permille != 1000 {
+        if !self.slowdowns.at_full_speed() {
             numerator *= 1000;
-            denominator *= u128::from(self.slowdown_permille);
+            denominator *= u128::from(self.slowdowns.permille());
         }
         match (self.collapse, self.collapsed_since) {
             (Some(collapse), Some(_)) => (
@@ -370,8 +368,7 @@ impl Databases {
                     deadlines: BTreeMap::new(),
                     timeout_generation: 0,
                     timeout_wake_at: None,
-                    slowdown_permille: 1000,
-                    slowdowns: Vec::new(),
+                    slowdowns: Slowdowns::default(),
                     refusing: 0,
                     connections_held: 0,
                     families_held: BTreeMap::new(),
@@ -476,15 +473,7 @@ impl Databases {
         match kind {
             FaultKind::Slow { slowdown_permille } => {
                 database.read_clock(now);
-                if on {
-                    database.slowdowns.push(slowdown_permille);
-                } else if let Some(at) =
-                    (database.slowdowns.iter()).position(|&s| s == slowdown_permille)
-                {
-                    database.slowdowns.remove(at);
-                }
-                database.slowdown_permille =
-                    database.slowdowns.iter().copied().max().unwrap_or(1000);
+                database.slowdowns.set(slowdown_permille, on);
                 database.reschedule(now, id, events);
             }
             FaultKind::Refuse if on => database.refusing += 1,

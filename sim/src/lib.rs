@@ -46,6 +46,7 @@ pub mod references;
 mod rng;
 pub mod rules;
 pub mod scenario;
+mod slowdowns;
 mod step_layers;
 pub mod summaries;
 mod throttles;
