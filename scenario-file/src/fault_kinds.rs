@@ -112,6 +112,18 @@ const ALL_OR_WRITE: Value = Value::Enum(&["all", "write"]);
 /// a test holds the two together).
 const ERROR_REPLIES: &[&str] = &["oom", "readonly", "loading", "wrongtype"];
 
+/// `slowdown`, which a database's `slow` and a server's `cpu_throttle` both take: a key
+/// means one thing in every kind that declares it.
+const SLOWDOWN_RANGE: Range = Range::Numbers {
+    low: Bound::Above(1.0),
+    high: Bound::AtMost(1000.0),
+    step: 0.001,
+    refusal: "{value} is not a slowdown: give how many times slower, {range}",
+};
+const SLOWDOWN_DOC: &str = "how many times slower the target works while it lasts: a \
+                            database runs its queries, a server its commands, that many times \
+                            slower";
+
 /// Every fault kind, in the order `kind`'s refusal lists them.
 pub const FAULT_KINDS: &[FaultKindSpec] = &[
     FaultKindSpec {
@@ -284,6 +296,30 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
         build: |_| Ok(FaultKind::Crash),
     },
     FaultKindSpec {
+        name: "cpu_throttle",
+        doc: "a Redis server only: while it lasts, its one thread runs `slowdown` times slower \
+               (a container's CPU quota throttling it, a noisy neighbour on the host, a fork \
+               for BGSAVE copying pages). Every command takes that many times its time on the \
+               thread, so replies come late and, once commands arrive faster than the slowed \
+               thread runs them, queue behind each other on every connection. A command's time \
+               is set when it starts: one running when the fault starts or ends keeps its own. \
+               With several at once, the slowest holds, and each ends on its own; a restart \
+               (after a `stop`) stays throttled, as its container does",
+        on: On::Server,
+        instant: None,
+        keys: &[KeySpec {
+            name: "slowdown",
+            value: Value::Number,
+            default: KeyDefault::Required(
+                "a `cpu_throttle` fault runs its server's commands slower: say how many \
+                 times, e.g. `slowdown = 4`",
+            ),
+            range: SLOWDOWN_RANGE,
+            doc: SLOWDOWN_DOC,
+        }],
+        build: cpu_throttle,
+    },
+    FaultKindSpec {
         name: "slow",
         doc: "a database only: while it lasts, every query's work runs `slowdown` times slower \
                (a vacuum, a noisy neighbour, a cold buffer cache after a restart). It acts on \
@@ -301,13 +337,8 @@ pub const FAULT_KINDS: &[FaultKindSpec] = &[
                 "a `slow` fault runs its database's queries slower: say how many times, \
                  e.g. `slowdown = 4`",
             ),
-            range: Range::Numbers {
-                low: Bound::Above(1.0),
-                high: Bound::AtMost(1000.0),
-                step: 0.001,
-                refusal: "{value} is not a slowdown: give how many times slower, {range}",
-            },
-            doc: "how many times slower the database's queries run while it lasts",
+            range: SLOWDOWN_RANGE,
+            doc: SLOWDOWN_DOC,
         }],
         build: slow,
     },
@@ -634,6 +665,11 @@ fn failover(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
 fn slow(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
     let slowdown_permille = reader.thousandths("slowdown")?;
     Ok(FaultKind::Slow { slowdown_permille })
+}
+
+fn cpu_throttle(reader: &mut FaultReader) -> Result<FaultKind, Reported> {
+    let slowdown_permille = reader.thousandths("slowdown")?;
+    Ok(FaultKind::CpuThrottle { slowdown_permille })
 }
 
 fn pool_exhausted(reader: &mut FaultReader) -> Result<FaultKind, Reported> {

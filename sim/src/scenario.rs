@@ -1489,6 +1489,11 @@ pub enum FaultKind {
         error: ErrorReply,
         commands: CommandScope,
     },
+    /// On a server: while it lasts, its thread runs `slowdown_permille / 1000` times slower
+    /// (a container's CPU quota, a noisy neighbour, a BGSAVE fork copying pages): a command
+    /// that starts takes that many times its cost, set when it starts. With several at once,
+    /// the slowest holds; a restart inside it stays throttled.
+    CpuThrottle { slowdown_permille: u32 },
     /// On a connection: the network between the client and its server is cut while it
     /// lasts. The link drops (the client hears it after what is already on the wire) and every connection
     /// attempt is refused until the fault ends; the server and its other clients are not
@@ -1616,6 +1621,7 @@ impl FaultKind {
             FaultKind::Hang => "hang",
             FaultKind::Stop => "stop",
             FaultKind::Crash => "crash",
+            FaultKind::CpuThrottle { .. } => "cpu_throttle",
             FaultKind::Kill => "kill",
             FaultKind::MaxMemory(_) => "maxmemory",
             FaultKind::FlushAll => "flushall",
@@ -1649,6 +1655,7 @@ impl FaultKind {
         match self {
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => true,
             FaultKind::Pause(_) | FaultKind::Hang | FaultKind::Stop | FaultKind::Crash => false,
+            FaultKind::CpuThrottle { .. } => false,
             FaultKind::ErrorReply { .. } | FaultKind::Disconnect | FaultKind::Failover { .. } => {
                 false
             }

@@ -233,6 +233,13 @@ pub fn check(scenario: &Scenario) -> Result<(), Unsupported> {
                      `stop` is run live)",
                 );
             }
+            FaultKind::CpuThrottle { .. } => {
+                return refuse(
+                    key,
+                    "a live run cannot take CPU from a real server: no command throttles its \
+                     thread (kind = \"cpu_throttle\"; `hang` and `pause` are run live)",
+                );
+            }
             FaultKind::ErrorReply { .. } => {
                 return refuse(
                     key,

@@ -422,6 +422,7 @@ impl Admin {
                 unreachable!("injected at the forwarders (run::cut_network)")
             }
             FaultKind::Crash
+            | FaultKind::CpuThrottle { .. }
             | FaultKind::ErrorReply { .. }
             | FaultKind::Failover { .. }
             | FaultKind::Slow { .. }

@@ -74,6 +74,13 @@ fn what_a_live_run_cannot_do_is_refused_by_its_key() {
         ),
         (
             &format!(
+                "{}[faults.f]\ntarget = \"redis\"\nkind = \"cpu_throttle\"\nat = \"100ms\"\nslowdown = 4\n",
+                read(get)
+            ),
+            "faults.f",
+        ),
+        (
+            &format!(
                 "{}[faults.f]\ntarget = \"redis\"\nkind = \"stop\"\nat = \"100ms\"\nduration = \"100ms\"\n",
                 read(get)
             ),

@@ -189,3 +189,36 @@ fn explain_prints_a_faults_keys_with_their_defaults() {
                     \"200ms\"\n";
     assert!(explained.contains(expected), "{explained}");
 }
+
+/// `cpu_throttle` (the kind added to show that a new kind is its declaration, its mechanism
+/// and its tests): on a server, with its `slowdown` in thousandths; refused on a database,
+/// without a slowdown, or with one that does not slow.
+#[test]
+fn a_cpu_throttle_acts_on_a_server_with_its_slowdown() {
+    assert_eq!(
+        fault("target = \"redis\"\nkind = \"cpu_throttle\"\nat = \"1s\"\nslowdown = 2.5"),
+        FaultKind::CpuThrottle {
+            slowdown_permille: 2500
+        }
+    );
+    for (body, expected) in [
+        (
+            "target = \"db\"\nkind = \"cpu_throttle\"\nat = \"1s\"\nslowdown = 2",
+            "t.toml:28:10: faults.f.target: a `cpu_throttle` fault acts on Redis: a database \
+             takes `slow`, `refuse`, `pool_exhausted` or `lock_held`",
+        ),
+        (
+            "target = \"redis\"\nkind = \"cpu_throttle\"\nat = \"1s\"",
+            "t.toml:29:8: faults.f.slowdown: a `cpu_throttle` fault runs its server's commands \
+             slower: say how many times, e.g. `slowdown = 4`",
+        ),
+        (
+            "target = \"redis\"\nkind = \"cpu_throttle\"\nat = \"1s\"\nslowdown = 1",
+            "faults.f.slowdown: 1 is not a slowdown: give how many times slower, above 1 and \
+             at most 1000",
+        ),
+    ] {
+        let message = refusals(body);
+        assert!(message.contains(expected), "{expected}\n{message}");
+    }
+}

@@ -1159,7 +1159,7 @@ fn misspelt_keys_values_and_labels_get_a_suggestion() {
         ),
         (
             format!("{BASE}\n[faults.x]\ntarget = \"redis\"\nkind = \"hnag\"\nat = \"1s\"\n"),
-            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `slow`, `refuse`, `pool_exhausted`, `lock_held`, `latency`, `bandwidth`, `packet_loss`, `slow_close`)",
+            "26:8: faults.x.kind: unknown variant `hnag`: did you mean `hang`? (expected one of `pause`, `hang`, `stop`, `kill`, `maxmemory`, `flushall`, `error_reply`, `disconnect`, `failover`, `crash`, `cpu_throttle`, `slow`, `refuse`, `pool_exhausted`, `lock_held`, `latency`, `bandwidth`, `packet_loss`, `slow_close`)",
         ),
         (
             labelled("qurey"),
@@ -1775,7 +1775,7 @@ fn database_faults() {
         ),
         (
             fault("target = \"db\"\nkind = \"refuse\"\nat = \"1s\"\nslowdown = 2"),
-            "28:12: faults.f.slowdown: only a `slow` fault takes `slowdown`, not a `refuse` one (a `refuse` fault takes no keys of its own)",
+            "28:12: faults.f.slowdown: only a `cpu_throttle` or `slow` fault takes `slowdown`, not a `refuse` one (a `refuse` fault takes no keys of its own)",
         ),
         (
             fault("target = \"dbb\"\nkind = \"refuse\"\nat = \"1s\""),

@@ -1,5 +1,5 @@
 //! Faults of a Redis server: pause, hang, stop and kill; a new `maxmemory`, `FLUSHALL`; error
-//! replies for a while.
+//! replies, or a throttled CPU, for a while.
 //!
 //! Faults nest: a server is paused (hung, stopped) while at least one fault of that kind is in
 //! force. What each kind does is documented on [`FaultKind`].
@@ -56,6 +56,9 @@ impl Redis {
             FaultKind::Crash => {
                 adjust(&mut self.servers[id.index()].unreachable, on);
                 self.stop(now, id, on, events);
+            }
+            FaultKind::CpuThrottle { slowdown_permille } => {
+                server.slowdowns.set(slowdown_permille, on);
             }
             FaultKind::Kill if on => self.kill(now, id, events),
             FaultKind::MaxMemory(limit) if on => server.keyspace.set_maxmemory(now, limit),
@@ -463,6 +466,48 @@ mod tests {
         let server = redis.server();
         assert_eq!((server.used_memory, server.oom_replies), (180, 1));
         assert_eq!(server.maxmemory, Some(100));
+    }
+
+    #[test]
+    fn a_cpu_throttle_slows_the_commands_that_start_while_it_lasts_and_the_slowest_holds() {
+        // 100 us each way, 5 us a command. A GET reaching the server at 100 us is running when
+        // a 4x throttle starts at 102 us: it keeps its 5 us (reply at 205). Two GETs issued at
+        // 1 ms take 20 us each (1 220, 1 240). A 2x throttle since 500 us holds once the 4x
+        // ends at 2 ms: a GET then takes 10 us (2 210); after both, 5 us again (3 205).
+        let throttle = |times: u32| FaultKind::CpuThrottle {
+            slowdown_permille: times * 1000,
+        };
+        let mut redis = Harness::new(1);
+        redis.issue_at(0, 0, get(0), 0);
+        redis.fault_at(102, throttle(4), true);
+        redis.fault_at(500, throttle(2), true);
+        redis.issue_at(1_000, 0, get(1), 1);
+        redis.issue_at(1_000, 0, get(2), 2);
+        redis.fault_at(2_000, throttle(4), false);
+        redis.issue_at(2_000, 0, get(3), 3);
+        redis.fault_at(2_500, throttle(2), false);
+        redis.issue_at(3_000, 0, get(4), 4);
+        redis.run();
+        assert_eq!(
+            redis.finished_us(),
+            vec![(0, 205), (1, 1_220), (2, 1_240), (3, 2_210), (4, 3_205)]
+        );
+    }
+
+    #[test]
+    fn a_server_restarted_inside_a_cpu_throttle_stays_throttled() {
+        // Its container is throttled, not the process: a 4x throttle from the start, a stop
+        // from 1 ms to 2 ms; a GET at 1 s, on the reconnected link, takes 20 us.
+        let mut redis = Harness::new(1);
+        let throttle = FaultKind::CpuThrottle {
+            slowdown_permille: 4000,
+        };
+        redis.fault_at(0, throttle, true);
+        redis.fault_at(1_000, FaultKind::Stop, true);
+        redis.fault_at(2_000, FaultKind::Stop, false);
+        redis.issue_at(1_000_000, 0, get(0), 0);
+        redis.run();
+        assert_eq!(redis.finished_us(), vec![(0, 1_000_220)]);
     }
 
     #[test]

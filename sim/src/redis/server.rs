@@ -19,6 +19,7 @@ use super::{Redis, RedisEvent, is_write};
 use crate::kernel::EventQueue;
 use crate::rng::Stream;
 use crate::scenario::{ByteRate, CommandScope, ConnectionId, ErrorReply, ServerId, ServerSpec};
+use crate::slowdowns::Slowdowns;
 
 /// The command the thread is executing (or, hung, has finished but not answered).
 pub(super) struct Executing {
@@ -53,6 +54,9 @@ pub(super) struct Server {
     /// Connections whose next command is a write held by a write-only pause; they go back in
     /// the ring when it ends. Bound: each connection at most once (it stays `scheduled`).
     pub(super) blocked: Vec<ConnectionId>,
+    /// `cpu_throttle` faults in force: a command started while one lasts costs that many
+    /// times its time on the thread.
+    pub(super) slowdowns: Slowdowns,
     /// Error-reply faults in force, oldest first: the first that covers a command answers it.
     /// Bound: one per fault of the scenario.
     pub(super) error_replies: Vec<(ErrorReply, CommandScope)>,
@@ -88,6 +92,7 @@ impl Server {
             ready: VecDeque::new(),
             blocked: Vec::new(),
             error_replies: Vec::new(),
+            slowdowns: Slowdowns::default(),
             cron_period: spec
                 .hz
                 .map(|hz| SimDuration::from_nanos(1_000_000_000 / u64::from(hz.get()))),
@@ -126,12 +131,18 @@ impl Server {
         }
     }
 
-    /// Time the thread spends on a command that moves `bytes` (request and reply).
+    /// Time the thread spends on a command that moves `bytes` (request and reply), times the
+    /// slowest `cpu_throttle` in force (rounded down to the nanosecond).
     fn cost(&self, bytes: u64) -> SimDuration {
-        self.command_cost.saturating_add(
+        let cost = self.command_cost.saturating_add(
             self.byte_rate
                 .map_or(SimDuration::ZERO, |rate| rate.time_for(bytes)),
-        )
+        );
+        if self.slowdowns.at_full_speed() {
+            return cost;
+        }
+        let slowed = u128::from(cost.as_nanos()) * u128::from(self.slowdowns.permille()) / 1000;
+        SimDuration::from_nanos(u64::try_from(slowed).unwrap_or(u64::MAX))
     }
 }
 
