@@ -43,6 +43,7 @@ impl Validator<'_> {
         };
         let built = (kind.build)(&mut reader).ok()?;
         // The declaration and the simulator agree on what the kind is.
+        debug_assert_eq!(kind.name, built.name());
         debug_assert_eq!(kind.instant.is_some(), built.is_instant(), "{}", kind.name);
         debug_assert_eq!(
             kind.on == On::Database,
