@@ -10,7 +10,7 @@
 //! of `(seed, i)` only, so the counts and findings are the same whatever `jobs` is (short of a
 //! timeout, which depends on the machine).
 //!
-//! Each finding (see [`Class::is_finding`]) is minimised with [`crate::minimise`], every
+//! Each finding (see [`Class::is_finding`]) is minimised with [`crate::minimise()`], every
 //! candidate run in a worker too, keeping candidates whose failure has the same signature; the
 //! minimised input goes to `OUT/findings/` with a header saying how to replay it.
 

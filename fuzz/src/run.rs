@@ -27,7 +27,7 @@ pub enum Class {
     Budget,
     /// The simulator's own monitors stopped a run (`SimError`; exit 1): a finding.
     Monitor,
-    /// The report broke an invariant of [`crate::check`]: a finding.
+    /// The report broke an invariant of [`crate::check()`]: a finding.
     Violation,
     /// The run panicked: a finding.
     Panic,

@@ -3,7 +3,7 @@
 //! Every policy here takes the current virtual time as an argument (`now`) and returns a
 //! decision; none reads a clock, sleeps, spawns a thread or does I/O. The simulator (`sim/`)
 //! drives them in virtual time; the concurrent forms in [`concurrent`] wrap the very same state
-//! machines behind the primitives of one [`sync`](crate::sync) module, which switches to loom's
+//! machines behind the primitives of one [`sync`] module, which switches to loom's
 //! types under `cfg(loom)` so that every interleaving of the concurrent forms can be checked.
 //!
 //! Architecture invariant: this crate depends on no other crate of the workspace, and nothing in

@@ -8,7 +8,7 @@
 //! <metric> in <low>..<high>     inclusive at both ends
 //! ```
 //!
-//! `<metric>` is a dotted path into the variant's [`Summary`](crate::Summary) as it appears in
+//! `<metric>` is a dotted path into the variant's [`Summary`] as it appears in
 //! the JSON report, for example `outcomes.shed`, `latency_ms.ok.p99`,
 //! `flows.read.latency_ms.all.max` or `databases.main.peak_concurrency`.
 //!

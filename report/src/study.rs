@@ -4,7 +4,7 @@
 //! seeds with a 95% confidence interval, and each variant's paired difference from a baseline
 //! variant with its own interval.
 //!
-//! A study is data in three steps. [`Study::new`] describes the runs (the header); each run
+//! A study is data in three steps. [`Study::header`] describes the runs (the header); each run
 //! adds one [`RunRow`] (its flattened summary and its expectations' evaluations); [`Study::
 //! finish`] computes the statistics from the rows alone. A shard of the runs (`run --shard
 //! K/N`) is the same header with some rows and no statistics, so merging shards is sorting the

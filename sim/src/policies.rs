@@ -97,7 +97,7 @@ pub(crate) enum Exit {
     /// Run the layers inside this one (and the action) again at `at`; the request keeps
     /// `hold` for this layer meanwhile.
     Again { at: SimTime, hold: Hold },
-    /// Still held until the step's work ends ([`Policies::release_kept`]).
+    /// Still held until the step's work ends ([`Layer::release_kept`]).
     Kept(Hold),
 }
 
@@ -111,7 +111,7 @@ pub(crate) trait Layer {
     /// The attempt inside this layer was dropped before its step ended: gives back `hold`,
     /// counting nothing the attempt did not see (what a dropped attempt is: `rules`' module
     /// documentation). The engine runs every step to its end and never calls this; a
-    /// [`StepLayers`] does, for an attempt the live runner drops.
+    /// [`crate::StepLayers`] does, for an attempt the live runner drops.
     fn cancel(&mut self, now: SimTime, hold: Hold);
     /// Gives back a hold kept past its step ([`Exit::Kept`]).
     fn release_kept(&mut self, hold: Hold) -> Option<Handover> {

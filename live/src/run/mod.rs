@@ -12,7 +12,7 @@
 //! database query
 //! and a `work` step are a tokio sleep of a duration drawn from the file's distribution with
 //! the simulator's stream for that database or flow. Anything else is refused before the run
-//! ([`check`]), with the file key that names it.
+//! ([`check()`]), with the file key that names it.
 //!
 //! What a request's latency is: for an open loop, from the instant its arrival is due to its
 //! end, so a runner that wakes late (tokio's timers have a resolution of a millisecond) counts
