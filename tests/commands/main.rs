@@ -10,6 +10,7 @@ mod architecture;
 mod cli;
 mod explore;
 mod fit;
+mod function_lengths;
 mod generated_commands;
 mod html;
 mod map;
