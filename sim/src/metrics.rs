@@ -52,6 +52,11 @@ pub struct GaugeId(usize);
 pub struct CounterId(usize);
 
 /// Latency of a set of requests: a histogram plus exact min, max and sum.
+///
+/// The histogram resizes itself to the largest latency recorded (or added), so an empty one
+/// costs a few hundred bytes, not the 430 KB of one sized for the longest run; its buckets
+/// (1 ns resolution, three significant digits) are the same whatever its size, so its
+/// percentiles are too.
 pub(crate) struct Latency {
     histogram: Histogram<u64>,
     min: u64,
@@ -62,8 +67,7 @@ pub(crate) struct Latency {
 impl Latency {
     pub(crate) fn new() -> Latency {
         Latency {
-            histogram: Histogram::new_with_bounds(1, LATENCY_NANOS_MAX, 3)
-                .expect("valid histogram bounds"),
+            histogram: Histogram::new(3).expect("valid histogram precision"),
             min: u64::MAX,
             max: 0,
             sum: 0,
@@ -71,10 +75,33 @@ impl Latency {
     }
 
     pub(crate) fn record(&mut self, nanos: u64) {
-        self.histogram.saturating_record(nanos);
+        // `record` grows the histogram to hold it (`saturating_record` would clamp it to the
+        // size so far); a latency is at most a run's length, 2^62 ns, which it can hold.
+        if self.histogram.record(nanos).is_err() {
+            self.histogram.saturating_record(nanos);
+        }
         self.min = self.min.min(nanos);
         self.max = self.max.max(nanos);
         self.sum += u128::from(nanos);
+    }
+
+    /// The stats of the union of `sets` (empty ones for none); one set alone is read where it
+    /// is, not copied into a union first.
+    fn stats_of_union<'l>(
+        mut sets: impl Iterator<Item = &'l Latency>,
+        rule: PercentileRule,
+    ) -> LatencyStats {
+        let Some(first) = sets.next() else {
+            return LatencyStats::default();
+        };
+        let Some(second) = sets.next() else {
+            return first.stats(rule);
+        };
+        let mut union = Latency::new();
+        for set in [first, second].into_iter().chain(sets) {
+            union.merge(set);
+        }
+        union.stats(rule)
     }
 
     fn merge(&mut self, other: &Latency) {
@@ -128,26 +155,22 @@ impl LatencyByOutcome {
             .record(nanos);
     }
 
-    /// Merges `groups` outcome by outcome, then reports `all` and every outcome.
+    /// Merges `groups` outcome by outcome, then reports `all` and every outcome. A set held
+    /// by one group alone is read where it is, not copied into a merged one first.
     fn stats<'g>(
         groups: impl Iterator<Item = &'g LatencyByOutcome> + Clone,
         rule: PercentileRule,
     ) -> BTreeMap<String, LatencyStats> {
-        let mut all = Latency::new();
+        let sets = |outcome: Outcome| {
+            (groups.clone()).filter_map(move |g| g.by_outcome[outcome.index()].as_ref())
+        };
         let mut map = BTreeMap::new();
         for outcome in Outcome::ALL {
-            let mut merged: Option<Latency> = None;
-            for latency in groups
-                .clone()
-                .filter_map(|g| g.by_outcome[outcome.index()].as_ref())
-            {
-                merged.get_or_insert_with(Latency::new).merge(latency);
-                all.merge(latency);
-            }
-            let stats = merged.map_or_else(LatencyStats::default, |m| m.stats(rule));
+            let stats = Latency::stats_of_union(sets(outcome), rule);
             map.insert(outcome.name().to_owned(), stats);
         }
-        map.insert("all".to_owned(), all.stats(rule));
+        let all = Latency::stats_of_union(Outcome::ALL.into_iter().flat_map(sets), rule);
+        map.insert("all".to_owned(), all);
         map
     }
 }
