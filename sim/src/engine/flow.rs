@@ -435,7 +435,8 @@ impl<'s> Simulator<'s> {
             token: entry.token,
         };
         entry.token = entry.token.wrapping_add(1);
-        let request = entry.request.as_mut().expect("a live request");
+        debug_assert!(entry.live, "a live request");
+        let request = &mut entry.request;
         let step = &scenario.flows[request.flow.index()].steps[usize::from(request.step)];
         request.lease = None;
         request.replayed = false;
@@ -705,10 +706,10 @@ impl<'s> Simulator<'s> {
 
     pub(super) fn free(&mut self, slot: u32) {
         let entry = &mut self.slots[slot as usize];
-        // Not `take`n out of its slot: a request is large, and only two fields are needed.
-        let request = entry.request.as_mut().expect("freeing a live request");
-        let role = request.role;
-        entry.request = None;
+        // Left in its slot, ended: a request is large, and only its role is needed.
+        debug_assert!(entry.live, "freeing a live request");
+        let role = entry.request.role;
+        entry.live = false;
         debug_assert!(entry.holds.is_empty(), "a request ends outside its layers");
         entry.token = entry.token.wrapping_add(1);
         self.free_slots.push(slot);
