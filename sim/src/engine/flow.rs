@@ -219,14 +219,13 @@ impl<'s> Simulator<'s> {
 
     /// Starts step `step` of the request in `slot` as a background request of its own.
     pub(super) fn spawn_background(&mut self, slot: u32, step: u16) {
-        let (now, scenario) = (self.now, self.scenario);
+        let scenario = self.scenario;
         let request = self.request(slot);
         let (flow, key_seed) = (request.flow, request.key_seed);
         // A release hands the background request what it releases (a throttle slot, a lock).
         let action = &scenario.flows[flow.index()].steps[usize::from(step)].action;
         let held = actions::hand_to_background(&mut self.slots[slot as usize].held, action);
-        let background = Request::new(flow, step, Role::Background, now, key_seed);
-        let background = self.allocate(background);
+        let background = self.allocate(flow, step, Role::Background, key_seed);
         self.slots[background.slot as usize].held = held;
         // Run it now, so that its command is written before the request's next one.
         self.advance(background.slot);

@@ -618,32 +618,41 @@ impl<'s> Simulator<'s> {
         self.observation.after_event(self.now, sources);
     }
 
-    fn allocate(&mut self, request: Request) -> RequestRef {
-        if request.role == Role::Main {
+    /// A new request of `flow`, starting now at `step` with `role`, in a free slot: written
+    /// in place into the slot (a request is large, and is not built apart and moved in).
+    fn allocate(&mut self, flow: FlowId, step: u16, role: Role, key_seed: u64) -> RequestRef {
+        if role == Role::Main {
             self.monitors.went_live();
         }
-        let Some(slot) = self.free_slots.pop() else {
-            if self.slots.len() == self.slots.capacity() {
-                self.grow_slab();
-            }
-            self.slots.push(Slot {
-                token: 0,
-                live: true,
-                request,
-                holds: Vec::new(),
-                held: RequestHeld::default(),
-            });
-            let slot = u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live requests");
-            return RequestRef { slot, token: 0 };
+        let now = self.now;
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => self.new_slot(),
         };
         let entry = &mut self.slots[slot as usize];
         debug_assert!(!entry.live && entry.holds.is_empty());
         entry.live = true;
-        entry.request = request;
+        entry.request = Request::new(flow, step, role, now, key_seed);
         RequestRef {
             slot,
             token: entry.token,
         }
+    }
+
+    /// A slot added at the end of the slab, free: its request is a placeholder, not live.
+    #[cold]
+    fn new_slot(&mut self) -> u32 {
+        if self.slots.len() == self.slots.capacity() {
+            self.grow_slab();
+        }
+        self.slots.push(Slot {
+            token: 0,
+            live: false,
+            request: Request::new(FlowId(0), 0, Role::Main, SimTime::ZERO, 0),
+            holds: Vec::new(),
+            held: RequestHeld::default(),
+        });
+        u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live requests")
     }
 
     fn is_live(&self, request: RequestRef) -> bool {
