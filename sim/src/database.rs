@@ -555,6 +555,12 @@ impl Databases {
             database.peak_connection_waiting = database.peak_connection_waiting.max(waiting);
             return;
         }
+        if query.lock.is_none() {
+            // What `connect` and `acquire` come to for a query without a lock, without moving
+            // the query through their entries: it runs now.
+            self.run(now, id, order, query, deadline, events);
+            return;
+        }
         let admitted = Admitted {
             order,
             query,

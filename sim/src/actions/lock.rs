@@ -223,7 +223,9 @@ pub(super) fn on_reply(
             Some(StepResult::Ok)
         }
         AttemptEnd::Sleep { acquiring, until } => {
-            sim.wait(slot, Waiting::LockRetry(Box::new(acquiring)));
+            let kept = sim.actions().lock_retries.insert(slot, acquiring);
+            debug_assert!(kept.is_none(), "one wait at a time");
+            sim.wait(slot, Waiting::LockRetry);
             sim.set_timer(slot, until, TimerKind::Action(Timer::LockRetry));
             None
         }

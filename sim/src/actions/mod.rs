@@ -66,6 +66,13 @@ pub(crate) struct Actions {
     work_rngs: Vec<Stream>,
     /// Per flow, the draws of its `call` steps' latencies and failures.
     call_rngs: Vec<Stream>,
+    /// What a request waiting for a throttle's KV round trip ([`Waiting::ThrottleKv`]) goes on
+    /// with, by its slot; and a lock acquire's state while it waits to try again
+    /// ([`Waiting::LockRetry`]). Kept here, not in the request's stage, so that a stage holds
+    /// nothing to drop and writing one is a store. An entry lives from the wait's start to its
+    /// timer (the request's token does not move meanwhile, so the timer always finds it).
+    kv_waits: BTreeMap<u32, throttle::KvWait>,
+    lock_retries: BTreeMap<u32, outagelab_model::lock::Acquiring>,
 }
 
 impl Actions {
@@ -81,6 +88,8 @@ impl Actions {
             locks: lock::slots(scenario),
             work_rngs: work::streams(scenario),
             call_rngs: call::streams(scenario),
+            kv_waits: BTreeMap::new(),
+            lock_retries: BTreeMap::new(),
         }
     }
 
@@ -158,11 +167,11 @@ pub(crate) enum Waiting {
     Work,
     /// A call's latency, and what the call will answer at its end.
     Call(StepResult),
-    /// A KV round trip of a throttle (boxed, like the next: these waits are rare, and a
-    /// request's stage stays small for every other one).
-    ThrottleKv(Box<throttle::KvWait>),
-    /// A lock acquire's wait after a busy attempt.
-    LockRetry(Box<outagelab_model::lock::Acquiring>),
+    /// A KV round trip of a throttle (what it goes on with is in `Actions::kv_waits`, like the
+    /// next one's state: these waits are rare, and a request's stage stays small and plain).
+    ThrottleKv,
+    /// A lock acquire's wait after a busy attempt (its state in `Actions::lock_retries`).
+    LockRetry,
 }
 
 impl Waiting {
@@ -171,8 +180,8 @@ impl Waiting {
         match self {
             Waiting::Work => "working",
             Waiting::Call(_) => "waiting for a call",
-            Waiting::ThrottleKv(_) => "waiting for a KV round trip",
-            Waiting::LockRetry(_) => "waiting to try a lock again",
+            Waiting::ThrottleKv => "waiting for a KV round trip",
+            Waiting::LockRetry => "waiting to try a lock again",
         }
     }
 }
@@ -246,11 +255,15 @@ pub(crate) fn on_timer(sim: &mut impl Host, slot: u32, timer: Timer, waiting: Wa
     match (timer, waiting) {
         (Timer::Work, Waiting::Work) => Woken::Reply(StepResult::Ok),
         (Timer::Call, Waiting::Call(answer)) => Woken::Reply(answer),
-        (Timer::ThrottleKv, Waiting::ThrottleKv(wait)) => {
-            Woken::Step(throttle::on_timer(sim, slot, *wait))
+        (Timer::ThrottleKv, Waiting::ThrottleKv) => {
+            let wait = sim.actions().kv_waits.remove(&slot);
+            let wait = wait.expect("a KV round trip's wait is kept until its timer");
+            Woken::Step(throttle::on_timer(sim, slot, wait))
         }
-        (Timer::LockRetry, Waiting::LockRetry(acquiring)) => {
-            Woken::Step(lock::on_timer(sim, slot, *acquiring))
+        (Timer::LockRetry, Waiting::LockRetry) => {
+            let acquiring = sim.actions().lock_retries.remove(&slot);
+            let acquiring = acquiring.expect("a lock retry's acquire is kept until its timer");
+            Woken::Step(lock::on_timer(sim, slot, acquiring))
         }
         (timer, waiting) => unreachable!("a {timer:?} timer for a request {}", waiting.name()),
     }

@@ -148,7 +148,9 @@ fn progress_of(sim: &mut impl Host, slot: u32, progress: Progress) -> Started {
                 key,
                 phase,
             };
-            sim.wait(slot, Waiting::ThrottleKv(Box::new(wait)));
+            let kept = sim.actions().kv_waits.insert(slot, wait);
+            debug_assert!(kept.is_none(), "one wait at a time");
+            sim.wait(slot, Waiting::ThrottleKv);
             let at = sim.now().saturating_add(after);
             sim.set_timer(slot, at, TimerKind::Action(Timer::ThrottleKv));
             return Started::Waits;

@@ -180,7 +180,7 @@ impl<'s> Simulator<'s> {
         };
         let drawn = state.rng.next_u64();
         let key_seed = same_keys.unwrap_or(drawn);
-        let request = self.allocate(Request::new(flow, 0, Role::Main, self.now, key_seed));
+        let request = self.allocate(flow, 0, Role::Main, key_seed);
         if let Some(tracer) = &mut self.tracer
             && let Some(number) = tracer.arrived()
         {

@@ -219,14 +219,13 @@ impl<'s> Simulator<'s> {
 
     /// Starts step `step` of the request in `slot` as a background request of its own.
     pub(super) fn spawn_background(&mut self, slot: u32, step: u16) {
-        let (now, scenario) = (self.now, self.scenario);
+        let scenario = self.scenario;
         let request = self.request(slot);
         let (flow, key_seed) = (request.flow, request.key_seed);
         // A release hands the background request what it releases (a throttle slot, a lock).
         let action = &scenario.flows[flow.index()].steps[usize::from(step)].action;
         let held = actions::hand_to_background(&mut self.slots[slot as usize].held, action);
-        let background = Request::new(flow, step, Role::Background, now, key_seed);
-        let background = self.allocate(background);
+        let background = self.allocate(flow, step, Role::Background, key_seed);
         self.slots[background.slot as usize].held = held;
         // Run it now, so that its command is written before the request's next one.
         self.advance(background.slot);
@@ -435,7 +434,8 @@ impl<'s> Simulator<'s> {
             token: entry.token,
         };
         entry.token = entry.token.wrapping_add(1);
-        let request = entry.request.as_mut().expect("a live request");
+        debug_assert!(entry.live, "a live request");
+        let request = &mut entry.request;
         let step = &scenario.flows[request.flow.index()].steps[usize::from(request.step)];
         request.lease = None;
         request.replayed = false;
@@ -705,10 +705,10 @@ impl<'s> Simulator<'s> {
 
     pub(super) fn free(&mut self, slot: u32) {
         let entry = &mut self.slots[slot as usize];
-        // Not `take`n out of its slot: a request is large, and only two fields are needed.
-        let request = entry.request.as_mut().expect("freeing a live request");
-        let role = request.role;
-        entry.request = None;
+        // Left in its slot, ended: a request is large, and only its role is needed.
+        debug_assert!(entry.live, "freeing a live request");
+        let role = entry.request.role;
+        entry.live = false;
         debug_assert!(entry.holds.is_empty(), "a request ends outside its layers");
         entry.token = entry.token.wrapping_add(1);
         self.free_slots.push(slot);

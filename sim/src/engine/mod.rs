@@ -324,7 +324,10 @@ impl Request {
 struct Slot {
     /// Bumped whenever the request in this slot stops waiting, and kept across reuse.
     token: u32,
-    request: Option<Request>,
+    /// Whether `request` is a live request; when not, it is the last one the slot held, ended
+    /// (kept in place, not wrapped in an `Option`, so that a look-up is one index).
+    live: bool,
+    request: Request,
     /// What the request holds for each layer of its step it is inside, outermost first. Kept
     /// with the slot so that its storage is reused by the next request.
     holds: Vec<Hold>,
@@ -332,6 +335,13 @@ struct Slot {
     /// slot, like `holds`, so that a request that holds nothing moves nothing, and emptied
     /// when the request is freed.
     held: RequestHeld,
+}
+
+impl Slot {
+    /// The request in the slot, if it is live.
+    fn live_request(&self) -> Option<&Request> {
+        self.live.then_some(&self.request)
+    }
 }
 
 /// How a step ended: its action ran and returned, or a layer refused it before it ran.
@@ -553,11 +563,11 @@ impl<'s> Simulator<'s> {
                 if let Some((end, cancel)) = self.callers.timed_out(now, call, attempt) {
                     // The slot still holds that attempt unless it ended meanwhile (its token
                     // moves on with every step, so the attempt is known by its call).
-                    if let Some(request) = cancel
-                        && let Some(live) = self.slots[request.slot as usize].request.as_mut()
-                        && live.call == Some((call, attempt))
-                    {
-                        live.cancelled = true;
+                    if let Some(request) = cancel {
+                        let entry = &mut self.slots[request.slot as usize];
+                        if entry.live && entry.request.call == Some((call, attempt)) {
+                            entry.request.cancelled = true;
+                        }
                     }
                     self.after_attempt(call, end);
                 }
@@ -608,37 +618,46 @@ impl<'s> Simulator<'s> {
         self.observation.after_event(self.now, sources);
     }
 
-    fn allocate(&mut self, request: Request) -> RequestRef {
-        if request.role == Role::Main {
+    /// A new request of `flow`, starting now at `step` with `role`, in a free slot: written
+    /// in place into the slot (a request is large, and is not built apart and moved in).
+    fn allocate(&mut self, flow: FlowId, step: u16, role: Role, key_seed: u64) -> RequestRef {
+        if role == Role::Main {
             self.monitors.went_live();
         }
+        let now = self.now;
         let slot = match self.free_slots.pop() {
             Some(slot) => slot,
-            None => {
-                if self.slots.len() == self.slots.capacity() {
-                    self.grow_slab();
-                }
-                self.slots.push(Slot {
-                    token: 0,
-                    request: None,
-                    holds: Vec::new(),
-                    held: RequestHeld::default(),
-                });
-                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live requests")
-            }
+            None => self.new_slot(),
         };
         let entry = &mut self.slots[slot as usize];
-        debug_assert!(entry.request.is_none() && entry.holds.is_empty());
-        entry.request = Some(request);
+        debug_assert!(!entry.live && entry.holds.is_empty());
+        entry.live = true;
+        entry.request = Request::new(flow, step, role, now, key_seed);
         RequestRef {
             slot,
             token: entry.token,
         }
     }
 
+    /// A slot added at the end of the slab, free: its request is a placeholder, not live.
+    #[cold]
+    fn new_slot(&mut self) -> u32 {
+        if self.slots.len() == self.slots.capacity() {
+            self.grow_slab();
+        }
+        self.slots.push(Slot {
+            token: 0,
+            live: false,
+            request: Request::new(FlowId(0), 0, Role::Main, SimTime::ZERO, 0),
+            holds: Vec::new(),
+            held: RequestHeld::default(),
+        });
+        u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live requests")
+    }
+
     fn is_live(&self, request: RequestRef) -> bool {
         let slot = &self.slots[request.slot as usize];
-        slot.token == request.token && slot.request.is_some()
+        slot.token == request.token && slot.live
     }
 
     pub(crate) fn current_ref(&self, slot: u32) -> RequestRef {
@@ -648,18 +667,17 @@ impl<'s> Simulator<'s> {
         }
     }
 
+    /// The request in `slot`: one index, without a liveness check. Invariant: `slot` holds a
+    /// live request. Every caller has it from `allocate`, or from a `RequestRef` that
+    /// [`Self::is_live`] accepted, and uses it before the request is freed (`free` asserts,
+    /// with debug assertions, that it frees a live one).
     pub(crate) fn request_mut(&mut self, slot: u32) -> &mut Request {
-        self.slots[slot as usize]
-            .request
-            .as_mut()
-            .expect("a live request")
+        &mut self.slots[slot as usize].request
     }
 
+    /// The request in `slot`, which is live (as for [`Self::request_mut`]).
     pub(crate) fn request(&self, slot: u32) -> &Request {
-        self.slots[slot as usize]
-            .request
-            .as_ref()
-            .expect("a live request")
+        &self.slots[slot as usize].request
     }
 
     /// The index of the flow whose figures a request of `flow` counts in.

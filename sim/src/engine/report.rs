@@ -8,7 +8,7 @@ impl<'s> Simulator<'s> {
         let (scenario, now) = (self.scenario, self.now);
         let flows = scenario.flows.len();
         let (mut unfinished, mut background_unfinished) = (vec![0u64; flows], vec![0u64; flows]);
-        for request in self.slots.iter().filter_map(|slot| slot.request.as_ref()) {
+        for request in self.slots.iter().filter_map(Slot::live_request) {
             match request.role {
                 Role::Background => background_unfinished[self.reports_as(request.flow)] += 1,
                 Role::Main => unfinished[self.reports_as(request.flow)] += 1,
@@ -97,7 +97,7 @@ impl<'s> Simulator<'s> {
     /// Each service's instances: the requests of every copy of its flows, by instance.
     pub(super) fn services_summary(&self) -> BTreeMap<String, ServiceSummary> {
         let mut in_flight = vec![0u64; self.scenario.flows.len()];
-        for request in self.slots.iter().filter_map(|slot| slot.request.as_ref()) {
+        for request in self.slots.iter().filter_map(Slot::live_request) {
             if request.role == Role::Main {
                 in_flight[request.flow.index()] += 1;
             }

@@ -6,7 +6,7 @@
 use outagelab_model::bulkhead::BulkheadConfig;
 use outagelab_model::time::{SimDuration, SimTime};
 
-use super::{Bugs, Simulator, Stage};
+use super::{Bugs, Simulator, Slot, Stage};
 use crate::actions::testing::{CONNECTION, KEY, ms, scenario, step, work};
 use crate::observe::Observation;
 use crate::scenario::{
@@ -53,7 +53,7 @@ impl<'s> Stepper<'s> {
     /// at one instant: in arrival order while no slot has been freed).
     fn stages(&self) -> Vec<&'static str> {
         let mut live: Vec<_> = (self.simulator.slots.iter())
-            .filter_map(|slot| slot.request.as_ref())
+            .filter_map(Slot::live_request)
             .enumerate()
             .map(|(slot, request)| (request.started, slot, request.stage.name()))
             .collect();
