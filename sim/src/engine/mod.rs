@@ -667,17 +667,23 @@ impl<'s> Simulator<'s> {
         }
     }
 
-    /// The request in `slot`: one index, without a liveness check. Invariant: `slot` holds a
-    /// live request. Every caller has it from `allocate`, or from a `RequestRef` that
-    /// [`Self::is_live`] accepted, and uses it before the request is freed (`free` asserts,
-    /// with debug assertions, that it frees a live one).
+    /// The request in `slot`: one index, and a liveness check only with debug assertions (in
+    /// every test). Invariant: `slot` holds a live request. Every caller has it from
+    /// `allocate`, or from a `RequestRef` that [`Self::is_live`] accepted, and uses it before
+    /// the request is freed (`free` asserts, with debug assertions, that it frees a live one).
+    /// A freed slot still holds its ended request, so a stale read would not fail by itself:
+    /// the assertion is what catches one in the tests.
     pub(crate) fn request_mut(&mut self, slot: u32) -> &mut Request {
-        &mut self.slots[slot as usize].request
+        let held = &mut self.slots[slot as usize];
+        debug_assert!(held.live);
+        &mut held.request
     }
 
     /// The request in `slot`, which is live (as for [`Self::request_mut`]).
     pub(crate) fn request(&self, slot: u32) -> &Request {
-        &self.slots[slot as usize].request
+        let held = &self.slots[slot as usize];
+        debug_assert!(held.live);
+        &held.request
     }
 
     /// The index of the flow whose figures a request of `flow` counts in.
