@@ -2,11 +2,11 @@
 //! runs it, its JSON report checked against the invariants every report must hold, and what
 //! fails minimised.
 //!
-//! - [`generate`](mod@generate): a structure-aware generator covering every resource kind, fault kind, step
-//!   action and policy kind, now and then with absurd values;
+//! - [`generate`](mod@generate): a structure-aware generator covering every resource kind,
+//!   fault kind, step action and policy kind, now and then with absurd values;
 //! - [`mutate`](mod@mutate): byte- and token-level mutation of the bundled `scenarios/*.toml`;
-//! - [`check`](mod@check): the report's invariants (conservation, limits, percentiles ordered, summary =
-//!   series);
+//! - [`check`](mod@check): the report's invariants (conservation, limits, percentiles
+//!   ordered, summary = series);
 //! - [`minimise`](mod@minimise): a greedy minimiser (tables, lines, parts of lines, numbers);
 //! - [`run`]: one input in this process, classified;
 //! - [`campaign`]: many inputs in worker processes that an abort or a hang cannot take down,

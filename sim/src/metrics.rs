@@ -35,8 +35,9 @@ use outagelab_report::{
 /// bundled series has 801.
 pub const BUCKETS_MAX: u64 = 8192;
 
-/// Largest latency the histograms resolve: the longest run the simulator accepts
-/// (`RunLimits::LENGTH_MAX`, 2^62 ns), so no latency is ever clipped.
+/// Largest latency the bucket histograms and the CDF resolve: the longest run the simulator
+/// accepts (`RunLimits::LENGTH_MAX`, 2^62 ns), so no latency is ever clipped. A
+/// [`Latency`]'s histogram grows to what it holds instead.
 const LATENCY_NANOS_MAX: u64 = 1 << 62;
 
 /// Most latencies the open bucket keeps one by one; beyond, it counts them in its histogram
@@ -54,7 +55,7 @@ pub struct CounterId(usize);
 /// Latency of a set of requests: a histogram plus exact min, max and sum.
 ///
 /// The histogram resizes itself to the largest latency recorded (or added), so an empty one
-/// costs a few hundred bytes, not the 430 KB of one sized for the longest run; its buckets
+/// costs 16 KiB, not the 430 KiB of one sized for the longest run; its buckets
 /// (1 ns resolution, three significant digits) are the same whatever its size, so its
 /// percentiles are too.
 pub(crate) struct Latency {
@@ -76,10 +77,10 @@ impl Latency {
 
     pub(crate) fn record(&mut self, nanos: u64) {
         // `record` grows the histogram to hold it (`saturating_record` would clamp it to the
-        // size so far); a latency is at most a run's length, 2^62 ns, which it can hold.
-        if self.histogram.record(nanos).is_err() {
-            self.histogram.saturating_record(nanos);
-        }
+        // size so far); on 64 bits an auto-resizing histogram holds any u64.
+        self.histogram
+            .record(nanos)
+            .expect("an auto-resizing histogram holds any latency");
         self.min = self.min.min(nanos);
         self.max = self.max.max(nanos);
         self.sum += u128::from(nanos);
@@ -107,7 +108,7 @@ impl Latency {
     fn merge(&mut self, other: &Latency) {
         self.histogram
             .add(&other.histogram)
-            .expect("histograms with the same bounds add");
+            .expect("auto-resizing histograms of one precision add");
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.sum += other.sum;
@@ -886,6 +887,52 @@ mod tests {
         assert_eq!(stats.min, Some(1.0));
         assert_eq!(stats.mean, Some(50.5));
         assert_eq!(metrics.latency_stats()["timeout"].count, 0);
+    }
+
+    /// Growing histograms of very different sizes (a flow's microseconds, another's seconds),
+    /// merged across flows and outcomes or read alone, give the percentiles one histogram of
+    /// fixed bounds gives for the same latencies.
+    #[test]
+    fn merged_growing_histograms_give_the_fixed_histograms_percentiles() {
+        let rule = PercentileRule::NearestRank;
+        let mut metrics = Metrics::new(100 * MS, 2, 0, rule);
+        let mut all = Histogram::<u64>::new_with_bounds(1, LATENCY_NANOS_MAX, 3).unwrap();
+        let mut slow_ok = all.clone();
+        for i in 0..600u64 {
+            let (flow, outcome, nanos) = match i % 3 {
+                0 => (0, Outcome::Ok, 1_000 + i * 7),
+                1 => (1, Outcome::Ok, 1_000_000 + i * i * 27_000),
+                _ => (1, Outcome::Timeout, 10_000_000_000 + i),
+            };
+            metrics.record_end(flow, outcome, nanos);
+            all.record(nanos).unwrap();
+            if flow == 1 && outcome == Outcome::Ok {
+                slow_ok.record(nanos).unwrap();
+            }
+        }
+        // A percentile is its bucket's upper edge, clamped to the exact extremes (these are
+        // 1 000 ns and 10 000 000 599 ns overall, 1 027 000 ns and 9 653 716 000 ns for the
+        // slow flow's `ok`).
+        let extremes = |histogram: &Histogram<u64>| {
+            if histogram.len() == 600 {
+                (1_000, 10_000_000_599)
+            } else {
+                (1_027_000, 1_000_000 + 598 * 598 * 27_000)
+            }
+        };
+        let expected = |histogram: &Histogram<u64>, thousandths| {
+            let (min, max) = extremes(histogram);
+            let value = percentile(histogram, rule, thousandths);
+            Some(value.clamp(min, max) as f64 / 1e6)
+        };
+        let stats = &metrics.latency_stats()["all"];
+        assert_eq!(stats.count, 600);
+        assert_eq!(stats.p50, expected(&all, 50_000));
+        assert_eq!(stats.p90, expected(&all, 90_000));
+        assert_eq!(stats.p99, expected(&all, 99_000));
+        let alone = &metrics.flow_summary(1, 0, 0).latency_ms["ok"];
+        assert_eq!(alone.p50, expected(&slow_ok, 50_000));
+        assert_eq!(alone.p999, expected(&slow_ok, 99_900));
     }
 }
 

@@ -130,7 +130,7 @@ fn raw_string_end(chars: &[char], start: usize) -> Option<usize> {
 /// lifetime (`'a`).
 fn char_literal(rest: &[char]) -> bool {
     match rest.get(1) {
-        Some('\\') => true,
+        Some('\\') => rest.len() > 3,
         Some(_) => rest.get(2) == Some(&'\''),
         None => false,
     }
@@ -147,7 +147,8 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
         let line = lines[index].trim_start();
         let next = lines.get(index + 1).map_or("", |l| l.trim_start());
         if line.starts_with("#[cfg(test)]") && next.starts_with("mod ") {
-            index = closing_line(&lines, index + 1).map_or(lines.len(), |end| end + 1);
+            // A module of tests here, or declared here and kept in its own file (`mod x;`).
+            index = closing_line(&lines, index + 1).map_or(index + 2, |end| end + 1);
             continue;
         }
         if let Some(name) = function_name(line)
@@ -167,7 +168,7 @@ fn function_name(line: &str) -> Option<String> {
     let qualifiers = ["pub", "const", "async", "unsafe", "extern"];
     let declares = words[..at]
         .iter()
-        .all(|w| qualifiers.contains(w) || w.starts_with("pub(") || w.starts_with('"'));
+        .all(|w| qualifiers.contains(w) || w.starts_with("pub("));
     let name = words.get(at + 1)?;
     let name: String = name
         .chars()
@@ -203,15 +204,18 @@ fn closing_line(lines: &[&str], from: usize) -> Option<usize> {
     None
 }
 
-/// Every function over its limit, as "file:line: name is N lines (at most M)".
-fn over_their_limits() -> Vec<String> {
+/// Every function over its limit, as "file:line: name is N lines (at most M)", and the names
+/// of every function measured.
+fn over_their_limits() -> (Vec<String>, Vec<String>) {
     let mut over = Vec::new();
+    let mut measured = Vec::new();
     for (place, most) in LIMITS {
         let mut files = Vec::new();
         rust_files(&root().join(place), &mut files);
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
             for (line, name, length) in functions(&text) {
+                measured.push(name.clone());
                 if length > most {
                     let file = file.strip_prefix(root()).unwrap().display();
                     over.push(format!(
@@ -221,13 +225,18 @@ fn over_their_limits() -> Vec<String> {
             }
         }
     }
-    over
+    (over, measured)
 }
 
 #[test]
-fn no_function_is_over_its_layers_limit() {
-    let over = over_their_limits();
+fn no_function_is_over_its_places_limit() {
+    let (over, measured) = over_their_limits();
     assert!(over.is_empty(), "split these:\n{}", over.join("\n"));
+    // The engine's own functions, after its `#[cfg(test)] mod stepping;`, and the reader's
+    // longest are measured (a scanner that skipped them would hold nothing).
+    for name in ["dispatch", "run_to_end", "connection", "redis_step"] {
+        assert!(measured.iter().any(|m| m == name), "`{name}` not measured");
+    }
 }
 
 /// The count sees a long function, skips braces in strings, comments and characters, and
@@ -240,6 +249,7 @@ fn a_long_function_is_caught_and_braces_in_strings_are_not_code() {
          fn short(c: char) -> &'static str {{\n    let _ = '{{';\n    // }} {{\n    \
          let _ = r#\"}}\"#;\n    if c == '}}' {{ \"{{\" }} else {{ \"}}}}\\\"\" }}\n}}\n\
          fn declared();\n\
+         #[cfg(test)]\nmod elsewhere;\n\
          fn array() -> [u8; 2] {{\n    [b'\\'', b'{{']\n}}\n\
          #[cfg(test)]\nmod tests {{\n    fn a_test() {{\n{body}    }}\n}}\n"
     );
@@ -249,7 +259,7 @@ fn a_long_function_is_caught_and_braces_in_strings_are_not_code() {
         vec![
             (1, "long".to_owned(), 152),
             (153, "short".to_owned(), 6),
-            (160, "array".to_owned(), 3),
+            (162, "array".to_owned(), 3),
         ],
         "{text}"
     );

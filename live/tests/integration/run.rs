@@ -61,6 +61,24 @@ fn refused(extra: &str) -> String {
 }
 
 #[test]
+fn a_cpu_throttle_is_refused_with_why() {
+    let steps = r#"[flows.read]
+steps = [{ redis = { command = "GET", connection = "c", key = "k" } }]
+"#;
+    let fault =
+        "[faults.f]\ntarget = \"redis\"\nkind = \"cpu_throttle\"\nat = \"100ms\"\nslowdown = 4\n";
+    let refusal = check(&scenario(&format!("{BASE}{steps}{fault}"))).unwrap_err();
+    assert_eq!(refusal.key, "faults.f");
+    assert!(
+        refusal
+            .reason
+            .contains("cannot take CPU from a real server"),
+        "{}",
+        refusal.reason
+    );
+}
+
+#[test]
 fn what_a_live_run_cannot_do_is_refused_by_its_key() {
     let read = |step: &str| format!("[flows.read]\nsteps = [{step}]\n");
     let get = r#"{ redis = { command = "GET", connection = "c", key = "k" } }"#;
