@@ -19,12 +19,13 @@ const CRATES: [(&str, &str); 6] = [
     ("scenario_file", "scenario-file/src"),
 ];
 
-fn root() -> &'static Path {
+/// The workspace's root (shared with `function_lengths`).
+pub(crate) fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Every file and directory under `dir` (no `target/` or hidden ones), relative to the root.
-fn walk(dir: &Path, into: &mut Vec<PathBuf>) {
+pub(crate) fn walk(dir: &Path, into: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy();

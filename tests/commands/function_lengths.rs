@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::architecture::{root, walk};
+
 /// Where the limits hold: a directory or file, and the longest a function may be there.
 const LIMITS: [(&str, usize); 3] = [
     ("sim/src", 149),
@@ -16,25 +18,17 @@ const LIMITS: [(&str, usize); 3] = [
     ("scenario-file/src/validate", 100),
 ];
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn rust_files(path: &Path, into: &mut Vec<PathBuf>) {
-    if path.is_file() {
-        into.push(path.to_owned());
-        return;
+/// The Rust files at `place` (a file, or a directory's, in name order), relative to the root.
+fn rust_files(place: &str) -> Vec<PathBuf> {
+    let path = Path::new(place);
+    if root().join(path).is_file() {
+        return vec![path.to_owned()];
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    entries.sort();
-    for entry in entries {
-        if entry.is_dir() || entry.extension().is_some_and(|e| e == "rs") {
-            rust_files(&entry, into);
-        }
-    }
+    let mut found = Vec::new();
+    walk(&root().join(path), &mut found);
+    found.retain(|file| file.extension().is_some_and(|e| e == "rs"));
+    found.sort();
+    found
 }
 
 /// `text` with every comment, string and character literal replaced by spaces (line breaks
@@ -210,14 +204,12 @@ fn over_their_limits() -> (Vec<String>, Vec<String>) {
     let mut over = Vec::new();
     let mut measured = Vec::new();
     for (place, most) in LIMITS {
-        let mut files = Vec::new();
-        rust_files(&root().join(place), &mut files);
-        for file in files {
-            let text = std::fs::read_to_string(&file).unwrap();
+        for file in rust_files(place) {
+            let text = std::fs::read_to_string(root().join(&file)).unwrap();
             for (line, name, length) in functions(&text) {
                 measured.push(name.clone());
                 if length > most {
-                    let file = file.strip_prefix(root()).unwrap().display();
+                    let file = file.display();
                     over.push(format!(
                         "{file}:{line}: `{name}` is {length} lines (at most {most})"
                     ));
