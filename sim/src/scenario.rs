@@ -1654,8 +1654,11 @@ impl FaultKind {
     pub fn is_instant(self) -> bool {
         match self {
             FaultKind::Kill | FaultKind::MaxMemory(_) | FaultKind::FlushAll => true,
-            FaultKind::Pause(_) | FaultKind::Hang | FaultKind::Stop | FaultKind::Crash => false,
-            FaultKind::CpuThrottle { .. } => false,
+            FaultKind::Pause(_)
+            | FaultKind::Hang
+            | FaultKind::Stop
+            | FaultKind::Crash
+            | FaultKind::CpuThrottle { .. } => false,
             FaultKind::ErrorReply { .. } | FaultKind::Disconnect | FaultKind::Failover { .. } => {
                 false
             }

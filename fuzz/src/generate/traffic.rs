@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use outagelab_scenario_file::{Bound, FaultKindSpec, FaultOn, KeyDefault, KeyRange, KeyValue};
+use outagelab_scenario_file::{
+    Bound, FaultKindSpec, FaultOn, KeyDefault, KeyRange, KeyValue, fault_kind,
+};
 
 use super::*;
 
@@ -388,8 +390,7 @@ impl Generator {
             if kind == "pool_exhausted" && self.names.pooled.is_empty() && !self.absurd() {
                 kind = "refuse";
             }
-            let declared =
-                |kind| outagelab_scenario_file::fault_kind(kind).expect("a declared kind");
+            let declared = |kind| fault_kind(kind).expect("a declared kind");
             let database_kind = declared(kind).on == FaultOn::Database;
             if database_kind && self.names.databases.is_empty() && !self.absurd() {
                 kind = "hang";
@@ -533,9 +534,13 @@ impl Generator {
             Bound::Above(value) | Bound::AtMost(value) | Bound::Below(value) => value,
         };
         let (low, high) = (bound(low), bound(high));
-        // Tenths strictly inside (low, high), at most 50 above low.
+        // Tenths strictly inside (low, high), at most 50 above low; the middle of a range
+        // narrower than two tenths.
         let tenths = ((high - low).min(50.0) * 10.0) as u64;
-        let value = low + self.rng.range(1, tenths.max(2) - 1) as f64 / 10.0;
+        if tenths < 2 {
+            return format!("{}", (low + high) / 2.0);
+        }
+        let value = low + self.rng.range(1, tenths - 1) as f64 / 10.0;
         format!("{value:.1}")
     }
 
