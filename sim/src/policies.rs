@@ -495,6 +495,9 @@ pub(crate) struct Policies {
     /// A layer was called through `Policies` (`layer`, `enter`, `exit`) since the last
     /// [`Policies::observe`]: its state may have changed.
     touched: bool,
+    /// The least of the breakers' `gauge_holds_until` at the last [`Policies::observe`]: until
+    /// then, and while no call touches a layer, no gauge here can move.
+    breakers_hold_until: SimTime,
 }
 
 /// Bugs a test may plant in the policies, to show that the monitors catch them.
@@ -575,6 +578,7 @@ impl Policies {
             retries,
             adaptive_limits,
             touched: true,
+            breakers_hold_until: SimTime::ZERO,
         }
     }
 
@@ -614,21 +618,33 @@ impl Policies {
         self.retries.iter().map(RetrySlot::memory_bytes).sum()
     }
 
-    /// Every layer, for gauges.
+    /// Every layer, for gauges. This runs after every event; in most of them no layer was
+    /// called and no breaker's state moved with time, and it is one test.
+    #[inline]
     pub fn observe(&mut self, now: SimTime, metrics: &mut Metrics) {
-        // One loop per kind (not a chain of `dyn Layer`): this runs after every event, and
-        // each call is then direct and inlined. A breaker's state moves with time alone (open
-        // turns half-open) at instants it can tell, so its gauge is set after a call or once
-        // such an instant is reached; the other gauges move only in calls, which all go
-        // through `layer`, so they are set only after one (setting a gauge to its value is a
-        // no-op).
-        let touched = std::mem::replace(&mut self.touched, false);
+        if !self.touched && now < self.breakers_hold_until {
+            return;
+        }
+        // One loop per kind (not a chain of `dyn Layer`), each call direct and inlined. A
+        // breaker's state moves with time alone (open turns half-open) at instants it can
+        // tell, so its gauge is set after a call or once such an instant is reached; the
+        // other gauges move only in calls, which all go through `layer`, so they are set only
+        // after one (setting a gauge to its value is a no-op).
+        if !std::mem::replace(&mut self.touched, false) {
+            // Only time moved: the breakers' gauges, and until when they all hold.
+            let mut hold_until = SimTime::MAX;
+            for layer in &mut self.breakers {
+                layer.observe_state(now, metrics);
+                hold_until = hold_until.min(layer.gauge_holds_until);
+            }
+            self.breakers_hold_until = hold_until;
+            return;
+        }
         for layer in &mut self.breakers {
             layer.observe_state(now, metrics);
         }
-        if !touched {
-            return;
-        }
+        // The next event without a call looks at the breakers again, and learns until when.
+        self.breakers_hold_until = SimTime::ZERO;
         for layer in &mut self.semaphores {
             layer.observe(now, metrics);
         }

@@ -46,6 +46,11 @@ impl ThrottleSlots {
         }
     }
 
+    /// No throttle in the scenario (so no gauge to set).
+    pub(super) fn is_empty(&self) -> bool {
+        self.gauges.is_empty()
+    }
+
     pub(super) fn observe(&mut self, now: SimTime, metrics: &mut Metrics) {
         for (index, gauges) in self.gauges.iter().enumerate() {
             let (holders, counter) = self.throttles.gauges(now, ThrottleId(index as u32));
