@@ -57,3 +57,33 @@ fn a_query_whose_caller_timed_out_keeps_its_bulkhead_permit_until_it_ends() {
         summary.outcomes
     );
 }
+
+/// A breaker's state gauge follows time alone: once open, it turns half-open `open_for` later
+/// whether or not a request calls it then. Here the breaker's only flow stops sending after
+/// 120 ms, and a second flow without layers (a database read every 10 ms) keeps events coming
+/// in which no layer is called: the gauge must show half-open (1) from 5.1 s on, not stay open
+/// (2) until the next call (there is none).
+#[test]
+fn a_breaker_gauge_turns_half_open_with_time_while_no_request_calls_it() {
+    use outagelab_model::time::SimDuration;
+    use outagelab_sim::scenario::FlowId;
+    let mut scenario = common::seed003(true, false, 60);
+    scenario.breakers[0].config =
+        outagelab_model::breaker::BreakerConfig::new(5, SimDuration::from_secs(5), 1).unwrap();
+    scenario.flows.push(common::flow("reads", vec![common::db_step(0)]));
+    let mut background = common::even("background", 1, 100.0, 1000);
+    background.flow = FlowId(1);
+    scenario.loads.push(background);
+    let report = run(&scenario).unwrap();
+    assert_eq!(report.summary.breakers["redis"].opened, 1);
+    let states = &report.series.gauges_max["breakers.redis.state"];
+    let bucket_at = |ms: f64| {
+        (report.series.start_ms.iter())
+            .rposition(|&start| start <= ms)
+            .expect("a bucket")
+    };
+    // Open before the 5 s are over, half-open after, with no call in between.
+    assert_eq!(states[bucket_at(3000.0)], 2, "{states:?}");
+    assert_eq!(states[bucket_at(6000.0)], 1, "{states:?}");
+    assert_eq!(states[bucket_at(9500.0)], 1, "{states:?}");
+}
