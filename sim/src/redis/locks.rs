@@ -13,7 +13,8 @@
 //! Replies: an acquire is `Ok` (taken) or `NotSet` (busy); a release is `Ok` (deleted) or
 //! `Miss` (no holder had the token: refused).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, DefaultHasher};
 
 use outagelab_model::lock::{LockKey, LockToken};
 use outagelab_model::time::SimTime;
@@ -33,7 +34,11 @@ pub(crate) struct LockServerStats {
 
 #[derive(Default)]
 pub(super) struct LockTable {
-    keys: BTreeMap<(u32, u32), LockKey>,
+    /// The keys with a holder, by `(family, index)` packed into one number. A hash map with
+    /// a fixed (unseeded) hasher, and never iterated, so its order reaches no output: every
+    /// lock command finds, adds or drops its key here, and a `BTreeMap`'s search, insert and
+    /// removal cost `explore` on seed000 1.2% more instructions.
+    keys: HashMap<u64, LockKey, BuildHasherDefault<DefaultHasher>>,
     /// Every holder by the end of its lease: (instant in ns, family, index, token).
     leases: BTreeSet<(u64, u32, u32, LockToken)>,
     /// By lock (token namespace); grown on first use.
@@ -65,7 +70,8 @@ impl LockTable {
     ) -> Reply {
         self.expire(now);
         let token = command.token;
-        let key = self.keys.entry((family, index)).or_default();
+        let packed = pack(family, index);
+        let key = self.keys.entry(packed).or_default();
         let reply = match command.kind {
             LockCommandKind::Acquire { mode, lease } => {
                 if key.try_acquire(now, mode, token, lease) {
@@ -94,12 +100,8 @@ impl LockTable {
                 None => Reply::Miss,
             },
         };
-        if self
-            .keys
-            .get(&(family, index))
-            .is_some_and(LockKey::is_empty)
-        {
-            self.keys.remove(&(family, index));
+        if self.keys.get(&packed).is_some_and(LockKey::is_empty) {
+            self.keys.remove(&packed);
         }
         reply
     }
@@ -111,16 +113,13 @@ impl LockTable {
         {
             self.leases.pop_first();
             let (_, family, index, token) = first;
-            let key = self.keys.get_mut(&(family, index));
+            let packed = pack(family, index);
+            let key = self.keys.get_mut(&packed);
             let expired = key.and_then(|key| key.expire(token)).is_some();
             debug_assert!(expired, "a lease outlives its holder");
             self.stats_mut(token).expired_leases += 1;
-            if self
-                .keys
-                .get(&(family, index))
-                .is_some_and(LockKey::is_empty)
-            {
-                self.keys.remove(&(family, index));
+            if self.keys.get(&packed).is_some_and(LockKey::is_empty) {
+                self.keys.remove(&packed);
             }
         }
     }
@@ -141,6 +140,11 @@ impl LockTable {
     pub(super) fn holders(&self) -> usize {
         self.leases.len()
     }
+}
+
+/// A key `(family, index)` as one number.
+fn pack(family: u32, index: u32) -> u64 {
+    u64::from(family) << 32 | u64::from(index)
 }
 
 #[cfg(test)]
