@@ -382,7 +382,12 @@ impl EventQueue {
     #[cold]
     #[inline(never)]
     fn move_to_many(&mut self, scheduled: Scheduled) {
-        let earliest = self.few.iter().map(|few| few.key).min().unwrap_or(scheduled.key);
+        let earliest = self
+            .few
+            .iter()
+            .map(|few| few.key)
+            .min()
+            .unwrap_or(scheduled.key);
         self.many.last = (earliest.min(scheduled.key) >> 64) as u64;
         for few in self.few.drain(..) {
             self.many.push(few);

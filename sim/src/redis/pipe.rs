@@ -317,7 +317,11 @@ mod tests {
                 // Sends bunched and spread, of a few bytes to a few MiB.
                 now = now.saturating_add(SimDuration::from_micros((turn * 7919) % 3000));
                 let bytes = (turn * 104_729) % (4 * MIB) + 1;
-                assert_eq!(short.send(now, turn, bytes), long.send(now, turn, bytes), "{turn}");
+                assert_eq!(
+                    short.send(now, turn, bytes),
+                    long.send(now, turn, bytes),
+                    "{turn}"
+                );
             }
         }
     }

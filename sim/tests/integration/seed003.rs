@@ -70,7 +70,9 @@ fn a_breaker_gauge_turns_half_open_with_time_while_no_request_calls_it() {
     let mut scenario = common::seed003(true, false, 60);
     scenario.breakers[0].config =
         outagelab_model::breaker::BreakerConfig::new(5, SimDuration::from_secs(5), 1).unwrap();
-    scenario.flows.push(common::flow("reads", vec![common::db_step(0)]));
+    scenario
+        .flows
+        .push(common::flow("reads", vec![common::db_step(0)]));
     let mut background = common::even("background", 1, 100.0, 1000);
     background.flow = FlowId(1);
     scenario.loads.push(background);
