@@ -208,7 +208,7 @@ const FEW_AGAIN: usize = 4;
 
 /// Many waiting events: a radix heap over their times. Time never goes back (the engine
 /// schedules nothing before the instant it is at), so the events due after `last` (the time
-/// of the last event taken, or the earliest waiting when the few moved in) sit in 64 unsorted
+/// of the last event a bucket gave, or the earliest waiting when the few moved in) sit in 64 unsorted
 /// buckets by the highest bit in which their time differs from `last`; events due at `last`
 /// or before it sit in `due`, a heap by their whole key, which breaks an instant's ties by
 /// class and sequence. Scheduling is a push into a bucket; taking the earliest, when none is
@@ -301,17 +301,21 @@ impl Radix {
         Some(earliest)
     }
 
-    /// Every event, in no order, leaving the queue empty (its storage kept).
+    /// Every event, in no order, leaving the queue empty. Its storage is given back: each
+    /// bucket keeps the most it held while the queue was many (an event passes through a few
+    /// buckets, so together they may keep a few times what waits at once), and once the queue
+    /// is few again that would be held for nothing.
     fn drain_into(&mut self, out: &mut Vec<Scheduled>) {
-        out.extend(self.due.drain());
-        while self.occupied != 0 {
-            let bucket = self.occupied.trailing_zeros() as usize;
-            self.occupied &= !(1 << bucket);
-            out.append(&mut self.buckets[bucket]);
+        out.extend(std::mem::take(&mut self.due).into_vec());
+        for bucket in &mut self.buckets {
+            out.append(bucket);
+            *bucket = Vec::new();
         }
+        self.occupied = 0;
         self.len = 0;
     }
 
+    /// What the buckets and `due` have room for: what the radix queue holds in memory.
     fn capacity(&self) -> usize {
         self.due.capacity() + self.buckets.iter().map(Vec::capacity).sum::<usize>()
     }
@@ -358,7 +362,8 @@ impl EventQueue {
         let event = event.into();
         let seq = match &mut self.shuffle {
             // A random position among the same-instant events of its class: 62 random bits
-            // (a tie of two draws falls back on the heap's own, deterministic, order).
+            // (a tie of two draws is taken in the order the queue's scans find it: deterministic,
+            // either way).
             Some(stream) => stream.next_u64() >> (64 - SEQ_BITS),
             None => self.next_seq,
         };
@@ -396,7 +401,8 @@ impl EventQueue {
         self.earliest = 0;
     }
 
-    /// Events the queue has room for without growing (what it holds in memory).
+    /// Events the queue's storage has room for: what it holds in memory (the radix queue's
+    /// buckets keep what they held while it is many, so this can be a few times what waits).
     pub fn capacity(&self) -> usize {
         self.few.capacity() + self.many.capacity()
     }
@@ -719,7 +725,7 @@ mod tests {
             let mut now = 0u64;
             for (delay_bits, kind, what) in ops {
                 if what < 5 {
-                    // A delay of up to 2^delay_bits nanoseconds; one in eight is none.
+                    // A delay of up to 2^delay_bits nanoseconds; one send in five has none.
                     let delay = if what == 0 { 0 } else { (seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & ((1u64 << delay_bits) - 1) };
                     let copies = if what == 1 { 1 + (seq % 7) } else { 1 };
                     for _ in 0..copies {
