@@ -170,7 +170,12 @@ impl Scheduled {
     }
 
     fn at(&self) -> SimTime {
-        SimTime::from_nanos((self.key >> 64) as u64)
+        SimTime::from_nanos(self.nanos())
+    }
+
+    /// When it is due, in nanoseconds (the key's high 64 bits).
+    fn nanos(&self) -> u64 {
+        (self.key >> 64) as u64
     }
 }
 
@@ -208,10 +213,10 @@ const FEW_AGAIN: usize = 4;
 
 /// Many waiting events: a radix heap over their times. Time never goes back (the engine
 /// schedules nothing before the instant it is at), so the events due after `last` (the time
-/// of the last event a bucket gave, or the earliest waiting when the few moved in) sit in 64 unsorted
-/// buckets by the highest bit in which their time differs from `last`; events due at `last`
-/// or before it sit in `due`, a heap by their whole key, which breaks an instant's ties by
-/// class and sequence. Scheduling is a push into a bucket; taking the earliest, when none is
+/// of the last event a bucket gave, or the earliest waiting when the few moved in) sit in 64
+/// unsorted buckets by the highest bit in which their time differs from `last`; events due at
+/// `last` or before it sit in `due`, a heap by their whole key, which breaks an instant's ties
+/// by class and sequence. Scheduling is a push into a bucket; taking the earliest, when none is
 /// in `due`, takes the least key of the lowest bucket, moves `last` to its time, and spreads
 /// the bucket's other events over `due` and the buckets below (each event moves down a few
 /// times in its life, however many wait; most often the lowest bucket holds one). A binary
@@ -258,7 +263,7 @@ impl Radix {
     /// Into `due` or the bucket its time's highest bit differing from `last` names.
     #[inline(always)]
     fn place(&mut self, scheduled: Scheduled) {
-        let at = (scheduled.key >> 64) as u64;
+        let at = scheduled.nanos();
         if at <= self.last {
             self.due.push(scheduled);
         } else {
@@ -283,14 +288,8 @@ impl Radix {
         let bucket = self.occupied.trailing_zeros() as usize;
         self.occupied &= !(1 << bucket);
         let mut spread = std::mem::take(&mut self.buckets[bucket]);
-        let mut least = 0;
-        for index in 1..spread.len() {
-            if spread[index].key < spread[least].key {
-                least = index;
-            }
-        }
-        let earliest = spread.swap_remove(least);
-        self.last = (earliest.key >> 64) as u64;
+        let earliest = spread.swap_remove(least_key(&spread));
+        self.last = earliest.nanos();
         for &scheduled in &spread {
             self.place(scheduled);
         }
@@ -387,13 +386,8 @@ impl EventQueue {
     #[cold]
     #[inline(never)]
     fn move_to_many(&mut self, scheduled: Scheduled) {
-        let earliest = self
-            .few
-            .iter()
-            .map(|few| few.key)
-            .min()
-            .unwrap_or(scheduled.key);
-        self.many.last = (earliest.min(scheduled.key) >> 64) as u64;
+        let earliest = self.few[self.earliest].nanos().min(scheduled.nanos());
+        self.many.last = earliest;
         for few in self.few.drain(..) {
             self.many.push(few);
         }
@@ -442,11 +436,11 @@ impl EventQueue {
     }
 }
 
-/// The index of the least key in `few` (0 when it is empty).
-fn least_key(few: &[Scheduled]) -> usize {
+/// The index of the least key among `events` (0 when there are none).
+fn least_key(events: &[Scheduled]) -> usize {
     let mut least = 0;
-    for (index, scheduled) in few.iter().enumerate().skip(1) {
-        if scheduled.key < few[least].key {
+    for (index, scheduled) in events.iter().enumerate().skip(1) {
+        if scheduled.key < events[least].key {
             least = index;
         }
     }
@@ -681,8 +675,9 @@ mod tests {
 
     proptest::proptest! {
         /// Whether its events are few (unsorted, with the earliest found by a scan) or many
-        /// (the radix queue), and across the moves between the two, the queue gives the events in the
-        /// order a plain heap of the same keys gives: by time, class and scheduling order.
+        /// (the radix queue), and across the moves between the two, the queue gives the
+        /// events in the order a plain heap of the same keys gives: by time, class and
+        /// scheduling order.
         #[test]
         fn the_queue_takes_events_in_key_order_few_or_many(
             ops in proptest::collection::vec((0u64..40, 0u8..4, proptest::bool::weighted(0.55)), 1..400),

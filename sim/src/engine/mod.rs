@@ -674,16 +674,16 @@ impl<'s> Simulator<'s> {
     /// A freed slot still holds its ended request, so a stale read would not fail by itself:
     /// the assertion is what catches one in the tests.
     pub(crate) fn request_mut(&mut self, slot: u32) -> &mut Request {
-        let held = &mut self.slots[slot as usize];
-        debug_assert!(held.live);
-        &mut held.request
+        let entry = &mut self.slots[slot as usize];
+        debug_assert!(entry.live);
+        &mut entry.request
     }
 
     /// The request in `slot`, which is live (as for [`Self::request_mut`]).
     pub(crate) fn request(&self, slot: u32) -> &Request {
-        let held = &self.slots[slot as usize];
-        debug_assert!(held.live);
-        &held.request
+        let entry = &self.slots[slot as usize];
+        debug_assert!(entry.live);
+        &entry.request
     }
 
     /// The index of the flow whose figures a request of `flow` counts in.

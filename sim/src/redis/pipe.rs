@@ -168,6 +168,12 @@ impl<T> Pipe<T> {
     /// stretch of the timeline (a `bandwidth` toxic's, else the pipe's own; none is no time
     /// at all). Bound: one step per stretch.
     fn sent_by(&self, start: SimTime, bytes: u64) -> SimTime {
+        if self.toxics.is_empty() {
+            // The pipe's own rate throughout (the timeline's one stretch of no toxic).
+            return self
+                .bandwidth
+                .map_or(start, |rate| start.saturating_add(rate.time_for(bytes)));
+        }
         let (mut at, mut left) = (start, bytes);
         for stretch in self.toxics.stretches_from(start) {
             let Some(rate) = stretch.toxics.bandwidth.or(self.bandwidth) else {
@@ -211,22 +217,22 @@ impl<T> Pipe<T> {
     /// Puts `item` of `bytes` on the wire now, behind what is already being sent; returns
     /// when it arrives.
     pub(super) fn send(&mut self, now: SimTime, item: T, bytes: u64) -> SimTime {
-        if self.toxics.is_empty() {
-            // No toxic on this connection in the whole run (most pipes): what the timeline
-            // below comes to with nothing in force, without walking it.
-            let start = self.free_at.max(now);
-            self.free_at = match self.bandwidth {
-                Some(rate) => start.saturating_add(rate.time_for(bytes)),
-                None => start,
-            };
-            self.in_flight.push_back(item);
-            let arrival = self.free_at.saturating_add(self.latency);
-            self.last_arrival = self.last_arrival.max(arrival);
-            return self.last_arrival;
-        }
         self.free_at = self.sent_by(self.free_at.max(now), bytes);
         self.in_flight.push_back(item);
-        let leaves = self.free_at;
+        let arrival = self
+            .through_toxics(self.free_at)
+            .saturating_add(self.latency);
+        self.last_arrival = self.last_arrival.max(arrival);
+        self.last_arrival
+    }
+
+    /// When an item that leaves at `leaves` is through the toxics: its losses sent again, and
+    /// held by a latency toxic. A connection without any toxic in the run (most) lets it
+    /// through as it leaves, and draws nothing, as the timeline would with none in force.
+    fn through_toxics(&mut self, leaves: SimTime) -> SimTime {
+        if self.toxics.is_empty() {
+            return leaves;
+        }
         // A latency toxic's delay for this item, drawn as it leaves (before its losses).
         let toxics = self.toxics.at(leaves);
         let drawn = toxics.draw_added(&mut self.draws);
@@ -240,12 +246,7 @@ impl<T> Pipe<T> {
                 later.added
             }
         };
-        let arrival = self
-            .toxics
-            .let_go(through, held)
-            .saturating_add(self.latency);
-        self.last_arrival = self.last_arrival.max(arrival);
-        self.last_arrival
+        self.toxics.let_go(through, held)
     }
 
     /// The oldest item, which has just arrived.
@@ -299,8 +300,8 @@ mod tests {
         )
     }
 
-    /// A pipe without toxics takes a short way through `send`; it must arrive where the
-    /// timeline's way does with nothing in force (a timeline of one change to no toxic,
+    /// A pipe without toxics takes a short way through `sent_by` and `through_toxics`; it
+    /// must arrive where the timeline's way does with nothing in force (a timeline of one change to no toxic,
     /// which `ToxicTimeline::new` never builds, takes the long way).
     #[test]
     fn a_pipe_without_toxics_sends_as_the_timeline_does_with_none_in_force() {
