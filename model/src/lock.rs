@@ -499,6 +499,42 @@ impl LockKey {
         Some(self.readers.swap_remove(index))
     }
 
+    /// Removes one holder carrying `token` whose lease ends at `expires_at`, and returns it:
+    /// `None` when there is none (that lease was released, or the key was taken again).
+    pub fn expire_lease(&mut self, token: LockToken, expires_at: SimTime) -> Option<Holder> {
+        let holder = Holder { token, expires_at };
+        if self.writer == Some(holder) {
+            return self.writer.take();
+        }
+        let index = self.readers.iter().position(|r| *r == holder)?;
+        Some(self.readers.swap_remove(index))
+    }
+
+    /// How many holders carry `token` with a lease ending at `expires_at` (live or not).
+    pub fn holding(&self, token: LockToken, expires_at: SimTime) -> usize {
+        let holder = Holder { token, expires_at };
+        usize::from(self.writer == Some(holder))
+            + self.readers.iter().filter(|r| **r == holder).count()
+    }
+
+    /// An empty key that keeps `storage`'s room for its readers (see [`LockKey::into_storage`]):
+    /// a server that frees and takes keys all the time allocates only while the most keys
+    /// held at once grows.
+    pub fn with_storage(mut storage: Vec<Holder>) -> LockKey {
+        storage.clear();
+        LockKey {
+            writer: None,
+            readers: storage,
+        }
+    }
+
+    /// The room this key kept for its readers, emptied, for [`LockKey::with_storage`].
+    pub fn into_storage(self) -> Vec<Holder> {
+        let mut readers = self.readers;
+        readers.clear();
+        readers
+    }
+
     fn drop_expired(&mut self, now: SimTime) {
         if self.writer.is_some_and(|writer| !writer.live(now)) {
             self.writer = None;

@@ -376,14 +376,12 @@ impl Redis {
 
     /// Bytes the commands in flight take: each is held once, by its connection, until it
     /// ends; the wire and the server's input hold only its sequence number. Plus the writes'
-    /// origins.
+    /// origins and the lock tables.
     pub fn memory_bytes(&self) -> u64 {
         let per_command =
             std::mem::size_of::<connection::Command>() + 2 * std::mem::size_of::<u64>();
-        let lock_holders: usize = self
-            .servers
-            .iter()
-            .map(|s| s.keyspace.locks.holders())
+        let locks: u64 = (self.servers.iter())
+            .map(|s| s.keyspace.locks.memory_bytes())
             .sum();
         let replicating: usize = self.replication.iter().map(|q| q.len()).sum();
         // A connection's queues are growable rings: the room they keep beyond what they hold
@@ -401,7 +399,7 @@ impl Redis {
             + room as u64
             + replicating as u64 * 48
             + self.origins.len() as u64 * 64
-            + lock_holders as u64 * 96
+            + locks
     }
 
     /// Lock `lock`'s counts over every server at `now`: expired leases added up, peaks the
