@@ -12,8 +12,9 @@
 //! Invariant: a gauge's series holds, per bucket, the largest of the values its source had at
 //! the end of the events of that bucket; a gauge whose source cannot have changed in an event
 //! is not set again (setting a gauge to the value it holds changes nothing): each mechanism
-//! says whether it was called since the last event (`take_changed`), a breaker when its state
-//! next moves with time alone.
+//! says whether it was called since the last event (`take_changed`), Redis which connections'
+//! commands waiting changed (`drain_pending`), a breaker when its state next moves with time
+//! alone.
 
 use std::collections::BTreeMap;
 
@@ -33,7 +34,7 @@ use crate::scenario::{CallerId, ConnectionId, DatabaseId, FlowId, Reconnect, Sce
 pub(crate) struct Sources<'a> {
     /// Requests in flight (main requests, not background steps).
     pub in_flight: u64,
-    pub redis: &'a Redis,
+    pub redis: &'a mut Redis,
     /// Whether a Redis gauge's source may have changed in the event ([`Redis::take_changed`]):
     /// when not, its gauges hold their values and are not set again.
     pub redis_changed: bool,
@@ -279,52 +280,73 @@ impl Observation {
         self.http.as_ref()
     }
 
-    /// Sets every gauge to its source's value at the end of an event at `now`.
+    /// Sets every gauge whose source may have changed to its source's value at the end of an
+    /// event at `now`. The event loop runs this after every event: what a scenario does not
+    /// have, or what did not change, costs a test each, and the rest is out of line.
+    #[inline]
     pub(crate) fn after_event(&mut self, now: SimTime, sources: Sources<'_>) {
-        let metrics = &mut self.metrics;
-        metrics.set_gauge(self.in_flight, sources.in_flight);
-        let databases = sources.databases;
-        if databases.take_changed() {
-            for (index, &(running, waiting)) in (0u32..).zip(&self.database_gauges) {
-                let id = DatabaseId(index);
-                metrics.set_gauge(running, databases.running(id) as u64);
-                metrics.set_gauge(waiting, databases.lock_waiting(id));
-            }
-            for &(id, gauge) in &self.connection_waiting_gauges {
-                metrics.set_gauge(gauge, databases.connection_waiting(id));
-            }
-            for &(id, gauge) in &self.collapsed_gauges {
-                metrics.set_gauge(gauge, u64::from(databases.collapsed(id)));
-            }
+        self.metrics.set_gauge(self.in_flight, sources.in_flight);
+        if sources.databases.take_changed() {
+            self.observe_databases(sources.databases);
         }
         if sources.redis_changed {
-            for (index, &gauge) in (0u32..).zip(&self.connection_gauges) {
-                metrics.set_gauge(gauge, sources.redis.pending(ConnectionId(index)));
-            }
-            self.observe_servers(sources.redis);
+            self.observe_redis(sources.redis);
         }
-        let metrics = &mut self.metrics;
-        for &(connection, gauge) in &self.slot_gauges {
-            let connected = sources.reconnect_slots.connected(connection);
-            metrics.set_gauge(gauge, u64::from(connected));
+        if !self.slot_gauges.is_empty() {
+            self.observe_slots(sources.reconnect_slots);
         }
-        sources.actions.observe(now, metrics);
-        sources.policies.observe(now, metrics);
+        sources.actions.observe(now, &mut self.metrics);
+        sources.policies.observe(now, &mut self.metrics);
     }
 
-    /// Each server's memory gauge, and its evictions and expirations since the last time.
-    fn observe_servers(&mut self, redis: &Redis) {
+    /// Each database's running and waiting gauges, its connections' waiting and its collapse.
+    #[inline(never)]
+    fn observe_databases(&mut self, databases: &Databases) {
         let metrics = &mut self.metrics;
+        for (index, &(running, waiting)) in (0u32..).zip(&self.database_gauges) {
+            let id = DatabaseId(index);
+            metrics.set_gauge(running, databases.running(id) as u64);
+            metrics.set_gauge(waiting, databases.lock_waiting(id));
+        }
+        for &(id, gauge) in &self.connection_waiting_gauges {
+            metrics.set_gauge(gauge, databases.connection_waiting(id));
+        }
+        for &(id, gauge) in &self.collapsed_gauges {
+            metrics.set_gauge(gauge, u64::from(databases.collapsed(id)));
+        }
+    }
+
+    /// The pending gauge of each connection whose commands waiting changed, and each server's
+    /// memory series.
+    #[inline(never)]
+    fn observe_redis(&mut self, redis: &mut Redis) {
+        let metrics = &mut self.metrics;
+        let gauges = &self.connection_gauges;
+        redis.drain_pending(|connection, pending| {
+            metrics.set_gauge(gauges[connection.index()], pending);
+        });
         for (index, series) in (0u32..).zip(&mut self.server_series) {
             let memory = redis.server_summary(ServerId(index));
             metrics.set_gauge(series.used_memory, memory.used_memory);
-            for ((seen, counter), total) in [
-                (&mut series.evicted, memory.evicted_keys),
-                (&mut series.expired, memory.expired_keys),
-            ] {
-                metrics.count_many(*counter, total - *seen);
-                *seen = total;
+            let (seen, counter) = &mut series.evicted;
+            if memory.evicted_keys != *seen {
+                metrics.count_many(*counter, memory.evicted_keys - *seen);
+                *seen = memory.evicted_keys;
             }
+            let (seen, counter) = &mut series.expired;
+            if memory.expired_keys != *seen {
+                metrics.count_many(*counter, memory.expired_keys - *seen);
+                *seen = memory.expired_keys;
+            }
+        }
+    }
+
+    /// Each reconnect slot's `connected` gauge.
+    #[inline(never)]
+    fn observe_slots(&mut self, reconnect_slots: &ReconnectSlots) {
+        for &(connection, gauge) in &self.slot_gauges {
+            let connected = reconnect_slots.connected(connection);
+            self.metrics.set_gauge(gauge, u64::from(connected));
         }
     }
 

@@ -608,7 +608,7 @@ impl<'s> Simulator<'s> {
         let redis_changed = self.redis.take_changed();
         let sources = Sources {
             in_flight: self.in_flight,
-            redis: &self.redis,
+            redis: &mut self.redis,
             redis_changed,
             databases: &mut self.databases,
             reconnect_slots: &self.reconnect_slots,

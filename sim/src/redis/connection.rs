@@ -241,6 +241,7 @@ impl Redis {
         let (pending, peak) = &mut self.pending[owner.index()];
         *pending += 1;
         *peak = (*peak).max(*pending);
+        self.mark_pending(owner);
         self.queued += 1;
         let connection = &mut self.connections[id.index()];
         if deadline != SimTime::MAX && !connection.timeout_armed {
@@ -385,6 +386,7 @@ impl Redis {
     fn command_gone(&mut self, id: ConnectionId, command: &Command) {
         let owner = self.connections[id.index()].owner;
         self.pending[owner.index()].0 -= 1;
+        self.mark_pending(owner);
         self.queued -= 1;
         match command.origin {
             Some(origin) => self.origin_copy_gone(origin),

@@ -149,6 +149,10 @@ pub(crate) struct Redis {
     free_links: Vec<Vec<ConnectionId>>,
     /// Per connection (over all its links): commands waiting now, and the most at once.
     pending: Vec<(u64, u64)>,
+    /// The connections whose `pending` changed since the last [`Redis::drain_pending`], each
+    /// once, with `pending_marked` saying which are in it: the gauges of the others hold.
+    pending_changed: Vec<ConnectionId>,
+    pending_marked: Vec<bool>,
     /// Commands waiting now over every connection: the sum of `pending`'s first halves.
     queued: u64,
     origins: BTreeMap<u64, Origin>,
@@ -226,6 +230,8 @@ impl Redis {
             connections: Vec::new(),
             free_links: vec![Vec::new(); scenario.connections.len()],
             pending: vec![(0, 0); scenario.connections.len()],
+            pending_changed: Vec::new(),
+            pending_marked: vec![false; scenario.connections.len()],
             queued: 0,
             origins: BTreeMap::new(),
             next_origin: 0,
@@ -370,8 +376,24 @@ impl Redis {
         std::mem::replace(&mut self.changed, false)
     }
 
-    pub fn pending(&self, connection: ConnectionId) -> u64 {
-        self.pending[connection.index()].0
+    /// Calls `each` with every connection whose commands waiting changed since the last call,
+    /// and their number now.
+    #[inline]
+    pub fn drain_pending(&mut self, mut each: impl FnMut(ConnectionId, u64)) {
+        for connection in self.pending_changed.drain(..) {
+            self.pending_marked[connection.index()] = false;
+            each(connection, self.pending[connection.index()].0);
+        }
+    }
+
+    /// `connection`'s commands waiting changed (by one, up or down).
+    #[inline]
+    fn mark_pending(&mut self, connection: ConnectionId) {
+        let marked = &mut self.pending_marked[connection.index()];
+        if !*marked {
+            *marked = true;
+            self.pending_changed.push(connection);
+        }
     }
 
     /// Bytes the commands in flight take: each is held once, by its connection, until it
@@ -697,7 +719,7 @@ mod testing {
 
         /// Commands waiting on connection 0.
         pub fn pending(&self) -> u64 {
-            self.redis.pending(ConnectionId(0))
+            self.redis.pending[0].0
         }
 
         /// Commands held over every connection.

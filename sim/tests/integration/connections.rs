@@ -479,3 +479,27 @@ fn a_full_server_evicts_under_allkeys_lru_and_refuses_writes_under_noeviction() 
     assert_eq!(full.summary.outcomes["oom"], server.oom_replies);
     assert!(holds(&full, "servers.redis.oom_replies == outcomes.oom"));
 }
+
+#[test]
+fn a_connections_pending_gauge_rises_with_its_queue_and_falls_to_zero_once_all_are_answered() {
+    // 50 GETs at once to a server paused for 300 ms: all wait on the connection, then all are
+    // answered; the gauge is set where the count changes, so each change must reach it.
+    let mut s = base();
+    s.flows
+        .push(flow("read", vec![redis_step(0, RedisCommand::Get, 0)]));
+    s.loads.push(burst("readers", 0, SimTime::ZERO, 50));
+    s.faults.push(fault(
+        "pause",
+        0,
+        FaultKind::Pause(PauseMode::All),
+        SimTime::ZERO,
+        Some(ms(300)),
+    ));
+    s.limits.horizon = Some(at_ms(2000));
+    let report = run(&s).unwrap();
+    assert_eq!(outcome(&report, "read", "ok"), 50);
+    let gauge = &report.series.gauges_max["connections.a.pending"];
+    assert_eq!(gauge.iter().max(), Some(&50), "{gauge:?}");
+    assert_eq!(gauge.last(), Some(&0), "{gauge:?}");
+    assert_eq!(report.summary.connections["a"].peak_pending, 50);
+}
