@@ -121,17 +121,17 @@ impl Latency {
         }
         let ms = |nanos: u64| Some(nanos as f64 / 1e6);
         // A percentile is its bucket's upper edge, which may pass the exact maximum.
-        let percentile = |thousandths| {
-            ms(percentile(&self.histogram, rule, thousandths).clamp(self.min, self.max))
-        };
+        let thousandths = [50_000, 90_000, 95_000, 99_000, 99_900];
+        let [p50, p90, p95, p99, p999] = percentiles(&self.histogram, rule, thousandths)
+            .map(|value| ms(value.clamp(self.min, self.max)));
         LatencyStats {
             count,
             min: ms(self.min),
-            p50: percentile(50_000),
-            p90: percentile(90_000),
-            p95: percentile(95_000),
-            p99: percentile(99_000),
-            p999: percentile(99_900),
+            p50,
+            p90,
+            p95,
+            p99,
+            p999,
             max: ms(self.max),
             mean: Some((self.sum / u128::from(count)) as f64 / 1e6),
         }
@@ -243,8 +243,7 @@ impl BucketLatency {
         let (min, max) = (self.min, self.max);
         let ms = |micros: u64| Some(micros.clamp(min, max) as f64 / 1e3);
         let percentiles = if !self.histogram.is_empty() {
-            let at = |thousandths| ms(percentile(&self.histogram, rule, thousandths));
-            BUCKET_PERCENTILES.map(at)
+            percentiles(&self.histogram, rule, BUCKET_PERCENTILES).map(ms)
         } else if !self.samples.is_empty() {
             // What the histogram would answer: the upper edge of the bucket that holds the
             // value of the rank (every latency is at most the histogram's highest value, so
@@ -692,14 +691,37 @@ fn first_edge_of_each_power(edges: &[u64]) -> [u16; 64] {
 }
 
 /// The percentile `thousandths / 1000` % of a non-empty histogram under `rule`, as the upper
-/// edge of the bucket holding the value of that rank.
+/// edge of the bucket holding the value of that rank, asked alone: what the tests hold
+/// [`percentiles`] to.
+#[cfg(test)]
 fn percentile(histogram: &Histogram<u64>, rule: PercentileRule, thousandths: u32) -> u64 {
     let count = histogram.len();
-    let rank = rule.rank(thousandths, count);
+    histogram.value_at_quantile(quantile_of(rule.rank(thousandths, count), count))
+}
+
+/// The quantile at which the histogram answers for the value of rank `rank` of `count`.
+fn quantile_of(rank: u64, count: u64) -> f64 {
     // The histogram answers for the rank ceil(q * count); half a rank below the one wanted is
     // far from any rounding edge, so this q always selects exactly `rank`.
-    let quantile = (rank as f64 - 0.5) / count as f64;
-    histogram.value_at_quantile(quantile)
+    (rank as f64 - 0.5) / count as f64
+}
+
+/// The percentiles `thousandths[i] / 1000` % (ascending) of a non-empty histogram under
+/// `rule`, each the upper edge of the bucket holding the value of that rank: one pass over
+/// the histogram's counts for them all, each what `value_at_quantile` gives it alone.
+fn percentiles<const N: usize>(
+    histogram: &Histogram<u64>,
+    rule: PercentileRule,
+    thousandths: [u32; N],
+) -> [u64; N] {
+    debug_assert!(
+        thousandths.is_sorted(),
+        "percentiles asked in increasing order"
+    );
+    let count = histogram.len();
+    let quantiles = thousandths.map(|t| quantile_of(rule.rank(t, count), count));
+    let mut values = histogram.value_at_quantiles(quantiles);
+    std::array::from_fn(|_| values.next().expect("one value per ascending quantile"))
 }
 
 fn counts_by_name(counts: &[u64; Outcome::COUNT]) -> BTreeMap<String, u64> {
@@ -933,6 +955,32 @@ mod tests {
         let alone = &metrics.flow_summary(1, 0, 0).latency_ms["ok"];
         assert_eq!(alone.p50, expected(&slow_ok, 50_000));
         assert_eq!(alone.p999, expected(&slow_ok, 99_900));
+    }
+}
+
+#[cfg(test)]
+mod percentile_tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The percentiles taken in one pass are each what the histogram gives for it alone,
+        /// under both rules, from one latency to thousands spread over nine decades.
+        #[test]
+        fn percentiles_in_one_pass_are_each_the_one_asked_alone(
+            latencies in proptest::collection::vec((0u32..30, 0u64..1000), 1..3000),
+            floor in proptest::bool::ANY,
+        ) {
+            let rule = if floor { PercentileRule::FloorIndex } else { PercentileRule::NearestRank };
+            let mut latency = Latency::new();
+            for (power, low) in latencies {
+                latency.record((1u64 << power) + low);
+            }
+            let thousandths = [0, 1, 50_000, 90_000, 95_000, 99_000, 99_900, 100_000];
+            let together = percentiles(&latency.histogram, rule, thousandths);
+            for (asked, value) in thousandths.into_iter().zip(together) {
+                proptest::prop_assert_eq!(value, percentile(&latency.histogram, rule, asked));
+            }
+        }
     }
 }
 
