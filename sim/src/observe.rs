@@ -325,18 +325,19 @@ impl Observation {
         redis.drain_pending(|connection, pending| {
             metrics.set_gauge(gauges[connection.index()], pending);
         });
-        for (index, series) in (0u32..).zip(&mut self.server_series) {
-            let memory = redis.server_summary(ServerId(index));
-            metrics.set_gauge(series.used_memory, memory.used_memory);
+        for index in 0..self.server_series.len() {
+            let (used, evicted, expired) = redis.server_memory(ServerId(index as u32));
+            let series = &mut self.server_series[index];
+            metrics.set_gauge(series.used_memory, used);
             let (seen, counter) = &mut series.evicted;
-            if memory.evicted_keys != *seen {
-                metrics.count_many(*counter, memory.evicted_keys - *seen);
-                *seen = memory.evicted_keys;
+            if evicted != *seen {
+                metrics.count_many(*counter, evicted - *seen);
+                *seen = evicted;
             }
             let (seen, counter) = &mut series.expired;
-            if memory.expired_keys != *seen {
-                metrics.count_many(*counter, memory.expired_keys - *seen);
-                *seen = memory.expired_keys;
+            if expired != *seen {
+                metrics.count_many(*counter, expired - *seen);
+                *seen = expired;
             }
         }
     }

@@ -380,10 +380,11 @@ impl Redis {
     /// and their number now.
     #[inline]
     pub fn drain_pending(&mut self, mut each: impl FnMut(ConnectionId, u64)) {
-        for connection in self.pending_changed.drain(..) {
+        for &connection in &self.pending_changed {
             self.pending_marked[connection.index()] = false;
             each(connection, self.pending[connection.index()].0);
         }
+        self.pending_changed.clear();
     }
 
     /// `connection`'s commands waiting changed (by one, up or down).
@@ -463,6 +464,19 @@ impl Redis {
         }
         total.peak_pending = self.pending[connection.index()].1;
         total
+    }
+
+    /// A server's used memory now, and its evicted and expired keys so far: what its gauge
+    /// and counters follow.
+    #[inline]
+    pub fn server_memory(&self, server: ServerId) -> (u64, u64, u64) {
+        let keyspace = &self.servers[server.index()].keyspace;
+        let stats = &keyspace.stats;
+        (
+            keyspace.used_memory(),
+            stats.evicted_keys,
+            stats.expired_keys,
+        )
     }
 
     /// A server's memory now and its memory counters so far. Reading it changes nothing:
