@@ -139,14 +139,24 @@ impl Connection {
     /// The command `seq`, on the wire or at the server: a link's commands leave `commands`
     /// only after their reply, or all at once when the link is dropped with its wires and
     /// input, so one that reached the server is still here.
-    pub(super) fn command_mut(&mut self, seq: u64) -> &mut Command {
-        let index = self.commands.partition_point(|command| command.seq < seq);
-        let command = &mut self.commands[index];
-        assert_eq!(
-            command.seq, seq,
+    /// Where the command `seq` is in `commands`. Sequence numbers rise by one per command
+    /// issued and leave from the front, so `seq`'s place is its distance from the front's;
+    /// only a carry-over after a lost link (which keeps some commands and fails others)
+    /// leaves gaps, and then a binary search over the rising numbers finds it.
+    pub(super) fn command_index(&self, seq: u64) -> usize {
+        let front = self.commands.front().map_or(seq, |command| command.seq);
+        let guess = usize::try_from(seq.wrapping_sub(front)).unwrap_or(usize::MAX);
+        let index = match self.commands.get(guess) {
+            Some(command) if command.seq == seq => guess,
+            _ => self.commands.partition_point(|command| command.seq < seq),
+        };
+        assert!(
+            self.commands
+                .get(index)
+                .is_some_and(|command| command.seq == seq),
             "a command at the server is held by its client"
         );
-        command
+        index
     }
 
     /// The link is gone: its wires and the server's unread input are dropped, the server no
@@ -623,6 +633,45 @@ mod tests {
     use super::super::testing::{Harness, get};
     use crate::kernel::StepResult;
     use crate::scenario::{FaultKind, PauseMode};
+
+    #[test]
+    fn a_command_is_found_by_its_sequence_number_with_or_without_gaps_before_it() {
+        use super::super::testing::set;
+        use super::{Command, Connection, ConnectionId};
+        use crate::kernel::RequestRef;
+        use crate::scenario::{ConnectionSpec, ServerId};
+        use outagelab_model::time::SimTime;
+
+        let mut connection =
+            Connection::new(ConnectionSpec::new("c", ServerId(0)), ConnectionId(0), 1);
+        let command = |seq: u64| Command {
+            seq,
+            op: set(0, 10),
+            waiter: RequestRef { slot: 0, token: 0 },
+            deadline: SimTime::MAX,
+            timed_out: false,
+            retries: 0,
+            executions: 0,
+            origin: None,
+        };
+        // Rising by one from 5 (as issued), then the gaps a carry-over after a lost link
+        // leaves: the place by distance from the front misses, and the search finds it.
+        let seqs = [5, 6, 7, 9, 12, 13, 20];
+        for seq in seqs {
+            connection.commands.push_back(command(seq));
+        }
+        for (index, seq) in seqs.into_iter().enumerate() {
+            assert_eq!(connection.command_index(seq), index, "seq {seq}");
+        }
+        // The front gone, as after its reply.
+        connection.commands.pop_front();
+        for (index, seq) in seqs.into_iter().enumerate().skip(1) {
+            assert_eq!(connection.command_index(seq), index - 1, "seq {seq}");
+        }
+        let missing =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| connection.command_index(8)));
+        assert!(missing.is_err(), "a command not held is a broken invariant");
+    }
 
     const TIMEOUT: StepResult = StepResult::Error(Outcome::Timeout);
     const SHED: StepResult = StepResult::Error(Outcome::Shed);

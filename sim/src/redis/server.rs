@@ -184,14 +184,15 @@ impl Redis {
                 connection.scheduled = false;
                 continue; // its input was dropped with its link
             };
-            let op = connection.command_mut(seq).op;
+            let index = connection.command_index(seq);
+            let op = connection.commands[index].op;
             if server.paused_writes > 0 && is_write(op.command) {
                 // Held, with the commands behind it on its connection, until the pause ends.
                 server.blocked.push(connection_id);
                 continue;
             }
             connection.input.pop_front();
-            let command = connection.command_mut(seq);
+            let command = &mut connection.commands[index];
             let reply = server.execute(now, op);
             command.executions += 1;
             if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o))
