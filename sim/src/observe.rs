@@ -86,6 +86,8 @@ pub(crate) struct Observation {
 /// the totals already counted, so each event adds only what is new).
 struct ServerSeries {
     used_memory: GaugeId,
+    /// The used memory last written to `used_memory`.
+    used: u64,
     evicted: (u64, CounterId),
     expired: (u64, CounterId),
 }
@@ -154,6 +156,7 @@ impl Observation {
         let server_series = (scenario.servers.iter())
             .map(|server| ServerSeries {
                 used_memory: metrics.add_gauge(GaugeKey::ServerUsedMemory(server.name.clone())),
+                used: 0,
                 evicted: (
                     0,
                     metrics.add_counter(CountKey::ServerEvictedKeys(server.name.clone())),
@@ -325,9 +328,18 @@ impl Observation {
         redis.drain_pending(|connection, pending| {
             metrics.set_gauge(gauges[connection.index()], pending);
         });
-        for index in 0..self.server_series.len() {
-            let (used, evicted, expired) = redis.server_memory(ServerId(index as u32));
-            let series = &mut self.server_series[index];
+        for (index, series) in (0u32..).zip(&mut self.server_series) {
+            let server = ServerId(index);
+            let Some((used, evicted, expired)) = redis.server_memory_changed(server) else {
+                // Unmarked, the server's memory is as last seen: a test build checks it.
+                debug_assert_eq!(
+                    redis.server_memory(server),
+                    (series.used, series.evicted.0, series.expired.0),
+                    "server {index}'s memory changed without its keyspace marking it"
+                );
+                continue;
+            };
+            series.used = used;
             metrics.set_gauge(series.used_memory, used);
             let (seen, counter) = &mut series.evicted;
             if evicted != *seen {

@@ -172,6 +172,10 @@ pub(super) struct Keyspace {
     /// With exact LRU eviction only: the policy's candidates, least recently used first.
     lru: Option<BTreeSet<(u64, Key)>>,
     used_memory: u64,
+    /// Set when `used_memory` or the expired and evicted counts may have changed (a key
+    /// stored, removed or all cleared), until the observer takes it: what lets it skip a
+    /// server whose memory series cannot have moved.
+    memory_changed: bool,
     /// Draws eviction candidates.
     rng: Stream,
     pub(super) stats: MemoryStats,
@@ -195,6 +199,7 @@ impl Keyspace {
             expiries: BTreeSet::new(),
             lru: exact_lru.then(BTreeSet::new),
             used_memory: 0,
+            memory_changed: true,
             rng,
             stats: MemoryStats::default(),
         }
@@ -203,6 +208,11 @@ impl Keyspace {
     /// Bytes the live keys take (after the last `expire_due`).
     pub(super) fn used_memory(&self) -> u64 {
         self.used_memory
+    }
+
+    /// Whether the memory series may have changed since the last call, and clears the mark.
+    pub(super) fn take_memory_changed(&mut self) -> bool {
+        std::mem::take(&mut self.memory_changed)
     }
 
     pub(super) fn maxmemory(&self) -> Option<u64> {
@@ -239,6 +249,7 @@ impl Keyspace {
             lru.clear();
         }
         self.used_memory = 0;
+        self.memory_changed = true;
     }
 
     /// Stores the first `count` keys of a family, without expiry.
@@ -284,6 +295,7 @@ impl Keyspace {
     fn store(&mut self, now: SimTime, key: Key, value_bytes: u32, version: u64, expires_at: u64) {
         let added = self.cost(value_bytes);
         let old = *self.entry(key);
+        self.memory_changed = true;
         if old.present() {
             self.used_memory -= self.cost(old.value_bytes);
             if old.volatile() {
@@ -343,6 +355,8 @@ impl Keyspace {
         if !entry.present() {
             return;
         }
+        // (Expiry and eviction count their keys only after a removal, so this marks theirs.)
+        self.memory_changed = true;
         self.used_memory -= self.cost(entry.value_bytes);
         let slot = entry.live_slot as usize;
         self.live.swap_remove(slot);

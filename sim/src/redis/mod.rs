@@ -466,6 +466,14 @@ impl Redis {
         total
     }
 
+    /// A server's used memory now, and its evicted and expired keys so far, if they may have
+    /// changed since the last call (`None`: they are as they were then).
+    #[inline]
+    pub fn server_memory_changed(&mut self, server: ServerId) -> Option<(u64, u64, u64)> {
+        let changed = self.servers[server.index()].keyspace.take_memory_changed();
+        changed.then(|| self.server_memory(server))
+    }
+
     /// A server's used memory now, and its evicted and expired keys so far: what its gauge
     /// and counters follow.
     #[inline]
