@@ -196,6 +196,11 @@ pub(crate) struct Redis {
     /// `handle`, `issue`, `fault`, `connection_fault`, `open_link` and `retire_link`, the
     /// only calls that change them.
     changed: bool,
+    /// Whether an executed command can have follow-ups: a replica to copy a write to, a
+    /// tracking connection to tell, or a subscriber to push to (`after_execute`). Set once
+    /// from the scenario: replicas are only ever promoted away, and connections' specs do
+    /// not change, so a scenario with none of them runs none of that per command.
+    follow_ups: bool,
 }
 
 /// The toxics of connection `id` over the run, from the scenario's faults on it.
@@ -253,6 +258,9 @@ impl Redis {
                 .collect(),
             expiry_scheduled: vec![None; scenario.servers.len()],
             changed: true,
+            follow_ups: scenario.servers.iter().any(|s| s.replica_of.is_some())
+                || (scenario.connections.iter())
+                    .any(|c| c.tracking.is_some() || c.subscription.is_some()),
         };
         // A replica starts with what its primary starts with (a full sync before the run).
         for (replica, spec) in scenario.servers.iter().enumerate() {

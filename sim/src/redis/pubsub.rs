@@ -47,7 +47,7 @@ impl Redis {
         reply: Reply,
         events: &mut EventQueue,
     ) {
-        if matches!(reply, Reply::Error(_) | Reply::NotSet) {
+        if !self.follow_ups || matches!(reply, Reply::Error(_) | Reply::NotSet) {
             return;
         }
         if is_write(op.command) && !matches!(op.command, RedisCommand::Publish { .. }) {
