@@ -436,6 +436,11 @@ impl Metrics {
         self.counters[id.0].in_bucket += events;
     }
 
+    /// The value `id` was last set to.
+    pub fn gauge_now(&self, id: GaugeId) -> u64 {
+        self.gauges[id.0].current
+    }
+
     pub fn set_gauge(&mut self, id: GaugeId, value: u64) {
         let gauge = &mut self.gauges[id.0];
         gauge.current = value;

@@ -86,8 +86,6 @@ pub(crate) struct Observation {
 /// the totals already counted, so each event adds only what is new).
 struct ServerSeries {
     used_memory: GaugeId,
-    /// The used memory last written to `used_memory`.
-    used: u64,
     evicted: (u64, CounterId),
     expired: (u64, CounterId),
 }
@@ -156,7 +154,6 @@ impl Observation {
         let server_series = (scenario.servers.iter())
             .map(|server| ServerSeries {
                 used_memory: metrics.add_gauge(GaugeKey::ServerUsedMemory(server.name.clone())),
-                used: 0,
                 evicted: (
                     0,
                     metrics.add_counter(CountKey::ServerEvictedKeys(server.name.clone())),
@@ -334,12 +331,15 @@ impl Observation {
                 // Unmarked, the server's memory is as last seen: a test build checks it.
                 debug_assert_eq!(
                     redis.server_memory(server),
-                    (series.used, series.evicted.0, series.expired.0),
+                    (
+                        metrics.gauge_now(series.used_memory),
+                        series.evicted.0,
+                        series.expired.0
+                    ),
                     "server {index}'s memory changed without its keyspace marking it"
                 );
                 continue;
             };
-            series.used = used;
             metrics.set_gauge(series.used_memory, used);
             let (seen, counter) = &mut series.evicted;
             if evicted != *seen {

@@ -136,13 +136,12 @@ impl Connection {
         (self.epoch == epoch).then_some(self)
     }
 
-    /// The command `seq`, on the wire or at the server: a link's commands leave `commands`
-    /// only after their reply, or all at once when the link is dropped with its wires and
-    /// input, so one that reached the server is still here.
-    /// Where the command `seq` is in `commands`. Sequence numbers rise by one per command
-    /// issued and leave from the front, so `seq`'s place is its distance from the front's;
-    /// only a carry-over after a lost link (which keeps some commands and fails others)
-    /// leaves gaps, and then a binary search over the rising numbers finds it.
+    /// Where the command `seq` (on the wire or at the server) is in `commands`. A link's
+    /// commands leave only from the front, after their reply, or all at once when the link is
+    /// dropped with its wires and input, so one that reached the server is still here.
+    /// Sequence numbers rise by one per command issued, so `seq`'s place is its distance from
+    /// the front's; only a carry-over after a lost link (which keeps some commands and fails
+    /// others) leaves gaps, and then a binary search over the rising numbers finds it.
     pub(super) fn command_index(&self, seq: u64) -> usize {
         let front = self.commands.front().map_or(seq, |command| command.seq);
         let guess = usize::try_from(seq.wrapping_sub(front)).unwrap_or(usize::MAX);

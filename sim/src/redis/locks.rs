@@ -177,9 +177,7 @@ impl LockTable {
                 due.push(lease);
             }
         }
-        if due.len() > 1 {
-            due.sort_unstable();
-        }
+        due.sort_unstable();
         self.entries -= due.len();
         for lease in due.drain(..) {
             let Entry::Occupied(mut entry) = self.keys.entry(pack(lease.family, lease.index))
