@@ -72,6 +72,7 @@ pub(crate) enum DatabaseEvent {
 impl DatabaseEvent {
     /// Its place among the events due at the same nanosecond: a query that finishes exactly
     /// at its deadline is in time.
+    #[inline(always)]
     pub fn class(&self) -> Class {
         match self {
             DatabaseEvent::Wake { .. } => Class::Finish,

@@ -121,6 +121,7 @@ pub(crate) enum Event {
 
 impl Event {
     /// Its place among the events due at the same nanosecond.
+    #[inline(always)]
     pub fn class(&self) -> Class {
         match self {
             Event::RequestTimer { .. } | Event::CallerRetry { .. } => Class::Finish,
@@ -360,8 +361,17 @@ impl EventQueue {
         }
     }
 
+    /// Schedules `event` for `at`. Inlined where it is called, so that the event's class (its
+    /// place among an instant's events) is worked out there, where its kind is known and the
+    /// match folds to a constant; the queue's work is [`EventQueue::schedule_in`]'s.
+    #[inline(always)]
     pub fn schedule(&mut self, at: SimTime, event: impl Into<Event>) {
         let event = event.into();
+        self.schedule_in(at, event.class(), event);
+    }
+
+    /// Schedules `event`, of `class`, for `at`.
+    fn schedule_in(&mut self, at: SimTime, class: Class, event: Event) {
         let seq = match &mut self.shuffle {
             // A random position among the same-instant events of its class: 62 random bits
             // (a tie of two draws is taken in the order the queue's scans find it: deterministic,
@@ -369,7 +379,7 @@ impl EventQueue {
             Some(stream) => stream.next_u64() >> (64 - SEQ_BITS),
             None => self.next_seq,
         };
-        let scheduled = Scheduled::new(at, event.class(), seq, event);
+        let scheduled = Scheduled::new(at, class, seq, event);
         self.next_seq += 1;
         if !self.many.is_empty() {
             self.many.push(scheduled);

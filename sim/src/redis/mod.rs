@@ -112,6 +112,7 @@ pub(crate) enum RedisEvent {
 impl RedisEvent {
     /// Its place among the events due at the same nanosecond: the two timeouts are deadlines,
     /// everything else is something arriving or finishing.
+    #[inline(always)]
     pub fn class(&self) -> Class {
         match self {
             RedisEvent::CommandTimeout { .. }
