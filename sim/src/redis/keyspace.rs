@@ -176,6 +176,13 @@ pub(super) struct Keyspace {
     /// stored, removed or all cleared), until the observer takes it: what lets it skip a
     /// server whose memory series cannot have moved.
     memory_changed: bool,
+    /// Set when the soonest expiry may have moved sooner (a key stored with an expiry), or
+    /// when the server's pending expiry event has fired, until [`Redis`] takes it: what lets
+    /// it skip, after an event, a server whose next expiry cannot need an earlier event.
+    /// Removing keys only moves the soonest expiry later, which the pending event covers.
+    ///
+    /// [`Redis`]: super::Redis
+    expiry_check: bool,
     /// Draws eviction candidates.
     rng: Stream,
     pub(super) stats: MemoryStats,
@@ -200,6 +207,7 @@ impl Keyspace {
             lru: exact_lru.then(BTreeSet::new),
             used_memory: 0,
             memory_changed: true,
+            expiry_check: true,
             rng,
             stats: MemoryStats::default(),
         }
@@ -213,6 +221,17 @@ impl Keyspace {
     /// Whether the memory series may have changed since the last call, and clears the mark.
     pub(super) fn take_memory_changed(&mut self) -> bool {
         std::mem::take(&mut self.memory_changed)
+    }
+
+    /// Whether the next expiry must be looked at ([`Keyspace::mark_expiry_check`]), and
+    /// clears the mark.
+    pub(super) fn take_expiry_check(&mut self) -> bool {
+        std::mem::take(&mut self.expiry_check)
+    }
+
+    /// The server's pending expiry event has fired: its next expiry must be looked at.
+    pub(super) fn mark_expiry_check(&mut self) {
+        self.expiry_check = true;
     }
 
     pub(super) fn maxmemory(&self) -> Option<u64> {
@@ -329,6 +348,7 @@ impl Keyspace {
         if entry.volatile() {
             self.volatile.push(key);
             self.expiries.insert((expires_at, key));
+            self.expiry_check = true;
         }
         if self.lru_tracks(entry.volatile())
             && let Some(lru) = &mut self.lru

@@ -307,12 +307,23 @@ impl Redis {
     /// pending one (if any). Called at the end of every entry point that may set or move a
     /// key's expiry, so that keys expire at their instant, through an event, and reading a
     /// server's memory ([`Redis::server_summary`]) never changes it.
+    /// A server whose keyspace has not marked an expiry check is skipped: its soonest expiry
+    /// can only have moved later since the last look, and its pending event (if any) is at
+    /// or before it (a test build checks it).
     fn schedule_expiries(&mut self, events: &mut EventQueue) {
-        for (index, server) in self.servers.iter().enumerate() {
+        for (index, server) in self.servers.iter_mut().enumerate() {
+            let scheduled = &mut self.expiry_scheduled[index];
+            if !server.keyspace.take_expiry_check() {
+                debug_assert!(
+                    (server.keyspace.next_expiry())
+                        .is_none_or(|at| scheduled.is_some_and(|pending| pending <= at)),
+                    "server {index}'s next expiry needs an event its keyspace did not mark"
+                );
+                continue;
+            }
             let Some(at) = server.keyspace.next_expiry() else {
                 continue;
             };
-            let scheduled = &mut self.expiry_scheduled[index];
             if scheduled.is_none_or(|pending| at < pending) {
                 *scheduled = Some(at);
                 let server = ServerId(index as u32);
@@ -364,7 +375,9 @@ impl Redis {
                 if *scheduled == Some(now) {
                     *scheduled = None;
                 }
-                self.servers[server.index()].keyspace.expire_due(now);
+                let keyspace = &mut self.servers[server.index()].keyspace;
+                keyspace.expire_due(now);
+                keyspace.mark_expiry_check();
             }
         }
         self.schedule_expiries(events);

@@ -400,4 +400,21 @@ mod tests {
         assert_eq!(after.expired_keys, 1, "expired at its instant");
         assert_eq!(after.used_memory, 0);
     }
+
+    #[test]
+    fn keys_set_one_after_another_expire_each_at_its_own_instant() {
+        // Three SETs reach the server at 100, 1 100 and 2 100 us; the first has a 5 ms TTL,
+        // the second a 1 ms one (it expires first, at 2 100 us, before the first's 5 100),
+        // the third a 4 ms one (6 100). After each expiry's event, the next soonest needs an
+        // event of its own: the one already pending is gone.
+        let mut redis = Harness::new(3);
+        redis.issue_at(0, 0, set_with_ttl(0, 1_000, 5), 0);
+        redis.issue_at(1_000, 0, set_with_ttl(1, 1_000, 1), 1);
+        redis.issue_at(2_000, 0, set_with_ttl(2, 1_000, 4), 2);
+        for (until, expired) in [(2_099, 0), (2_100, 1), (5_099, 1), (5_100, 2), (6_100, 3)] {
+            redis.run_until(until);
+            assert_eq!(redis.server().expired_keys, expired, "at {until} us");
+        }
+        assert_eq!(redis.server().used_memory, 0);
+    }
 }
