@@ -161,8 +161,27 @@ impl Redis {
         if !connection.server_open {
             return; // the server is gone; the client will find out and resend
         }
-        connection.input.push_back(seq);
         let server = connection.server;
+        let thread = &self.servers[server.index()];
+        if !connection.scheduled
+            && thread.executing.is_none()
+            && thread.accepts_work()
+            && thread.paused_writes == 0
+            && thread.ready.is_empty()
+        {
+            // The server is idle and no other connection waits: the command runs now, as it
+            // would from the front of the ring and of its connection's input, without going
+            // through them (the connection is in the ring's place until its reply is sent).
+            debug_assert!(
+                connection.input.is_empty(),
+                "an unscheduled connection's input"
+            );
+            connection.scheduled = true;
+            let index = connection.command_index(seq);
+            self.execute_command(now, server, id, seq, index, events);
+            return;
+        }
+        connection.input.push_back(seq);
         if !connection.scheduled {
             connection.scheduled = true;
             self.servers[server.index()].ready.push_back(id);
@@ -192,32 +211,51 @@ impl Redis {
                 continue;
             }
             connection.input.pop_front();
-            let command = &mut connection.commands[index];
-            let reply = server.execute(now, op);
-            command.executions += 1;
-            if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o))
-                && entry.executed()
-            {
-                self.applied_twice.push(connection_id);
-            }
-            let cost = server.cost(op.request_bytes() + reply.bytes());
-            server.executing = Some(Executing {
-                connection: connection_id,
-                connection_epoch: connection.epoch,
-                seq,
-                reply,
-            });
-            connection.stats.executed += 1;
-            events.schedule(
-                now.saturating_add(cost),
-                RedisEvent::ServerDone {
-                    server: id,
-                    epoch: server.epoch,
-                },
-            );
-            self.after_execute(now, id, connection_id, op, reply, events);
+            self.execute_command(now, id, connection_id, seq, index, events);
             return;
         }
+    }
+
+    /// The idle server `id` executes the command `seq` of `connection_id`, at `index` in its
+    /// commands, taken from the connection's input: its reply is ready when the command's cost
+    /// has passed (`ServerDone`).
+    #[inline(always)]
+    fn execute_command(
+        &mut self,
+        now: SimTime,
+        id: ServerId,
+        connection_id: ConnectionId,
+        seq: u64,
+        index: usize,
+        events: &mut EventQueue,
+    ) {
+        let server = &mut self.servers[id.index()];
+        let connection = &mut self.connections[connection_id.index()];
+        let command = &mut connection.commands[index];
+        let op = command.op;
+        let reply = server.execute(now, op);
+        command.executions += 1;
+        if let Some(entry) = command.origin.and_then(|o| self.origins.get_mut(&o))
+            && entry.executed()
+        {
+            self.applied_twice.push(connection_id);
+        }
+        let cost = server.cost(op.request_bytes() + reply.bytes());
+        server.executing = Some(Executing {
+            connection: connection_id,
+            connection_epoch: connection.epoch,
+            seq,
+            reply,
+        });
+        connection.stats.executed += 1;
+        events.schedule(
+            now.saturating_add(cost),
+            RedisEvent::ServerDone {
+                server: id,
+                epoch: server.epoch,
+            },
+        );
+        self.after_execute(now, id, connection_id, op, reply, events);
     }
 
     pub(super) fn on_server_done(
