@@ -144,6 +144,29 @@ fn without_a_timeout_a_hung_server_leaves_requests_waiting_forever() {
     assert_eq!(report.end_ms, 5_000.0);
 }
 
+#[test]
+fn without_a_horizon_a_run_stops_at_its_time_budget_after_the_events_due_by_then() {
+    let mut s = base();
+    s.flows
+        .push(flow("get", vec![redis_step(0, RedisCommand::Get, 0)]));
+    // One request a second for 1 000 s; the budget ends with the third arrival's instant.
+    s.loads.push(even("get", 0, 1.0, 1_000));
+    s.limits.time_max = at_ms(2_000);
+    let report = run(&s).unwrap();
+    assert_eq!(report.verdict, Verdict::TimeBudget);
+    assert_eq!(report.end_ms, 2_000.0);
+    // The arrivals at 0, 1 and 2 s ran (the last due exactly at the budget); its GET was
+    // still on its way when the budget ended.
+    assert_eq!(report.summary.requests, 3);
+    assert_eq!(report.summary.unfinished, 1);
+    // With a horizon before the budget, the horizon ends it, after the events due by then.
+    s.limits.horizon = Some(at_ms(1_000));
+    let report = run(&s).unwrap();
+    assert_eq!(report.verdict, Verdict::Horizon);
+    assert_eq!(report.end_ms, 1_000.0);
+    assert_eq!(report.summary.requests, 2);
+}
+
 /// The connection learns of a stop at 100 ms; a GET is issued at 200 ms; Redis is back at
 /// `back_ms` (or never).
 fn stopped(offline_queue: bool, timeout: Option<u64>, back_ms: Option<u64>) -> Scenario {
