@@ -484,10 +484,6 @@ impl<'s> Simulator<'s> {
     /// ended; a budget, a stall or a broken invariant stops it earlier.
     fn run_to_end(&mut self, progress: &mut dyn FnMut(SimTime)) -> Verdict {
         let limits = self.scenario.limits;
-        // The latest instant an event may be due and still be processed.
-        let time_limit = limits
-            .horizon
-            .map_or(limits.time_max, |h| h.min(limits.time_max));
         let ended = |simulator: &Self| {
             if simulator.in_flight == 0
                 && simulator.loads_active == 0
@@ -512,26 +508,21 @@ impl<'s> Simulator<'s> {
             // Taken out before the checks: when one stops the run, the event is not processed
             // and nothing reads the queue again.
             let next = self.events.pop();
-            // An event due by both the horizon and the time budget passes in one test.
-            let (at, event) = match next {
-                Some((at, event)) if at <= time_limit => (at, event),
-                next => {
-                    if let Some(horizon) = limits.horizon
-                        && next.as_ref().is_none_or(|&(at, _)| at > horizon)
-                    {
-                        // Nothing more happens before the horizon.
-                        self.now = self.now.max(horizon);
-                        return ended(self);
-                    }
-                    let Some((at, _)) = next else {
-                        // Requests wait for something that will never answer.
-                        return Verdict::Stalled;
-                    };
-                    debug_assert!(at > limits.time_max, "past the time limit, by the budget");
-                    self.now = limits.time_max;
-                    return Verdict::TimeBudget;
-                }
+            if let Some(horizon) = limits.horizon
+                && next.as_ref().is_none_or(|&(at, _)| at > horizon)
+            {
+                // Nothing more happens before the horizon.
+                self.now = self.now.max(horizon);
+                return ended(self);
+            }
+            let Some((at, event)) = next else {
+                // Requests wait for something that will never answer.
+                return Verdict::Stalled;
             };
+            if at > limits.time_max {
+                self.now = limits.time_max;
+                return Verdict::TimeBudget;
+            }
             if self.events_processed >= limits.events_max {
                 return Verdict::EventBudget;
             }
