@@ -27,7 +27,9 @@ impl Redis {
     ) {
         self.changed = true;
         self.server_fault(now, id, kind, on, events);
-        self.schedule_expiries(events); // a restart's keys may carry expiries
+        // A pause or hang that ends here runs the commands held (`try_execute`), which may
+        // store keys with an expiry.
+        self.schedule_expiries(events);
     }
 
     fn server_fault(

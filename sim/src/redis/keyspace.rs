@@ -176,8 +176,8 @@ pub(super) struct Keyspace {
     /// stored, removed or all cleared), until the observer takes it: what lets it skip a
     /// server whose memory series cannot have moved.
     memory_changed: bool,
-    /// Set when the soonest expiry may have moved sooner (a key stored with an expiry), or
-    /// when the server's pending expiry event has fired, until [`Redis`] takes it: what lets
+    /// Set when the soonest expiry may have moved sooner (a key stored with an expiry), when
+    /// an expiry event for the server has fired, and at the start, until [`Redis`] takes it: what lets
     /// it skip, after an event, a server whose next expiry cannot need an earlier event.
     /// Removing keys only moves the soonest expiry later, which the pending event covers.
     ///

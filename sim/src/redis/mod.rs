@@ -762,6 +762,11 @@ mod testing {
         }
 
         /// Commands waiting on connection 0.
+        /// What the run's memory estimate counts of Redis ([`Redis::memory_bytes`]).
+        pub fn memory_bytes(&self) -> u64 {
+            self.redis.memory_bytes()
+        }
+
         pub fn pending(&self) -> u64 {
             self.redis.pending[0].0
         }
