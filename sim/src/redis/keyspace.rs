@@ -177,9 +177,10 @@ pub(super) struct Keyspace {
     /// server whose memory series cannot have moved.
     memory_changed: bool,
     /// Set when the soonest expiry may have moved sooner (a key stored with an expiry), when
-    /// an expiry event for the server has fired, and at the start, until [`Redis`] takes it: what lets
-    /// it skip, after an event, a server whose next expiry cannot need an earlier event.
-    /// Removing keys only moves the soonest expiry later, which the pending event covers.
+    /// an expiry event for the server has fired, and at the start, until [`Redis`] takes it:
+    /// what lets it skip, after an event, a server whose next expiry cannot need an earlier
+    /// event. Removing keys only moves the soonest expiry later, which the pending event
+    /// covers.
     ///
     /// [`Redis`]: super::Redis
     expiry_check: bool,

@@ -307,6 +307,7 @@ impl Redis {
     /// pending one (if any). Called at the end of every entry point that may set or move a
     /// key's expiry, so that keys expire at their instant, through an event, and reading a
     /// server's memory ([`Redis::server_summary`]) never changes it.
+    ///
     /// A server whose keyspace has not marked an expiry check is skipped: its soonest expiry
     /// can only have moved later since the last look, and its pending event (if any) is at
     /// or before it (a test build checks it).
@@ -761,12 +762,12 @@ mod testing {
             self.redis.connection_summary(ConnectionId(0))
         }
 
-        /// Commands waiting on connection 0.
         /// What the run's memory estimate counts of Redis ([`Redis::memory_bytes`]).
         pub fn memory_bytes(&self) -> u64 {
             self.redis.memory_bytes()
         }
 
+        /// Commands waiting on connection 0.
         pub fn pending(&self) -> u64 {
             self.redis.pending[0].0
         }

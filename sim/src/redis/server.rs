@@ -445,19 +445,21 @@ mod tests {
 
     #[test]
     fn a_command_run_at_once_by_an_idle_server_leaves_the_memory_the_ring_would() {
-        // One GET finds the server idle and runs at once; of two sent together, the second
-        // waits in the connection's input. Once all are answered the estimate is the same:
-        // the input keeps the room a command passing through it leaves (a budget reads it).
-        let mut alone = Harness::new(1);
-        alone.issue_at(0, 0, get(0), 0);
-        alone.run();
-        let mut two = Harness::new(1);
-        two.issue_at(0, 0, get(0), 0);
-        two.issue_at(0, 0, get(0), 1);
-        two.run();
-        assert_eq!(alone.finished().len(), 1);
-        assert_eq!(two.finished().len(), 2);
-        assert_eq!(alone.memory_bytes(), two.memory_bytes());
+        // Apart, two GETs each find the server idle (the second, at 1 ms, runs at once);
+        // sent together, the second waits in the connection's input. Once all are answered
+        // the estimate is the same: the input keeps the room a command passing through it
+        // leaves (a budget reads it).
+        let mut apart = Harness::new(1);
+        apart.issue_at(0, 0, get(0), 0);
+        apart.issue_at(1_000, 0, get(0), 1);
+        apart.run();
+        let mut together = Harness::new(1);
+        together.issue_at(0, 0, get(0), 0);
+        together.issue_at(0, 0, get(0), 1);
+        together.run();
+        assert_eq!(apart.finished().len(), 2);
+        assert_eq!(together.finished().len(), 2);
+        assert_eq!(apart.memory_bytes(), together.memory_bytes());
     }
 
     #[test]
